@@ -1,0 +1,807 @@
+//! The configuration file: its JSON form, and the checked `Config` the program runs with. Every
+//! mistake is reported with the field and what to write instead, before any request is served.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::defaults;
+use crate::identity::{Cidr, ClientPolicy};
+use crate::provider::{HttpMethod, HttpSpec, Place, ProviderSpec, SuccessTest};
+use crate::rule::{KeyKind, Rule, RuleName};
+use crate::secret::Secret;
+
+/// What a store does when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Answer the request as if admitted (fail open), and log.
+    Allow,
+    /// Refuse with 503 and Retry-After (fail closed), and log.
+    Deny,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    File { dir: PathBuf },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    pub kind: StoreKind,
+    pub on_error: OnError,
+    /// One request in this many sweeps (0: never; use `resolve sweep` from cron).
+    pub sweep_one_in: u32,
+    pub sweep_budget: Duration,
+    pub sweep_grace: Duration,
+    pub deny_retry_after_secs: u32,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// None until the owner names one: every request then gets 503 "not configured".
+    pub provider: Option<ProviderSpec>,
+    pub store: StoreConfig,
+    pub rules: Vec<Rule>,
+    pub client: ClientPolicy,
+    /// Request header that carries the client address from a trusted proxy.
+    pub forwarded_header: String,
+    pub max_body_bytes: u64,
+}
+
+/// A configuration mistake: where, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    provider: Option<RawProvider>,
+    store: Option<RawStore>,
+    rules: Option<Vec<RawRule>>,
+    client: Option<RawClient>,
+    request: Option<RawRequest>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    kind: String,
+    url: Option<String>,
+    method: Option<String>,
+    token: Option<String>,
+    auth: Option<RawPlace>,
+    link: Option<RawPlace>,
+    download: Option<String>,
+    filename: Option<String>,
+    success: Option<RawSuccess>,
+    error_message: Option<String>,
+    error_code: Option<String>,
+    connect_timeout_ms: Option<u64>,
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlace {
+    header: Option<String>,
+    prefix: Option<String>,
+    query: Option<String>,
+    form: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuccess {
+    pointer: String,
+    equals: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStore {
+    kind: Option<String>,
+    dir: Option<String>,
+    on_error: Option<String>,
+    sweep_one_in: Option<u32>,
+    sweep_budget_ms: Option<u64>,
+    sweep_grace_secs: Option<u64>,
+    deny_retry_after_secs: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: String,
+    key: String,
+    limit: u64,
+    window_secs: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClient {
+    ipv6_prefix: Option<u8>,
+    trusted_proxies: Option<Vec<String>>,
+    forwarded_header: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRequest {
+    max_body_bytes: Option<u64>,
+}
+
+/// The rule that applies when the configuration names none.
+pub fn default_rule() -> Rule {
+    Rule {
+        name: RuleName::new(defaults::RULE_NAME).expect("valid default name"),
+        key: KeyKind::Ip,
+        limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
+        window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
+    }
+}
+
+impl Config {
+    /// The configuration with no file: safe defaults and no provider. `base` holds the data
+    /// directory.
+    pub fn defaults(base: &Path) -> Config {
+        Config::from_raw(RawConfig::default(), base).expect("defaults are valid")
+    }
+
+    /// Parses and checks a configuration file's text. Relative paths are taken from `base`,
+    /// the file's directory.
+    pub fn from_json(text: &str, base: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
+            err(
+                format!("line {} column {}", e.line(), e.column()),
+                format!("{e}; the file must be one JSON object (see README: Configuration)"),
+            )
+        })?;
+        Config::from_raw(raw, base)
+    }
+
+    fn from_raw(raw: RawConfig, base: &Path) -> Result<Config, ConfigError> {
+        let provider = raw.provider.map(provider).transpose()?;
+        let store = store(raw.store, base)?;
+        let rules = match raw.rules {
+            None => vec![default_rule()],
+            Some(list) => rules(list)?,
+        };
+        let client = raw.client.unwrap_or(RawClient {
+            ipv6_prefix: None,
+            trusted_proxies: None,
+            forwarded_header: None,
+        });
+        let ipv6_prefix = client.ipv6_prefix.unwrap_or(defaults::IPV6_PREFIX);
+        if !(1..=128).contains(&ipv6_prefix) {
+            return Err(err(
+                "client.ipv6_prefix",
+                "must be 1 to 128; 64 groups each subscriber's addresses (the default)",
+            ));
+        }
+        let mut trusted_proxies = Vec::new();
+        for (i, s) in client
+            .trusted_proxies
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
+            trusted_proxies.push(Cidr::parse(s).ok_or_else(|| {
+                err(
+                    format!("client.trusted_proxies[{i}]"),
+                    format!("{s:?} is not an address or range: write e.g. \"10.0.0.0/8\" or \"2001:db8::/32\""),
+                )
+            })?);
+        }
+        let forwarded_header = client
+            .forwarded_header
+            .unwrap_or_else(|| defaults::FORWARDED_HEADER.to_owned());
+        if !is_header_name(&forwarded_header) || forwarded_header.contains('_') {
+            return Err(err(
+                "client.forwarded_header",
+                "must be a header name of letters, digits and '-', e.g. \"X-Forwarded-For\" or \"CF-Connecting-IP\"",
+            ));
+        }
+        let max_body_bytes = raw
+            .request
+            .and_then(|r| r.max_body_bytes)
+            .unwrap_or(defaults::MAX_BODY_BYTES);
+        if !(1..=1024 * 1024).contains(&max_body_bytes) {
+            return Err(err(
+                "request.max_body_bytes",
+                "must be 1 to 1048576; a form with one link needs less than 3000",
+            ));
+        }
+        Ok(Config {
+            provider,
+            store,
+            rules,
+            client: ClientPolicy {
+                ipv6_prefix,
+                trusted_proxies,
+            },
+            forwarded_header,
+            max_body_bytes,
+        })
+    }
+
+    /// The effective configuration as JSON, secrets masked, for `resolve check`.
+    pub fn masked_json(&self) -> Value {
+        let provider = match &self.provider {
+            None => Value::Null,
+            Some(ProviderSpec::Echo) => json!({"kind": "echo"}),
+            Some(ProviderSpec::Http(h)) => json!({
+                "kind": "http",
+                "method": match h.method { HttpMethod::Get => "GET", HttpMethod::Post => "POST" },
+                "url": h.url,
+                "token": h.token.as_ref().map(|_| "***"),
+                "auth": h.auth.as_ref().map(place_json),
+                "link": place_json(&h.link),
+                "download": h.download,
+                "filename": h.filename,
+                "success": h.success.as_ref().map(|s| json!({"pointer": s.pointer, "equals": s.equals})),
+                "error_message": h.error_message,
+                "error_code": h.error_code,
+                "connect_timeout_ms": h.connect_timeout.as_millis() as u64,
+                "timeout_ms": h.timeout.as_millis() as u64,
+            }),
+        };
+        let StoreKind::File { dir } = &self.store.kind;
+        json!({
+            "provider": provider,
+            "store": {
+                "kind": "file",
+                "dir": dir.display().to_string(),
+                "on_error": match self.store.on_error { OnError::Allow => "allow", OnError::Deny => "deny" },
+                "sweep_one_in": self.store.sweep_one_in,
+                "sweep_budget_ms": self.store.sweep_budget.as_millis() as u64,
+                "sweep_grace_secs": self.store.sweep_grace.as_secs(),
+                "deny_retry_after_secs": self.store.deny_retry_after_secs,
+            },
+            "rules": self.rules.iter().map(|r| json!({
+                "name": r.name.as_str(), "key": r.key.as_str(),
+                "limit": r.limit.get(), "window_secs": r.window_secs.get(),
+            })).collect::<Vec<_>>(),
+            "client": {
+                "ipv6_prefix": self.client.ipv6_prefix,
+                "trusted_proxies": self.client.trusted_proxies.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+                "forwarded_header": self.forwarded_header,
+            },
+            "request": {"max_body_bytes": self.max_body_bytes},
+        })
+    }
+
+    /// Every secret in the configuration, so logs can mask them wherever they appear.
+    pub fn secrets(&self) -> Vec<String> {
+        match &self.provider {
+            Some(ProviderSpec::Http(HttpSpec { token: Some(t), .. })) if !t.expose().is_empty() => {
+                vec![t.expose().to_owned()]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn place_json(p: &Place) -> Value {
+    match p {
+        Place::Header { name, prefix } => json!({"header": name, "prefix": prefix}),
+        Place::Query(n) => json!({"query": n}),
+        Place::Form(n) => json!({"form": n}),
+    }
+}
+
+fn is_header_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn is_pointer(s: &str) -> bool {
+    s.is_empty() || s.starts_with('/')
+}
+
+fn place(raw: RawPlace, field: &str, method: HttpMethod) -> Result<Place, ConfigError> {
+    let chosen = [
+        raw.header.is_some(),
+        raw.query.is_some(),
+        raw.form.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    if chosen != 1 {
+        return Err(err(
+            field,
+            "name exactly one of \"header\", \"query\" or \"form\", e.g. {\"form\": \"link\"}",
+        ));
+    }
+    if raw.prefix.is_some() && raw.header.is_none() {
+        return Err(err(format!("{field}.prefix"), "only goes with \"header\""));
+    }
+    let check_name = |n: &str, what: &str| {
+        if n.is_empty() || n.len() > 64 || n.chars().any(|c| c.is_control() || c == '\n') {
+            Err(err(format!("{field}.{what}"), "must be a short name"))
+        } else {
+            Ok(())
+        }
+    };
+    if let Some(name) = raw.header {
+        if !is_header_name(&name) {
+            return Err(err(
+                format!("{field}.header"),
+                "must be a header name of letters, digits and '-', e.g. \"Authorization\"",
+            ));
+        }
+        let prefix = raw.prefix.unwrap_or_default();
+        if prefix.chars().any(|c| c.is_control()) {
+            return Err(err(
+                format!("{field}.prefix"),
+                "cannot contain control characters",
+            ));
+        }
+        return Ok(Place::Header { name, prefix });
+    }
+    if let Some(name) = raw.query {
+        check_name(&name, "query")?;
+        return Ok(Place::Query(name));
+    }
+    let name = raw.form.unwrap_or_default();
+    check_name(&name, "form")?;
+    if method == HttpMethod::Get {
+        return Err(err(
+            format!("{field}.form"),
+            "a GET request has no form body: use {\"query\": ...} or set \"method\": \"POST\"",
+        ));
+    }
+    Ok(Place::Form(name))
+}
+
+/// True when the URL's host is this machine, where plain http cannot be overheard.
+fn loopback_host(rest: &str) -> bool {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
+    match raw.kind.as_str() {
+        "echo" => return Ok(ProviderSpec::Echo),
+        "http" => {}
+        other => {
+            return Err(err(
+                "provider.kind",
+                format!(
+                    "{other:?} is not a provider kind: use \"http\" for a JSON API or \"echo\" to try the site without spending anything"
+                ),
+            ));
+        }
+    }
+    let method = match raw.method.as_deref().unwrap_or("POST") {
+        m if m.eq_ignore_ascii_case("POST") => HttpMethod::Post,
+        m if m.eq_ignore_ascii_case("GET") => HttpMethod::Get,
+        m => {
+            return Err(err(
+                "provider.method",
+                format!("{m:?}: use \"POST\" or \"GET\""),
+            ));
+        }
+    };
+    let url = raw
+        .url
+        .ok_or_else(|| err("provider.url", "missing: the provider's API endpoint, e.g. \"https://api.real-debrid.com/rest/1.0/unrestrict/link\""))?;
+    let lower = url.to_ascii_lowercase();
+    let valid_url = if let Some(rest) = lower.strip_prefix("https://") {
+        !rest.is_empty()
+    } else if let Some(rest) = lower.strip_prefix("http://") {
+        if !loopback_host(rest) {
+            return Err(err(
+                "provider.url",
+                "use https:// (plain http would send the token unencrypted; it is accepted only for a provider on this machine)",
+            ));
+        }
+        true
+    } else {
+        false
+    };
+    if !valid_url || url.chars().any(|c| c.is_whitespace() || c.is_control()) || url.contains('#') {
+        return Err(err(
+            "provider.url",
+            format!("{url:?} is not an https:// URL"),
+        ));
+    }
+    let token = raw.token.map(Secret::new);
+    let auth = match (raw.auth, &token) {
+        (Some(a), Some(_)) => Some(place(a, "provider.auth", method)?),
+        (Some(_), None) => {
+            return Err(err(
+                "provider.token",
+                "missing: \"auth\" says where the token goes, so put the provider's API token in \"token\"",
+            ));
+        }
+        (None, Some(_)) => Some(Place::Header {
+            name: "Authorization".into(),
+            prefix: "Bearer ".into(),
+        }),
+        (None, None) => None,
+    };
+    let link = match raw.link {
+        Some(l) => place(l, "provider.link", method)?,
+        None if method == HttpMethod::Get => Place::Query("link".into()),
+        None => Place::Form("link".into()),
+    };
+    if matches!(link, Place::Header { .. }) {
+        return Err(err(
+            "provider.link",
+            "the link goes in a \"form\" field or the \"query\", not a header",
+        ));
+    }
+    let download = raw.download.ok_or_else(|| {
+        err(
+            "provider.download",
+            "missing: the JSON Pointer to the download URL in the answer, e.g. \"/download\"",
+        )
+    })?;
+    let pointers = [
+        ("provider.download", Some(&download)),
+        ("provider.filename", raw.filename.as_ref()),
+        ("provider.error_message", raw.error_message.as_ref()),
+        ("provider.error_code", raw.error_code.as_ref()),
+        (
+            "provider.success.pointer",
+            raw.success.as_ref().map(|s| &s.pointer),
+        ),
+    ];
+    for (field, value) in pointers {
+        if let Some(p) = value
+            && !is_pointer(p)
+        {
+            return Err(err(
+                field,
+                format!("{p:?} is not a JSON Pointer: write it like \"/data/link\""),
+            ));
+        }
+    }
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
+    let timeout_ms = raw.timeout_ms.unwrap_or(defaults::PROVIDER_TIMEOUT_MS);
+    if !(1..=30_000).contains(&connect_ms) {
+        return Err(err(
+            "provider.connect_timeout_ms",
+            "must be 1 to 30000 (milliseconds)",
+        ));
+    }
+    if !(1..=55_000).contains(&timeout_ms) || timeout_ms < connect_ms {
+        return Err(err(
+            "provider.timeout_ms",
+            "must be 1 to 55000 (milliseconds), at least connect_timeout_ms, and under Apache's 60 s Timeout",
+        ));
+    }
+    Ok(ProviderSpec::Http(HttpSpec {
+        method,
+        url,
+        token,
+        auth,
+        link,
+        download,
+        filename: raw.filename,
+        success: raw.success.map(|s| SuccessTest {
+            pointer: s.pointer,
+            equals: s.equals,
+        }),
+        error_message: raw.error_message,
+        error_code: raw.error_code,
+        connect_timeout: Duration::from_millis(connect_ms),
+        timeout: Duration::from_millis(timeout_ms),
+    }))
+}
+
+fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
+    let raw = raw.unwrap_or(RawStore {
+        kind: None,
+        dir: None,
+        on_error: None,
+        sweep_one_in: None,
+        sweep_budget_ms: None,
+        sweep_grace_secs: None,
+        deny_retry_after_secs: None,
+    });
+    match raw.kind.as_deref().unwrap_or("file") {
+        "file" => {}
+        other => {
+            return Err(err(
+                "store.kind",
+                format!("{other:?} is not a store: use \"file\""),
+            ));
+        }
+    }
+    let dir = match raw.dir {
+        Some(d) if d.is_empty() => {
+            return Err(err("store.dir", "is empty: name the data directory"));
+        }
+        Some(d) => base.join(d),
+        None => base.join(defaults::DATA_DIR_NAME),
+    };
+    let on_error = match raw.on_error.as_deref().unwrap_or("allow") {
+        "allow" => OnError::Allow,
+        "deny" => OnError::Deny,
+        other => {
+            return Err(err(
+                "store.on_error",
+                format!(
+                    "{other:?}: use \"allow\" (answer anyway when the store fails) or \"deny\" (answer 503)"
+                ),
+            ));
+        }
+    };
+    let sweep_budget_ms = raw.sweep_budget_ms.unwrap_or(defaults::SWEEP_BUDGET_MS);
+    if sweep_budget_ms > 1000 {
+        return Err(err(
+            "store.sweep_budget_ms",
+            "must be at most 1000: a request should not wait on housekeeping",
+        ));
+    }
+    let deny_retry_after_secs = raw
+        .deny_retry_after_secs
+        .unwrap_or(defaults::DENY_RETRY_AFTER_SECS);
+    if deny_retry_after_secs == 0 {
+        return Err(err("store.deny_retry_after_secs", "must be at least 1"));
+    }
+    Ok(StoreConfig {
+        kind: StoreKind::File { dir },
+        on_error,
+        sweep_one_in: raw.sweep_one_in.unwrap_or(defaults::SWEEP_ONE_IN),
+        sweep_budget: Duration::from_millis(sweep_budget_ms),
+        sweep_grace: Duration::from_secs(
+            raw.sweep_grace_secs.unwrap_or(defaults::SWEEP_GRACE_SECS),
+        ),
+        deny_retry_after_secs,
+    })
+}
+
+/// Longest window a rule may have: a year.
+const MAX_WINDOW_SECS: u64 = 366 * 24 * 3600;
+
+fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
+    if list.len() > 16 {
+        return Err(err("rules", "at most 16 rules"));
+    }
+    let mut out: Vec<Rule> = Vec::new();
+    for (i, r) in list.into_iter().enumerate() {
+        let at = |f: &str| format!("rules[{i}].{f}");
+        let name = RuleName::new(&r.name).ok_or_else(|| {
+            err(
+                at("name"),
+                "must be 1 to 32 of a-z, 0-9, '_' and '-', e.g. \"ip\" or \"per-day\"",
+            )
+        })?;
+        if out.iter().any(|o| o.name == name) {
+            return Err(err(
+                at("name"),
+                format!("{name:?} is used by another rule: names must differ"),
+            ));
+        }
+        let key = KeyKind::parse(&r.key).ok_or_else(|| {
+            err(at("key"), format!("{:?}: use \"ip\" (per client address) or \"global\" (one count for the whole site)", r.key))
+        })?;
+        let limit = u32::try_from(r.limit)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| err(at("limit"), "must be 1 to 4294967295 requests per window"))?;
+        let window = u32::try_from(r.window_secs)
+            .ok()
+            .filter(|w| u64::from(*w) <= MAX_WINDOW_SECS)
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| err(at("window_secs"), "must be 1 to 31622400 seconds (a year)"))?;
+        out.push(Rule {
+            name,
+            key,
+            limit,
+            window_secs: window,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::from_json(text, Path::new("/home/u/resolve"))
+    }
+
+    #[test]
+    fn no_file_means_safe_defaults() {
+        let c = Config::defaults(Path::new("/home/u/resolve"));
+        assert_eq!(c.provider, None);
+        assert_eq!(c.rules, vec![default_rule()]);
+        assert_eq!(c.rules[0].limit.get(), 30);
+        assert_eq!(c.rules[0].window_secs.get(), 60);
+        assert_eq!(
+            c.store.kind,
+            StoreKind::File {
+                dir: "/home/u/resolve/ratelimit".into()
+            }
+        );
+        assert_eq!(c.store.on_error, OnError::Allow);
+        assert_eq!(c.client.ipv6_prefix, 64);
+        assert_eq!(c.max_body_bytes, 8192);
+        assert_eq!(parse("{}").unwrap(), c);
+    }
+
+    #[test]
+    fn a_full_http_provider() {
+        let c = parse(
+            r#"{"provider": {"kind": "http", "url": "https://api.example/unrestrict",
+                "token": "s3cret", "download": "/download", "filename": "/filename",
+                "success": {"pointer": "/status", "equals": "success"}},
+                "store": {"dir": "/var/data", "on_error": "deny"},
+                "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 10},
+                          {"name": "site", "key": "global", "limit": 100, "window_secs": 86400}],
+                "client": {"trusted_proxies": ["10.0.0.0/8"], "forwarded_header": "CF-Connecting-IP"}}"#,
+        )
+        .unwrap();
+        let Some(ProviderSpec::Http(h)) = &c.provider else {
+            panic!("{c:?}")
+        };
+        assert_eq!(h.method, HttpMethod::Post);
+        assert_eq!(
+            h.auth,
+            Some(Place::Header {
+                name: "Authorization".into(),
+                prefix: "Bearer ".into()
+            })
+        );
+        assert_eq!(h.link, Place::Form("link".into()));
+        assert_eq!(
+            c.store.kind,
+            StoreKind::File {
+                dir: "/var/data".into()
+            }
+        );
+        assert_eq!(c.rules.len(), 2);
+        assert_eq!(c.secrets(), vec!["s3cret".to_owned()]);
+        let shown = c.masked_json().to_string();
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("\"***\""));
+    }
+
+    #[test]
+    fn relative_data_dirs_are_beside_the_file() {
+        let c = parse(r#"{"store": {"dir": "data"}}"#).unwrap();
+        assert_eq!(
+            c.store.kind,
+            StoreKind::File {
+                dir: "/home/u/resolve/data".into()
+            }
+        );
+    }
+
+    #[test]
+    fn mistakes_name_the_field_and_the_fix() {
+        let cases = [
+            (
+                r#"{"rules": [{"name": "ip", "key": "ip", "limit": 0, "window_secs": 60}]}"#,
+                "rules[0].limit",
+            ),
+            (
+                r#"{"rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 0}]}"#,
+                "rules[0].window_secs",
+            ),
+            (
+                r#"{"rules": [{"name": "IP!", "key": "ip", "limit": 5, "window_secs": 1}]}"#,
+                "rules[0].name",
+            ),
+            (
+                r#"{"rules": [{"name": "a", "key": "user", "limit": 5, "window_secs": 1}]}"#,
+                "rules[0].key",
+            ),
+            (
+                r#"{"rules": [{"name": "a", "key": "ip", "limit": 5, "window_secs": 1},
+                              {"name": "a", "key": "ip", "limit": 5, "window_secs": 1}]}"#,
+                "rules[1].name",
+            ),
+            (r#"{"client": {"ipv6_prefix": 0}}"#, "client.ipv6_prefix"),
+            (
+                r#"{"client": {"trusted_proxies": ["10.0.0.0/33"]}}"#,
+                "client.trusted_proxies[0]",
+            ),
+            (
+                r#"{"client": {"forwarded_header": "X Forwarded"}}"#,
+                "client.forwarded_header",
+            ),
+            (r#"{"store": {"on_error": "maybe"}}"#, "store.on_error"),
+            (r#"{"store": {"kind": "redis"}}"#, "store.kind"),
+            (
+                r#"{"request": {"max_body_bytes": 0}}"#,
+                "request.max_body_bytes",
+            ),
+            (r#"{"provider": {"kind": "magic"}}"#, "provider.kind"),
+            (
+                r#"{"provider": {"kind": "http", "download": "/d"}}"#,
+                "provider.url",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "http://api.example/x", "download": "/d"}}"#,
+                "provider.url",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "https://a.example/x"}}"#,
+                "provider.download",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "data.link"}}"#,
+                "provider.download",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "/d", "auth": {"query": "apikey"}}}"#,
+                "provider.token",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "/d", "method": "GET", "link": {"form": "link"}}}"#,
+                "provider.link.form",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "/d", "timeout_ms": 120000}}"#,
+                "provider.timeout_ms",
+            ),
+        ];
+        for (text, field) in cases {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.message.len() > 10, "{e}");
+        }
+    }
+
+    #[test]
+    fn typos_and_bad_json_are_reported_with_a_position() {
+        let e = parse(r#"{"rules": [{"name": "ip", "key": "ip", "limt": 5, "window_secs": 1}]}"#)
+            .unwrap_err();
+        assert!(e.message.contains("limt"), "{e}");
+        assert!(e.field.starts_with("line 1"), "{e}");
+        let e = parse("{\n  \"store\": {\"dir\": \"x\",}\n}").unwrap_err();
+        assert!(e.field.starts_with("line 2"), "{e}");
+    }
+
+    #[test]
+    fn plain_http_only_on_this_machine() {
+        for url in [
+            "http://127.0.0.1:9000/x",
+            "http://localhost/x",
+            "http://[::1]:80/x",
+        ] {
+            let text =
+                format!(r#"{{"provider": {{"kind": "http", "url": "{url}", "download": "/d"}}}}"#);
+            assert!(parse(&text).is_ok(), "{url}");
+        }
+    }
+}

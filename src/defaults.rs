@@ -1,0 +1,52 @@
+//! Every default value of the program, in one place, each with the reason it was chosen.
+
+/// Name of the default rule, which keys on the client address.
+pub const RULE_NAME: &str = "ip";
+/// Requests admitted per window by the default rule.
+pub const RULE_LIMIT: u32 = 30;
+/// Length of the default rule's window, in seconds.
+pub const RULE_WINDOW_SECS: u32 = 60;
+
+/// IPv6 clients are grouped by this prefix length: one subscriber owns a whole /64.
+pub const IPV6_PREFIX: u8 = 64;
+/// Header read for the client address when the request comes from a trusted proxy.
+pub const FORWARDED_HEADER: &str = "X-Forwarded-For";
+
+/// Largest request body read, in bytes. A form with one link needs a fraction of it.
+pub const MAX_BODY_BYTES: u64 = 8 * 1024;
+/// Longest accepted link, in bytes.
+pub const MAX_LINK_BYTES: usize = 2048;
+
+/// Directory name of the file store, beside the configuration file.
+pub const DATA_DIR_NAME: &str = "ratelimit";
+/// Directory under the account's home that holds `config.json` and the data directory.
+pub const HOME_SUBDIR: &str = "resolve";
+/// Name of the configuration file in that directory.
+pub const CONFIG_FILE_NAME: &str = "config.json";
+/// Environment variable that names the configuration file (not available under suEXEC).
+pub const CONFIG_ENV: &str = "RESOLVE_CONFIG";
+
+/// One request in this many sweeps stale files from the store.
+pub const SWEEP_ONE_IN: u32 = 100;
+/// Time a sweeping request may spend on it, in milliseconds.
+pub const SWEEP_BUDGET_MS: u64 = 5;
+/// A key whose window ended more than this many seconds ago is removed by a sweep.
+pub const SWEEP_GRACE_SECS: u64 = 600;
+/// Retry-After sent when the store fails and the policy is `deny`.
+pub const DENY_RETRY_AFTER_SECS: u32 = 30;
+
+/// Time allowed to connect to the provider, in milliseconds.
+pub const PROVIDER_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Time allowed for the whole provider call, in milliseconds; well under Apache's 60 s Timeout.
+pub const PROVIDER_TIMEOUT_MS: u64 = 25_000;
+/// Largest provider answer read, in bytes.
+pub const PROVIDER_MAX_ANSWER_BYTES: u64 = 256 * 1024;
+/// Retry-After sent when the provider is busy or rate-limits the site and says nothing.
+pub const PROVIDER_BUSY_RETRY_AFTER_SECS: u32 = 60;
+/// Retry-After sent while no provider is configured.
+pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
+
+/// Address `resolve serve` listens on.
+pub const SERVE_ADDR: &str = "127.0.0.1:8080";
+/// Directory `resolve serve` serves pages from.
+pub const SERVE_PUBLIC_DIR: &str = "public";

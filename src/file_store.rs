@@ -1,0 +1,520 @@
+//! The default store: one small file per key under the data directory, read and rewritten
+//! under an exclusive flock. Works on any host.
+//!
+//! Layout: `DIR/ab/abcdef...` where the name is the SHA-256 of the key in hex and `ab` its first
+//! two digits (256 shard directories keep each small and let a sweep take one at a time). No
+//! input reaches a file name, so nothing can escape the directory or collide.
+//!
+//! Locking: a request locks the files of all its keys in name order (no deadlock), reads them,
+//! decides, writes the changed ones and unlocks by closing. The counter is written before the
+//! request is admitted, so a process killed at any instant can only over-count. A sweep removes
+//! a file only while holding its lock; a request that opened the file before that notices (the
+//! path no longer names its inode) and opens it again.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::limiter::{self, Counter};
+use crate::record::{self, Loaded, SLOT};
+use crate::rule::Rule;
+use crate::store::{Check, Store, StoreError, SweepReport};
+
+/// Suffix of a damaged file moved aside for the owner to look at.
+const DAMAGED_SUFFIX: &str = ".damaged";
+
+/// Counters in files under one directory.
+#[derive(Debug)]
+pub struct FileStore<C: Clock> {
+    dir: PathBuf,
+    clock: C,
+    grace_ms: u64,
+}
+
+/// A key's file, open and exclusively locked until dropped.
+struct Locked {
+    path: PathBuf,
+    file: File,
+}
+
+impl<C: Clock> FileStore<C> {
+    /// A store in `dir`, which must exist. Keys whose windows ended more than `grace` ago are
+    /// removed by sweeps.
+    pub fn new(dir: impl Into<PathBuf>, clock: C, grace: Duration) -> Self {
+        FileStore {
+            dir: dir.into(),
+            clock,
+            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file that holds `key`.
+    pub fn path_for(&self, key: &str) -> PathBuf {
+        let digest = Sha256::digest(key.as_bytes());
+        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(&name[..2]).join(name)
+    }
+
+    /// The counter stored for `key`, read under the lock without changing anything.
+    pub fn read(&self, key: &str) -> Result<Option<Counter>, StoreError> {
+        let path = self.path_for(key);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("open", &path, &e)),
+        };
+        file.lock_shared()
+            .map_err(|e| io_error("lock", &path, &e))?;
+        Ok(self.load(&Locked { path, file })?.counter)
+    }
+
+    fn missing_dir(&self) -> StoreError {
+        StoreError::unavailable(format!(
+            "data directory {} does not exist: create it (mkdir -m 700 {}) or set store.dir",
+            self.dir.display(),
+            self.dir.display()
+        ))
+    }
+
+    /// Opens (creating if needed) and locks the file at `path`.
+    fn lock(&self, path: &Path) -> Result<Locked, StoreError> {
+        loop {
+            let file = match open_rw(path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if !self.dir.is_dir() {
+                        return Err(self.missing_dir());
+                    }
+                    let shard = path.parent().unwrap_or(&self.dir);
+                    match fs::DirBuilder::new().mode(0o700).create(shard) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(io_error("create directory", shard, &e)),
+                    }
+                    open_rw(path).map_err(|e| io_error("create", path, &e))?
+                }
+                Err(e) => return Err(io_error("open", path, &e)),
+            };
+            file.lock().map_err(|e| io_error("lock", path, &e))?;
+            if still_named(path, &file) {
+                return Ok(Locked {
+                    path: path.to_owned(),
+                    file,
+                });
+            }
+            // A sweep removed the file while we waited for it: start again on a fresh one.
+        }
+    }
+
+    fn load(&self, locked: &Locked) -> Result<Loaded, StoreError> {
+        let mut buf = [0u8; 2 * SLOT + 1];
+        let mut len = 0;
+        while len < buf.len() {
+            match locked.file.read_at(&mut buf[len..], len as u64) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error("read", &locked.path, &e)),
+            }
+        }
+        record::decode(&buf[..len]).map_err(|e| {
+            let aside = move_aside(&locked.path);
+            StoreError::corrupt(format!(
+                "{} is damaged ({e:?}); moved it to {} and started a new count for its key",
+                locked.path.display(),
+                aside.display()
+            ))
+        })
+    }
+
+    fn store(&self, locked: &Locked, loaded: &Loaded, counter: &Counter) -> Result<(), StoreError> {
+        let slot = record::encode(loaded.seq + 1, counter);
+        let offset = (loaded.next_slot * SLOT) as u64;
+        locked
+            .file
+            .write_all_at(&slot, offset)
+            .map_err(|e| io_error("write", &locked.path, &e))
+    }
+
+    /// Looks at one file of a sweep: removes it if its window ended long ago.
+    fn sweep_file(
+        &self,
+        path: &Path,
+        now: u64,
+        report: &mut SweepReport,
+    ) -> Result<(), StoreError> {
+        let file = match OpenOptions::new().read(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error("open", path, &e)),
+        };
+        if file.try_lock().is_err() || !still_named(path, &file) {
+            return Ok(()); // in use right now, so not stale
+        }
+        report.scanned += 1;
+        let locked = Locked {
+            path: path.to_owned(),
+            file,
+        };
+        let stale = match self.load(&locked) {
+            Ok(Loaded {
+                counter: Some(c), ..
+            }) => c.end_ms().saturating_add(self.grace_ms) < now,
+            // Left empty by a process killed between creating and writing it.
+            Ok(Loaded { counter: None, .. }) => {
+                modified_before(&locked.file, now - self.grace_ms.min(now))
+            }
+            Err(_) => {
+                report.damaged += 1;
+                return Ok(());
+            }
+        };
+        if stale {
+            match fs::remove_file(path) {
+                Ok(()) => report.removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", path, &e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn sweep_shard(
+        &self,
+        shard: &Path,
+        now: u64,
+        deadline: Option<Instant>,
+        report: &mut SweepReport,
+    ) -> Result<bool, StoreError> {
+        let entries = match fs::read_dir(shard) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(io_error("list", shard, &e)),
+        };
+        for entry in entries {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            let entry = entry.map_err(|e| io_error("list", shard, &e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let path = entry.path();
+            if is_key_file_name(&name) {
+                self.sweep_file(&path, now, report)?;
+            } else if name.ends_with(DAMAGED_SUFFIX)
+                && entry.metadata().is_ok_and(|m| {
+                    modified_secs(&m)
+                        .saturating_mul(1000)
+                        .saturating_add(self.grace_ms)
+                        < now
+                })
+            {
+                let _ = fs::remove_file(&path);
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
+/// True when `path` still names the inode `file` has open.
+fn still_named(path: &Path, file: &File) -> bool {
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
+        _ => false,
+    }
+}
+
+fn modified_secs(m: &fs::Metadata) -> u64 {
+    u64::try_from(m.mtime()).unwrap_or(0)
+}
+
+fn modified_before(file: &File, ms: u64) -> bool {
+    file.metadata()
+        .is_ok_and(|m| modified_secs(&m).saturating_mul(1000) < ms)
+}
+
+fn move_aside(path: &Path) -> PathBuf {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(DAMAGED_SUFFIX);
+    let aside = PathBuf::from(aside);
+    let _ = fs::rename(path, &aside);
+    aside
+}
+
+fn is_key_file_name(name: &str) -> bool {
+    name.len() == 64 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn is_shard_name(name: &str) -> bool {
+    name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+fn io_error(what: &str, path: &Path, e: &io::Error) -> StoreError {
+    StoreError::unavailable(format!("cannot {what} {}: {e}", path.display()))
+}
+
+impl<C: Clock> Store for FileStore<C> {
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        let mut order: Vec<(usize, PathBuf)> = checks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (i, self.path_for(&c.key)))
+            .collect();
+        order.sort_by(|a, b| a.1.cmp(&b.1));
+        order.dedup_by(|a, b| a.1 == b.1);
+        if order.len() != checks.len() {
+            return Err(StoreError::unavailable("two rules share one key"));
+        }
+
+        let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
+        for (i, path) in &order {
+            locked[*i] = Some(self.lock(path)?);
+        }
+        let locked: Vec<Locked> = locked.into_iter().flatten().collect();
+        let loaded = locked
+            .iter()
+            .map(|l| self.load(l))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        let states: Vec<Option<Counter>> = loaded.iter().map(|l| l.counter).collect();
+        let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+        for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
+            if let Some(counter) = write {
+                self.store(l, before, counter)?;
+            }
+        }
+        Ok(outcome.decision)
+        // Dropping `locked` closes the files, which releases the locks.
+    }
+
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        if !self.dir.is_dir() {
+            return Err(self.missing_dir());
+        }
+        let deadline = budget.map(|b| Instant::now() + b);
+        let now = self.clock.now_ms();
+        let mut shards: Vec<PathBuf> = fs::read_dir(&self.dir)
+            .map_err(|e| io_error("list", &self.dir, &e))?
+            .filter_map(Result::ok)
+            .filter(|e| is_shard_name(&e.file_name().to_string_lossy()))
+            .map(|e| e.path())
+            .collect();
+        shards.sort();
+        // A bounded sweep starts at a random shard so that, over many requests, all get swept.
+        if !shards.is_empty() {
+            let start = (crate::random::u64() % shards.len() as u64) as usize;
+            shards.rotate_left(start);
+        }
+        let mut report = SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        };
+        for shard in &shards {
+            if !self.sweep_shard(shard, now, deadline, &mut report)? {
+                report.complete = false;
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        let meta = fs::metadata(&self.dir).map_err(|_| self.missing_dir())?;
+        if !meta.is_dir() {
+            return Err(StoreError::unavailable(format!(
+                "{} is not a directory: set store.dir to a directory",
+                self.dir.display()
+            )));
+        }
+        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
+        let written = fs::write(&probe, b"probe").map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot write in {}: {e} (the account that runs resolve must own it: chmod 700)",
+                self.dir.display()
+            ))
+        });
+        let _ = fs::remove_file(&probe);
+        written?;
+        Ok(format!("file store in {}", self.dir.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::rule::{KeyKind, RuleName};
+    use std::num::NonZeroU32;
+
+    fn rule(name: &str, limit: u32, window: u32) -> Rule {
+        Rule {
+            name: RuleName::new(name).unwrap(),
+            key: KeyKind::Ip,
+            limit: NonZeroU32::new(limit).unwrap(),
+            window_secs: NonZeroU32::new(window).unwrap(),
+        }
+    }
+
+    fn tempdir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "resolve-fs-{name}-{}-{}",
+            std::process::id(),
+            crate::random::u64()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn file_names_are_hashes_inside_the_directory() {
+        let dir = tempdir("names");
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        for key in ["resolve:ip:../../etc/passwd", "resolve:ip:\0/x", "", "a/b"] {
+            let p = store.path_for(key);
+            assert!(p.starts_with(&dir));
+            assert_eq!(p.components().count(), dir.components().count() + 2);
+            assert!(is_key_file_name(&p.file_name().unwrap().to_string_lossy()));
+        }
+        assert_ne!(
+            store.path_for("resolve:ip:1.2.3.4"),
+            store.path_for("resolve:ip:1.2.3.5")
+        );
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn counts_persist_across_store_instances() {
+        let dir = tempdir("persist");
+        let r = rule("ip", 3, 60);
+        for i in 0..5 {
+            // A new store per request, as each CGI request is a new process.
+            let store = FileStore::new(&dir, FakeClock::at(1_000 + i), Duration::from_secs(600));
+            let d = store
+                .decide(&[Check {
+                    rule: &r,
+                    key: "resolve:ip:192.0.2.1".into(),
+                }])
+                .unwrap();
+            assert_eq!(d.is_admit(), i < 3, "request {i}");
+        }
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        assert_eq!(
+            store.read("resolve:ip:192.0.2.1").unwrap().unwrap().count,
+            3
+        );
+        assert_eq!(store.read("resolve:ip:192.0.2.2").unwrap(), None);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_with_a_fix() {
+        let dir = tempdir("missing").join("nope");
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        let r = rule("ip", 3, 60);
+        let e = store
+            .decide(&[Check {
+                rule: &r,
+                key: "k".into(),
+            }])
+            .unwrap_err();
+        assert!(e.detail.contains("mkdir"), "{e}");
+        assert!(store.probe().is_err());
+    }
+
+    #[test]
+    fn damaged_files_are_reported_and_moved_aside() {
+        let dir = tempdir("damaged");
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        let r = rule("ip", 3, 60);
+        let check = [Check {
+            rule: &r,
+            key: "resolve:ip:192.0.2.9".into(),
+        }];
+        let path = store.path_for(&check[0].key);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, b"garbage").unwrap();
+        let e = store.decide(&check).unwrap_err();
+        assert_eq!(e.kind, crate::store::StoreErrorKind::Corrupt);
+        assert!(e.detail.contains(".damaged"), "{e}");
+        // The next request starts a new count.
+        assert!(store.decide(&check).unwrap().is_admit());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn sweeps_remove_only_long_finished_windows() {
+        let dir = tempdir("sweep");
+        fs::write(dir.join(".htaccess"), "Require all denied\n").unwrap();
+        let r = rule("ip", 3, 60);
+        let clock = FakeClock::at(1_000_000);
+        let store = FileStore::new(&dir, clock, Duration::from_secs(600));
+        for n in 0..20 {
+            store
+                .decide(&[Check {
+                    rule: &r,
+                    key: format!("resolve:ip:192.0.2.{n}"),
+                }])
+                .unwrap();
+        }
+        // A window that ended, but not long ago: kept.
+        store.clock.advance_ms(60_000 + 599_000);
+        let fresh = Check {
+            rule: &r,
+            key: "resolve:ip:198.51.100.1".into(),
+        };
+        store.decide(std::slice::from_ref(&fresh)).unwrap();
+        let report = store.sweep(None).unwrap();
+        assert_eq!(
+            (report.scanned, report.removed, report.complete),
+            (21, 0, true)
+        );
+        store.clock.advance_ms(2_000);
+        let report = store.sweep(None).unwrap();
+        assert_eq!((report.scanned, report.removed), (21, 20));
+        assert!(store.read(&fresh.key).unwrap().is_some());
+        assert!(dir.join(".htaccess").exists(), "never touches other files");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_zero_budget_sweep_stops_early() {
+        let dir = tempdir("budget");
+        let r = rule("ip", 3, 1);
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(0));
+        for n in 0..50 {
+            store
+                .decide(&[Check {
+                    rule: &r,
+                    key: format!("k{n}"),
+                }])
+                .unwrap();
+        }
+        store.clock.advance_ms(10_000);
+        let report = store.sweep(Some(Duration::ZERO)).unwrap();
+        assert!(!report.complete);
+        assert_eq!(report.removed, 0);
+        assert_eq!(store.sweep(None).unwrap().removed, 50);
+        fs::remove_dir_all(dir).unwrap();
+    }
+}

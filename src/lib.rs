@@ -1,0 +1,27 @@
+//! resolve: a rate-limited gateway to paid link-resolver APIs, run as a CGI program.
+//!
+//! The core (rules, the limiter, request parsing, answers) is pure and tested with a fake clock;
+//! the edges (CGI, files, the provider's HTTP API) are thin adapters behind small traits.
+#![forbid(unsafe_code)]
+
+pub mod clock;
+pub mod config;
+pub mod decision;
+pub mod defaults;
+pub mod file_store;
+pub mod form;
+pub mod http_provider;
+pub mod identity;
+pub mod limiter;
+pub mod link;
+pub mod negotiate;
+pub mod problem;
+pub mod provider;
+pub mod random;
+pub mod record;
+pub mod render;
+pub mod request;
+pub mod response;
+pub mod rule;
+pub mod secret;
+pub mod store;

@@ -1,0 +1,50 @@
+//! A refusal or failure to answer: its status, a stable code for programs, a sentence for
+//! people, and a separate line for the owner's log.
+
+/// Everything an error answer needs. `detail` is shown to the client; `log` only to the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub status: u16,
+    /// Stable machine-readable code, e.g. `bad_link`.
+    pub code: &'static str,
+    /// One sentence for the visitor.
+    pub detail: String,
+    /// Seconds to wait before trying again, sent as `Retry-After`.
+    pub retry_after: Option<u32>,
+    /// The rule that refused, for 429.
+    pub rule: Option<String>,
+    /// What the owner's log says, when it should say more than `detail` (None: log `detail`).
+    pub log: Option<String>,
+}
+
+impl Problem {
+    pub fn new(status: u16, code: &'static str, detail: impl Into<String>) -> Problem {
+        Problem {
+            status,
+            code,
+            detail: detail.into(),
+            retry_after: None,
+            rule: None,
+            log: None,
+        }
+    }
+
+    pub fn retry_after(mut self, secs: u32) -> Problem {
+        self.retry_after = Some(secs.max(1));
+        self
+    }
+
+    pub fn log(mut self, line: impl Into<String>) -> Problem {
+        self.log = Some(line.into());
+        self
+    }
+
+    /// The problem type URI of the JSON body.
+    pub fn type_uri(&self) -> &'static str {
+        if self.status == 429 {
+            "https://iana.org/assignments/http-problem-types#quota-exceeded"
+        } else {
+            "about:blank"
+        }
+    }
+}

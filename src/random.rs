@@ -1,0 +1,22 @@
+//! Unpredictable numbers for sampling (which request sweeps), from the standard library's
+//! randomly seeded hasher: no dependency, no file to read.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+/// A random 64-bit number. Not for secrets.
+pub fn u64() -> u64 {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// True once in `n` calls on average (always for n <= 1).
+pub fn one_in(n: u32) -> bool {
+    n <= 1 || u64() % u64::from(n) == 0
+}

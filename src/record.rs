@@ -1,0 +1,199 @@
+//! The on-disk form of one file-store counter: two fixed-size text slots, each with a sequence
+//! number and a checksum. A write fills the slot not holding the newest valid record, so a
+//! write that never completed leaves the previous record readable: no reset, no unreadable file.
+
+use crate::limiter::Counter;
+
+/// Bytes per slot; the file holds at most two.
+pub const SLOT: usize = 128;
+const MAGIC: &str = "resolve1";
+
+/// What a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loaded {
+    /// The newest valid counter, None for an empty (new) file.
+    pub counter: Option<Counter>,
+    /// Its sequence number (0 for a new file).
+    pub seq: u64,
+    /// Slot index the next write goes to.
+    pub next_slot: usize,
+}
+
+/// Why a file could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordError {
+    /// Neither slot holds a valid record.
+    NoValidSlot,
+    /// The file is longer than two slots: it is not ours.
+    TooLong,
+}
+
+/// FNV-1a, 32 bits: enough to tell a torn or scribbled slot from a written one.
+fn checksum(data: &[u8]) -> u32 {
+    data.iter().fold(0x811c_9dc5_u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// One slot's bytes for counter `c` with sequence number `seq`.
+pub fn encode(seq: u64, c: &Counter) -> [u8; SLOT] {
+    let body = format!(
+        "{MAGIC} seq={seq} start={} window={} count={}",
+        c.start_ms, c.window_ms, c.count
+    );
+    let line = format!("{body} sum={:08x}", checksum(body.as_bytes()));
+    let mut slot = [b' '; SLOT];
+    // At most 118 bytes with every number at its largest: always fits.
+    let n = line.len().min(SLOT - 1);
+    slot[..n].copy_from_slice(&line.as_bytes()[..n]);
+    slot[SLOT - 1] = b'\n';
+    slot
+}
+
+fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
+    if slot.len() != SLOT || slot[SLOT - 1] != b'\n' {
+        return None;
+    }
+    let text = std::str::from_utf8(&slot[..SLOT - 1])
+        .ok()?
+        .trim_end_matches(' ');
+    let (body, sum) = text.rsplit_once(" sum=")?;
+    if sum.len() != 8 || u32::from_str_radix(sum, 16).ok()? != checksum(body.as_bytes()) {
+        return None;
+    }
+    let mut fields = body.split(' ');
+    if fields.next()? != MAGIC {
+        return None;
+    }
+    let mut field = |name: &str| -> Option<u64> {
+        let (k, v) = fields.next()?.split_once('=')?;
+        (k == name).then(|| v.parse().ok()).flatten()
+    };
+    let seq = field("seq")?;
+    let start_ms = field("start")?;
+    let window_ms = field("window")?;
+    let count = u32::try_from(field("count")?).ok()?;
+    Some((
+        seq,
+        Counter {
+            start_ms,
+            window_ms,
+            count,
+        },
+    ))
+}
+
+/// Reads a whole file's bytes.
+pub fn decode(bytes: &[u8]) -> Result<Loaded, RecordError> {
+    if bytes.is_empty() {
+        return Ok(Loaded {
+            counter: None,
+            seq: 0,
+            next_slot: 0,
+        });
+    }
+    if bytes.len() > 2 * SLOT {
+        return Err(RecordError::TooLong);
+    }
+    let slots = [
+        bytes.get(..SLOT).and_then(parse_slot),
+        bytes.get(SLOT..2 * SLOT).and_then(parse_slot),
+    ];
+    let newest = match slots {
+        [Some(a), Some(b)] if b.0 > a.0 => (1, b),
+        [Some(a), _] => (0, a),
+        [None, Some(b)] => (1, b),
+        [None, None] => return Err(RecordError::NoValidSlot),
+    };
+    let (slot, (seq, counter)) = newest;
+    Ok(Loaded {
+        counter: Some(counter),
+        seq,
+        next_slot: 1 - slot,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C: Counter = Counter {
+        start_ms: 1_700_000_000_123,
+        window_ms: 60_000,
+        count: 7,
+    };
+
+    fn file(slots: &[[u8; SLOT]]) -> Vec<u8> {
+        slots.concat()
+    }
+
+    #[test]
+    fn round_trip_and_slot_alternation() {
+        let empty = decode(&[]).unwrap();
+        assert_eq!((empty.counter, empty.next_slot), (None, 0));
+
+        let one = file(&[encode(1, &C)]);
+        let loaded = decode(&one).unwrap();
+        assert_eq!(
+            (loaded.counter, loaded.seq, loaded.next_slot),
+            (Some(C), 1, 1)
+        );
+
+        let newer = Counter { count: 8, ..C };
+        let two = file(&[encode(1, &C), encode(2, &newer)]);
+        let loaded = decode(&two).unwrap();
+        assert_eq!(
+            (loaded.counter, loaded.seq, loaded.next_slot),
+            (Some(newer), 2, 0)
+        );
+
+        let newest = Counter { count: 9, ..C };
+        let three = file(&[encode(3, &newest), encode(2, &newer)]);
+        let loaded = decode(&three).unwrap();
+        assert_eq!((loaded.counter, loaded.next_slot), (Some(newest), 1));
+    }
+
+    #[test]
+    fn extreme_values_fit_a_slot() {
+        let big = Counter {
+            start_ms: u64::MAX,
+            window_ms: u64::MAX,
+            count: u32::MAX,
+        };
+        let slot = encode(u64::MAX, &big);
+        assert_eq!(decode(&slot).unwrap().counter, Some(big));
+    }
+
+    #[test]
+    fn a_torn_write_falls_back_to_the_other_slot() {
+        let newer = Counter { count: 8, ..C };
+        let good = file(&[encode(1, &C), encode(2, &newer)]);
+        // Every prefix of the second slot's write, over the old bytes (zeros here), reads as
+        // the first slot's record or the new one: never as nothing.
+        for cut in 0..=SLOT {
+            let mut torn = file(&[encode(1, &C), [0u8; SLOT]]);
+            torn[SLOT..SLOT + cut].copy_from_slice(&good[SLOT..SLOT + cut]);
+            let loaded = decode(&torn).unwrap();
+            let want = if cut == SLOT { newer } else { C };
+            assert_eq!(loaded.counter, Some(want), "cut at {cut}");
+        }
+        // A file cut short inside the second slot still reads the first.
+        assert_eq!(decode(&good[..SLOT + 10]).unwrap().counter, Some(C));
+    }
+
+    #[test]
+    fn damage_is_detected() {
+        let mut flipped = encode(1, &C).to_vec();
+        flipped[30] ^= 1;
+        assert_eq!(decode(&flipped), Err(RecordError::NoValidSlot));
+        assert_eq!(decode(b"hello\n"), Err(RecordError::NoValidSlot));
+        assert_eq!(decode(&[0u8; SLOT]), Err(RecordError::NoValidSlot));
+        assert_eq!(decode(&[b'x'; 3 * SLOT]), Err(RecordError::TooLong));
+        let mut bad_count = encode(1, &C).to_vec();
+        let text = String::from_utf8(bad_count.clone())
+            .unwrap()
+            .replace("count=7", "count=x");
+        bad_count.copy_from_slice(text.as_bytes());
+        assert_eq!(decode(&bad_count), Err(RecordError::NoValidSlot));
+    }
+}

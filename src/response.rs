@@ -1,0 +1,119 @@
+//! An HTTP answer and how it is written as CGI output (RFC 3875 section 6).
+
+use std::io::{self, Write};
+
+/// A complete answer: status, headers and body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+/// The reason phrase sent with a status.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Content",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// Keeps a header value on one line of printable ASCII whatever went into it.
+fn clean(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+impl Response {
+    pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Response {
+        Response {
+            status,
+            headers: vec![
+                ("Content-Type", content_type.to_owned()),
+                ("Cache-Control", "no-store".to_owned()),
+            ],
+            body: body.into(),
+        }
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn header_value(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Writes the answer as a CGI program does: a Status line, the headers, a blank line and
+    /// (unless the request was HEAD) the body.
+    pub fn write_cgi<W: Write>(&self, mut out: W, head_only: bool) -> io::Result<()> {
+        let mut buf = Vec::with_capacity(256 + self.body.len());
+        writeln!(buf, "Status: {} {}", self.status, reason(self.status))?;
+        for (name, value) in &self.headers {
+            writeln!(buf, "{name}: {}", clean(value))?;
+        }
+        buf.push(b'\n');
+        if !head_only {
+            buf.extend_from_slice(&self.body);
+        }
+        out.write_all(&buf)?;
+        out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_valid_cgi_output() {
+        let r =
+            Response::new(429, "text/plain; charset=utf-8", "wait\n").header("Retry-After", "7");
+        let mut out = Vec::new();
+        r.write_cgi(&mut out, false).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Status: 429 Too Many Requests\nContent-Type: text/plain; charset=utf-8\n\
+             Cache-Control: no-store\nRetry-After: 7\n\nwait\n"
+        );
+        let mut head = Vec::new();
+        r.write_cgi(&mut head, true).unwrap();
+        assert!(head.ends_with(b"Retry-After: 7\n\n"));
+    }
+
+    #[test]
+    fn header_values_cannot_break_lines() {
+        let r = Response::new(200, "text/plain", "").header("X-Test", "a\r\nSet-Cookie: x\u{7f}é");
+        let mut out = Vec::new();
+        r.write_cgi(&mut out, true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("X-Test: a??Set-Cookie: x??\n"), "{text}");
+        assert_eq!(text.matches('\n').count(), 5);
+    }
+}

@@ -1,0 +1,111 @@
+//! A limit: how many requests one key may make per window, and what the key is.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// What a rule counts requests by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The client's address (an IPv6 client by its prefix).
+    Ip,
+    /// One counter for the whole site.
+    Global,
+}
+
+impl KeyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyKind::Ip => "ip",
+            KeyKind::Global => "global",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<KeyKind> {
+        match s {
+            "ip" => Some(KeyKind::Ip),
+            "global" => Some(KeyKind::Global),
+            _ => None,
+        }
+    }
+}
+
+/// A rule's name: 1 to 32 of `a-z 0-9 _ -`, so it is safe in keys, headers and logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleName(String);
+
+impl RuleName {
+    pub const MAX_LEN: usize = 32;
+
+    pub fn new(s: &str) -> Option<RuleName> {
+        let ok = !s.is_empty()
+            && s.len() <= Self::MAX_LEN
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        ok.then(|| RuleName(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for RuleName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A fixed-window limit: at most `limit` requests per `window_secs`, the window starting at a
+/// key's first request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub name: RuleName,
+    pub key: KeyKind,
+    pub limit: NonZeroU32,
+    pub window_secs: NonZeroU32,
+}
+
+impl Rule {
+    pub fn window_ms(&self) -> u64 {
+        u64::from(self.window_secs.get()) * 1000
+    }
+
+    /// The store key of this rule for one client identity, e.g. `resolve:ip:203.0.113.7`.
+    pub fn key_for(&self, identity: &str) -> String {
+        match self.key {
+            KeyKind::Ip => format!("resolve:{}:{}", self.name, identity),
+            KeyKind::Global => format!("resolve:{}:*", self.name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_names_are_restricted() {
+        assert!(RuleName::new("ip").is_some());
+        assert!(RuleName::new("per-day_2").is_some());
+        for bad in ["", "IP", "a b", "a\"b", "a:b", "a\nb", &"x".repeat(33)] {
+            assert!(RuleName::new(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn keys_are_namespaced_by_rule() {
+        let rule = Rule {
+            name: RuleName::new("ip").unwrap(),
+            key: KeyKind::Ip,
+            limit: NonZeroU32::new(30).unwrap(),
+            window_secs: NonZeroU32::new(60).unwrap(),
+        };
+        assert_eq!(rule.key_for("203.0.113.7"), "resolve:ip:203.0.113.7");
+        let global = Rule {
+            name: RuleName::new("site").unwrap(),
+            key: KeyKind::Global,
+            ..rule
+        };
+        assert_eq!(global.key_for("203.0.113.7"), "resolve:site:*");
+    }
+}

@@ -1,0 +1,77 @@
+//! Where counters live: the one operation every store must do atomically, and its errors.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::decision::Decision;
+use crate::rule::Rule;
+
+/// One rule applied to one key, e.g. rule `ip` on `resolve:ip:203.0.113.7`.
+#[derive(Debug, Clone)]
+pub struct Check<'a> {
+    pub rule: &'a Rule,
+    pub key: String,
+}
+
+/// What a sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    pub scanned: u64,
+    pub removed: u64,
+    /// Damaged entries found and moved aside.
+    pub damaged: u64,
+    /// False when the time budget ran out before everything was looked at.
+    pub complete: bool,
+}
+
+/// A store of rate-limit counters.
+pub trait Store {
+    /// Reads every check's counter, decides with the limiter and records the request when it
+    /// is admitted, as one atomic step: concurrent requests never see each other's halves.
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError>;
+
+    /// Removes keys whose windows ended long ago, spending at most `budget` (None: no bound).
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError>;
+
+    /// Makes sure the store is reachable and writable without counting anything, and says
+    /// what it is.
+    fn probe(&self) -> Result<String, StoreError>;
+}
+
+/// What kind of failure a store had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// The store could not be reached or written (missing directory, permissions, full disk).
+    Unavailable,
+    /// Stored data could not be read back.
+    Corrupt,
+}
+
+/// A store failure, with a detail meant for the owner's log (never for the client).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    pub kind: StoreErrorKind,
+    pub detail: String,
+}
+
+impl StoreError {
+    pub fn unavailable(detail: impl Into<String>) -> StoreError {
+        StoreError {
+            kind: StoreErrorKind::Unavailable,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn corrupt(detail: impl Into<String>) -> StoreError {
+        StoreError {
+            kind: StoreErrorKind::Corrupt,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
