@@ -295,9 +295,12 @@ impl Config {
     /// Every secret in the configuration, so logs can mask them wherever they appear.
     pub fn secrets(&self) -> Vec<String> {
         match &self.provider {
-            Some(ProviderSpec::Http(HttpSpec { token: Some(t), .. })) if !t.expose().is_empty() => {
-                vec![t.expose().to_owned()]
-            }
+            Some(ProviderSpec::Http(h)) => h
+                .token
+                .iter()
+                .filter(|t| !t.expose().is_empty())
+                .map(|t| t.expose().to_owned())
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -505,7 +508,7 @@ fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
             "must be 1 to 55000 (milliseconds), at least connect_timeout_ms, and under Apache's 60 s Timeout",
         ));
     }
-    Ok(ProviderSpec::Http(HttpSpec {
+    Ok(ProviderSpec::Http(Box::new(HttpSpec {
         method,
         url,
         token,
@@ -521,7 +524,7 @@ fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
         error_code: raw.error_code,
         connect_timeout: Duration::from_millis(connect_ms),
         timeout: Duration::from_millis(timeout_ms),
-    }))
+    })))
 }
 
 fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {

@@ -4,6 +4,10 @@
 //! the edges (CGI, files, the provider's HTTP API) are thin adapters behind small traits.
 #![forbid(unsafe_code)]
 
+pub mod app;
+pub mod cgi;
+pub mod check;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod decision;
@@ -14,6 +18,8 @@ pub mod http_provider;
 pub mod identity;
 pub mod limiter;
 pub mod link;
+pub mod locate;
+pub mod log;
 pub mod negotiate;
 pub mod problem;
 pub mod provider;
@@ -24,4 +30,5 @@ pub mod request;
 pub mod response;
 pub mod rule;
 pub mod secret;
+pub mod serve;
 pub mod store;

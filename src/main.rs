@@ -1,1 +1,6 @@
-fn main() {}
+//! The `resolve` binary: a CGI program when a web server starts it, a command otherwise.
+#![forbid(unsafe_code)]
+
+fn main() -> std::process::ExitCode {
+    resolve::cli::main()
+}

@@ -76,7 +76,7 @@ pub struct HttpSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderSpec {
     Echo,
-    Http(HttpSpec),
+    Http(Box<HttpSpec>),
 }
 
 /// How a provider call failed, as far as the visitor and the owner need to know.

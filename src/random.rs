@@ -18,5 +18,5 @@ pub fn u64() -> u64 {
 
 /// True once in `n` calls on average (always for n <= 1).
 pub fn one_in(n: u32) -> bool {
-    n <= 1 || u64() % u64::from(n) == 0
+    n <= 1 || u64().is_multiple_of(u64::from(n))
 }

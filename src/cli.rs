@@ -1,0 +1,192 @@
+//! The command line: how the program was started decides what it does. With GATEWAY_INTERFACE
+//! set it is a CGI program (and ignores its arguments: Apache passes a query without '=' as
+//! arguments); otherwise it runs a command.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::clock::SystemClock;
+use crate::config::StoreKind;
+use crate::defaults;
+use crate::file_store::FileStore;
+use crate::locate::{self, Located};
+use crate::provider::ProviderSpec;
+use crate::serve::{self, ServeOptions};
+use crate::store::Store;
+
+const HELP: &str = "\
+resolve: a rate-limited gateway to paid link-resolver APIs
+
+A web server runs it as a CGI program (cgi-bin/resolve): each request is checked
+against the rate limits and, only when admitted, sent to the provider.
+
+Commands:
+  resolve serve [--addr ADDR] [--public DIR] [--config FILE]
+        Try the site on this machine: serves DIR (default ./public) and runs
+        itself as CGI for /cgi-bin/resolve. ADDR defaults to 127.0.0.1:8080.
+        Without a provider in the configuration it uses the echo provider.
+  resolve check [--config FILE]
+        Check the configuration and the store; print the effective
+        configuration with secrets masked. Exit status 1 when not ready.
+  resolve sweep [--config FILE]
+        Remove rate-limit data whose windows ended long ago (for cron).
+  resolve --help | --version
+
+Configuration: --config FILE, else $RESOLVE_CONFIG, else ~/resolve/config.json
+of the account running the program (found without any environment variable).
+";
+
+/// Parsed command-line options.
+#[derive(Debug, Default)]
+struct Options {
+    config: Option<PathBuf>,
+    addr: Option<String>,
+    public: Option<PathBuf>,
+}
+
+fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let name = arg.to_string_lossy().into_owned();
+        if !allowed.contains(&name.as_str()) {
+            return Err(format!("unexpected argument {name:?}; see resolve --help"));
+        }
+        let value = it
+            .next()
+            .ok_or_else(|| format!("{name} needs a value; see resolve --help"))?;
+        match name.as_str() {
+            "--config" => o.config = Some(PathBuf::from(value)),
+            "--addr" => o.addr = Some(value.to_string_lossy().into_owned()),
+            "--public" => o.public = Some(PathBuf::from(value)),
+            _ => unreachable!("checked against allowed"),
+        }
+    }
+    Ok(o)
+}
+
+/// The program's entry point.
+pub fn main() -> ExitCode {
+    if std::env::var_os("GATEWAY_INTERFACE").is_some() {
+        crate::cgi::run();
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    match command(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("resolve: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn locate_from(options: &Options) -> Result<Located, String> {
+    locate::locate(
+        options.config.clone(),
+        std::env::var_os(defaults::CONFIG_ENV),
+    )
+}
+
+fn command(args: &[OsString]) -> Result<ExitCode, String> {
+    let first = args.first().map(|a| a.to_string_lossy().into_owned());
+    let rest = args.get(1..).unwrap_or_default();
+    match first.as_deref() {
+        None | Some("--help" | "-h" | "help") => {
+            print!("{HELP}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("--version" | "-V") => {
+            println!("resolve {}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("check") => {
+            let options = parse_options(rest, &["--config"])?;
+            let located = locate_from(&options)?;
+            let ok = crate::check::run(&located, &mut std::io::stdout().lock());
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Some("sweep") => {
+            let options = parse_options(rest, &["--config"])?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let StoreKind::File { dir } = &config.store.kind;
+            let store = FileStore::new(dir, SystemClock, config.store.sweep_grace);
+            let report = store.sweep(None).map_err(|e| e.to_string())?;
+            println!(
+                "swept {}: {} keys looked at, {} removed, {} damaged",
+                dir.display(),
+                report.scanned,
+                report.removed,
+                report.damaged
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("serve") => {
+            let options = parse_options(rest, &["--config", "--addr", "--public"])?;
+            serve_command(&options)
+        }
+        Some(other) => Err(format!("unknown command {other:?}; see resolve --help")),
+    }
+}
+
+fn serve_command(options: &Options) -> Result<ExitCode, String> {
+    let addr_text = options.addr.as_deref().unwrap_or(defaults::SERVE_ADDR);
+    let addr = addr_text
+        .parse()
+        .map_err(|_| format!("--addr {addr_text:?} is not an address like 127.0.0.1:8080"))?;
+    let public = options
+        .public
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(defaults::SERVE_PUBLIC_DIR));
+    if !public.join("index.html").is_file() {
+        return Err(format!(
+            "{} has no index.html: run from the project's directory or pass --public DIR",
+            public.display()
+        ));
+    }
+    let public = std::path::absolute(&public).map_err(|e| e.to_string())?;
+    let located = locate_from(options)?;
+    let config = locate::load(&located)?;
+    let config_path = match &located {
+        Located::File(source) if config.provider.is_some() => source.path().to_owned(),
+        _ => {
+            // No provider named: the CGI processes read a configuration that is the effective
+            // one plus the echo provider. It holds no secret, as there is no provider.
+            let mut effective = config.clone();
+            if matches!(located, Located::Defaults { .. }) {
+                let here =
+                    std::path::absolute(defaults::DATA_DIR_NAME).map_err(|e| e.to_string())?;
+                effective.store.kind = StoreKind::File { dir: here };
+            }
+            effective.provider = Some(ProviderSpec::Echo);
+            let StoreKind::File { dir } = &effective.store.kind;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            let tmp = std::env::temp_dir().join(format!("resolve-serve-{}", std::process::id()));
+            std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+            let path = tmp.join("config.json");
+            std::fs::write(&path, effective.masked_json().to_string())
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "resolve serve: no provider configured: using the echo provider (each link is \
+                 answered with itself; nothing is spent); rate-limit data in {}",
+                dir.display()
+            );
+            path
+        }
+    };
+    let _ = std::io::stdout().flush();
+    serve::run(ServeOptions {
+        addr,
+        public,
+        config: config_path,
+    })
+    .map_err(|e| format!("cannot serve on {addr}: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,161 @@
+//! Finding the configuration file without help from the environment: under suEXEC a CGI
+//! program gets no custom variables and no HOME, so the default is looked up from the account
+//! the program runs as, in /etc/passwd. Never a place under the web root.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::defaults;
+
+/// Where the configuration came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `--config FILE`.
+    Flag(PathBuf),
+    /// The `RESOLVE_CONFIG` environment variable.
+    Env(PathBuf),
+    /// `~/resolve/config.json` of the account running the program.
+    Home(PathBuf),
+}
+
+impl Source {
+    pub fn path(&self) -> &Path {
+        match self {
+            Source::Flag(p) | Source::Env(p) | Source::Home(p) => p,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Flag(p) => format!("{} (from --config)", p.display()),
+            Source::Env(p) => format!("{} (from {})", p.display(), defaults::CONFIG_ENV),
+            Source::Home(p) => format!("{} (the account's home directory)", p.display()),
+        }
+    }
+}
+
+/// The outcome of looking: a file to read, or the directory defaults live in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    File(Source),
+    /// No file: defaults apply, with the data directory under this directory.
+    Defaults {
+        base: PathBuf,
+    },
+}
+
+/// The effective user id, from /proc (no libc call needed).
+pub fn effective_uid() -> Option<u32> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The home directory of `uid` in a passwd file's text.
+pub fn home_in_passwd(passwd: &str, uid: u32) -> Option<PathBuf> {
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7
+            && fields[2].parse::<u32>().ok() == Some(uid)
+            && fields[5].starts_with('/'))
+        .then(|| PathBuf::from(fields[5]))
+    })
+}
+
+/// The home directory of the account running this program.
+pub fn home_dir() -> Option<PathBuf> {
+    let from_passwd = effective_uid().and_then(|uid| {
+        let passwd = fs::read_to_string("/etc/passwd").ok()?;
+        home_in_passwd(&passwd, uid)
+    });
+    from_passwd.or_else(|| {
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+    })
+}
+
+/// Where the configuration is: `--config`, then `RESOLVE_CONFIG`, then
+/// `~/resolve/config.json`; without any, defaults beside that file's place.
+pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
+    if let Some(p) = flag {
+        return Ok(Located::File(Source::Flag(absolute(&p))));
+    }
+    if let Some(p) = env.filter(|v| !v.is_empty()) {
+        return Ok(Located::File(Source::Env(absolute(Path::new(&p)))));
+    }
+    let home = home_dir().ok_or_else(|| {
+        format!(
+            "cannot find the home directory of this account (uid {:?}): pass --config FILE or set {}",
+            effective_uid(),
+            defaults::CONFIG_ENV
+        )
+    })?;
+    let base = home.join(defaults::HOME_SUBDIR);
+    let file = base.join(defaults::CONFIG_FILE_NAME);
+    Ok(if file.exists() {
+        Located::File(Source::Home(file))
+    } else {
+        Located::Defaults { base }
+    })
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
+}
+
+/// Reads and checks the configuration that `located` names.
+pub fn load(located: &Located) -> Result<Config, String> {
+    match located {
+        Located::Defaults { base } => Ok(Config::defaults(base)),
+        Located::File(source) => {
+            let path = source.path();
+            let text = fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the configuration {}: {e}", source.describe()))?;
+            let base = path.parent().unwrap_or(Path::new("/"));
+            Config::from_json(&text, base)
+                .map_err(|e| format!("configuration {}: {e}", path.display()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwd_lookup() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+                      # comment\n\
+                      broken line\n\
+                      alice:x:1001:1001:Alice,,,:/home/alice:/bin/bash\n\
+                      bob:x:1002:1002::relative:/bin/sh\n";
+        assert_eq!(
+            home_in_passwd(passwd, 1001),
+            Some(PathBuf::from("/home/alice"))
+        );
+        assert_eq!(home_in_passwd(passwd, 0), Some(PathBuf::from("/root")));
+        assert_eq!(
+            home_in_passwd(passwd, 1002),
+            None,
+            "a relative home is ignored"
+        );
+        assert_eq!(home_in_passwd(passwd, 7), None);
+    }
+
+    #[test]
+    fn flag_beats_environment() {
+        let got = locate(Some("/etc/a.json".into()), Some("/etc/b.json".into())).unwrap();
+        assert_eq!(got, Located::File(Source::Flag("/etc/a.json".into())));
+        let got = locate(None, Some("/etc/b.json".into())).unwrap();
+        assert_eq!(got, Located::File(Source::Env("/etc/b.json".into())));
+    }
+
+    #[test]
+    fn this_process_has_a_uid() {
+        assert!(effective_uid().is_some());
+    }
+}
