@@ -240,3 +240,322 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
         .log(log),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, FakeClock};
+    use crate::limiter::{self, Counter};
+    use crate::log::MemoryLog;
+    use crate::provider::EchoProvider;
+    use crate::render::Resolved;
+    use crate::store::{StoreError, SweepReport};
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashMap;
+    use std::path::Path;
+    use std::time::Duration;
+
+    /// A store in memory, running the same limiter, or failing on demand.
+    struct MemoryStore {
+        clock: FakeClock,
+        counters: RefCell<HashMap<String, Counter>>,
+        fail: Cell<bool>,
+    }
+
+    impl Store for MemoryStore {
+        fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+            if self.fail.get() {
+                return Err(StoreError::unavailable("disk on fire"));
+            }
+            let mut counters = self.counters.borrow_mut();
+            let rules: Vec<_> = checks.iter().map(|c| c.rule).collect();
+            let states: Vec<_> = checks
+                .iter()
+                .map(|c| counters.get(&c.key).copied())
+                .collect();
+            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            for (c, w) in checks.iter().zip(outcome.writes) {
+                if let Some(w) = w {
+                    counters.insert(c.key.clone(), w);
+                }
+            }
+            Ok(outcome.decision)
+        }
+        fn sweep(&self, _: Option<Duration>) -> Result<SweepReport, StoreError> {
+            Ok(SweepReport::default())
+        }
+        fn probe(&self) -> Result<String, StoreError> {
+            Ok("memory".into())
+        }
+    }
+
+    /// Counts calls and answers as told.
+    struct Counting {
+        calls: Cell<usize>,
+        answer: Result<Resolved, ProviderError>,
+    }
+
+    impl Provider for Counting {
+        fn resolve(&self, _: &str) -> Result<Resolved, ProviderError> {
+            self.calls.set(self.calls.get() + 1);
+            self.answer.clone()
+        }
+    }
+
+    fn ok_provider() -> Counting {
+        Counting {
+            calls: Cell::new(0),
+            answer: Ok(Resolved {
+                download: "https://dl.example/f".into(),
+                filename: Some("f.zip".into()),
+            }),
+        }
+    }
+
+    fn config(text: &str) -> Config {
+        Config::from_json(text, Path::new("/nonexistent")).unwrap()
+    }
+
+    fn store() -> MemoryStore {
+        MemoryStore {
+            clock: FakeClock::at(1_000_000),
+            counters: RefCell::default(),
+            fail: Cell::new(false),
+        }
+    }
+
+    fn get(addr: &str, query: &str) -> Env {
+        Env::new()
+            .with("REQUEST_METHOD", "GET")
+            .with("QUERY_STRING", query)
+            .with("REMOTE_ADDR", addr)
+    }
+
+    const LINK: &str = "link=https%3A%2F%2Fhost.example%2Ff";
+
+    fn run(
+        cfg: &Config,
+        store: &MemoryStore,
+        provider: &dyn Provider,
+        env: &Env,
+    ) -> (Answer, MemoryLog) {
+        let log = MemoryLog::default();
+        let app = App {
+            config: cfg,
+            store,
+            provider: Some(provider),
+            log: &log,
+        };
+        let answer = app.handle(env, &mut std::io::empty());
+        (answer, log)
+    }
+
+    #[test]
+    fn refused_requests_never_reach_the_provider() {
+        let cfg =
+            config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 60}]}"#);
+        let (s, p) = (store(), ok_provider());
+        let statuses: Vec<u16> = (0..10)
+            .map(|_| run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status)
+            .collect();
+        assert_eq!(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+        assert_eq!(p.calls.get(), 3);
+        let (a, log) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+        assert_eq!(a.response.header_value("Retry-After"), Some("60"));
+        assert!(log.lines.borrow().is_empty(), "a 429 is not logged");
+        // Another address has its own count; after the window the first is admitted again.
+        assert_eq!(
+            run(&cfg, &s, &p, &get("192.0.2.2", LINK)).0.response.status,
+            200
+        );
+        s.clock.advance_ms(60_000);
+        assert_eq!(
+            run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
+            200
+        );
+        assert_eq!(p.calls.get(), 5);
+    }
+
+    #[test]
+    fn ipv6_addresses_in_one_prefix_share_a_count() {
+        let cfg =
+            config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}]}"#);
+        let (s, p) = (store(), ok_provider());
+        for addr in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"] {
+            run(&cfg, &s, &p, &get(addr, LINK));
+        }
+        assert_eq!(p.calls.get(), 2);
+        assert_eq!(
+            run(&cfg, &s, &p, &get("2001:db8:1:3::1", LINK))
+                .0
+                .response
+                .status,
+            200
+        );
+    }
+
+    #[test]
+    fn head_is_counted_but_never_paid() {
+        let cfg =
+            config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}]}"#);
+        let (s, p) = (store(), ok_provider());
+        let head = get("192.0.2.1", LINK).with("REQUEST_METHOD", "HEAD");
+        let (a, _) = run(&cfg, &s, &p, &head);
+        assert_eq!((a.response.status, a.head_only), (200, true));
+        assert_eq!(p.calls.get(), 0);
+        assert_eq!(run(&cfg, &s, &p, &head).0.response.status, 429);
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_the_store_and_logged() {
+        let cfg = config("{}");
+        let (s, p) = (store(), ok_provider());
+        s.fail.set(true); // would show up as a store log line if the store were asked
+        for (env, status) in [
+            (get("192.0.2.1", "link=ftp://x/y"), 400),
+            (get("192.0.2.1", "nothing"), 400),
+            (get("192.0.2.1", LINK).with("REQUEST_METHOD", "PUT"), 405),
+            (
+                Env::new()
+                    .with("REQUEST_METHOD", "GET")
+                    .with("QUERY_STRING", LINK),
+                400,
+            ),
+            (get("not-an-ip", LINK), 400),
+        ] {
+            let (a, log) = run(&cfg, &s, &p, &env);
+            assert_eq!(a.response.status, status);
+            let lines = log.lines.borrow();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(
+                lines[0].starts_with(&format!("resolve: warn: {status} ")),
+                "{lines:?}"
+            );
+        }
+        assert_eq!(p.calls.get(), 0);
+    }
+
+    #[test]
+    fn short_bodies_are_refused() {
+        let cfg = config("{}");
+        let (s, p) = (store(), ok_provider());
+        let env = Env::new()
+            .with("REQUEST_METHOD", "POST")
+            .with("REMOTE_ADDR", "192.0.2.1")
+            .with("CONTENT_TYPE", "application/x-www-form-urlencoded")
+            .with("CONTENT_LENGTH", "100");
+        let log = MemoryLog::default();
+        let app = App {
+            config: &cfg,
+            store: &s,
+            provider: Some(&p),
+            log: &log,
+        };
+        let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
+        assert_eq!(a.response.status, 400);
+        let a = app.handle(
+            &env.clone().with("CONTENT_LENGTH", "17"),
+            &mut &b"link=https://e.x/and more"[..],
+        );
+        assert_eq!(a.response.status, 200, "reads exactly CONTENT_LENGTH bytes");
+    }
+
+    #[test]
+    fn store_failures_follow_the_policy() {
+        let (s, p) = (store(), ok_provider());
+        s.fail.set(true);
+        let allow = config("{}");
+        let (a, log) = run(&allow, &s, &p, &get("192.0.2.1", LINK));
+        assert_eq!(a.response.status, 200);
+        assert_eq!(p.calls.get(), 1);
+        assert!(log.lines.borrow()[0].contains("disk on fire"));
+        let deny = config(r#"{"store": {"on_error": "deny", "deny_retry_after_secs": 12}}"#);
+        let (a, log) = run(&deny, &s, &p, &get("192.0.2.1", LINK));
+        assert_eq!(a.response.status, 503);
+        assert_eq!(a.response.header_value("Retry-After"), Some("12"));
+        assert_eq!(p.calls.get(), 1, "fail closed spends nothing");
+        assert!(log.lines.borrow()[0].starts_with("resolve: error: 503"));
+    }
+
+    #[test]
+    fn without_a_provider_every_request_gets_503() {
+        let cfg = config("{}");
+        let s = store();
+        let log = MemoryLog::default();
+        let app = App {
+            config: &cfg,
+            store: &s,
+            provider: None,
+            log: &log,
+        };
+        let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
+        assert_eq!(a.response.status, 503);
+        assert!(log.lines.borrow()[0].contains("no provider is configured"));
+        assert!(s.counters.borrow().is_empty(), "nothing counted");
+    }
+
+    #[test]
+    fn provider_failures_become_clear_answers() {
+        let cfg = config("{}");
+        let cases = [
+            (Failure::Rejected, 422, "link_refused"),
+            (Failure::Auth, 502, "provider_unavailable"),
+            (Failure::RateLimited, 503, "provider_busy"),
+            (Failure::Unavailable, 502, "provider_unavailable"),
+            (Failure::BadAnswer, 502, "provider_unavailable"),
+            (Failure::Unreachable, 502, "provider_unavailable"),
+            (Failure::Timeout, 504, "provider_timeout"),
+        ];
+        for (failure, status, code) in cases {
+            let s = store();
+            let p = Counting {
+                calls: Cell::new(0),
+                answer: Err(ProviderError::new(failure, "test")),
+            };
+            let env = get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json");
+            let (a, log) = run(&cfg, &s, &p, &env);
+            assert_eq!(a.response.status, status, "{failure:?}");
+            let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+            assert_eq!(body["code"], code);
+            assert_eq!(log.lines.borrow().len(), 1);
+            if failure == Failure::Auth {
+                assert!(log.lines.borrow()[0].contains("ACTION NEEDED"));
+                assert!(!body["detail"].as_str().unwrap().contains("credentials"));
+            }
+        }
+    }
+
+    #[test]
+    fn answers_follow_accept() {
+        let cfg = config("{}");
+        let (s, p) = (store(), ok_provider());
+        let json = run(
+            &cfg,
+            &s,
+            &p,
+            &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json"),
+        )
+        .0;
+        let v: serde_json::Value = serde_json::from_slice(&json.response.body).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"download": "https://dl.example/f", "filename": "f.zip"})
+        );
+        let html = run(
+            &cfg,
+            &s,
+            &p,
+            &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "text/html"),
+        )
+        .0;
+        assert!(
+            String::from_utf8_lossy(&html.response.body).contains("href=\"https://dl.example/f\"")
+        );
+        let text = run(&cfg, &s, &EchoProvider, &get("192.0.2.1", LINK)).0;
+        assert_eq!(text.response.body, b"https://host.example/f\n");
+        assert_eq!(
+            text.response.header_value("Cache-Control"),
+            Some("no-store")
+        );
+    }
+}
