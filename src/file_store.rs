@@ -78,12 +78,24 @@ impl<C: Clock> FileStore<C> {
         Ok(self.load(&Locked { path, file })?.counter)
     }
 
-    fn missing_dir(&self) -> StoreError {
-        StoreError::unavailable(format!(
-            "data directory {} does not exist: create it (mkdir -m 700 {}) or set store.dir",
-            self.dir.display(),
-            self.dir.display()
-        ))
+    /// Creates the data directory (mode 700) if it is missing: a store that cannot count
+    /// would let every request through under the `allow` policy.
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        if self.dir.is_dir() {
+            return Ok(());
+        }
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| {
+                StoreError::unavailable(format!(
+                    "cannot create the data directory {}: {e}; create it with \
+                     `mkdir -m 700 {}` as the account that runs resolve, or set store.dir",
+                    self.dir.display(),
+                    self.dir.display()
+                ))
+            })
     }
 
     /// Opens (creating if needed) and locks the file at `path`.
@@ -91,10 +103,8 @@ impl<C: Clock> FileStore<C> {
         loop {
             let file = match open_rw(path) {
                 Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if !self.dir.is_dir() {
-                        return Err(self.missing_dir());
-                    }
+                Err(e) if e.kind() == io::ErrorKind::NotFound || !self.dir.is_dir() => {
+                    self.ensure_dir()?;
                     let shard = path.parent().unwrap_or(&self.dir);
                     match fs::DirBuilder::new().mode(0o700).create(shard) {
                         Ok(()) => {}
@@ -310,7 +320,10 @@ impl<C: Clock> Store for FileStore<C> {
 
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
         if !self.dir.is_dir() {
-            return Err(self.missing_dir());
+            return Ok(SweepReport {
+                complete: true,
+                ..SweepReport::default()
+            });
         }
         let deadline = budget.map(|b| Instant::now() + b);
         let now = self.clock.now_ms();
@@ -340,7 +353,8 @@ impl<C: Clock> Store for FileStore<C> {
     }
 
     fn probe(&self) -> Result<String, StoreError> {
-        let meta = fs::metadata(&self.dir).map_err(|_| self.missing_dir())?;
+        self.ensure_dir()?;
+        let meta = fs::metadata(&self.dir).map_err(|e| io_error("inspect", &self.dir, &e))?;
         if !meta.is_dir() {
             return Err(StoreError::unavailable(format!(
                 "{} is not a directory: set store.dir to a directory",
@@ -428,9 +442,29 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_directory_is_an_error_with_a_fix() {
-        let dir = tempdir("missing").join("nope");
+    fn a_missing_directory_is_created_private() {
+        let dir = tempdir("missing").join("nested").join("data");
         let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        let r = rule("ip", 3, 60);
+        let check = [Check {
+            rule: &r,
+            key: "k".into(),
+        }];
+        assert!(store.decide(&check).unwrap().is_admit());
+        let mode = fs::metadata(&dir).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn an_uncreatable_directory_is_an_error_with_a_fix() {
+        let base = tempdir("uncreatable");
+        fs::write(base.join("file"), b"").unwrap();
+        let store = FileStore::new(
+            base.join("file/data"),
+            FakeClock::at(0),
+            Duration::from_secs(600),
+        );
         let r = rule("ip", 3, 60);
         let e = store
             .decide(&[Check {
@@ -438,8 +472,9 @@ mod tests {
                 key: "k".into(),
             }])
             .unwrap_err();
-        assert!(e.detail.contains("mkdir"), "{e}");
+        assert!(e.detail.contains("mkdir -m 700"), "{e}");
         assert!(store.probe().is_err());
+        fs::remove_dir_all(base).unwrap();
     }
 
     #[test]
