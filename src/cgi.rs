@@ -1,8 +1,12 @@
 //! The CGI adapter: the environment and standard input in, one answer on standard output, log
 //! lines on standard error. Whatever happens, a valid CGI answer is written.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::app::App;
 use crate::clock::SystemClock;
@@ -47,6 +51,7 @@ pub fn run() {
             .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
             let format = negotiate::from_accept(env.header("Accept"));
             let _ = render::problem(format, &p).write_cgi(io::stdout().lock(), head_only);
+            drain_stdin(&env, 0);
             return;
         }
     };
@@ -73,7 +78,12 @@ pub fn serve_one(config: &Config, env: &Env) {
         provider,
         log: &log,
     };
-    let answer = app.handle(env, &mut io::stdin().lock());
+    // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
+    let mut stdin = Counted {
+        inner: stdin_unbuffered().ok(),
+        read: 0,
+    };
+    let answer = app.handle(env, &mut stdin);
     let mut out = io::stdout().lock();
     if let Err(e) = answer.response.write_cgi(&mut out, answer.head_only) {
         log.line(
@@ -83,5 +93,60 @@ pub fn serve_one(config: &Config, env: &Env) {
     }
     let _ = out.flush();
     drop(out);
+    drain_stdin(env, stdin.read);
     app.maybe_sweep();
+}
+
+/// Standard input, counting what was taken from it.
+struct Counted {
+    inner: Option<File>,
+    read: u64,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = match &mut self.inner {
+            Some(f) => f.read(buf)?,
+            None => 0,
+        };
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+fn stdin_unbuffered() -> io::Result<File> {
+    Ok(File::from(io::stdin().as_fd().try_clone_to_owned()?))
+}
+
+/// Most request body the program throws away after answering.
+const DRAIN_MAX_BYTES: u64 = 1024 * 1024;
+/// Longest it waits for that body.
+const DRAIN_MAX_WAIT: Duration = Duration::from_secs(2);
+
+/// Reads and discards what is left of the request body. Apache (mod_cgid) drops the program's
+/// answer when the program exits before taking the whole body, so a refusal sent without
+/// reading the body would never arrive. Bounded in bytes and time: a client that sends more, or
+/// slower, loses its answer, not the server's time.
+fn drain_stdin(env: &Env, already_read: u64) {
+    let declared = env
+        .text("CONTENT_LENGTH")
+        .and_then(|v| v.parse::<u64>().ok());
+    let left = match declared {
+        Some(len) => len.saturating_sub(already_read).min(DRAIN_MAX_BYTES),
+        // No length: a chunked body may follow, except on the methods that carry none.
+        None if matches!(env.get("REQUEST_METHOD"), Some(b"GET" | b"HEAD")) => 0,
+        None => DRAIN_MAX_BYTES,
+    };
+    if left == 0 {
+        return;
+    }
+    let Ok(stdin) = stdin_unbuffered() else {
+        return;
+    };
+    let (done, wait) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut stdin.take(left), &mut io::sink());
+        let _ = done.send(());
+    });
+    let _ = wait.recv_timeout(DRAIN_MAX_WAIT);
 }
