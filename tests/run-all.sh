@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The project's test command: installs missing test dependencies (as root, Debian), then runs
+# formatting, lints, every test (real Apache, MariaDB, Redis, Chromium where the tests need
+# them), the static musl release build and its checks.
+#
+# Usage: tests/run-all.sh        (works non-interactively, e.g. with CI=true and no stdin)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MUSL_TARGET=x86_64-unknown-linux-musl
+APT_PACKAGES=(
+    apache2
+    libapache2-mod-fcgid
+    mariadb-server
+    redis-server
+    chromium
+    chromium-driver
+    musl-tools
+    shellcheck
+    file
+    binutils
+    procps
+    ca-certificates
+)
+
+step() { printf '\n==> %s\n' "$*"; }
+die() {
+    printf 'run-all.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+missing_packages() {
+    local p
+    for p in "${APT_PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            printf '%s\n' "$p"
+        fi
+    done
+}
+
+install_packages() {
+    command -v dpkg-query >/dev/null || die "this script installs with apt on Debian; install by hand: ${APT_PACKAGES[*]}"
+    local missing=()
+    mapfile -t missing < <(missing_packages)
+    if [ "${#missing[@]}" -eq 0 ]; then
+        return
+    fi
+    if ! is_root; then
+        die "missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})"
+    fi
+    step "installing ${missing[*]}"
+    # Do not let package scripts start system-wide services: the tests start their own.
+    local policy=/usr/sbin/policy-rc.d made_policy=""
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        made_policy=1
+    fi
+    local status=0
+    {
+        DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+    } </dev/null || status=$?
+    if [ -n "$made_policy" ]; then
+        rm -f "$policy"
+    fi
+    [ "$status" -eq 0 ] || die "apt-get failed (exit $status)"
+}
+
+install_rust_parts() {
+    command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
+    if ! command -v rustup >/dev/null; then
+        # Without rustup, the toolchain must already have the pieces.
+        return
+    fi
+    if ! rustup target list --installed | grep -qx "$MUSL_TARGET"; then
+        step "rustup target add $MUSL_TARGET"
+        rustup target add "$MUSL_TARGET" </dev/null
+    fi
+    local c
+    for c in clippy rustfmt; do
+        if ! rustup component list --installed | grep -q "^$c"; then
+            step "rustup component add $c"
+            rustup component add "$c" </dev/null
+        fi
+    done
+}
+
+check_static() {
+    local bin=$1 desc
+    desc=$(file -b "$bin")
+    printf '%s\n' "$desc"
+    case "$desc" in
+        *"statically linked"* | *"static-pie linked"*) ;;
+        *) die "$bin is not statically linked: $desc" ;;
+    esac
+    if readelf -lW "$bin" | grep -q 'INTERP'; then
+        die "$bin has a PT_INTERP (program interpreter)"
+    fi
+    if readelf -dW "$bin" | grep -q '(NEEDED)'; then
+        die "$bin needs shared libraries: $(readelf -dW "$bin" | grep '(NEEDED)')"
+    fi
+    printf 'static binary: %s, %s bytes\n' "$bin" "$(stat -c %s "$bin")"
+}
+
+main() {
+    local started=$SECONDS
+    install_packages
+    install_rust_parts
+
+    step "shellcheck"
+    shellcheck tests/run-all.sh .ci/run
+
+    step "cargo fmt --check"
+    cargo fmt --check
+
+    step "cargo clippy --all-targets -- -D warnings"
+    cargo clippy --all-targets -- -D warnings
+
+    step "cargo test --no-fail-fast"
+    cargo test --no-fail-fast </dev/null
+
+    step "release build for $MUSL_TARGET"
+    CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$MUSL_TARGET"
+    check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
+
+    step "all checks passed in $((SECONDS - started)) s"
+}
+
+main "$@"

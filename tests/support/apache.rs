@@ -1,0 +1,465 @@
+//! A real Apache 2.4 (Debian's build, event MPM + mod_cgid) on 127.0.0.1 in its own temp dir, stopped on drop.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::client::HttpClient;
+use super::system::{ServerUser, binary, require, server_user};
+use super::temp::{TempDir, set_mode};
+
+pub const APACHE: &str = "/usr/sbin/apache2";
+pub const MODULES: &str = "/usr/lib/apache2/modules";
+
+/// Modules every instance loads.
+const BASE_MODULES: &[&str] = &[
+    "mpm_event",
+    "authz_core",
+    "unixd",
+    "mime",
+    "dir",
+    "alias",
+    "env",
+    "log_config",
+    "cgid",
+];
+
+pub struct ApacheBuilder {
+    label: String,
+    cgi_programs: Vec<(String, PathBuf)>,
+    env: Vec<(String, String)>,
+    modules: Vec<String>,
+    extra_conf: Vec<String>,
+    log_level: String,
+}
+
+impl ApacheBuilder {
+    /// Copy the binary under test into cgi-bin/ as `resolve`.
+    pub fn resolve_cgi(self) -> ApacheBuilder {
+        self.cgi("resolve", &binary())
+    }
+
+    /// Copy `program` into cgi-bin/ as `name` (mode 0755).
+    pub fn cgi(mut self, name: &str, program: &Path) -> ApacheBuilder {
+        self.cgi_programs
+            .push((name.to_string(), program.to_path_buf()));
+        self
+    }
+
+    /// `SetEnv name value` for every request (reaches CGI programs when suEXEC is off).
+    pub fn set_env(mut self, name: &str, value: &str) -> ApacheBuilder {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Load `mod_<name>.so` too (e.g. "headers", "fcgid", "suexec").
+    pub fn module(mut self, name: &str) -> ApacheBuilder {
+        self.modules.push(name.to_string());
+        self
+    }
+
+    /// Append raw configuration. `@DIR@` is replaced by the instance's directory.
+    pub fn conf(mut self, text: &str) -> ApacheBuilder {
+        self.extra_conf.push(text.to_string());
+        self
+    }
+
+    /// `LogLevel` (default `warn`).
+    pub fn log_level(mut self, level: &str) -> ApacheBuilder {
+        self.log_level = level.to_string();
+        self
+    }
+
+    pub fn start(self) -> Apache {
+        require(Path::new(APACHE), "apache2");
+        let built_in = compiled_in_modules();
+        let mut modules: Vec<String> = Vec::new();
+        for m in BASE_MODULES
+            .iter()
+            .map(|m| m.to_string())
+            .chain(self.modules.clone())
+        {
+            if !modules.contains(&m) && !built_in.contains(&m) {
+                modules.push(m);
+            }
+        }
+        for m in &modules {
+            require(
+                &Path::new(MODULES).join(format!("mod_{m}.so")),
+                &format!("apache2 module mod_{m}"),
+            );
+        }
+        // A free port can be taken by someone else before Apache binds it: retry then.
+        let mut last_error = String::new();
+        for _attempt in 0..5 {
+            match self.try_start(&modules) {
+                Ok(apache) => return apache,
+                Err((e, port_taken)) => {
+                    last_error = e;
+                    if !port_taken {
+                        break;
+                    }
+                }
+            }
+        }
+        panic!("apache did not start: {last_error}");
+    }
+
+    /// Err carries the reason and whether the port was taken.
+    fn try_start(&self, modules: &[String]) -> Result<Apache, (String, bool)> {
+        let dir = TempDir::new(&format!("apache-{}", self.label));
+        dir.mkdir("logs");
+        dir.mkdir("run");
+        dir.mkdir("conf");
+        let htdocs = dir.mkdir("htdocs");
+        dir.write("htdocs/index.html", "ok\n");
+        let cgi_bin = dir.mkdir("cgi-bin");
+        for (name, program) in &self.cgi_programs {
+            let dest = cgi_bin.join(name);
+            fs::copy(program, &dest).unwrap_or_else(|e| {
+                panic!("copy {} to {}: {e}", program.display(), dest.display())
+            });
+            set_mode(&dest, 0o755);
+        }
+        let mime = if Path::new("/etc/mime.types").exists() {
+            PathBuf::from("/etc/mime.types")
+        } else {
+            dir.write("conf/mime.types", "text/html html\n")
+        };
+        let port = free_port();
+        let conf = self.render(&dir, port, modules, &htdocs, &cgi_bin, &mime, server_user());
+        let conf_path = dir.write("conf/httpd.conf", conf);
+        let stdout = fs::File::create(dir.join("logs/stdout")).expect("create stdout log");
+        let stderr = fs::File::create(dir.join("logs/stderr")).expect("create stderr log");
+        let child = Command::new(APACHE)
+            .arg("-f")
+            .arg(&conf_path)
+            .arg("-DFOREGROUND")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {APACHE}: {e}"));
+        let mut apache = Apache {
+            port,
+            child: Some(child),
+            dir,
+        };
+        match apache.wait_ready(Duration::from_secs(20)) {
+            Ok(()) => Ok(apache),
+            Err(e) => {
+                apache.stop_now();
+                let port_taken = e.contains("Address already in use");
+                if !port_taken {
+                    apache.dir.keep();
+                }
+                Err((e, port_taken))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn render(
+        &self,
+        dir: &TempDir,
+        port: u16,
+        modules: &[String],
+        htdocs: &Path,
+        cgi_bin: &Path,
+        mime: &Path,
+        user: Option<ServerUser>,
+    ) -> String {
+        let d = dir.path().display().to_string();
+        let mut c = String::new();
+        c.push_str(&format!("ServerRoot \"{d}\"\n"));
+        for m in modules {
+            c.push_str(&format!("LoadModule {m}_module {MODULES}/mod_{m}.so\n"));
+        }
+        if let Some(u) = user {
+            c.push_str(&format!("User {}\nGroup {}\n", u.name, u.group));
+        }
+        c.push_str(&format!(
+            r#"ServerName 127.0.0.1
+Listen 127.0.0.1:{port}
+PidFile "{d}/run/httpd.pid"
+DefaultRuntimeDir "{d}/run"
+Mutex file:{d}/run default
+ErrorLog "{d}/logs/error_log"
+LogLevel {log_level}
+LogFormat "%a %l %u %t \"%r\" %>s %b %D" timed
+CustomLog "{d}/logs/access_log" timed
+TypesConfig "{mime}"
+ScriptSock "{d}/run/cgid.sock"
+CGIDScriptTimeout 30
+
+Timeout 30
+KeepAlive Off
+GracefulShutdownTimeout 5
+StartServers 2
+ServerLimit 4
+ThreadLimit 64
+ThreadsPerChild 64
+MinSpareThreads 32
+MaxSpareThreads 256
+MaxRequestWorkers 256
+MaxConnectionsPerChild 0
+ListenBacklog 511
+
+DocumentRoot "{htdocs}"
+DirectoryIndex index.html
+<Directory />
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "{htdocs}">
+    Require all granted
+</Directory>
+ScriptAlias /cgi-bin/ "{cgi_bin}/"
+<Directory "{cgi_bin}">
+    AllowOverride None
+    Options None
+    Require all granted
+</Directory>
+"#,
+            log_level = self.log_level,
+            mime = mime.display(),
+            htdocs = htdocs.display(),
+            cgi_bin = cgi_bin.display(),
+        ));
+        for (k, v) in &self.env {
+            c.push_str(&format!("SetEnv {k} \"{v}\"\n"));
+        }
+        for extra in &self.extra_conf {
+            c.push_str(&extra.replace("@DIR@", &d));
+            c.push('\n');
+        }
+        c
+    }
+}
+
+/// Modules compiled into the apache2 binary (`apache2 -l`), e.g. "unixd", "log_config".
+fn compiled_in_modules() -> Vec<String> {
+    static MODULES: OnceLock<Vec<String>> = OnceLock::new();
+    MODULES
+        .get_or_init(|| {
+            let out = Command::new(APACHE)
+                .arg("-l")
+                .output()
+                .unwrap_or_else(|e| panic!("run {APACHE} -l: {e}"));
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("mod_")?.strip_suffix(".c"))
+                .map(str::to_string)
+                .collect()
+        })
+        .clone()
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    l.local_addr().expect("local addr").port()
+}
+
+pub struct Apache {
+    port: u16,
+    child: Option<Child>,
+    dir: TempDir,
+}
+
+impl Apache {
+    /// `label` names the temp dir (`resolve-test-apache-<label>-...`).
+    pub fn builder(label: &str) -> ApacheBuilder {
+        ApacheBuilder {
+            label: label.to_string(),
+            cgi_programs: Vec::new(),
+            env: Vec::new(),
+            modules: Vec::new(),
+            extra_conf: Vec::new(),
+            log_level: "warn".to_string(),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn client(&self) -> HttpClient {
+        HttpClient::new(self.addr())
+    }
+
+    /// The instance's ServerRoot (conf/, logs/, run/, htdocs/, cgi-bin/).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn error_log_path(&self) -> PathBuf {
+        self.dir.join("logs/error_log")
+    }
+
+    /// The error_log so far (what CGI programs write to stderr lands here).
+    pub fn error_log(&self) -> String {
+        read_lossy(&self.error_log_path())
+    }
+
+    pub fn access_log(&self) -> String {
+        read_lossy(&self.dir.join("logs/access_log"))
+    }
+
+    /// Wait (bounded) until the error_log contains `needle`; true if it did.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        loop {
+            if self.error_log().contains(needle) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Wait (bounded) until the error_log stops growing, so that stderr of finished CGI
+    /// programs has been written.
+    pub fn settle_log(&self) {
+        let mut last = self.error_log().len();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = self.error_log().len();
+            if now == last {
+                return;
+            }
+            last = now;
+        }
+    }
+
+    fn startup_output(&self) -> String {
+        format!(
+            "stderr: {}\nerror_log: {}",
+            read_lossy(&self.dir.join("logs/stderr")),
+            self.error_log()
+        )
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
+        let until = Instant::now() + timeout;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(format!(
+                    "apache exited at start-up ({status}); config {}\n{}",
+                    self.dir.join("conf/httpd.conf").display(),
+                    self.startup_output()
+                ));
+            }
+            if probe(self.addr()) {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                return Err(format!(
+                    "apache did not answer within {timeout:?}\n{}",
+                    self.startup_output()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn signal(&self, sig: &str, target: &str) {
+        let _ = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg("--")
+            .arg(target)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Kill the whole process group at once.
+    fn stop_now(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            self.signal("KILL", &format!("-{}", child.id()));
+            let _ = child.wait();
+        }
+    }
+
+    /// Graceful stop (SIGWINCH: finish running requests), then kill what is left.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pid = child.id();
+        self.signal("WINCH", &pid.to_string());
+        let until = Instant::now() + Duration::from_secs(10);
+        let mut exited = false;
+        while !exited && Instant::now() < until {
+            exited = matches!(child.try_wait(), Ok(Some(_)));
+            if !exited {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        if !exited {
+            let _ = child.kill();
+        }
+        // Whatever is left of the group (cgid's daemon, CGI programs still running).
+        self.signal("KILL", &format!("-{pid}"));
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "apache error_log ({}):\n{}",
+                self.error_log_path().display(),
+                self.error_log()
+            );
+        }
+        self.stop();
+    }
+}
+
+fn read_lossy(path: &Path) -> String {
+    fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// True when something at `addr` answers an HTTP request.
+fn probe(addr: SocketAddr) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    buf[..got].starts_with(b"HTTP/1.")
+}
