@@ -1,0 +1,158 @@
+//! The command line as the owner meets it: `check`, `sweep`, `--help`, `--version`, mistakes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("resolve-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn resolve(args: &[&str], config: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_resolve"));
+    cmd.args(args)
+        .env_remove("GATEWAY_INTERFACE")
+        .env_remove("RESOLVE_CONFIG");
+    if let Some(c) = config {
+        cmd.env("RESOLVE_CONFIG", c);
+    }
+    cmd.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn help_and_version() {
+    let o = resolve(&["--help"], None);
+    assert!(o.status.success());
+    assert!(text(&o).contains("resolve serve"));
+    let o = resolve(&["--version"], None);
+    assert_eq!(
+        text(&o).trim(),
+        format!("resolve {}", env!("CARGO_PKG_VERSION"))
+    );
+    let o = resolve(&["frobnicate"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("unknown command"));
+    let o = resolve(&["check", "--config"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("needs a value"));
+}
+
+#[test]
+fn check_reports_a_ready_site_with_secrets_masked() {
+    let dir = temp_dir("ready");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "http", "url": "https://api.example/unrestrict",
+            "token": "tok-VERY-SECRET", "download": "/download"},
+            "store": {"dir": "data"}}"#,
+    )
+    .unwrap();
+    let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("tok-VERY-SECRET"), "{out}");
+    assert!(out.contains("\"token\": \"***\""), "{out}");
+    assert!(
+        out.contains(&format!("file store in {}", dir.join("data").display())),
+        "{out}"
+    );
+    assert!(
+        out.contains("rule ip: 30 requests per 60 s per client address"),
+        "{out}"
+    );
+    assert!(out.trim_end().ends_with("OK"), "{out}");
+    // The environment variable is honoured the same way.
+    let o = resolve(&["check"], Some(&config));
+    assert!(o.status.success());
+    assert!(text(&o).contains("from RESOLVE_CONFIG"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn check_explains_what_is_wrong() {
+    let dir = temp_dir("wrong");
+    let config = dir.join("config.json");
+    let cases = [
+        (
+            r#"{"rules": [{"name": "ip", "key": "ip", "limit": 0, "window_secs": 60}]}"#,
+            "rules[0].limit: must be 1",
+        ),
+        (
+            r#"{"store": {"dir": "d"}, "rulez": []}"#,
+            "unknown field `rulez`",
+        ),
+        (
+            r#"{"store": {"dir": "d"}}"#,
+            "FAIL provider: none configured",
+        ),
+        ("not json", "line 1 column 2"),
+    ];
+    for (body, expected) in cases {
+        std::fs::write(&config, body).unwrap();
+        let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+        assert_eq!(o.status.code(), Some(1), "{body}");
+        assert!(text(&o).contains(expected), "{body}: {}", text(&o));
+    }
+    let o = resolve(
+        &[
+            "check",
+            "--config",
+            dir.join("absent.json").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("cannot read the configuration"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn sweep_removes_stale_files_only() {
+    let dir = temp_dir("sweep");
+    let data = dir.join("data");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data", "sweep_grace_secs": 0, "sweep_one_in": 0},
+            "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 1}]}"#,
+    )
+    .unwrap();
+    for addr in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_resolve"))
+            .env_clear()
+            .env("GATEWAY_INTERFACE", "CGI/1.1")
+            .env("REQUEST_METHOD", "GET")
+            .env("QUERY_STRING", "link=https://e.example/f")
+            .env("REMOTE_ADDR", addr)
+            .env("RESOLVE_CONFIG", &config)
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with("Status: 200"));
+    }
+    let o = resolve(&["sweep", "--config", config.to_str().unwrap()], None);
+    assert!(
+        text(&o).contains("3 keys looked at, 0 removed"),
+        "{}",
+        text(&o)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let o = resolve(&["sweep", "--config", config.to_str().unwrap()], None);
+    assert!(
+        text(&o).contains("3 keys looked at, 3 removed"),
+        "{}",
+        text(&o)
+    );
+    assert!(data.is_dir());
+    std::fs::remove_dir_all(dir).unwrap();
+}
