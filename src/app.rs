@@ -245,7 +245,7 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
 mod tests {
     use super::*;
     use crate::clock::{Clock, FakeClock};
-    use crate::limiter::{self, Counter};
+    use crate::limiter::{self, State, Write};
     use crate::log::MemoryLog;
     use crate::provider::EchoProvider;
     use crate::render::Resolved;
@@ -258,7 +258,7 @@ mod tests {
     /// A store in memory, running the same limiter, or failing on demand.
     struct MemoryStore {
         clock: FakeClock,
-        counters: RefCell<HashMap<String, Counter>>,
+        counters: RefCell<HashMap<String, State>>,
         fail: Cell<bool>,
     }
 
@@ -271,12 +271,12 @@ mod tests {
             let rules: Vec<_> = checks.iter().map(|c| c.rule).collect();
             let states: Vec<_> = checks
                 .iter()
-                .map(|c| counters.get(&c.key).copied())
+                .map(|c| counters.get(&c.key).cloned().unwrap_or(State::Fixed(None)))
                 .collect();
             let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
             for (c, w) in checks.iter().zip(outcome.writes) {
-                if let Some(w) = w {
-                    counters.insert(c.key.clone(), w);
+                if let Write::Counter(w) = w {
+                    counters.insert(c.key.clone(), State::Fixed(Some(w)));
                 }
             }
             Ok(outcome.decision)

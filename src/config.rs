@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::defaults;
 use crate::identity::{Cidr, ClientPolicy};
 use crate::provider::{HttpMethod, HttpSpec, Place, ProviderSpec, SuccessTest};
-use crate::rule::{KeyKind, Rule, RuleName};
+use crate::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::secret::Secret;
 
 /// What a store does when it fails.
@@ -134,6 +134,7 @@ struct RawStore {
 struct RawRule {
     name: String,
     key: String,
+    algorithm: Option<String>,
     limit: u64,
     window_secs: u64,
 }
@@ -157,6 +158,7 @@ pub fn default_rule() -> Rule {
     Rule {
         name: RuleName::new(defaults::RULE_NAME).expect("valid default name"),
         key: KeyKind::Ip,
+        algorithm: Algorithm::Fixed,
         limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
         window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
     }
@@ -188,6 +190,14 @@ impl Config {
             None => vec![default_rule()],
             Some(list) => rules(list)?,
         };
+        if matches!(store.kind, StoreKind::File { .. })
+            && let Some(i) = rules.iter().position(|r| r.algorithm == Algorithm::Sliding)
+        {
+            return Err(err(
+                format!("rules[{i}].algorithm"),
+                "the file store keeps fixed windows only: use \"fixed\", or a mysql or redis store for \"sliding\"",
+            ));
+        }
         let client = raw.client.unwrap_or(RawClient {
             ipv6_prefix: None,
             trusted_proxies: None,
@@ -280,7 +290,7 @@ impl Config {
                 "deny_retry_after_secs": self.store.deny_retry_after_secs,
             },
             "rules": self.rules.iter().map(|r| json!({
-                "name": r.name.as_str(), "key": r.key.as_str(),
+                "name": r.name.as_str(), "key": r.key.as_str(), "algorithm": r.algorithm.as_str(),
                 "limit": r.limit.get(), "window_secs": r.window_secs.get(),
             })).collect::<Vec<_>>(),
             "client": {
@@ -615,6 +625,12 @@ fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
         let key = KeyKind::parse(&r.key).ok_or_else(|| {
             err(at("key"), format!("{:?}: use \"ip\" (per client address) or \"global\" (one count for the whole site)", r.key))
         })?;
+        let algorithm = match r.algorithm.as_deref() {
+            None => Algorithm::Fixed,
+            Some(a) => Algorithm::parse(a).ok_or_else(|| {
+                err(at("algorithm"), format!("{a:?}: use \"fixed\" (a window from the first request) or \"sliding\" (any window ending now)"))
+            })?,
+        };
         let limit = u32::try_from(r.limit)
             .ok()
             .and_then(NonZeroU32::new)
@@ -627,6 +643,7 @@ fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
         out.push(Rule {
             name,
             key,
+            algorithm,
             limit,
             window_secs: window,
         });
@@ -734,6 +751,14 @@ mod tests {
                 "rules[1].name",
             ),
             (r#"{"client": {"ipv6_prefix": 0}}"#, "client.ipv6_prefix"),
+            (
+                r#"{"rules": [{"name": "a", "key": "ip", "algorithm": "leaky", "limit": 5, "window_secs": 1}]}"#,
+                "rules[0].algorithm",
+            ),
+            (
+                r#"{"rules": [{"name": "a", "key": "ip", "algorithm": "sliding", "limit": 5, "window_secs": 1}]}"#,
+                "rules[0].algorithm",
+            ),
             (
                 r#"{"client": {"trusted_proxies": ["10.0.0.0/33"]}}"#,
                 "client.trusted_proxies[0]",

@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 
 use crate::clock::Clock;
 use crate::decision::Decision;
-use crate::limiter::{self, Counter};
+use crate::limiter::{self, Counter, State, Write};
 use crate::record::{self, Loaded, SLOT};
-use crate::rule::Rule;
+use crate::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
 
 /// Suffix of a damaged file moved aside for the owner to look at.
@@ -295,6 +295,13 @@ impl<C: Clock> Store for FileStore<C> {
         if order.len() != checks.len() {
             return Err(StoreError::unavailable("two rules share one key"));
         }
+        if let Some(c) = checks.iter().find(|c| c.rule.algorithm != Algorithm::Fixed) {
+            return Err(StoreError::unavailable(format!(
+                "rule {} is a sliding window, which the file store does not keep: use the \
+                 mysql or redis store, or \"algorithm\": \"fixed\"",
+                c.rule.name
+            )));
+        }
 
         let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
         for (i, path) in &order {
@@ -307,10 +314,10 @@ impl<C: Clock> Store for FileStore<C> {
             .collect::<Result<Vec<_>, _>>()?;
 
         let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
-        let states: Vec<Option<Counter>> = loaded.iter().map(|l| l.counter).collect();
+        let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
         let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
         for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-            if let Some(counter) = write {
+            if let Write::Counter(counter) = write {
                 self.store(l, before, counter)?;
             }
         }
@@ -385,6 +392,7 @@ mod tests {
         Rule {
             name: RuleName::new(name).unwrap(),
             key: KeyKind::Ip,
+            algorithm: Algorithm::Fixed,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window).unwrap(),
         }

@@ -2,7 +2,7 @@
 //! decide and say what to store. Pure: stores call it inside their atomic read-modify-write.
 
 use crate::decision::{Decision, RuleStatus};
-use crate::rule::Rule;
+use crate::rule::{Algorithm, Rule};
 
 /// The stored state of one key: a window that started at the key's first request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,11 +23,34 @@ impl Counter {
     }
 }
 
-/// The limiter's verdict plus the counters to store (`None`: leave that key as it is).
+/// What a store holds for one rule's key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// A fixed window's counter (None: no window yet).
+    Fixed(Option<Counter>),
+    /// A sliding window's record: when each admitted request was made, in milliseconds, in
+    /// any order. Older entries may be included; they are ignored.
+    Sliding(Vec<u64>),
+}
+
+/// What a store must do to one key after a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Nothing.
+    Keep,
+    /// Store this counter.
+    Counter(Counter),
+    /// Record a request at the decision's time (and drop records older than the window).
+    Append,
+}
+
+/// The limiter's verdict and what to store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     pub decision: Decision,
-    pub writes: Vec<Option<Counter>>,
+    /// The time the decision was made at.
+    pub now_ms: u64,
+    pub writes: Vec<Write>,
 }
 
 fn ceil_secs(ms: u64) -> u32 {
@@ -40,38 +63,90 @@ fn running(rule: &Rule, stored: Option<Counter>, now_ms: u64) -> Option<Counter>
     stored.filter(|c| now_ms < c.start_ms.saturating_add(rule.window_ms()))
 }
 
+/// One rule's view of the request before deciding.
+struct Standing {
+    /// Requests already counted in the current window.
+    used: u32,
+    /// Milliseconds until one more request fits, when it does not fit now.
+    wait_ms: Option<u64>,
+    /// Milliseconds until the window (fixed) or the oldest record (sliding) expires.
+    reset_ms: u64,
+    /// The running fixed window, if any.
+    window: Option<Counter>,
+}
+
+fn standing(rule: &Rule, state: &State, now_ms: u64) -> Standing {
+    let limit = rule.limit.get();
+    let window_ms = rule.window_ms();
+    match state {
+        State::Fixed(stored) => {
+            let window = running(rule, *stored, now_ms);
+            let (used, end) = match window {
+                Some(c) => (c.count, c.start_ms.saturating_add(window_ms)),
+                None => (0, now_ms),
+            };
+            let reset_ms = end.saturating_sub(now_ms);
+            Standing {
+                used,
+                wait_ms: (used >= limit).then_some(reset_ms.max(1)),
+                reset_ms,
+                window,
+            }
+        }
+        State::Sliding(times) => {
+            // A record counts while it is within the last `window_ms`, now included.
+            let mut live: Vec<u64> = times
+                .iter()
+                .copied()
+                .filter(|t| t.saturating_add(window_ms) > now_ms)
+                .collect();
+            live.sort_unstable();
+            let used = u32::try_from(live.len()).unwrap_or(u32::MAX);
+            let expiry = |t: u64| t.saturating_add(window_ms).saturating_sub(now_ms);
+            // Over the limit, one more fits once the record `used - limit` places from the
+            // oldest has aged out.
+            let wait_ms = (used >= limit).then(|| {
+                let index = (used - limit) as usize;
+                expiry(live[index]).max(1)
+            });
+            Standing {
+                used,
+                wait_ms,
+                reset_ms: live.first().map_or(0, |t| expiry(*t)),
+                window: None,
+            }
+        }
+    }
+}
+
 /// Decide one request against every rule. `states[i]` is what the store holds for `rules[i]`'s
 /// key. A request refused by any rule is counted by none; an admitted one by all.
-pub fn decide(rules: &[&Rule], states: &[Option<Counter>], now_ms: u64) -> Outcome {
+pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
     debug_assert_eq!(rules.len(), states.len());
-    let current: Vec<Option<Counter>> = rules
+    let standings: Vec<Standing> = rules
         .iter()
         .zip(states)
-        .map(|(rule, stored)| running(rule, *stored, now_ms))
+        .map(|(rule, state)| standing(rule, state, now_ms))
         .collect();
 
     // The refusing rule that admits again last decides the wait.
     let mut refusal: Option<(usize, u64)> = None;
-    for (i, (rule, window)) in rules.iter().zip(&current).enumerate() {
-        if let Some(c) = window
-            && c.count >= rule.limit.get()
+    for (i, s) in standings.iter().enumerate() {
+        if let Some(wait) = s.wait_ms
+            && refusal.is_none_or(|(_, longest)| wait > longest)
         {
-            let wait_ms = c
-                .start_ms
-                .saturating_add(rule.window_ms())
-                .saturating_sub(now_ms)
-                .max(1);
-            if refusal.is_none_or(|(_, longest)| wait_ms > longest) {
-                refusal = Some((i, wait_ms));
-            }
+            refusal = Some((i, wait));
         }
     }
 
     if let Some((rule, wait_ms)) = refusal {
         let statuses = rules
             .iter()
-            .zip(&current)
-            .map(|(r, w)| status(r, *w, now_ms))
+            .zip(&standings)
+            .map(|(r, s)| RuleStatus {
+                remaining: r.limit.get().saturating_sub(s.used),
+                reset_secs: ceil_secs(s.reset_ms),
+            })
             .collect();
         return Outcome {
             decision: Decision::Refuse {
@@ -79,52 +154,52 @@ pub fn decide(rules: &[&Rule], states: &[Option<Counter>], now_ms: u64) -> Outco
                 retry_after_secs: ceil_secs(wait_ms).max(1),
                 statuses,
             },
-            writes: vec![None; rules.len()],
+            now_ms,
+            writes: vec![Write::Keep; rules.len()],
         };
     }
 
-    let writes: Vec<Option<Counter>> = rules
-        .iter()
-        .zip(&current)
-        .map(|(rule, window)| {
-            Some(match window {
-                Some(c) => Counter {
-                    count: c.count + 1,
-                    ..*c
-                },
-                None => Counter {
-                    start_ms: now_ms,
-                    window_ms: rule.window_ms(),
-                    count: 1,
-                },
-            })
-        })
-        .collect();
-    let statuses = rules
-        .iter()
-        .zip(&writes)
-        .map(|(r, w)| status(r, *w, now_ms))
-        .collect();
+    let mut writes = Vec::with_capacity(rules.len());
+    let mut statuses = Vec::with_capacity(rules.len());
+    for (rule, s) in rules.iter().zip(&standings) {
+        let remaining = rule.limit.get().saturating_sub(s.used.saturating_add(1));
+        match rule.algorithm {
+            Algorithm::Fixed => {
+                let counter = match s.window {
+                    Some(c) => Counter {
+                        count: c.count + 1,
+                        ..c
+                    },
+                    None => Counter {
+                        start_ms: now_ms,
+                        window_ms: rule.window_ms(),
+                        count: 1,
+                    },
+                };
+                writes.push(Write::Counter(counter));
+                statuses.push(RuleStatus {
+                    remaining,
+                    reset_secs: ceil_secs(counter.end_ms().saturating_sub(now_ms)),
+                });
+            }
+            Algorithm::Sliding => {
+                writes.push(Write::Append);
+                let reset_ms = if s.used == 0 {
+                    rule.window_ms()
+                } else {
+                    s.reset_ms
+                };
+                statuses.push(RuleStatus {
+                    remaining,
+                    reset_secs: ceil_secs(reset_ms),
+                });
+            }
+        }
+    }
     Outcome {
         decision: Decision::Admit { statuses },
+        now_ms,
         writes,
-    }
-}
-
-fn status(rule: &Rule, window: Option<Counter>, now_ms: u64) -> RuleStatus {
-    match window {
-        Some(c) => RuleStatus {
-            remaining: rule.limit.get().saturating_sub(c.count),
-            reset_secs: ceil_secs(
-                c.start_ms
-                    .saturating_add(rule.window_ms())
-                    .saturating_sub(now_ms),
-            ),
-        },
-        None => RuleStatus {
-            remaining: rule.limit.get(),
-            reset_secs: 0,
-        },
     }
 }
 
@@ -139,28 +214,58 @@ mod tests {
         Rule {
             name: RuleName::new(name).unwrap(),
             key: KeyKind::Ip,
+            algorithm: Algorithm::Fixed,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window_secs).unwrap(),
         }
     }
 
+    fn sliding(name: &str, limit: u32, window_secs: u32) -> Rule {
+        Rule {
+            algorithm: Algorithm::Sliding,
+            ..rule(name, limit, window_secs)
+        }
+    }
+
     /// A store of one process: applies the outcome's writes, as a real store does atomically.
     struct Memory {
-        states: Vec<Option<Counter>>,
+        states: Vec<State>,
     }
 
     impl Memory {
+        fn for_rules(rules: &[&Rule]) -> Self {
+            Memory {
+                states: rules
+                    .iter()
+                    .map(|r| match r.algorithm {
+                        Algorithm::Fixed => State::Fixed(None),
+                        Algorithm::Sliding => State::Sliding(Vec::new()),
+                    })
+                    .collect(),
+            }
+        }
+
         fn new(n: usize) -> Self {
             Memory {
-                states: vec![None; n],
+                states: vec![State::Fixed(None); n],
+            }
+        }
+
+        fn counter(&self, i: usize) -> Counter {
+            match &self.states[i] {
+                State::Fixed(Some(c)) => *c,
+                other => panic!("{other:?}"),
             }
         }
 
         fn hit(&mut self, rules: &[&Rule], clock: &FakeClock) -> Decision {
             let outcome = decide(rules, &self.states, clock.now_ms());
-            for (slot, write) in self.states.iter_mut().zip(outcome.writes) {
-                if let Some(c) = write {
-                    *slot = Some(c);
+            for (state, write) in self.states.iter_mut().zip(outcome.writes) {
+                match (state, write) {
+                    (_, Write::Keep) => {}
+                    (state, Write::Counter(c)) => *state = State::Fixed(Some(c)),
+                    (State::Sliding(times), Write::Append) => times.push(outcome.now_ms),
+                    (state, Write::Append) => panic!("append to {state:?}"),
                 }
             }
             outcome.decision
@@ -180,7 +285,7 @@ mod tests {
         }
         let d = store.hit(&[&r], &clock);
         assert!(!d.is_admit());
-        assert_eq!(store.states[0].unwrap().count, 30);
+        assert_eq!(store.counter(0).count, 30);
     }
 
     #[test]
@@ -228,8 +333,8 @@ mod tests {
         clock.set_ms(5_000 + 10_000);
         assert!(store.hit(&[&r], &clock).is_admit());
         // The new window starts at that request, not at the old window's end plus a multiple.
-        assert_eq!(store.states[0].unwrap().start_ms, 15_000);
-        assert_eq!(store.states[0].unwrap().count, 1);
+        assert_eq!(store.counter(0).start_ms, 15_000);
+        assert_eq!(store.counter(0).count, 1);
     }
 
     #[test]
@@ -256,8 +361,8 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert_eq!(store.states[0].unwrap().count, 3, "minute rule untouched");
-        assert_eq!(store.states[1].unwrap().count, 3, "hour rule untouched");
+        assert_eq!(store.counter(0).count, 3, "minute rule untouched");
+        assert_eq!(store.counter(1).count, 3, "hour rule untouched");
     }
 
     #[test]
@@ -338,6 +443,101 @@ mod tests {
                 reset_secs: 40
             }]
         );
+    }
+
+    #[test]
+    fn sliding_admits_again_exactly_as_old_requests_age_out() {
+        let r = sliding("ip", 3, 10);
+        let clock = FakeClock::at(100_000);
+        let mut store = Memory::for_rules(&[&r]);
+        // Requests at 0 s, 2 s and 5 s (relative): the fourth at 6 s is refused until the
+        // first leaves the window at 10 s.
+        for at in [0, 2_000, 5_000] {
+            clock.set_ms(100_000 + at);
+            assert!(store.hit(&[&r], &clock).is_admit());
+        }
+        clock.set_ms(106_000);
+        match store.hit(&[&r], &clock) {
+            Decision::Refuse {
+                retry_after_secs,
+                statuses,
+                ..
+            } => {
+                assert_eq!(retry_after_secs, 4);
+                assert_eq!(statuses[0].remaining, 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        clock.set_ms(109_999);
+        assert!(!store.hit(&[&r], &clock).is_admit());
+        clock.set_ms(110_000);
+        assert!(
+            store.hit(&[&r], &clock).is_admit(),
+            "the first request has aged out"
+        );
+        // Now 2 s, 5 s and 10 s are in the window: the next fits at 12 s.
+        clock.set_ms(111_500);
+        match store.hit(&[&r], &clock) {
+            Decision::Refuse {
+                retry_after_secs, ..
+            } => assert_eq!(retry_after_secs, 1),
+            other => panic!("{other:?}"),
+        }
+        clock.set_ms(112_000);
+        assert!(store.hit(&[&r], &clock).is_admit());
+    }
+
+    #[test]
+    fn sliding_never_admits_more_than_the_limit_in_any_window() {
+        let r = sliding("ip", 5, 10);
+        let clock = FakeClock::at(0);
+        let mut store = Memory::for_rules(&[&r]);
+        let mut admitted = Vec::new();
+        // A request every 700 ms for a minute.
+        for step in 0..86u64 {
+            clock.set_ms(step * 700);
+            if store.hit(&[&r], &clock).is_admit() {
+                admitted.push(step * 700);
+            }
+        }
+        for (i, t) in admitted.iter().enumerate() {
+            let in_window = admitted[i..].iter().filter(|u| **u < t + 10_000).count();
+            assert!(in_window <= 5, "{in_window} admitted within 10 s of {t}");
+        }
+        // And it is not stingy: 5 per 10 s over 60 s is about 30.
+        assert!(admitted.len() >= 29, "{}", admitted.len());
+    }
+
+    #[test]
+    fn sliding_counts_foreign_records_beyond_the_limit() {
+        // Another program wrote more records than the limit: wait for enough to age out.
+        let r = sliding("ip", 2, 10);
+        let state = State::Sliding(vec![1_000, 2_000, 3_000, 4_000, 500]);
+        let outcome = decide(&[&r], &[state], 5_000);
+        match outcome.decision {
+            Decision::Refuse {
+                retry_after_secs, ..
+            } => assert_eq!(retry_after_secs, 8, "the fourth-oldest leaves at 13 s"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fixed_and_sliding_rules_together() {
+        let fixed = rule("minute", 10, 60);
+        let slide = sliding("burst", 2, 5);
+        let clock = FakeClock::at(0);
+        let mut store = Memory::for_rules(&[&fixed, &slide]);
+        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
+        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
+        assert!(!store.hit(&[&fixed, &slide], &clock).is_admit());
+        assert_eq!(
+            store.counter(0).count,
+            2,
+            "refused by burst: minute untouched"
+        );
+        clock.set_ms(5_000);
+        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
     }
 
     #[test]

@@ -160,6 +160,7 @@ mod tests {
         Rule {
             name: RuleName::new(name).unwrap(),
             key: KeyKind::Ip,
+            algorithm: crate::rule::Algorithm::Fixed,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window).unwrap(),
         }

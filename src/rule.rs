@@ -29,6 +29,32 @@ impl KeyKind {
     }
 }
 
+/// How a rule counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// A window that starts at a key's first request and holds `limit` requests.
+    Fixed,
+    /// At most `limit` requests in any `window_secs` ending now (exact; one record per request).
+    Sliding,
+}
+
+impl Algorithm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::Fixed => "fixed",
+            Algorithm::Sliding => "sliding",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Algorithm> {
+        match s {
+            "fixed" => Some(Algorithm::Fixed),
+            "sliding" => Some(Algorithm::Sliding),
+            _ => None,
+        }
+    }
+}
+
 /// A rule's name: 1 to 32 of `a-z 0-9 _ -`, so it is safe in keys, headers and logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleName(String);
@@ -55,12 +81,12 @@ impl fmt::Display for RuleName {
     }
 }
 
-/// A fixed-window limit: at most `limit` requests per `window_secs`, the window starting at a
-/// key's first request.
+/// A limit: at most `limit` requests per `window_secs` for each key, counted by `algorithm`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub name: RuleName,
     pub key: KeyKind,
+    pub algorithm: Algorithm,
     pub limit: NonZeroU32,
     pub window_secs: NonZeroU32,
 }
@@ -97,6 +123,7 @@ mod tests {
         let rule = Rule {
             name: RuleName::new("ip").unwrap(),
             key: KeyKind::Ip,
+            algorithm: Algorithm::Fixed,
             limit: NonZeroU32::new(30).unwrap(),
             window_secs: NonZeroU32::new(60).unwrap(),
         };
