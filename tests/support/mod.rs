@@ -1,11 +1,14 @@
-//! Shared harness for the integration tests: temp dirs, a real Apache, a provider stand-in, an HTTP client and a direct CGI runner.
+//! Shared harness for the integration tests: temp dirs, a real Apache, MariaDB and Redis on loopback, a delaying proxy, a provider stand-in, an HTTP client and a direct CGI runner.
 #![allow(dead_code, unused_imports)]
 
 pub mod apache;
 pub mod cgi;
 pub mod client;
 pub mod config;
+pub mod delay_proxy;
+pub mod mariadb;
 pub mod provider;
+pub mod redis;
 pub mod system;
 pub mod temp;
 pub mod urlenc;
@@ -13,6 +16,9 @@ pub mod urlenc;
 pub use apache::{Apache, ApacheBuilder};
 pub use cgi::{Cgi, CgiAnswer, CgiOutput, StdinMode};
 pub use client::{HttpClient, Request, Response, fire};
+pub use delay_proxy::DelayProxy;
+pub use mariadb::MariaDb;
 pub use provider::{Provider, RecordedRequest, Reply};
+pub use redis::Redis;
 pub use system::{ServerUser, binary, is_root, server_user};
 pub use temp::TempDir;
