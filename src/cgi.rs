@@ -9,10 +9,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::app::App;
-use crate::clock::SystemClock;
-use crate::config::{Config, StoreKind};
+use crate::config::Config;
 use crate::defaults;
-use crate::file_store::FileStore;
 use crate::http_provider::HttpProvider;
 use crate::locate;
 use crate::log::{Level, Log, StderrLog};
@@ -21,6 +19,7 @@ use crate::problem::Problem;
 use crate::provider::{EchoProvider, Provider, ProviderSpec};
 use crate::render;
 use crate::request::Env;
+use crate::stores;
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
@@ -61,8 +60,7 @@ pub fn run() {
 /// Answers one request with a loaded configuration.
 pub fn serve_one(config: &Config, env: &Env) {
     let log = StderrLog::new(config.secrets());
-    let StoreKind::File { dir } = &config.store.kind;
-    let store = FileStore::new(dir, SystemClock, config.store.sweep_grace);
+    let store = stores::open(config);
     let http;
     let provider: Option<&dyn Provider> = match &config.provider {
         None => None,
@@ -74,7 +72,7 @@ pub fn serve_one(config: &Config, env: &Env) {
     };
     let app = App {
         config,
-        store: &store,
+        store: store.as_ref(),
         provider,
         log: &log,
     };

@@ -3,13 +3,10 @@
 
 use std::io::Write;
 
-use crate::clock::SystemClock;
-use crate::config::{Config, StoreKind};
-use crate::file_store::FileStore;
+use crate::config::Config;
 use crate::locate::{self, Located};
 use crate::provider::{HttpMethod, Place, ProviderSpec};
 use crate::rule::KeyKind;
-use crate::store::Store;
 
 /// Runs the check, writing a report to `out`. Returns true when the site can serve requests.
 pub fn run(located: &Located, out: &mut dyn Write) -> bool {
@@ -65,9 +62,7 @@ pub fn run(located: &Located, out: &mut dyn Write) -> bool {
 }
 
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {
-    let StoreKind::File { dir } = &config.store.kind;
-    let store = FileStore::new(dir, SystemClock, config.store.sweep_grace);
-    match store.probe() {
+    match crate::stores::open(config).probe() {
         Ok(what) => {
             let _ = writeln!(out, "ok   store: {what}");
             true

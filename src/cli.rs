@@ -7,14 +7,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::clock::SystemClock;
 use crate::config::StoreKind;
 use crate::defaults;
-use crate::file_store::FileStore;
 use crate::locate::{self, Located};
 use crate::provider::ProviderSpec;
 use crate::serve::{self, ServeOptions};
-use crate::store::Store;
 
 const HELP: &str = "\
 resolve: a rate-limited gateway to paid link-resolver APIs
@@ -115,15 +112,12 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let StoreKind::File { dir } = &config.store.kind;
-            let store = FileStore::new(dir, SystemClock, config.store.sweep_grace);
-            let report = store.sweep(None).map_err(|e| e.to_string())?;
+            let report = crate::stores::open(&config)
+                .sweep(None)
+                .map_err(|e| e.to_string())?;
             println!(
-                "swept {}: {} keys looked at, {} removed, {} damaged",
-                dir.display(),
-                report.scanned,
-                report.removed,
-                report.damaged
+                "swept: {} keys looked at, {} removed, {} damaged",
+                report.scanned, report.removed, report.damaged
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -165,9 +159,10 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
                 effective.store.kind = StoreKind::File { dir: here };
             }
             effective.provider = Some(ProviderSpec::Echo);
-            let StoreKind::File { dir } = &effective.store.kind;
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            if let StoreKind::File { dir } = &effective.store.kind {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
             let tmp = std::env::temp_dir().join(format!("resolve-serve-{}", std::process::id()));
             std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
             let path = tmp.join("config.json");
@@ -175,8 +170,7 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
                 .map_err(|e| e.to_string())?;
             eprintln!(
                 "resolve serve: no provider configured: using the echo provider (each link is \
-                 answered with itself; nothing is spent); rate-limit data in {}",
-                dir.display()
+                 answered with itself; nothing is spent)"
             );
             path
         }

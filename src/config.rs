@@ -27,6 +27,33 @@ pub enum OnError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreKind {
     File { dir: PathBuf },
+    Mysql(Box<MysqlSettings>),
+}
+
+/// How the `events` table writes time: milliseconds (ours) or seconds (common in PHP limiters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TsUnit {
+    Millis,
+    Seconds,
+}
+
+/// Where the MySQL/MariaDB store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MysqlSettings {
+    /// `mysql://user:password@host:port/database`; the fields below override its parts.
+    pub url: Option<Secret>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub socket: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+    pub database: Option<String>,
+    pub counter_table: String,
+    pub events_table: String,
+    pub events_ts: TsUnit,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub tls: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,11 +144,24 @@ struct RawSuccess {
     equals: Value,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawStore {
     kind: Option<String>,
     dir: Option<String>,
+    url: Option<String>,
+    host: Option<String>,
+    port: Option<u16>,
+    socket: Option<String>,
+    user: Option<String>,
+    password: Option<String>,
+    database: Option<String>,
+    table: Option<String>,
+    counter_table: Option<String>,
+    events_ts: Option<String>,
+    connect_timeout_ms: Option<u64>,
+    read_timeout_ms: Option<u64>,
+    tls: Option<bool>,
     on_error: Option<String>,
     sweep_one_in: Option<u32>,
     sweep_budget_ms: Option<u64>,
@@ -277,18 +317,51 @@ impl Config {
                 "timeout_ms": h.timeout.as_millis() as u64,
             }),
         };
-        let StoreKind::File { dir } = &self.store.kind;
+        let mut store = match &self.store.kind {
+            StoreKind::File { dir } => json!({"kind": "file", "dir": dir.display().to_string()}),
+            StoreKind::Mysql(m) => {
+                let mut v = json!({
+                    "kind": "mysql",
+                    "table": m.events_table,
+                    "counter_table": m.counter_table,
+                    "events_ts": match m.events_ts { TsUnit::Millis => "ms", TsUnit::Seconds => "s" },
+                    "connect_timeout_ms": m.connect_timeout.as_millis() as u64,
+                    "read_timeout_ms": m.read_timeout.as_millis() as u64,
+                    "tls": m.tls,
+                });
+                let optional = [
+                    ("url", m.url.as_ref().map(|u| json!(mask_url(u.expose())))),
+                    ("host", m.host.as_ref().map(|h| json!(h))),
+                    ("port", m.port.map(|p| json!(p))),
+                    (
+                        "socket",
+                        m.socket.as_ref().map(|p| json!(p.display().to_string())),
+                    ),
+                    ("user", m.user.as_ref().map(|u| json!(u))),
+                    ("password", m.password.as_ref().map(|_| json!("***"))),
+                    ("database", m.database.as_ref().map(|d| json!(d))),
+                ];
+                for (name, value) in optional {
+                    if let Some(value) = value {
+                        v[name] = value;
+                    }
+                }
+                v
+            }
+        };
+        let common = json!({
+            "on_error": match self.store.on_error { OnError::Allow => "allow", OnError::Deny => "deny" },
+            "sweep_one_in": self.store.sweep_one_in,
+            "sweep_budget_ms": self.store.sweep_budget.as_millis() as u64,
+            "sweep_grace_secs": self.store.sweep_grace.as_secs(),
+            "deny_retry_after_secs": self.store.deny_retry_after_secs,
+        });
+        for (k, v) in common.as_object().into_iter().flatten() {
+            store[k] = v.clone();
+        }
         json!({
             "provider": provider,
-            "store": {
-                "kind": "file",
-                "dir": dir.display().to_string(),
-                "on_error": match self.store.on_error { OnError::Allow => "allow", OnError::Deny => "deny" },
-                "sweep_one_in": self.store.sweep_one_in,
-                "sweep_budget_ms": self.store.sweep_budget.as_millis() as u64,
-                "sweep_grace_secs": self.store.sweep_grace.as_secs(),
-                "deny_retry_after_secs": self.store.deny_retry_after_secs,
-            },
+            "store": store,
             "rules": self.rules.iter().map(|r| json!({
                 "name": r.name.as_str(), "key": r.key.as_str(), "algorithm": r.algorithm.as_str(),
                 "limit": r.limit.get(), "window_secs": r.window_secs.get(),
@@ -304,6 +377,21 @@ impl Config {
 
     /// Every secret in the configuration, so logs can mask them wherever they appear.
     pub fn secrets(&self) -> Vec<String> {
+        let mut secrets = self.provider_secrets();
+        if let StoreKind::Mysql(m) = &self.store.kind {
+            secrets.extend(m.password.iter().map(|p| p.expose().to_owned()));
+            if let Some(url) = &m.url
+                && let Ok(opts) = mysql::Opts::from_url(url.expose())
+                && let Some(pass) = opts.get_pass()
+            {
+                secrets.push(pass.to_owned());
+            }
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets
+    }
+
+    fn provider_secrets(&self) -> Vec<String> {
         match &self.provider {
             Some(ProviderSpec::Http(h)) => h
                 .token
@@ -538,30 +626,40 @@ fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
 }
 
 fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
-    let raw = raw.unwrap_or(RawStore {
-        kind: None,
-        dir: None,
-        on_error: None,
-        sweep_one_in: None,
-        sweep_budget_ms: None,
-        sweep_grace_secs: None,
-        deny_retry_after_secs: None,
-    });
-    match raw.kind.as_deref().unwrap_or("file") {
-        "file" => {}
+    let raw = raw.unwrap_or_default();
+    let kind = match raw.kind.as_deref().unwrap_or("file") {
+        "file" => {
+            let file_only = [
+                ("url", raw.url.is_some()),
+                ("host", raw.host.is_some()),
+                ("socket", raw.socket.is_some()),
+                ("user", raw.user.is_some()),
+                ("password", raw.password.is_some()),
+                ("database", raw.database.is_some()),
+                ("table", raw.table.is_some()),
+            ];
+            if let Some((field, _)) = file_only.iter().find(|(_, set)| *set) {
+                return Err(err(
+                    format!("store.{field}"),
+                    "belongs to a database store: set \"kind\": \"mysql\" or remove it",
+                ));
+            }
+            let dir = match &raw.dir {
+                Some(d) if d.is_empty() => {
+                    return Err(err("store.dir", "is empty: name the data directory"));
+                }
+                Some(d) => base.join(d),
+                None => base.join(defaults::DATA_DIR_NAME),
+            };
+            StoreKind::File { dir }
+        }
+        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw)?)),
         other => {
             return Err(err(
                 "store.kind",
-                format!("{other:?} is not a store: use \"file\""),
+                format!("{other:?} is not a store: use \"file\" or \"mysql\""),
             ));
         }
-    }
-    let dir = match raw.dir {
-        Some(d) if d.is_empty() => {
-            return Err(err("store.dir", "is empty: name the data directory"));
-        }
-        Some(d) => base.join(d),
-        None => base.join(defaults::DATA_DIR_NAME),
     };
     let on_error = match raw.on_error.as_deref().unwrap_or("allow") {
         "allow" => OnError::Allow,
@@ -589,7 +687,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
         return Err(err("store.deny_retry_after_secs", "must be at least 1"));
     }
     Ok(StoreConfig {
-        kind: StoreKind::File { dir },
+        kind,
         on_error,
         sweep_one_in: raw.sweep_one_in.unwrap_or(defaults::SWEEP_ONE_IN),
         sweep_budget: Duration::from_millis(sweep_budget_ms),
@@ -598,6 +696,134 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
         ),
         deny_retry_after_secs,
     })
+}
+
+fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(name.to_owned())
+    } else {
+        Err(err(field, "must be 1 to 64 letters, digits or '_'"))
+    }
+}
+
+fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
+    if raw.dir.is_some() {
+        return Err(err("store.dir", "belongs to the file store: remove it"));
+    }
+    if let Some(url) = &raw.url
+        && let Err(e) = mysql::Opts::from_url(url)
+    {
+        // The message of a URL error can quote the URL, password included: say less.
+        let why = match e {
+            mysql::UrlError::UnsupportedScheme(_) => "it must start with mysql://",
+            mysql::UrlError::BadUrl | mysql::UrlError::ParseError(_) => "it is not a URL",
+            _ => "it has an unknown or invalid parameter",
+        };
+        return Err(err(
+            "store.url",
+            format!("{why}; write mysql://USER:PASSWORD@HOST:PORT/DATABASE"),
+        ));
+    }
+    let url_has = |part: &str| {
+        raw.url
+            .as_deref()
+            .and_then(|u| mysql::Opts::from_url(u).ok())
+            .is_some_and(|o| match part {
+                "user" => o.get_user().is_some(),
+                "database" => o.get_db_name().is_some(),
+                _ => false,
+            })
+    };
+    if raw.url.is_none() && raw.host.is_none() && raw.socket.is_none() {
+        return Err(err(
+            "store",
+            "a mysql store needs \"url\", \"host\" or \"socket\" (e.g. \"socket\": \"/var/lib/mysql/mysql.sock\")",
+        ));
+    }
+    if raw.user.is_none() && !url_has("user") {
+        return Err(err("store.user", "missing: the database user"));
+    }
+    if raw.database.is_none() && !url_has("database") {
+        return Err(err(
+            "store.database",
+            "missing: the database that holds the tables",
+        ));
+    }
+    let counter_table = table_name(
+        "store.counter_table",
+        raw.counter_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_COUNTER_TABLE),
+    )?;
+    let events_table = table_name(
+        "store.table",
+        raw.table.as_deref().unwrap_or(defaults::MYSQL_EVENTS_TABLE),
+    )?;
+    if counter_table == events_table {
+        return Err(err("store.counter_table", "must differ from store.table"));
+    }
+    let events_ts = match raw.events_ts.as_deref().unwrap_or("ms") {
+        "ms" => TsUnit::Millis,
+        "s" => TsUnit::Seconds,
+        other => {
+            return Err(err(
+                "store.events_ts",
+                format!(
+                    "{other:?}: use \"ms\" (milliseconds, the default) or \"s\" (Unix seconds, as many PHP limiters write)"
+                ),
+            ));
+        }
+    };
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::MYSQL_CONNECT_TIMEOUT_MS);
+    let read_ms = raw
+        .read_timeout_ms
+        .unwrap_or(defaults::MYSQL_READ_TIMEOUT_MS);
+    if !(1..=10_000).contains(&connect_ms) {
+        return Err(err(
+            "store.connect_timeout_ms",
+            "must be 1 to 10000 (milliseconds)",
+        ));
+    }
+    if !(1..=20_000).contains(&read_ms) {
+        return Err(err(
+            "store.read_timeout_ms",
+            "must be 1 to 20000 (milliseconds)",
+        ));
+    }
+    Ok(MysqlSettings {
+        url: raw.url.clone().map(Secret::new),
+        host: raw.host.clone(),
+        port: raw.port,
+        socket: raw.socket.as_ref().map(PathBuf::from),
+        user: raw.user.clone(),
+        password: raw.password.clone().map(Secret::new),
+        database: raw.database.clone(),
+        counter_table,
+        events_table,
+        events_ts,
+        connect_timeout: Duration::from_millis(connect_ms),
+        read_timeout: Duration::from_millis(read_ms),
+        tls: raw.tls.unwrap_or(false),
+    })
+}
+
+/// A URL with its password replaced by `***`.
+fn mask_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// Longest window a rule may have: a year.

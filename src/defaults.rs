@@ -50,3 +50,14 @@ pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 pub const SERVE_ADDR: &str = "127.0.0.1:8080";
 /// Directory `resolve serve` serves pages from.
 pub const SERVE_PUBLIC_DIR: &str = "public";
+
+/// MySQL table of per-key counters (fixed windows; the lock row of sliding windows).
+pub const MYSQL_COUNTER_TABLE: &str = "rate_counters";
+/// MySQL table of one row per admitted request (sliding windows), as PHP limiters keep it.
+pub const MYSQL_EVENTS_TABLE: &str = "rate_events";
+/// MySQL port when only a host is given.
+pub const MYSQL_PORT: u16 = 3306;
+/// Time allowed to connect to MySQL, in milliseconds.
+pub const MYSQL_CONNECT_TIMEOUT_MS: u64 = 1_000;
+/// Time allowed for each MySQL read or write, in milliseconds; also the lock wait.
+pub const MYSQL_READ_TIMEOUT_MS: u64 = 2_000;

@@ -1,0 +1,471 @@
+//! The MySQL/MariaDB store: limits shared by every web server that reaches the database.
+//!
+//! Atomicity. Each decision is one transaction (READ COMMITTED) that first locks one row per
+//! key in `counter_table` with a single `INSERT … ON DUPLICATE KEY UPDATE` over the keys in
+//! sorted order. That statement creates a missing row and takes the exclusive row lock on an
+//! existing one alike, in the same order in every process, so concurrent decisions on a key
+//! queue behind each other and never deadlock on lock order; no gap locks are involved, so two
+//! processes creating the same new key cannot deadlock either (one waits for the other). The
+//! whole read-decide-write then runs under those locks: the "DELETE old; SELECT COUNT(*);
+//! INSERT" race of naive limiters cannot happen. A named lock (GET_LOCK) would also serialise,
+//! but it is per connection rather than per transaction and is lost silently when a connection
+//! drops; an upsert alone cannot refuse without counting or cover several rules at once.
+//!
+//! Time is the database server's (`NOW(3)`), so web servers with skewed clocks agree.
+//!
+//! Fixed windows keep their counter in the key's row (O(1) per key). Sliding windows keep one
+//! row per admitted request in `table` (`rate_events (id, rkey, ts)`, the layout PHP limiters
+//! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
+//! admits a request, and sweeps remove whatever nobody touches any more.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, IsolationLevel, Opts, OptsBuilder, SslOpts, TxOpts, Value};
+
+use crate::config::{MysqlSettings, TsUnit};
+use crate::decision::Decision;
+use crate::limiter::{self, Counter, State, Write};
+use crate::rule::{Algorithm, Rule};
+use crate::store::{Check, Store, StoreError, SweepReport};
+
+/// How many times a decision is tried when the server reports a deadlock or a duplicate key
+/// (both roll the transaction back, so a retry cannot double-count).
+const ATTEMPTS: usize = 3;
+/// Rows one sweep statement deletes at most, so no statement holds locks for long.
+const SWEEP_BATCH: u32 = 1000;
+
+/// MySQL error codes handled specially.
+const ER_DUP_ENTRY: u16 = 1062;
+const ER_LOCK_DEADLOCK: u16 = 1213;
+const ER_NO_SUCH_TABLE: u16 = 1146;
+
+pub struct MysqlStore {
+    settings: MysqlSettings,
+    /// Keys that a sweep may remove this long after their window ended.
+    grace_ms: u64,
+    /// Sliding rows older than this (plus the grace) can belong to no configured window.
+    longest_sliding_ms: u64,
+    conn: RefCell<Option<Conn>>,
+}
+
+/// A failure, and whether the server said the transaction should simply be tried again.
+struct Failed {
+    error: mysql::Error,
+}
+
+impl Failed {
+    fn code(&self) -> Option<u16> {
+        match &self.error {
+            mysql::Error::MySqlError(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+impl From<mysql::Error> for Failed {
+    fn from(error: mysql::Error) -> Failed {
+        Failed { error }
+    }
+}
+
+fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
+    let ts = u64::try_from(ts).unwrap_or(0);
+    match unit {
+        TsUnit::Millis => ts,
+        TsUnit::Seconds => ts.saturating_mul(1000),
+    }
+}
+
+fn ms_to_ts(unit: TsUnit, ms: u64) -> i64 {
+    let v = match unit {
+        TsUnit::Millis => ms,
+        TsUnit::Seconds => ms / 1000,
+    };
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The SQL that creates both tables.
+pub fn create_tables_sql(s: &MysqlSettings) -> [String; 2] {
+    let ts_comment = match s.events_ts {
+        TsUnit::Millis => "milliseconds since 1970",
+        TsUnit::Seconds => "seconds since 1970",
+    };
+    [
+        format!(
+            "CREATE TABLE IF NOT EXISTS `{}` (\
+             rkey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
+             start_ms BIGINT UNSIGNED NOT NULL, \
+             window_ms BIGINT UNSIGNED NOT NULL, \
+             count INT UNSIGNED NOT NULL, \
+             expires_ms BIGINT UNSIGNED NOT NULL, \
+             KEY expires (expires_ms)) ENGINE=InnoDB",
+            s.counter_table
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS `{}` (\
+             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+             rkey VARCHAR(191) NOT NULL, \
+             ts BIGINT NOT NULL COMMENT '{ts_comment}', \
+             KEY rkey_ts (rkey, ts), KEY ts (ts)) ENGINE=InnoDB",
+            s.events_table
+        ),
+    ]
+}
+
+/// The columns each table must have, for `check`.
+const COUNTER_COLUMNS: [&str; 5] = ["rkey", "start_ms", "window_ms", "count", "expires_ms"];
+const EVENTS_COLUMNS: [&str; 2] = ["rkey", "ts"];
+
+impl MysqlStore {
+    /// A store for `settings`. `rules` tells how long sliding records must be kept.
+    pub fn new(settings: MysqlSettings, rules: &[Rule], grace: Duration) -> MysqlStore {
+        let longest_sliding_ms = rules
+            .iter()
+            .filter(|r| r.algorithm == Algorithm::Sliding)
+            .map(Rule::window_ms)
+            .max()
+            .unwrap_or(0);
+        MysqlStore {
+            settings,
+            grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            longest_sliding_ms,
+            conn: RefCell::new(None),
+        }
+    }
+
+    fn opts(&self) -> Result<Opts, StoreError> {
+        let s = &self.settings;
+        let base = match &s.url {
+            Some(url) => OptsBuilder::from_opts(
+                Opts::from_url(url.expose())
+                    .map_err(|_| StoreError::unavailable("store.url is not a mysql:// URL"))?,
+            ),
+            None => OptsBuilder::new(),
+        };
+        let mut b = base
+            .tcp_connect_timeout(Some(s.connect_timeout))
+            .read_timeout(Some(s.read_timeout))
+            .write_timeout(Some(s.read_timeout))
+            // A TCP connection to localhost must stay TCP: the socket may be another server's.
+            .prefer_socket(false)
+            // Each CGI process prepares a statement once: no cache to keep.
+            .stmt_cache_size(Some(16))
+            .init(vec![format!(
+                "SET SESSION innodb_lock_wait_timeout = {}",
+                s.read_timeout.as_secs().max(1)
+            )]);
+        if let Some(h) = &s.host {
+            b = b.ip_or_hostname(Some(h.clone()));
+        }
+        if let Some(p) = s.port {
+            b = b.tcp_port(p);
+        }
+        if let Some(sock) = &s.socket {
+            b = b.socket(Some(sock.display().to_string()));
+        }
+        if let Some(u) = &s.user {
+            b = b.user(Some(u.clone()));
+        }
+        if let Some(p) = &s.password {
+            b = b.pass(Some(p.expose().to_owned()));
+        }
+        if let Some(d) = &s.database {
+            b = b.db_name(Some(d.clone()));
+        }
+        if s.tls {
+            b = b.ssl_opts(Some(SslOpts::default()));
+        }
+        Ok(b.into())
+    }
+
+    fn describe(&self, e: &mysql::Error) -> String {
+        let s = &self.settings;
+        let place = match (&s.socket, &s.host) {
+            (Some(sock), _) => format!("socket {}", sock.display()),
+            (None, Some(h)) => format!("{h}:{}", s.port.unwrap_or(crate::defaults::MYSQL_PORT)),
+            (None, None) => "the server in store.url".to_owned(),
+        };
+        let hint = match e {
+            mysql::Error::MySqlError(m) if m.code == 1045 => {
+                " (check store.user and store.password)"
+            }
+            mysql::Error::MySqlError(m) if m.code == 1049 => " (check store.database)",
+            mysql::Error::MySqlError(m) if m.code == 1040 => " (the server is out of connections)",
+            mysql::Error::IoError(_) | mysql::Error::DriverError(_) => {
+                " (is the server running and reachable? see store.connect_timeout_ms)"
+            }
+            _ => "",
+        };
+        format!("mysql store at {place}: {e}{hint}")
+    }
+
+    /// Runs `work` on the connection (opening one if needed), creating the tables when they are
+    /// missing and retrying what the server asks to retry. A connection that failed is dropped,
+    /// so the next call opens a new one: the store recovers by itself when the server returns.
+    fn with_conn<T>(
+        &self,
+        mut work: impl FnMut(&mut Conn) -> Result<T, Failed>,
+    ) -> Result<T, StoreError> {
+        let mut slot = self.conn.borrow_mut();
+        let mut created = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if slot.is_none() {
+                let conn = Conn::new(self.opts()?)
+                    .map_err(|e| StoreError::unavailable(self.describe(&e)))?;
+                *slot = Some(conn);
+            }
+            let conn = slot.as_mut().expect("connected above");
+            match work(conn) {
+                Ok(v) => return Ok(v),
+                Err(f) if f.code() == Some(ER_NO_SUCH_TABLE) && !created => {
+                    created = true;
+                    for sql in create_tables_sql(&self.settings) {
+                        if let Err(e) = conn.query_drop(sql) {
+                            let detail = self.describe(&e);
+                            *slot = None;
+                            return Err(StoreError::unavailable(format!(
+                                "{detail}; creating the tables failed: grant CREATE to store.user or run `resolve check` as a user who can"
+                            )));
+                        }
+                    }
+                }
+                Err(f)
+                    if matches!(f.code(), Some(ER_LOCK_DEADLOCK | ER_DUP_ENTRY))
+                        && attempt < ATTEMPTS => {}
+                Err(f) => {
+                    let detail = self.describe(&f.error);
+                    if !matches!(f.error, mysql::Error::MySqlError(_)) {
+                        *slot = None;
+                    }
+                    return Err(StoreError::unavailable(detail));
+                }
+            }
+        }
+    }
+
+    fn decide_on(&self, conn: &mut Conn, checks: &[Check<'_>]) -> Result<Decision, Failed> {
+        let s = &self.settings;
+        let mut order: Vec<usize> = (0..checks.len()).collect();
+        order.sort_by(|a, b| checks[*a].key.cmp(&checks[*b].key));
+
+        let mut tx = conn.start_transaction(
+            TxOpts::default().set_isolation_level(Some(IsolationLevel::ReadCommitted)),
+        )?;
+        // Lock (creating if needed) every key's row, in key order.
+        let placeholders = vec!["(?, 0, 0, 0, 0)"; checks.len()].join(", ");
+        let keys: Vec<Value> = order
+            .iter()
+            .map(|i| checks[*i].key.clone().into())
+            .collect();
+        tx.exec_drop(
+            format!(
+                "INSERT INTO `{}` (rkey, start_ms, window_ms, count, expires_ms) VALUES {placeholders} \
+                 ON DUPLICATE KEY UPDATE count = count",
+                s.counter_table
+            ),
+            keys.clone(),
+        )?;
+        let in_list = vec!["?"; checks.len()].join(", ");
+        let rows: Vec<(String, u64, u64, u32, u64)> = tx.exec(
+            format!(
+                "SELECT rkey, start_ms, window_ms, count, \
+                 CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) \
+                 FROM `{}` WHERE rkey IN ({in_list})",
+                s.counter_table
+            ),
+            keys,
+        )?;
+        let now_ms = rows.first().map_or(0, |r| r.4);
+        let mut states = Vec::with_capacity(checks.len());
+        for check in checks {
+            let row = rows.iter().find(|r| r.0 == check.key);
+            let state = match check.rule.algorithm {
+                Algorithm::Fixed => State::Fixed(row.and_then(|r| {
+                    (r.1 > 0).then_some(Counter {
+                        start_ms: r.1,
+                        window_ms: r.2,
+                        count: r.3,
+                    })
+                })),
+                Algorithm::Sliding => {
+                    let since = now_ms.saturating_sub(check.rule.window_ms());
+                    let times: Vec<i64> = tx.exec(
+                        format!(
+                            "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ? ORDER BY ts",
+                            s.events_table
+                        ),
+                        (check.key.as_str(), ms_to_ts(s.events_ts, since)),
+                    )?;
+                    State::Sliding(
+                        times
+                            .into_iter()
+                            .map(|t| ts_to_ms(s.events_ts, t))
+                            .collect(),
+                    )
+                }
+            };
+            states.push(state);
+        }
+
+        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        let outcome = limiter::decide(&rules, &states, now_ms);
+        for ((check, write), status) in checks
+            .iter()
+            .zip(&outcome.writes)
+            .zip(outcome.decision.statuses())
+        {
+            match write {
+                Write::Keep => {}
+                Write::Counter(c) => tx.exec_drop(
+                    format!(
+                        "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
+                        s.counter_table
+                    ),
+                    (c.start_ms, c.window_ms, c.count, c.end_ms(), check.key.as_str()),
+                )?,
+                Write::Append => {
+                    let window = check.rule.window_ms();
+                    tx.exec_drop(
+                        format!("INSERT INTO `{}` (rkey, ts) VALUES (?, ?)", s.events_table),
+                        (check.key.as_str(), ms_to_ts(s.events_ts, now_ms)),
+                    )?;
+                    tx.exec_drop(
+                        format!("DELETE FROM `{}` WHERE rkey = ? AND ts <= ?", s.events_table),
+                        (
+                            check.key.as_str(),
+                            ms_to_ts(s.events_ts, now_ms.saturating_sub(window)),
+                        ),
+                    )?;
+                    // The lock row remembers when the key was last used, for sweeps.
+                    let used = check.rule.limit.get() - status.remaining;
+                    tx.exec_drop(
+                        format!(
+                            "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
+                            s.counter_table
+                        ),
+                        (now_ms, window, used, now_ms.saturating_add(window), check.key.as_str()),
+                    )?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(outcome.decision)
+    }
+
+    /// Checks both tables exist with the columns the queries need, creating missing ones.
+    /// Returns what was done, for `check`.
+    pub fn init_tables(&self) -> Result<Vec<String>, StoreError> {
+        let s = self.settings.clone();
+        self.with_conn(|conn| {
+            let mut report = Vec::new();
+            for (table, needed, sql) in [
+                (&s.counter_table, &COUNTER_COLUMNS[..], &create_tables_sql(&s)[0]),
+                (&s.events_table, &EVENTS_COLUMNS[..], &create_tables_sql(&s)[1]),
+            ] {
+                let columns: Vec<String> = conn.exec(
+                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
+                     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+                    (table.as_str(),),
+                )?;
+                if columns.is_empty() {
+                    conn.query_drop(sql.as_str())?;
+                    report.push(format!("created table {table}"));
+                    continue;
+                }
+                let missing: Vec<&str> = needed
+                    .iter()
+                    .copied()
+                    .filter(|c| !columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
+                    .collect();
+                if missing.is_empty() {
+                    report.push(format!("table {table} has the columns it needs"));
+                } else {
+                    report.push(format!(
+                        "WRONG SHAPE: table {table} lacks {}: rename it and let resolve create its own, or set another table name",
+                        missing.join(", ")
+                    ));
+                }
+            }
+            Ok(report)
+        })
+    }
+}
+
+impl Store for MysqlStore {
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        if checks.is_empty() {
+            return Ok(Decision::Admit {
+                statuses: Vec::new(),
+            });
+        }
+        self.with_conn(|conn| self.decide_on(conn, checks))
+    }
+
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        let deadline = budget.map(|b| Instant::now() + b);
+        let s = &self.settings;
+        let grace = self.grace_ms;
+        let longest = self.longest_sliding_ms;
+        self.with_conn(|conn| {
+            let now_ms: u64 = conn
+                .query_first("SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)")?
+                .unwrap_or(0);
+            let mut report = SweepReport {
+                complete: true,
+                ..SweepReport::default()
+            };
+            let counters = format!(
+                "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
+                s.counter_table
+            );
+            let events = format!(
+                "DELETE FROM `{}` WHERE ts < ? LIMIT {SWEEP_BATCH}",
+                s.events_table
+            );
+            let jobs = [
+                (counters, now_ms.saturating_sub(grace) as i64),
+                (
+                    events,
+                    ms_to_ts(
+                        s.events_ts,
+                        now_ms.saturating_sub(longest.saturating_add(grace)),
+                    ),
+                ),
+            ];
+            for (sql, before) in &jobs {
+                loop {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        report.complete = false;
+                        return Ok(report);
+                    }
+                    conn.exec_drop(sql.as_str(), (*before,))?;
+                    let n = conn.affected_rows();
+                    report.removed += n;
+                    if n < u64::from(SWEEP_BATCH) {
+                        break;
+                    }
+                }
+            }
+            Ok(report)
+        })
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        let report = self.init_tables()?;
+        let version: String =
+            self.with_conn(|conn| Ok(conn.query_first("SELECT VERSION()")?.unwrap_or_default()))?;
+        if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
+            return Err(StoreError::unavailable(bad.clone()));
+        }
+        Ok(format!(
+            "mysql store (server {version}); tables {} and {}: {}",
+            self.settings.counter_table,
+            self.settings.events_table,
+            report.join("; ")
+        ))
+    }
+}
