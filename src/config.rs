@@ -215,9 +215,14 @@ impl Config {
     /// the file's directory.
     pub fn from_json(text: &str, base: &Path) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
+            // serde quotes the offending value, which may be a secret in the wrong place.
+            let mut message = e.to_string();
+            for secret in secret_strings(text) {
+                message = message.replace(&secret, "***");
+            }
             err(
                 format!("line {} column {}", e.line(), e.column()),
-                format!("{e}; the file must be one JSON object (see README: Configuration)"),
+                format!("{message}; the file must be one JSON object (see README: Configuration)"),
             )
         })?;
         Config::from_raw(raw, base)
@@ -402,6 +407,35 @@ impl Config {
             _ => Vec::new(),
         }
     }
+}
+
+/// Every string under a key that holds secrets (`token`, `password`, `url`), anywhere in a
+/// configuration's JSON, so error messages about a malformed file can mask them.
+fn secret_strings(text: &str) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    match v {
+                        Value::String(s)
+                            if matches!(k.as_str(), "token" | "password" | "url")
+                                && !s.is_empty() =>
+                        {
+                            out.push(s.clone());
+                        }
+                        other => walk(other, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        walk(&v, &mut out);
+    }
+    out
 }
 
 fn place_json(p: &Place) -> Value {
@@ -1044,6 +1078,16 @@ mod tests {
         assert!(e.field.starts_with("line 1"), "{e}");
         let e = parse("{\n  \"store\": {\"dir\": \"x\",}\n}").unwrap_err();
         assert!(e.field.starts_with("line 2"), "{e}");
+    }
+
+    #[test]
+    fn errors_about_a_misplaced_secret_do_not_quote_it() {
+        let e = parse(
+            r#"{"provider": {"kind": "echo", "token": "hunter22", "timeout_ms": "hunter22"}}"#,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("invalid type"), "{e}");
+        assert!(!e.to_string().contains("hunter22"), "{e}");
     }
 
     #[test]
