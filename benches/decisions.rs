@@ -3,7 +3,6 @@
 //! asserts nothing about speed. Run: `cargo bench --bench decisions`.
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

@@ -28,6 +28,19 @@ pub enum OnError {
 pub enum StoreKind {
     File { dir: PathBuf },
     Mysql(Box<MysqlSettings>),
+    Redis(Box<RedisSettings>),
+}
+
+/// Where the Redis store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisSettings {
+    pub target: crate::resp::Target,
+    /// An ACL user (Redis 6+); None for the default user.
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    pub db: u32,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
 }
 
 /// How the `events` table writes time: milliseconds (ours) or seconds (common in PHP limiters).
@@ -162,6 +175,7 @@ struct RawStore {
     connect_timeout_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
     tls: Option<bool>,
+    db: Option<u32>,
     on_error: Option<String>,
     sweep_one_in: Option<u32>,
     sweep_budget_ms: Option<u64>,
@@ -324,6 +338,7 @@ impl Config {
         };
         let mut store = match &self.store.kind {
             StoreKind::File { dir } => json!({"kind": "file", "dir": dir.display().to_string()}),
+            StoreKind::Redis(_) => Value::Null,
             StoreKind::Mysql(m) => {
                 let mut v = json!({
                     "kind": "mysql",
@@ -354,6 +369,27 @@ impl Config {
                 v
             }
         };
+        if let StoreKind::Redis(r) = &self.store.kind {
+            store = json!({
+                "kind": "redis",
+                "db": r.db,
+                "connect_timeout_ms": r.connect_timeout.as_millis() as u64,
+                "read_timeout_ms": r.read_timeout.as_millis() as u64,
+            });
+            match &r.target {
+                crate::resp::Target::Tcp { host, port } => {
+                    store["host"] = json!(host);
+                    store["port"] = json!(port);
+                }
+                crate::resp::Target::Unix(p) => store["socket"] = json!(p.display().to_string()),
+            }
+            if let Some(u) = &r.username {
+                store["user"] = json!(u);
+            }
+            if r.password.is_some() {
+                store["password"] = json!("***");
+            }
+        }
         let common = json!({
             "on_error": match self.store.on_error { OnError::Allow => "allow", OnError::Deny => "deny" },
             "sweep_one_in": self.store.sweep_one_in,
@@ -383,6 +419,9 @@ impl Config {
     /// Every secret in the configuration, so logs can mask them wherever they appear.
     pub fn secrets(&self) -> Vec<String> {
         let mut secrets = self.provider_secrets();
+        if let StoreKind::Redis(r) = &self.store.kind {
+            secrets.extend(r.password.iter().map(|p| p.expose().to_owned()));
+        }
         if let StoreKind::Mysql(m) = &self.store.kind {
             secrets.extend(m.password.iter().map(|p| p.expose().to_owned()));
             if let Some(url) = &m.url
@@ -661,23 +700,69 @@ fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
 
 fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
     let raw = raw.unwrap_or_default();
-    let kind = match raw.kind.as_deref().unwrap_or("file") {
-        "file" => {
-            let file_only = [
-                ("url", raw.url.is_some()),
-                ("host", raw.host.is_some()),
-                ("socket", raw.socket.is_some()),
-                ("user", raw.user.is_some()),
-                ("password", raw.password.is_some()),
-                ("database", raw.database.is_some()),
-                ("table", raw.table.is_some()),
-            ];
-            if let Some((field, _)) = file_only.iter().find(|(_, set)| *set) {
-                return Err(err(
-                    format!("store.{field}"),
-                    "belongs to a database store: set \"kind\": \"mysql\" or remove it",
-                ));
-            }
+    let kind_name = raw.kind.as_deref().unwrap_or("file");
+    let allowed: &[&str] = match kind_name {
+        "file" => &["dir"],
+        "mysql" => &[
+            "url",
+            "host",
+            "port",
+            "socket",
+            "user",
+            "password",
+            "database",
+            "table",
+            "counter_table",
+            "events_ts",
+            "connect_timeout_ms",
+            "read_timeout_ms",
+            "tls",
+        ],
+        "redis" => &[
+            "url",
+            "host",
+            "port",
+            "socket",
+            "user",
+            "password",
+            "db",
+            "connect_timeout_ms",
+            "read_timeout_ms",
+        ],
+        other => {
+            return Err(err(
+                "store.kind",
+                format!("{other:?} is not a store: use \"file\", \"mysql\" or \"redis\""),
+            ));
+        }
+    };
+    let set = [
+        ("dir", raw.dir.is_some()),
+        ("url", raw.url.is_some()),
+        ("host", raw.host.is_some()),
+        ("port", raw.port.is_some()),
+        ("socket", raw.socket.is_some()),
+        ("user", raw.user.is_some()),
+        ("password", raw.password.is_some()),
+        ("database", raw.database.is_some()),
+        ("db", raw.db.is_some()),
+        ("table", raw.table.is_some()),
+        ("counter_table", raw.counter_table.is_some()),
+        ("events_ts", raw.events_ts.is_some()),
+        ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
+        ("read_timeout_ms", raw.read_timeout_ms.is_some()),
+        ("tls", raw.tls.is_some()),
+    ];
+    if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed.contains(f)) {
+        return Err(err(
+            format!("store.{field}"),
+            format!("does not apply to the {kind_name} store: remove it (or change \"kind\")"),
+        ));
+    }
+    let kind = match kind_name {
+        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw)?)),
+        "redis" => StoreKind::Redis(Box::new(redis_settings(&raw)?)),
+        _ => {
             let dir = match &raw.dir {
                 Some(d) if d.is_empty() => {
                     return Err(err("store.dir", "is empty: name the data directory"));
@@ -686,13 +771,6 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
                 None => base.join(defaults::DATA_DIR_NAME),
             };
             StoreKind::File { dir }
-        }
-        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw)?)),
-        other => {
-            return Err(err(
-                "store.kind",
-                format!("{other:?} is not a store: use \"file\" or \"mysql\""),
-            ));
         }
     };
     let on_error = match raw.on_error.as_deref().unwrap_or("allow") {
@@ -743,10 +821,150 @@ fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
     }
 }
 
-fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
-    if raw.dir.is_some() {
-        return Err(err("store.dir", "belongs to the file store: remove it"));
+fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
+    let mut username = raw.user.clone();
+    let mut password = raw.password.clone();
+    let mut db = raw.db.unwrap_or(0);
+    let mut target = None;
+    if let Some(url) = &raw.url {
+        let bad = |why: &str| {
+            err(
+                "store.url",
+                format!(
+                    "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
+                ),
+            )
+        };
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("it is not a URL"))?;
+        if scheme == "rediss" {
+            return Err(bad(
+                "TLS to Redis is not supported; use a local port or the Unix socket",
+            ));
+        }
+        let (userinfo, rest) = match rest.rsplit_once('@') {
+            Some((u, r)) => (Some(u), r),
+            None => (None, rest),
+        };
+        if let Some(info) = userinfo {
+            let (user, pass) = match info.split_once(':') {
+                Some((u, p)) => (u, Some(p)),
+                None => (info, None),
+            };
+            let decode = |s: &str| {
+                crate::form::percent_decode(s.as_bytes())
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .ok_or_else(|| bad("its user or password is badly %-encoded"))
+            };
+            if !user.is_empty() {
+                username = Some(decode(user)?);
+            }
+            if let Some(p) = pass.filter(|p| !p.is_empty()) {
+                password = Some(decode(p)?);
+            }
+        }
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        if let Some(q) = query {
+            for pair in q.split('&') {
+                match pair.split_once('=') {
+                    Some(("db", n)) => db = n.parse().map_err(|_| bad("db must be a number"))?,
+                    _ => return Err(bad(&format!("unknown parameter {pair:?}"))),
+                }
+            }
+        }
+        target = Some(match scheme {
+            "redis" => {
+                let (hostport, dbpart) = match path.split_once('/') {
+                    Some((h, d)) => (h, d),
+                    None => (path, ""),
+                };
+                if !dbpart.is_empty() {
+                    db = dbpart
+                        .parse()
+                        .map_err(|_| bad("the path must be a database number"))?;
+                }
+                let bracketed = hostport.starts_with('[') && hostport.ends_with(']');
+                let (host, port) = match hostport.rsplit_once(':') {
+                    Some((h, p)) if !bracketed => {
+                        (h, p.parse().map_err(|_| bad("the port is not a number"))?)
+                    }
+                    _ => (hostport, defaults::REDIS_PORT),
+                };
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                if host.is_empty() {
+                    return Err(bad("it names no host"));
+                }
+                crate::resp::Target::Tcp {
+                    host: host.to_owned(),
+                    port,
+                }
+            }
+            "unix" => {
+                if !path.starts_with('/') {
+                    return Err(bad("the socket path must be absolute"));
+                }
+                crate::resp::Target::Unix(PathBuf::from(path))
+            }
+            _ => return Err(bad("it must start with redis:// or unix://")),
+        });
     }
+    if let Some(sock) = &raw.socket {
+        target = Some(crate::resp::Target::Unix(PathBuf::from(sock)));
+    } else if let Some(host) = &raw.host {
+        target = Some(crate::resp::Target::Tcp {
+            host: host.clone(),
+            port: raw.port.unwrap_or(defaults::REDIS_PORT),
+        });
+    }
+    let target = target.ok_or_else(|| {
+        err(
+            "store",
+            "a redis store needs \"url\", \"host\" or \"socket\" (e.g. \"url\": \"redis://127.0.0.1:6379/0\")",
+        )
+    })?;
+    if username.is_some() && password.is_none() {
+        return Err(err(
+            "store.password",
+            "missing: an ACL user needs its password",
+        ));
+    }
+    if db > 15 {
+        return Err(err("store.db", "must be 0 to 15 on a default Redis"));
+    }
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::REDIS_CONNECT_TIMEOUT_MS);
+    let read_ms = raw
+        .read_timeout_ms
+        .unwrap_or(defaults::REDIS_READ_TIMEOUT_MS);
+    if !(1..=10_000).contains(&connect_ms) {
+        return Err(err(
+            "store.connect_timeout_ms",
+            "must be 1 to 10000 (milliseconds)",
+        ));
+    }
+    if !(1..=20_000).contains(&read_ms) {
+        return Err(err(
+            "store.read_timeout_ms",
+            "must be 1 to 20000 (milliseconds)",
+        ));
+    }
+    Ok(RedisSettings {
+        target,
+        username,
+        password: password.map(Secret::new),
+        db,
+        connect_timeout: Duration::from_millis(connect_ms),
+        read_timeout: Duration::from_millis(read_ms),
+    })
+}
+
+fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
     if let Some(url) = &raw.url
         && let Err(e) = mysql::Opts::from_url(url)
     {
@@ -1028,7 +1246,7 @@ mod tests {
                 "client.forwarded_header",
             ),
             (r#"{"store": {"on_error": "maybe"}}"#, "store.on_error"),
-            (r#"{"store": {"kind": "redis"}}"#, "store.kind"),
+            (r#"{"store": {"kind": "memcached"}}"#, "store.kind"),
             (
                 r#"{"request": {"max_body_bytes": 0}}"#,
                 "request.max_body_bytes",
@@ -1088,6 +1306,78 @@ mod tests {
         .unwrap_err();
         assert!(e.message.contains("invalid type"), "{e}");
         assert!(!e.to_string().contains("hunter22"), "{e}");
+    }
+
+    #[test]
+    fn redis_urls() {
+        let redis = |store: &str| {
+            parse(&format!(r#"{{"store": {store}}}"#)).map(|c| match c.store.kind {
+                StoreKind::Redis(r) => *r,
+                other => panic!("{other:?}"),
+            })
+        };
+        let r = redis(r#"{"kind": "redis", "url": "redis://:p%40ss@127.0.0.1:6380/2"}"#).unwrap();
+        assert_eq!(
+            r.target,
+            crate::resp::Target::Tcp {
+                host: "127.0.0.1".into(),
+                port: 6380
+            }
+        );
+        assert_eq!(
+            (r.username, r.password.unwrap().expose(), r.db),
+            (None, "p@ss", 2)
+        );
+        let r = redis(r#"{"kind": "redis", "url": "unix://app:pw@/run/redis.sock?db=3"}"#).unwrap();
+        assert_eq!(
+            r.target,
+            crate::resp::Target::Unix("/run/redis.sock".into())
+        );
+        assert_eq!((r.username.as_deref(), r.db), (Some("app"), 3));
+        let r = redis(r#"{"kind": "redis", "url": "redis://[::1]"}"#).unwrap();
+        assert_eq!(
+            r.target,
+            crate::resp::Target::Tcp {
+                host: "::1".into(),
+                port: 6379
+            }
+        );
+        let r = redis(r#"{"kind": "redis", "host": "localhost", "password": "x"}"#).unwrap();
+        assert_eq!(
+            r.target,
+            crate::resp::Target::Tcp {
+                host: "localhost".into(),
+                port: 6379
+            }
+        );
+        for (bad, field) in [
+            (r#"{"kind": "redis"}"#, "store"),
+            (r#"{"kind": "redis", "url": "rediss://h:1/0"}"#, "store.url"),
+            (
+                r#"{"kind": "redis", "url": "redis://h:port/0"}"#,
+                "store.url",
+            ),
+            (
+                r#"{"kind": "redis", "url": "unix://relative.sock"}"#,
+                "store.url",
+            ),
+            (
+                r#"{"kind": "redis", "url": "redis://h/0?timeout=1"}"#,
+                "store.url",
+            ),
+            (r#"{"kind": "redis", "host": "h", "db": 99}"#, "store.db"),
+            (
+                r#"{"kind": "redis", "host": "h", "user": "u"}"#,
+                "store.password",
+            ),
+            (r#"{"kind": "redis", "host": "h", "dir": "d"}"#, "store.dir"),
+            (r#"{"kind": "file", "host": "h"}"#, "store.host"),
+        ] {
+            assert_eq!(redis(bad).unwrap_err().field, field, "{bad}");
+        }
+        let c = parse(r#"{"store": {"kind": "redis", "url": "redis://:sekrit@h:1/0"}}"#).unwrap();
+        assert_eq!(c.secrets(), vec!["sekrit".to_owned()]);
+        assert!(!c.masked_json().to_string().contains("sekrit"));
     }
 
     #[test]

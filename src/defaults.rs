@@ -61,3 +61,10 @@ pub const MYSQL_PORT: u16 = 3306;
 pub const MYSQL_CONNECT_TIMEOUT_MS: u64 = 1_000;
 /// Time allowed for each MySQL read or write, in milliseconds; also the lock wait.
 pub const MYSQL_READ_TIMEOUT_MS: u64 = 2_000;
+
+/// Redis port when only a host is given.
+pub const REDIS_PORT: u16 = 6379;
+/// Time allowed to connect to Redis, in milliseconds.
+pub const REDIS_CONNECT_TIMEOUT_MS: u64 = 1_000;
+/// Time allowed for each Redis reply, in milliseconds.
+pub const REDIS_READ_TIMEOUT_MS: u64 = 1_000;

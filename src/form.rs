@@ -39,6 +39,18 @@ pub fn decode(input: &[u8]) -> Result<Vec<u8>, FormError> {
     Ok(out)
 }
 
+/// Decodes `%XX` only (as in URLs, where `+` is itself).
+pub fn percent_decode(input: &[u8]) -> Result<Vec<u8>, FormError> {
+    let mut out = Vec::with_capacity(input.len());
+    for (i, part) in input.split(|&b| b == b'+').enumerate() {
+        if i > 0 {
+            out.push(b'+');
+        }
+        out.extend(decode(part)?);
+    }
+    Ok(out)
+}
+
 /// The raw (still encoded) values of every parameter called `name`, in order. Pairs whose name
 /// does not decode are skipped: they cannot be the parameter asked for.
 pub fn raw_values<'a>(input: &'a [u8], name: &str) -> Vec<&'a [u8]> {
@@ -65,6 +77,12 @@ mod tests {
         assert_eq!(decode(b"%e2%9C%93").unwrap(), "\u{2713}".as_bytes());
         assert_eq!(decode(b"").unwrap(), b"");
         assert_eq!(decode(b"%ff%fe").unwrap(), [0xff, 0xfe]);
+    }
+
+    #[test]
+    fn percent_decoding_keeps_plus() {
+        assert_eq!(percent_decode(b"a+b%2B%20").unwrap(), b"a+b+ ");
+        assert!(percent_decode(b"%g0").is_err());
     }
 
     #[test]

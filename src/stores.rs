@@ -4,6 +4,7 @@ use crate::clock::SystemClock;
 use crate::config::{Config, StoreKind};
 use crate::file_store::FileStore;
 use crate::mysql_store::MysqlStore;
+use crate::redis_store::RedisStore;
 use crate::store::Store;
 
 /// The configured store, ready to use (connections are opened on first use).
@@ -17,5 +18,6 @@ pub fn open(config: &Config) -> Box<dyn Store> {
             &config.rules,
             config.store.sweep_grace,
         )),
+        StoreKind::Redis(settings) => Box::new(RedisStore::new((**settings).clone())),
     }
 }

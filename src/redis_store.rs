@@ -1,0 +1,328 @@
+//! The Redis store: every decision is one Lua script, run atomically by the server, that reads
+//! every rule's key, decides with the server's clock (`TIME`) and writes, so no two requests
+//! interleave and no crash can leave half a decision behind. Every key written gets its expiry
+//! in the same script (no INCR-then-EXPIRE gap): fixed windows expire when they end, sliding
+//! records when the newest leaves the window. Nothing needs sweeping.
+
+use std::cell::RefCell;
+use std::io;
+use std::time::Duration;
+
+use crate::config::RedisSettings;
+use crate::decision::{Decision, RuleStatus};
+use crate::resp::{self, Connection, Reply};
+use crate::rule::Algorithm;
+use crate::store::{Check, Store, StoreError, SweepReport};
+
+/// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
+/// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
+/// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`.
+pub const SCRIPT: &str = r#"
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = #KEYS
+local used, reset, start = {}, {}, {}
+local refuse, wait = 0, 0
+for i = 1, n do
+  local kind = ARGV[3 * i - 2]
+  local limit = tonumber(ARGV[3 * i - 1])
+  local window = tonumber(ARGV[3 * i])
+  local w = nil
+  if kind == 'f' then
+    local v = redis.call('HMGET', KEYS[i], 's', 'c')
+    local s, c = tonumber(v[1]), tonumber(v[2])
+    if s == nil or c == nil or now >= s + window then
+      s = nil
+      c = 0
+    end
+    start[i] = s
+    used[i] = c
+    reset[i] = 0
+    if s then reset[i] = s + window - now end
+    if c >= limit then w = math.max(reset[i], 1) end
+  else
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+    local c = redis.call('ZCARD', KEYS[i])
+    used[i] = c
+    reset[i] = 0
+    if c > 0 then
+      local oldest = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+      reset[i] = tonumber(oldest[2]) + window - now
+    end
+    if c >= limit then
+      local r = redis.call('ZRANGE', KEYS[i], c - limit, c - limit, 'WITHSCORES')
+      w = math.max(tonumber(r[2]) + window - now, 1)
+    end
+  end
+  if w and w > wait then
+    refuse = i
+    wait = w
+  end
+end
+local out
+if refuse > 0 then
+  out = {0, refuse, wait, now}
+else
+  for i = 1, n do
+    local kind = ARGV[3 * i - 2]
+    local window = tonumber(ARGV[3 * i])
+    if kind == 'f' then
+      if start[i] then
+        redis.call('HINCRBY', KEYS[i], 'c', 1)
+        redis.call('PEXPIREAT', KEYS[i], start[i] + window)
+      else
+        redis.call('HSET', KEYS[i], 's', now, 'c', 1)
+        redis.call('PEXPIRE', KEYS[i], window)
+        reset[i] = window
+      end
+    else
+      redis.call('ZADD', KEYS[i], now, now .. '-' .. used[i])
+      redis.call('PEXPIRE', KEYS[i], window)
+      if used[i] == 0 then reset[i] = window end
+    end
+    used[i] = used[i] + 1
+  end
+  out = {1, 0, 0, now}
+end
+for i = 1, n do
+  out[#out + 1] = used[i]
+  out[#out + 1] = reset[i]
+end
+return out
+"#;
+
+pub struct RedisStore {
+    settings: RedisSettings,
+    conn: RefCell<Option<Connection>>,
+}
+
+fn ceil_secs(ms: i64) -> u32 {
+    u32::try_from(ms.max(0).div_euclid(1000) + i64::from(ms.rem_euclid(1000) > 0))
+        .unwrap_or(u32::MAX)
+}
+
+/// Turns the script's answer into a decision.
+pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, String> {
+    let Reply::Array(Some(items)) = reply else {
+        return Err(format!("the script answered {reply:?}"));
+    };
+    let ints: Vec<i64> = items
+        .iter()
+        .map(|i| match i {
+            Reply::Int(v) => Ok(*v),
+            other => Err(format!("the script answered {other:?} among numbers")),
+        })
+        .collect::<Result<_, _>>()?;
+    if ints.len() != 4 + 2 * checks.len() {
+        return Err(format!(
+            "the script answered {} numbers for {} keys",
+            ints.len(),
+            checks.len()
+        ));
+    }
+    let statuses = checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| RuleStatus {
+            remaining: c
+                .rule
+                .limit
+                .get()
+                .saturating_sub(u32::try_from(ints[4 + 2 * i]).unwrap_or(u32::MAX)),
+            reset_secs: ceil_secs(ints[5 + 2 * i]),
+        })
+        .collect();
+    if ints[0] == 1 {
+        return Ok(Decision::Admit { statuses });
+    }
+    let rule = usize::try_from(ints[1] - 1)
+        .ok()
+        .filter(|r| *r < checks.len())
+        .ok_or("the script named no refusing rule")?;
+    Ok(Decision::Refuse {
+        rule,
+        retry_after_secs: ceil_secs(ints[2]).max(1),
+        statuses,
+    })
+}
+
+impl RedisStore {
+    pub fn new(settings: RedisSettings) -> RedisStore {
+        RedisStore {
+            settings,
+            conn: RefCell::new(None),
+        }
+    }
+
+    fn place(&self) -> String {
+        match &self.settings.target {
+            resp::Target::Tcp { host, port } => format!("{host}:{port}"),
+            resp::Target::Unix(p) => format!("socket {}", p.display()),
+        }
+    }
+
+    /// Sends `command` (opening and authenticating a connection first if needed, in the same
+    /// write) and returns its reply. A connection that failed is dropped; the next call opens
+    /// a new one, so the store recovers by itself when the server returns.
+    fn call(&self, command: Vec<u8>) -> Result<Reply, StoreError> {
+        let mut slot = self.conn.borrow_mut();
+        let mut commands = Vec::new();
+        if slot.is_none() {
+            let s = &self.settings;
+            let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
+                .map_err(|e| self.io_error(&e))?;
+            *slot = Some(conn);
+            if let Some(pass) = &s.password {
+                let mut args: Vec<&[u8]> = vec![b"AUTH"];
+                if let Some(user) = &s.username {
+                    args.push(user.as_bytes());
+                }
+                args.push(pass.expose().as_bytes());
+                commands.push(resp::encode(&args));
+            }
+            if s.db != 0 {
+                commands.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
+            }
+        }
+        commands.push(command);
+        let conn = slot.as_mut().expect("connected above");
+        let replies = match conn.pipeline(&commands) {
+            Ok(r) => r,
+            Err(e) => {
+                *slot = None;
+                return Err(self.io_error(&e));
+            }
+        };
+        for reply in &replies {
+            if let Reply::Error(e) = reply {
+                *slot = None;
+                let hint = if e.starts_with("NOAUTH")
+                    || e.starts_with("WRONGPASS")
+                    || e.contains("invalid password")
+                {
+                    " (check store.password and store.username)"
+                } else {
+                    ""
+                };
+                return Err(StoreError::unavailable(format!(
+                    "redis store at {}: {e}{hint}",
+                    self.place()
+                )));
+            }
+        }
+        Ok(replies.into_iter().last().expect("one reply per command"))
+    }
+
+    fn io_error(&self, e: &io::Error) -> StoreError {
+        let hint = match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                " (timed out: see store.read_timeout_ms)"
+            }
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound => {
+                " (is the server running?)"
+            }
+            _ => "",
+        };
+        StoreError::unavailable(format!("redis store at {}: {e}{hint}", self.place()))
+    }
+}
+
+impl Store for RedisStore {
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        if checks.is_empty() {
+            return Ok(Decision::Admit {
+                statuses: Vec::new(),
+            });
+        }
+        let count = checks.len().to_string();
+        let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 3);
+        for c in checks {
+            argv.push(
+                match c.rule.algorithm {
+                    Algorithm::Fixed => "f",
+                    Algorithm::Sliding => "s",
+                }
+                .to_owned(),
+            );
+            argv.push(c.rule.limit.get().to_string());
+            argv.push(c.rule.window_ms().to_string());
+        }
+        let mut args: Vec<&[u8]> = vec![b"EVAL", SCRIPT.as_bytes(), count.as_bytes()];
+        args.extend(checks.iter().map(|c| c.key.as_bytes()));
+        args.extend(argv.iter().map(|a| a.as_bytes()));
+        let reply = self.call(resp::encode(&args))?;
+        decision_from(&reply, checks)
+            .map_err(|e| StoreError::unavailable(format!("redis store at {}: {e}", self.place())))
+    }
+
+    fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        // Every key expires by itself.
+        Ok(SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        })
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        let reply = self.call(resp::encode(&[b"INFO", b"server"]))?;
+        let version = match reply {
+            Reply::Bulk(Some(text)) => String::from_utf8_lossy(&text)
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:").map(str::to_owned))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        Ok(format!(
+            "redis store at {} (server {version}, database {})",
+            self.place(),
+            self.settings.db
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::{KeyKind, Rule, RuleName};
+    use std::num::NonZeroU32;
+
+    #[test]
+    fn script_answers_become_decisions() {
+        let rule = Rule {
+            name: RuleName::new("ip").unwrap(),
+            key: KeyKind::Ip,
+            algorithm: Algorithm::Fixed,
+            limit: NonZeroU32::new(30).unwrap(),
+            window_secs: NonZeroU32::new(60).unwrap(),
+        };
+        let checks = [Check {
+            rule: &rule,
+            key: "k".into(),
+        }];
+        let ints = |v: &[i64]| Reply::Array(Some(v.iter().map(|i| Reply::Int(*i)).collect()));
+        assert_eq!(
+            decision_from(&ints(&[1, 0, 0, 5, 3, 59_001]), &checks).unwrap(),
+            Decision::Admit {
+                statuses: vec![RuleStatus {
+                    remaining: 27,
+                    reset_secs: 60
+                }]
+            }
+        );
+        assert_eq!(
+            decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks).unwrap(),
+            Decision::Refuse {
+                rule: 0,
+                retry_after_secs: 42,
+                statuses: vec![RuleStatus {
+                    remaining: 0,
+                    reset_secs: 42
+                }]
+            }
+        );
+        assert!(decision_from(&ints(&[0, 2, 1, 5, 30, 1]), &checks).is_err());
+        assert!(decision_from(&ints(&[1, 0, 0]), &checks).is_err());
+        assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
+    }
+}
