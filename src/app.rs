@@ -13,7 +13,7 @@ use crate::provider::{Failure, Provider, ProviderError};
 use crate::render;
 use crate::request::{self, Env, Method};
 use crate::response::Response;
-use crate::rule::KeyKind;
+use crate::rule::{KeyKind, Rule};
 use crate::store::{Check, Store};
 
 /// The answer to write, and whether the request was HEAD (no body then).
@@ -32,16 +32,32 @@ pub struct App<'a> {
     pub log: &'a dyn Log,
 }
 
-/// The client as written in log lines.
-fn who(env: &Env) -> String {
-    String::from_utf8_lossy(env.get("REMOTE_ADDR").unwrap_or(b"-")).into_owned()
+/// The client as written in log lines: its address, and its key's id (never the key).
+fn who(env: &Env, key_header: &str) -> String {
+    let addr = String::from_utf8_lossy(env.get("REMOTE_ADDR").unwrap_or(b"-")).into_owned();
+    match env
+        .header(key_header)
+        .and_then(|k| std::str::from_utf8(k).ok())
+    {
+        Some(key) => format!(
+            "{addr} key=sha256:{}",
+            &crate::api_key::hash(key.trim())[..16]
+        ),
+        None => addr,
+    }
 }
 
 impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
-        let format = negotiate::from_accept(env.header("Accept"));
+        let key_header = &self.config.api_keys.header;
+        // Programs identify themselves with a key: they get JSON whatever they accept.
+        let format = if env.header(key_header).is_some() {
+            Format::Json
+        } else {
+            negotiate::from_accept(env.header("Accept"))
+        };
         let head_only = env.get("REQUEST_METHOD") == Some(b"HEAD");
         let response = match self.respond(env, body, format) {
             Ok(r) => r,
@@ -57,7 +73,7 @@ impl App<'_> {
                         &format!(
                             "{} {}: {}",
                             p.status,
-                            who(env),
+                            who(env, key_header),
                             p.log.as_deref().unwrap_or(&p.detail)
                         ),
                     );
@@ -73,6 +89,10 @@ impl App<'_> {
 
     fn respond(&self, env: &Env, body: &mut dyn Read, format: Format) -> Result<Response, Problem> {
         let head = request::parse_head(env, self.config.max_body_bytes)?;
+        let key = self
+            .config
+            .api_keys
+            .check(env.header(&self.config.api_keys.header))?;
         let forwarded = env
             .header(&self.config.forwarded_header)
             .and_then(|v| std::str::from_utf8(v).ok());
@@ -102,19 +122,29 @@ impl App<'_> {
         };
 
         let identity = self.config.client.identity(address);
-        let checks: Vec<Check<'_>> = self
+        // A listed key with rules of its own counts by those instead of the `api_key` rules.
+        let own_rules = key
+            .as_ref()
+            .and_then(|k| k.known)
+            .and_then(|k| k.rules.as_deref());
+        let rules: Vec<&Rule> = self
             .config
             .rules
+            .iter()
+            .filter(|r| r.key != KeyKind::ApiKey || (key.is_some() && own_rules.is_none()))
+            .chain(own_rules.into_iter().flatten())
+            .collect();
+        let checks: Vec<Check<'_>> = rules
             .iter()
             .map(|rule| Check {
                 rule,
                 key: rule.key_for(match rule.key {
                     KeyKind::Ip => &identity,
                     KeyKind::Global => "",
+                    KeyKind::ApiKey => key.as_ref().map_or("", |k| k.id.as_str()),
                 }),
             })
             .collect();
-        let rules: Vec<_> = self.config.rules.iter().collect();
         let limit_headers = match self.store.decide(&checks) {
             Ok(decision @ Decision::Admit { .. }) => Some(render::limit_headers(&rules, &decision)),
             Ok(
@@ -130,7 +160,7 @@ impl App<'_> {
                     render::limited_sentence(retry_after_secs),
                 )
                 .retry_after(retry_after_secs);
-                p.rule = Some(self.config.rules[rule].name.to_string());
+                p.rule = Some(rules[rule].name.as_str().into());
                 let mut response = render::problem(format, &p);
                 response
                     .headers
@@ -523,6 +553,110 @@ mod tests {
                 assert!(!body["detail"].as_str().unwrap().contains("credentials"));
             }
         }
+    }
+
+    fn keyed_config() -> Config {
+        let key = |k: &str| crate::api_key::hash(k);
+        config(&format!(
+            r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}},
+                           {{"name": "key", "key": "api_key", "limit": 3, "window_secs": 60}}],
+                "api_keys": {{"require": true, "keys": [
+                    {{"name": "alpha", "sha256": "{}"}},
+                    {{"name": "beta", "sha256": "{}"}},
+                    {{"name": "gold", "sha256": "{}", "rules": [{{"name": "gold", "key": "api_key", "limit": 5, "window_secs": 60}}]}}]}}}}"#,
+            key("key-alpha"),
+            key("key-beta"),
+            key("key-gold")
+        ))
+    }
+
+    #[test]
+    fn api_keys_are_required_checked_and_limited_per_key() {
+        let cfg = keyed_config();
+        let (s, p) = (store(), ok_provider());
+        let (a, log) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+        assert_eq!(a.response.status, 401);
+        assert!(
+            a.response
+                .header_value("WWW-Authenticate")
+                .unwrap()
+                .contains("X-API-Key")
+        );
+        assert!(log.lines.borrow()[0].contains("no X-API-Key header"));
+        let (a, log) = run(
+            &cfg,
+            &s,
+            &p,
+            &get("192.0.2.1", LINK).with("HTTP_X_API_KEY", "key-wrong"),
+        );
+        assert_eq!(a.response.status, 401);
+        let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+        assert_eq!(body["code"], "unknown_api_key", "a keyed request gets JSON");
+        assert!(!log.lines.borrow()[0].contains("key-wrong"));
+        assert_eq!(p.calls.get(), 0);
+
+        // alpha is limited to 3, from two addresses together; beta is unaffected.
+        let with = |addr: &str, k: &str| get(addr, LINK).with("HTTP_X_API_KEY", k);
+        let statuses: Vec<u16> = ["192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.2"]
+            .iter()
+            .map(|addr| {
+                run(&cfg, &s, &p, &with(addr, "key-alpha"))
+                    .0
+                    .response
+                    .status
+            })
+            .collect();
+        assert_eq!(statuses, [200, 200, 200, 429]);
+        let (a, _) = run(&cfg, &s, &p, &with("192.0.2.2", "key-alpha"));
+        let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+        assert_eq!(
+            (body["rule"].as_str(), body["status"].as_u64()),
+            (Some("key"), Some(429))
+        );
+        assert_eq!(
+            run(&cfg, &s, &p, &with("192.0.2.1", "key-beta"))
+                .0
+                .response
+                .status,
+            200
+        );
+        // gold has limits of its own.
+        let gold: Vec<u16> = (0..6)
+            .map(|_| {
+                run(&cfg, &s, &p, &with("192.0.2.3", "key-gold"))
+                    .0
+                    .response
+                    .status
+            })
+            .collect();
+        assert_eq!(gold, [200, 200, 200, 200, 200, 429]);
+        assert_eq!(p.calls.get(), 3 + 1 + 5);
+    }
+
+    #[test]
+    fn per_key_and_per_address_limits_apply_together() {
+        let cfg = config(
+            r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60},
+                          {"name": "key", "key": "api_key", "limit": 100, "window_secs": 60}]}"#,
+        );
+        let (s, p) = (store(), ok_provider());
+        // One address rotating keys is still one address.
+        let statuses: Vec<u16> = ["k1", "k2", "k3"]
+            .iter()
+            .map(|k| {
+                let env = get("192.0.2.9", LINK).with("HTTP_X_API_KEY", *k);
+                run(&cfg, &s, &p, &env).0.response.status
+            })
+            .collect();
+        assert_eq!(statuses, [200, 200, 429]);
+        // Without a key, api_key rules do not apply.
+        assert_eq!(
+            run(&cfg, &s, &p, &get("192.0.2.10", LINK))
+                .0
+                .response
+                .status,
+            200
+        );
     }
 
     #[test]

@@ -41,8 +41,30 @@ pub fn run(located: &Located, out: &mut dyn Write) -> bool {
             match rule.key {
                 KeyKind::Ip => "per client address",
                 KeyKind::Global => "for the whole site",
+                KeyKind::ApiKey => "per API key",
             }
         );
+    }
+    let keys = &config.api_keys;
+    let _ = writeln!(
+        out,
+        "api keys: read from the {} header; {}; {}",
+        keys.header,
+        if keys.require { "required" } else { "optional" },
+        if keys.keys.is_empty() {
+            "any key is accepted and counted by its hash".to_owned()
+        } else {
+            format!("{} listed, others refused", keys.keys.len())
+        }
+    );
+    for k in &keys.keys {
+        for rule in k.rules.iter().flatten() {
+            let _ = writeln!(
+                out,
+                "key {} rule {}: {} requests per {} s",
+                k.name, rule.name, rule.limit, rule.window_secs
+            );
+        }
     }
     let _ = writeln!(
         out,

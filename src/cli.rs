@@ -121,6 +121,21 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Some("hash-key") => {
+            parse_options(rest, &[])?;
+            let mut key = String::new();
+            std::io::stdin()
+                .read_line(&mut key)
+                .map_err(|e| format!("cannot read the key: {e}"))?;
+            let key = key.trim();
+            if key.is_empty() {
+                return Err(
+                    "no key on standard input: echo -n 'THE-KEY' | resolve hash-key".into(),
+                );
+            }
+            println!("{}", crate::api_key::hash(key));
+            Ok(ExitCode::SUCCESS)
+        }
         Some("serve") => {
             let options = parse_options(rest, &["--config", "--addr", "--public"])?;
             serve_command(&options)

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::api_key::{KeyPolicy, KnownKey};
 use crate::defaults;
 use crate::identity::{Cidr, ClientPolicy};
 use crate::provider::{HttpMethod, HttpSpec, Place, ProviderSpec, SuccessTest};
@@ -90,6 +91,8 @@ pub struct Config {
     pub client: ClientPolicy,
     /// Request header that carries the client address from a trusted proxy.
     pub forwarded_header: String,
+    /// API keys: where they arrive, whether they are required, which are accepted.
+    pub api_keys: KeyPolicy,
     pub max_body_bytes: u64,
 }
 
@@ -121,6 +124,23 @@ struct RawConfig {
     rules: Option<Vec<RawRule>>,
     client: Option<RawClient>,
     request: Option<RawRequest>,
+    api_keys: Option<RawApiKeys>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApiKeys {
+    header: Option<String>,
+    require: Option<bool>,
+    keys: Option<Vec<RawKey>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKey {
+    name: String,
+    sha256: String,
+    rules: Option<Vec<RawRule>>,
 }
 
 #[derive(Deserialize)]
@@ -249,14 +269,8 @@ impl Config {
             None => vec![default_rule()],
             Some(list) => rules(list)?,
         };
-        if matches!(store.kind, StoreKind::File { .. })
-            && let Some(i) = rules.iter().position(|r| r.algorithm == Algorithm::Sliding)
-        {
-            return Err(err(
-                format!("rules[{i}].algorithm"),
-                "the file store keeps fixed windows only: use \"fixed\", or a mysql or redis store for \"sliding\"",
-            ));
-        }
+        check_algorithms(&rules, &store.kind)?;
+        let api_keys = api_keys(raw.api_keys, &store.kind)?;
         let client = raw.client.unwrap_or(RawClient {
             ipv6_prefix: None,
             trusted_proxies: None,
@@ -311,6 +325,7 @@ impl Config {
                 trusted_proxies,
             },
             forwarded_header,
+            api_keys,
             max_body_bytes,
         })
     }
@@ -403,16 +418,22 @@ impl Config {
         json!({
             "provider": provider,
             "store": store,
-            "rules": self.rules.iter().map(|r| json!({
-                "name": r.name.as_str(), "key": r.key.as_str(), "algorithm": r.algorithm.as_str(),
-                "limit": r.limit.get(), "window_secs": r.window_secs.get(),
-            })).collect::<Vec<_>>(),
+            "rules": self.rules.iter().map(rule_json).collect::<Vec<_>>(),
             "client": {
                 "ipv6_prefix": self.client.ipv6_prefix,
                 "trusted_proxies": self.client.trusted_proxies.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
                 "forwarded_header": self.forwarded_header,
             },
             "request": {"max_body_bytes": self.max_body_bytes},
+            "api_keys": {
+                "header": self.api_keys.header,
+                "require": self.api_keys.require,
+                "keys": self.api_keys.keys.iter().map(|k| json!({
+                    "name": k.name,
+                    "sha256": k.sha256,
+                    "rules": k.rules.as_ref().map(|rs| rs.iter().map(rule_json).collect::<Vec<_>>()),
+                })).collect::<Vec<_>>(),
+            },
         })
     }
 
@@ -475,6 +496,100 @@ fn secret_strings(text: &str) -> Vec<String> {
         walk(&v, &mut out);
     }
     out
+}
+
+fn rule_json(r: &Rule) -> Value {
+    json!({
+        "name": r.name.as_str(), "key": r.key.as_str(), "algorithm": r.algorithm.as_str(),
+        "limit": r.limit.get(), "window_secs": r.window_secs.get(),
+    })
+}
+
+fn api_keys(raw: Option<RawApiKeys>, store: &StoreKind) -> Result<KeyPolicy, ConfigError> {
+    let raw = raw.unwrap_or(RawApiKeys {
+        header: None,
+        require: None,
+        keys: None,
+    });
+    let header = raw
+        .header
+        .unwrap_or_else(|| defaults::API_KEY_HEADER.to_owned());
+    if header.eq_ignore_ascii_case("Authorization")
+        || header.eq_ignore_ascii_case("Proxy-Authorization")
+    {
+        return Err(err(
+            "api_keys.header",
+            "Apache does not pass Authorization to CGI programs (without CGIPassAuth): use a header such as \"X-API-Key\"",
+        ));
+    }
+    if !is_header_name(&header) || header.contains('_') {
+        return Err(err(
+            "api_keys.header",
+            "must be letters, digits and '-' (Apache drops headers with '_'), e.g. \"X-API-Key\"",
+        ));
+    }
+    let mut keys: Vec<KnownKey> = Vec::new();
+    for (i, k) in raw.keys.unwrap_or_default().into_iter().enumerate() {
+        let at = |f: &str| format!("api_keys.keys[{i}].{f}");
+        if RuleName::new(&k.name).is_none() {
+            return Err(err(at("name"), "must be 1 to 32 of a-z, 0-9, '_' and '-'"));
+        }
+        if keys.iter().any(|o| o.name == k.name) {
+            return Err(err(
+                at("name"),
+                format!("{:?} is used by another key", k.name),
+            ));
+        }
+        let sha256 = k.sha256.to_ascii_lowercase();
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(err(
+                at("sha256"),
+                "must be the key's SHA-256 in hex (64 characters): `resolve hash-key` prints it; never write the key itself",
+            ));
+        }
+        if keys.iter().any(|o| o.sha256 == sha256) {
+            return Err(err(at("sha256"), "the same key is listed twice"));
+        }
+        let own = match k.rules {
+            None => None,
+            Some(list) => {
+                let parsed = rules(list)
+                    .map_err(|e| err(format!("{}.{}", at("rules"), e.field), e.message))?;
+                if let Some(j) = parsed.iter().position(|r| r.key != KeyKind::ApiKey) {
+                    return Err(err(
+                        format!("{}[{j}].key", at("rules")),
+                        "a key's own rules count that key: use \"api_key\"",
+                    ));
+                }
+                check_algorithms(&parsed, store)
+                    .map_err(|e| err(format!("{}.{}", at("rules"), e.field), e.message))?;
+                Some(parsed)
+            }
+        };
+        keys.push(KnownKey {
+            name: k.name,
+            sha256,
+            rules: own,
+        });
+    }
+    Ok(KeyPolicy {
+        header,
+        require: raw.require.unwrap_or(false),
+        keys,
+    })
+}
+
+/// Sliding windows need a store that keeps one record per request.
+fn check_algorithms(rules: &[Rule], store: &StoreKind) -> Result<(), ConfigError> {
+    if matches!(store, StoreKind::File { .. })
+        && let Some(i) = rules.iter().position(|r| r.algorithm == Algorithm::Sliding)
+    {
+        return Err(err(
+            format!("rules[{i}].algorithm"),
+            "the file store keeps fixed windows only: use \"fixed\", or a mysql or redis store for \"sliding\"",
+        ));
+    }
+    Ok(())
 }
 
 fn place_json(p: &Place) -> Value {
@@ -1101,7 +1216,7 @@ fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
             ));
         }
         let key = KeyKind::parse(&r.key).ok_or_else(|| {
-            err(at("key"), format!("{:?}: use \"ip\" (per client address) or \"global\" (one count for the whole site)", r.key))
+            err(at("key"), format!("{:?}: use \"ip\" (per client address), \"api_key\" (per API key) or \"global\" (one count for the whole site)", r.key))
         })?;
         let algorithm = match r.algorithm.as_deref() {
             None => Algorithm::Fixed,
@@ -1229,6 +1344,30 @@ mod tests {
                 "rules[1].name",
             ),
             (r#"{"client": {"ipv6_prefix": 0}}"#, "client.ipv6_prefix"),
+            (
+                r#"{"api_keys": {"header": "Authorization"}}"#,
+                "api_keys.header",
+            ),
+            (
+                r#"{"api_keys": {"header": "X_Api_Key"}}"#,
+                "api_keys.header",
+            ),
+            (
+                r#"{"api_keys": {"keys": [{"name": "a", "sha256": "my-secret-key"}]}}"#,
+                "api_keys.keys[0].sha256",
+            ),
+            (
+                r#"{"api_keys": {"keys": [{"name": "A!", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}}"#,
+                "api_keys.keys[0].name",
+            ),
+            (
+                r#"{"api_keys": {"keys": [{"name": "a", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "rules": [{"name": "r", "key": "ip", "limit": 1, "window_secs": 1}]}]}}"#,
+                "api_keys.keys[0].rules[0].key",
+            ),
+            (
+                r#"{"api_keys": {"keys": [{"name": "a", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}, {"name": "a", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}]}}"#,
+                "api_keys.keys[1].name",
+            ),
             (
                 r#"{"rules": [{"name": "a", "key": "ip", "algorithm": "leaky", "limit": 5, "window_secs": 1}]}"#,
                 "rules[0].algorithm",

@@ -9,6 +9,8 @@ pub const RULE_WINDOW_SECS: u32 = 60;
 
 /// IPv6 clients are grouped by this prefix length: one subscriber owns a whole /64.
 pub const IPV6_PREFIX: u8 = 64;
+/// Header that carries a program's API key (arrives as HTTP_X_API_KEY).
+pub const API_KEY_HEADER: &str = "X-API-Key";
 /// Header read for the client address when the request comes from a trusted proxy.
 pub const FORWARDED_HEADER: &str = "X-Forwarded-For";
 

@@ -4,6 +4,7 @@
 //! the edges (CGI, files, the provider's HTTP API) are thin adapters behind small traits.
 #![forbid(unsafe_code)]
 
+pub mod api_key;
 pub mod app;
 pub mod cgi;
 pub mod check;

@@ -12,9 +12,11 @@ pub struct Problem {
     /// Seconds to wait before trying again, sent as `Retry-After`.
     pub retry_after: Option<u32>,
     /// The rule that refused, for 429.
-    pub rule: Option<String>,
+    pub rule: Option<Box<str>>,
     /// What the owner's log says, when it should say more than `detail` (None: log `detail`).
-    pub log: Option<String>,
+    pub log: Option<Box<str>>,
+    /// `WWW-Authenticate` for a 401.
+    pub challenge: Option<Box<str>>,
 }
 
 impl Problem {
@@ -26,6 +28,7 @@ impl Problem {
             retry_after: None,
             rule: None,
             log: None,
+            challenge: None,
         }
     }
 
@@ -35,7 +38,7 @@ impl Problem {
     }
 
     pub fn log(mut self, line: impl Into<String>) -> Problem {
-        self.log = Some(line.into());
+        self.log = Some(line.into().into_boxed_str());
         self
     }
 

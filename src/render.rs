@@ -95,7 +95,7 @@ pub fn problem(format: Format, p: &Problem) -> Response {
                 body["retry_after"] = secs.into();
             }
             if let Some(rule) = &p.rule {
-                body["rule"] = rule.as_str().into();
+                body["rule"] = rule.as_ref().into();
             }
             Response::new(p.status, PROBLEM_JSON, format!("{body}\n"))
         }
@@ -114,6 +114,9 @@ pub fn problem(format: Format, p: &Problem) -> Response {
     };
     if let Some(secs) = p.retry_after {
         response = response.header("Retry-After", secs.to_string());
+    }
+    if let Some(challenge) = &p.challenge {
+        response = response.header("WWW-Authenticate", challenge.to_string());
     }
     if p.status == 405 {
         response = response.header("Allow", ALLOWED_METHODS);

@@ -10,6 +10,8 @@ pub enum KeyKind {
     Ip,
     /// One counter for the whole site.
     Global,
+    /// The client's API key (requests without one are not counted by such a rule).
+    ApiKey,
 }
 
 impl KeyKind {
@@ -17,6 +19,7 @@ impl KeyKind {
         match self {
             KeyKind::Ip => "ip",
             KeyKind::Global => "global",
+            KeyKind::ApiKey => "api_key",
         }
     }
 
@@ -24,6 +27,7 @@ impl KeyKind {
         match s {
             "ip" => Some(KeyKind::Ip),
             "global" => Some(KeyKind::Global),
+            "api_key" => Some(KeyKind::ApiKey),
             _ => None,
         }
     }
@@ -96,11 +100,13 @@ impl Rule {
         u64::from(self.window_secs.get()) * 1000
     }
 
-    /// The store key of this rule for one client identity, e.g. `resolve:ip:203.0.113.7`.
+    /// The store key of this rule for one identity (the client's address for `ip` rules, its
+    /// API key's id for `api_key` rules), e.g. `resolve:ip:203.0.113.7`, `resolve:k:key:partner`.
     pub fn key_for(&self, identity: &str) -> String {
         match self.key {
             KeyKind::Ip => format!("resolve:{}:{}", self.name, identity),
             KeyKind::Global => format!("resolve:{}:*", self.name),
+            KeyKind::ApiKey => format!("resolve:{}:key:{}", self.name, identity),
         }
     }
 }
