@@ -236,7 +236,10 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     match e.failure {
         Failure::Rejected => {
             let detail = match &e.message {
-                Some(m) => format!("The provider could not resolve this link: {m}"),
+                Some(m) if m.ends_with(['.', '!', '?']) => {
+                    format!("The provider could not resolve this link: {m}")
+                }
+                Some(m) => format!("The provider could not resolve this link: {m}."),
                 None => "The provider could not resolve this link (it may be dead, or its host unsupported).".to_owned(),
             };
             Problem::new(422, "link_refused", detail).log(log)
