@@ -1,5 +1,5 @@
 //! Decision time per store, as one CGI request pays it: open the store (connect, for a
-//! database) and decide once. Starts its own MariaDB on loopback. Prints medians and ratios;
+//! database) and decide once. Starts its own MariaDB and Redis on loopback. Prints medians and ratios;
 //! asserts nothing about speed. Run: `cargo bench --bench decisions`.
 
 #[path = "../tests/support/mod.rs"]
@@ -17,7 +17,7 @@ fn config(store: serde_json::Value, algorithm: &str) -> Config {
     let text = serde_json::json!({
         "provider": {"kind": "echo"},
         "store": store,
-        "rules": [{"name": "ip", "key": "ip", "algorithm": algorithm, "limit": 1_000_000, "window_secs": 3600}],
+        "rules": [{"name": algorithm, "key": "ip", "algorithm": algorithm, "limit": 1_000_000, "window_secs": 3600}],
     });
     Config::from_json(&text.to_string(), Path::new("/")).expect("valid configuration")
 }
@@ -44,6 +44,7 @@ fn measure(config: &Config) -> (Duration, Duration) {
 fn main() {
     let dir = support::TempDir::new("bench-decisions");
     let db = support::MariaDb::start();
+    let redis = support::Redis::start();
     let cases = [
         (
             "file store, fixed",
@@ -71,6 +72,27 @@ fn main() {
             config(
                 serde_json::json!({"kind": "mysql", "socket": db.socket(), "user": db.user(),
                                    "password": db.password(), "database": db.database()}),
+                "fixed",
+            ),
+        ),
+        (
+            "redis over TCP, fixed",
+            config(
+                serde_json::json!({"kind": "redis", "url": redis.url()}),
+                "fixed",
+            ),
+        ),
+        (
+            "redis over TCP, sliding",
+            config(
+                serde_json::json!({"kind": "redis", "url": redis.url()}),
+                "sliding",
+            ),
+        ),
+        (
+            "redis over socket, fixed",
+            config(
+                serde_json::json!({"kind": "redis", "url": redis.unix_url()}),
                 "fixed",
             ),
         ),

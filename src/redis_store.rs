@@ -29,6 +29,11 @@ for i = 1, n do
   local limit = tonumber(ARGV[3 * i - 1])
   local window = tonumber(ARGV[3 * i])
   local w = nil
+  -- A key left by a rule of the other algorithm (the configuration changed) starts afresh.
+  local ty = redis.call('TYPE', KEYS[i]).ok
+  if ty ~= 'none' and ty ~= (kind == 'f' and 'hash' or 'zset') then
+    redis.call('DEL', KEYS[i])
+  end
   if kind == 'f' then
     local v = redis.call('HMGET', KEYS[i], 's', 'c')
     local s, c = tonumber(v[1]), tonumber(v[2])
