@@ -115,9 +115,14 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let report = crate::stores::open(&config)
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
+            let looked = if report.scanned > 0 {
+                format!("{} keys looked at, ", report.scanned)
+            } else {
+                String::new()
+            };
             println!(
-                "swept: {} keys looked at, {} removed, {} damaged",
-                report.scanned, report.removed, report.damaged
+                "swept: {looked}{} removed, {} damaged",
+                report.removed, report.damaged
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -50,15 +50,16 @@ pub struct MysqlStore {
     conn: RefCell<Option<Conn>>,
 }
 
-/// A failure, and whether the server said the transaction should simply be tried again.
-struct Failed {
-    error: mysql::Error,
+/// A failure: the server's, or the request's time running out.
+enum Failed {
+    Db(mysql::Error),
+    OutOfTime,
 }
 
 impl Failed {
     fn code(&self) -> Option<u16> {
-        match &self.error {
-            mysql::Error::MySqlError(e) => Some(e.code),
+        match self {
+            Failed::Db(mysql::Error::MySqlError(e)) => Some(e.code),
             _ => None,
         }
     }
@@ -66,7 +67,21 @@ impl Failed {
 
 impl From<mysql::Error> for Failed {
     fn from(error: mysql::Error) -> Failed {
-        Failed { error }
+        Failed::Db(error)
+    }
+}
+
+/// The time one request may spend on the store: each read and write has `read_timeout`, and
+/// a decision takes several, so the whole is bounded too (checked between statements).
+struct Deadline(Instant);
+
+impl Deadline {
+    fn check(&self) -> Result<(), Failed> {
+        if Instant::now() >= self.0 {
+            Err(Failed::OutOfTime)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -198,7 +213,28 @@ impl MysqlStore {
             }
             _ => "",
         };
-        format!("mysql store at {place}: {e}{hint}")
+        let timed_out = |io: &std::io::Error| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        };
+        let what = match e {
+            mysql::Error::MySqlError(m) => format!("error {}: {}", m.code, m.message),
+            mysql::Error::IoError(io) if timed_out(io) => {
+                "no answer in time (see store.read_timeout_ms)".to_owned()
+            }
+            // The codec's I/O error is not reachable by type: a timed-out read shows as EAGAIN.
+            mysql::Error::CodecError(c)
+                if c.to_string().contains("os error 11") || c.to_string().contains("timed out") =>
+            {
+                "no answer in time (see store.read_timeout_ms)".to_owned()
+            }
+            mysql::Error::IoError(io) => io.to_string(),
+            mysql::Error::DriverError(d) => d.to_string(),
+            other => other.to_string(),
+        };
+        format!("mysql store at {place}: {what}{hint}")
     }
 
     /// Runs `work` on the connection (opening one if needed), creating the tables when they are
@@ -206,8 +242,12 @@ impl MysqlStore {
     /// so the next call opens a new one: the store recovers by itself when the server returns.
     fn with_conn<T>(
         &self,
-        mut work: impl FnMut(&mut Conn) -> Result<T, Failed>,
+        mut work: impl FnMut(&mut Conn, &Deadline) -> Result<T, Failed>,
     ) -> Result<T, StoreError> {
+        // Connecting may take the connect timeout; the work then gets twice the read timeout.
+        let deadline = Deadline(
+            Instant::now() + self.settings.connect_timeout + 2 * self.settings.read_timeout,
+        );
         let mut slot = self.conn.borrow_mut();
         let mut created = false;
         let mut attempt = 0;
@@ -219,7 +259,7 @@ impl MysqlStore {
                 *slot = Some(conn);
             }
             let conn = slot.as_mut().expect("connected above");
-            match work(conn) {
+            match work(conn, &deadline) {
                 Ok(v) => return Ok(v),
                 Err(f) if f.code() == Some(ER_NO_SUCH_TABLE) && !created => {
                     created = true;
@@ -236,9 +276,18 @@ impl MysqlStore {
                 Err(f)
                     if matches!(f.code(), Some(ER_LOCK_DEADLOCK | ER_DUP_ENTRY))
                         && attempt < ATTEMPTS => {}
-                Err(f) => {
-                    let detail = self.describe(&f.error);
-                    if !matches!(f.error, mysql::Error::MySqlError(_)) {
+                Err(Failed::OutOfTime) => {
+                    // The transaction may still be open on this connection: drop it.
+                    *slot = None;
+                    return Err(StoreError::unavailable(format!(
+                        "mysql store: the server answered too slowly (more than {} ms for one request; see store.read_timeout_ms)",
+                        (self.settings.connect_timeout + 2 * self.settings.read_timeout)
+                            .as_millis()
+                    )));
+                }
+                Err(Failed::Db(error)) => {
+                    let detail = self.describe(&error);
+                    if !matches!(error, mysql::Error::MySqlError(_)) {
                         *slot = None;
                     }
                     return Err(StoreError::unavailable(detail));
@@ -247,14 +296,21 @@ impl MysqlStore {
         }
     }
 
-    fn decide_on(&self, conn: &mut Conn, checks: &[Check<'_>]) -> Result<Decision, Failed> {
+    fn decide_on(
+        &self,
+        conn: &mut Conn,
+        deadline: &Deadline,
+        checks: &[Check<'_>],
+    ) -> Result<Decision, Failed> {
         let s = &self.settings;
         let mut order: Vec<usize> = (0..checks.len()).collect();
         order.sort_by(|a, b| checks[*a].key.cmp(&checks[*b].key));
 
+        deadline.check()?;
         let mut tx = conn.start_transaction(
             TxOpts::default().set_isolation_level(Some(IsolationLevel::ReadCommitted)),
         )?;
+        deadline.check()?;
         // Lock (creating if needed) every key's row, in key order.
         let placeholders = vec!["(?, 0, 0, 0, 0)"; checks.len()].join(", ");
         let keys: Vec<Value> = order
@@ -269,6 +325,7 @@ impl MysqlStore {
             ),
             keys.clone(),
         )?;
+        deadline.check()?;
         let in_list = vec!["?"; checks.len()].join(", ");
         let rows: Vec<(String, u64, u64, u32, u64)> = tx.exec(
             format!(
@@ -292,6 +349,7 @@ impl MysqlStore {
                     })
                 })),
                 Algorithm::Sliding => {
+                    deadline.check()?;
                     let since = now_ms.saturating_sub(check.rule.window_ms());
                     let times: Vec<i64> = tx.exec(
                         format!(
@@ -318,6 +376,7 @@ impl MysqlStore {
             .zip(&outcome.writes)
             .zip(outcome.decision.statuses())
         {
+            deadline.check()?;
             match write {
                 Write::Keep => {}
                 Write::Counter(c) => tx.exec_drop(
@@ -352,6 +411,7 @@ impl MysqlStore {
                 }
             }
         }
+        deadline.check()?;
         tx.commit()?;
         Ok(outcome.decision)
     }
@@ -360,17 +420,18 @@ impl MysqlStore {
     /// Returns what was done, for `check`.
     pub fn init_tables(&self) -> Result<Vec<String>, StoreError> {
         let s = self.settings.clone();
-        self.with_conn(|conn| {
+        self.with_conn(|conn, _| {
             let mut report = Vec::new();
             for (table, needed, sql) in [
                 (&s.counter_table, &COUNTER_COLUMNS[..], &create_tables_sql(&s)[0]),
                 (&s.events_table, &EVENTS_COLUMNS[..], &create_tables_sql(&s)[1]),
             ] {
-                let columns: Vec<String> = conn.exec(
-                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
+                let typed: Vec<(String, String)> = conn.exec(
+                    "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
                     (table.as_str(),),
                 )?;
+                let columns: Vec<String> = typed.iter().map(|(c, _)| c.clone()).collect();
                 if columns.is_empty() {
                     conn.query_drop(sql.as_str())?;
                     report.push(format!("created table {table}"));
@@ -381,7 +442,24 @@ impl MysqlStore {
                     .copied()
                     .filter(|c| !columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
                     .collect();
-                if missing.is_empty() {
+                let ts_type = typed
+                    .iter()
+                    .find(|(c, _)| c.eq_ignore_ascii_case("ts"))
+                    .map(|(_, t)| t.to_ascii_lowercase());
+                let ts_problem = match (table == &s.events_table, ts_type.as_deref(), s.events_ts) {
+                    (true, Some("bigint" | "decimal" | "double"), _) => None,
+                    (true, Some("int" | "mediumint"), TsUnit::Seconds) => None,
+                    (true, Some(t @ ("int" | "mediumint")), TsUnit::Millis) => Some(format!(
+                        "its ts column is {t}, too small for milliseconds: set store.events_ts to \"s\" if it holds Unix seconds"
+                    )),
+                    (true, Some(t), _) => Some(format!(
+                        "its ts column is {t}: resolve needs a number (Unix seconds or milliseconds)"
+                    )),
+                    _ => None,
+                };
+                if let Some(problem) = ts_problem {
+                    report.push(format!("WRONG SHAPE: table {table}: {problem}"));
+                } else if missing.is_empty() {
                     report.push(format!("table {table} has the columns it needs"));
                 } else {
                     report.push(format!(
@@ -402,7 +480,7 @@ impl Store for MysqlStore {
                 statuses: Vec::new(),
             });
         }
-        self.with_conn(|conn| self.decide_on(conn, checks))
+        self.with_conn(|conn, deadline| self.decide_on(conn, deadline, checks))
     }
 
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
@@ -410,7 +488,7 @@ impl Store for MysqlStore {
         let s = &self.settings;
         let grace = self.grace_ms;
         let longest = self.longest_sliding_ms;
-        self.with_conn(|conn| {
+        self.with_conn(|conn, _| {
             let now_ms: u64 = conn
                 .query_first("SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)")?
                 .unwrap_or(0);
@@ -422,8 +500,9 @@ impl Store for MysqlStore {
                 "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
                 s.counter_table
             );
+            // Only resolve's keys: a shared table's other rows belong to another program.
             let events = format!(
-                "DELETE FROM `{}` WHERE ts < ? LIMIT {SWEEP_BATCH}",
+                "DELETE FROM `{}` WHERE ts < ? AND rkey LIKE 'resolve:%' LIMIT {SWEEP_BATCH}",
                 s.events_table
             );
             let jobs = [
@@ -456,8 +535,8 @@ impl Store for MysqlStore {
 
     fn probe(&self) -> Result<String, StoreError> {
         let report = self.init_tables()?;
-        let version: String =
-            self.with_conn(|conn| Ok(conn.query_first("SELECT VERSION()")?.unwrap_or_default()))?;
+        let version: String = self
+            .with_conn(|conn, _| Ok(conn.query_first("SELECT VERSION()")?.unwrap_or_default()))?;
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
         }
