@@ -134,7 +134,24 @@ impl App<'_> {
             .filter(|r| r.key != KeyKind::ApiKey || (key.is_some() && own_rules.is_none()))
             .chain(own_rules.into_iter().flatten())
             .collect();
-        let checks: Vec<Check<'_>> = rules
+        // A cached answer costs nothing: the client's rules count it, the spend rules do not.
+        let cache_key = (!self.config.cache_ttl.is_zero() && head.method != Method::Head)
+            .then(|| crate::cache::key(&link));
+        // A store that failed the cache read would fail the decision too, after another
+        // timeout: its error goes straight to the failure policy.
+        let (cached, cache_failure) = match cache_key.as_deref().map(|k| self.store.cache_get(k)) {
+            None | Some(Ok(None)) => (None, None),
+            Some(Ok(Some(bytes))) => (crate::cache::decode(&bytes), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
+        let paid = head.method != Method::Head && cached.is_none();
+        let client_rules = rules.len();
+        let all_rules: Vec<&Rule> = rules
+            .iter()
+            .copied()
+            .chain(self.config.spend.iter().filter(|_| paid))
+            .collect();
+        let checks: Vec<Check<'_>> = all_rules
             .iter()
             .map(|rule| Check {
                 rule,
@@ -145,8 +162,35 @@ impl App<'_> {
                 }),
             })
             .collect();
-        let limit_headers = match self.store.decide(&checks) {
-            Ok(decision @ Decision::Admit { .. }) => Some(render::limit_headers(&rules, &decision)),
+        let decided = match cache_failure {
+            Some(e) => Err(e),
+            None => self.store.decide(&checks),
+        };
+        let store_up = decided.is_ok();
+        let (limit_headers, admitted_at) = match decided {
+            Ok(decision @ Decision::Admit { at_ms, .. }) => {
+                (Some(render::limit_headers(&rules, &decision)), Some(at_ms))
+            }
+            Ok(Decision::Refuse {
+                rule,
+                retry_after_secs,
+                ..
+            }) if rule >= client_rules => {
+                // The site's own budget: nothing the visitor did.
+                return Err(Problem::new(
+                    503,
+                    "spend_limit",
+                    format!(
+                        "The service has reached its limit for now. Please try again in {}.",
+                        render::wait_words(retry_after_secs)
+                    ),
+                )
+                .retry_after(retry_after_secs)
+                .log(format!(
+                    "site-wide limit {} reached ({} paid calls per {} s); refusing paid calls for {retry_after_secs} s",
+                    all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
+                )));
+            }
             Ok(
                 ref decision @ Decision::Refuse {
                     rule,
@@ -160,7 +204,7 @@ impl App<'_> {
                     render::limited_sentence(retry_after_secs),
                 )
                 .retry_after(retry_after_secs);
-                p.rule = Some(rules[rule].name.as_str().into());
+                p.rule = Some(all_rules[rule].name.as_str().into());
                 let mut response = render::problem(format, &p);
                 response
                     .headers
@@ -173,7 +217,7 @@ impl App<'_> {
                         Level::Error,
                         &format!("store failed, answering anyway (store.on_error is allow): {e}"),
                     );
-                    None
+                    (None, None)
                 }
                 OnError::Deny => {
                     return Err(Problem::new(
@@ -191,11 +235,40 @@ impl App<'_> {
 
         let mut response = if head.method == Method::Head {
             render::counted(format)
+        } else if let Some(resolved) = cached {
+            render::resolved(format, &resolved).header("X-Resolve-Cache", "hit")
         } else {
-            let resolved = provider
-                .resolve(&link)
-                .map_err(|e| provider_problem(&e, &link))?;
-            render::resolved(format, &resolved)
+            let resolved = match provider.resolve(&link) {
+                Ok(r) => r,
+                Err(e) => {
+                    if !e.reached
+                        && let Some(at) = admitted_at
+                    {
+                        // Nothing reached the provider, so nothing was spent: give it back.
+                        if let Err(re) = self.store.refund(&checks[client_rules..], at) {
+                            self.log.line(
+                                Level::Warn,
+                                &format!("refunding an unspent call failed: {re}"),
+                            );
+                        }
+                    }
+                    return Err(provider_problem(&e, &link));
+                }
+            };
+            if let Some(k) = cache_key.as_ref().filter(|_| store_up)
+                && let Err(e) =
+                    self.store
+                        .cache_put(k, &crate::cache::encode(&resolved), self.config.cache_ttl)
+            {
+                self.log
+                    .line(Level::Warn, &format!("caching the answer failed: {e}"));
+            }
+            let answer = render::resolved(format, &resolved);
+            if cache_key.is_some() {
+                answer.header("X-Resolve-Cache", "miss")
+            } else {
+                answer
+            }
         };
         if let Some(headers) = limit_headers {
             response.headers.extend(headers);
@@ -231,8 +304,13 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
     }
 }
 
+const UNAVAILABLE: &str =
+    "The download service is not available right now. Please try again later.";
+
 fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");
+    let refused =
+        |code: &'static str, detail: &str| Problem::new(422, code, detail).log(log.clone());
     match e.failure {
         Failure::Rejected => {
             let detail = match &e.message {
@@ -244,6 +322,16 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             };
             Problem::new(422, "link_refused", detail).log(log)
         }
+        Failure::Unsupported => refused("unsupported_host", "This file host is not supported."),
+        Failure::DeadLink => refused("dead_link", "This file is no longer available: the link is dead."),
+        Failure::Password => refused("password_required", "This file is protected by a password."),
+        Failure::Temporary => Problem::new(
+            503,
+            "host_unavailable",
+            "The file host is unavailable for now. Please try again later.",
+        )
+        .retry_after(e.retry_after.unwrap_or(defaults::PROVIDER_TEMPORARY_RETRY_AFTER_SECS))
+        .log(log),
         Failure::RateLimited => Problem::new(
             503,
             "provider_busy",
@@ -257,20 +345,17 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             "The download service took too long to answer. Please try again.",
         )
         .log(log),
-        Failure::Auth => Problem::new(
-            502,
-            "provider_unavailable",
-            "The download service is not available right now. Please try again later.",
-        )
-        .log(format!(
+        Failure::Auth => Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
             "ACTION NEEDED: the provider refused the site's credentials; check provider.token and the account: {log}"
         )),
-        Failure::Unavailable | Failure::BadAnswer | Failure::Unreachable => Problem::new(
-            502,
-            "provider_unavailable",
-            "The download service is not available right now. Please try again later.",
-        )
-        .log(log),
+        Failure::Quota => Problem::new(503, "provider_unavailable", UNAVAILABLE)
+            .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS)
+            .log(format!(
+                "ACTION NEEDED: the provider account has no quota left (traffic, links or fair use): {log}"
+            )),
+        Failure::Unavailable | Failure::BadAnswer | Failure::Unreachable => {
+            Problem::new(502, "provider_unavailable", UNAVAILABLE).log(log)
+        }
     }
 }
 
@@ -292,6 +377,7 @@ mod tests {
     struct MemoryStore {
         clock: FakeClock,
         counters: RefCell<HashMap<String, State>>,
+        cache: RefCell<HashMap<String, Vec<u8>>>,
         fail: Cell<bool>,
     }
 
@@ -320,6 +406,26 @@ mod tests {
         fn probe(&self) -> Result<String, StoreError> {
             Ok("memory".into())
         }
+        fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+            let mut counters = self.counters.borrow_mut();
+            for c in checks {
+                if let Some(State::Fixed(Some(counter))) = counters.get(&c.key).cloned()
+                    && let Some(back) = limiter::refunded(counter, at_ms)
+                {
+                    counters.insert(c.key.clone(), State::Fixed(Some(back)));
+                }
+            }
+            Ok(())
+        }
+        fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+            Ok(self.cache.borrow().get(key).cloned())
+        }
+        fn cache_put(&self, key: &str, value: &[u8], _: Duration) -> Result<(), StoreError> {
+            self.cache
+                .borrow_mut()
+                .insert(key.to_owned(), value.to_vec());
+            Ok(())
+        }
     }
 
     /// Counts calls and answers as told.
@@ -345,14 +451,20 @@ mod tests {
         }
     }
 
+    /// A configuration for tests, the cache off unless the test turns it on.
     fn config(text: &str) -> Config {
-        Config::from_json(text, Path::new("/nonexistent")).unwrap()
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        if v.get("cache").is_none() {
+            v["cache"] = serde_json::json!({"ttl_secs": 0});
+        }
+        Config::from_json(&v.to_string(), Path::new("/nonexistent")).unwrap()
     }
 
     fn store() -> MemoryStore {
         MemoryStore {
             clock: FakeClock::at(1_000_000),
             counters: RefCell::default(),
+            cache: RefCell::default(),
             fail: Cell::new(false),
         }
     }

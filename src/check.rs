@@ -5,7 +5,7 @@ use std::io::Write;
 
 use crate::config::Config;
 use crate::locate::{self, Located};
-use crate::provider::{HttpMethod, Place, ProviderSpec};
+use crate::provider::{HttpMethod, ProviderSpec};
 use crate::rule::KeyKind;
 
 /// Runs the check, writing a report to `out`. Returns true when the site can serve requests.
@@ -31,6 +31,25 @@ pub fn run(located: &Located, out: &mut dyn Write) -> bool {
     let mut ok = true;
     ok &= report_store(&config, out);
     ok &= report_provider(&config, out);
+    for rule in &config.spend {
+        let _ = writeln!(
+            out,
+            "spend {}: {} paid calls per {} s for the whole site",
+            rule.name, rule.limit, rule.window_secs
+        );
+    }
+    let _ = writeln!(
+        out,
+        "cache: {}",
+        if config.cache_ttl.is_zero() {
+            "off".to_owned()
+        } else {
+            format!(
+                "a resolved link is answered again for {} s without a paid call",
+                config.cache_ttl.as_secs()
+            )
+        }
+    );
     for rule in &config.rules {
         let _ = writeln!(
             out,
@@ -114,26 +133,49 @@ fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
             true
         }
         Some(ProviderSpec::Http(h)) => {
-            let place = |p: &Place| match p {
-                Place::Header { name, .. } => format!("header {name}"),
-                Place::Query(n) => format!("query parameter {n}"),
-                Place::Form(n) => format!("form field {n}"),
-            };
             let _ = writeln!(
                 out,
-                "ok   provider: {} {}; link in {}; token {}; download URL at {}",
-                match h.method {
+                "ok   provider: {}{}; token {}; each link within {} ms",
+                h.preset
+                    .as_deref()
+                    .map_or("http".to_owned(), |p| format!("preset {p}")),
+                h.base_url
+                    .as_deref()
+                    .map_or(String::new(), |b| format!(" at {b}")),
+                if h.token.is_some() { "set" } else { "not set" },
+                h.deadline.as_millis()
+            );
+            for (i, step) in h.steps.iter().enumerate() {
+                let method = match step.method {
                     HttpMethod::Get => "GET",
                     HttpMethod::Post => "POST",
-                },
-                h.url,
-                place(&h.link),
-                match (&h.token, &h.auth) {
-                    (Some(_), Some(p)) => format!("set, sent in {}", place(p)),
-                    _ => "not set".to_owned(),
-                },
-                h.download
-            );
+                };
+                let reads: Vec<String> = step
+                    .extract
+                    .iter()
+                    .map(|(name, pointers)| format!("{name} <- {}", pointers.join(" or ")))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "     step {}: {method} {}{}{}; reads {}",
+                    i + 1,
+                    step.url.0,
+                    step.when
+                        .as_deref()
+                        .map_or(String::new(), |w| format!(" (when {w} is given)")),
+                    step.poll.as_ref().map_or(String::new(), |p| format!(
+                        " (every {} ms until {} = {})",
+                        p.interval.as_millis(),
+                        p.until.pointer,
+                        p.until.equals
+                    )),
+                    if reads.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        reads.join(", ")
+                    }
+                );
+            }
             true
         }
     }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::api_key::{KeyPolicy, KnownKey};
 use crate::defaults;
 use crate::identity::{Cidr, ClientPolicy};
-use crate::provider::{HttpMethod, HttpSpec, Place, ProviderSpec, SuccessTest};
+use crate::provider::ProviderSpec;
 use crate::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::secret::Secret;
 
@@ -64,6 +64,7 @@ pub struct MysqlSettings {
     pub database: Option<String>,
     pub counter_table: String,
     pub events_table: String,
+    pub cache_table: String,
     pub events_ts: TsUnit,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
@@ -88,6 +89,11 @@ pub struct Config {
     pub provider: Option<ProviderSpec>,
     pub store: StoreConfig,
     pub rules: Vec<Rule>,
+    /// Site-wide limits on paid calls: the provider's published rate and the owner's budget
+    /// (`spend`). Checked with `rules` before a paid call, and only then.
+    pub spend: Vec<Rule>,
+    /// How long a resolved link is answered again without a new paid call (0: never).
+    pub cache_ttl: Duration,
     pub client: ClientPolicy,
     /// Request header that carries the client address from a trusted proxy.
     pub forwarded_header: String,
@@ -119,12 +125,20 @@ fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
-    provider: Option<RawProvider>,
+    provider: Option<Value>,
+    spend: Option<Value>,
     store: Option<RawStore>,
     rules: Option<Vec<RawRule>>,
     client: Option<RawClient>,
     request: Option<RawRequest>,
     api_keys: Option<RawApiKeys>,
+    cache: Option<RawCache>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    ttl_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -143,40 +157,6 @@ struct RawKey {
     rules: Option<Vec<RawRule>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawProvider {
-    kind: String,
-    url: Option<String>,
-    method: Option<String>,
-    token: Option<String>,
-    auth: Option<RawPlace>,
-    link: Option<RawPlace>,
-    download: Option<String>,
-    filename: Option<String>,
-    success: Option<RawSuccess>,
-    error_message: Option<String>,
-    error_code: Option<String>,
-    connect_timeout_ms: Option<u64>,
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPlace {
-    header: Option<String>,
-    prefix: Option<String>,
-    query: Option<String>,
-    form: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSuccess {
-    pointer: String,
-    equals: Value,
-}
-
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawStore {
@@ -191,6 +171,7 @@ struct RawStore {
     database: Option<String>,
     table: Option<String>,
     counter_table: Option<String>,
+    cache_table: Option<String>,
     events_ts: Option<String>,
     connect_timeout_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
@@ -263,13 +244,47 @@ impl Config {
     }
 
     fn from_raw(raw: RawConfig, base: &Path) -> Result<Config, ConfigError> {
-        let provider = raw.provider.map(provider).transpose()?;
+        let (provider, rate_rules) = match raw.provider {
+            None => (None, Vec::new()),
+            Some(section) => {
+                let (p, r) = crate::provider_config::parse(section)?;
+                (Some(p), r)
+            }
+        };
+        let mut spend = rate_rules;
+        if let Some(list) = raw.spend {
+            let raw_rules = crate::provider_config::raw_site_rules(list, "spend")?;
+            spend.extend(crate::provider_config::site_rules(&raw_rules, "spend")?);
+        }
         let store = store(raw.store, base)?;
         let rules = match raw.rules {
             None => vec![default_rule()],
             Some(list) => rules(list)?,
         };
         check_algorithms(&rules, &store.kind)?;
+        for (i, r) in spend.iter().enumerate() {
+            if rules.iter().any(|o| o.name == r.name) || spend[..i].iter().any(|o| o.name == r.name)
+            {
+                return Err(err(
+                    "spend",
+                    format!(
+                        "the rule name {:?} is used twice (rules, spend and the provider's rate_limits share names)",
+                        r.name.as_str()
+                    ),
+                ));
+            }
+        }
+        let cache_ttl = Duration::from_secs(
+            raw.cache
+                .and_then(|c| c.ttl_secs)
+                .unwrap_or(defaults::CACHE_TTL_SECS),
+        );
+        if cache_ttl > Duration::from_secs(7 * 24 * 3600) {
+            return Err(err(
+                "cache.ttl_secs",
+                "must be at most 604800 (a week); 0 turns the cache off",
+            ));
+        }
         let api_keys = api_keys(raw.api_keys, &store.kind)?;
         let client = raw.client.unwrap_or(RawClient {
             ipv6_prefix: None,
@@ -320,6 +335,8 @@ impl Config {
             provider,
             store,
             rules,
+            spend,
+            cache_ttl,
             client: ClientPolicy {
                 ipv6_prefix,
                 trusted_proxies,
@@ -334,22 +351,7 @@ impl Config {
     pub fn masked_json(&self) -> Value {
         let provider = match &self.provider {
             None => Value::Null,
-            Some(ProviderSpec::Echo) => json!({"kind": "echo"}),
-            Some(ProviderSpec::Http(h)) => json!({
-                "kind": "http",
-                "method": match h.method { HttpMethod::Get => "GET", HttpMethod::Post => "POST" },
-                "url": h.url,
-                "token": h.token.as_ref().map(|_| "***"),
-                "auth": h.auth.as_ref().map(place_json),
-                "link": place_json(&h.link),
-                "download": h.download,
-                "filename": h.filename,
-                "success": h.success.as_ref().map(|s| json!({"pointer": s.pointer, "equals": s.equals})),
-                "error_message": h.error_message,
-                "error_code": h.error_code,
-                "connect_timeout_ms": h.connect_timeout.as_millis() as u64,
-                "timeout_ms": h.timeout.as_millis() as u64,
-            }),
+            Some(p) => crate::provider_config::describe(p),
         };
         let mut store = match &self.store.kind {
             StoreKind::File { dir } => json!({"kind": "file", "dir": dir.display().to_string()}),
@@ -359,6 +361,7 @@ impl Config {
                     "kind": "mysql",
                     "table": m.events_table,
                     "counter_table": m.counter_table,
+                    "cache_table": m.cache_table,
                     "events_ts": match m.events_ts { TsUnit::Millis => "ms", TsUnit::Seconds => "s" },
                     "connect_timeout_ms": m.connect_timeout.as_millis() as u64,
                     "read_timeout_ms": m.read_timeout.as_millis() as u64,
@@ -419,6 +422,10 @@ impl Config {
             "provider": provider,
             "store": store,
             "rules": self.rules.iter().map(rule_json).collect::<Vec<_>>(),
+            "spend": self.spend.iter().map(|r| json!({
+                "name": r.name.as_str(), "limit": r.limit.get(), "window_secs": r.window_secs.get(),
+            })).collect::<Vec<_>>(),
+            "cache": {"ttl_secs": self.cache_ttl.as_secs()},
             "client": {
                 "ipv6_prefix": self.client.ipv6_prefix,
                 "trusted_proxies": self.client.trusted_proxies.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
@@ -472,6 +479,13 @@ impl Config {
 /// Every string under a key that holds secrets (`token`, `password`, `url`), anywhere in a
 /// configuration's JSON, so error messages about a malformed file can mask them.
 fn secret_strings(text: &str) -> Vec<String> {
+    serde_json::from_str::<Value>(text)
+        .map(|v| secret_values(&v))
+        .unwrap_or_default()
+}
+
+/// Every string under a `token`, `password` or `url` key in `v`.
+pub(crate) fn secret_values(v: &Value) -> Vec<String> {
     fn walk(v: &Value, out: &mut Vec<String>) {
         match v {
             Value::Object(map) => {
@@ -492,9 +506,7 @@ fn secret_strings(text: &str) -> Vec<String> {
         }
     }
     let mut out = Vec::new();
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
-        walk(&v, &mut out);
-    }
+    walk(v, &mut out);
     out
 }
 
@@ -592,225 +604,11 @@ fn check_algorithms(rules: &[Rule], store: &StoreKind) -> Result<(), ConfigError
     Ok(())
 }
 
-fn place_json(p: &Place) -> Value {
-    match p {
-        Place::Header { name, prefix } => json!({"header": name, "prefix": prefix}),
-        Place::Query(n) => json!({"query": n}),
-        Place::Form(n) => json!({"form": n}),
-    }
-}
-
 fn is_header_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-fn is_pointer(s: &str) -> bool {
-    s.is_empty() || s.starts_with('/')
-}
-
-fn place(raw: RawPlace, field: &str, method: HttpMethod) -> Result<Place, ConfigError> {
-    let chosen = [
-        raw.header.is_some(),
-        raw.query.is_some(),
-        raw.form.is_some(),
-    ]
-    .iter()
-    .filter(|b| **b)
-    .count();
-    if chosen != 1 {
-        return Err(err(
-            field,
-            "name exactly one of \"header\", \"query\" or \"form\", e.g. {\"form\": \"link\"}",
-        ));
-    }
-    if raw.prefix.is_some() && raw.header.is_none() {
-        return Err(err(format!("{field}.prefix"), "only goes with \"header\""));
-    }
-    let check_name = |n: &str, what: &str| {
-        if n.is_empty() || n.len() > 64 || n.chars().any(|c| c.is_control() || c == '\n') {
-            Err(err(format!("{field}.{what}"), "must be a short name"))
-        } else {
-            Ok(())
-        }
-    };
-    if let Some(name) = raw.header {
-        if !is_header_name(&name) {
-            return Err(err(
-                format!("{field}.header"),
-                "must be a header name of letters, digits and '-', e.g. \"Authorization\"",
-            ));
-        }
-        let prefix = raw.prefix.unwrap_or_default();
-        if prefix.chars().any(|c| c.is_control()) {
-            return Err(err(
-                format!("{field}.prefix"),
-                "cannot contain control characters",
-            ));
-        }
-        return Ok(Place::Header { name, prefix });
-    }
-    if let Some(name) = raw.query {
-        check_name(&name, "query")?;
-        return Ok(Place::Query(name));
-    }
-    let name = raw.form.unwrap_or_default();
-    check_name(&name, "form")?;
-    if method == HttpMethod::Get {
-        return Err(err(
-            format!("{field}.form"),
-            "a GET request has no form body: use {\"query\": ...} or set \"method\": \"POST\"",
-        ));
-    }
-    Ok(Place::Form(name))
-}
-
-/// True when the URL's host is this machine, where plain http cannot be overheard.
-fn loopback_host(rest: &str) -> bool {
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-fn provider(raw: RawProvider) -> Result<ProviderSpec, ConfigError> {
-    match raw.kind.as_str() {
-        "echo" => return Ok(ProviderSpec::Echo),
-        "http" => {}
-        other => {
-            return Err(err(
-                "provider.kind",
-                format!(
-                    "{other:?} is not a provider kind: use \"http\" for a JSON API or \"echo\" to try the site without spending anything"
-                ),
-            ));
-        }
-    }
-    let method = match raw.method.as_deref().unwrap_or("POST") {
-        m if m.eq_ignore_ascii_case("POST") => HttpMethod::Post,
-        m if m.eq_ignore_ascii_case("GET") => HttpMethod::Get,
-        m => {
-            return Err(err(
-                "provider.method",
-                format!("{m:?}: use \"POST\" or \"GET\""),
-            ));
-        }
-    };
-    let url = raw
-        .url
-        .ok_or_else(|| err("provider.url", "missing: the provider's API endpoint, e.g. \"https://api.real-debrid.com/rest/1.0/unrestrict/link\""))?;
-    let lower = url.to_ascii_lowercase();
-    let valid_url = if let Some(rest) = lower.strip_prefix("https://") {
-        !rest.is_empty()
-    } else if let Some(rest) = lower.strip_prefix("http://") {
-        if !loopback_host(rest) {
-            return Err(err(
-                "provider.url",
-                "use https:// (plain http would send the token unencrypted; it is accepted only for a provider on this machine)",
-            ));
-        }
-        true
-    } else {
-        false
-    };
-    if !valid_url || url.chars().any(|c| c.is_whitespace() || c.is_control()) || url.contains('#') {
-        return Err(err(
-            "provider.url",
-            format!("{url:?} is not an https:// URL"),
-        ));
-    }
-    let token = raw.token.map(Secret::new);
-    let auth = match (raw.auth, &token) {
-        (Some(a), Some(_)) => Some(place(a, "provider.auth", method)?),
-        (Some(_), None) => {
-            return Err(err(
-                "provider.token",
-                "missing: \"auth\" says where the token goes, so put the provider's API token in \"token\"",
-            ));
-        }
-        (None, Some(_)) => Some(Place::Header {
-            name: "Authorization".into(),
-            prefix: "Bearer ".into(),
-        }),
-        (None, None) => None,
-    };
-    let link = match raw.link {
-        Some(l) => place(l, "provider.link", method)?,
-        None if method == HttpMethod::Get => Place::Query("link".into()),
-        None => Place::Form("link".into()),
-    };
-    if matches!(link, Place::Header { .. }) {
-        return Err(err(
-            "provider.link",
-            "the link goes in a \"form\" field or the \"query\", not a header",
-        ));
-    }
-    let download = raw.download.ok_or_else(|| {
-        err(
-            "provider.download",
-            "missing: the JSON Pointer to the download URL in the answer, e.g. \"/download\"",
-        )
-    })?;
-    let pointers = [
-        ("provider.download", Some(&download)),
-        ("provider.filename", raw.filename.as_ref()),
-        ("provider.error_message", raw.error_message.as_ref()),
-        ("provider.error_code", raw.error_code.as_ref()),
-        (
-            "provider.success.pointer",
-            raw.success.as_ref().map(|s| &s.pointer),
-        ),
-    ];
-    for (field, value) in pointers {
-        if let Some(p) = value
-            && !is_pointer(p)
-        {
-            return Err(err(
-                field,
-                format!("{p:?} is not a JSON Pointer: write it like \"/data/link\""),
-            ));
-        }
-    }
-    let connect_ms = raw
-        .connect_timeout_ms
-        .unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
-    let timeout_ms = raw.timeout_ms.unwrap_or(defaults::PROVIDER_TIMEOUT_MS);
-    if !(1..=30_000).contains(&connect_ms) {
-        return Err(err(
-            "provider.connect_timeout_ms",
-            "must be 1 to 30000 (milliseconds)",
-        ));
-    }
-    if !(1..=55_000).contains(&timeout_ms) || timeout_ms < connect_ms {
-        return Err(err(
-            "provider.timeout_ms",
-            "must be 1 to 55000 (milliseconds), at least connect_timeout_ms, and under Apache's 60 s Timeout",
-        ));
-    }
-    Ok(ProviderSpec::Http(Box::new(HttpSpec {
-        method,
-        url,
-        token,
-        auth,
-        link,
-        download,
-        filename: raw.filename,
-        success: raw.success.map(|s| SuccessTest {
-            pointer: s.pointer,
-            equals: s.equals,
-        }),
-        error_message: raw.error_message,
-        error_code: raw.error_code,
-        connect_timeout: Duration::from_millis(connect_ms),
-        timeout: Duration::from_millis(timeout_ms),
-    })))
 }
 
 fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
@@ -863,6 +661,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
         ("db", raw.db.is_some()),
         ("table", raw.table.is_some()),
         ("counter_table", raw.counter_table.is_some()),
+        ("cache_table", raw.cache_table.is_some()),
         ("events_ts", raw.events_ts.is_some()),
         ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
         ("read_timeout_ms", raw.read_timeout_ms.is_some()),
@@ -1129,8 +928,18 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
         "store.table",
         raw.table.as_deref().unwrap_or(defaults::MYSQL_EVENTS_TABLE),
     )?;
-    if counter_table == events_table {
-        return Err(err("store.counter_table", "must differ from store.table"));
+    let cache_table = table_name(
+        "store.cache_table",
+        raw.cache_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_CACHE_TABLE),
+    )?;
+    if counter_table == events_table || cache_table == events_table || cache_table == counter_table
+    {
+        return Err(err(
+            "store.counter_table",
+            "store.table, store.counter_table and store.cache_table must differ",
+        ));
     }
     let events_ts = match raw.events_ts.as_deref().unwrap_or("ms") {
         "ms" => TsUnit::Millis,
@@ -1172,6 +981,7 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
         database: raw.database.clone(),
         counter_table,
         events_table,
+        cache_table,
         events_ts,
         connect_timeout: Duration::from_millis(connect_ms),
         read_timeout: Duration::from_millis(read_ms),
@@ -1286,15 +1096,17 @@ mod tests {
         let Some(ProviderSpec::Http(h)) = &c.provider else {
             panic!("{c:?}")
         };
-        assert_eq!(h.method, HttpMethod::Post);
+        // The one-call shorthand becomes one step: POST, Bearer token, link in a form field.
+        let step = &h.steps[0];
+        assert_eq!(step.method, crate::provider::HttpMethod::Post);
+        assert_eq!(step.headers[0].0, "Authorization");
+        assert_eq!(step.headers[0].1.0, "Bearer {token}");
+        assert_eq!(step.form[0].0, "link");
+        assert_eq!(step.form[0].1.0, "{link}");
         assert_eq!(
-            h.auth,
-            Some(Place::Header {
-                name: "Authorization".into(),
-                prefix: "Bearer ".into()
-            })
+            step.extract[0],
+            ("download".to_owned(), vec!["/download".to_owned()])
         );
-        assert_eq!(h.link, Place::Form("link".into()));
         assert_eq!(
             c.store.kind,
             StoreKind::File {
@@ -1440,7 +1252,7 @@ mod tests {
     #[test]
     fn errors_about_a_misplaced_secret_do_not_quote_it() {
         let e = parse(
-            r#"{"provider": {"kind": "echo", "token": "hunter22", "timeout_ms": "hunter22"}}"#,
+            r#"{"provider": {"kind": "http", "token": "hunter22", "timeout_ms": "hunter22"}}"#,
         )
         .unwrap_err();
         assert!(e.message.contains("invalid type"), "{e}");

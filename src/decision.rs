@@ -12,8 +12,12 @@ pub struct RuleStatus {
 /// The answer of the limiter. Being refused is a decision, not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Every rule admitted the request; it was counted by each.
-    Admit { statuses: Vec<RuleStatus> },
+    /// Every rule admitted the request; it was counted by each, at `at_ms` by the store's
+    /// clock (what a refund names).
+    Admit {
+        statuses: Vec<RuleStatus>,
+        at_ms: u64,
+    },
     /// At least one rule refused; nothing was counted by any rule.
     Refuse {
         /// Index of the refusing rule that admits again last.
@@ -31,7 +35,7 @@ impl Decision {
 
     pub fn statuses(&self) -> &[RuleStatus] {
         match self {
-            Decision::Admit { statuses } | Decision::Refuse { statuses, .. } => statuses,
+            Decision::Admit { statuses, .. } | Decision::Refuse { statuses, .. } => statuses,
         }
     }
 }

@@ -41,10 +41,21 @@ pub const DENY_RETRY_AFTER_SECS: u32 = 30;
 pub const PROVIDER_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Time allowed for the whole provider call, in milliseconds; well under Apache's 60 s Timeout.
 pub const PROVIDER_TIMEOUT_MS: u64 = 25_000;
+/// Time for all the calls of one resolution, polling included, in milliseconds: under
+/// Apache's 60 s Timeout and mod_fcgid's 40 s FcgidIOTimeout.
+pub const PROVIDER_DEADLINE_MS: u64 = 35_000;
+/// A resolved link is answered from the store for this long without a new paid call. Off by
+/// default: a cached answer hands one visitor's download URL to the next, which the owner
+/// should choose knowing the provider's links (600, ten minutes, suits the common ones).
+pub const CACHE_TTL_SECS: u64 = 0;
 /// Largest provider answer read, in bytes.
 pub const PROVIDER_MAX_ANSWER_BYTES: u64 = 256 * 1024;
 /// Retry-After sent when the provider is busy or rate-limits the site and says nothing.
 pub const PROVIDER_BUSY_RETRY_AFTER_SECS: u32 = 60;
+/// Retry-After sent when the file host is down for now and the provider says nothing.
+pub const PROVIDER_TEMPORARY_RETRY_AFTER_SECS: u32 = 300;
+/// Retry-After sent when the owner's provider account has no quota left.
+pub const PROVIDER_QUOTA_RETRY_AFTER_SECS: u32 = 3600;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 
@@ -57,6 +68,8 @@ pub const SERVE_PUBLIC_DIR: &str = "public";
 pub const MYSQL_COUNTER_TABLE: &str = "rate_counters";
 /// MySQL table of one row per admitted request (sliding windows), as PHP limiters keep it.
 pub const MYSQL_EVENTS_TABLE: &str = "rate_events";
+/// MySQL table of cached answers.
+pub const MYSQL_CACHE_TABLE: &str = "rate_cache";
 /// MySQL port when only a host is given.
 pub const MYSQL_PORT: u16 = 3306;
 /// Time allowed to connect to MySQL, in milliseconds.

@@ -28,6 +28,10 @@ use crate::store::{Check, Store, StoreError, SweepReport};
 
 /// Suffix of a damaged file moved aside for the owner to look at.
 const DAMAGED_SUFFIX: &str = ".damaged";
+/// Suffix of a cached answer, beside the counters in the shard directories.
+const CACHE_SUFFIX: &str = ".cache";
+/// First line of a cached answer: this word, then when it expires (ms since 1970).
+const CACHE_MAGIC: &str = "resolve-cache1";
 
 /// Counters in files under one directory.
 #[derive(Debug)]
@@ -63,6 +67,13 @@ impl<C: Clock> FileStore<C> {
         let digest = Sha256::digest(key.as_bytes());
         let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         self.dir.join(&name[..2]).join(name)
+    }
+
+    /// The file that holds the cached answer under `key`.
+    fn cache_path(&self, key: &str) -> PathBuf {
+        let mut p = self.path_for(key).into_os_string();
+        p.push(CACHE_SUFFIX);
+        PathBuf::from(p)
     }
 
     /// The counter stored for `key`, read under the lock without changing anything.
@@ -221,7 +232,16 @@ impl<C: Clock> FileStore<C> {
             let path = entry.path();
             if is_key_file_name(&name) {
                 self.sweep_file(&path, now, report)?;
-            } else if name.ends_with(DAMAGED_SUFFIX)
+            } else if name.ends_with(CACHE_SUFFIX) {
+                report.scanned += 1;
+                let expired = fs::read(&path)
+                    .ok()
+                    .and_then(|bytes| cache_expiry(&bytes))
+                    .is_none_or(|expires| expires.saturating_add(self.grace_ms) < now);
+                if expired && fs::remove_file(&path).is_ok() {
+                    report.removed += 1;
+                }
+            } else if (name.ends_with(DAMAGED_SUFFIX) || name.contains(".cache.tmp"))
                 && entry.metadata().is_ok_and(|m| {
                     modified_secs(&m)
                         .saturating_mul(1000)
@@ -269,6 +289,16 @@ fn move_aside(path: &Path) -> PathBuf {
     let aside = PathBuf::from(aside);
     let _ = fs::rename(path, &aside);
     aside
+}
+
+/// When a cached answer expires, from its first line.
+fn cache_expiry(bytes: &[u8]) -> Option<u64> {
+    let line = bytes.split(|&b| b == b'\n').next()?;
+    let text = std::str::from_utf8(line).ok()?;
+    let (magic, expires) = text.split_once(' ')?;
+    (magic == CACHE_MAGIC)
+        .then(|| expires.parse().ok())
+        .flatten()
 }
 
 fn is_key_file_name(name: &str) -> bool {
@@ -378,6 +408,76 @@ impl<C: Clock> Store for FileStore<C> {
         let _ = fs::remove_file(&probe);
         written?;
         Ok(format!("file store in {}", self.dir.display()))
+    }
+
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        let mut paths: Vec<PathBuf> = checks.iter().map(|c| self.path_for(&c.key)).collect();
+        paths.sort();
+        paths.dedup();
+        let locked = paths
+            .iter()
+            .map(|p| self.lock(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        for l in &locked {
+            let loaded = self.load(l)?;
+            if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
+                self.store(l, &loaded, &c)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.cache_path(key);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("read", &path, &e)),
+        };
+        let Some(expires) = cache_expiry(&bytes) else {
+            return Ok(None);
+        };
+        if expires <= self.clock.now_ms() {
+            return Ok(None);
+        }
+        let start = bytes
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| i + 1);
+        Ok(Some(bytes[start..].to_vec()))
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let path = self.cache_path(key);
+        self.ensure_dir()?;
+        let shard = path.parent().unwrap_or(&self.dir);
+        match fs::DirBuilder::new().mode(0o700).create(shard) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_error("create directory", shard, &e)),
+        }
+        let expires = self
+            .clock
+            .now_ms()
+            .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let mut content = format!("{CACHE_MAGIC} {expires}\n").into_bytes();
+        content.extend_from_slice(value);
+        // Written aside, then renamed over: a reader sees the old entry or the new one, whole.
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".tmp{}", std::process::id()));
+        let tmp = PathBuf::from(tmp);
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &content));
+        if let Err(e) = written.and_then(|()| fs::rename(&tmp, &path)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(io_error("write", &path, &e));
+        }
+        Ok(())
     }
 }
 

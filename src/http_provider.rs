@@ -1,10 +1,14 @@
-//! The provider call over HTTPS with ureq and rustls. One attempt only: a request that may have
-//! reached the provider may have been charged, so it is never sent twice.
+//! The provider call over HTTPS with ureq and rustls: the description's steps in order, polling
+//! where it says so, all within the deadline. No request is ever sent twice: a call that may
+//! have reached the provider may have been charged (polling asks about work already paid for).
 
 use std::io::Read;
+use std::time::{Duration, Instant};
 
 use crate::defaults;
-use crate::provider::{Failure, HttpMethod, HttpSpec, Place, Provider, ProviderError};
+use crate::provider::{
+    Failure, HttpMethod, HttpSpec, Provider, ProviderError, Step, StepOutcome, Vars,
+};
 use crate::render::Resolved;
 
 pub struct HttpProvider {
@@ -16,7 +20,6 @@ impl HttpProvider {
     pub fn new(spec: HttpSpec) -> HttpProvider {
         let config = ureq::Agent::config_builder()
             .timeout_connect(Some(spec.connect_timeout))
-            .timeout_global(Some(spec.timeout))
             .http_status_as_error(false)
             .max_redirects(0)
             // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
@@ -29,39 +32,138 @@ impl HttpProvider {
         }
     }
 
-    fn call(&self, link: &str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
-        let spec = &self.spec;
-        let token = spec.token.as_ref().map(|t| t.expose()).unwrap_or_default();
-        let mut query: Vec<(&str, &str)> = Vec::new();
-        let mut form: Vec<(&str, &str)> = Vec::new();
-        let mut header: Option<(&str, String)> = None;
-        for (place, value) in [(&spec.link, link)]
-            .into_iter()
-            .chain(spec.auth.as_ref().map(|p| (p, token)))
-        {
-            match place {
-                Place::Query(name) => query.push((name, value)),
-                Place::Form(name) => form.push((name, value)),
-                Place::Header { name, prefix } => header = Some((name, format!("{prefix}{value}"))),
-            }
-        }
-        match spec.method {
+    fn call(
+        &self,
+        step: &Step,
+        vars: &Vars,
+        timeout: Duration,
+    ) -> Result<Result<ureq::http::Response<ureq::Body>, ureq::Error>, String> {
+        let render = |list: &[(String, crate::provider::Template)]| {
+            list.iter()
+                .map(|(k, t)| t.render(vars).map(|v| (k.clone(), v)))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let url = step.url.render(vars)?;
+        let headers = render(&step.headers)?;
+        let query = render(&step.query)?;
+        let form = render(&step.form)?;
+        Ok(match step.method {
             HttpMethod::Get => {
-                let mut req = self.agent.get(&spec.url).query_pairs(query);
-                if let Some((name, value)) = &header {
-                    req = req.header(*name, value);
+                let mut req = self
+                    .agent
+                    .get(&url)
+                    .query_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                for (k, v) in &headers {
+                    req = req.header(k, v);
                 }
-                req.call()
+                req.config().timeout_global(Some(timeout)).build().call()
             }
             HttpMethod::Post => {
-                let mut req = self.agent.post(&spec.url).query_pairs(query);
-                if let Some((name, value)) = &header {
-                    req = req.header(*name, value);
+                let mut req = self
+                    .agent
+                    .post(&url)
+                    .query_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+                for (k, v) in &headers {
+                    req = req.header(k, v);
                 }
-                req.send_form(form)
+                req.config()
+                    .timeout_global(Some(timeout))
+                    .build()
+                    .send_form(form.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            }
+        })
+    }
+
+    /// Runs one step, polling until done. `reached` says whether an earlier call connected.
+    fn run_step(
+        &self,
+        step: &Step,
+        vars: &mut Vars,
+        deadline: Instant,
+        reached: &mut bool,
+    ) -> Result<(), ProviderError> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(mark(
+                    ProviderError::new(
+                        Failure::Timeout,
+                        "the provider did not finish in time (provider.deadline_ms)",
+                    ),
+                    *reached,
+                ));
+            }
+            let timeout = left.min(self.spec.timeout);
+            let response = self.call(step, vars, timeout).map_err(|e| {
+                ProviderError::new(
+                    Failure::BadAnswer,
+                    format!("the description cannot build the call: {e}"),
+                )
+            })?;
+            let mut response = response.map_err(|e| {
+                // ureq's message can quote the URL, which may carry the token: the logger masks
+                // secrets, and the kind alone decides the answer.
+                mark(
+                    ProviderError::new(failure_of(&e), format!("the provider call failed: {e}")),
+                    *reached,
+                )
+            })?;
+            *reached = true;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u32>().ok());
+            let mut body = Vec::new();
+            if let Err(e) = response
+                .body_mut()
+                .as_reader()
+                .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
+                .read_to_end(&mut body)
+            {
+                let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+                    || e.get_ref()
+                        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+                        .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)));
+                let failure = if timed_out {
+                    Failure::Timeout
+                } else {
+                    Failure::BadAnswer
+                };
+                return Err(ProviderError::new(
+                    failure,
+                    format!("reading the provider's answer failed: {e}"),
+                ));
+            }
+            match self.spec.interpret(step, status, retry_after, &body)? {
+                StepOutcome::Done(found) => {
+                    vars.extend(found);
+                    return Ok(());
+                }
+                StepOutcome::Again => {
+                    let interval = step
+                        .poll
+                        .as_ref()
+                        .map_or(Duration::from_secs(1), |p| p.interval);
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left <= interval {
+                        return Err(ProviderError::new(
+                            Failure::Timeout,
+                            "the provider was still working when the deadline came (provider.deadline_ms)",
+                        ));
+                    }
+                    std::thread::sleep(interval);
+                }
             }
         }
     }
+}
+
+/// Records whether anything reached the provider before this failure.
+fn mark(mut e: ProviderError, reached_before: bool) -> ProviderError {
+    e.reached = reached_before || e.failure != Failure::Unreachable;
+    e
 }
 
 fn failure_of(e: &ureq::Error) -> Failure {
@@ -80,39 +182,15 @@ fn failure_of(e: &ureq::Error) -> Failure {
 
 impl Provider for HttpProvider {
     fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
-        let mut response = self.call(link).map_err(|e| {
-            // ureq's message can quote the URL, which may carry the token: the logger masks
-            // secrets, and the kind alone decides the answer.
-            ProviderError::new(failure_of(&e), format!("the provider call failed: {e}"))
-        })?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u32>().ok());
-        let mut body = Vec::new();
-        let read = response
-            .body_mut()
-            .as_reader()
-            .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
-            .read_to_end(&mut body);
-        if let Err(e) = read {
-            let failure = if e.kind() == std::io::ErrorKind::TimedOut {
-                Failure::Timeout
-            } else {
-                Failure::BadAnswer
-            };
-            let timed_out = e
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<ureq::Error>())
-                .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)));
-            let failure = if timed_out { Failure::Timeout } else { failure };
-            return Err(ProviderError::new(
-                failure,
-                format!("reading the provider's answer failed: {e}"),
-            ));
+        let deadline = Instant::now() + self.spec.deadline;
+        let mut vars = self.spec.start_vars(link);
+        let mut reached = false;
+        for step in &self.spec.steps {
+            if step.when.as_ref().is_some_and(|w| !vars.contains_key(w)) {
+                continue;
+            }
+            self.run_step(step, &mut vars, deadline, &mut reached)?;
         }
-        self.spec.interpret(status, retry_after, &body)
+        self.spec.finish(&vars)
     }
 }

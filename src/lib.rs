@@ -6,6 +6,7 @@
 
 pub mod api_key;
 pub mod app;
+pub mod cache;
 pub mod cgi;
 pub mod check;
 pub mod cli;
@@ -23,8 +24,10 @@ pub mod locate;
 pub mod log;
 pub mod mysql_store;
 pub mod negotiate;
+pub mod presets;
 pub mod problem;
 pub mod provider;
+pub mod provider_config;
 pub mod random;
 pub mod record;
 pub mod redis_store;

@@ -119,6 +119,15 @@ fn standing(rule: &Rule, state: &State, now_ms: u64) -> Standing {
     }
 }
 
+/// A fixed window after taking back one request admitted at `at_ms`: None when that request
+/// is no longer in the window (the window ended, or the counter is at zero).
+pub fn refunded(counter: Counter, at_ms: u64) -> Option<Counter> {
+    (counter.count > 0 && counter.start_ms <= at_ms && at_ms < counter.end_ms()).then(|| Counter {
+        count: counter.count - 1,
+        ..counter
+    })
+}
+
 /// Decide one request against every rule. `states[i]` is what the store holds for `rules[i]`'s
 /// key. A request refused by any rule is counted by none; an admitted one by all.
 pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
@@ -197,7 +206,10 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
         }
     }
     Outcome {
-        decision: Decision::Admit { statuses },
+        decision: Decision::Admit {
+            statuses,
+            at_ms: now_ms,
+        },
         now_ms,
         writes,
     }
@@ -538,6 +550,19 @@ mod tests {
         );
         clock.set_ms(5_000);
         assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
+    }
+
+    #[test]
+    fn refunds_take_back_only_from_the_same_window() {
+        let c = Counter {
+            start_ms: 1_000,
+            window_ms: 60_000,
+            count: 3,
+        };
+        assert_eq!(refunded(c, 5_000).map(|c| c.count), Some(2));
+        assert_eq!(refunded(c, 61_000), None, "after the window");
+        assert_eq!(refunded(c, 500), None, "before the window");
+        assert_eq!(refunded(Counter { count: 0, ..c }, 5_000), None);
     }
 
     #[test]

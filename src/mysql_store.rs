@@ -22,7 +22,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
-use mysql::{Conn, IsolationLevel, Opts, OptsBuilder, SslOpts, TxOpts, Value};
+use mysql::{Conn, Opts, OptsBuilder, SslOpts, TxOpts, Value};
 
 use crate::config::{MysqlSettings, TsUnit};
 use crate::decision::Decision;
@@ -101,8 +101,8 @@ fn ms_to_ts(unit: TsUnit, ms: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The SQL that creates both tables.
-pub fn create_tables_sql(s: &MysqlSettings) -> [String; 2] {
+/// The SQL that creates the tables.
+pub fn create_tables_sql(s: &MysqlSettings) -> [String; 3] {
     let ts_comment = match s.events_ts {
         TsUnit::Millis => "milliseconds since 1970",
         TsUnit::Seconds => "seconds since 1970",
@@ -126,12 +126,21 @@ pub fn create_tables_sql(s: &MysqlSettings) -> [String; 2] {
              KEY rkey_ts (rkey, ts), KEY ts (ts)) ENGINE=InnoDB",
             s.events_table
         ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS `{}` (\
+             ckey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
+             expires_ms BIGINT UNSIGNED NOT NULL, \
+             value BLOB NOT NULL, \
+             KEY expires (expires_ms)) ENGINE=InnoDB",
+            s.cache_table
+        ),
     ]
 }
 
 /// The columns each table must have, for `check`.
 const COUNTER_COLUMNS: [&str; 5] = ["rkey", "start_ms", "window_ms", "count", "expires_ms"];
 const EVENTS_COLUMNS: [&str; 2] = ["rkey", "ts"];
+const CACHE_COLUMNS: [&str; 3] = ["ckey", "expires_ms", "value"];
 
 impl MysqlStore {
     /// A store for `settings`. `rules` tells how long sliding records must be kept.
@@ -167,10 +176,13 @@ impl MysqlStore {
             .prefer_socket(false)
             // Each CGI process prepares a statement once: no cache to keep.
             .stmt_cache_size(Some(16))
-            .init(vec![format!(
-                "SET SESSION innodb_lock_wait_timeout = {}",
-                s.read_timeout.as_secs().max(1)
-            )]);
+            .init(vec![
+                format!(
+                    "SET SESSION innodb_lock_wait_timeout = {}",
+                    s.read_timeout.as_secs().max(1)
+                ),
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
+            ]);
         if let Some(h) = &s.host {
             b = b.ip_or_hostname(Some(h.clone()));
         }
@@ -305,37 +317,61 @@ impl MysqlStore {
         let s = &self.settings;
         let mut order: Vec<usize> = (0..checks.len()).collect();
         order.sort_by(|a, b| checks[*a].key.cmp(&checks[*b].key));
+        let sliding = checks
+            .iter()
+            .any(|c| c.rule.algorithm == Algorithm::Sliding);
+
+        // Statements are prepared before the transaction: while the rows are locked, every
+        // round trip is one that other requests for the key wait on.
+        deadline.check()?;
+        let placeholders = vec!["(?, 0, 0, 0, 0)"; checks.len()].join(", ");
+        let lock_rows = conn.prep(format!(
+            "INSERT INTO `{}` (rkey, start_ms, window_ms, count, expires_ms) VALUES {placeholders} \
+             ON DUPLICATE KEY UPDATE count = count",
+            s.counter_table
+        ))?;
+        let in_list = vec!["?"; checks.len()].join(", ");
+        let read_rows = conn.prep(format!(
+            "SELECT rkey, start_ms, window_ms, count, \
+             CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) \
+             FROM `{}` WHERE rkey IN ({in_list})",
+            s.counter_table
+        ))?;
+        let write_counter = conn.prep(format!(
+            "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
+            s.counter_table
+        ))?;
+        let sliding_statements = if sliding {
+            Some((
+                conn.prep(format!(
+                    "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ? ORDER BY ts",
+                    s.events_table
+                ))?,
+                conn.prep(format!(
+                    "INSERT INTO `{}` (rkey, ts) VALUES (?, ?)",
+                    s.events_table
+                ))?,
+                conn.prep(format!(
+                    "DELETE FROM `{}` WHERE rkey = ? AND ts <= ?",
+                    s.events_table
+                ))?,
+            ))
+        } else {
+            None
+        };
 
         deadline.check()?;
-        let mut tx = conn.start_transaction(
-            TxOpts::default().set_isolation_level(Some(IsolationLevel::ReadCommitted)),
-        )?;
+        // READ COMMITTED is the session's (set when connecting): no extra round trip here.
+        let mut tx = conn.start_transaction(TxOpts::default())?;
         deadline.check()?;
         // Lock (creating if needed) every key's row, in key order.
-        let placeholders = vec!["(?, 0, 0, 0, 0)"; checks.len()].join(", ");
         let keys: Vec<Value> = order
             .iter()
             .map(|i| checks[*i].key.clone().into())
             .collect();
-        tx.exec_drop(
-            format!(
-                "INSERT INTO `{}` (rkey, start_ms, window_ms, count, expires_ms) VALUES {placeholders} \
-                 ON DUPLICATE KEY UPDATE count = count",
-                s.counter_table
-            ),
-            keys.clone(),
-        )?;
+        tx.exec_drop(&lock_rows, keys.clone())?;
         deadline.check()?;
-        let in_list = vec!["?"; checks.len()].join(", ");
-        let rows: Vec<(String, u64, u64, u32, u64)> = tx.exec(
-            format!(
-                "SELECT rkey, start_ms, window_ms, count, \
-                 CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) \
-                 FROM `{}` WHERE rkey IN ({in_list})",
-                s.counter_table
-            ),
-            keys,
-        )?;
+        let rows: Vec<(String, u64, u64, u32, u64)> = tx.exec(&read_rows, keys)?;
         let now_ms = rows.first().map_or(0, |r| r.4);
         let mut states = Vec::with_capacity(checks.len());
         for check in checks {
@@ -351,11 +387,11 @@ impl MysqlStore {
                 Algorithm::Sliding => {
                     deadline.check()?;
                     let since = now_ms.saturating_sub(check.rule.window_ms());
+                    let (select_times, _, _) = sliding_statements
+                        .as_ref()
+                        .expect("prepared for sliding rules");
                     let times: Vec<i64> = tx.exec(
-                        format!(
-                            "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ? ORDER BY ts",
-                            s.events_table
-                        ),
+                        select_times,
                         (check.key.as_str(), ms_to_ts(s.events_ts, since)),
                     )?;
                     State::Sliding(
@@ -380,20 +416,26 @@ impl MysqlStore {
             match write {
                 Write::Keep => {}
                 Write::Counter(c) => tx.exec_drop(
-                    format!(
-                        "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
-                        s.counter_table
+                    &write_counter,
+                    (
+                        c.start_ms,
+                        c.window_ms,
+                        c.count,
+                        c.end_ms(),
+                        check.key.as_str(),
                     ),
-                    (c.start_ms, c.window_ms, c.count, c.end_ms(), check.key.as_str()),
                 )?,
                 Write::Append => {
                     let window = check.rule.window_ms();
+                    let (_, insert_event, delete_old) = sliding_statements
+                        .as_ref()
+                        .expect("prepared for sliding rules");
                     tx.exec_drop(
-                        format!("INSERT INTO `{}` (rkey, ts) VALUES (?, ?)", s.events_table),
+                        insert_event,
                         (check.key.as_str(), ms_to_ts(s.events_ts, now_ms)),
                     )?;
                     tx.exec_drop(
-                        format!("DELETE FROM `{}` WHERE rkey = ? AND ts <= ?", s.events_table),
+                        delete_old,
                         (
                             check.key.as_str(),
                             ms_to_ts(s.events_ts, now_ms.saturating_sub(window)),
@@ -402,11 +444,14 @@ impl MysqlStore {
                     // The lock row remembers when the key was last used, for sweeps.
                     let used = check.rule.limit.get() - status.remaining;
                     tx.exec_drop(
-                        format!(
-                            "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
-                            s.counter_table
+                        &write_counter,
+                        (
+                            now_ms,
+                            window,
+                            used,
+                            now_ms.saturating_add(window),
+                            check.key.as_str(),
                         ),
-                        (now_ms, window, used, now_ms.saturating_add(window), check.key.as_str()),
                     )?;
                 }
             }
@@ -425,6 +470,7 @@ impl MysqlStore {
             for (table, needed, sql) in [
                 (&s.counter_table, &COUNTER_COLUMNS[..], &create_tables_sql(&s)[0]),
                 (&s.events_table, &EVENTS_COLUMNS[..], &create_tables_sql(&s)[1]),
+                (&s.cache_table, &CACHE_COLUMNS[..], &create_tables_sql(&s)[2]),
             ] {
                 let typed: Vec<(String, String)> = conn.exec(
                     "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
@@ -478,6 +524,7 @@ impl Store for MysqlStore {
         if checks.is_empty() {
             return Ok(Decision::Admit {
                 statuses: Vec::new(),
+                at_ms: 0,
             });
         }
         self.with_conn(|conn, deadline| self.decide_on(conn, deadline, checks))
@@ -505,8 +552,13 @@ impl Store for MysqlStore {
                 "DELETE FROM `{}` WHERE ts < ? AND rkey LIKE 'resolve:%' LIMIT {SWEEP_BATCH}",
                 s.events_table
             );
+            let cache = format!(
+                "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
+                s.cache_table
+            );
             let jobs = [
                 (counters, now_ms.saturating_sub(grace) as i64),
+                (cache, now_ms as i64),
                 (
                     events,
                     ms_to_ts(
@@ -541,10 +593,68 @@ impl Store for MysqlStore {
             return Err(StoreError::unavailable(bad.clone()));
         }
         Ok(format!(
-            "mysql store (server {version}); tables {} and {}: {}",
+            "mysql store (server {version}); tables {}, {} and {}: {}",
             self.settings.counter_table,
             self.settings.events_table,
+            self.settings.cache_table,
             report.join("; ")
         ))
+    }
+
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        let s = &self.settings;
+        self.with_conn(|conn, deadline| {
+            for c in checks {
+                deadline.check()?;
+                match c.rule.algorithm {
+                    // One statement: atomic on its row, and only within the same window.
+                    Algorithm::Fixed => conn.exec_drop(
+                        format!(
+                            "UPDATE `{}` SET count = count - 1 \
+                             WHERE rkey = ? AND count > 0 AND start_ms <= ? AND expires_ms > ?",
+                            s.counter_table
+                        ),
+                        (c.key.as_str(), at_ms, at_ms),
+                    )?,
+                    Algorithm::Sliding => conn.exec_drop(
+                        format!(
+                            "DELETE FROM `{}` WHERE rkey = ? AND ts = ? LIMIT 1",
+                            s.events_table
+                        ),
+                        (c.key.as_str(), ms_to_ts(s.events_ts, at_ms)),
+                    )?,
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let table = &self.settings.cache_table;
+        self.with_conn(|conn, _| {
+            Ok(conn.exec_first(
+                format!(
+                    "SELECT value FROM `{table}` WHERE ckey = ? \
+                     AND expires_ms > CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)"
+                ),
+                (key,),
+            )?)
+        })
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let table = &self.settings.cache_table;
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.with_conn(|conn, _| {
+            conn.exec_drop(
+                format!(
+                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES \
+                     (?, CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) + ?, ?) \
+                     ON DUPLICATE KEY UPDATE expires_ms = VALUES(expires_ms), value = VALUES(value)"
+                ),
+                (key, ttl_ms, value),
+            )?;
+            Ok(())
+        })
     }
 }

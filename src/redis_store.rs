@@ -97,6 +97,27 @@ end
 return out
 "#;
 
+/// Takes back one request admitted at ARGV[1] (ms) from each key; ARGV[1 + i] is key i's
+/// algorithm. A fixed window counts it only if it started no later (the same window).
+pub const REFUND_SCRIPT: &str = r#"
+local at = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  if ARGV[1 + i] == 'f' then
+    local v = redis.call('HMGET', KEYS[i], 's', 'c')
+    local s, c = tonumber(v[1]), tonumber(v[2])
+    if s and c and c > 0 and s <= at then
+      redis.call('HINCRBY', KEYS[i], 'c', -1)
+    end
+  else
+    local m = redis.call('ZRANGEBYSCORE', KEYS[i], at, at, 'LIMIT', 0, 1)
+    if m[1] then
+      redis.call('ZREM', KEYS[i], m[1])
+    end
+  end
+end
+return 1
+"#;
+
 pub struct RedisStore {
     settings: RedisSettings,
     conn: RefCell<Option<Connection>>,
@@ -139,7 +160,10 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
         })
         .collect();
     if ints[0] == 1 {
-        return Ok(Decision::Admit { statuses });
+        return Ok(Decision::Admit {
+            statuses,
+            at_ms: u64::try_from(ints[3]).unwrap_or(0),
+        });
     }
     let rule = usize::try_from(ints[1] - 1)
         .ok()
@@ -238,6 +262,7 @@ impl Store for RedisStore {
         if checks.is_empty() {
             return Ok(Decision::Admit {
                 statuses: Vec::new(),
+                at_ms: 0,
             });
         }
         let count = checks.len().to_string();
@@ -284,6 +309,43 @@ impl Store for RedisStore {
             self.settings.db
         ))
     }
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        if checks.is_empty() {
+            return Ok(());
+        }
+        let count = checks.len().to_string();
+        let at = at_ms.to_string();
+        let mut args: Vec<&[u8]> = vec![b"EVAL", REFUND_SCRIPT.as_bytes(), count.as_bytes()];
+        args.extend(checks.iter().map(|c| c.key.as_bytes()));
+        args.push(at.as_bytes());
+        args.extend(checks.iter().map(|c| match c.rule.algorithm {
+            Algorithm::Fixed => &b"f"[..],
+            Algorithm::Sliding => &b"s"[..],
+        }));
+        self.call(resp::encode(&args)).map(|_| ())
+    }
+
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.call(resp::encode(&[b"GET", key.as_bytes()]))? {
+            Reply::Bulk(value) => Ok(value),
+            other => Err(StoreError::unavailable(format!(
+                "redis store at {}: GET answered {other:?}",
+                self.place()
+            ))),
+        }
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let ms = ttl.as_millis().max(1).to_string();
+        self.call(resp::encode(&[
+            b"SET",
+            key.as_bytes(),
+            value,
+            b"PX",
+            ms.as_bytes(),
+        ]))
+        .map(|_| ())
+    }
 }
 
 #[cfg(test)]
@@ -312,7 +374,8 @@ mod tests {
                 statuses: vec![RuleStatus {
                     remaining: 27,
                     reset_secs: 60
-                }]
+                }],
+                at_ms: 5
             }
         );
         assert_eq!(

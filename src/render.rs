@@ -44,6 +44,15 @@ fn seconds(n: u32) -> String {
     }
 }
 
+/// A wait in words: seconds under two minutes, then minutes, then hours (rounded up).
+pub fn wait_words(secs: u32) -> String {
+    match secs {
+        0..=119 => seconds(secs),
+        120..=7199 => format!("{} minutes", secs.div_ceil(60)),
+        _ => format!("{} hours", secs.div_ceil(3600)),
+    }
+}
+
 /// The sentence a refused client reads.
 pub fn limited_sentence(retry_after: u32) -> String {
     format!("Too many requests: try again in {}.", seconds(retry_after))
@@ -189,6 +198,13 @@ mod tests {
         let [policy, state] = limit_headers(&[&a, &b], &d);
         assert_eq!(policy.1, "\"minute\";q=30;w=60, \"day\";q=500;w=86400");
         assert_eq!(state.1, "\"minute\";r=0;t=42, \"day\";r=470;t=80000");
+    }
+
+    #[test]
+    fn waits_in_words() {
+        assert_eq!(wait_words(45), "45 seconds");
+        assert_eq!(wait_words(121), "3 minutes");
+        assert_eq!(wait_words(86_400), "24 hours");
     }
 
     #[test]

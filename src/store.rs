@@ -36,6 +36,16 @@ pub trait Store {
     /// Makes sure the store is reachable and writable without counting anything, and says
     /// what it is.
     fn probe(&self) -> Result<String, StoreError>;
+
+    /// Takes back one request admitted at `at_ms` (the decision's time) from every check's
+    /// key, if its window still holds it: for a paid call that never reached the provider.
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError>;
+
+    /// A cached value, if one is stored under `key` and has not expired.
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Stores `value` under `key` for `ttl`.
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError>;
 }
 
 /// What kind of failure a store had.

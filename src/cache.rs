@@ -1,0 +1,87 @@
+//! The result cache: a link resolved a moment ago is answered again from the store without a
+//! new paid call. Entries are keyed by a hash of the normalised link and hold the answer.
+
+use sha2::{Digest, Sha256};
+
+use crate::render::Resolved;
+
+/// The link as the cache sees it: scheme and host in lower case, the default port and the
+/// fragment (never sent to a server) removed. Path and query are kept as they are: they are
+/// case-sensitive on most hosts.
+pub fn normalise(link: &str) -> String {
+    let link = link.split('#').next().unwrap_or(link);
+    let Some((scheme, rest)) = link.split_once("://") else {
+        return link.to_owned();
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(split);
+    let mut authority = authority.to_ascii_lowercase();
+    let default_port = if scheme == "https" { ":443" } else { ":80" };
+    if authority.ends_with(default_port) {
+        authority.truncate(authority.len() - default_port.len());
+    }
+    let tail = if tail.is_empty() { "/" } else { tail };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// The store key of a link's cached answer.
+pub fn key(link: &str) -> String {
+    let digest = Sha256::digest(normalise(link).as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("resolve:cache:{hex}")
+}
+
+/// A resolved link as stored.
+pub fn encode(r: &Resolved) -> Vec<u8> {
+    serde_json::json!({"download": r.download, "filename": r.filename})
+        .to_string()
+        .into_bytes()
+}
+
+/// A stored answer, if it is one.
+pub fn decode(bytes: &[u8]) -> Option<Resolved> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let download = v["download"].as_str()?;
+    let lower = download.get(..8).unwrap_or(download).to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+        return None;
+    }
+    Some(Resolved {
+        download: download.to_owned(),
+        filename: v["filename"].as_str().map(str::to_owned),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_link_written_differently_has_one_key() {
+        let same = [
+            "https://Host.Example/File?x=1",
+            "HTTPS://host.example:443/File?x=1",
+            "https://host.example/File?x=1#part",
+        ];
+        for s in same {
+            assert_eq!(normalise(s), "https://host.example/File?x=1", "{s}");
+            assert_eq!(key(s), key(same[0]));
+        }
+        assert_eq!(normalise("http://h.example:80"), "http://h.example/");
+        assert_ne!(key("https://h.example/File"), key("https://h.example/file"));
+        assert_ne!(key("https://h.example:8443/f"), key("https://h.example/f"));
+        assert!(key("https://h.example/f").starts_with("resolve:cache:"));
+    }
+
+    #[test]
+    fn answers_round_trip_and_junk_is_no_answer() {
+        let r = Resolved {
+            download: "https://dl.example/f".into(),
+            filename: Some("f.zip".into()),
+        };
+        assert_eq!(decode(&encode(&r)), Some(r));
+        assert_eq!(decode(b"junk"), None);
+        assert_eq!(decode(br#"{"download": "javascript:x"}"#), None);
+    }
+}
