@@ -5,11 +5,12 @@ use std::io::Write;
 
 use crate::config::Config;
 use crate::locate::{self, Located};
-use crate::provider::{HttpMethod, ProviderSpec};
+use crate::provider::{HttpMethod, Provider, ProviderSpec};
 use crate::rule::KeyKind;
 
-/// Runs the check, writing a report to `out`. Returns true when the site can serve requests.
-pub fn run(located: &Located, out: &mut dyn Write) -> bool {
+/// Runs the check, writing a report to `out`. With `live`, also makes one real provider call
+/// for that link. Returns true when the site can serve requests (and the call succeeded).
+pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     let _ = writeln!(
         out,
         "configuration: {}",
@@ -90,6 +91,9 @@ pub fn run(located: &Located, out: &mut dyn Write) -> bool {
         "effective configuration (secrets masked):\n{}",
         serde_json::to_string_pretty(&config.masked_json()).unwrap_or_default()
     );
+    if let Some(link) = live {
+        ok &= live_call(&config, link, out);
+    }
     let _ = writeln!(
         out,
         "{}",
@@ -100,6 +104,54 @@ pub fn run(located: &Located, out: &mut dyn Write) -> bool {
         }
     );
     ok
+}
+
+/// One real call to the provider, announced; it may cost a paid call. Counts nothing.
+fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
+    let link = match crate::link::validate(link.as_bytes()) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = writeln!(out, "FAIL live: {e}");
+            return false;
+        }
+    };
+    let Some(spec) = &config.provider else {
+        let _ = writeln!(out, "FAIL live: no provider to call");
+        return false;
+    };
+    let _ = writeln!(
+        out,
+        "LIVE: calling the provider once for {link} (this may cost one paid call; no limit is counted)"
+    );
+    let started = std::time::Instant::now();
+    let result = match spec {
+        ProviderSpec::Echo => crate::provider::EchoProvider.resolve(link),
+        ProviderSpec::Http(h) => {
+            crate::http_provider::HttpProvider::new((**h).clone()).resolve(link)
+        }
+    };
+    let took = started.elapsed().as_millis();
+    let secrets = config.secrets();
+    let mask = |text: String| {
+        secrets
+            .iter()
+            .fold(text, |t, s| t.replace(s.as_str(), "***"))
+    };
+    match result {
+        Ok(r) => {
+            let _ = writeln!(
+                out,
+                "ok   live: resolved in {took} ms: {}{}",
+                r.download,
+                r.filename.map_or(String::new(), |f| format!(" ({f})"))
+            );
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(out, "FAIL live: after {took} ms: {}", mask(e.to_string()));
+            false
+        }
+    }
 }
 
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {

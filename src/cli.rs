@@ -24,9 +24,11 @@ Commands:
         Try the site on this machine: serves DIR (default ./public) and runs
         itself as CGI for /cgi-bin/resolve. ADDR defaults to 127.0.0.1:8080.
         Without a provider in the configuration it uses the echo provider.
-  resolve check [--config FILE]
+  resolve check [--config FILE] [--live LINK]
         Check the configuration and the store; print the effective
         configuration with secrets masked. Exit status 1 when not ready.
+        --live LINK also resolves LINK once with the provider (a real,
+        possibly paid call; no limit is counted).
   resolve sweep [--config FILE]
         Remove rate-limit data whose windows ended long ago (for cron).
   resolve --help | --version
@@ -41,6 +43,7 @@ struct Options {
     config: Option<PathBuf>,
     addr: Option<String>,
     public: Option<PathBuf>,
+    live: Option<String>,
 }
 
 fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String> {
@@ -58,6 +61,7 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
             "--config" => o.config = Some(PathBuf::from(value)),
             "--addr" => o.addr = Some(value.to_string_lossy().into_owned()),
             "--public" => o.public = Some(PathBuf::from(value)),
+            "--live" => o.live = Some(value.to_string_lossy().into_owned()),
             _ => unreachable!("checked against allowed"),
         }
     }
@@ -100,9 +104,13 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Some("check") => {
-            let options = parse_options(rest, &["--config"])?;
+            let options = parse_options(rest, &["--config", "--live"])?;
             let located = locate_from(&options)?;
-            let ok = crate::check::run(&located, &mut std::io::stdout().lock());
+            let ok = crate::check::run(
+                &located,
+                options.live.as_deref(),
+                &mut std::io::stdout().lock(),
+            );
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {
