@@ -736,9 +736,10 @@ fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
 }
 
 fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
-    let mut username = raw.user.clone();
-    let mut password = raw.password.clone();
-    let mut db = raw.db.unwrap_or(0);
+    // The URL first; the separate fields, where given, override its parts (as for MySQL).
+    let mut username = None;
+    let mut password = None;
+    let mut db = 0;
     let mut target = None;
     if let Some(url) = &raw.url {
         let bad = |why: &str| {
@@ -827,6 +828,9 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
             _ => return Err(bad("it must start with redis:// or unix://")),
         });
     }
+    username = raw.user.clone().or(username);
+    password = raw.password.clone().or(password);
+    db = raw.db.unwrap_or(db);
     if let Some(sock) = &raw.socket {
         target = Some(crate::resp::Target::Unix(PathBuf::from(sock)));
     } else if let Some(host) = &raw.host {

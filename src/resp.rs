@@ -140,6 +140,8 @@ impl Stream for UnixStream {}
 pub struct Connection {
     stream: Box<dyn Stream>,
     buf: Vec<u8>,
+    /// Longest a whole exchange (all its reads) may take.
+    io_timeout: Duration,
 }
 
 impl Connection {
@@ -168,7 +170,12 @@ impl Connection {
                 Box::new(s)
             }
             Target::Unix(path) => {
-                let s = UnixStream::connect(path)?;
+                // A blocking connect to a server that stopped accepting waits in its listen
+                // queue without limit: connect with the timeout instead.
+                let sock =
+                    socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
+                sock.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)?;
+                let s = UnixStream::from(std::os::fd::OwnedFd::from(sock));
                 s.set_read_timeout(Some(io_timeout))?;
                 s.set_write_timeout(Some(io_timeout))?;
                 Box::new(s)
@@ -177,11 +184,14 @@ impl Connection {
         Ok(Connection {
             stream,
             buf: Vec::new(),
+            io_timeout,
         })
     }
 
-    /// Sends every command at once, then reads one reply per command.
+    /// Sends every command at once, then reads one reply per command. Each read has the I/O
+    /// timeout and so does the whole: a server trickling bytes cannot stretch it.
     pub fn pipeline(&mut self, commands: &[Vec<u8>]) -> io::Result<Vec<Reply>> {
+        let deadline = std::time::Instant::now() + self.io_timeout;
         self.stream.write_all(&commands.concat())?;
         self.stream.flush()?;
         let mut replies = Vec::with_capacity(commands.len());
@@ -192,6 +202,12 @@ impl Connection {
                     replies.push(reply);
                 }
                 Ok(None) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the reply did not arrive in time",
+                        ));
+                    }
                     let mut chunk = [0u8; 4096];
                     let n = self.stream.read(&mut chunk)?;
                     if n == 0 {

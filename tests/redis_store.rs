@@ -1,0 +1,1470 @@
+//! The Redis store under a real Apache (mod_cgid) and a real redis-server: exact limits under concurrent load for fixed and sliding windows, one limit shared by two web servers, an expiry on every key, sliding-window timing, a rule changing algorithm, a server that dies, slows down, hangs or refuses (over TCP and over its socket), passwords and ACL users with `resolve check`, and the Unix socket.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use support::config;
+use support::delay_proxy::Mode;
+use support::redis::{Resp, Via};
+use support::urlenc::{encode, link_param};
+use support::{
+    Apache, DelayProxy, HttpClient, Provider, Redis, Request, Response, TempDir, binary,
+};
+
+/// Store timeouts every test configures, in milliseconds.
+const CONNECT_MS: u64 = 500;
+const READ_MS: u64 = 500;
+/// `Retry-After` of the 503 a failing store gets with `on_error: deny`.
+const DENY_RETRY_AFTER: u64 = 7;
+/// What a request may take beyond the store's timeouts: Apache, starting the program, the
+/// provider stand-in, a machine busy with the other tests.
+const MARGIN: Duration = Duration::from_millis(1000);
+/// The hint the binary gives when Redis refuses the credentials.
+const CREDENTIALS_HINT: &str = "(check store.password and store.username)";
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+fn rule(name: &str, algorithm: &str, limit: u64, window_secs: u64) -> Value {
+    json!({"name": name, "key": "ip", "algorithm": algorithm, "limit": limit, "window_secs": window_secs})
+}
+
+/// The fields every store section here shares: timeouts and the failure policy.
+fn with_policy(mut store: Value, on_error: &str) -> Value {
+    store["kind"] = json!("redis");
+    store["connect_timeout_ms"] = json!(CONNECT_MS);
+    store["read_timeout_ms"] = json!(READ_MS);
+    store["on_error"] = json!(on_error);
+    store["deny_retry_after_secs"] = json!(DENY_RETRY_AFTER);
+    store
+}
+
+/// Host and port given as separate fields.
+fn tcp_store(port: u16, on_error: &str) -> Value {
+    with_policy(json!({"host": "127.0.0.1", "port": port}), on_error)
+}
+
+fn url_store(url: &str, on_error: &str) -> Value {
+    with_policy(json!({"url": url}), on_error)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A site: Apache running the binary, its provider stand-in and its configuration file
+
+/// Fields drop in order: Apache stops first.
+struct Site {
+    apache: Apache,
+    provider: Provider,
+    config_path: PathBuf,
+    dir: TempDir,
+}
+
+impl Site {
+    fn start(label: &str, store: Value, rules: Vec<Value>) -> Site {
+        let provider = Provider::start();
+        let dir = TempDir::new(label);
+        let config_path = dir.join("config.json");
+        write_config(&dir, &config_path, &provider, store, rules);
+        let apache = Apache::builder(label)
+            .resolve_cgi()
+            .set_env("RESOLVE_CONFIG", config_path.to_str().expect("utf-8 path"))
+            .start();
+        Site {
+            apache,
+            provider,
+            config_path,
+            dir,
+        }
+    }
+
+    /// Replaces the configuration file at once (every request reads it afresh).
+    fn configure(&self, store: Value, rules: Vec<Value>) {
+        write_config(&self.dir, &self.config_path, &self.provider, store, rules);
+    }
+
+    fn client(&self, source: &str) -> HttpClient {
+        self.apache
+            .client()
+            .bind_source(source)
+            .timeout(Duration::from_secs(30))
+    }
+
+    /// Where the error_log ends now, once finished programs' lines are in.
+    fn log_mark(&self) -> usize {
+        self.apache.settle_log();
+        self.apache.error_log().len()
+    }
+
+    /// The program's log lines written since `mark`.
+    fn lines_since(&self, mark: usize) -> Vec<String> {
+        self.apache.settle_log();
+        let log = self.apache.error_log();
+        program_lines(log.get(mark..).unwrap_or_default())
+    }
+}
+
+fn write_config(dir: &TempDir, path: &Path, provider: &Provider, store: Value, rules: Vec<Value>) {
+    let cfg = json!({
+        "provider": config::http_provider(&provider.url("/unrestrict")),
+        "store": store,
+        "rules": rules,
+    });
+    let fresh = dir.write(
+        "config.json.new",
+        serde_json::to_vec_pretty(&cfg).expect("serialize config"),
+    );
+    fs::rename(&fresh, path).unwrap_or_else(|e| panic!("rename to {}: {e}", path.display()));
+}
+
+/// The error-level lines among `lines`.
+fn errors(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.contains("resolve: error: "))
+        .cloned()
+        .collect()
+}
+
+/// Lines the binary wrote (`resolve: LEVEL: ...`), as Apache logged them.
+fn program_lines(log: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| {
+            ["resolve: error: ", "resolve: warn: ", "resolve: notice: "]
+                .iter()
+                .any(|p| l.contains(p))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64
+}
+
+/// An answer with when it was asked and answered (ms since the epoch, the clock Redis's
+/// `TIME` reads on this machine).
+struct Timed {
+    r: Response,
+    sent: u64,
+    recv: u64,
+    took: Duration,
+}
+
+/// Every request asks for a link of its own, so that no answer can come from anything but a
+/// provider call (or the store's refusal).
+static NEXT_LINK: AtomicUsize = AtomicUsize::new(1);
+
+fn fresh_target() -> String {
+    target(NEXT_LINK.fetch_add(1, Ordering::SeqCst))
+}
+
+fn target(i: usize) -> String {
+    format!(
+        "/cgi-bin/resolve?{}",
+        link_param(&format!("https://example.com/file/{i}"))
+    )
+}
+
+fn ask(client: &HttpClient, accept: &str) -> Timed {
+    let target = fresh_target();
+    let req = Request::get(&target).header("Accept", accept);
+    let sent = now_ms();
+    let began = Instant::now();
+    let r = client
+        .send(&req)
+        .unwrap_or_else(|e| panic!("GET {target} from {:?}: {e}", client.source));
+    Timed {
+        r,
+        took: began.elapsed(),
+        sent,
+        recv: now_ms(),
+    }
+}
+
+/// Runs `f(0..n)`, at most `concurrency` at a time; results in order.
+fn par_map<T: Send>(n: usize, concurrency: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..concurrency.max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= n {
+                        break;
+                    }
+                    let v = f(i);
+                    out.lock().unwrap()[i] = Some(v);
+                }
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|v| v.expect("every call ran"))
+        .collect()
+}
+
+fn statuses(answers: &[Timed]) -> Vec<u16> {
+    answers.iter().map(|a| a.r.status).collect()
+}
+
+fn count(answers: &[Timed], status: u16) -> usize {
+    answers.iter().filter(|a| a.r.status == status).count()
+}
+
+fn retry_after(r: &Response) -> u64 {
+    r.header("Retry-After")
+        .unwrap_or_else(|| panic!("no Retry-After:\n{}", r.everything()))
+        .parse()
+        .unwrap_or_else(|_| panic!("Retry-After not an integer:\n{}", r.everything()))
+}
+
+/// `min / median / max` of the latencies, for the figures printed.
+fn spread(answers: &[Timed]) -> String {
+    let mut ms: Vec<u128> = answers.iter().map(|a| a.took.as_millis()).collect();
+    ms.sort_unstable();
+    match (ms.first(), ms.get(ms.len() / 2), ms.last()) {
+        (Some(lo), Some(mid), Some(hi)) => format!("{lo}/{mid}/{hi} ms (min/median/max)"),
+        _ => "no requests".to_string(),
+    }
+}
+
+/// Nobody's answer took longer than `bound`.
+fn assert_latency(answers: &[Timed], bound: Duration, what: &str) {
+    for a in answers {
+        assert!(
+            a.took < bound,
+            "{what}: an answer took {:?}, over {bound:?}:\n{}",
+            a.took,
+            a.r.everything()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Looking into Redis
+
+/// One command on a fresh connection authenticated like `redis.url()`, in database `db`.
+fn redis_cmd(redis: &Redis, db: u32, args: &[&str]) -> Resp {
+    let mut c = redis
+        .connect(Via::Tcp)
+        .unwrap_or_else(|e| panic!("connect to redis on port {}: {e}", redis.port()));
+    if db != 0 {
+        let r = c.cmd(&["SELECT", &db.to_string()]).expect("SELECT");
+        assert_eq!(r, Resp::Simple("OK".to_string()), "SELECT {db}");
+    }
+    c.cmd(args)
+        .unwrap_or_else(|e| panic!("redis {args:?} on port {}: {e}", redis.port()))
+}
+
+fn int(r: Resp, what: &str) -> i64 {
+    match r {
+        Resp::Int(n) => n,
+        Resp::Bulk(Some(b)) => String::from_utf8_lossy(&b)
+            .parse()
+            .unwrap_or_else(|_| panic!("{what}: not a number: {:?}", String::from_utf8_lossy(&b))),
+        other => panic!("{what}: expected a number, got {other}"),
+    }
+}
+
+fn strings(r: Resp, what: &str) -> Vec<String> {
+    match r {
+        Resp::Array(Some(items)) => items
+            .iter()
+            .map(|i| i.as_text().unwrap_or_else(|| panic!("{what}: element {i}")))
+            .collect(),
+        other => panic!("{what}: expected an array, got {other}"),
+    }
+}
+
+/// Every `resolve:` key in database `db`, sorted.
+fn keys(redis: &Redis, db: u32) -> Vec<String> {
+    let mut k = strings(redis_cmd(redis, db, &["KEYS", "resolve:*"]), "KEYS");
+    k.sort();
+    k
+}
+
+/// How many requests a key holds: the counter of a fixed window (a hash), the entries of a
+/// sliding one (a sorted set).
+fn counted(redis: &Redis, db: u32, key: &str) -> i64 {
+    let kind = redis_cmd(redis, db, &["TYPE", key])
+        .as_text()
+        .unwrap_or_default();
+    match kind.as_str() {
+        "hash" => int(redis_cmd(redis, db, &["HGET", key, "c"]), key),
+        "zset" => int(redis_cmd(redis, db, &["ZCARD", key]), key),
+        "none" => 0,
+        other => panic!("{key} is a {other}"),
+    }
+}
+
+/// The rule a key counts for (`resolve:RULE:...`), if it is one of `windows`.
+fn rule_of<'a>(key: &str, windows: &[(&'a str, u64)]) -> Option<(&'a str, u64)> {
+    let rule = key.split(':').nth(1)?;
+    windows.iter().find(|(name, _)| *name == rule).copied()
+}
+
+/// Every `resolve:` key in `db` has a positive TTL, no longer than its rule's window for the
+/// keys of the rules in `windows` (name, seconds). Returns the rules' keys.
+fn assert_every_key_expires(redis: &Redis, db: u32, windows: &[(&str, u64)]) -> Vec<String> {
+    let mut rule_keys = Vec::new();
+    for key in keys(redis, db) {
+        let key = key.as_str();
+        let pttl = int(redis_cmd(redis, db, &["PTTL", key]), key);
+        let Some((_, secs)) = rule_of(key, windows) else {
+            // Not a rule's counter (a cached answer, say): it must expire all the same.
+            eprintln!("  {key}: PTTL {pttl} ms (no rule's key)");
+            assert!(pttl > 0 || pttl == -2, "{key} has no expiry (PTTL {pttl})");
+            continue;
+        };
+        let window_ms = secs * 1000;
+        rule_keys.push(key.to_string());
+        if pttl == -2 {
+            // Gone between KEYS and PTTL: it expired.
+            eprintln!("  {key}: expired a moment ago");
+            continue;
+        }
+        eprintln!("  {key}: PTTL {pttl} ms of a {window_ms} ms window");
+        assert!(
+            pttl > 0,
+            "{key} has no expiry (PTTL {pttl}): it would stay forever"
+        );
+        assert!(
+            pttl <= window_ms as i64,
+            "{key}: PTTL {pttl} ms is longer than its rule's window ({window_ms} ms)"
+        );
+    }
+    rule_keys
+}
+
+// ---------------------------------------------------------------------------------------------
+// `resolve check`
+
+fn run_check(config: &Path) -> (Option<i32>, String) {
+    let o = Command::new(binary())
+        .arg("check")
+        .arg("--config")
+        .arg(config)
+        .env_remove("GATEWAY_INTERFACE")
+        .env_remove("RESOLVE_CONFIG")
+        .output()
+        .expect("run resolve check");
+    (
+        o.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// The JSON that `check` prints after "effective configuration".
+fn effective_config(out: &str) -> Value {
+    let head = "effective configuration (secrets masked):\n";
+    let start = out
+        .find(head)
+        .unwrap_or_else(|| panic!("no effective configuration in:\n{out}"))
+        + head.len();
+    let end = out.rfind('}').expect("a JSON object") + 1;
+    serde_json::from_str(&out[start..end])
+        .unwrap_or_else(|e| panic!("effective configuration is not JSON ({e}):\n{out}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Bursts from one address: exactly the limit, for both algorithms
+
+fn burst_runs(algorithm: &str) {
+    const LIMIT: usize = 30;
+    const WINDOW: u64 = 3600;
+    let redis = Redis::builder(&format!("burst-{algorithm}")).start();
+    let site = Site::start(
+        &format!("burst-{algorithm}"),
+        tcp_store(redis.port(), "deny"),
+        vec![rule(algorithm, algorithm, LIMIT as u64, WINDOW)],
+    );
+    let policy = format!("\"{algorithm}\";q={LIMIT};w={WINDOW}");
+    let mut expected_keys = Vec::new();
+    for run in 0..3 {
+        let source = format!("127.0.0.{}", 10 + run);
+        let client = site.client(&source);
+        let calls_before = site.provider.calls();
+        let began = Instant::now();
+        let answers = par_map(300, 32, |_| ask(&client, "text/plain"));
+        let took = began.elapsed();
+        let calls = site.provider.calls() - calls_before;
+        let (ok, limited) = (count(&answers, 200), count(&answers, 429));
+        eprintln!(
+            "{algorithm} run {run} from {source}: {calls} provider calls, {ok} x 200, {limited} x 429, \
+             in {took:?}; latency {}",
+            spread(&answers)
+        );
+        let others: Vec<String> = answers
+            .iter()
+            .filter(|a| a.r.status != 200 && a.r.status != 429)
+            .map(|a| a.r.everything())
+            .collect();
+        assert!(others.is_empty(), "answers other than 200/429: {others:#?}");
+        assert_eq!(calls, LIMIT, "{algorithm} run {run}: paid provider calls");
+        assert_eq!((ok, limited), (LIMIT, 300 - LIMIT), "{algorithm} run {run}");
+
+        // Each admitted request got its own provider answer.
+        let got: BTreeSet<String> = answers
+            .iter()
+            .filter(|a| a.r.status == 200)
+            .map(|a| a.r.text())
+            .collect();
+        let want: BTreeSet<String> = (calls_before + 1..=calls_before + LIMIT)
+            .map(|n| format!("https://cdn.test/file/{n}\n"))
+            .collect();
+        assert_eq!(got, want, "{algorithm} run {run}: bodies of the 200s");
+
+        // Every refusal says how long to wait: the window opened during this run, so the wait
+        // is the window minus at most the run's duration.
+        let lowest = WINDOW - took.as_secs() - 1;
+        for a in answers.iter().filter(|a| a.r.status == 429) {
+            let ra = retry_after(&a.r);
+            assert!(
+                (lowest..=WINDOW).contains(&ra),
+                "{algorithm} run {run}: Retry-After {ra} not in {lowest}..={WINDOW}:\n{}",
+                a.r.everything()
+            );
+            assert_eq!(
+                a.r.header("RateLimit-Policy"),
+                Some(policy.as_str()),
+                "{}",
+                a.r.everything()
+            );
+        }
+
+        // The store counted the admitted requests and none of the refused ones.
+        let key = format!("resolve:{algorithm}:{source}");
+        assert_eq!(counted(&redis, 0, &key), LIMIT as i64, "{key}");
+        expected_keys.push(key);
+    }
+    // 3. Every key written has an expiry within its window.
+    eprintln!("{algorithm}: keys after the runs:");
+    let keys = assert_every_key_expires(&redis, 0, &[(algorithm, WINDOW)]);
+    expected_keys.sort();
+    assert_eq!(keys, expected_keys);
+    assert!(
+        site.lines_since(0).is_empty(),
+        "the binary logged during healthy runs: {:#?}",
+        site.lines_since(0)
+    );
+}
+
+#[test]
+fn fixed_window_bursts_of_300_admit_exactly_30() {
+    burst_runs("fixed");
+}
+
+#[test]
+fn sliding_window_bursts_of_300_admit_exactly_30() {
+    burst_runs("sliding");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Two web servers, one Redis, one limit
+
+#[test]
+fn two_apaches_sharing_one_redis_share_one_limit() {
+    const LIMIT: usize = 30;
+    let redis = Redis::builder("shared").start();
+    let store = url_store(&redis.url(), "deny");
+    let a = Site::start(
+        "shared-a",
+        store.clone(),
+        vec![rule("fixed", "fixed", 30, 3600)],
+    );
+    let b = Site::start("shared-b", store, vec![rule("fixed", "fixed", 30, 3600)]);
+    for (run, algorithm) in ["fixed", "sliding"].into_iter().enumerate() {
+        let rules = vec![rule(algorithm, algorithm, LIMIT as u64, 3600)];
+        a.configure(url_store(&redis.url(), "deny"), rules.clone());
+        b.configure(url_store(&redis.url(), "deny"), rules);
+        let source = format!("127.0.0.{}", 20 + run);
+        let clients = [a.client(&source), b.client(&source)];
+        let before = (a.provider.calls(), b.provider.calls());
+        let began = Instant::now();
+        let answers = par_map(300, 32, |i| ask(&clients[i % 2], "text/plain"));
+        let calls = (a.provider.calls() - before.0, b.provider.calls() - before.1);
+        eprintln!(
+            "{algorithm}: 150 requests to each of two Apaches at once in {:?}: provider calls {} + {} = {}",
+            began.elapsed(),
+            calls.0,
+            calls.1,
+            calls.0 + calls.1
+        );
+        assert_eq!(
+            (count(&answers, 200), count(&answers, 429)),
+            (LIMIT, 300 - LIMIT),
+            "{algorithm}: {:?}",
+            statuses(&answers)
+        );
+        assert_eq!(calls.0 + calls.1, LIMIT, "{algorithm}: paid provider calls");
+        assert!(
+            calls.0 > 0 && calls.1 > 0,
+            "{algorithm}: one Apache admitted nothing ({calls:?})"
+        );
+        let key = format!("resolve:{algorithm}:{source}");
+        assert_eq!(counted(&redis, 0, &key), LIMIT as i64, "{key}");
+    }
+    eprintln!("shared: keys after the runs:");
+    let keys = assert_every_key_expires(&redis, 0, &[("fixed", 3600), ("sliding", 3600)]);
+    assert_eq!(
+        keys,
+        ["resolve:fixed:127.0.0.20", "resolve:sliding:127.0.0.21"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Every key has an expiry within its rule's window, and goes when it ends
+
+#[test]
+fn every_key_written_expires_within_its_rules_window() {
+    let redis = Redis::builder("ttl").start();
+    let rules = vec![
+        rule("minute", "fixed", 4, 60),
+        rule("slide", "sliding", 3, 30),
+        json!({"name": "site", "key": "global", "algorithm": "fixed", "limit": 1000, "window_secs": 3600}),
+        rule("long", "sliding", 50, 7200),
+        rule("blink", "fixed", 100, 1),
+        rule("blink-s", "sliding", 100, 1),
+    ];
+    let windows = [
+        ("minute", 60),
+        ("slide", 30),
+        ("site", 3600),
+        ("long", 7200),
+        ("blink", 1),
+        ("blink-s", 1),
+    ];
+    let site = Site::start("ttl", tcp_store(redis.port(), "deny"), rules);
+    let sources: Vec<String> = (0..5).map(|n| format!("127.0.0.{}", 60 + n)).collect();
+    let answers = par_map(30, 6, |i| ask(&site.client(&sources[i % 5]), "text/plain"));
+    // `slide` (3 per address) refuses first: 3 admitted per address.
+    assert_eq!(
+        (count(&answers, 200), count(&answers, 429)),
+        (15, 15),
+        "{:?}",
+        statuses(&answers)
+    );
+    assert_eq!(site.provider.calls(), 15);
+
+    eprintln!("keys after 30 requests from 5 addresses under 6 rules:");
+    let all = assert_every_key_expires(&redis, 0, &windows);
+    let mut want: Vec<String> = vec!["resolve:site:*".to_string()];
+    let mut blink_keys = Vec::new();
+    for s in &sources {
+        for r in ["minute", "slide", "long"] {
+            want.push(format!("resolve:{r}:{s}"));
+        }
+        for r in ["blink", "blink-s"] {
+            blink_keys.push(format!("resolve:{r}:{s}"));
+        }
+    }
+    want.sort();
+    // The 1 s windows' keys may already be gone if the run took a while.
+    let (blinking, lasting): (Vec<String>, Vec<String>) = all
+        .into_iter()
+        .partition(|k| k.starts_with("resolve:blink"));
+    assert_eq!(lasting, want);
+    assert!(
+        blinking.iter().all(|k| blink_keys.contains(k)),
+        "{blinking:?}"
+    );
+    eprintln!(
+        "{} of the 10 keys of 1 s windows still there",
+        blinking.len()
+    );
+    // A request refused by one rule is counted by none.
+    for s in &sources {
+        for r in ["minute", "slide", "long"] {
+            let key = format!("resolve:{r}:{s}");
+            assert_eq!(counted(&redis, 0, &key), 3, "{key}");
+        }
+    }
+    assert_eq!(counted(&redis, 0, "resolve:site:*"), 15);
+
+    // The one-second windows' keys are gone a moment after they end; the others stay.
+    std::thread::sleep(Duration::from_millis(1300));
+    let left: Vec<String> = keys(&redis, 0)
+        .into_iter()
+        .filter(|k| rule_of(k, &windows).is_some())
+        .collect();
+    let blinking: Vec<&String> = left
+        .iter()
+        .filter(|k| k.starts_with("resolve:blink"))
+        .collect();
+    assert!(
+        blinking.is_empty(),
+        "keys of 1 s windows still there: {blinking:?}"
+    );
+    assert_eq!(left.len(), 1 + 3 * sources.len(), "{left:?}");
+}
+
+/// A rule whose algorithm changes keeps the same key name, which then holds the other data
+/// type: the key starts afresh instead of failing every decision until it expires.
+#[test]
+fn a_rule_that_changes_algorithm_keeps_limiting() {
+    let redis = Redis::builder("switch").start();
+    let site = Site::start(
+        "switch",
+        tcp_store(redis.port(), "deny"),
+        vec![rule("ip", "fixed", 3, 3600)],
+    );
+    let client = site.client("127.0.0.100");
+    let key = "resolve:ip:127.0.0.100";
+    for (algorithm, kind) in [("fixed", "hash"), ("sliding", "zset"), ("fixed", "hash")] {
+        site.configure(
+            tcp_store(redis.port(), "deny"),
+            vec![rule("ip", algorithm, 3, 3600)],
+        );
+        let answers: Vec<Timed> = (0..4).map(|_| ask(&client, "text/plain")).collect();
+        eprintln!("rule ip now {algorithm}: {:?}", statuses(&answers));
+        assert_eq!(statuses(&answers), [200, 200, 200, 429], "{algorithm}");
+        assert_eq!(
+            redis_cmd(&redis, 0, &["TYPE", key]).as_text().as_deref(),
+            Some(kind)
+        );
+        assert_eq!(counted(&redis, 0, key), 3, "{algorithm}");
+    }
+    assert_eq!(site.provider.calls(), 9);
+    assert!(site.lines_since(0).is_empty(), "{:#?}", site.lines_since(0));
+    assert_every_key_expires(&redis, 0, &[("ip", 3600)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Sliding window timing
+
+/// One request of the sliding test, with the server's time of its admission.
+struct Hit {
+    n: usize,
+    status: u16,
+    sent: u64,
+    /// The admission's score in the sorted set (the server's clock), for a 200.
+    at: Option<u64>,
+    retry_after: Option<u64>,
+}
+
+struct SlidingCheck<'a> {
+    site: &'a Site,
+    redis: &'a Redis,
+    client: HttpClient,
+    key: String,
+    limit: usize,
+    window_ms: u64,
+    /// Server times of every admission so far.
+    admitted: Vec<u64>,
+    n: usize,
+}
+
+impl SlidingCheck<'_> {
+    /// When the window next has room: the `limit`-th newest admission plus the window.
+    fn room_at(&self) -> u64 {
+        if self.admitted.len() < self.limit {
+            return 0;
+        }
+        self.admitted[self.admitted.len() - self.limit] + self.window_ms
+    }
+
+    /// Sends one request and checks it against an exact sliding window: admitted only when
+    /// fewer than `limit` admissions are younger than the window at its time; refused only
+    /// when it was sent before the window had room; `Retry-After` the seconds (rounded up)
+    /// from its time until there is room.
+    fn hit(&mut self) -> Hit {
+        self.n += 1;
+        let room_at = self.room_at();
+        let t = ask(&self.client, "text/plain");
+        let mut hit = Hit {
+            n: self.n,
+            status: t.r.status,
+            sent: t.sent,
+            at: None,
+            retry_after: None,
+        };
+        match t.r.status {
+            200 => {
+                let newest = strings(
+                    redis_cmd(
+                        self.redis,
+                        0,
+                        &["ZRANGE", &self.key, "-1", "-1", "WITHSCORES"],
+                    ),
+                    "ZRANGE",
+                );
+                let at: u64 = newest
+                    .get(1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| panic!("request {}: newest entry {newest:?}", self.n));
+                assert!(
+                    (t.sent..=t.recv).contains(&at),
+                    "request {}: admitted at {at}, outside its request ({}..={})",
+                    self.n,
+                    t.sent,
+                    t.recv
+                );
+                assert!(
+                    at >= room_at,
+                    "request {} admitted at {at}, {} ms before the window had room (at {room_at}); \
+                     admissions so far: {:?}",
+                    self.n,
+                    room_at - at,
+                    self.admitted
+                );
+                self.admitted.push(at);
+                hit.at = Some(at);
+            }
+            429 => {
+                assert!(
+                    t.sent < room_at,
+                    "request {} refused although sent at {}, {} ms after the window had room \
+                     (at {room_at}); admissions so far: {:?}\n{}",
+                    self.n,
+                    t.sent,
+                    t.sent.saturating_sub(room_at),
+                    self.admitted,
+                    t.r.everything()
+                );
+                let ra = retry_after(&t.r);
+                let secs = |from: u64| room_at.saturating_sub(from).div_ceil(1000).max(1);
+                let (lo, hi) = (secs(t.recv), secs(t.sent));
+                assert!(
+                    (lo..=hi).contains(&ra),
+                    "request {}: Retry-After {ra}, but the window has room at {room_at}, \
+                     {}..{} ms after the request's time: expected {lo}..={hi}",
+                    self.n,
+                    room_at.saturating_sub(t.recv),
+                    room_at.saturating_sub(t.sent)
+                );
+                hit.retry_after = Some(ra);
+            }
+            _ => panic!(
+                "request {}: unexpected answer\n{}",
+                self.n,
+                t.r.everything()
+            ),
+        }
+        assert_eq!(self.site.provider.calls(), self.admitted.len());
+        let origin = self.admitted.first().copied().unwrap_or(hit.sent);
+        eprintln!(
+            "  request {:>2}: sent at +{:>4} ms: {}{}",
+            hit.n,
+            hit.sent.saturating_sub(origin),
+            hit.status,
+            match (hit.at, hit.retry_after) {
+                (Some(at), _) => format!(" (admitted at +{} ms)", at.saturating_sub(origin)),
+                (_, Some(ra)) => format!(
+                    " Retry-After {ra} (room at +{} ms)",
+                    room_at.saturating_sub(origin)
+                ),
+                _ => String::new(),
+            }
+        );
+        hit
+    }
+
+    /// Asks every 100 ms until admitted (each answer checked as above).
+    fn until_admitted(&mut self, deadline: u64) -> Hit {
+        loop {
+            let h = self.hit();
+            if h.status == 200 {
+                return h;
+            }
+            assert!(
+                now_ms() < deadline,
+                "not admitted by {deadline} (room at {})",
+                self.room_at()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn sleep_until(t: u64) {
+    let now = now_ms();
+    if t > now {
+        std::thread::sleep(Duration::from_millis(t - now));
+    }
+}
+
+#[test]
+fn sliding_window_admits_again_exactly_as_old_hits_age_out() {
+    let redis = Redis::builder("sliding").start();
+    let site = Site::start(
+        "sliding",
+        tcp_store(redis.port(), "deny"),
+        vec![rule("slide", "sliding", 3, 3)],
+    );
+    let mut s = SlidingCheck {
+        site: &site,
+        redis: &redis,
+        client: site.client("127.0.0.30"),
+        key: "resolve:slide:127.0.0.30".to_string(),
+        limit: 3,
+        window_ms: 3000,
+        admitted: Vec::new(),
+        n: 0,
+    };
+    eprintln!("sliding window, 3 per 3 s (times from the first admission):");
+    // A at 0; B and C at 1.5 s; then full until A is 3 s old.
+    let a = s.hit();
+    assert_eq!(a.status, 200);
+    let a_at = a.at.expect("admitted");
+    sleep_until(a_at + 1500);
+    assert_eq!(s.hit().status, 200, "B");
+    let c = s.hit();
+    assert_eq!(c.status, 200, "C");
+    let d = s.hit();
+    assert_eq!(d.status, 429, "D: three within 3 s");
+
+    // Admitted again as soon as A leaves the window, not before.
+    let f = s.until_admitted(a_at + 5000);
+    let f_at = f.at.expect("admitted");
+    eprintln!(
+        "  admitted again {} ms after the first admission left the window",
+        f_at - (a_at + 3000)
+    );
+    assert!(
+        f_at < a_at + 3000 + 1000,
+        "admitted only at +{} ms",
+        f_at - a_at
+    );
+
+    // Here a fixed window that opened at A would have started afresh with room for three; the
+    // sliding window still holds B and C and has room for exactly one (F).
+    let g = s.hit();
+    assert_eq!(
+        g.status, 429,
+        "G, right after F: B and C are younger than 3 s, so the window is full"
+    );
+
+    // Room again as B leaves, then full again.
+    s.until_admitted(a_at + 7000);
+    let mut last = s.hit();
+    if last.status == 200 {
+        last = s.hit();
+    }
+    assert_eq!(last.status, 429, "the window is full again");
+    assert_eq!(site.provider.calls(), s.admitted.len());
+    eprintln!("{} requests, {} admitted", s.n, s.admitted.len());
+
+    let keys = assert_every_key_expires(&redis, 0, &[("slide", 3)]);
+    assert_eq!(keys, [s.key.clone()]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Redis killed, slow, hung or refusing
+
+/// Kills Redis while requests from an address over its limit keep coming: each is answered
+/// within the timeouts, by the policy, with one error line; after a restart the limit applies
+/// again with nothing done by hand.
+fn killed_mid_run(policy: &str) {
+    const LIMIT: usize = 5;
+    let mut redis = Redis::builder(&format!("kill-{policy}")).start();
+    let place = format!("redis store at 127.0.0.1:{}", redis.port());
+    let site = Site::start(
+        &format!("kill-{policy}"),
+        tcp_store(redis.port(), policy),
+        vec![rule("ip", "fixed", LIMIT as u64, 3600)],
+    );
+    let client = site.client("127.0.0.40");
+    let json_accept = "application/json";
+
+    // Up: the limit applies.
+    let answers: Vec<Timed> = (0..8).map(|_| ask(&client, json_accept)).collect();
+    assert_eq!(statuses(&answers), [200, 200, 200, 200, 200, 429, 429, 429]);
+    assert_eq!(site.provider.calls(), LIMIT);
+
+    // Killed while a stream of requests (4 at a time) is under way.
+    let mark = site.log_mark();
+    let calls_before = site.provider.calls();
+    let done = AtomicUsize::new(0);
+    let stream = std::thread::scope(|s| {
+        let stream = s.spawn(|| {
+            par_map(60, 4, |_| {
+                let a = ask(&client, json_accept);
+                done.fetch_add(1, Ordering::SeqCst);
+                a
+            })
+        });
+        while done.load(Ordering::SeqCst) < 10 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        redis.kill();
+        stream.join().expect("stream of requests")
+    });
+    let policy_status = if policy == "allow" { 200 } else { 503 };
+    let (limited, answered) = (count(&stream, 429), count(&stream, policy_status));
+    let calls = site.provider.calls() - calls_before;
+    let all_lines = site.lines_since(mark);
+    let lines = errors(&all_lines);
+    eprintln!(
+        "on_error {policy}: Redis killed after 10 of 60 answers: {limited} x 429 before, {answered} x \
+         {policy_status}; {calls} provider calls; {} error lines ({} lines in all); latency {}",
+        lines.len(),
+        all_lines.len(),
+        spread(&stream)
+    );
+    assert_eq!(
+        limited + answered,
+        60,
+        "answers other than 429 and {policy_status}: {:?}",
+        statuses(&stream)
+    );
+    assert!(
+        answered >= 30,
+        "only {answered} of 50 requests after the kill got the policy answer"
+    );
+    assert_latency(
+        &stream,
+        Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN,
+        "Redis down",
+    );
+    for a in &stream {
+        match a.r.status {
+            429 => {
+                retry_after(&a.r);
+            }
+            200 => {
+                assert!(
+                    a.r.json()["download"]
+                        .as_str()
+                        .is_some_and(|d| d.starts_with("https://cdn.test/file/")),
+                    "{}",
+                    a.r.everything()
+                );
+            }
+            _ => {
+                assert_eq!(retry_after(&a.r), DENY_RETRY_AFTER, "{}", a.r.everything());
+                assert_eq!(
+                    a.r.json()["code"],
+                    "store_unavailable",
+                    "{}",
+                    a.r.everything()
+                );
+            }
+        }
+    }
+    // Every answer given without the store is logged once, naming the store; the address is
+    // over its limit, so each 200 is such an answer, and each paid for.
+    let expected_line = if policy == "allow" {
+        "store failed, answering anyway (store.on_error is allow)"
+    } else {
+        "store failed, refusing (store.on_error is deny)"
+    };
+    assert_eq!(
+        lines.len(),
+        answered,
+        "one error line per request answered without the store:\n{}",
+        lines.join("\n")
+    );
+    for l in &lines {
+        assert!(
+            l.contains("resolve: error: ") && l.contains(expected_line) && l.contains(&place),
+            "{l}"
+        );
+    }
+    assert_eq!(
+        calls,
+        if policy == "allow" { answered } else { 0 },
+        "provider calls while Redis was down"
+    );
+
+    // Back (empty: no persistence). Limiting resumes by itself.
+    redis.restart();
+    let mark = site.log_mark();
+    let calls_before = site.provider.calls();
+    let answers: Vec<Timed> = (0..8).map(|_| ask(&client, json_accept)).collect();
+    assert_eq!(statuses(&answers), [200, 200, 200, 200, 200, 429, 429, 429]);
+    assert_eq!(site.provider.calls() - calls_before, LIMIT);
+    assert_eq!(counted(&redis, 0, "resolve:ip:127.0.0.40"), LIMIT as i64);
+    assert!(
+        site.lines_since(mark).is_empty(),
+        "{:?}",
+        site.lines_since(mark)
+    );
+}
+
+#[test]
+fn redis_killed_mid_run_with_on_error_allow_answers_200_then_limits_after_restart() {
+    killed_mid_run("allow");
+}
+
+#[test]
+fn redis_killed_mid_run_with_on_error_deny_answers_503_then_limits_after_restart() {
+    killed_mid_run("deny");
+}
+
+#[test]
+fn slow_hung_or_refusing_redis_is_answered_within_the_timeout_by_policy() {
+    let redis = Redis::builder("slow").start();
+    let proxy = DelayProxy::start(redis.addr());
+    let place = format!("redis store at 127.0.0.1:{}", proxy.port());
+    let rules = vec![rule("ip", "fixed", 3, 3600)];
+    let site = Site::start("slow", tcp_store(proxy.port(), "deny"), rules.clone());
+    // Through the proxy, without delay, the store works.
+    let c = site.client("127.0.0.50");
+    let first: Vec<u16> = (0..4).map(|_| ask(&c, "text/plain").r.status).collect();
+    assert_eq!(first, [200, 200, 200, 429]);
+
+    let delay = Duration::from_millis(4 * READ_MS);
+    let cases = [
+        ("slow", "timed out: see store.read_timeout_ms"),
+        ("hung", "timed out: see store.read_timeout_ms"),
+        ("refusing", "is the server running?"),
+    ];
+    for (n, (state, hint)) in cases.into_iter().enumerate() {
+        match state {
+            "slow" => proxy.set_delay(delay),
+            "hung" => {
+                proxy.set_delay(Duration::ZERO);
+                proxy.set_mode(Mode::Hang);
+            }
+            _ => proxy.set_mode(Mode::Refuse),
+        }
+        for (p, policy) in ["allow", "deny"].into_iter().enumerate() {
+            site.configure(tcp_store(proxy.port(), policy), rules.clone());
+            let client = site.client(&format!("127.0.0.{}", 51 + 2 * n + p));
+            let mark = site.log_mark();
+            let calls_before = site.provider.calls();
+            let answers = par_map(4, 4, |_| ask(&client, "application/json"));
+            let calls = site.provider.calls() - calls_before;
+            let all_lines = site.lines_since(mark);
+            let lines = errors(&all_lines);
+            eprintln!(
+                "{state} Redis, on_error {policy}: {:?}; {calls} provider calls; {} error lines \
+                 ({} in all); latency {}",
+                statuses(&answers),
+                lines.len(),
+                all_lines.len(),
+                spread(&answers)
+            );
+            // Well under the slow proxy's round trip (2 × 2 s) and a hung server's forever.
+            let bound = Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN;
+            assert_latency(&answers, bound, &format!("{state} Redis"));
+            if state != "refusing" {
+                for a in &answers {
+                    assert!(
+                        a.took >= Duration::from_millis(READ_MS - 50),
+                        "{state} Redis: answered in {:?}, before the read timeout",
+                        a.took
+                    );
+                }
+            }
+            if policy == "allow" {
+                assert_eq!(statuses(&answers), [200; 4]);
+                assert_eq!(calls, 4);
+            } else {
+                assert_eq!(statuses(&answers), [503; 4]);
+                for a in &answers {
+                    assert_eq!(retry_after(&a.r), DENY_RETRY_AFTER);
+                    assert_eq!(a.r.json()["code"], "store_unavailable");
+                }
+                assert_eq!(calls, 0);
+            }
+            assert_eq!(
+                lines.len(),
+                4,
+                "one error line per request:\n{}",
+                lines.join("\n")
+            );
+            for l in &lines {
+                assert!(
+                    l.contains(&place)
+                        && l.contains(hint)
+                        && l.contains(&format!("on_error is {policy}")),
+                    "{state}: {l}"
+                );
+            }
+        }
+    }
+
+    // Forwarding again without delay: the store is used again.
+    proxy.set_mode(Mode::Forward);
+    proxy.set_delay(Duration::ZERO);
+    site.configure(tcp_store(proxy.port(), "deny"), rules);
+    let c = site.client("127.0.0.59");
+    let again: Vec<u16> = (0..4).map(|_| ask(&c, "text/plain").r.status).collect();
+    assert_eq!(again, [200, 200, 200, 429]);
+}
+
+/// Sends SIGCONT to a stopped process when dropped, even when the test fails.
+struct StoppedProcess(u32);
+
+impl StoppedProcess {
+    fn stop(pid: u32) -> StoppedProcess {
+        signal("STOP", pid);
+        StoppedProcess(pid)
+    }
+}
+
+impl Drop for StoppedProcess {
+    fn drop(&mut self) {
+        signal("CONT", self.0);
+    }
+}
+
+fn signal(name: &str, pid: u32) {
+    let status = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
+/// A Redis that stops answering (SIGSTOP) while reached over its Unix socket: each request
+/// still gets the policy answer within the timeouts, also once the connections waiting to be
+/// accepted have filled the socket's listen queue (8 here, `tcp-backlog` 511 by default).
+#[test]
+fn hung_redis_over_the_socket_is_answered_within_the_timeout_by_policy() {
+    let redis = Redis::builder("hung-socket")
+        .arg("--tcp-backlog")
+        .arg("8")
+        .start();
+    let sock = redis.socket().display().to_string();
+    let site = Site::start(
+        "hung-socket",
+        with_policy(json!({"socket": sock}), "deny"),
+        vec![rule("ip", "fixed", 100, 3600)],
+    );
+    let client = site.client("127.0.0.110");
+    assert_eq!(ask(&client, "text/plain").r.status, 200);
+
+    let bound = Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN;
+    let patient = client.clone().timeout(bound + Duration::from_secs(2));
+    let pid = redis.pid().expect("redis runs");
+    let stopped = StoppedProcess::stop(pid);
+    let results = par_map(16, 8, |_| {
+        let began = Instant::now();
+        let r = patient.send(&Request::get(&fresh_target()).header("Accept", "application/json"));
+        (began.elapsed(), r)
+    });
+    drop(stopped);
+    let mut late = Vec::new();
+    for (took, r) in &results {
+        match r {
+            Ok(r) if *took < bound => {
+                assert_eq!(r.status, 503, "{}", r.everything());
+                assert_eq!(retry_after(r), DENY_RETRY_AFTER);
+            }
+            Ok(r) => late.push(format!("{} after {took:?}", r.status)),
+            Err(e) => late.push(format!("no answer after {took:?} ({e})")),
+        }
+    }
+    eprintln!(
+        "Redis stopped, reached over its socket: {} of 16 answered within {bound:?}; late: {late:?}",
+        16 - late.len()
+    );
+    assert!(
+        late.is_empty(),
+        "requests not answered within store.connect_timeout_ms + read_timeout_ms + margin \
+         ({bound:?}) while Redis hung: {late:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Passwords and ACL users
+
+const PW_DEFAULT: &str = "rq-P@ss:w0rd%REDISPW1";
+const PW_ACL: &str = "acl-P@ss/w0rd:REDISPW2";
+const PW_ACL_DEFAULT: &str = "default-REDISPW3";
+const PW_WRONG: &str = "wrong-P@ss:REDISPW4";
+/// In every password above (and in its percent-encoded form): must never be shown.
+const MARKER: &str = "REDISPW";
+
+#[test]
+fn passwords_and_acl_users_work_and_are_never_shown() {
+    // `a`: the default user has a password; `b`: an ACL user (the default user has another
+    // password, so the ACL user's is needed).
+    let a = Redis::builder("requirepass").password(PW_DEFAULT).start();
+    let b = Redis::builder("acl")
+        .password(PW_ACL_DEFAULT)
+        .acl_user("resolve", PW_ACL)
+        .start();
+    assert!(a.url().contains(&encode(PW_DEFAULT)));
+    assert!(b.url().starts_with("redis://resolve:"));
+    let rules = vec![rule("ip", "fixed", 3, 3600)];
+    let site = Site::start("auth", url_store(&a.url(), "deny"), rules.clone());
+    let mut everything: Vec<String> = Vec::new();
+
+    let sock = |r: &Redis| r.socket().display().to_string();
+    let good: Vec<(&str, &Redis, Option<&str>, Value)> = vec![
+        ("password in the URL", &a, None, url_store(&a.url(), "deny")),
+        (
+            "password field",
+            &a,
+            None,
+            with_policy(
+                json!({"host": "127.0.0.1", "port": a.port(), "password": PW_DEFAULT}),
+                "deny",
+            ),
+        ),
+        (
+            "password in a unix:// URL",
+            &a,
+            None,
+            url_store(&a.unix_url(), "deny"),
+        ),
+        (
+            "ACL user in the URL",
+            &b,
+            Some("resolve"),
+            url_store(&b.url(), "deny"),
+        ),
+        (
+            "ACL user and password fields",
+            &b,
+            Some("resolve"),
+            with_policy(
+                json!({"host": "127.0.0.1", "port": b.port(), "user": "resolve", "password": PW_ACL}),
+                "deny",
+            ),
+        ),
+        (
+            "ACL user over the socket field",
+            &b,
+            Some("resolve"),
+            with_policy(
+                json!({"socket": sock(&b), "user": "resolve", "password": PW_ACL}),
+                "deny",
+            ),
+        ),
+    ];
+    for (k, (what, redis, user, store)) in good.into_iter().enumerate() {
+        site.configure(store, rules.clone());
+        let source = format!("127.0.0.{}", 70 + k);
+        let client = site.client(&source);
+        let mark = site.log_mark();
+        let calls_before = site.provider.calls();
+        let answers: Vec<Timed> = (0..5).map(|_| ask(&client, "text/plain")).collect();
+        let calls = site.provider.calls() - calls_before;
+        eprintln!("{what}: {:?}, {calls} provider calls", statuses(&answers));
+        assert_eq!(statuses(&answers), [200, 200, 200, 429, 429], "{what}");
+        assert_eq!(calls, 3, "{what}");
+        let lines = site.lines_since(mark);
+        assert!(lines.is_empty(), "{what}: {lines:#?}");
+        let key = format!("resolve:ip:{source}");
+        assert_eq!(counted(redis, 0, &key), 3, "{what}: {key}");
+        everything.extend(answers.iter().map(|t| t.r.everything()));
+
+        let (code, out) = run_check(&site.config_path);
+        assert_eq!(code, Some(0), "{what}: check:\n{out}");
+        assert!(
+            out.contains("ok   store: redis store at ") && out.trim_end().ends_with("OK"),
+            "{what}: check:\n{out}"
+        );
+        let store = &effective_config(&out)["store"];
+        assert_eq!(store["kind"], "redis", "{what}: {store}");
+        assert_eq!(store["password"], "***", "{what}: {store}");
+        assert_eq!(store["user"].as_str(), user, "{what}: {store}");
+        everything.push(out);
+    }
+
+    // Wrong credentials: every request gets the policy answer and a line saying so.
+    let bad: Vec<(&str, &str, &str, Value)> = vec![
+        (
+            "wrong password field",
+            "allow",
+            "WRONGPASS",
+            with_policy(
+                json!({"host": "127.0.0.1", "port": a.port(), "password": PW_WRONG}),
+                "allow",
+            ),
+        ),
+        (
+            "wrong password in the URL",
+            "deny",
+            "WRONGPASS",
+            url_store(
+                &format!("redis://:{}@127.0.0.1:{}/0", encode(PW_WRONG), a.port()),
+                "deny",
+            ),
+        ),
+        ("no password", "deny", "NOAUTH", tcp_store(a.port(), "deny")),
+        (
+            "ACL user with a wrong password in the URL",
+            "deny",
+            "WRONGPASS",
+            url_store(
+                &format!(
+                    "redis://resolve:{}@127.0.0.1:{}/0",
+                    encode(PW_WRONG),
+                    b.port()
+                ),
+                "deny",
+            ),
+        ),
+        (
+            "unknown user with the ACL user's password",
+            "allow",
+            "WRONGPASS",
+            with_policy(
+                json!({"host": "127.0.0.1", "port": b.port(), "user": "nobody", "password": PW_ACL}),
+                "allow",
+            ),
+        ),
+        (
+            "the ACL user's password for the default user, over the socket",
+            "allow",
+            "WRONGPASS",
+            with_policy(json!({"socket": sock(&b), "password": PW_ACL}), "allow"),
+        ),
+    ];
+    for (k, (what, policy, error, store)) in bad.into_iter().enumerate() {
+        site.configure(store, rules.clone());
+        let source = format!("127.0.0.{}", 80 + k);
+        let client = site.client(&source);
+        let mark = site.log_mark();
+        let calls_before = site.provider.calls();
+        let answers = par_map(4, 4, |_| ask(&client, "application/json"));
+        let calls = site.provider.calls() - calls_before;
+        let all_lines = site.lines_since(mark);
+        let lines = errors(&all_lines);
+        eprintln!(
+            "{what} (on_error {policy}): {:?}, {calls} provider calls, {} error lines ({} in all); \
+             latency {}",
+            statuses(&answers),
+            lines.len(),
+            all_lines.len(),
+            spread(&answers)
+        );
+        assert_latency(
+            &answers,
+            Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN,
+            what,
+        );
+        if policy == "allow" {
+            assert_eq!(statuses(&answers), [200; 4], "{what}");
+            assert_eq!(calls, 4, "{what}");
+        } else {
+            assert_eq!(statuses(&answers), [503; 4], "{what}");
+            assert_eq!(calls, 0, "{what}");
+            for t in &answers {
+                assert_eq!(retry_after(&t.r), DENY_RETRY_AFTER, "{what}");
+            }
+        }
+        assert_eq!(
+            lines.len(),
+            4,
+            "{what}: one error line per request:\n{}",
+            lines.join("\n")
+        );
+        for l in &lines {
+            assert!(
+                l.contains(error) && l.contains(CREDENTIALS_HINT),
+                "{what}: the line does not say the credentials are wrong: {l}"
+            );
+        }
+        for r in [&a, &b] {
+            assert_eq!(counted(r, 0, &format!("resolve:ip:{source}")), 0, "{what}");
+        }
+        everything.extend(answers.iter().map(|t| t.r.everything()));
+
+        let (code, out) = run_check(&site.config_path);
+        assert_eq!(code, Some(1), "{what}: check:\n{out}");
+        let fail = out
+            .lines()
+            .find(|l| l.starts_with("FAIL store: "))
+            .unwrap_or_else(|| panic!("{what}: no FAIL store line:\n{out}"));
+        assert!(
+            fail.contains(error) && fail.contains(CREDENTIALS_HINT),
+            "{what}: {fail}"
+        );
+        eprintln!("  check: {fail}");
+        everything.push(out);
+    }
+
+    // No password, right or wrong, raw or percent-encoded, anywhere.
+    let log = site.apache.error_log();
+    assert!(!log.contains(MARKER), "a password in the error_log:\n{log}");
+    for text in &everything {
+        assert!(!text.contains(MARKER), "a password in:\n{text}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. The Unix socket
+
+#[test]
+fn unix_socket_by_url_and_by_field_works_and_limits() {
+    const LIMIT: usize = 10;
+    let redis = Redis::builder("socket").start();
+    let sock = redis.socket().display().to_string();
+    let site = Site::start(
+        "socket",
+        url_store(&format!("unix://{sock}?db=3"), "deny"),
+        vec![rule("ip", "fixed", LIMIT as u64, 3600)],
+    );
+    let cases = [
+        (
+            "unix:// URL, database 3",
+            url_store(&format!("unix://{sock}?db=3"), "deny"),
+            rule("ip", "fixed", LIMIT as u64, 3600),
+            3,
+        ),
+        (
+            "socket field, database 5",
+            with_policy(json!({"socket": sock, "db": 5}), "deny"),
+            rule("slide", "sliding", LIMIT as u64, 3600),
+            5,
+        ),
+    ];
+    for (k, (what, store, r, db)) in cases.into_iter().enumerate() {
+        let name = r["name"].as_str().expect("name").to_string();
+        site.configure(store, vec![r]);
+        let source = format!("127.0.0.{}", 90 + k);
+        let client = site.client(&source);
+        let before = site.provider.calls();
+        let answers = par_map(40, 8, |_| ask(&client, "text/plain"));
+        let calls = site.provider.calls() - before;
+        eprintln!(
+            "{what}: {calls} provider calls, {} x 200, {} x 429; latency {}",
+            count(&answers, 200),
+            count(&answers, 429),
+            spread(&answers)
+        );
+        assert_eq!(
+            (count(&answers, 200), count(&answers, 429)),
+            (LIMIT, 40 - LIMIT),
+            "{what}: {:?}",
+            statuses(&answers)
+        );
+        assert_eq!(calls, LIMIT, "{what}");
+        let written = assert_every_key_expires(&redis, db, &[(name.as_str(), 3600)]);
+        assert_eq!(written, [format!("resolve:{name}:{source}")], "{what}");
+        assert_eq!(counted(&redis, db, &written[0]), LIMIT as i64, "{what}");
+        assert_eq!(
+            keys(&redis, 0),
+            Vec::<String>::new(),
+            "{what}: keys in database 0"
+        );
+
+        let (code, out) = run_check(&site.config_path);
+        assert_eq!(code, Some(0), "{what}: check:\n{out}");
+        assert!(
+            out.contains(&format!("ok   store: redis store at socket {sock}"))
+                && out.contains(&format!("database {db})")),
+            "{what}: check:\n{out}"
+        );
+        assert_eq!(effective_config(&out)["store"]["socket"], sock.as_str());
+    }
+    assert!(site.lines_since(0).is_empty(), "{:#?}", site.lines_since(0));
+}
