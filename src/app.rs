@@ -89,6 +89,11 @@ impl App<'_> {
 
     fn respond(&self, env: &Env, body: &mut dyn Read, format: Format) -> Result<Response, Problem> {
         let head = request::parse_head(env, self.config.max_body_bytes)?;
+        crate::origin::check(
+            &self.config.allowed_origins,
+            env.header("Origin"),
+            env.header("Referer"),
+        )?;
         let key = self
             .config
             .api_keys
@@ -772,6 +777,29 @@ mod tests {
                 .status,
             200
         );
+    }
+
+    #[test]
+    fn other_sites_pages_are_refused_before_anything_is_counted() {
+        let cfg = config(r#"{"allowed_origins": ["https://mysite.example"]}"#);
+        let (s, p) = (store(), ok_provider());
+        let from = |origin: &str| get("192.0.2.1", LINK).with("HTTP_ORIGIN", origin);
+        let (a, log) = run(&cfg, &s, &p, &from("https://evil.example"));
+        assert_eq!(a.response.status, 403);
+        assert!(log.lines.borrow()[0].contains("Origin https://evil.example"));
+        assert!(s.counters.borrow().is_empty());
+        assert_eq!(
+            run(&cfg, &s, &p, &from("https://mysite.example"))
+                .0
+                .response
+                .status,
+            200
+        );
+        assert_eq!(
+            run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
+            200
+        );
+        assert_eq!(p.calls.get(), 2);
     }
 
     #[test]

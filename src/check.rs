@@ -29,6 +29,12 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
             return false;
         }
     };
+    if let Located::File(source) = located {
+        warn_exposure(source.path(), "configuration", out);
+    }
+    if let crate::config::StoreKind::File { dir } = &config.store.kind {
+        warn_exposure(dir, "data directory", out);
+    }
     let mut ok = true;
     ok &= report_store(&config, out);
     ok &= report_provider(&config, out);
@@ -150,6 +156,37 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
         Err(e) => {
             let _ = writeln!(out, "FAIL live: after {took} ms: {}", mask(e.to_string()));
             false
+        }
+    }
+}
+
+/// Directory names that web hosts serve.
+const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
+
+/// Warns when secrets or counters could be read by other accounts or fetched over HTTP.
+fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(root) = path
+        .ancestors()
+        .filter_map(|a| a.file_name()?.to_str())
+        .find(|name| WEB_ROOTS.contains(name))
+    {
+        let _ = writeln!(
+            out,
+            "WARN {what} {} lies under the web root ({root}): it may be fetched over HTTP; move it to ~/resolve/",
+            path.display()
+        );
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            let fix = if meta.is_dir() { 700 } else { 600 };
+            let _ = writeln!(
+                out,
+                "WARN {what} {} can be read by other accounts (mode {mode:o}): chmod {fix} {}",
+                path.display(),
+                path.display()
+            );
         }
     }
 }

@@ -100,6 +100,8 @@ pub struct Config {
     /// API keys: where they arrive, whether they are required, which are accepted.
     pub api_keys: KeyPolicy,
     pub max_body_bytes: u64,
+    /// Sites whose pages may use the endpoint (`scheme://host[:port]`); empty: any.
+    pub allowed_origins: Vec<String>,
 }
 
 /// A configuration mistake: where, and how to fix it.
@@ -133,6 +135,7 @@ struct RawConfig {
     request: Option<RawRequest>,
     api_keys: Option<RawApiKeys>,
     cache: Option<RawCache>,
+    allowed_origins: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -286,6 +289,15 @@ impl Config {
             ));
         }
         let api_keys = api_keys(raw.api_keys, &store.kind)?;
+        let mut allowed_origins = Vec::new();
+        for (i, o) in raw.allowed_origins.unwrap_or_default().iter().enumerate() {
+            allowed_origins.push(crate::origin::origin_of(o).ok_or_else(|| {
+                err(
+                    format!("allowed_origins[{i}]"),
+                    format!("{o:?} is not a site: write it as the browser does, e.g. \"https://www.example.com\""),
+                )
+            })?);
+        }
         let client = raw.client.unwrap_or(RawClient {
             ipv6_prefix: None,
             trusted_proxies: None,
@@ -344,6 +356,7 @@ impl Config {
             forwarded_header,
             api_keys,
             max_body_bytes,
+            allowed_origins,
         })
     }
 
@@ -432,6 +445,7 @@ impl Config {
                 "forwarded_header": self.forwarded_header,
             },
             "request": {"max_body_bytes": self.max_body_bytes},
+            "allowed_origins": self.allowed_origins,
             "api_keys": {
                 "header": self.api_keys.header,
                 "require": self.api_keys.require,

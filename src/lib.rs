@@ -24,6 +24,7 @@ pub mod locate;
 pub mod log;
 pub mod mysql_store;
 pub mod negotiate;
+pub mod origin;
 pub mod presets;
 pub mod problem;
 pub mod provider;

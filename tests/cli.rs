@@ -156,3 +156,41 @@ fn sweep_removes_stale_files_only() {
     assert!(data.is_dir());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn check_warns_about_exposed_secrets() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("exposed").join("public_html");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+    let out = text(&o);
+    assert!(
+        out.contains("WARN configuration") && out.contains("under the web root (public_html)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("can be read by other accounts (mode 644): chmod 600"),
+        "{out}"
+    );
+    assert!(out.contains("WARN data directory"), "{out}");
+    // Private and outside the web root: no warning.
+    let home = temp_dir("private");
+    let private = home.join("config.json");
+    std::fs::write(
+        &private,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = resolve(&["check", "--config", private.to_str().unwrap()], None);
+    assert!(!text(&o).contains("WARN"), "{}", text(&o));
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    std::fs::remove_dir_all(home).unwrap();
+}
