@@ -149,8 +149,7 @@ const TORBOX: &str = r#"{
   }],
   "errors": {
     "auth": ["NO_AUTH", "BAD_TOKEN", "AUTH_ERROR"],
-    "quota": ["MONTHLY_LIMIT", "COOLDOWN_LIMIT", "ACTIVE_LIMIT"],
-    "unsupported": ["DOWNLOAD_TOO_LARGE"],
+    "quota": ["MONTHLY_LIMIT", "COOLDOWN_LIMIT", "ACTIVE_LIMIT", "DOWNLOAD_TOO_LARGE"],
     "dead_link": ["LINK_OFFLINE", "ITEM_NOT_FOUND"],
     "temporary": ["DOWNLOAD_SERVER_ERROR"]
   },

@@ -334,19 +334,24 @@ impl HttpSpec {
         let error = |failure: Failure, detail: &str| {
             let v = json.as_ref();
             let code = v.and_then(|v| text_at(v, step.error_code.as_deref()));
-            // A known error code says more than the HTTP status.
-            let failure = match failure {
-                Failure::BadAnswer | Failure::Unavailable | Failure::Timeout => failure,
-                _ => self.classify(code.as_deref()).unwrap_or(failure),
+            // A known error code says more than the HTTP status (a 503 may well carry "host
+            // unavailable", a 403 "quota used up").
+            let classified = match failure {
+                Failure::BadAnswer | Failure::Timeout => None,
+                _ => self.classify(code.as_deref()),
+            };
+            let detail = match classified {
+                Some(c) if c != failure => format!("the provider reported {}", c.name()),
+                _ => detail.to_owned(),
             };
             ProviderError {
-                failure,
+                failure: classified.unwrap_or(failure),
                 reached: true,
                 status: Some(status),
                 code,
                 message: v.and_then(|v| text_at(v, step.error_message.as_deref())),
                 retry_after,
-                detail: detail.to_owned(),
+                detail,
             }
         };
         match status {
@@ -561,9 +566,16 @@ mod tests {
         assert_eq!((e.failure, e.retry_after), (Failure::RateLimited, Some(7)));
         assert_eq!(err(400, b"{}").failure, Failure::Rejected);
         assert_eq!(
-            err(503, &body(json!({"error_code": 24}))).failure,
+            err(503, &body(json!({"error_code": 9999}))).failure,
             Failure::Unavailable
         );
+        let e = err(503, &body(json!({"error_code": 24})));
+        assert_eq!(
+            e.failure,
+            Failure::DeadLink,
+            "a known code beats the status"
+        );
+        assert!(e.detail.contains("dead_link"), "{}", e.detail);
         assert_eq!(err(302, b"").failure, Failure::BadAnswer);
         assert_eq!(
             err(404, &body(json!({"error_code": 24}))).failure,

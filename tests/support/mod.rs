@@ -1,7 +1,8 @@
-//! Shared harness for the integration tests: temp dirs, a real Apache, MariaDB and Redis on loopback, a delaying proxy, a provider stand-in, an HTTP client and a direct CGI runner.
+//! Shared harness for the integration tests: temp dirs, a real Apache, MariaDB and Redis on loopback, a delaying proxy, a provider stand-in, a scripted multi-route API stand-in, an HTTP client and a direct CGI runner.
 #![allow(dead_code, unused_imports)]
 
 pub mod apache;
+pub mod api_standin;
 pub mod cgi;
 pub mod client;
 pub mod config;

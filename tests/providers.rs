@@ -1,0 +1,1529 @@
+//! Provider presets, spend protection and the result cache, against a scripted stand-in of each provider's API: every paid call is counted by the stand-in, and those counts are the figures.
+
+mod support;
+
+use std::io;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::api_standin::{ApiStandIn, Reply};
+use support::config::{self, TOKEN, rule};
+use support::urlenc::link_param;
+use support::{Apache, Cgi, CgiOutput, HttpClient, Request, Response, TempDir, fire};
+
+/// What the visitor reads when the owner's provider account is the problem.
+const GENERIC: &str = "The download service is not available right now. Please try again later.";
+
+// Each API's paths on the stand-in: the presets' base URLs with the host replaced.
+const RD_BASE: &str = "/rest/1.0";
+const RD_CALL: &str = "/rest/1.0/unrestrict/link";
+const AD_BASE: &str = "/v4";
+const AD_UNLOCK: &str = "/v4/link/unlock";
+const AD_DELAYED: &str = "/v4/link/delayed";
+const PM_BASE: &str = "/api";
+const PM_CALL: &str = "/api/transfer/directdl";
+const DL_BASE: &str = "/api/v2";
+const DL_CALL: &str = "/api/v2/downloader/add";
+const TB_BASE: &str = "/v1/api";
+const TB_CREATE: &str = "/v1/api/webdl/createwebdownload";
+const TB_LIST: &str = "/v1/api/webdl/mylist";
+const TB_REQUEST: &str = "/v1/api/webdl/requestdl";
+
+const POST: &str = "POST";
+const GET: &str = "GET";
+
+/// The `provider` section for preset `name`, pointed at the stand-in.
+fn preset(name: &str, api: &ApiStandIn, base: &str) -> Value {
+    json!({"preset": name, "token": TOKEN, "base_url": api.url(base)})
+}
+
+/// `v` with the fields of `extra` set (both objects).
+fn merged(mut v: Value, extra: Value) -> Value {
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v
+}
+
+/// A whole configuration: this provider, a file store in `data`, a generous client rule, and
+/// the top-level fields of `extra`.
+fn site_config(provider: Value, data: &Path, extra: Value) -> Value {
+    merged(
+        json!({
+            "provider": provider,
+            "store": {"kind": "file", "dir": data},
+            "rules": [rule("ip", "ip", 1000, 60)],
+        }),
+        extra,
+    )
+}
+
+fn spend(limit: u64) -> Value {
+    json!({"spend": [{"name": "day", "limit": limit, "window_secs": 86400}]})
+}
+
+/// The binary run directly as a CGI program, with a configuration and a store of its own.
+struct Direct {
+    dir: TempDir,
+    config: PathBuf,
+}
+
+impl Direct {
+    fn new(label: &str, provider: Value, extra: Value) -> Direct {
+        let dir = TempDir::new(label);
+        let data = dir.mkdir("data");
+        let config = config::write(&dir, &site_config(provider, &data, extra));
+        Direct { dir, config }
+    }
+
+    /// Replaces the configuration, keeping the store (and so its counters).
+    fn reconfigure(&self, provider: Value, extra: Value) {
+        let data = self.dir.join("data");
+        config::write(&self.dir, &site_config(provider, &data, extra));
+    }
+
+    fn request(&self, method: &str, link: &str, from: &str) -> CgiOutput {
+        Cgi::new(method, link_param(link))
+            .config(&self.config)
+            .var("REMOTE_ADDR", from)
+            .header("Accept", "application/json")
+            .run()
+    }
+
+    fn get(&self, link: &str) -> CgiOutput {
+        self.request(GET, link, "127.0.0.1")
+    }
+}
+
+/// Status and JSON body of a CGI answer.
+fn status_body(out: &CgiOutput) -> (u16, Value) {
+    let a = out.answer();
+    let body = serde_json::from_slice(&a.body).unwrap_or_else(|e| {
+        panic!("body is not JSON ({e})\n{}", out.describe());
+    });
+    (a.status, body)
+}
+
+/// Checks a 200 JSON answer and returns its body.
+fn expect_ok(out: &CgiOutput) -> Value {
+    let (status, body) = status_body(out);
+    assert_eq!(status, 200, "{}", out.describe());
+    assert_eq!(
+        out.answer().header("Content-Type"),
+        Some("application/json")
+    );
+    assert!(!out.describe().contains(TOKEN), "{}", out.describe());
+    body
+}
+
+/// What the visitor must be told, by class of provider failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Auth,
+    Quota,
+    Unsupported,
+    DeadLink,
+    Password,
+    Temporary,
+    Busy,
+    /// Refused for another reason: the provider's words are passed on.
+    Refused,
+    /// A server error or a connection that never happened.
+    Unavailable,
+}
+
+impl Class {
+    fn status(self) -> u16 {
+        match self {
+            Class::Auth | Class::Unavailable => 502,
+            Class::Quota | Class::Temporary | Class::Busy => 503,
+            Class::Unsupported | Class::DeadLink | Class::Password | Class::Refused => 422,
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            Class::Auth | Class::Quota | Class::Unavailable => "provider_unavailable",
+            Class::Unsupported => "unsupported_host",
+            Class::DeadLink => "dead_link",
+            Class::Password => "password_required",
+            Class::Temporary => "host_unavailable",
+            Class::Busy => "provider_busy",
+            Class::Refused => "link_refused",
+        }
+    }
+
+    /// The exact sentence, where it does not quote the provider.
+    fn detail(self) -> Option<&'static str> {
+        Some(match self {
+            Class::Auth | Class::Quota | Class::Unavailable => GENERIC,
+            Class::Unsupported => "This file host is not supported.",
+            Class::DeadLink => "This file is no longer available: the link is dead.",
+            Class::Password => "This file is protected by a password.",
+            Class::Temporary => "The file host is unavailable for now. Please try again later.",
+            Class::Busy => "The download service is busy. Please try again shortly.",
+            Class::Refused => return None,
+        })
+    }
+
+    /// The Retry-After sent when the provider gave none.
+    fn default_retry_after(self) -> Option<u32> {
+        match self {
+            Class::Quota => Some(3600),
+            Class::Temporary => Some(300),
+            Class::Busy => Some(60),
+            _ => None,
+        }
+    }
+
+    fn owner_must_act(self) -> bool {
+        matches!(self, Class::Auth | Class::Quota)
+    }
+}
+
+/// One provider failure and what must come of it.
+struct Case {
+    what: &'static str,
+    /// Replies scripted before the request: method, path, reply.
+    script: Vec<(&'static str, &'static str, Reply)>,
+    class: Class,
+    /// The provider's error code, which the owner's log must show.
+    code: Option<&'static str>,
+    /// The Retry-After the visitor must get (None: no header).
+    retry_after: Option<u32>,
+    /// For `Refused`: the provider's words, which the visitor must read.
+    message: Option<&'static str>,
+    /// Calls the stand-in must receive.
+    calls: usize,
+}
+
+fn case(
+    what: &'static str,
+    route: (&'static str, &'static str),
+    reply: Reply,
+    class: Class,
+    code: Option<&'static str>,
+) -> Case {
+    Case {
+        what,
+        script: vec![(route.0, route.1, reply)],
+        class,
+        code,
+        retry_after: class.default_retry_after(),
+        message: None,
+        calls: 1,
+    }
+}
+
+impl Case {
+    fn retry_after(mut self, secs: u32) -> Case {
+        self.retry_after = Some(secs);
+        self
+    }
+
+    fn message(mut self, m: &'static str) -> Case {
+        self.message = Some(m);
+        self
+    }
+
+    /// Scripts an earlier call of the same resolution too (it goes first in the script).
+    fn after(mut self, method: &'static str, path: &'static str, reply: Reply) -> Case {
+        self.script.insert(0, (method, path, reply));
+        self.calls += 1;
+        self
+    }
+
+    /// What is wrong with this answer, if anything.
+    fn problems(&self, out: &CgiOutput) -> Vec<String> {
+        let answer = match &out.answer {
+            Ok(a) => a,
+            Err(e) => return vec![format!("not a CGI answer: {e}")],
+        };
+        let mut bad = Vec::new();
+        let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        let log = &out.stderr;
+        if answer.status != self.class.status() {
+            bad.push(format!(
+                "status {} (want {})",
+                answer.status,
+                self.class.status()
+            ));
+        }
+        if body["status"] != answer.status {
+            bad.push(format!("body status {}", body["status"]));
+        }
+        if body["code"] != self.class.code() {
+            bad.push(format!(
+                "code {} (want {})",
+                body["code"],
+                self.class.code()
+            ));
+        }
+        let detail = body["detail"].as_str().unwrap_or_default();
+        match (self.class.detail(), self.message) {
+            (Some(want), _) if detail != want => {
+                bad.push(format!("detail {detail:?} (want {want:?})"));
+            }
+            (None, Some(m)) if !detail.contains(m) => {
+                bad.push(format!("detail {detail:?} does not pass on {m:?}"));
+            }
+            _ => {}
+        }
+        let retry_after = answer.header("Retry-After").map(str::to_owned);
+        let want = self.retry_after.map(|s| s.to_string());
+        if retry_after != want {
+            bad.push(format!("Retry-After {retry_after:?} (want {want:?})"));
+        }
+        let action = log.contains("ACTION NEEDED");
+        if action != self.class.owner_must_act() {
+            bad.push(format!(
+                "\"ACTION NEEDED\" in the log: {action} (want {})",
+                self.class.owner_must_act()
+            ));
+        }
+        if let Some(code) = self.code {
+            if !log.contains(&format!("code={code}")) {
+                bad.push(format!("the log does not name the provider's code {code}"));
+            }
+            if self.class.owner_must_act() && detail.contains(code) {
+                bad.push(format!("the visitor sees the owner's problem ({code})"));
+            }
+        }
+        if out.describe().contains(TOKEN) {
+            bad.push("the token appears in the answer or the log".into());
+        }
+        bad
+    }
+}
+
+/// Runs every case against a fresh store and stand-in script; reports all mismatches at once.
+fn run_table(name: &str, base: &str, cases: &[Case]) {
+    let api = ApiStandIn::start();
+    let mut problems = Vec::new();
+    let mut rows = Vec::new();
+    let started = Instant::now();
+    for (i, c) in cases.iter().enumerate() {
+        api.reset();
+        for (method, path, reply) in &c.script {
+            api.script(method, path, [reply.clone()]);
+        }
+        let site = Direct::new(&format!("{name}-{i}"), preset(name, &api, base), json!({}));
+        let out = site.get(&format!("https://hoster.example/{name}/case-{i}.zip"));
+        let mut bad = c.problems(&out);
+        if api.total_calls() != c.calls {
+            bad.push(format!(
+                "{} provider calls (want {})",
+                api.total_calls(),
+                c.calls
+            ));
+        }
+        let (status, code) = match &out.answer {
+            Ok(a) => (
+                a.status,
+                serde_json::from_slice::<Value>(&a.body)
+                    .ok()
+                    .and_then(|b| b["code"].as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+            Err(_) => (0, String::new()),
+        };
+        rows.push(format!(
+            "{:<40} -> {status} {code:<20} paid calls {}{}",
+            c.what,
+            api.total_calls(),
+            if bad.is_empty() { "" } else { "  WRONG" }
+        ));
+        if !bad.is_empty() {
+            problems.push(format!(
+                "{name} / {}: {}\n{}",
+                c.what,
+                bad.join("; "),
+                out.describe()
+            ));
+        }
+    }
+    eprintln!(
+        "{name}: {} error cases in {} ms\n  {}",
+        cases.len(),
+        started.elapsed().as_millis(),
+        rows.join("\n  ")
+    );
+    assert!(
+        problems.is_empty(),
+        "{} of {} {name} cases answered wrongly:\n\n{}",
+        problems.len(),
+        cases.len(),
+        problems.join("\n\n")
+    );
+}
+
+fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real-Debrid: one call, errors as HTTP 4xx/5xx with `error_code`.
+
+fn rd_error(status: u16, error: &str, code: u32) -> Reply {
+    Reply::json(status, json!({"error": error, "error_code": code}))
+}
+
+#[test]
+fn realdebrid_resolves_and_maps_every_error_class() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("rd-ok", preset("realdebrid", &api, RD_BASE), json!({}));
+    let link = "https://hoster.example/file/rd-1.mkv";
+    let download = "https://abc12.download.real-debrid.com/d/ABCDEF123/movie.mkv";
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({
+            "id": "ABCDEF123", "filename": "movie.mkv", "mimeType": "video/x-matroska",
+            "filesize": 1_234_567_890u64, "link": link, "host": "hoster.example", "chunks": 16,
+            "crc": 1, "download": download, "streamable": 1
+        })),
+    );
+    let body = expect_ok(&site.get(link));
+    assert_eq!(body, json!({"download": download, "filename": "movie.mkv"}));
+    assert_eq!(api.total_calls(), 1);
+    let call = &api.requests_to(POST, RD_CALL)[0];
+    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(call.form("link"), Some(link));
+    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+
+    let route = (POST, RD_CALL);
+    let c = |what, reply, class, code| case(what, route, reply, class, Some(code));
+    run_table(
+        "realdebrid",
+        RD_BASE,
+        &[
+            c(
+                "bad token (401, 8)",
+                rd_error(401, "bad_token", 8),
+                Class::Auth,
+                "8",
+            ),
+            c(
+                "permission denied (403, 9)",
+                rd_error(403, "permission_denied", 9),
+                Class::Auth,
+                "9",
+            ),
+            c(
+                "account locked (403, 14)",
+                rd_error(403, "account_locked", 14),
+                Class::Auth,
+                "14",
+            ),
+            c(
+                "IP not allowed (403, 22)",
+                rd_error(403, "ip_not_allowed", 22),
+                Class::Auth,
+                "22",
+            ),
+            c(
+                "traffic exhausted (403, 23)",
+                rd_error(403, "traffic_exhausted", 23),
+                Class::Quota,
+                "23",
+            ),
+            c(
+                "fair usage (403, 36)",
+                rd_error(403, "fair_usage_limit", 36),
+                Class::Quota,
+                "36",
+            ),
+            c(
+                "hoster limit (400, 18)",
+                rd_error(400, "hoster_limit_reached", 18),
+                Class::Quota,
+                "18",
+            ),
+            c(
+                "unsupported hoster (400, 16)",
+                rd_error(400, "hoster_unsupported", 16),
+                Class::Unsupported,
+                "16",
+            ),
+            c(
+                "not for free users (400, 20)",
+                rd_error(400, "hoster_not_free", 20),
+                Class::Unsupported,
+                "20",
+            ),
+            c(
+                "file unavailable (404, 24)",
+                rd_error(404, "unavailable_file", 24),
+                Class::DeadLink,
+                "24",
+            ),
+            c(
+                "infringing file (451, 35)",
+                rd_error(451, "infringing_file", 35),
+                Class::DeadLink,
+                "35",
+            ),
+            c(
+                "hoster maintenance (400, 17)",
+                rd_error(400, "hoster_in_maintenance", 17),
+                Class::Temporary,
+                "17",
+            ),
+            // Real-Debrid sends these two with HTTP 503.
+            c(
+                "hoster unavailable (503, 19)",
+                rd_error(503, "hoster_unavailable", 19),
+                Class::Temporary,
+                "19",
+            ),
+            c(
+                "service unavailable (503, 25)",
+                rd_error(503, "service_unavailable", 25),
+                Class::Temporary,
+                "25",
+            ),
+            c(
+                "too many requests (429, 34, Retry-After)",
+                rd_error(429, "too_many_requests", 34).header("Retry-After", "7"),
+                Class::Busy,
+                "34",
+            )
+            .retry_after(7),
+            c(
+                "slow down (429, 5)",
+                rd_error(429, "slow_down", 5),
+                Class::Busy,
+                "5",
+            ),
+            c(
+                "unknown code (400, 2)",
+                rd_error(400, "Bad parameter value", 2),
+                Class::Refused,
+                "2",
+            )
+            .message("Bad parameter value"),
+            case(
+                "server error (500, no JSON)",
+                route,
+                Reply::raw(500, "text/html", "<h1>oops</h1>"),
+                Class::Unavailable,
+                None,
+            ),
+            case(
+                "maintenance page (200, HTML)",
+                route,
+                Reply::raw(200, "text/html", "<html>Down for maintenance</html>"),
+                Class::Unavailable,
+                None,
+            ),
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// AllDebrid v4: errors inside HTTP 200; some hosts answer "delayed".
+
+fn ad_error(code: &str, message: &str) -> Reply {
+    Reply::ok(json!({"status": "error", "error": {"code": code, "message": message}}))
+}
+
+#[test]
+fn alldebrid_resolves_and_maps_every_error_class() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("ad-ok", preset("alldebrid", &api, AD_BASE), json!({}));
+    let link = "https://hoster.example/file/ad-1.zip";
+    let download = "https://a1b2c3.debrid.it/dl/2f3e4d/archive.zip";
+    api.route(
+        POST,
+        AD_UNLOCK,
+        Reply::ok(json!({"status": "success", "data": {
+            "link": download, "host": "hoster", "filename": "archive.zip", "streaming": [],
+            "paws": false, "filesize": 52_428_800, "id": "2f3e4d"
+        }})),
+    );
+    let body = expect_ok(&site.get(link));
+    assert_eq!(
+        body,
+        json!({"download": download, "filename": "archive.zip"})
+    );
+    assert_eq!((api.total_calls(), api.calls(POST, AD_DELAYED)), (1, 0));
+    let call = &api.requests_to(POST, AD_UNLOCK)[0];
+    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(call.form("link"), Some(link));
+    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+
+    let route = (POST, AD_UNLOCK);
+    let c = |what, code, class| {
+        case(
+            what,
+            route,
+            ad_error(code, "as the API says"),
+            class,
+            Some(code),
+        )
+    };
+    run_table(
+        "alldebrid",
+        AD_BASE,
+        &[
+            c("AUTH_BAD_APIKEY", "AUTH_BAD_APIKEY", Class::Auth),
+            c("AUTH_MISSING_APIKEY", "AUTH_MISSING_APIKEY", Class::Auth),
+            c("AUTH_BLOCKED", "AUTH_BLOCKED", Class::Auth),
+            c("AUTH_USER_BANNED", "AUTH_USER_BANNED", Class::Auth),
+            c("NO_SERVER", "NO_SERVER", Class::Auth),
+            c("LINK_HOST_LIMIT_REACHED", "LINK_HOST_LIMIT_REACHED", Class::Quota),
+            c("MUST_BE_PREMIUM", "MUST_BE_PREMIUM", Class::Quota),
+            c("FREE_TRIAL_LIMIT_REACHED", "FREE_TRIAL_LIMIT_REACHED", Class::Quota),
+            c("LINK_HOST_NOT_SUPPORTED", "LINK_HOST_NOT_SUPPORTED", Class::Unsupported),
+            c("REDIRECTOR_NOT_SUPPORTED", "REDIRECTOR_NOT_SUPPORTED", Class::Unsupported),
+            c("LINK_DOWN", "LINK_DOWN", Class::DeadLink),
+            c("LINK_IS_MISSING", "LINK_IS_MISSING", Class::DeadLink),
+            c("LINK_PASS_PROTECTED", "LINK_PASS_PROTECTED", Class::Password),
+            c("LINK_HOST_UNAVAILABLE", "LINK_HOST_UNAVAILABLE", Class::Temporary),
+            c("MAINTENANCE", "MAINTENANCE", Class::Temporary),
+            case(
+                "HTTP 429 with Retry-After",
+                route,
+                Reply::json(429, json!({"status": "error", "error": {"code": "TOO_MANY_REQUESTS", "message": "Slow down"}}))
+                    .header("Retry-After", "2"),
+                Class::Busy,
+                None,
+            )
+            .retry_after(2),
+            case(
+                "unknown code, message passed on",
+                route,
+                ad_error("LINK_ERROR", "Could not unlock this link"),
+                Class::Refused,
+                Some("LINK_ERROR"),
+            )
+            .message("Could not unlock this link"),
+            case(
+                "delayed, then status 3 (error)",
+                (POST, AD_DELAYED),
+                Reply::ok(json!({"status": "success", "data": {"status": 3, "time_left": 0}})),
+                Class::Refused,
+                None,
+            )
+            .after(
+                POST,
+                AD_UNLOCK,
+                Reply::ok(json!({"status": "success", "data": {"link": "", "delayed": 55}})),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn alldebrid_delayed_link_is_polled_until_ready() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("ad-delayed", preset("alldebrid", &api, AD_BASE), json!({}));
+    let link = "https://hoster.example/file/big.iso";
+    let download = "https://a1b2c3.debrid.it/dl/987654/big.iso";
+    api.script(
+        POST,
+        AD_UNLOCK,
+        [Reply::ok(json!({"status": "success", "data": {
+            "link": "", "host": "hoster", "filename": "big.iso", "filesize": 4_700_000_000u64,
+            "delayed": 987_654
+        }}))],
+    );
+    api.script(
+        POST,
+        AD_DELAYED,
+        [
+            Reply::ok(json!({"status": "success", "data": {"status": 1, "time_left": 5, "link": ""}})),
+            Reply::ok(json!({"status": "success", "data": {"status": 2, "time_left": 0, "link": download}})),
+        ],
+    );
+    let started = Instant::now();
+    let out = site.get(link);
+    let took = started.elapsed();
+    let body = expect_ok(&out);
+    assert_eq!(body, json!({"download": download, "filename": "big.iso"}));
+    assert_eq!(
+        api.sequence(),
+        [
+            format!("POST {AD_UNLOCK}"),
+            format!("POST {AD_DELAYED}"),
+            format!("POST {AD_DELAYED}")
+        ]
+    );
+    let polls = api.requests_to(POST, AD_DELAYED);
+    for p in &polls {
+        assert_eq!(p.form("id"), Some("987654"), "{}", p.everything());
+        assert_eq!(p.header("Authorization"), Some(bearer().as_str()));
+    }
+    let gap = polls[1].at - polls[0].at;
+    assert!(gap >= Duration::from_millis(4900), "polled after {gap:?}");
+    assert!(took < Duration::from_secs(9), "{took:?}");
+    eprintln!(
+        "alldebrid delayed: 3 calls (unlock + 2 polls {} ms apart), answered in {} ms",
+        gap.as_millis(),
+        took.as_millis()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Premiumize.me: errors inside HTTP 200 (`status` "error", `message`), no codes.
+
+#[test]
+fn premiumize_resolves_and_maps_errors() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("pm-ok", preset("premiumize", &api, PM_BASE), json!({}));
+    let link = "https://hoster.example/file/pm-1.rar";
+    let download = "https://sasha.premiumize.me/dl/9a8b7c/pm-1.rar";
+    api.script(
+        POST,
+        PM_CALL,
+        [
+            Reply::ok(json!({"status": "success", "content": [{
+                "path": "pm-1.rar", "size": 734_003_200, "link": download,
+                "stream_link": null, "transcode_status": "not_applicable"
+            }]})),
+            // The older shape.
+            Reply::ok(json!({"status": "success", "location": download, "filename": "pm-1.rar", "filesize": 734_003_200})),
+        ],
+    );
+    for shape in ["content", "location"] {
+        let body = expect_ok(&site.get(link));
+        assert_eq!(
+            body,
+            json!({"download": download, "filename": "pm-1.rar"}),
+            "{shape}"
+        );
+    }
+    assert_eq!(api.total_calls(), 2);
+    for call in api.requests_to(POST, PM_CALL) {
+        assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+        assert_eq!(call.form("src"), Some(link), "{}", call.everything());
+        assert_eq!(call.form("link"), None);
+        assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    }
+
+    // An expired key is answered inside HTTP 200 with words only: shown for the report.
+    api.reset();
+    api.script(
+        POST,
+        PM_CALL,
+        [Reply::ok(
+            json!({"status": "error", "message": "Not logged in. Please log in first."}),
+        )],
+    );
+    let out = site.get(link);
+    let (status, body) = status_body(&out);
+    eprintln!(
+        "premiumize: 'Not logged in' inside HTTP 200 -> {status} {} {:?}; ACTION NEEDED in the log: {}",
+        body["code"],
+        body["detail"],
+        out.stderr.contains("ACTION NEEDED")
+    );
+
+    let route = (POST, PM_CALL);
+    run_table(
+        "premiumize",
+        PM_BASE,
+        &[
+            case(
+                "error inside 200, message passed on",
+                route,
+                Reply::ok(json!({"status": "error", "message": "This file is offline"})),
+                Class::Refused,
+                None,
+            )
+            .message("This file is offline"),
+            case(
+                "HTTP 401",
+                route,
+                Reply::json(
+                    401,
+                    json!({"status": "error", "message": "Invalid API key"}),
+                ),
+                Class::Auth,
+                None,
+            ),
+            case(
+                "HTTP 429",
+                route,
+                Reply::json(
+                    429,
+                    json!({"status": "error", "message": "Too many requests"}),
+                ),
+                Class::Busy,
+                None,
+            ),
+            case(
+                "HTTP 502",
+                route,
+                Reply::raw(502, "text/html", "<html>Bad Gateway</html>"),
+                Class::Unavailable,
+                None,
+            ),
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Debrid-Link v2: errors inside HTTP 200 (`success` false, `error` code).
+
+fn dl_error(code: &str) -> Reply {
+    Reply::ok(json!({"success": false, "error": code, "error_description": "as the API says"}))
+}
+
+#[test]
+fn debridlink_resolves_and_maps_every_error_class() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("dl-ok", preset("debridlink", &api, DL_BASE), json!({}));
+    let link = "https://hoster.example/file/dl-1.mp4";
+    let download = "https://dl3.debrid.link/dl/abc123/dl-1.mp4";
+    api.route(
+        POST,
+        DL_CALL,
+        Reply::ok(json!({"success": true, "value": {
+            "id": "abc123", "name": "dl-1.mp4", "url": link, "downloadUrl": download,
+            "host": "hoster", "size": 98_765_432, "chunk": 8, "expired": false,
+            "created": 1_700_000_000
+        }})),
+    );
+    let body = expect_ok(&site.get(link));
+    assert_eq!(body, json!({"download": download, "filename": "dl-1.mp4"}));
+    assert_eq!(api.total_calls(), 1);
+    let call = &api.requests_to(POST, DL_CALL)[0];
+    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(call.form("url"), Some(link), "{}", call.everything());
+    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+
+    let route = (POST, DL_CALL);
+    let c = |code, class| case(code, route, dl_error(code), class, Some(code));
+    run_table(
+        "debridlink",
+        DL_BASE,
+        &[
+            c("badToken", Class::Auth),
+            c("accountLocked", Class::Auth),
+            c("serverNotAllowed", Class::Auth),
+            c("floodDetected", Class::Busy),
+            c("hostNotValid", Class::Unsupported),
+            c("notFreeHost", Class::Unsupported),
+            c("disabledHost", Class::Unsupported),
+            c("fileNotFound", Class::DeadLink),
+            c("badFileUrl", Class::DeadLink),
+            c("maintenanceHost", Class::Temporary),
+            c("noServerHost", Class::Temporary),
+            c("maxData", Class::Quota),
+            c("maxLinkHost", Class::Quota),
+            c("badFilePassword", Class::Password),
+            case(
+                "badToken with HTTP 401",
+                route,
+                Reply::json(401, json!({"success": false, "error": "badToken"})),
+                Class::Auth,
+                Some("badToken"),
+            ),
+            case(
+                "unknown code, description passed on",
+                route,
+                Reply::ok(json!({"success": false, "error": "internalError", "error_description": "Try again later"})),
+                Class::Refused,
+                Some("internalError"),
+            )
+            .message("Try again later"),
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// TorBox: create, poll until finished, then request the link with the token in the query.
+
+fn tb_created(id: u64) -> Reply {
+    Reply::ok(json!({
+        "success": true, "error": null, "detail": "Found Cached Download. Using Cached Download.",
+        "data": {"webdownload_id": id, "hash": "6f1ed002ab5595859014ebf0951522d9", "auth_id": "d3b07384"}
+    }))
+}
+
+fn tb_list(id: u64, finished: bool) -> Reply {
+    Reply::ok(json!({
+        "success": true, "error": null, "detail": "Web downloads list retrieved successfully.",
+        "data": {
+            "id": id, "name": "archive.zip", "size": 1_048_576, "download_state":
+            if finished { "completed" } else { "downloading" },
+            "download_finished": finished, "download_present": finished, "progress": if finished { 1.0 } else { 0.4 },
+            "files": if finished { json!([{"id": 0, "name": "archive.zip/archive.zip", "short_name": "archive.zip", "size": 1_048_576, "mimetype": "application/zip"}]) } else { json!([]) }
+        }
+    }))
+}
+
+fn tb_link(url: &str) -> Reply {
+    Reply::ok(
+        json!({"success": true, "error": null, "detail": "Download link generated.", "data": url}),
+    )
+}
+
+fn tb_error(code: &str) -> Reply {
+    Reply::ok(json!({"success": false, "error": code, "detail": "as the API says", "data": null}))
+}
+
+const TB_DOWNLOAD: &str = "https://store-041.weur.tb-cdn.st/zip/4242?token=c0ffee";
+
+#[test]
+fn torbox_resolves_and_maps_every_error_class() {
+    let api = ApiStandIn::start();
+    let site = Direct::new("tb-ok", preset("torbox", &api, TB_BASE), json!({}));
+    let link = "https://hoster.example/file/archive.zip";
+    api.script(POST, TB_CREATE, [tb_created(4242)]);
+    api.script(GET, TB_LIST, [tb_list(4242, true)]);
+    api.script(GET, TB_REQUEST, [tb_link(TB_DOWNLOAD)]);
+    let body = expect_ok(&site.get(link));
+    assert_eq!(
+        body,
+        json!({"download": TB_DOWNLOAD, "filename": "archive.zip"})
+    );
+    assert_eq!(api.total_calls(), 3);
+    let create = &api.requests_to(POST, TB_CREATE)[0];
+    assert_eq!(create.form("link"), Some(link));
+
+    let create = (POST, TB_CREATE);
+    let c = |what, code, class| case(what, create, tb_error(code), class, Some(code));
+    run_table(
+        "torbox",
+        TB_BASE,
+        &[
+            c("BAD_TOKEN", "BAD_TOKEN", Class::Auth),
+            c("AUTH_ERROR", "AUTH_ERROR", Class::Auth),
+            case(
+                "NO_AUTH with HTTP 403",
+                create,
+                Reply::json(403, json!({"success": false, "error": "NO_AUTH", "detail": "No auth.", "data": null})),
+                Class::Auth,
+                Some("NO_AUTH"),
+            ),
+            c("MONTHLY_LIMIT", "MONTHLY_LIMIT", Class::Quota),
+            c("COOLDOWN_LIMIT", "COOLDOWN_LIMIT", Class::Quota),
+            c("ACTIVE_LIMIT", "ACTIVE_LIMIT", Class::Quota),
+            // The file exceeds what the owner's plan may download: the account's limit.
+            c("DOWNLOAD_TOO_LARGE", "DOWNLOAD_TOO_LARGE", Class::Quota),
+            c("LINK_OFFLINE", "LINK_OFFLINE", Class::DeadLink),
+            c("DOWNLOAD_SERVER_ERROR", "DOWNLOAD_SERVER_ERROR", Class::Temporary),
+            case(
+                "HTTP 429 with Retry-After",
+                create,
+                Reply::json(429, json!({"success": false, "error": "RATE_LIMITED", "detail": "Slow down.", "data": null}))
+                    .header("Retry-After", "30"),
+                Class::Busy,
+                None,
+            )
+            .retry_after(30),
+            case(
+                "ITEM_NOT_FOUND at requestdl",
+                (GET, TB_REQUEST),
+                tb_error("ITEM_NOT_FOUND"),
+                Class::DeadLink,
+                Some("ITEM_NOT_FOUND"),
+            )
+            .after(GET, TB_LIST, tb_list(4242, true))
+            .after(POST, TB_CREATE, tb_created(4242)),
+            case(
+                "BAD_TOKEN while polling",
+                (GET, TB_LIST),
+                tb_error("BAD_TOKEN"),
+                Class::Auth,
+                Some("BAD_TOKEN"),
+            )
+            .after(POST, TB_CREATE, tb_created(4242)),
+        ],
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Under Apache.
+
+/// Apache serving the binary with one configuration. Fields drop in order.
+struct ApacheSite {
+    apache: Apache,
+    _dir: TempDir,
+}
+
+fn apache_site(label: &str, provider: Value, extra: Value) -> ApacheSite {
+    let dir = TempDir::new(label);
+    let data = dir.server_dir("data");
+    let path = config::write(&dir, &site_config(provider, &data, extra));
+    let apache = Apache::builder(label)
+        .resolve_cgi()
+        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
+        .start();
+    ApacheSite { apache, _dir: dir }
+}
+
+fn target(link: &str) -> String {
+    format!("/cgi-bin/resolve?{}", link_param(link))
+}
+
+fn get_json(client: &HttpClient, link: &str) -> io::Result<Response> {
+    client.send(&Request::get(&target(link)).header("Accept", "application/json"))
+}
+
+#[test]
+fn torbox_create_poll_requestdl_under_apache() {
+    let api = ApiStandIn::start();
+    let site = apache_site("tb-apache", preset("torbox", &api, TB_BASE), json!({}));
+    api.script(POST, TB_CREATE, [tb_created(4242)]);
+    api.script(GET, TB_LIST, [tb_list(4242, false), tb_list(4242, true)]);
+    api.script(GET, TB_REQUEST, [tb_link(TB_DOWNLOAD)]);
+    let link = "https://hoster.example/file/archive.zip?dl=1";
+    let started = Instant::now();
+    let r = get_json(&site.apache.client(), link).unwrap();
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert_eq!(
+        r.json(),
+        json!({"download": TB_DOWNLOAD, "filename": "archive.zip"})
+    );
+    assert_eq!(
+        api.sequence(),
+        [
+            format!("POST {TB_CREATE}"),
+            format!("GET {TB_LIST}"),
+            format!("GET {TB_LIST}"),
+            format!("GET {TB_REQUEST}"),
+        ]
+    );
+    let calls = api.requests();
+    assert_eq!(calls[0].header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(calls[0].form("link"), Some(link));
+    for poll in &calls[1..3] {
+        assert_eq!(poll.header("Authorization"), Some(bearer().as_str()));
+        assert_eq!(
+            (poll.query("id"), poll.query("bypass_cache")),
+            (Some("4242"), Some("true")),
+            "{}",
+            poll.everything()
+        );
+        assert!(!poll.raw_query.contains(TOKEN), "{}", poll.everything());
+    }
+    let request = &calls[3];
+    assert_eq!(
+        request.query("token"),
+        Some(TOKEN),
+        "{}",
+        request.everything()
+    );
+    assert_eq!(
+        (request.query("web_id"), request.query("file_id")),
+        (Some("4242"), Some("0"))
+    );
+    let gap = calls[2].at - calls[1].at;
+    assert!(gap >= Duration::from_millis(1900), "polled after {gap:?}");
+    site.apache.settle_log();
+    let log = site.apache.error_log();
+    assert!(!log.contains(TOKEN), "{log}");
+    assert!(!r.everything().contains(TOKEN));
+    eprintln!(
+        "torbox under Apache: 4 calls in order (polls {} ms apart), answered in {} ms",
+        gap.as_millis(),
+        took.as_millis()
+    );
+}
+
+#[test]
+fn spend_limit_holds_for_many_clients_at_once_under_apache() {
+    let api = ApiStandIn::start();
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({"download": "https://dl.example/d/file.bin", "filename": "file.bin"})),
+    );
+    let site = apache_site(
+        "spend",
+        preset("realdebrid", &api, RD_BASE),
+        merged(spend(50), json!({"rules": [rule("ip", "ip", 1000, 60)]})),
+    );
+    let addr = site.apache.addr();
+    let n = 80;
+    let started = Instant::now();
+    let results = fire(n, 16, |i| {
+        let from = format!("127.0.0.{}", 10 + i % 20);
+        let client = HttpClient::new(addr).bind_source(&from);
+        get_json(&client, &format!("https://hoster.example/spend/{i}.bin"))
+    });
+    let took = started.elapsed();
+    let responses: Vec<Response> = results.into_iter().map(|r| r.unwrap()).collect();
+    let ok = responses.iter().filter(|r| r.status == 200).count();
+    let refused: Vec<&Response> = responses.iter().filter(|r| r.status == 503).collect();
+    assert_eq!(
+        (ok, refused.len()),
+        (50, n - 50),
+        "{:?}",
+        responses.iter().map(|r| r.status).collect::<Vec<_>>()
+    );
+    assert_eq!(api.total_calls(), 50, "paid calls");
+    for r in &refused {
+        let body = r.json();
+        assert_eq!(body["code"], "spend_limit", "{}", r.everything());
+        let secs: u32 = r
+            .header("Retry-After")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no Retry-After: {}", r.everything()));
+        assert!((1..=86_400).contains(&secs), "{secs}");
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("The service has reached its limit for now."),
+            "{detail}"
+        );
+        let lower = detail.to_lowercase();
+        for blame in ["you", "too many", "your"] {
+            assert!(!lower.contains(blame), "{detail:?} blames the visitor");
+        }
+    }
+    for r in &responses {
+        for h in ["RateLimit-Policy", "RateLimit"] {
+            let v = r.header(h).unwrap_or_default();
+            assert!(
+                !v.contains("day") && !v.contains("q=50") && !v.contains("provider"),
+                "{h} reveals the site's budget: {v}"
+            );
+        }
+    }
+    assert_eq!(
+        responses[0].header("RateLimit-Policy"),
+        Some("\"ip\";q=1000;w=60")
+    );
+    site.apache.settle_log();
+    let log = site.apache.error_log();
+    assert!(log.contains("site-wide limit day reached"), "{log}");
+    eprintln!(
+        "spend: {n} requests from 20 addresses, 16 at a time, in {} ms: {ok} paid calls (stand-in count {}), {} refused with spend_limit (Retry-After {:?})",
+        took.as_millis(),
+        api.total_calls(),
+        refused.len(),
+        refused[0].header("Retry-After")
+    );
+}
+
+#[test]
+fn cache_answers_one_link_with_one_paid_call_under_apache() {
+    let api = ApiStandIn::start();
+    let answer = |n: u32| {
+        Reply::ok(
+            json!({"download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"}),
+        )
+    };
+    api.script(POST, RD_CALL, (1..=2).map(answer));
+    let site = apache_site(
+        "cache",
+        preset("realdebrid", &api, RD_BASE),
+        json!({"cache": {"ttl_secs": 3}}),
+    );
+    let addr = site.apache.addr();
+    let client = site.apache.client();
+    let link = "https://hoster.example/files/abc?x=1";
+    let first_url = "https://dl.example/d/1/file.bin";
+
+    let r = get_json(&client, link).unwrap();
+    let stored_by = Instant::now();
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert_eq!(r.header("X-Resolve-Cache"), Some("miss"));
+    assert_eq!(r.json()["download"], first_url);
+    assert_eq!(api.total_calls(), 1);
+
+    // The same link written differently is the same entry.
+    for variant in [
+        "HTTPS://Hoster.EXAMPLE/files/abc?x=1",
+        "https://hoster.example:443/files/abc?x=1",
+        "https://hoster.example/files/abc?x=1#part-2",
+    ] {
+        let r = get_json(&client, variant).unwrap();
+        assert_eq!(r.status, 200, "{variant}: {}", r.everything());
+        assert_eq!(r.header("X-Resolve-Cache"), Some("hit"), "{variant}");
+        assert_eq!(r.json()["download"], first_url, "{variant}");
+    }
+
+    // 96 more from 10 addresses at once: 100 requests in all, one paid call.
+    let burst = 96;
+    let results = fire(burst, 10, |i| {
+        let client = HttpClient::new(addr).bind_source(&format!("127.0.0.{}", 20 + i % 10));
+        get_json(&client, link)
+    });
+    let burst_done = stored_by.elapsed();
+    assert!(
+        burst_done < Duration::from_millis(2900),
+        "the burst took {burst_done:?}: too slow to stay inside the 3 s entry"
+    );
+    for r in &results {
+        let r = r.as_ref().unwrap();
+        assert_eq!(r.status, 200, "{}", r.everything());
+        assert_eq!(r.header("X-Resolve-Cache"), Some("hit"));
+        assert_eq!(r.json()["download"], first_url);
+    }
+    assert_eq!(api.total_calls(), 1, "100 requests, one paid call");
+    let cached_requests = 100;
+
+    // After the entry expires: one more paid call, then cached again.
+    std::thread::sleep(Duration::from_millis(3300).saturating_sub(stored_by.elapsed()));
+    let r = get_json(&client, link).unwrap();
+    assert_eq!(
+        r.header("X-Resolve-Cache"),
+        Some("miss"),
+        "{}",
+        r.everything()
+    );
+    assert_eq!(r.json()["download"], "https://dl.example/d/2/file.bin");
+    assert_eq!(api.total_calls(), 2);
+    let r = get_json(&client, link).unwrap();
+    assert_eq!(r.header("X-Resolve-Cache"), Some("hit"));
+    assert_eq!(api.total_calls(), 2);
+
+    // A failed resolution is not cached: the next request calls again.
+    api.script(
+        POST,
+        RD_CALL,
+        [
+            rd_error(503, "service_unavailable", 25),
+            Reply::ok(
+                json!({"download": "https://dl.example/d/ok/other.bin", "filename": "other.bin"}),
+            ),
+        ],
+    );
+    let other = "https://hoster.example/files/other";
+    let calls_before = api.total_calls();
+    let r = get_json(&client, other).unwrap();
+    assert_ne!(r.status, 200, "{}", r.everything());
+    assert_eq!(r.header("X-Resolve-Cache"), None);
+    let r = get_json(&client, other).unwrap();
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert_eq!(r.header("X-Resolve-Cache"), Some("miss"));
+    assert_eq!(r.json()["download"], "https://dl.example/d/ok/other.bin");
+    assert_eq!(api.total_calls(), calls_before + 2);
+
+    let requests = cached_requests + 2 + 2;
+    let paid = api.total_calls();
+    eprintln!(
+        "cache: {requests} requests for 2 links -> {paid} paid calls, {} saved; the first \
+         {cached_requests} (a burst of {burst} from 10 addresses done {} ms after the entry was \
+         stored) cost 1 paid call",
+        requests - paid,
+        burst_done.as_millis(),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spend protection, directly as CGI.
+
+#[test]
+fn a_presets_rate_rule_limits_paid_calls() {
+    let api = ApiStandIn::start();
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
+    );
+    let provider = merged(
+        preset("realdebrid", &api, RD_BASE),
+        json!({"rate_limits": [{"name": "provider-minute", "limit": 5, "window_secs": 60}]}),
+    );
+    let site = Direct::new("rate-rule", provider, json!({}));
+    let outs: Vec<CgiOutput> = (0..8)
+        .map(|i| {
+            site.request(
+                GET,
+                &format!("https://hoster.example/rate/{i}"),
+                &format!("127.0.0.{}", 50 + i),
+            )
+        })
+        .collect();
+    let statuses: Vec<u16> = outs.iter().map(|o| o.answer().status).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 503, 503, 503]);
+    assert_eq!(api.total_calls(), 5);
+    for out in &outs[5..] {
+        let (_, body) = status_body(out);
+        assert_eq!(body["code"], "spend_limit", "{}", out.describe());
+        let secs: u32 = out
+            .answer()
+            .header("Retry-After")
+            .and_then(|v| v.parse().ok())
+            .expect("Retry-After");
+        assert!((1..=60).contains(&secs), "{secs}");
+        assert!(out.stderr.contains("provider-minute"), "{}", out.stderr);
+    }
+    eprintln!("preset rate rule 5/60 s: 8 requests -> 5 paid calls, then 503 spend_limit");
+}
+
+/// A port on 127.0.0.1 where nothing listens.
+fn dead_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn a_call_that_never_connected_is_refunded() {
+    let provider = json!({
+        "preset": "realdebrid", "token": TOKEN,
+        "base_url": format!("http://127.0.0.1:{}{RD_BASE}", dead_port()),
+        "connect_timeout_ms": 1000, "timeout_ms": 2000
+    });
+    let site = Direct::new("refund", provider, spend(2));
+    for i in 0..3 {
+        let out = site.get(&format!("https://hoster.example/refund/{i}"));
+        let (status, body) = status_body(&out);
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (502, Some("provider_unavailable")),
+            "{}",
+            out.describe()
+        );
+        assert_eq!(body["detail"], GENERIC);
+        assert!(!out.stderr.contains("ACTION NEEDED"), "{}", out.stderr);
+        assert!(out.stderr.contains("class=unreachable"), "{}", out.stderr);
+    }
+    // Now the provider answers: the whole budget of 2 is still there.
+    let api = ApiStandIn::start();
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
+    );
+    site.reconfigure(preset("realdebrid", &api, RD_BASE), spend(2));
+    let statuses: Vec<u16> = (0..3)
+        .map(|i| {
+            site.get(&format!("https://hoster.example/refund/ok-{i}"))
+                .answer()
+                .status
+        })
+        .collect();
+    assert_eq!(statuses, [200, 200, 503]);
+    assert_eq!(api.total_calls(), 2);
+    eprintln!(
+        "refund: 3 calls refused by the network (nothing spent), then 2 paid calls, then spend_limit"
+    );
+}
+
+#[test]
+fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
+    // One call that never answers: the call's timeout ends it.
+    let api = ApiStandIn::start();
+    api.script(POST, RD_CALL, [Reply::Hang]);
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
+    );
+    let provider = merged(
+        preset("realdebrid", &api, RD_BASE),
+        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1500}),
+    );
+    let site = Direct::new("hang", provider, spend(1));
+    let out = site.get("https://hoster.example/hang/1");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (504, Some("provider_timeout")),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(1500 + 1000),
+        "{:?}",
+        out.elapsed
+    );
+    assert_eq!(api.total_calls(), 1);
+    // A call that may have been charged is not refunded.
+    let next = site.get("https://hoster.example/hang/2");
+    let (status, body) = status_body(&next);
+    assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
+    assert_eq!(api.total_calls(), 1);
+    let hang_ms = out.elapsed.as_millis();
+
+    // Polling that never finishes: the deadline ends it.
+    let api = ApiStandIn::start();
+    api.script(POST, TB_CREATE, [tb_created(7)]);
+    api.route(GET, TB_LIST, tb_list(7, false));
+    let provider = merged(
+        preset("torbox", &api, TB_BASE),
+        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
+    );
+    let site = Direct::new("hang-poll", provider, json!({}));
+    let out = site.get("https://hoster.example/hang/poll");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (504, Some("provider_timeout")),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(3000 + 1000),
+        "{:?}",
+        out.elapsed
+    );
+    assert_eq!(
+        (
+            api.calls(POST, TB_CREATE),
+            api.calls(GET, TB_LIST),
+            api.calls(GET, TB_REQUEST)
+        ),
+        (1, 2, 0)
+    );
+    eprintln!(
+        "hang: 504 after {hang_ms} ms (timeout 1000, deadline 1500), 1 call, not refunded; \
+         endless polling: 504 after {} ms (deadline 3000), 3 calls",
+        out.elapsed.as_millis()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cache, directly as CGI.
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+#[test]
+fn cached_answers_cost_no_spend() {
+    let api = ApiStandIn::start();
+    api.route(
+        POST,
+        RD_CALL,
+        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
+    );
+    let site = Direct::new(
+        "cache-spend",
+        preset("realdebrid", &api, RD_BASE),
+        merged(spend(1), json!({"cache": {"ttl_secs": 60}})),
+    );
+    let link = "https://hoster.example/cached/f.bin";
+    let first = site.get(link);
+    assert_eq!(first.answer().header("X-Resolve-Cache"), Some("miss"));
+    let mut hits = Vec::new();
+    for i in 0..15 {
+        let out = site.request(GET, link, &format!("127.0.1.{i}"));
+        expect_ok(&out);
+        assert_eq!(out.answer().header("X-Resolve-Cache"), Some("hit"));
+        hits.push(out.elapsed);
+    }
+    // The budget of one paid call is spent; cached answers were free.
+    let out = site.get("https://hoster.example/cached/other.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
+    assert_eq!(api.total_calls(), 1);
+
+    // A limit check alone (HEAD: counted, never paid, no cache read) for comparison.
+    let heads: Vec<Duration> = (0..15)
+        .map(|i| {
+            let out = site.request("HEAD", link, &format!("127.0.2.{i}"));
+            assert_eq!(out.answer().status, 200, "{}", out.describe());
+            out.elapsed
+        })
+        .collect();
+    let (hit, head) = (median(hits), median(heads));
+    eprintln!(
+        "cache: 16 requests, 1 paid call, 15 saved; whole CGI run, median of 15: cache hit {} us, limit check only (HEAD) {} us, difference {} us; paid call to the local stand-in {} us",
+        hit.as_micros(),
+        head.as_micros(),
+        hit.as_micros() as i128 - head.as_micros() as i128,
+        first.elapsed.as_micros()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `resolve check`.
+
+fn check(args: &[&str]) -> (bool, String) {
+    let out = Command::new(support::binary())
+        .args(args)
+        .env_remove("GATEWAY_INTERFACE")
+        .env_remove("RESOLVE_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn check_describes_a_preset_and_live_makes_one_call() {
+    let api = ApiStandIn::start();
+    let dir = TempDir::new("check");
+    let data = dir.mkdir("data");
+    let path = config::write(
+        &dir,
+        &site_config(preset("torbox", &api, TB_BASE), &data, json!({})),
+    );
+    let path = path.to_str().unwrap();
+    let (ok, out) = check(&["check", "--config", path]);
+    assert!(ok, "{out}");
+    assert!(!out.contains(TOKEN), "{out}");
+    assert!(out.contains("\"token\": \"***\""), "{out}");
+    for want in [
+        format!("preset torbox at {}", api.url(TB_BASE)),
+        "token set".to_owned(),
+        "step 1: POST {base}/webdl/createwebdownload".to_owned(),
+        "reads id <- /data/webdownload_id".to_owned(),
+        "step 2: GET {base}/webdl/mylist (every 2000 ms until /data/download_finished = true)"
+            .to_owned(),
+        "file_id <- /data/files/0/id".to_owned(),
+        "step 3: GET {base}/webdl/requestdl".to_owned(),
+        "reads download <- /data".to_owned(),
+        "spend provider-minute: 300 paid calls per 60 s".to_owned(),
+        "spend provider-create: 60 paid calls per 3600 s".to_owned(),
+    ] {
+        assert!(out.contains(&want), "missing {want:?} in:\n{out}");
+    }
+    assert_eq!(api.total_calls(), 0, "a plain check calls nobody");
+
+    let rd_path = config::write(
+        &dir,
+        &site_config(preset("realdebrid", &api, RD_BASE), &data, json!({})),
+    );
+    let rd_path = rd_path.to_str().unwrap();
+    let (ok, out) = check(&["check", "--config", rd_path]);
+    assert!(ok, "{out}");
+    for want in [
+        format!("preset realdebrid at {}", api.url(RD_BASE)),
+        "step 1: POST {base}/unrestrict/link; reads download <- /download, filename <- /filename"
+            .to_owned(),
+        "spend provider-minute: 250 paid calls per 60 s".to_owned(),
+    ] {
+        assert!(out.contains(&want), "missing {want:?} in:\n{out}");
+    }
+    assert!(!out.contains(TOKEN), "{out}");
+
+    // --live: one announced call, and its outcome.
+    let link = "https://hoster.example/live/f.bin";
+    api.script(
+        POST,
+        RD_CALL,
+        [
+            Reply::ok(json!({"download": "https://dl.example/d/live.bin", "filename": "live.bin"})),
+            rd_error(401, "bad_token", 8),
+        ],
+    );
+    let (ok, out) = check(&["check", "--live", link, "--config", rd_path]);
+    assert!(ok, "{out}");
+    assert_eq!(api.total_calls(), 1, "{out}");
+    assert_eq!(api.requests_to(POST, RD_CALL)[0].form("link"), Some(link));
+    let announced = out
+        .find(&format!("calling the provider once for {link}"))
+        .unwrap_or_else(|| panic!("the call is not announced:\n{out}"));
+    let outcome = out
+        .find("https://dl.example/d/live.bin (live.bin)")
+        .unwrap_or_else(|| panic!("no outcome:\n{out}"));
+    assert!(announced < outcome, "{out}");
+    assert!(!out.contains(TOKEN), "{out}");
+
+    let (ok, out) = check(&["check", "--live", link, "--config", rd_path]);
+    assert!(!ok, "a refused token is not ready:\n{out}");
+    assert_eq!(api.total_calls(), 2, "{out}");
+    assert!(out.contains("FAIL live"), "{out}");
+    assert!(out.contains("code=8"), "{out}");
+    assert!(!out.contains(TOKEN), "{out}");
+    eprintln!("check: no call; check --live: exactly 1 call each time (2 runs, 2 calls)");
+}
