@@ -2,6 +2,7 @@
 //! every rule admits it call the provider. Being limited is an answer; nothing else runs.
 
 use std::io::Read;
+use std::time::{Duration, Instant};
 
 use crate::config::{Config, OnError};
 use crate::decision::Decision;
@@ -15,6 +16,30 @@ use crate::request::{self, Env, Method};
 use crate::response::Response;
 use crate::rule::{KeyKind, Rule};
 use crate::store::{Check, Store};
+
+/// How often a request waiting for another's answer to the same link looks again.
+const CLAIM_POLL: Duration = Duration::from_millis(100);
+
+/// What the cache says about a link.
+enum Lookup<'a> {
+    Hit(crate::render::Resolved),
+    /// Not cached; with a claim when this request is the one to resolve it.
+    Miss(Option<Claim<'a>>),
+    Failed(crate::store::StoreError),
+}
+
+/// This request's claim on resolving a link: others wait for its answer. Released when
+/// dropped, unless the answer replaced it.
+struct Claim<'a> {
+    store: &'a dyn Store,
+    key: String,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let _ = self.store.cache_release(&self.key, crate::cache::PENDING);
+    }
+}
 
 /// The answer to write, and whether the request was HEAD (no body then).
 #[derive(Debug)]
@@ -144,10 +169,11 @@ impl App<'_> {
             .then(|| crate::cache::key(&link));
         // A store that failed the cache read would fail the decision too, after another
         // timeout: its error goes straight to the failure policy.
-        let (cached, cache_failure) = match cache_key.as_deref().map(|k| self.store.cache_get(k)) {
-            None | Some(Ok(None)) => (None, None),
-            Some(Ok(Some(bytes))) => (crate::cache::decode(&bytes), None),
-            Some(Err(e)) => (None, Some(e)),
+        let (cached, cache_failure, _claim) = match cache_key.as_deref().map(|k| self.look_up(k)) {
+            None => (None, None, None),
+            Some(Lookup::Hit(r)) => (Some(r), None, None),
+            Some(Lookup::Miss(claim)) => (None, None, claim),
+            Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
         let paid = head.method != Method::Head && cached.is_none();
         let client_rules = rules.len();
@@ -279,6 +305,49 @@ impl App<'_> {
             response.headers.extend(headers);
         }
         Ok(response)
+    }
+
+    /// Finds a link's cached answer. When another request is resolving the same link, waits for
+    /// its answer (so a link asked twice at once is paid once); when none is, claims the link
+    /// for this request.
+    fn look_up(&self, key: &str) -> Lookup<'_> {
+        let deadline = match self.config.provider.as_ref() {
+            Some(crate::provider::ProviderSpec::Http(h)) => h.deadline,
+            _ => Duration::from_millis(defaults::PROVIDER_DEADLINE_MS),
+        };
+        let give_up = Instant::now() + deadline;
+        loop {
+            match self.store.cache_get(key) {
+                Err(e) => return Lookup::Failed(e),
+                Ok(Some(bytes)) if bytes == crate::cache::PENDING => {
+                    if Instant::now() >= give_up {
+                        return Lookup::Miss(None);
+                    }
+                    std::thread::sleep(CLAIM_POLL);
+                }
+                Ok(Some(bytes)) => {
+                    return match crate::cache::decode(&bytes) {
+                        Some(r) => Lookup::Hit(r),
+                        None => Lookup::Miss(None),
+                    };
+                }
+                // A claim outlives the resolution it covers by a little, in case its owner dies.
+                Ok(None) => match self.store.cache_claim(
+                    key,
+                    crate::cache::PENDING,
+                    deadline + CLAIM_POLL * 10,
+                ) {
+                    Ok(true) => {
+                        return Lookup::Miss(Some(Claim {
+                            store: self.store,
+                            key: key.to_owned(),
+                        }));
+                    }
+                    Ok(false) => {}
+                    Err(e) => return Lookup::Failed(e),
+                },
+            }
+        }
     }
 
     /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget.

@@ -5,6 +5,9 @@ use sha2::{Digest, Sha256};
 
 use crate::render::Resolved;
 
+/// The value of a link being resolved right now: others wait for the real answer.
+pub const PENDING: &[u8] = b"resolve:pending";
+
 /// The link as the cache sees it: scheme and host in lower case, the default port and the
 /// fragment (never sent to a server) removed. Path and query are kept as they are: they are
 /// case-sensitive on most hosts.

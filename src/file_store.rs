@@ -447,6 +447,53 @@ impl<C: Clock> Store for FileStore<C> {
         Ok(Some(bytes[start..].to_vec()))
     }
 
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        let path = self.cache_path(key);
+        self.ensure_dir()?;
+        let shard = path.parent().unwrap_or(&self.dir);
+        match fs::DirBuilder::new().mode(0o700).create(shard) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_error("create directory", shard, &e)),
+        }
+        for _ in 0..2 {
+            // Creating the file exclusively is the claim; an expired entry is removed first.
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    let expires = self
+                        .clock
+                        .now_ms()
+                        .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+                    let mut content = format!("{CACHE_MAGIC} {expires}\n").into_bytes();
+                    content.extend_from_slice(value);
+                    std::io::Write::write_all(&mut f, &content)
+                        .map_err(|e| io_error("write", &path, &e))?;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    if self.cache_get(key)?.is_some() {
+                        return Ok(false);
+                    }
+                    let _ = fs::remove_file(&path);
+                }
+                Err(e) => return Err(io_error("create", &path, &e)),
+            }
+        }
+        Ok(false)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        if self.cache_get(key)?.as_deref() == Some(value) {
+            let _ = fs::remove_file(self.cache_path(key));
+        }
+        Ok(())
+    }
+
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
         let path = self.cache_path(key);
         self.ensure_dir()?;

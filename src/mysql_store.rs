@@ -642,6 +642,37 @@ impl Store for MysqlStore {
         })
     }
 
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        let table = &self.settings.cache_table;
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.with_conn(|conn, _| {
+            // One statement: a row that is missing or expired becomes ours; a live one stays.
+            conn.exec_drop(
+                format!(
+                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES \
+                     (?, CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) + ?, ?) \
+                     ON DUPLICATE KEY UPDATE \
+                     value = IF(expires_ms <= CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED), VALUES(value), value), \
+                     expires_ms = IF(expires_ms <= CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED), VALUES(expires_ms), expires_ms)"
+                ),
+                (key, ttl_ms, value),
+            )?;
+            // 1: inserted; 2: an expired row replaced; 0: a live row left alone.
+            Ok(conn.affected_rows() > 0)
+        })
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let table = &self.settings.cache_table;
+        self.with_conn(|conn, _| {
+            conn.exec_drop(
+                format!("DELETE FROM `{table}` WHERE ckey = ? AND value = ?"),
+                (key, value),
+            )?;
+            Ok(())
+        })
+    }
+
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
         let table = &self.settings.cache_table;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);

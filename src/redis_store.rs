@@ -335,6 +335,31 @@ impl Store for RedisStore {
         }
     }
 
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        let ms = ttl.as_millis().max(1).to_string();
+        let reply = self.call(resp::encode(&[
+            b"SET",
+            key.as_bytes(),
+            value,
+            b"NX",
+            b"PX",
+            ms.as_bytes(),
+        ]))?;
+        Ok(matches!(reply, Reply::Simple(ref ok) if ok == "OK"))
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let script = b"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+        self.call(resp::encode(&[
+            b"EVAL",
+            script,
+            b"1",
+            key.as_bytes(),
+            value,
+        ]))
+        .map(|_| ())
+    }
+
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
         let ms = ttl.as_millis().max(1).to_string();
         self.call(resp::encode(&[

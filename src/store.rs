@@ -46,6 +46,13 @@ pub trait Store {
 
     /// Stores `value` under `key` for `ttl`.
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError>;
+
+    /// Atomically stores `value` under `key` for `ttl` only if nothing live is there: true when
+    /// this call stored it. Used to claim a link that is being resolved.
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Removes the entry under `key` if it still holds `value`.
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError>;
 }
 
 /// What kind of failure a store had.

@@ -1527,3 +1527,70 @@ fn check_describes_a_preset_and_live_makes_one_call() {
     assert!(!out.contains(TOKEN), "{out}");
     eprintln!("check: no call; check --live: exactly 1 call each time (2 runs, 2 calls)");
 }
+
+#[test]
+fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
+    let api = ApiStandIn::start();
+    // The provider takes a second: every request below arrives while the first is being paid.
+    let slow = |n: u32| {
+        Reply::After(
+            Duration::from_millis(1000),
+            Box::new(Reply::ok(json!({
+                "download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"
+            }))),
+        )
+    };
+    api.script(POST, RD_CALL, [slow(1)]);
+    let site = apache_site(
+        "cache-at-once",
+        preset("realdebrid", &api, RD_BASE),
+        json!({"cache": {"ttl_secs": 60}}),
+    );
+    let addr = site.apache.addr();
+    let link = "https://hoster.example/files/at-once";
+    let started = Instant::now();
+    let results = fire(12, 12, |i| {
+        let client = HttpClient::new(addr).bind_source(&format!("127.0.0.{}", 40 + i % 6));
+        get_json(&client, link)
+    });
+    let took = started.elapsed();
+    let mut misses = 0;
+    for r in &results {
+        let r = r.as_ref().unwrap();
+        assert_eq!(r.status, 200, "{}", r.everything());
+        assert_eq!(r.json()["download"], "https://dl.example/d/1/file.bin");
+        if r.header("X-Resolve-Cache") == Some("miss") {
+            misses += 1;
+        }
+    }
+    eprintln!(
+        "12 requests for one link at once: {} paid call(s), {misses} miss, {took:?}",
+        api.total_calls()
+    );
+    assert_eq!(
+        api.total_calls(),
+        1,
+        "one paid call for requests that overlapped"
+    );
+    assert_eq!(misses, 1);
+
+    // A failed resolution releases the link at once: the next request pays again.
+    api.script(
+        POST,
+        RD_CALL,
+        [
+            Reply::json(
+                503,
+                json!({"error": "service_unavailable", "error_code": 25}),
+            ),
+            Reply::ok(json!({"download": "https://dl.example/d/2/file.bin"})),
+        ],
+    );
+    let other = "https://hoster.example/files/fails-once";
+    let client = site.apache.client();
+    let r = get_json(&client, other).unwrap();
+    assert_eq!(r.status, 503, "{}", r.everything());
+    let r = get_json(&client, other).unwrap();
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert_eq!(api.total_calls(), 3);
+}
