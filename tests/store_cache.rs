@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use resolve::config::Config;
 use resolve::decision::Decision;
-use resolve::store::{Check, Store};
+use resolve::store::Check;
 use serde_json::{Value, json};
 use support::{MariaDb, Redis, TempDir};
 
