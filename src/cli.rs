@@ -4,13 +4,13 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::StoreKind;
 use crate::defaults;
 use crate::locate::{self, Located};
-use crate::provider::ProviderSpec;
 use crate::serve::{self, ServeOptions};
 
 const HELP: &str = "\
@@ -178,23 +178,50 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
     let config_path = match &located {
         Located::File(source) if config.provider.is_some() => source.path().to_owned(),
         _ => {
-            // No provider named: the CGI processes read a configuration that is the effective
-            // one plus the echo provider. It holds no secret, as there is no provider.
-            let mut effective = config.clone();
-            if matches!(located, Located::Defaults { .. }) {
-                let here =
-                    std::path::absolute(defaults::DATA_DIR_NAME).map_err(|e| e.to_string())?;
-                effective.store.kind = StoreKind::File { dir: here };
+            // No provider named: the CGI processes read the owner's configuration (or the
+            // defaults, with the data directory here) plus the echo provider, from a private
+            // directory: the file may hold a database password.
+            let mut text: serde_json::Value = match &located {
+                Located::File(source) => std::fs::read_to_string(source.path())
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .ok_or("cannot read the configuration again")?,
+                Located::Defaults { .. } => {
+                    let mut effective = config.clone();
+                    let here =
+                        std::path::absolute(defaults::DATA_DIR_NAME).map_err(|e| e.to_string())?;
+                    effective.store.kind = StoreKind::File { dir: here };
+                    effective.masked_json()
+                }
+            };
+            text["provider"] = serde_json::json!({"kind": "echo"});
+            if let Located::File(source) = &located
+                && let Some(parent) = source.path().parent()
+                && let Some(dir) = text["store"]["dir"].as_str()
+            {
+                // Relative paths stay relative to the owner's file, not to the copy.
+                text["store"]["dir"] = parent.join(dir).display().to_string().into();
             }
-            effective.provider = Some(ProviderSpec::Echo);
-            if let StoreKind::File { dir } = &effective.store.kind {
+            if let StoreKind::File { dir } = &config.store.kind
+                && matches!(located, Located::File(_))
+            {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             }
             let tmp = std::env::temp_dir().join(format!("resolve-serve-{}", std::process::id()));
-            std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&tmp)
+                .map_err(|e| e.to_string())?;
             let path = tmp.join("config.json");
-            std::fs::write(&path, effective.masked_json().to_string())
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)
+                .and_then(|mut f| f.write_all(text.to_string().as_bytes()))
                 .map_err(|e| e.to_string())?;
             eprintln!(
                 "resolve serve: no provider configured: using the echo provider (each link is \
