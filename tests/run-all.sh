@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: installs missing test dependencies (as root, Debian), then runs
-# formatting, lints, every test (real Apache, MariaDB, Redis, Chromium where the tests need
-# them), the static musl release build and its checks.
+# formatting, lints, every test (real Apache with suEXEC, MariaDB, Redis, Chromium, sshd and an
+# FTPS server where the tests need them), the static musl release build and its checks.
 #
 # Usage: tests/run-all.sh        (works non-interactively, e.g. with CI=true and no stdin)
 set -euo pipefail
@@ -11,6 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 MUSL_TARGET=x86_64-unknown-linux-musl
 APT_PACKAGES=(
     apache2
+    apache2-suexec-pristine
     libapache2-mod-fcgid
     mariadb-server
     redis-server
@@ -18,6 +19,12 @@ APT_PACKAGES=(
     chromium-driver
     musl-tools
     shellcheck
+    openssh-server
+    openssh-client
+    rsync
+    vsftpd
+    lftp
+    openssl
     file
     binutils
     procps
@@ -112,7 +119,7 @@ main() {
     install_rust_parts
 
     step "shellcheck"
-    shellcheck tests/run-all.sh .ci/run
+    shellcheck tests/run-all.sh .ci/run deploy.sh
 
     step "cargo fmt --check"
     cargo fmt --check
