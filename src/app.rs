@@ -500,6 +500,21 @@ mod tests {
                 .insert(key.to_owned(), value.to_vec());
             Ok(())
         }
+        fn cache_claim(&self, key: &str, value: &[u8], _: Duration) -> Result<bool, StoreError> {
+            let mut cache = self.cache.borrow_mut();
+            if cache.contains_key(key) {
+                return Ok(false);
+            }
+            cache.insert(key.to_owned(), value.to_vec());
+            Ok(true)
+        }
+        fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+            let mut cache = self.cache.borrow_mut();
+            if cache.get(key).map(Vec::as_slice) == Some(value) {
+                cache.remove(key);
+            }
+            Ok(())
+        }
     }
 
     /// Counts calls and answers as told.
