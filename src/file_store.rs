@@ -69,6 +69,32 @@ impl<C: Clock> FileStore<C> {
         self.dir.join(&name[..2]).join(name)
     }
 
+    /// A cache file's value, if it holds one that has not expired.
+    fn live_entry(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        let expires = cache_expiry(bytes)?;
+        if expires <= self.clock.now_ms() {
+            return None;
+        }
+        let start = bytes.iter().position(|&b| b == b'\n')? + 1;
+        Some(bytes[start..].to_vec())
+    }
+
+    /// Replaces a locked cache file's content.
+    fn write_entry(&self, locked: &Locked, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let expires = self
+            .clock
+            .now_ms()
+            .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let mut content = format!("{CACHE_MAGIC} {expires}\n").into_bytes();
+        content.extend_from_slice(value);
+        // A crash between these two leaves an empty file: read as no entry, never as a wrong one.
+        locked
+            .file
+            .set_len(0)
+            .and_then(|()| locked.file.write_all_at(&content, 0))
+            .map_err(|e| io_error("write", &locked.path, &e))
+    }
+
     /// The file that holds the cached answer under `key`.
     fn cache_path(&self, key: &str) -> PathBuf {
         let mut p = self.path_for(key).into_os_string();
@@ -234,14 +260,22 @@ impl<C: Clock> FileStore<C> {
                 self.sweep_file(&path, now, report)?;
             } else if name.ends_with(CACHE_SUFFIX) {
                 report.scanned += 1;
-                let expired = fs::read(&path)
+                // Like a counter: only while holding its lock, so no writer loses its entry.
+                let Ok(file) = OpenOptions::new().read(true).open(&path) else {
+                    continue;
+                };
+                if file.try_lock().is_err() || !still_named(&path, &file) {
+                    continue;
+                }
+                let expired = read_all(&file, &path)
                     .ok()
                     .and_then(|bytes| cache_expiry(&bytes))
-                    .is_none_or(|expires| expires.saturating_add(self.grace_ms) < now);
+                    .is_none_or(|expires| expires.saturating_add(self.grace_ms) < now)
+                    && modified_before(&file, now.saturating_sub(self.grace_ms));
                 if expired && fs::remove_file(&path).is_ok() {
                     report.removed += 1;
                 }
-            } else if (name.ends_with(DAMAGED_SUFFIX) || name.contains(".cache.tmp"))
+            } else if name.ends_with(DAMAGED_SUFFIX)
                 && entry.metadata().is_ok_and(|m| {
                     modified_secs(&m)
                         .saturating_mul(1000)
@@ -271,6 +305,26 @@ fn still_named(path: &Path, file: &File) -> bool {
     match (fs::metadata(path), file.metadata()) {
         (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
         _ => false,
+    }
+}
+
+/// A whole (small) file, read from the start.
+fn read_all(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match file.read_at(&mut buf, out.len() as u64) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error("read", path, &e)),
+        }
+        if out.len() > crate::defaults::PROVIDER_MAX_ANSWER_BYTES as usize {
+            return Err(StoreError::corrupt(format!(
+                "{} is too large for a cache entry",
+                path.display()
+            )));
+        }
     }
 }
 
@@ -429,102 +483,49 @@ impl<C: Clock> Store for FileStore<C> {
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.cache_path(key);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
+        let file = match File::open(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("read", &path, &e)),
+            Err(e) => return Err(io_error("open", &path, &e)),
         };
-        let Some(expires) = cache_expiry(&bytes) else {
-            return Ok(None);
-        };
-        if expires <= self.clock.now_ms() {
-            return Ok(None);
-        }
-        let start = bytes
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| i + 1);
-        Ok(Some(bytes[start..].to_vec()))
+        // Writers hold the exclusive lock: a shared one never sees half an entry.
+        file.lock_shared()
+            .map_err(|e| io_error("lock", &path, &e))?;
+        Ok(self.live_entry(&read_all(&file, &path)?))
     }
 
     fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        let path = self.cache_path(key);
-        self.ensure_dir()?;
-        let shard = path.parent().unwrap_or(&self.dir);
-        match fs::DirBuilder::new().mode(0o700).create(shard) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_error("create directory", shard, &e)),
+        let locked = self.lock(&self.cache_path(key))?;
+        if self
+            .live_entry(&read_all(&locked.file, &locked.path)?)
+            .is_some()
+        {
+            return Ok(false);
         }
-        for _ in 0..2 {
-            // Creating the file exclusively is the claim; an expired entry is removed first.
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
-                Ok(mut f) => {
-                    let expires = self
-                        .clock
-                        .now_ms()
-                        .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-                    let mut content = format!("{CACHE_MAGIC} {expires}\n").into_bytes();
-                    content.extend_from_slice(value);
-                    std::io::Write::write_all(&mut f, &content)
-                        .map_err(|e| io_error("write", &path, &e))?;
-                    return Ok(true);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    if self.cache_get(key)?.is_some() {
-                        return Ok(false);
-                    }
-                    let _ = fs::remove_file(&path);
-                }
-                Err(e) => return Err(io_error("create", &path, &e)),
-            }
-        }
-        Ok(false)
+        self.write_entry(&locked, value, ttl)?;
+        Ok(true)
     }
 
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        if self.cache_get(key)?.as_deref() == Some(value) {
-            let _ = fs::remove_file(self.cache_path(key));
+        let path = self.cache_path(key);
+        if !path.exists() {
+            return Ok(());
+        }
+        let locked = self.lock(&path)?;
+        if self
+            .live_entry(&read_all(&locked.file, &locked.path)?)
+            .as_deref()
+            == Some(value)
+        {
+            // Removed while locked: whoever waits for the lock notices and starts afresh.
+            let _ = fs::remove_file(&locked.path);
         }
         Ok(())
     }
 
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        let path = self.cache_path(key);
-        self.ensure_dir()?;
-        let shard = path.parent().unwrap_or(&self.dir);
-        match fs::DirBuilder::new().mode(0o700).create(shard) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_error("create directory", shard, &e)),
-        }
-        let expires = self
-            .clock
-            .now_ms()
-            .saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        let mut content = format!("{CACHE_MAGIC} {expires}\n").into_bytes();
-        content.extend_from_slice(value);
-        // Written aside, then renamed over: a reader sees the old entry or the new one, whole.
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".tmp{}", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        let written = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &content));
-        if let Err(e) = written.and_then(|()| fs::rename(&tmp, &path)) {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_error("write", &path, &e));
-        }
-        Ok(())
+        let locked = self.lock(&self.cache_path(key))?;
+        self.write_entry(&locked, value, ttl)
     }
 }
 
