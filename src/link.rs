@@ -63,7 +63,12 @@ pub fn validate(decoded: &[u8]) -> Result<&str, LinkError> {
 
 fn strip_scheme(link: &str) -> Option<&str> {
     for scheme in ["https://", "http://"] {
-        if link.len() >= scheme.len() && link[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        // Bytes, not a str slice: a multi-byte character may straddle the scheme's length.
+        if link
+            .as_bytes()
+            .get(..scheme.len())
+            .is_some_and(|b| b.eq_ignore_ascii_case(scheme.as_bytes()))
+        {
             return Some(&link[scheme.len()..]);
         }
     }
@@ -139,6 +144,8 @@ mod tests {
             (b"javascript:alert(1)", LinkError::Scheme),
             (b"file:///etc/passwd", LinkError::Scheme),
             (b"//example.com/x", LinkError::Scheme),
+            ("https:/\u{e9}x".as_bytes(), LinkError::Scheme),
+            ("http\u{1f600}s".as_bytes(), LinkError::Scheme),
             (b"https://", LinkError::NoHost),
             (b"https:///path", LinkError::NoHost),
             (b"https://user@/x", LinkError::NoHost),
