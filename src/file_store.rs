@@ -185,7 +185,7 @@ impl<C: Clock> FileStore<C> {
     }
 
     fn store(&self, locked: &Locked, loaded: &Loaded, counter: &Counter) -> Result<(), StoreError> {
-        let slot = record::encode(loaded.seq + 1, counter);
+        let slot = record::encode(record::next_seq(loaded.seq), counter);
         let offset = (loaded.next_slot * SLOT) as u64;
         locked
             .file

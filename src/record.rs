@@ -69,6 +69,8 @@ fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
         let (k, v) = fields.next()?.split_once('=')?;
         (k == name).then(|| v.parse().ok()).flatten()
     };
+    // The writer stores `seq + 1`: a slot at the top could not be followed, so it is damage
+    // (no file reaches it by writing: that takes 2^64 writes).
     let seq = field("seq")?;
     let start_ms = field("start")?;
     let window_ms = field("window")?;
@@ -81,6 +83,19 @@ fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
             count,
         },
     ))
+}
+
+/// Whether sequence number `a` was written after `b`. The writer stores `seq + 1` wrapping at
+/// 2^64, so the numbers are compared as serial numbers (RFC 1982): the one ahead by less than
+/// half the range is the newer, and 0 follows `u64::MAX`.
+fn newer(a: u64, b: u64) -> bool {
+    let ahead = a.wrapping_sub(b);
+    ahead != 0 && ahead < 1 << 63
+}
+
+/// The sequence number written after `seq`.
+pub fn next_seq(seq: u64) -> u64 {
+    seq.wrapping_add(1)
 }
 
 /// Reads a whole file's bytes.
@@ -100,7 +115,7 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, RecordError> {
         bytes.get(SLOT..2 * SLOT).and_then(parse_slot),
     ];
     let newest = match slots {
-        [Some(a), Some(b)] if b.0 > a.0 => (1, b),
+        [Some(a), Some(b)] if newer(b.0, a.0) => (1, b),
         [Some(a), _] => (0, a),
         [None, Some(b)] => (1, b),
         [None, None] => return Err(RecordError::NoValidSlot),
@@ -162,6 +177,20 @@ mod tests {
         };
         let slot = encode(u64::MAX, &big);
         assert_eq!(decode(&slot).unwrap().counter, Some(big));
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_around() {
+        // The write after u64::MAX is 0, into the other slot, and it is the newer one.
+        assert_eq!(next_seq(u64::MAX), 0);
+        let wrapped = Counter { count: 8, ..C };
+        let loaded = decode(&file(&[encode(u64::MAX, &C), encode(0, &wrapped)])).unwrap();
+        assert_eq!((loaded.counter, loaded.seq), (Some(wrapped), 0));
+        let loaded = decode(&file(&[encode(0, &wrapped), encode(u64::MAX, &C)])).unwrap();
+        assert_eq!((loaded.counter, loaded.next_slot), (Some(wrapped), 1));
+        // Equal numbers (only a crafted file has them): the first slot.
+        let loaded = decode(&file(&[encode(4, &C), encode(4, &wrapped)])).unwrap();
+        assert_eq!(loaded.counter, Some(C));
     }
 
     #[test]
