@@ -16,8 +16,9 @@ impl Env {
         Env::default()
     }
 
+    /// Sets `name`; a later value hides an earlier one (kept, not searched for: setting many
+    /// variables stays linear, as a FastCGI request with thousands of params needs).
     pub fn set(&mut self, name: &str, value: impl Into<Vec<u8>>) {
-        self.vars.retain(|(n, _)| n != name);
         self.vars.push((name.to_owned(), value.into()));
     }
 
@@ -29,7 +30,7 @@ impl Env {
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         self.vars
             .iter()
-            .find(|(n, _)| n == name)
+            .rfind(|(n, _)| n == name)
             .map(|(_, v)| v.as_slice())
     }
 
@@ -40,13 +41,22 @@ impl Env {
 
     /// The variable that carries request header `name` (`X-Forwarded-For` → `HTTP_X_FORWARDED_FOR`).
     pub fn header(&self, name: &str) -> Option<&[u8]> {
-        let var: String = std::iter::once("HTTP_".to_owned())
-            .chain(name.chars().map(|c| match c {
-                '-' => "_".to_owned(),
-                c => c.to_ascii_uppercase().to_string(),
-            }))
-            .collect();
-        self.get(&var)
+        let carries = |var: &str| {
+            var.strip_prefix("HTTP_").is_some_and(|rest| {
+                rest.len() == name.len()
+                    && rest.bytes().zip(name.bytes()).all(|(v, h)| {
+                        v == if h == b'-' {
+                            b'_'
+                        } else {
+                            h.to_ascii_uppercase()
+                        }
+                    })
+            })
+        };
+        self.vars
+            .iter()
+            .rfind(|(n, _)| carries(n))
+            .map(|(_, v)| v.as_slice())
     }
 }
 
@@ -307,5 +317,26 @@ mod tests {
         let env = Env::new().with("HTTP_X_FORWARDED_FOR", "1.2.3.4");
         assert_eq!(env.header("X-Forwarded-For"), Some(&b"1.2.3.4"[..]));
         assert_eq!(env.header("cf-connecting-ip"), None);
+        assert_eq!(env.header("x-forwarded-for"), Some(&b"1.2.3.4"[..]));
+        // Only the whole name: neither a prefix nor a longer name matches.
+        assert_eq!(env.header("X-Forwarded"), None);
+        assert_eq!(env.header("X-Forwarded-For-X"), None);
+        assert_eq!(
+            Env::new()
+                .with("X_FORWARDED_FOR", "1")
+                .header("X-Forwarded-For"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_later_value_hides_an_earlier_one() {
+        let env = Env::new()
+            .with("HTTP_ACCEPT", "text/html")
+            .with("REQUEST_METHOD", "GET")
+            .with("HTTP_ACCEPT", "application/json");
+        assert_eq!(env.get("HTTP_ACCEPT"), Some(&b"application/json"[..]));
+        assert_eq!(env.header("Accept"), Some(&b"application/json"[..]));
+        assert_eq!(env.text("REQUEST_METHOD"), Some("GET"));
     }
 }
