@@ -1,125 +1,182 @@
-//! Decision time per store, as one CGI request pays it: open the store (connect, for a
-//! database) and decide once. Starts its own MariaDB and Redis on loopback. Prints medians and ratios;
-//! asserts nothing about speed. Run: `cargo bench --bench decisions`.
+//! Decision time per store, in process (criterion): a store kept open from one decision to the next, as one FastCGI process keeps it, and a store opened for a single decision (connect and decide), as each CGI request pays it; the file store with 10, 10,000 and 100,000 keys in its data directory; and a sweep within the 5 ms budget a request may spend on it. Starts its own MariaDB and Redis on loopback. Run: `cargo bench --bench decisions`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::cell::Cell;
+use std::hint::black_box;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::rc::Rc;
+use std::time::Duration;
 
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use resolve::clock::Clock;
 use resolve::config::Config;
-use resolve::store::Check;
+use resolve::decision::Decision;
+use resolve::file_store::FileStore;
+use resolve::store::{Check, Store};
+use serde_json::{Value, json};
 
-const ROUNDS: usize = 400;
-
-fn config(store: serde_json::Value, algorithm: &str) -> Config {
-    let text = serde_json::json!({
+fn config(store: Value, algorithm: &str, window_secs: u64) -> Config {
+    let text = json!({
         "provider": {"kind": "echo"},
         "store": store,
-        "rules": [{"name": algorithm, "key": "ip", "algorithm": algorithm, "limit": 1_000_000, "window_secs": 3600}],
+        "rules": [{"name": algorithm, "key": "ip", "algorithm": algorithm,
+                   "limit": 1_000_000_000u64, "window_secs": window_secs}],
     });
     Config::from_json(&text.to_string(), Path::new("/")).expect("valid configuration")
 }
 
-/// Median and 90th percentile of `ROUNDS` fresh-store decisions, each for one of 50 keys.
-fn measure(config: &Config) -> (Duration, Duration) {
-    let mut times = Vec::with_capacity(ROUNDS);
-    for i in 0..ROUNDS {
-        let key = config.rules[0].key_for(&format!("192.0.2.{}", i % 50));
-        let started = Instant::now();
-        let store = resolve::stores::open(config);
-        let checks = [Check {
-            rule: &config.rules[0],
-            key,
-        }];
-        let decision = store.decide(&checks).expect("the store answers");
-        times.push(started.elapsed());
-        assert!(decision.is_admit());
-    }
-    times.sort();
-    (times[ROUNDS / 2], times[ROUNDS * 9 / 10])
+/// One decision for client number `n`.
+fn decide(store: &dyn Store, config: &Config, n: u64) -> Decision {
+    let rule = &config.rules[0];
+    let key = rule.key_for(&format!(
+        "10.{}.{}.{}",
+        n >> 16 & 255,
+        n >> 8 & 255,
+        n & 255
+    ));
+    store
+        .decide(&[Check { rule, key }])
+        .expect("the store decides")
 }
 
-fn main() {
+fn per_store(c: &mut Criterion) {
     let dir = support::TempDir::new("bench-decisions");
     let db = support::MariaDb::start();
     let redis = support::Redis::start();
+    let data = dir.path().join("data");
     let cases = [
         (
-            "file store, fixed",
+            "file, fixed",
+            config(json!({"kind": "file", "dir": data}), "fixed", 3600),
+        ),
+        (
+            "mysql tcp, fixed",
+            config(json!({"kind": "mysql", "url": db.url()}), "fixed", 3600),
+        ),
+        (
+            "mysql tcp, sliding",
+            config(json!({"kind": "mysql", "url": db.url()}), "sliding", 60),
+        ),
+        (
+            "mysql socket, fixed",
             config(
-                serde_json::json!({"kind": "file", "dir": dir.path().join("data")}),
+                json!({"kind": "mysql", "socket": db.socket(), "user": db.user(),
+                       "password": db.password(), "database": db.database()}),
                 "fixed",
+                3600,
             ),
         ),
         (
-            "mysql over TCP, fixed",
+            "redis tcp, fixed",
+            config(json!({"kind": "redis", "url": redis.url()}), "fixed", 3600),
+        ),
+        (
+            "redis tcp, sliding",
+            config(json!({"kind": "redis", "url": redis.url()}), "sliding", 60),
+        ),
+        (
+            "redis socket, fixed",
             config(
-                serde_json::json!({"kind": "mysql", "url": db.url()}),
+                json!({"kind": "redis", "url": redis.unix_url()}),
                 "fixed",
-            ),
-        ),
-        (
-            "mysql over TCP, sliding",
-            config(
-                serde_json::json!({"kind": "mysql", "url": db.url()}),
-                "sliding",
-            ),
-        ),
-        (
-            "mysql over socket, fixed",
-            config(
-                serde_json::json!({"kind": "mysql", "socket": db.socket(), "user": db.user(),
-                                   "password": db.password(), "database": db.database()}),
-                "fixed",
-            ),
-        ),
-        (
-            "redis over TCP, fixed",
-            config(
-                serde_json::json!({"kind": "redis", "url": redis.url()}),
-                "fixed",
-            ),
-        ),
-        (
-            "redis over TCP, sliding",
-            config(
-                serde_json::json!({"kind": "redis", "url": redis.url()}),
-                "sliding",
-            ),
-        ),
-        (
-            "redis over socket, fixed",
-            config(
-                serde_json::json!({"kind": "redis", "url": redis.unix_url()}),
-                "fixed",
+                3600,
             ),
         ),
     ];
-    // Warm up: create tables and files.
-    for (_, c) in &cases {
-        resolve::stores::open(c).probe().expect("store reachable");
+    let mut group = c.benchmark_group("decide");
+    group.measurement_time(Duration::from_secs(3));
+    for (name, cfg) in &cases {
+        let kept = resolve::stores::open(cfg);
+        kept.probe().expect("store reachable");
+        let mut n = 0u64;
+        group.bench_function(BenchmarkId::new("kept (FastCGI)", name), |b| {
+            b.iter(|| {
+                n += 1;
+                black_box(decide(kept.as_ref(), cfg, n % 50))
+            })
+        });
+        group.bench_function(BenchmarkId::new("opened for one (CGI)", name), |b| {
+            b.iter(|| {
+                n += 1;
+                let store = resolve::stores::open(cfg);
+                black_box(decide(store.as_ref(), cfg, n % 50))
+            })
+        });
     }
-    println!("{ROUNDS} decisions per store, each with a freshly opened store (connect + decide)");
-    println!(
-        "{:<28} {:>12} {:>12} {:>10}",
-        "store", "median", "p90", "vs file"
-    );
-    let mut file_median = None;
-    for (name, c) in &cases {
-        let (median, p90) = measure(c);
-        let base = *file_median.get_or_insert(median);
-        println!(
-            "{name:<28} {:>12.3?} {:>12.3?} {:>9.1}x",
-            median,
-            p90,
-            median.as_secs_f64() / base.as_secs_f64()
-        );
-    }
-    let rows = db.root_sql("SELECT COUNT(*), COUNT(DISTINCT rkey) FROM resolve_test.rate_events");
-    println!(
-        "rate_events rows, distinct keys after the sliding run: {}",
-        rows.trim()
-    );
+    group.finish();
 }
+
+fn file_store_size(c: &mut Criterion) {
+    let mut group = c.benchmark_group("file store, keys in the data directory");
+    group.measurement_time(Duration::from_secs(3));
+    for keys in [10u64, 10_000, 100_000] {
+        let dir = support::TempDir::new(&format!("bench-keys-{keys}"));
+        let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
+        let store = resolve::stores::open(&cfg);
+        for n in 0..keys {
+            decide(store.as_ref(), &cfg, n);
+        }
+        let mut n = 0u64;
+        group.bench_with_input(BenchmarkId::from_parameter(keys), &keys, |b, &keys| {
+            b.iter(|| {
+                // Existing keys, in an order that jumps around the shards.
+                n = (n + 7919) % keys;
+                black_box(decide(store.as_ref(), &cfg, n))
+            })
+        });
+        if keys > 10 {
+            // The same directory, only 10 of its keys asked for: what the size costs, apart
+            // from how many keys a run touches (and so keeps in the processor's caches).
+            group.bench_with_input(
+                BenchmarkId::new("10 of them asked for", keys),
+                &keys,
+                |b, &keys| {
+                    b.iter(|| {
+                        n = (n + 7919) % keys % 10;
+                        black_box(decide(store.as_ref(), &cfg, n))
+                    })
+                },
+            );
+        }
+    }
+    group.finish();
+}
+
+fn sweeping(c: &mut Criterion) {
+    // 100,000 keys: those of even clients stale (their window ended long ago), the others live.
+    let dir = support::TempDir::new("bench-sweep");
+    let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 60);
+    let grace = Duration::from_secs(600);
+    let start = 1_900_000_000_000u64;
+    let now = Rc::new(Cell::new(start));
+    let store = FileStore::new(dir.path(), SharedClock(now.clone()), grace);
+    for n in (0..100_000u64).step_by(2) {
+        decide(&store, &cfg, n);
+    }
+    now.set(start + 3_600_000);
+    for n in (1..100_000u64).step_by(2) {
+        decide(&store, &cfg, n);
+    }
+    let mut group = c.benchmark_group("sweep within the budget");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(200));
+    group.bench_function("100000 keys, half stale, 5 ms budget", |b| {
+        b.iter(|| black_box(store.sweep(Some(Duration::from_millis(5)))));
+    });
+    group.finish();
+}
+
+/// A clock the benchmark sets while the store holds it.
+struct SharedClock(Rc<Cell<u64>>);
+
+impl Clock for SharedClock {
+    fn now_ms(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+criterion_group!(benches, per_store, file_store_size, sweeping);
+criterion_main!(benches);

@@ -1,5 +1,7 @@
 //! The CGI adapter: the environment and standard input in, one answer on standard output, log
-//! lines on standard error. Whatever happens, a valid CGI answer is written.
+//! lines on standard error. Whatever happens, a valid CGI answer is written. [`Site`] (a loaded
+//! configuration with its store and provider) is shared with FastCGI mode, which keeps one for
+//! many requests.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -8,7 +10,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::app::App;
+use crate::app::{Answer, App};
 use crate::config::Config;
 use crate::defaults;
 use crate::http_provider::HttpProvider;
@@ -19,6 +21,7 @@ use crate::problem::Problem;
 use crate::provider::{EchoProvider, Provider, ProviderSpec};
 use crate::render;
 use crate::request::Env;
+use crate::store::Store;
 use crate::stores;
 
 /// The request's meta-variables, as the server set them.
@@ -32,50 +35,80 @@ pub fn env_from_process() -> Env {
     env
 }
 
+/// A configuration with the store and the provider it names, ready to answer requests. The
+/// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
+/// the agent its idle connections).
+pub struct Site {
+    pub config: Config,
+    log: StderrLog,
+    store: Box<dyn Store>,
+    provider: Option<Box<dyn Provider>>,
+}
+
+impl Site {
+    pub fn new(config: Config) -> Site {
+        let provider: Option<Box<dyn Provider>> = match &config.provider {
+            None => None,
+            Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
+            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::new((**spec).clone()))),
+        };
+        Site {
+            log: StderrLog::new(config.secrets()),
+            store: stores::open(&config),
+            provider,
+            config,
+        }
+    }
+
+    /// The request handler, borrowing this site's parts.
+    pub fn app(&self) -> App<'_> {
+        App {
+            config: &self.config,
+            store: self.store.as_ref(),
+            provider: self.provider.as_deref(),
+            log: &self.log,
+        }
+    }
+}
+
+/// The answer when no configuration could be loaded: 503, and `message` in the log.
+pub fn not_configured(env: &Env, message: &str) -> Answer {
+    StderrLog::default().line(Level::Error, message);
+    let p = Problem::new(
+        503,
+        "not_configured",
+        "This service is not set up correctly yet. Please try again later.",
+    )
+    .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
+    Answer {
+        response: render::problem(negotiate::from_accept(env.header("Accept")), &p),
+        head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+    }
+}
+
 /// Serves one CGI request. Returns normally in every case: errors become answers.
 pub fn run() {
     let env = env_from_process();
-    let head_only = env.get("REQUEST_METHOD") == Some(b"HEAD");
     let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
     let config = located.and_then(|l| locate::load(&l));
     let config = match config {
         Ok(c) => c,
         Err(message) => {
-            StderrLog::default().line(Level::Error, &message);
-            let p = Problem::new(
-                503,
-                "not_configured",
-                "This service is not set up correctly yet. Please try again later.",
-            )
-            .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
-            let format = negotiate::from_accept(env.header("Accept"));
-            let _ = render::problem(format, &p).write_cgi(io::stdout().lock(), head_only);
+            let answer = not_configured(&env, &message);
+            let _ = answer
+                .response
+                .write_cgi(io::stdout().lock(), answer.head_only);
             drain_stdin(&env, 0);
             return;
         }
     };
-    serve_one(&config, &env);
+    serve_one(config, &env);
 }
 
 /// Answers one request with a loaded configuration.
-pub fn serve_one(config: &Config, env: &Env) {
-    let log = StderrLog::new(config.secrets());
-    let store = stores::open(config);
-    let http;
-    let provider: Option<&dyn Provider> = match &config.provider {
-        None => None,
-        Some(ProviderSpec::Echo) => Some(&EchoProvider),
-        Some(ProviderSpec::Http(spec)) => {
-            http = HttpProvider::new((**spec).clone());
-            Some(&http)
-        }
-    };
-    let app = App {
-        config,
-        store: store.as_ref(),
-        provider,
-        log: &log,
-    };
+pub fn serve_one(config: Config, env: &Env) {
+    let site = Site::new(config);
+    let app = site.app();
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: stdin_unbuffered().ok(),
@@ -84,7 +117,7 @@ pub fn serve_one(config: &Config, env: &Env) {
     let answer = app.handle(env, &mut stdin);
     let mut out = io::stdout().lock();
     if let Err(e) = answer.response.write_cgi(&mut out, answer.head_only) {
-        log.line(
+        app.log.line(
             Level::Notice,
             &format!("the client left before the answer was written: {e}"),
         );

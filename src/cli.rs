@@ -1,6 +1,7 @@
-//! The command line: how the program was started decides what it does. With GATEWAY_INTERFACE
-//! set it is a CGI program (and ignores its arguments: Apache passes a query without '=' as
-//! arguments); otherwise it runs a command.
+//! The command line: how the program was started decides what it does. With a listening socket
+//! as standard input it is a FastCGI program (mod_fcgid starts it so); else, with
+//! GATEWAY_INTERFACE set, a CGI program (which ignores its arguments: Apache passes a query
+//! without '=' as arguments); otherwise it runs a command.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -70,6 +71,9 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
 
 /// The program's entry point.
 pub fn main() -> ExitCode {
+    if let Some(listener) = crate::fastcgi::listener_on_stdin() {
+        return crate::fastcgi::run(listener);
+    }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
         crate::cgi::run();
         return ExitCode::SUCCESS;

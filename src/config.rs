@@ -102,6 +102,8 @@ pub struct Config {
     pub max_body_bytes: u64,
     /// Sites whose pages may use the endpoint (`scheme://host[:port]`); empty: any.
     pub allowed_origins: Vec<String>,
+    /// Requests one FastCGI process answers before it exits.
+    pub fastcgi_max_requests: u32,
 }
 
 /// A configuration mistake: where, and how to fix it.
@@ -136,6 +138,13 @@ struct RawConfig {
     api_keys: Option<RawApiKeys>,
     cache: Option<RawCache>,
     allowed_origins: Option<Vec<String>>,
+    fastcgi: Option<RawFastcgi>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFastcgi {
+    max_requests: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -343,6 +352,19 @@ impl Config {
                 "must be 1 to 1048576; a form with one link needs less than 3000",
             ));
         }
+        let fastcgi_max_requests = u32::try_from(
+            raw.fastcgi
+                .and_then(|f| f.max_requests)
+                .unwrap_or(defaults::FASTCGI_MAX_REQUESTS.into()),
+        )
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| {
+            err(
+                "fastcgi.max_requests",
+                "must be 1 to 4294967295; 10000 (the default) renews each process now and then",
+            )
+        })?;
         Ok(Config {
             provider,
             store,
@@ -357,6 +379,7 @@ impl Config {
             api_keys,
             max_body_bytes,
             allowed_origins,
+            fastcgi_max_requests,
         })
     }
 
@@ -445,6 +468,7 @@ impl Config {
                 "forwarded_header": self.forwarded_header,
             },
             "request": {"max_body_bytes": self.max_body_bytes},
+            "fastcgi": {"max_requests": self.fastcgi_max_requests},
             "allowed_origins": self.allowed_origins,
             "api_keys": {
                 "header": self.api_keys.header,
@@ -1219,6 +1243,10 @@ mod tests {
             (
                 r#"{"request": {"max_body_bytes": 0}}"#,
                 "request.max_body_bytes",
+            ),
+            (
+                r#"{"fastcgi": {"max_requests": 0}}"#,
+                "fastcgi.max_requests",
             ),
             (r#"{"provider": {"kind": "magic"}}"#, "provider.kind"),
             (

@@ -59,6 +59,9 @@ pub const PROVIDER_QUOTA_RETRY_AFTER_SECS: u32 = 3600;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 
+/// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
+pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
+
 /// Address `resolve serve` listens on.
 pub const SERVE_ADDR: &str = "127.0.0.1:8080";
 /// Directory `resolve serve` serves pages from.

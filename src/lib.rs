@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod decision;
 pub mod defaults;
+pub mod fastcgi;
 pub mod file_store;
 pub mod form;
 pub mod http_provider;

@@ -40,6 +40,39 @@ const SWEEP_BATCH: u32 = 1000;
 const ER_DUP_ENTRY: u16 = 1062;
 const ER_LOCK_DEADLOCK: u16 = 1213;
 const ER_NO_SUCH_TABLE: u16 = 1146;
+/// Errors with which the server ends a connection: shutting down, the connection killed, idle
+/// too long (MariaDB 10.x and 11.x).
+const CONNECTION_ENDED: [u16; 4] = [1053, 1927, 4031, 2013];
+
+/// Whether `error` says that a kept connection is gone (the server restarted or dropped it while
+/// the process waited between requests) rather than that the server could not do the work. A
+/// timeout is not one of them: the time is spent.
+fn connection_gone(error: &mysql::Error) -> bool {
+    let gone = |kind: std::io::ErrorKind| {
+        use std::io::ErrorKind::*;
+        matches!(
+            kind,
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected
+        )
+    };
+    match error {
+        mysql::Error::IoError(io) => gone(io.kind()),
+        mysql::Error::CodecError(c) => {
+            let text = c.to_string();
+            [
+                "broken pipe",
+                "reset by peer",
+                "unexpected end of file",
+                "failed to fill whole buffer",
+                "connection aborted",
+            ]
+            .iter()
+            .any(|w| text.to_ascii_lowercase().contains(w))
+        }
+        mysql::Error::MySqlError(e) => CONNECTION_ENDED.contains(&e.code),
+        _ => false,
+    }
+}
 
 pub struct MysqlStore {
     settings: MysqlSettings,
@@ -263,6 +296,11 @@ impl MysqlStore {
         let mut slot = self.conn.borrow_mut();
         let mut created = false;
         let mut attempt = 0;
+        // A connection kept from an earlier request (FastCGI) may have been closed by the server
+        // since: if it turns out gone, the work is tried once more on a new one. Work that failed
+        // so was not committed, or, if the connection broke during COMMIT, counted once more: an
+        // over-count, never an under-count.
+        let mut kept = slot.is_some();
         loop {
             attempt += 1;
             if slot.is_none() {
@@ -296,6 +334,12 @@ impl MysqlStore {
                         (self.settings.connect_timeout + 2 * self.settings.read_timeout)
                             .as_millis()
                     )));
+                }
+                Err(Failed::Db(error))
+                    if kept && connection_gone(&error) && deadline.check().is_ok() =>
+                {
+                    kept = false;
+                    *slot = None;
                 }
                 Err(Failed::Db(error)) => {
                     let detail = self.describe(&error);

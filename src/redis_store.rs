@@ -99,6 +99,13 @@ return out
 
 /// Takes back one request admitted at ARGV[1] (ms) from each key; ARGV[1 + i] is key i's
 /// algorithm. A fixed window counts it only if it started no later (the same window).
+/// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/redis_store.rs checks it against the
+/// server's `SCRIPT LOAD`).
+pub const SCRIPT_SHA1: &str = "2b365d9c86bb93f5b843f0edca6b890fccf38e3a";
+
+/// SHA-1 of [`REFUND_SCRIPT`].
+pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
+
 pub const REFUND_SCRIPT: &str = r#"
 local at = tonumber(ARGV[1])
 for i = 1, #KEYS do
@@ -196,51 +203,93 @@ impl RedisStore {
     /// a new one, so the store recovers by itself when the server returns.
     fn call(&self, command: Vec<u8>) -> Result<Reply, StoreError> {
         let mut slot = self.conn.borrow_mut();
-        let mut commands = Vec::new();
-        if slot.is_none() {
-            let s = &self.settings;
-            let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
-                .map_err(|e| self.io_error(&e))?;
-            *slot = Some(conn);
-            if let Some(pass) = &s.password {
-                let mut args: Vec<&[u8]> = vec![b"AUTH"];
-                if let Some(user) = &s.username {
-                    args.push(user.as_bytes());
+        // A connection kept from an earlier request (FastCGI) may have been closed by the server
+        // since: if it turns out gone, the command is sent once more on a new one. A command
+        // lost so never ran, or, if the server died after running it, runs once more: a
+        // decision counted twice, never one not counted.
+        let mut kept = slot.is_some();
+        loop {
+            let mut commands = Vec::new();
+            if slot.is_none() {
+                let s = &self.settings;
+                let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
+                    .map_err(|e| self.io_error(&e))?;
+                *slot = Some(conn);
+                if let Some(pass) = &s.password {
+                    let mut args: Vec<&[u8]> = vec![b"AUTH"];
+                    if let Some(user) = &s.username {
+                        args.push(user.as_bytes());
+                    }
+                    args.push(pass.expose().as_bytes());
+                    commands.push(resp::encode(&args));
                 }
-                args.push(pass.expose().as_bytes());
-                commands.push(resp::encode(&args));
+                if s.db != 0 {
+                    commands.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
+                }
             }
-            if s.db != 0 {
-                commands.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
+            commands.push(command.clone());
+            let conn = slot.as_mut().expect("connected above");
+            let replies = match conn.pipeline(&commands) {
+                Ok(r) => r,
+                Err(e) if kept && connection_gone(&e) => {
+                    kept = false;
+                    *slot = None;
+                    continue;
+                }
+                Err(e) => {
+                    *slot = None;
+                    return Err(self.io_error(&e));
+                }
+            };
+            let last = replies.len() - 1;
+            for (i, reply) in replies.iter().enumerate() {
+                if let Reply::Error(e) = reply {
+                    // The script cache is empty (a new or flushed server): the caller sends
+                    // the script itself; the connection is fine.
+                    if i == last && e.starts_with("NOSCRIPT") {
+                        break;
+                    }
+                    *slot = None;
+                    let hint = if e.starts_with("NOAUTH")
+                        || e.starts_with("WRONGPASS")
+                        || e.contains("invalid password")
+                    {
+                        " (check store.password and store.username)"
+                    } else {
+                        ""
+                    };
+                    return Err(StoreError::unavailable(format!(
+                        "redis store at {}: {e}{hint}",
+                        self.place()
+                    )));
+                }
             }
+            return Ok(replies.into_iter().last().expect("one reply per command"));
         }
-        commands.push(command);
-        let conn = slot.as_mut().expect("connected above");
-        let replies = match conn.pipeline(&commands) {
-            Ok(r) => r,
-            Err(e) => {
-                *slot = None;
-                return Err(self.io_error(&e));
+    }
+
+    /// Runs a Lua script by its SHA-1 (`EVALSHA`), so that its text crosses the wire and is
+    /// hashed by the server only when the server's script cache lacks it (`NOSCRIPT`); `EVAL`
+    /// then runs it and caches it for every later request, from any process.
+    fn eval(&self, script: &str, sha1: &str, rest: &[&[u8]]) -> Result<Reply, StoreError> {
+        let mut args: Vec<&[u8]> = Vec::with_capacity(rest.len() + 2);
+        args.push(b"EVALSHA");
+        args.push(sha1.as_bytes());
+        args.extend_from_slice(rest);
+        match self.call(resp::encode(&args))? {
+            Reply::Error(e) if e.starts_with("NOSCRIPT") => {
+                args[0] = b"EVAL";
+                args[1] = script.as_bytes();
+                match self.call(resp::encode(&args))? {
+                    Reply::Error(e) => Err(StoreError::unavailable(format!(
+                        "redis store at {}: {e}",
+                        self.place()
+                    ))),
+                    reply => Ok(reply),
+                }
             }
-        };
-        for reply in &replies {
-            if let Reply::Error(e) = reply {
-                *slot = None;
-                let hint = if e.starts_with("NOAUTH")
-                    || e.starts_with("WRONGPASS")
-                    || e.contains("invalid password")
-                {
-                    " (check store.password and store.username)"
-                } else {
-                    ""
-                };
-                return Err(StoreError::unavailable(format!(
-                    "redis store at {}: {e}{hint}",
-                    self.place()
-                )));
-            }
+            reply => Ok(reply),
         }
-        Ok(replies.into_iter().last().expect("one reply per command"))
     }
 
     fn io_error(&self, e: &io::Error) -> StoreError {
@@ -255,6 +304,19 @@ impl RedisStore {
         };
         StoreError::unavailable(format!("redis store at {}: {e}{hint}", self.place()))
     }
+}
+
+/// Whether `e` says that a kept connection is gone (closed or reset by the server) rather than
+/// slow: a timeout is not retried, its time is spent.
+fn connection_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::NotConnected
+    )
 }
 
 impl Store for RedisStore {
@@ -278,10 +340,10 @@ impl Store for RedisStore {
             argv.push(c.rule.limit.get().to_string());
             argv.push(c.rule.window_ms().to_string());
         }
-        let mut args: Vec<&[u8]> = vec![b"EVAL", SCRIPT.as_bytes(), count.as_bytes()];
+        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
         args.extend(checks.iter().map(|c| c.key.as_bytes()));
         args.extend(argv.iter().map(|a| a.as_bytes()));
-        let reply = self.call(resp::encode(&args))?;
+        let reply = self.eval(SCRIPT, SCRIPT_SHA1, &args)?;
         decision_from(&reply, checks)
             .map_err(|e| StoreError::unavailable(format!("redis store at {}: {e}", self.place())))
     }
@@ -315,14 +377,15 @@ impl Store for RedisStore {
         }
         let count = checks.len().to_string();
         let at = at_ms.to_string();
-        let mut args: Vec<&[u8]> = vec![b"EVAL", REFUND_SCRIPT.as_bytes(), count.as_bytes()];
+        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
         args.extend(checks.iter().map(|c| c.key.as_bytes()));
         args.push(at.as_bytes());
         args.extend(checks.iter().map(|c| match c.rule.algorithm {
             Algorithm::Fixed => &b"f"[..],
             Algorithm::Sliding => &b"s"[..],
         }));
-        self.call(resp::encode(&args)).map(|_| ())
+        self.eval(REFUND_SCRIPT, REFUND_SCRIPT_SHA1, &args)
+            .map(|_| ())
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -6,7 +6,7 @@ mod support;
 use serde_json::{Value, json};
 use support::config::{self, rule};
 use support::urlenc::link_param;
-use support::{Apache, HttpClient, Provider, Reply, Request, Response, TempDir, fire};
+use support::{Apache, HttpClient, Mode, Provider, Reply, Request, Response, TempDir, fire};
 
 /// One Apache serving the binary with this configuration. Fields drop in order.
 struct Site {
@@ -199,6 +199,12 @@ fn every_status_has_the_documented_json_shape() {
         400,
     );
     check_shape(&send(Request::new("PUT", &target(1))), 405);
+    // mod_fcgid reads the body itself and always passes its length (here 0): no 411 there, and
+    // a POST that is not a form gets 415.
+    let no_length = match s.apache.mode() {
+        Mode::Cgid => 411,
+        Mode::Fcgid => 415,
+    };
     check_shape(
         &send(
             Request::new("POST", "/cgi-bin/resolve")
@@ -206,7 +212,7 @@ fn every_status_has_the_documented_json_shape() {
                 .header("Connection", "close")
                 .no_framing(),
         ),
-        411,
+        no_length,
     );
     check_shape(
         &send(Request::post_form("/cgi-bin/resolve", vec![b'a'; 9000])),
@@ -244,7 +250,7 @@ fn every_status_has_the_documented_json_shape() {
         last = send(Request::get(&target(7)));
     }
     check_shape(&last, 429);
-    seen.extend([400, 405, 411, 413, 415, 422, 502, 503, 504, 429]);
+    seen.extend([400, 405, no_length, 413, 415, 422, 502, 503, 504, 429]);
 
     // 401 and the "not configured" 503 need other configurations.
     let keyed = keyed_site("shapes-keyed");

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use support::config::{self, rule};
 use support::urlenc::link_param;
-use support::{Apache, Cgi, CgiOutput, Provider, Request, StdinMode, TempDir};
+use support::{Apache, Cgi, CgiOutput, Mode, Provider, Request, StdinMode, TempDir};
 
 const CAP: usize = 8192;
 const VALID: &str = "https://example.com/file/1";
@@ -639,6 +639,12 @@ fn hostile_requests_through_apache() {
             400,
         ),
     ];
+    // mod_fcgid reads a chunked body itself and passes its length: the form is then valid and
+    // answered as such (tests/fastcgi.rs), not refused with 411.
+    let cases: Vec<_> = cases
+        .into_iter()
+        .filter(|(name, ..)| apache.mode() == Mode::Cgid || !name.starts_with("chunked"))
+        .collect();
     let mut fails = Vec::new();
     for (name, req, expected) in cases {
         apache.settle_log();

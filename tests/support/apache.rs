@@ -1,4 +1,4 @@
-//! A real Apache 2.4 (Debian's build, event MPM + mod_cgid) on 127.0.0.1 in its own temp dir, stopped on drop.
+//! A real Apache 2.4 (Debian's build, event MPM) on 127.0.0.1 in its own temp dir, stopped on drop; the binary runs under mod_cgid, or under mod_fcgid when RESOLVE_TEST_APACHE_MODE=fcgid.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::client::HttpClient;
-use super::system::{ServerUser, binary, require, server_user};
+use super::client::{HttpClient, fire};
+use super::system::{ServerUser, binary, give_to_server_user, require, server_user};
 use super::temp::{TempDir, set_mode};
 
 pub const APACHE: &str = "/usr/sbin/apache2";
@@ -29,9 +29,48 @@ const BASE_MODULES: &[&str] = &[
     "cgid",
 ];
 
+/// How Apache runs the binary under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// One process per request, forked by mod_cgid's daemon.
+    Cgid,
+    /// Long-lived FastCGI processes managed by mod_fcgid.
+    Fcgid,
+}
+
+/// Environment variable that chooses the mode of every instance whose test does not choose:
+/// `cgid` (the default) or `fcgid`.
+pub const MODE_ENV: &str = "RESOLVE_TEST_APACHE_MODE";
+
+impl Mode {
+    /// The mode RESOLVE_TEST_APACHE_MODE names; mod_cgid when it is unset.
+    pub fn from_env() -> Mode {
+        match std::env::var(MODE_ENV).as_deref() {
+            Err(_) | Ok("" | "cgid") => Mode::Cgid,
+            Ok("fcgid") => Mode::Fcgid,
+            Ok(other) => panic!("{MODE_ENV}={other:?}: use cgid or fcgid"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Cgid => "cgid",
+            Mode::Fcgid => "fcgid",
+        }
+    }
+}
+
+/// FastCGI processes started in fcgid mode before a test's first request (see
+/// `ApacheBuilder::fcgid_pool`).
+pub const FCGID_WARM_POOL: usize = 8;
+
 pub struct ApacheBuilder {
     label: String,
-    cgi_programs: Vec<(String, PathBuf)>,
+    mode: Mode,
+    fcgid_pool: usize,
+    /// Name in cgi-bin/, the program, and whether it is the binary under test (run as FastCGI
+    /// in fcgid mode; other programs stay plain CGI).
+    cgi_programs: Vec<(String, PathBuf, bool)>,
     env: Vec<(String, String)>,
     modules: Vec<String>,
     extra_conf: Vec<String>,
@@ -39,19 +78,48 @@ pub struct ApacheBuilder {
 }
 
 impl ApacheBuilder {
-    /// Copy the binary under test into cgi-bin/ as `resolve`.
-    pub fn resolve_cgi(self) -> ApacheBuilder {
-        self.cgi("resolve", &binary())
-    }
-
-    /// Copy `program` into cgi-bin/ as `name` (mode 0755).
-    pub fn cgi(mut self, name: &str, program: &Path) -> ApacheBuilder {
+    /// Copy the binary under test into cgi-bin/ as `resolve` (run by mod_fcgid in fcgid mode).
+    pub fn resolve_cgi(mut self) -> ApacheBuilder {
         self.cgi_programs
-            .push((name.to_string(), program.to_path_buf()));
+            .push(("resolve".to_string(), binary(), true));
         self
     }
 
-    /// `SetEnv name value` for every request (reaches CGI programs when suEXEC is off).
+    /// Copy `program`, a build of the binary under test (e.g. the static release build), into
+    /// cgi-bin/ as `name`: run like `resolve_cgi`, by mod_fcgid in fcgid mode.
+    pub fn resolve_program(mut self, name: &str, program: &Path) -> ApacheBuilder {
+        self.cgi_programs
+            .push((name.to_string(), program.to_path_buf(), true));
+        self
+    }
+
+    /// Copy `program` into cgi-bin/ as `name` (mode 0755), run as a plain CGI program.
+    pub fn cgi(mut self, name: &str, program: &Path) -> ApacheBuilder {
+        self.cgi_programs
+            .push((name.to_string(), program.to_path_buf(), false));
+        self
+    }
+
+    /// Run the binary under test this way, whatever RESOLVE_TEST_APACHE_MODE says.
+    pub fn mode(mut self, mode: Mode) -> ApacheBuilder {
+        self.mode = mode;
+        self
+    }
+
+    /// In fcgid mode, FastCGI processes to start before the test's first request (default
+    /// `FCGID_WARM_POOL`), as a site that has been busy has them. mod_fcgid starts processes
+    /// only when a request finds none idle, and such a request waits a whole second before it
+    /// looks again; tests that bound latency under concurrency would measure that wait. Warm-up
+    /// requests go through `/warm-up/` with a configuration of their own (the echo provider, a
+    /// file store in the instance's run/): they count nothing, call nothing and log nothing that
+    /// the test sees. 0: no warm-up.
+    pub fn fcgid_pool(mut self, processes: usize) -> ApacheBuilder {
+        self.fcgid_pool = processes;
+        self
+    }
+
+    /// `SetEnv name value` for every request (reaches CGI programs when suEXEC is off; in fcgid
+    /// mode also `FcgidInitialEnv`, the FastCGI processes' own environment).
     pub fn set_env(mut self, name: &str, value: &str) -> ApacheBuilder {
         self.env.push((name.to_string(), value.to_string()));
         self
@@ -79,9 +147,14 @@ impl ApacheBuilder {
         require(Path::new(APACHE), "apache2");
         let built_in = compiled_in_modules();
         let mut modules: Vec<String> = Vec::new();
+        let mode_modules = match self.mode {
+            Mode::Cgid => vec![],
+            Mode::Fcgid => vec!["fcgid".to_string()],
+        };
         for m in BASE_MODULES
             .iter()
             .map(|m| m.to_string())
+            .chain(mode_modules)
             .chain(self.modules.clone())
         {
             if !modules.contains(&m) && !built_in.contains(&m) {
@@ -119,7 +192,23 @@ impl ApacheBuilder {
         let htdocs = dir.mkdir("htdocs");
         dir.write("htdocs/index.html", "ok\n");
         let cgi_bin = dir.mkdir("cgi-bin");
-        for (name, program) in &self.cgi_programs {
+        if self.mode == Mode::Fcgid {
+            // mod_fcgid's sockets, made by the server account's processes.
+            let ipc = dir.mkdir("run/fcgid");
+            give_to_server_user(&ipc);
+            let warm_data = dir.mkdir("run/warm-up-data");
+            give_to_server_user(&warm_data);
+            dir.write(
+                "conf/warm-up.json",
+                format!(
+                    r#"{{"provider": {{"kind": "echo"}},
+ "store": {{"kind": "file", "dir": "{}", "sweep_one_in": 0}},
+ "rules": [{{"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}}]}}"#,
+                    warm_data.display()
+                ),
+            );
+        }
+        for (name, program, _) in &self.cgi_programs {
             let dest = cgi_bin.join(name);
             fs::copy(program, &dest).unwrap_or_else(|e| {
                 panic!("copy {} to {}: {e}", program.display(), dest.display())
@@ -148,10 +237,14 @@ impl ApacheBuilder {
             .unwrap_or_else(|e| panic!("start {APACHE}: {e}"));
         let mut apache = Apache {
             port,
+            mode: self.mode,
             child: Some(child),
             dir,
         };
-        match apache.wait_ready(Duration::from_secs(20)) {
+        match apache
+            .wait_ready(Duration::from_secs(20))
+            .and_then(|()| self.warm_up(&apache))
+        {
             Ok(()) => Ok(apache),
             Err(e) => {
                 apache.stop_now();
@@ -220,20 +313,17 @@ DirectoryIndex index.html
 <Directory "{htdocs}">
     Require all granted
 </Directory>
-ScriptAlias /cgi-bin/ "{cgi_bin}/"
-<Directory "{cgi_bin}">
-    AllowOverride None
-    Options None
-    Require all granted
-</Directory>
-"#,
+{cgi_bin_conf}"#,
             log_level = self.log_level,
             mime = mime.display(),
             htdocs = htdocs.display(),
-            cgi_bin = cgi_bin.display(),
+            cgi_bin_conf = self.cgi_bin_conf(&d, cgi_bin),
         ));
         for (k, v) in &self.env {
             c.push_str(&format!("SetEnv {k} \"{v}\"\n"));
+            if self.mode == Mode::Fcgid {
+                c.push_str(&format!("FcgidInitialEnv {k} \"{v}\"\n"));
+            }
         }
         for extra in &self.extra_conf {
             c.push_str(&extra.replace("@DIR@", &d));
@@ -241,6 +331,118 @@ ScriptAlias /cgi-bin/ "{cgi_bin}/"
         }
         c
     }
+}
+
+impl ApacheBuilder {
+    /// Starts the FastCGI processes of `fcgid_pool`: rounds of that many requests at once to
+    /// each program run by mod_fcgid (a request that finds no idle process makes mod_fcgid start
+    /// one), until the pool is there or a round needed no new process (at most 5 rounds).
+    fn warm_up(&self, apache: &Apache) -> Result<(), String> {
+        if self.mode != Mode::Fcgid || self.fcgid_pool == 0 {
+            return Ok(());
+        }
+        let client = apache.client().timeout(Duration::from_secs(30));
+        for (name, _, fastcgi) in &self.cgi_programs {
+            if !*fastcgi {
+                continue;
+            }
+            let program = apache.dir().join("cgi-bin").join(name);
+            let target = format!("/warm-up/{name}?link=https%3A%2F%2Fwarm-up.example%2F");
+            let mut running = 0;
+            for round in 0..5 {
+                let before = running;
+                running = processes_running(&program);
+                // Enough, or the last round found enough idle processes to start none.
+                if running >= self.fcgid_pool || (round > 0 && running == before) {
+                    break;
+                }
+                for answer in fire(self.fcgid_pool, self.fcgid_pool, |_| {
+                    client.send(&super::client::Request::get(&target))
+                }) {
+                    match answer {
+                        Ok(r) if r.status == 200 || r.status == 429 => {}
+                        Ok(r) => {
+                            return Err(format!("warm-up request answered\n{}", r.everything()));
+                        }
+                        Err(e) => return Err(format!("warm-up request failed: {e}")),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// How cgi-bin/ is served: every program by mod_cgid, or in fcgid mode the binary under
+    /// test by mod_fcgid (the others still by mod_cgid).
+    fn cgi_bin_conf(&self, d: &str, cgi_bin: &Path) -> String {
+        let cgi_bin = cgi_bin.display();
+        match self.mode {
+            Mode::Cgid => format!(
+                r#"ScriptAlias /cgi-bin/ "{cgi_bin}/"
+<Directory "{cgi_bin}">
+    AllowOverride None
+    Options None
+    Require all granted
+</Directory>
+"#
+            ),
+            Mode::Fcgid => {
+                let mut files = String::new();
+                for (name, _, fastcgi) in &self.cgi_programs {
+                    if *fastcgi {
+                        files.push_str(&format!(
+                            "    <Files \"{name}\">\n        SetHandler fcgid-script\n    </Files>\n"
+                        ));
+                    }
+                }
+                // Processes are spawned quickly (a burst of 32 needs several at once) and kept;
+                // FcgidMaxRequestsPerProcess stays 0 (no limit): the binary's own
+                // fastcgi.max_requests retires a process. Tests may append other values.
+                format!(
+                    r#"FcgidIPCDir "{d}/run/fcgid"
+# File locks (fcntl) on the process table can fail with EDEADLK under many requests at once.
+Mutex pthread fcgid-proctbl fcgid-pipe
+FcgidProcessTableFile "{d}/run/fcgid_shm"
+FcgidIOTimeout 30
+FcgidConnectTimeout 10
+FcgidMaxProcesses 64
+FcgidMaxProcessesPerClass 16
+FcgidMinProcessesPerClass 0
+FcgidSpawnScoreUpLimit 64
+FcgidIdleTimeout 300
+FcgidMaxRequestsPerProcess 0
+Alias /cgi-bin/ "{cgi_bin}/"
+Alias /warm-up/ "{cgi_bin}/"
+<Location /warm-up/>
+    SetEnv RESOLVE_CONFIG "{d}/conf/warm-up.json"
+</Location>
+<Directory "{cgi_bin}">
+    AllowOverride None
+    Options +ExecCGI
+    SetHandler cgi-script
+{files}    Require all granted
+</Directory>
+"#
+                )
+            }
+        }
+    }
+}
+
+/// Processes running `program` (their /proc/PID/exe), whoever owns them.
+pub fn processes_running(program: &Path) -> usize {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == program))
+        .count()
 }
 
 /// Modules compiled into the apache2 binary (`apache2 -l`), e.g. "unixd", "log_config".
@@ -268,6 +470,7 @@ fn free_port() -> u16 {
 
 pub struct Apache {
     port: u16,
+    mode: Mode,
     child: Option<Child>,
     dir: TempDir,
 }
@@ -277,6 +480,8 @@ impl Apache {
     pub fn builder(label: &str) -> ApacheBuilder {
         ApacheBuilder {
             label: label.to_string(),
+            mode: Mode::from_env(),
+            fcgid_pool: FCGID_WARM_POOL,
             cgi_programs: Vec::new(),
             env: Vec::new(),
             modules: Vec::new(),
@@ -287,6 +492,11 @@ impl Apache {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// How this instance runs the binary under test.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The benchmark suite, on loopback only and never part of the tests. Builds the static release
+# binary and a no-op CGI program that writes a fixed 429 (the floor of any process-per-request
+# program), then runs benches/apache.rs: Apache (mod_cgid, then mod_fcgid) with MariaDB, Redis and
+# a provider stand-in, driven by wrk, printing one table of requests/s, p50 and p99 with the
+# ratios to the floor, the peak memory of one CGI request and the binary's size. With
+# --criterion it also runs the in-process criterion benches (benches/decisions.rs: decision time
+# per store, the file store with 10 to 100,000 keys, sweeping; benches/requests.rs: request
+# parsing and answer rendering).
+#
+# Usage: bench/run.sh [--criterion] [SECONDS] [CONNECTIONS]     (defaults: 10 s, 32 connections)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+criterion=""
+if [ "${1:-}" = "--criterion" ]; then
+    criterion=1
+    shift
+fi
+SECONDS_PER_ROW=${1:-10}
+CONNECTIONS=${2:-32}
+TARGET=x86_64-unknown-linux-musl
+
+missing=()
+need() { command -v "$1" >/dev/null || missing+=("$2"); }
+need wrk wrk
+need musl-gcc musl-tools
+need /usr/bin/time time
+need /usr/sbin/apache2 apache2
+need /usr/sbin/mariadbd mariadb-server
+need redis-server redis-server
+[ -e /usr/lib/apache2/modules/mod_fcgid.so ] || missing+=(libapache2-mod-fcgid)
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "bench: missing ${missing[*]} (apt-get install ${missing[*]})" >&2
+    exit 1
+fi
+
+CC_x86_64_unknown_linux_musl=musl-gcc cargo build --quiet --release --target "$TARGET"
+binary="${CARGO_TARGET_DIR:-target}/$TARGET/release/resolve"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/noop.c" <<'C'
+#include <unistd.h>
+static const char answer[] =
+    "Status: 429 Too Many Requests\nContent-Type: text/plain; charset=utf-8\n"
+    "Retry-After: 60\nCache-Control: no-store\n\nToo many requests: try again in 60 seconds.\n";
+int main(void) { return write(1, answer, sizeof answer - 1) < 0; }
+C
+musl-gcc -static -O2 -o "$work/noop" "$work/noop.c"
+chmod 755 "$work" "$work/noop"
+
+echo "binary: $binary ($(stat -c %s "$binary") bytes; $(file -b "$binary" | cut -d, -f1,4))"
+RESOLVE_BENCH_BINARY=$(realpath "$binary") \
+    RESOLVE_BENCH_FLOOR="$work/noop" \
+    RESOLVE_BENCH_SECONDS="$SECONDS_PER_ROW" \
+    RESOLVE_BENCH_CONNECTIONS="$CONNECTIONS" \
+    cargo bench --quiet --bench apache
+
+if [ -n "$criterion" ]; then
+    cargo bench --quiet --bench decisions --bench requests
+fi
