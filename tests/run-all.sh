@@ -3,6 +3,9 @@
 # formatting, lints, every test (real Apache with suEXEC, MariaDB, Redis, Chromium, sshd and an
 # FTPS server where the tests need them), the static musl release build and its checks.
 #
+# The tests under Apache run twice: with the binary under mod_cgid (CGI), then under mod_fcgid
+# (FastCGI, RESOLVE_TEST_APACHE_MODE=fcgid).
+#
 # Usage: tests/run-all.sh        (works non-interactively, e.g. with CI=true and no stdin)
 set -euo pipefail
 
@@ -18,6 +21,7 @@ APT_PACKAGES=(
     chromium
     chromium-driver
     musl-tools
+    g++
     shellcheck
     openssh-server
     openssh-client
@@ -119,10 +123,11 @@ main() {
     install_rust_parts
 
     step "shellcheck"
-    shellcheck tests/run-all.sh .ci/run deploy.sh
+    shellcheck tests/run-all.sh .ci/run deploy.sh fuzz/run.sh bench/run.sh
 
     step "cargo fmt --check"
     cargo fmt --check
+    cargo fmt --check --manifest-path fuzz/Cargo.toml
 
     step "cargo clippy --all-targets -- -D warnings"
     cargo clippy --all-targets -- -D warnings
@@ -130,9 +135,24 @@ main() {
     step "cargo test --no-fail-fast"
     cargo test --no-fail-fast </dev/null
 
+    # The tests that run the binary under Apache through the harness (resolve_cgi), once more
+    # with mod_fcgid (FastCGI) instead of mod_cgid. Files that choose the mode themselves are not
+    # repeated, nor those that set up their own handlers.
+    local apache_tests=() file
+    for file in tests/*.rs; do
+        if grep -Eq '\.resolve_(cgi|program)\(' "$file" && ! grep -Eq '\.mode\(Mode::(Cgid|Fcgid)\)' "$file"; then
+            apache_tests+=(--test "$(basename "$file" .rs)")
+        fi
+    done
+    step "RESOLVE_TEST_APACHE_MODE=fcgid cargo test --no-fail-fast ${apache_tests[*]}"
+    RESOLVE_TEST_APACHE_MODE=fcgid cargo test --no-fail-fast "${apache_tests[@]}" </dev/null
+
     step "release build for $MUSL_TARGET"
     CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$MUSL_TARGET"
     check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
+
+    step "fuzzing: every target for 8 s (installs cargo-fuzz; fails on any crash)"
+    bash fuzz/run.sh 8 </dev/null
 
     step "all checks passed in $((SECONDS - started)) s"
 }
