@@ -71,6 +71,7 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
 
 /// The program's entry point.
 pub fn main() -> ExitCode {
+    crate::signals::ignore_file_size_signal();
     if let Some(listener) = crate::fastcgi::listener_on_stdin() {
         return crate::fastcgi::run(listener);
     }

@@ -80,6 +80,8 @@ pub struct StoreConfig {
     pub sweep_budget: Duration,
     pub sweep_grace: Duration,
     pub deny_retry_after_secs: u32,
+    /// File store: the longest a request waits for another process's lock on a file.
+    pub lock_timeout: Duration,
 }
 
 /// The checked configuration.
@@ -194,6 +196,7 @@ struct RawStore {
     sweep_budget_ms: Option<u64>,
     sweep_grace_secs: Option<u64>,
     deny_retry_after_secs: Option<u32>,
+    lock_timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -390,7 +393,11 @@ impl Config {
             Some(p) => crate::provider_config::describe(p),
         };
         let mut store = match &self.store.kind {
-            StoreKind::File { dir } => json!({"kind": "file", "dir": dir.display().to_string()}),
+            StoreKind::File { dir } => json!({
+                "kind": "file",
+                "dir": dir.display().to_string(),
+                "lock_timeout_ms": self.store.lock_timeout.as_millis(),
+            }),
             StoreKind::Redis(_) => Value::Null,
             StoreKind::Mysql(m) => {
                 let mut v = json!({
@@ -653,7 +660,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
     let raw = raw.unwrap_or_default();
     let kind_name = raw.kind.as_deref().unwrap_or("file");
     let allowed: &[&str] = match kind_name {
-        "file" => &["dir"],
+        "file" => &["dir", "lock_timeout_ms"],
         "mysql" => &[
             "url",
             "host",
@@ -704,6 +711,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
         ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
         ("read_timeout_ms", raw.read_timeout_ms.is_some()),
         ("tls", raw.tls.is_some()),
+        ("lock_timeout_ms", raw.lock_timeout_ms.is_some()),
     ];
     if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed.contains(f)) {
         return Err(err(
@@ -750,6 +758,16 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
     if deny_retry_after_secs == 0 {
         return Err(err("store.deny_retry_after_secs", "must be at least 1"));
     }
+    let lock_timeout_ms = raw
+        .lock_timeout_ms
+        .unwrap_or(defaults::FILE_LOCK_TIMEOUT_MS.into());
+    if !(1..=60_000).contains(&lock_timeout_ms) {
+        return Err(err(
+            "store.lock_timeout_ms",
+            "must be 1 to 60000; requests hold a lock for microseconds, so the default 2000 \
+             only ends the wait on a stuck process",
+        ));
+    }
     Ok(StoreConfig {
         kind,
         on_error,
@@ -759,6 +777,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
             raw.sweep_grace_secs.unwrap_or(defaults::SWEEP_GRACE_SECS),
         ),
         deny_retry_after_secs,
+        lock_timeout: Duration::from_millis(lock_timeout_ms),
     })
 }
 
@@ -1247,6 +1266,14 @@ mod tests {
             (
                 r#"{"fastcgi": {"max_requests": 0}}"#,
                 "fastcgi.max_requests",
+            ),
+            (
+                r#"{"store": {"lock_timeout_ms": 0}}"#,
+                "store.lock_timeout_ms",
+            ),
+            (
+                r#"{"store": {"kind": "redis", "lock_timeout_ms": 100}}"#,
+                "store.lock_timeout_ms",
             ),
             (r#"{"provider": {"kind": "magic"}}"#, "provider.kind"),
             (

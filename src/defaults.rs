@@ -59,6 +59,11 @@ pub const PROVIDER_QUOTA_RETRY_AFTER_SECS: u32 = 3600;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 
+/// The longest a request waits for another process's lock on a file of the file store
+/// (`store.lock_timeout_ms`). Requests hold a lock for microseconds; only a stuck process or
+/// another program holds one this long.
+pub const FILE_LOCK_TIMEOUT_MS: u32 = 2000;
+
 /// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
 pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
 

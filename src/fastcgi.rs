@@ -24,7 +24,8 @@
 //! waiting, and exits; the web server starts a fresh one when it needs one. No request is lost
 //! on the way (tests/fastcgi.rs renews processes under load).
 //! SIGTERM (how mod_fcgid retires a process) keeps its default action, ending the process at
-//! once: the crate forbids `unsafe` and so installs no signal handler. mod_fcgid sends it to idle
+//! once: the program installs no signal handler (a handler needs `unsafe` code and would have
+//! nothing to save). mod_fcgid sends it to idle
 //! processes (idle timeout, lifetime, request count), which wait in `accept` with nothing begun.
 //! Only at server shutdown, or past `FcgidBusyTimeout`, can a busy process be ended mid-request,
 //! exactly as a CGI process would be: the stores are made for that (the file store writes the

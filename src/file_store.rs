@@ -10,11 +10,19 @@
 //! request is admitted, so a process killed at any instant can only over-count. A sweep removes
 //! a file only while holding its lock; a request that opened the file before that notices (the
 //! path no longer names its inode) and opens it again.
+//!
+//! Hostile or broken contents of the directory: a symbolic link is never followed (the last
+//! component is opened with `O_NOFOLLOW`, and a shard directory that is a link is refused), a
+//! FIFO or device is never read or waited on (every open is non-blocking and anything but a
+//! regular file is refused or, by a sweep, passed over), and a lock held by a process that never
+//! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
+//! answered by `store.on_error` and logged.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -39,6 +47,7 @@ pub struct FileStore<C: Clock> {
     dir: PathBuf,
     clock: C,
     grace_ms: u64,
+    lock_timeout: Duration,
 }
 
 /// A key's file, open and exclusively locked until dropped.
@@ -55,7 +64,14 @@ impl<C: Clock> FileStore<C> {
             dir: dir.into(),
             clock,
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            lock_timeout: Duration::from_millis(crate::defaults::FILE_LOCK_TIMEOUT_MS.into()),
         }
+    }
+
+    /// The longest a request waits for another process's lock on one of its files.
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -105,13 +121,12 @@ impl<C: Clock> FileStore<C> {
     /// The counter stored for `key`, read under the lock without changing anything.
     pub fn read(&self, key: &str) -> Result<Option<Counter>, StoreError> {
         let path = self.path_for(key);
-        let file = match File::open(&path) {
+        let file = match open_ro(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error("open", &path, &e)),
         };
-        file.lock_shared()
-            .map_err(|e| io_error("lock", &path, &e))?;
+        lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
         Ok(self.load(&Locked { path, file })?.counter)
     }
 
@@ -137,6 +152,15 @@ impl<C: Clock> FileStore<C> {
 
     /// Opens (creating if needed) and locks the file at `path`.
     fn lock(&self, path: &Path) -> Result<Locked, StoreError> {
+        let shard = path.parent().unwrap_or(&self.dir);
+        // A shard directory that is a link would take the files somewhere else.
+        if fs::symlink_metadata(shard).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(StoreError::unavailable(format!(
+                "{} is a symbolic link, which the store never follows: remove it (the store \
+                 makes a directory there)",
+                shard.display()
+            )));
+        }
         loop {
             let file = match open_rw(path) {
                 Ok(f) => f,
@@ -152,7 +176,7 @@ impl<C: Clock> FileStore<C> {
                 }
                 Err(e) => return Err(io_error("open", path, &e)),
             };
-            file.lock().map_err(|e| io_error("lock", path, &e))?;
+            lock_within(&file, path, Lock::Exclusive, self.lock_timeout)?;
             if still_named(path, &file) {
                 return Ok(Locked {
                     path: path.to_owned(),
@@ -200,9 +224,14 @@ impl<C: Clock> FileStore<C> {
         now: u64,
         report: &mut SweepReport,
     ) -> Result<(), StoreError> {
-        let file = match OpenOptions::new().read(true).open(path) {
+        let file = match open_ro(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            // A link, a FIFO or anything else that is not a counter: not ours to judge.
+            Err(e) if not_a_file(&e) => {
+                report.damaged += 1;
+                return Ok(());
+            }
             Err(e) => return Err(io_error("open", path, &e)),
         };
         if file.try_lock().is_err() || !still_named(path, &file) {
@@ -261,7 +290,7 @@ impl<C: Clock> FileStore<C> {
             } else if name.ends_with(CACHE_SUFFIX) {
                 report.scanned += 1;
                 // Like a counter: only while holding its lock, so no writer loses its entry.
-                let Ok(file) = OpenOptions::new().read(true).open(&path) else {
+                let Ok(file) = open_ro(&path) else {
                     continue;
                 };
                 if file.try_lock().is_err() || !still_named(&path, &file) {
@@ -290,21 +319,121 @@ impl<C: Clock> FileStore<C> {
     }
 }
 
-fn open_rw(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
+/// Flags of every open in the store: never through a symbolic link, never blocking (a FIFO
+/// opened for reading would wait for a writer forever).
+const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// The error for an entry that is not a regular file.
+fn not_regular(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "not a regular file (the store only makes regular files there: remove {})",
+            path.display()
+        ),
+    )
 }
 
-/// True when `path` still names the inode `file` has open.
+/// Whether an open failed because the entry is not a regular file: a symbolic link (`ELOOP`
+/// with `O_NOFOLLOW`), a FIFO or device, a directory.
+fn not_a_file(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidInput
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::EISDIR | libc::ENXIO)
+        )
+}
+
+/// Opens `path` (as `options` say) and makes sure it is a regular file.
+fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options.custom_flags(OPEN_FLAGS).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a symbolic link, which the store never follows: remove {}",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(file)
+}
+
+fn open_rw(path: &Path) -> io::Result<File> {
+    open_regular(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600),
+        path,
+    )
+}
+
+fn open_ro(path: &Path) -> io::Result<File> {
+    open_regular(OpenOptions::new().read(true), path)
+}
+
+/// True when `path` still names the inode `file` has open (and is not a link to it).
 fn still_named(path: &Path, file: &File) -> bool {
-    match (fs::metadata(path), file.metadata()) {
+    match (fs::symlink_metadata(path), file.metadata()) {
         (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
         _ => false,
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Lock {
+    Shared,
+    Exclusive,
+}
+
+/// Takes the lock on `file`, waiting at most `timeout` for another process to let go. Free
+/// locks (the usual case) cost one `flock`. A busy one is waited for by a helper thread on a
+/// duplicate of the descriptor (locks belong to the open file, so the lock it gets is ours);
+/// if the time runs out, the thread is left to finish and, once it has the lock, drops it
+/// with the last descriptor.
+fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Result<(), StoreError> {
+    let tried = match kind {
+        Lock::Shared => file.try_lock_shared(),
+        Lock::Exclusive => file.try_lock(),
+    };
+    match tried {
+        Ok(()) => return Ok(()),
+        Err(fs::TryLockError::WouldBlock) => {}
+        Err(fs::TryLockError::Error(e)) => return Err(io_error("lock", path, &e)),
+    }
+    let waiter = file.try_clone().map_err(|e| io_error("lock", path, &e))?;
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            let got = match kind {
+                Lock::Shared => waiter.lock_shared(),
+                Lock::Exclusive => waiter.lock(),
+            };
+            let _ = tx.send(got);
+        });
+    if let Err(e) = spawned {
+        return Err(io_error("lock", path, &e));
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(io_error("lock", path, &e)),
+        Err(_) => Err(StoreError::unavailable(format!(
+            "{} stayed locked by another process for {} ms (store.lock_timeout_ms); a lock \
+             held that long is not a request's: look for a stuck process with `fuser {}`",
+            path.display(),
+            timeout.as_millis(),
+            path.display()
+        ))),
     }
 }
 
@@ -422,6 +551,8 @@ impl<C: Clock> Store for FileStore<C> {
             .map_err(|e| io_error("list", &self.dir, &e))?
             .filter_map(Result::ok)
             .filter(|e| is_shard_name(&e.file_name().to_string_lossy()))
+            // A link in place of a shard leads outside: never swept (requests refuse it too).
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.path())
             .collect();
         shards.sort();
@@ -483,14 +614,13 @@ impl<C: Clock> Store for FileStore<C> {
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.cache_path(key);
-        let file = match File::open(&path) {
+        let file = match open_ro(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error("open", &path, &e)),
         };
         // Writers hold the exclusive lock: a shared one never sees half an entry.
-        file.lock_shared()
-            .map_err(|e| io_error("lock", &path, &e))?;
+        lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
         Ok(self.live_entry(&read_all(&file, &path)?))
     }
 
@@ -571,6 +701,106 @@ mod tests {
             store.path_for("resolve:ip:1.2.3.5")
         );
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
+        let dir = tempdir("lockwait");
+        let r = rule("ip", 3, 60);
+        let key = "resolve:ip:192.0.2.1";
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
+            .with_lock_timeout(Duration::from_millis(300));
+        let check = || {
+            store.decide(&[Check {
+                rule: &r,
+                key: key.into(),
+            }])
+        };
+        assert!(check().unwrap().is_admit());
+        // Another holder that lets go after 100 ms: the request waits for it and counts.
+        let holder = File::open(store.path_for(key)).unwrap();
+        holder.lock().unwrap();
+        let released = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(holder);
+        });
+        assert!(check().unwrap().is_admit());
+        released.join().unwrap();
+        // One that never lets go: a store error after the timeout, not a wait without end.
+        let holder = File::open(store.path_for(key)).unwrap();
+        holder.lock().unwrap();
+        let started = Instant::now();
+        let error = check().unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(error.to_string().contains("stayed locked"), "{error}");
+        drop(holder);
+        // Once it is gone, the count goes on where it was.
+        assert!(check().unwrap().is_admit());
+        assert!(!check().unwrap().is_admit());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn links_and_fifos_are_refused_never_followed_or_waited_on() {
+        let dir = tempdir("links");
+        let outside = tempdir("links-outside");
+        let r = rule("ip", 3, 60);
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+        let check = |key: &str| {
+            store.decide(&[Check {
+                rule: &r,
+                key: key.into(),
+            }])
+        };
+        // A counter file that is a link, dangling or not.
+        let target = outside.join("target");
+        fs::write(&target, b"").unwrap();
+        for (key, to) in [
+            ("resolve:ip:a", target.clone()),
+            ("resolve:ip:b", outside.join("none")),
+        ] {
+            let path = store.path_for(key);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&to, &path).unwrap();
+            let error = check(key).unwrap_err();
+            assert!(error.to_string().contains("symbolic link"), "{error}");
+        }
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"",
+            "nothing written through the link"
+        );
+        assert!(
+            !outside.join("none").exists(),
+            "nothing created through the link"
+        );
+        // A shard directory that is a link.
+        let key = "resolve:ip:c";
+        let shard = store.path_for(key).parent().unwrap().to_owned();
+        if !shard.exists() {
+            std::os::unix::fs::symlink(&outside, &shard).unwrap();
+            let error = check(key).unwrap_err();
+            assert!(error.to_string().contains("symbolic link"), "{error}");
+        }
+        // A FIFO, which a read-only open would wait on for ever.
+        let key = "resolve:ip:d";
+        let path = store.path_for(key);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        if made.is_ok_and(|s| s.success()) {
+            assert!(check(key).is_err());
+            let error = store.read(key).unwrap_err();
+            assert!(error.to_string().contains("regular"), "{error}");
+            let report = store.sweep(None).unwrap();
+            assert!(report.complete);
+        }
+        assert_eq!(
+            fs::read_dir(&outside).unwrap().count(),
+            1,
+            "only the target outside"
+        );
+        fs::remove_dir_all(dir).unwrap();
+        fs::remove_dir_all(outside).unwrap();
     }
 
     #[test]

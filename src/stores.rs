@@ -10,9 +10,10 @@ use crate::store::Store;
 /// The configured store, ready to use (connections are opened on first use).
 pub fn open(config: &Config) -> Box<dyn Store> {
     match &config.store.kind {
-        StoreKind::File { dir } => {
-            Box::new(FileStore::new(dir, SystemClock, config.store.sweep_grace))
-        }
+        StoreKind::File { dir } => Box::new(
+            FileStore::new(dir, SystemClock, config.store.sweep_grace)
+                .with_lock_timeout(config.store.lock_timeout),
+        ),
         StoreKind::Mysql(settings) => Box::new(MysqlStore::new(
             (**settings).clone(),
             &config.rules,
