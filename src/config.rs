@@ -671,6 +671,7 @@ fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError>
             "database",
             "table",
             "counter_table",
+            "cache_table",
             "events_ts",
             "connect_timeout_ms",
             "read_timeout_ms",
@@ -1270,6 +1271,10 @@ mod tests {
             (
                 r#"{"store": {"lock_timeout_ms": 0}}"#,
                 "store.lock_timeout_ms",
+            ),
+            (
+                r#"{"store": {"kind": "mysql", "host": "h", "user": "u", "database": "d", "cache_table": "a-b"}}"#,
+                "store.cache_table",
             ),
             (
                 r#"{"store": {"kind": "redis", "lock_timeout_ms": 100}}"#,
