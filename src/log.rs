@@ -32,8 +32,23 @@ pub trait Log {
 /// Longest line written, in bytes; the rest is cut.
 const MAX_LINE: usize = 1000;
 
+/// Characters that are not controls to Rust but act like them where a log is read: the line and
+/// paragraph separators (shown as line breaks, so they could forge a line) and the direction
+/// marks, embeddings, overrides and isolates (which reorder what is shown, so they could hide or
+/// fake a value).
+fn acts_like_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2028}'..='\u{2029}'
+            | '\u{200e}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061c}'
+    )
+}
+
 /// Makes one log line: `resolve: LEVEL: message`, with `secrets` replaced by `***`, control
-/// characters escaped and the length bounded.
+/// characters (and those that act like them) escaped and the length bounded.
 pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
     let mut masked = message.to_owned();
     for s in secrets.iter().filter(|s| !s.is_empty()) {
@@ -49,7 +64,9 @@ pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push(' '),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() || acts_like_control(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -110,5 +127,49 @@ mod tests {
         let long = format_line(Level::Notice, &"x".repeat(5000), &[]);
         assert!(long.len() < MAX_LINE + 10);
         assert_eq!(long.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn unicode_separators_and_direction_controls_are_escaped() {
+        for (c, escaped) in [
+            ('\u{2028}', "\\u{2028}"),
+            ('\u{2029}', "\\u{2029}"),
+            ('\u{200e}', "\\u{200e}"),
+            ('\u{200f}', "\\u{200f}"),
+            ('\u{061c}', "\\u{61c}"),
+            ('\u{202a}', "\\u{202a}"),
+            ('\u{202b}', "\\u{202b}"),
+            ('\u{202c}', "\\u{202c}"),
+            ('\u{202d}', "\\u{202d}"),
+            ('\u{202e}', "\\u{202e}"),
+            ('\u{2066}', "\\u{2066}"),
+            ('\u{2067}', "\\u{2067}"),
+            ('\u{2068}', "\\u{2068}"),
+            ('\u{2069}', "\\u{2069}"),
+            ('\u{85}', "\\u{85}"),
+        ] {
+            let line = format_line(
+                Level::Warn,
+                &format!("192.0.2.1{c}resolve: error: forged"),
+                &[],
+            );
+            assert_eq!(
+                line,
+                format!("resolve: warn: 192.0.2.1{escaped}resolve: error: forged\n"),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            assert!(!line.contains(c));
+        }
+    }
+
+    #[test]
+    fn other_text_is_kept() {
+        // Neighbours of the escaped ranges, letters of right-to-left scripts, emoji.
+        let text = "\u{2027}\u{202f}\u{2065}\u{206a}\u{200d} שלום مرحبا é 🙂";
+        assert_eq!(
+            format_line(Level::Notice, text, &[]),
+            format!("resolve: notice: {text}\n")
+        );
     }
 }
