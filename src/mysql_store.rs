@@ -74,6 +74,125 @@ fn connection_gone(error: &mysql::Error) -> bool {
     }
 }
 
+/// Where an error happened: opening the connection (the TCP connect is bounded by
+/// `store.connect_timeout_ms`) or running statements on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connect,
+    Work,
+}
+
+/// What went wrong, in one readable sentence with the setting to look at: never the driver's
+/// Debug-like form (`CodecError { … }`).
+fn explain(e: &mysql::Error, phase: Phase) -> String {
+    match e {
+        mysql::Error::MySqlError(m) => {
+            let hint = match m.code {
+                1045 => " (check store.user and store.password)",
+                1049 => " (check store.database)",
+                1040 => " (the server is out of connections)",
+                _ => "",
+            };
+            format!("error {}: {}{hint}", m.code, m.message)
+        }
+        mysql::Error::IoError(io) => explain_io(io, phase),
+        // The codec's own error type is not exported: its I/O error is reached as its source.
+        mysql::Error::CodecError(c) => {
+            match std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>()) {
+                Some(io) => explain_io(io, phase),
+                None => format!(
+                    "the server sent something that is not the MySQL protocol ({})",
+                    lower_first(&c.to_string())
+                ),
+            }
+        }
+        // The driver's word for a TCP connect that timed out.
+        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
+            explain_io(&std::io::ErrorKind::TimedOut.into(), Phase::Connect)
+        }
+        mysql::Error::DriverError(d @ mysql::DriverError::CouldNotConnect(_)) => format!(
+            "{} (is the server running and reachable? see store.host and store.port)",
+            lower_first(&d.to_string())
+        ),
+        mysql::Error::DriverError(d) => format!(
+            "{} (is it a MySQL or MariaDB server? see store.host and store.port)",
+            lower_first(&d.to_string())
+        ),
+        // Its text may quote the URL, password included.
+        mysql::Error::UrlError(_) => "store.url is not a valid mysql:// URL".to_owned(),
+        // The others' Display is `Name { message }`: their source says it plainly.
+        other => {
+            std::error::Error::source(other).map_or_else(|| other.to_string(), ToString::to_string)
+        }
+    }
+}
+
+fn explain_io(io: &std::io::Error, phase: Phase) -> String {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    match (io.kind(), phase) {
+        // A socket's read timeout shows as EAGAIN; a connect that timed out as ETIMEDOUT.
+        (TimedOut, Phase::Connect) => {
+            "no connection in time (timed out: see store.connect_timeout_ms)".to_owned()
+        }
+        (WouldBlock | TimedOut, _) => "no answer in time (see store.read_timeout_ms)".to_owned(),
+        _ => format!(
+            "{} (is the server running and reachable? see store.host and store.port)",
+            lower_first(&io.to_string())
+        ),
+    }
+}
+
+/// `Packet too large` as `packet too large`, to continue a sentence.
+fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Opens a connection within `budget`. The driver bounds each read of the handshake by the
+/// read timeout but not the handshake as a whole, so a server that trickles its greeting could
+/// hold the request far beyond its bound: the handshake runs on a helper thread and is given
+/// up when the budget runs out.
+fn connect_within(opts: Opts, budget: Duration) -> Result<Conn, Failed> {
+    match within(budget, move || Conn::new(opts)) {
+        Some(result) => Ok(result?),
+        None => Err(Failed::OutOfTime),
+    }
+}
+
+/// Runs `work` on a helper thread and waits for it at most `budget`: None when it did not end
+/// in time. The helper is not stopped: it ends when `work` does (a handshake, when its socket
+/// times out or completes), and what it made is then dropped. Should no thread be available
+/// (a process limit), `work` runs here, unbounded. A panic in `work` is the caller's.
+fn within<T, F>(budget: Duration, work: F) -> Option<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Clone + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("resolve-connect".to_owned())
+        .spawn({
+            let work = work.clone();
+            move || {
+                let _ = tx.send(work());
+            }
+        });
+    let Ok(helper) = spawned else {
+        return Some(work());
+    };
+    match rx.recv_timeout(budget) {
+        Ok(v) => Some(v),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match helper.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => None,
+        },
+    }
+}
+
 pub struct MysqlStore {
     settings: MysqlSettings,
     /// Keys that a sweep may remove this long after their window ended.
@@ -244,46 +363,24 @@ impl MysqlStore {
         Ok(b.into())
     }
 
-    fn describe(&self, e: &mysql::Error) -> String {
+    /// The time one request may spend on the store: connecting may take the connect timeout,
+    /// the work then gets twice the read timeout.
+    fn bound(&self) -> Duration {
+        self.settings.connect_timeout + 2 * self.settings.read_timeout
+    }
+
+    /// Where the server is, as log lines name it.
+    fn place(&self) -> String {
         let s = &self.settings;
-        let place = match (&s.socket, &s.host) {
+        match (&s.socket, &s.host) {
             (Some(sock), _) => format!("socket {}", sock.display()),
             (None, Some(h)) => format!("{h}:{}", s.port.unwrap_or(crate::defaults::MYSQL_PORT)),
             (None, None) => "the server in store.url".to_owned(),
-        };
-        let hint = match e {
-            mysql::Error::MySqlError(m) if m.code == 1045 => {
-                " (check store.user and store.password)"
-            }
-            mysql::Error::MySqlError(m) if m.code == 1049 => " (check store.database)",
-            mysql::Error::MySqlError(m) if m.code == 1040 => " (the server is out of connections)",
-            mysql::Error::IoError(_) | mysql::Error::DriverError(_) => {
-                " (is the server running and reachable? see store.connect_timeout_ms)"
-            }
-            _ => "",
-        };
-        let timed_out = |io: &std::io::Error| {
-            matches!(
-                io.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            )
-        };
-        let what = match e {
-            mysql::Error::MySqlError(m) => format!("error {}: {}", m.code, m.message),
-            mysql::Error::IoError(io) if timed_out(io) => {
-                "no answer in time (see store.read_timeout_ms)".to_owned()
-            }
-            // The codec's I/O error is not reachable by type: a timed-out read shows as EAGAIN.
-            mysql::Error::CodecError(c)
-                if c.to_string().contains("os error 11") || c.to_string().contains("timed out") =>
-            {
-                "no answer in time (see store.read_timeout_ms)".to_owned()
-            }
-            mysql::Error::IoError(io) => io.to_string(),
-            mysql::Error::DriverError(d) => d.to_string(),
-            other => other.to_string(),
-        };
-        format!("mysql store at {place}: {what}{hint}")
+        }
+    }
+
+    fn describe(&self, e: &mysql::Error, phase: Phase) -> String {
+        format!("mysql store at {}: {}", self.place(), explain(e, phase))
     }
 
     /// Runs `work` on the connection (opening one if needed), creating the tables when they are
@@ -293,10 +390,7 @@ impl MysqlStore {
         &self,
         mut work: impl FnMut(&mut Conn, &Deadline) -> Result<T, Failed>,
     ) -> Result<T, StoreError> {
-        // Connecting may take the connect timeout; the work then gets twice the read timeout.
-        let deadline = Deadline(
-            Instant::now() + self.settings.connect_timeout + 2 * self.settings.read_timeout,
-        );
+        let deadline = Deadline(Instant::now() + self.bound());
         let mut slot = self.conn.borrow_mut();
         let mut created = false;
         let mut attempt = 0;
@@ -308,8 +402,17 @@ impl MysqlStore {
         loop {
             attempt += 1;
             if slot.is_none() {
-                let conn = Conn::new(self.opts()?)
-                    .map_err(|e| StoreError::unavailable(self.describe(&e)))?;
+                let budget = deadline.0.saturating_duration_since(Instant::now());
+                let conn = connect_within(self.opts()?, budget).map_err(|f| {
+                    StoreError::unavailable(match f {
+                        Failed::Db(e) => self.describe(&e, Phase::Connect),
+                        Failed::OutOfTime => format!(
+                            "mysql store at {}: the server answered too slowly: no complete handshake within {} ms (store.connect_timeout_ms + 2 x store.read_timeout_ms)",
+                            self.place(),
+                            self.bound().as_millis()
+                        ),
+                    })
+                })?;
                 *slot = Some(conn);
             }
             let conn = slot.as_mut().expect("connected above");
@@ -319,7 +422,7 @@ impl MysqlStore {
                     created = true;
                     for sql in create_tables_sql(&self.settings) {
                         if let Err(e) = conn.query_drop(sql) {
-                            let detail = self.describe(&e);
+                            let detail = self.describe(&e, Phase::Work);
                             *slot = None;
                             return Err(StoreError::unavailable(format!(
                                 "{detail}; creating the tables failed: grant CREATE to store.user or run `resolve check` as a user who can"
@@ -334,9 +437,9 @@ impl MysqlStore {
                     // The transaction may still be open on this connection: drop it.
                     *slot = None;
                     return Err(StoreError::unavailable(format!(
-                        "mysql store: the server answered too slowly (more than {} ms for one request; see store.read_timeout_ms)",
-                        (self.settings.connect_timeout + 2 * self.settings.read_timeout)
-                            .as_millis()
+                        "mysql store at {}: the server answered too slowly (more than {} ms for one request; see store.read_timeout_ms)",
+                        self.place(),
+                        self.bound().as_millis()
                     )));
                 }
                 Err(Failed::Db(error))
@@ -346,7 +449,7 @@ impl MysqlStore {
                     *slot = None;
                 }
                 Err(Failed::Db(error)) => {
-                    let detail = self.describe(&error);
+                    let detail = self.describe(&error, Phase::Work);
                     if !matches!(error, mysql::Error::MySqlError(_)) {
                         *slot = None;
                     }
@@ -735,5 +838,184 @@ impl Store for MysqlStore {
             )?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, StoreKind};
+    use crate::rule::{KeyKind, RuleName};
+    use std::io::{Read, Write as _};
+    use std::net::{TcpListener, TcpStream};
+    use std::num::NonZeroU32;
+    use std::path::Path;
+
+    /// A store pointed at `port` on loopback, with short timeouts.
+    fn store_at(port: u16, connect_ms: u64, read_ms: u64) -> MysqlStore {
+        let text = format!(
+            r#"{{"store": {{"kind": "mysql", "host": "127.0.0.1", "port": {port},
+                "user": "u", "password": "p", "database": "d",
+                "connect_timeout_ms": {connect_ms}, "read_timeout_ms": {read_ms}}}}}"#
+        );
+        let config = Config::from_json(&text, Path::new("/nonexistent")).unwrap();
+        let StoreKind::Mysql(settings) = config.store.kind else {
+            panic!("not a mysql store");
+        };
+        MysqlStore::new(*settings, &[], Duration::from_secs(600))
+    }
+
+    /// A server that sends `bytes`, one every `every` (all at once when zero), then holds the
+    /// connection until the client leaves.
+    fn server(bytes: Vec<u8>, every: Duration) -> (u16, std::thread::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handle = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            if every.is_zero() {
+                let _ = conn.write_all(&bytes);
+            } else {
+                for b in &bytes {
+                    if conn.write_all(&[*b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(every);
+                }
+            }
+            hold(&mut conn);
+        });
+        (port, handle)
+    }
+
+    fn hold(conn: &mut TcpStream) {
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+        let mut buf = [0u8; 1024];
+        while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+    }
+
+    fn decide(store: &MysqlStore) -> Result<Decision, StoreError> {
+        let rule = Rule {
+            name: RuleName::new("ip").unwrap(),
+            key: KeyKind::Ip,
+            algorithm: Algorithm::Fixed,
+            limit: NonZeroU32::new(3).unwrap(),
+            window_secs: NonZeroU32::new(60).unwrap(),
+        };
+        store.decide(&[Check {
+            rule: &rule,
+            key: "resolve:ip:192.0.2.1".into(),
+        }])
+    }
+
+    #[test]
+    fn a_trickled_handshake_is_given_up_within_the_budget() {
+        // A greeting's first bytes, one every 50 ms: each read gets a byte within the read
+        // timeout, and the whole would take seconds.
+        let mut greeting = vec![0x4a, 0, 0, 0, 0x0a];
+        greeting.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
+        greeting.extend_from_slice(&[b'x'; 60]);
+        let (port, _server) = server(greeting, Duration::from_millis(50));
+        let store = store_at(port, 100, 100);
+        let began = Instant::now();
+        let e = decide(&store).unwrap_err();
+        let took = began.elapsed();
+        assert!(
+            took >= Duration::from_millis(250) && took < Duration::from_millis(1500),
+            "{took:?}"
+        );
+        assert_eq!(
+            e.detail,
+            format!(
+                "mysql store at 127.0.0.1:{port}: the server answered too slowly: no complete handshake within 300 ms (store.connect_timeout_ms + 2 x store.read_timeout_ms)"
+            )
+        );
+    }
+
+    #[test]
+    fn codec_errors_are_said_in_words() {
+        // A packet header announcing 16 MiB, more than max_allowed_packet.
+        let mut bytes = vec![0xff, 0xff, 0xff, 0x00, 0x0a];
+        bytes.extend_from_slice(&[b'x'; 100]);
+        let (port, _server) = server(bytes, Duration::ZERO);
+        let e = decide(&store_at(port, 1000, 1000)).unwrap_err();
+        assert_eq!(
+            e.detail,
+            format!(
+                "mysql store at 127.0.0.1:{port}: the server sent something that is not the MySQL protocol (packet is larger than max_allowed_packet)"
+            )
+        );
+    }
+
+    #[test]
+    fn silence_and_refusal_name_their_setting() {
+        // Nothing said after the connect: the read timeout.
+        let (port, _server) = server(Vec::new(), Duration::ZERO);
+        let e = decide(&store_at(port, 1000, 100)).unwrap_err();
+        assert_eq!(
+            e.detail,
+            format!(
+                "mysql store at 127.0.0.1:{port}: no answer in time (see store.read_timeout_ms)"
+            )
+        );
+        // Nobody listening.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let e = decide(&store_at(port, 1000, 100)).unwrap_err();
+        assert!(
+            e.detail
+                .starts_with(&format!("mysql store at 127.0.0.1:{port}: ")),
+            "{}",
+            e.detail
+        );
+        assert!(e.detail.contains("is the server running"), "{}", e.detail);
+        assert!(!e.detail.contains("Error {"), "{}", e.detail);
+    }
+
+    #[test]
+    fn io_errors_name_the_timeout_of_their_phase() {
+        let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        let would_block = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        assert_eq!(
+            explain_io(&timed_out, Phase::Connect),
+            "no connection in time (timed out: see store.connect_timeout_ms)"
+        );
+        for (e, phase) in [
+            (&would_block, Phase::Connect),
+            (&would_block, Phase::Work),
+            (&timed_out, Phase::Work),
+        ] {
+            assert_eq!(
+                explain_io(e, phase),
+                "no answer in time (see store.read_timeout_ms)"
+            );
+        }
+        assert_eq!(
+            explain(
+                &mysql::Error::DriverError(mysql::DriverError::ConnectTimeout),
+                Phase::Connect
+            ),
+            "no connection in time (timed out: see store.connect_timeout_ms)"
+        );
+        let refused =
+            mysql::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(
+            explain(&refused, Phase::Connect)
+                .starts_with("connection refused (is the server running and reachable?")
+        );
+    }
+
+    #[test]
+    fn work_past_its_budget_is_given_up() {
+        assert_eq!(within(Duration::from_secs(5), || 7), Some(7));
+        let began = Instant::now();
+        let slow = within(Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_millis(500));
+            7
+        });
+        assert_eq!(slow, None);
+        assert!(began.elapsed() < Duration::from_millis(400));
     }
 }

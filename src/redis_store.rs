@@ -213,7 +213,7 @@ impl RedisStore {
             if slot.is_none() {
                 let s = &self.settings;
                 let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
-                    .map_err(|e| self.io_error(&e))?;
+                    .map_err(|e| self.io_error(&e, Phase::Connect))?;
                 *slot = Some(conn);
                 if let Some(pass) = &s.password {
                     let mut args: Vec<&[u8]> = vec![b"AUTH"];
@@ -238,7 +238,7 @@ impl RedisStore {
                 }
                 Err(e) => {
                     *slot = None;
-                    return Err(self.io_error(&e));
+                    return Err(self.io_error(&e, Phase::Exchange));
                 }
             };
             let last = replies.len() - 1;
@@ -292,18 +292,37 @@ impl RedisStore {
         }
     }
 
-    fn io_error(&self, e: &io::Error) -> StoreError {
-        let hint = match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+    fn io_error(&self, e: &io::Error, phase: Phase) -> StoreError {
+        let hint = match (e.kind(), phase) {
+            (io::ErrorKind::TimedOut, Phase::Connect) => {
+                " (timed out: see store.connect_timeout_ms)"
+            }
+            (io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut, Phase::Exchange) => {
                 " (timed out: see store.read_timeout_ms)"
             }
-            io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound => {
+            (io::ErrorKind::WouldBlock, Phase::Connect) => " (is the server hung?)",
+            (io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound, _) => {
                 " (is the server running?)"
             }
             _ => "",
         };
+        // The parser's reasons are terse: say whose they are.
+        if e.kind() == io::ErrorKind::InvalidData {
+            return StoreError::unavailable(format!(
+                "redis store at {}: the server sent something that is not the Redis protocol ({e})",
+                self.place()
+            ));
+        }
         StoreError::unavailable(format!("redis store at {}: {e}{hint}", self.place()))
     }
+}
+
+/// Where an I/O error happened: connecting (bounded by `store.connect_timeout_ms`) or sending
+/// commands and reading replies (bounded by `store.read_timeout_ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Connect,
+    Exchange,
 }
 
 /// Whether `e` says that a kept connection is gone (closed or reset by the server) rather than
@@ -480,5 +499,78 @@ mod tests {
         assert!(decision_from(&ints(&[0, 2, 1, 5, 30, 1]), &checks).is_err());
         assert!(decision_from(&ints(&[1, 0, 0]), &checks).is_err());
         assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
+    }
+
+    fn store_at(port: u16) -> RedisStore {
+        let text = format!(
+            r#"{{"store": {{"kind": "redis", "host": "127.0.0.1", "port": {port},
+                "connect_timeout_ms": 1000, "read_timeout_ms": 200}}}}"#
+        );
+        let config =
+            crate::config::Config::from_json(&text, std::path::Path::new("/nonexistent")).unwrap();
+        let crate::config::StoreKind::Redis(settings) = config.store.kind else {
+            panic!("not a redis store");
+        };
+        RedisStore::new(*settings)
+    }
+
+    #[test]
+    fn timeouts_name_the_setting_that_bounds_them() {
+        let s = store_at(6379);
+        let connect = s.io_error(
+            &io::Error::new(io::ErrorKind::TimedOut, "no connection within 1000 ms"),
+            Phase::Connect,
+        );
+        assert_eq!(
+            connect.detail,
+            "redis store at 127.0.0.1:6379: no connection within 1000 ms (timed out: see store.connect_timeout_ms)"
+        );
+        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
+            let read = s.io_error(&io::Error::new(kind, "x"), Phase::Exchange);
+            assert!(
+                read.detail
+                    .ends_with(" (timed out: see store.read_timeout_ms)"),
+                "{}",
+                read.detail
+            );
+        }
+        let refused = s.io_error(
+            &io::Error::from(io::ErrorKind::ConnectionRefused),
+            Phase::Connect,
+        );
+        assert!(refused.detail.ends_with(" (is the server running?)"));
+        let garbage = s.io_error(
+            &io::Error::new(io::ErrorKind::InvalidData, "unknown reply type"),
+            Phase::Exchange,
+        );
+        assert_eq!(
+            garbage.detail,
+            "redis store at 127.0.0.1:6379: the server sent something that is not the Redis protocol (unknown reply type)"
+        );
+    }
+
+    #[test]
+    fn a_reply_without_its_line_end_is_a_read_timeout() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"garbage without a line end");
+            let _ = conn.read(&mut buf);
+        });
+        let s = store_at(port);
+        let e = s.call(resp::encode(&[b"PING"])).unwrap_err();
+        assert_eq!(
+            e.detail,
+            format!(
+                "redis store at 127.0.0.1:{port}: no complete reply within 200 ms (timed out: see store.read_timeout_ms)"
+            )
+        );
+        assert!(!e.detail.contains("os error"));
+        drop(s);
+        server.join().unwrap();
     }
 }

@@ -160,7 +160,7 @@ impl Connection {
                             connected = Some(s);
                             break;
                         }
-                        Err(e) => last = e,
+                        Err(e) => last = connect_error(e, connect_timeout),
                     }
                 }
                 let s = connected.ok_or(last)?;
@@ -174,7 +174,8 @@ impl Connection {
                 // queue without limit: connect with the timeout instead.
                 let sock =
                     socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)?;
-                sock.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)?;
+                sock.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)
+                    .map_err(|e| connect_error(e, connect_timeout))?;
                 let s = UnixStream::from(std::os::fd::OwnedFd::from(sock));
                 s.set_read_timeout(Some(io_timeout))?;
                 s.set_write_timeout(Some(io_timeout))?;
@@ -189,11 +190,34 @@ impl Connection {
     }
 
     /// Sends every command at once, then reads one reply per command. Each read has the I/O
-    /// timeout and so does the whole: a server trickling bytes cannot stretch it.
+    /// timeout and so does the whole: a server trickling bytes cannot stretch it. Running out
+    /// of time is a `TimedOut` error, whatever the socket reported.
     pub fn pipeline(&mut self, commands: &[Vec<u8>]) -> io::Result<Vec<Reply>> {
         let deadline = std::time::Instant::now() + self.io_timeout;
-        self.stream.write_all(&commands.concat())?;
-        self.stream.flush()?;
+        let io_timeout = self.io_timeout;
+        let no_reply = || {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no complete reply within {} ms", io_timeout.as_millis()),
+            )
+        };
+        let sent = self
+            .stream
+            .write_all(&commands.concat())
+            .and_then(|()| self.stream.flush());
+        if let Err(e) = sent {
+            return Err(if timed_out(&e) {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the server took no command within {} ms",
+                        io_timeout.as_millis()
+                    ),
+                )
+            } else {
+                e
+            });
+        }
         let mut replies = Vec::with_capacity(commands.len());
         while replies.len() < commands.len() {
             match parse(&self.buf) {
@@ -203,13 +227,16 @@ impl Connection {
                 }
                 Ok(None) => {
                     if std::time::Instant::now() >= deadline {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            "the reply did not arrive in time",
-                        ));
+                        return Err(no_reply());
                     }
                     let mut chunk = [0u8; 4096];
-                    let n = self.stream.read(&mut chunk)?;
+                    let n = match self.stream.read(&mut chunk) {
+                        Ok(n) => n,
+                        // The socket's read timeout (EAGAIN): no more bytes came in time.
+                        Err(e) if timed_out(&e) => return Err(no_reply()),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    };
                     if n == 0 {
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,
@@ -224,6 +251,31 @@ impl Connection {
             }
         }
         Ok(replies)
+    }
+}
+
+/// Whether a socket operation ran out of its timeout: Linux reports a read or write timeout
+/// as `WouldBlock` (EAGAIN), a connect timeout as `TimedOut`.
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// A failed connect, said plainly: a timeout as such, and a Unix socket whose listen queue is
+/// full (which fails at once with EAGAIN) as that.
+fn connect_error(e: io::Error, connect_timeout: Duration) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::TimedOut => io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("no connection within {} ms", connect_timeout.as_millis()),
+        ),
+        io::ErrorKind::WouldBlock => io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "the server accepts no connection (its listen queue is full)",
+        ),
+        _ => e,
     }
 }
 
@@ -286,5 +338,78 @@ mod tests {
         }
         let deep = "*1\r\n".repeat(20);
         assert!(parse(deep.as_bytes()).is_err());
+    }
+
+    /// A server that reads what comes and answers `bytes`, then nothing, on each connection.
+    fn answering(bytes: &'static [u8]) -> (Target, std::thread::JoinHandle<()>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(bytes);
+            // Holds the connection until the client leaves.
+            let _ = conn.read(&mut buf);
+        });
+        let target = Target::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        (target, server)
+    }
+
+    #[test]
+    fn a_reply_that_never_completes_is_a_timeout_said_plainly() {
+        // Garbage without CRLF, then silence: the parser waits for the line's end.
+        for bytes in [&b"+PON"[..], b"", b"$5\r\nab"] {
+            let (target, server) = answering(bytes);
+            let timeout = Duration::from_millis(150);
+            let mut conn = Connection::open(&target, Duration::from_secs(2), timeout).unwrap();
+            let began = std::time::Instant::now();
+            let e = conn.pipeline(&[encode(&[b"PING"])]).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+            assert_eq!(e.to_string(), "no complete reply within 150 ms");
+            assert!(began.elapsed() < Duration::from_secs(2));
+            drop(conn);
+            server.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_connect_that_never_completes_is_a_connect_timeout() {
+        use socket2::{Domain, SockAddr, Socket, Type};
+        // A listen queue that is full and never drained: the kernel drops further SYNs.
+        let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        listener
+            .bind(&SockAddr::from(std::net::SocketAddr::from((
+                [127, 0, 0, 1],
+                0,
+            ))))
+            .unwrap();
+        listener.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap().as_socket().unwrap();
+        let mut held = Vec::new();
+        let full =
+            (0..16).any(
+                |_| match TcpStream::connect_timeout(&addr, Duration::from_millis(100)) {
+                    Ok(c) => {
+                        held.push(c);
+                        false
+                    }
+                    Err(_) => true,
+                },
+            );
+        assert!(full, "the listen queue never filled");
+        let target = Target::Tcp {
+            host: "127.0.0.1".into(),
+            port: addr.port(),
+        };
+        let Err(e) = Connection::open(&target, Duration::from_millis(100), Duration::from_secs(5))
+        else {
+            panic!("connected to a full listen queue");
+        };
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(e.to_string(), "no connection within 100 ms");
     }
 }
