@@ -118,6 +118,7 @@ impl App<'_> {
             &self.config.allowed_origins,
             env.header("Origin"),
             env.header("Referer"),
+            env.header("Sec-Fetch-Site"),
         )?;
         let key = self
             .config
@@ -270,8 +271,24 @@ impl App<'_> {
             render::resolved(format, &resolved).header("X-Resolve-Cache", "hit")
         } else {
             let resolved = match provider.resolve(&link) {
+                // A provider that echoes the site's token into its answer must not hand it to
+                // the visitor, nor into the cache: such an answer is refused. (Paid for: the
+                // call reached the provider.)
+                Ok(r) if carries_a_secret(&r, self.config) => {
+                    return Err(Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
+                        "the provider's answer for {link:?} holds a secret of the configuration \
+                         (the provider token, in some form), so it is never passed on or cached; \
+                         ask the provider why its download links carry the account's token"
+                    )));
+                }
                 Ok(r) => r,
-                Err(e) => {
+                Err(mut e) => {
+                    // The provider's own words go to the visitor (422): never with a secret.
+                    let forms = crate::secret::all_forms(&self.config.secrets());
+                    for text in [&mut e.message, &mut e.code].into_iter().flatten() {
+                        *text = crate::secret::mask(text, &forms).into_owned();
+                    }
+                    e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
                     if !e.reached
                         && let Some(at) = admitted_at
                     {
@@ -380,6 +397,15 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
 
 const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";
+
+/// Whether a provider's answer holds any form of a secret of the configuration.
+fn carries_a_secret(r: &crate::render::Resolved, config: &Config) -> bool {
+    let forms = crate::secret::all_forms(&config.secrets());
+    crate::secret::contains_any(&r.download, &forms)
+        || r.filename
+            .as_deref()
+            .is_some_and(|f| crate::secret::contains_any(f, &forms))
+}
 
 fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");
@@ -884,6 +910,58 @@ mod tests {
             200
         );
         assert_eq!(p.calls.get(), 2);
+    }
+
+    #[test]
+    fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
+        let cfg = config(r#"{"allowed_origins": ["https://mysite.example"]}"#);
+        let (s, p) = (store(), ok_provider());
+        let fetched = |site: &str| {
+            get("192.0.2.1", LINK)
+                .with("HTTP_SEC_FETCH_SITE", site)
+                .with("HTTP_SEC_FETCH_MODE", "no-cors")
+                .with("HTTP_SEC_FETCH_DEST", "image")
+                .with("HTTP_ACCEPT", "application/json")
+        };
+        // Another site's <img> or link under Referrer-Policy: no-referrer, and a sibling
+        // subdomain's: refused before the store or the provider, even a failing store.
+        s.fail.set(true);
+        for site in ["cross-site", "same-site"] {
+            let (a, log) = run(&cfg, &s, &p, &fetched(site));
+            assert_eq!(a.response.status, 403, "{site}");
+            let v: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+            assert_eq!(v["code"], "origin_not_allowed");
+            assert_eq!(a.response.header_value("RateLimit"), None);
+            let lines = log.lines.borrow();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(
+                lines[0].contains(&format!(
+                    "refused a request from another site (Sec-Fetch-Site {site}, no Origin or Referer)"
+                )),
+                "{}",
+                lines[0]
+            );
+        }
+        assert!(s.counters.borrow().is_empty());
+        assert_eq!(p.calls.get(), 0);
+        s.fail.set(false);
+        // Typed or bookmarked, a page next to the endpoint, and an allowed page whatever the
+        // header says.
+        for env in [
+            fetched("none"),
+            fetched("same-origin"),
+            fetched("cross-site").with("HTTP_ORIGIN", "https://mysite.example"),
+            fetched("same-site").with("HTTP_REFERER", "https://mysite.example/tools/"),
+        ] {
+            assert_eq!(run(&cfg, &s, &p, &env).0.response.status, 200);
+        }
+        assert_eq!(p.calls.get(), 4);
+        // Without the list, the header is not looked at.
+        let open = config("{}");
+        assert_eq!(
+            run(&open, &s, &p, &fetched("cross-site")).0.response.status,
+            200
+        );
     }
 
     #[test]

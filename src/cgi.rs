@@ -53,7 +53,8 @@ impl Site {
             Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::new((**spec).clone()))),
         };
         Site {
-            log: StderrLog::new(config.secrets()),
+            // Every form of every secret: a provider echoes a token percent-encoded or quoted.
+            log: StderrLog::new(crate::secret::all_forms(&config.secrets())),
             store: stores::open(&config),
             provider,
             config,

@@ -137,13 +137,24 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
         }
     };
     let took = started.elapsed().as_millis();
-    let secrets = config.secrets();
-    let mask = |text: String| {
-        secrets
-            .iter()
-            .fold(text, |t, s| t.replace(s.as_str(), "***"))
-    };
+    let forms = crate::secret::all_forms(&config.secrets());
+    let mask = |text: String| crate::secret::mask(&text, &forms).into_owned();
     match result {
+        // The visitor would get 502 for such an answer (see app.rs): say so, without it.
+        Ok(r)
+            if crate::secret::contains_any(&r.download, &forms)
+                || r.filename
+                    .as_deref()
+                    .is_some_and(|f| crate::secret::contains_any(f, &forms)) =>
+        {
+            let _ = writeln!(
+                out,
+                "FAIL live: after {took} ms: the provider's answer holds the provider token, so \
+                 it is never passed on: {}",
+                mask(r.download.clone())
+            );
+            false
+        }
         Ok(r) => {
             let _ = writeln!(
                 out,

@@ -245,11 +245,13 @@ impl Config {
     /// the file's directory.
     pub fn from_json(text: &str, base: &Path) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
-            // serde quotes the offending value, which may be a secret in the wrong place.
-            let mut message = e.to_string();
-            for secret in secret_strings(text) {
-                message = message.replace(&secret, "***");
-            }
+            // serde quotes the offending value, which may be a secret in the wrong place (or a
+            // password written as a number): the value is cut out, and what secrets the text
+            // holds are masked in every form as well.
+            let message = without_quoted_value(&e.to_string());
+            let message =
+                crate::secret::mask(&message, &crate::secret::all_forms(&secret_strings(text)))
+                    .into_owned();
             err(
                 format!("line {} column {}", e.line(), e.column()),
                 format!("{message}; the file must be one JSON object (see README: Configuration)"),
@@ -519,6 +521,29 @@ impl Config {
             _ => Vec::new(),
         }
     }
+}
+
+/// A serde message without the value it quotes: "invalid type: integer `20240917`, expected a
+/// string" becomes "invalid type: integer, expected a string". Other messages (syntax errors,
+/// unknown or missing fields) quote only the file's grammar or field names and stay as they are.
+pub(crate) fn without_quoted_value(message: &str) -> String {
+    for lead in ["invalid type: ", "invalid value: ", "invalid length "] {
+        let Some(at) = message.find(lead) else {
+            continue;
+        };
+        let rest = &message[at + lead.len()..];
+        let Some(quote) = rest.find(['`', '"']) else {
+            continue;
+        };
+        let Some(end) = rest.rfind(", expected") else {
+            continue;
+        };
+        if quote < end {
+            let kind = rest[..quote].trim_end();
+            return format!("{}{lead}{kind}{}", &message[..at], &rest[end..]);
+        }
+    }
+    message.to_owned()
 }
 
 /// Every string under a key that holds secrets (`token`, `password`, `url`), anywhere in a
@@ -1325,6 +1350,40 @@ mod tests {
         assert!(e.field.starts_with("line 1"), "{e}");
         let e = parse("{\n  \"store\": {\"dir\": \"x\",}\n}").unwrap_err();
         assert!(e.field.starts_with("line 2"), "{e}");
+    }
+
+    #[test]
+    fn errors_never_quote_a_value() {
+        for (text, field) in [
+            (
+                r#"{"store": {"kind": "mysql", "password": 20240917}}"#,
+                "20240917",
+            ),
+            (
+                r#"{"provider": {"kind": "http", "token": 987654321}}"#,
+                "987654321",
+            ),
+            (r#"{"store": {"kind": "redis", "url": 31337}}"#, "31337"),
+            (
+                r#"{"provider": {"kind": "http", "token": "a\"b/c", "auth": "a\"b/c"}}"#,
+                "b/c",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(!e.contains(field), "{text}: {e}");
+            assert!(
+                e.contains("invalid type") || e.contains("***"),
+                "{text}: {e}"
+            );
+        }
+        assert_eq!(
+            without_quoted_value("invalid type: integer `20240917`, expected a string at line 1"),
+            "invalid type: integer, expected a string at line 1"
+        );
+        assert_eq!(
+            without_quoted_value("unknown field `tokn`, expected one of `a`, `b`"),
+            "unknown field `tokn`, expected one of `a`, `b`"
+        );
     }
 
     #[test]

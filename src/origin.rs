@@ -1,7 +1,9 @@
 //! Which pages may use the endpoint: an allow-list of origins, so that other sites cannot spend
 //! the owner's money from their own pages. Browsers send `Origin` on cross-site requests made
-//! by scripts and forms (and `Referer` on most others); programs send neither and are left to
-//! the rate limits and API keys: the check only binds browsers, which is what it is for.
+//! by scripts and forms, `Referer` on most others, and `Sec-Fetch-Site` on all of them (even
+//! when a page's `Referrer-Policy: no-referrer` strips the other two). Programs send none of
+//! them, or what they like, and are left to the rate limits and API keys: the check only binds
+//! browsers, which is what it is for.
 
 use crate::problem::Problem;
 
@@ -28,11 +30,19 @@ pub fn origin_of(value: &str) -> Option<String> {
 }
 
 /// Checks a request's `Origin` (or, without one, its `Referer`) against `allowed` (normalised
-/// origins). An empty list allows everything; a request naming neither is allowed.
+/// origins). An empty list allows everything.
+///
+/// A request naming neither is judged by `Sec-Fetch-Site`, which browsers send on every
+/// request: `cross-site` (another site's page) and `same-site` (a sibling subdomain, which is
+/// another site here) are refused, as is any value browsers do not send; `same-origin` (a page
+/// next to the endpoint), `none` (typed, bookmarked) and no header at all (programs, older
+/// browsers) are allowed. With an allowed `Origin` or `Referer`, the page is known and
+/// `Sec-Fetch-Site` does not matter (the endpoint may live on another host than the pages).
 pub fn check(
     allowed: &[String],
     origin: Option<&[u8]>,
     referer: Option<&[u8]>,
+    fetch_site: Option<&[u8]>,
 ) -> Result<(), Problem> {
     if allowed.is_empty() {
         return Ok(());
@@ -40,21 +50,46 @@ pub fn check(
     let (header, value) = match (origin, referer) {
         (Some(o), _) => ("Origin", o),
         (None, Some(r)) => ("Referer", r),
-        (None, None) => return Ok(()),
+        (None, None) => return check_fetch_site(fetch_site),
     };
     let text = String::from_utf8_lossy(value);
     match origin_of(&text) {
         Some(o) if allowed.contains(&o) => Ok(()),
-        found => Err(Problem::new(
-            403,
-            "origin_not_allowed",
-            "This service can only be used from its own site.",
-        )
-        .log(format!(
-            "refused a request from another site ({header} {})",
+        found => Err(refused(format!(
+            "{header} {}",
             found.unwrap_or_else(|| "unreadable".to_owned())
         ))),
     }
+}
+
+/// The request's page as `Sec-Fetch-Site` tells it, for a request without Origin or Referer.
+fn check_fetch_site(fetch_site: Option<&[u8]>) -> Result<(), Problem> {
+    let Some(value) = fetch_site else {
+        return Ok(());
+    };
+    let value = value.trim_ascii();
+    if value.eq_ignore_ascii_case(b"same-origin") || value.eq_ignore_ascii_case(b"none") {
+        return Ok(());
+    }
+    let shown = if value.eq_ignore_ascii_case(b"cross-site") {
+        "cross-site"
+    } else if value.eq_ignore_ascii_case(b"same-site") {
+        "same-site"
+    } else {
+        "unreadable"
+    };
+    Err(refused(format!(
+        "Sec-Fetch-Site {shown}, no Origin or Referer"
+    )))
+}
+
+fn refused(what: String) -> Problem {
+    Problem::new(
+        403,
+        "origin_not_allowed",
+        "This service can only be used from its own site.",
+    )
+    .log(format!("refused a request from another site ({what})"))
 }
 
 #[cfg(test)]
@@ -83,9 +118,20 @@ mod tests {
     #[test]
     fn only_listed_sites_pass() {
         let allowed = vec!["https://mysite.example".to_owned()];
-        assert!(check(&allowed, Some(b"https://mysite.example"), None).is_ok());
-        assert!(check(&allowed, None, Some(b"https://mysite.example/index.html")).is_ok());
-        assert!(check(&allowed, None, None).is_ok(), "programs send neither");
+        assert!(check(&allowed, Some(b"https://mysite.example"), None, None).is_ok());
+        assert!(
+            check(
+                &allowed,
+                None,
+                Some(b"https://mysite.example/index.html"),
+                None
+            )
+            .is_ok()
+        );
+        assert!(
+            check(&allowed, None, None, None).is_ok(),
+            "programs send neither"
+        );
         for (o, r) in [
             (Some(&b"https://evil.example"[..]), None),
             (Some(b"null"), None),
@@ -96,12 +142,59 @@ mod tests {
                 Some(&b"https://mysite.example/"[..]),
             ),
         ] {
-            let e = check(&allowed, o, r).unwrap_err();
+            let e = check(&allowed, o, r, None).unwrap_err();
             assert_eq!((e.status, e.code), (403, "origin_not_allowed"));
         }
         assert!(
-            check(&[], Some(b"https://evil.example"), None).is_ok(),
+            check(&[], Some(b"https://evil.example"), None, None).is_ok(),
             "no list: off"
         );
+    }
+
+    #[test]
+    fn without_origin_or_referer_fetch_metadata_decides() {
+        let allowed = vec!["https://mysite.example".to_owned()];
+        let site = |v: &'static str| Some(v.as_bytes());
+        // Another site's <img> or link under Referrer-Policy: no-referrer, a sibling subdomain,
+        // and values no browser sends.
+        for v in [
+            "cross-site",
+            "same-site",
+            "Cross-Site",
+            " cross-site ",
+            "",
+            "bogus",
+        ] {
+            let e = check(&allowed, None, None, site(v)).unwrap_err();
+            assert_eq!((e.status, e.code), (403, "origin_not_allowed"), "{v:?}");
+            let log = e.log.unwrap();
+            assert!(
+                log.starts_with("refused a request from another site (Sec-Fetch-Site "),
+                "{log}"
+            );
+        }
+        let e = check(&allowed, None, None, site("cross-site")).unwrap_err();
+        assert_eq!(
+            e.log.as_deref(),
+            Some(
+                "refused a request from another site (Sec-Fetch-Site cross-site, no Origin or Referer)"
+            )
+        );
+        let e = check(&allowed, None, None, Some(b"x\r\nforged")).unwrap_err();
+        assert!(e.log.unwrap().contains("Sec-Fetch-Site unreadable"));
+        // A page next to the endpoint, a typed URL or bookmark, programs and older browsers.
+        for f in [site("same-origin"), site("none"), None] {
+            assert!(check(&allowed, None, None, f).is_ok(), "{f:?}");
+        }
+        // An allowed page is known whatever Sec-Fetch-Site says (the endpoint may be on
+        // another host than the pages); a refused one stays refused.
+        for f in [site("cross-site"), site("same-site"), site("same-origin")] {
+            assert!(check(&allowed, Some(b"https://mysite.example"), None, f).is_ok());
+            assert!(check(&allowed, None, Some(b"https://mysite.example/p"), f).is_ok());
+            assert!(check(&allowed, Some(b"https://evil.example"), None, f).is_err());
+            assert!(check(&allowed, None, Some(b"https://www.mysite.example/"), f).is_err());
+        }
+        // No list: off.
+        assert!(check(&[], None, None, site("cross-site")).is_ok());
     }
 }
