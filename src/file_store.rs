@@ -127,7 +127,15 @@ impl<C: Clock> FileStore<C> {
             Err(e) => return Err(io_error("open", &path, &e)),
         };
         lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
-        Ok(self.load(&Locked { path, file })?.counter)
+        let locked = Locked { path, file };
+        // Under a shared lock a damaged file is only reported: moving it is for a writer.
+        match self.decode(&locked)? {
+            Ok(loaded) => Ok(loaded.counter),
+            Err(e) => Err(StoreError::corrupt(format!(
+                "{} is damaged ({e:?})",
+                locked.path.display()
+            ))),
+        }
     }
 
     /// Creates the data directory (mode 700) if it is missing: a store that cannot count
@@ -187,7 +195,8 @@ impl<C: Clock> FileStore<C> {
         }
     }
 
-    fn load(&self, locked: &Locked) -> Result<Loaded, StoreError> {
+    /// Reads and decodes a locked file's record, changing nothing.
+    fn decode(&self, locked: &Locked) -> Result<Result<Loaded, record::RecordError>, StoreError> {
         let mut buf = [0u8; 2 * SLOT + 1];
         let mut len = 0;
         while len < buf.len() {
@@ -198,7 +207,13 @@ impl<C: Clock> FileStore<C> {
                 Err(e) => return Err(io_error("read", &locked.path, &e)),
             }
         }
-        record::decode(&buf[..len]).map_err(|e| {
+        Ok(record::decode(&buf[..len]))
+    }
+
+    /// Reads a file under its exclusive lock; a damaged one is moved aside, so that its key
+    /// starts afresh.
+    fn load(&self, locked: &Locked) -> Result<Loaded, StoreError> {
+        self.decode(locked)?.map_err(|e| {
             let aside = move_aside(&locked.path);
             StoreError::corrupt(format!(
                 "{} is damaged ({e:?}); moved it to {} and started a new count for its key",
@@ -875,6 +890,13 @@ mod tests {
         let path = store.path_for(&check[0].key);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, b"garbage").unwrap();
+        // A reader reports it and leaves it where it is.
+        assert_eq!(
+            store.read(&check[0].key).unwrap_err().kind,
+            crate::store::StoreErrorKind::Corrupt
+        );
+        assert_eq!(fs::read(&path).unwrap(), b"garbage");
+        // A request moves it aside.
         let e = store.decide(&check).unwrap_err();
         assert_eq!(e.kind, crate::store::StoreErrorKind::Corrupt);
         assert!(e.detail.contains(".damaged"), "{e}");
