@@ -51,7 +51,8 @@ pub fn forms(secret: &str) -> Vec<String> {
             .map_or_else(|_| secret.to_owned(), |q| q[1..q.len() - 1].to_owned()),
     );
     out.push(secret.escape_debug().to_string());
-    out.push(html_escape(secret));
+    // As the HTML pages write text.
+    out.push(crate::render::escape(secret));
     out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     out.dedup();
     out
@@ -97,21 +98,6 @@ fn percent_encode(s: &str, upper: bool, space: &str) -> String {
             _ => {
                 let _ = write!(out, "%{b:02x}");
             }
-        }
-    }
-    out
-}
-
-fn html_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
         }
     }
     out
