@@ -22,6 +22,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -404,6 +405,10 @@ fn still_named(path: &Path, file: &File) -> bool {
     }
 }
 
+/// Threads of this process waiting for a busy lock, and how many may.
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+const MAX_WAITERS: usize = 8;
+
 #[derive(Clone, Copy)]
 enum Lock {
     Shared,
@@ -425,7 +430,29 @@ fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Resul
         Err(fs::TryLockError::WouldBlock) => {}
         Err(fs::TryLockError::Error(e)) => return Err(io_error("lock", path, &e)),
     }
-    let waiter = file.try_clone().map_err(|e| io_error("lock", path, &e))?;
+    let stuck = || {
+        StoreError::unavailable(format!(
+            "{} stayed locked by another process for {} ms (store.lock_timeout_ms); a lock \
+             held that long is not a request's: look for a stuck process with `fuser {}`",
+            path.display(),
+            timeout.as_millis(),
+            path.display()
+        ))
+    };
+    // Waiters given up on stay blocked until the lock is released, each with a descriptor: a
+    // long-lived (FastCGI) process facing a lock that is never released would pile them up.
+    // Past a few, a request gives up at once.
+    if WAITERS.fetch_add(1, Ordering::SeqCst) >= MAX_WAITERS {
+        WAITERS.fetch_sub(1, Ordering::SeqCst);
+        return Err(stuck());
+    }
+    let waiter = match file.try_clone() {
+        Ok(w) => w,
+        Err(e) => {
+            WAITERS.fetch_sub(1, Ordering::SeqCst);
+            return Err(io_error("lock", path, &e));
+        }
+    };
     let (tx, rx) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .stack_size(64 * 1024)
@@ -434,21 +461,17 @@ fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Resul
                 Lock::Shared => waiter.lock_shared(),
                 Lock::Exclusive => waiter.lock(),
             };
+            WAITERS.fetch_sub(1, Ordering::SeqCst);
             let _ = tx.send(got);
         });
     if let Err(e) = spawned {
+        WAITERS.fetch_sub(1, Ordering::SeqCst);
         return Err(io_error("lock", path, &e));
     }
     match rx.recv_timeout(timeout) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(io_error("lock", path, &e)),
-        Err(_) => Err(StoreError::unavailable(format!(
-            "{} stayed locked by another process for {} ms (store.lock_timeout_ms); a lock \
-             held that long is not a request's: look for a stuck process with `fuser {}`",
-            path.display(),
-            timeout.as_millis(),
-            path.display()
-        ))),
+        Err(_) => Err(stuck()),
     }
 }
 
@@ -752,6 +775,43 @@ mod tests {
         // Once it is gone, the count goes on where it was.
         assert!(check().unwrap().is_admit());
         assert!(!check().unwrap().is_admit());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn waiters_given_up_on_are_capped() {
+        let dir = tempdir("waiters");
+        let r = rule("ip", 3, 60);
+        let key = "resolve:ip:192.0.2.77";
+        let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
+            .with_lock_timeout(Duration::from_millis(200));
+        let check = || {
+            store.decide(&[Check {
+                rule: &r,
+                key: key.into(),
+            }])
+        };
+        assert!(check().unwrap().is_admit());
+        let holder = File::open(store.path_for(key)).unwrap();
+        holder.lock().unwrap();
+        // Each request gives up; the first ones leave a waiter behind, the later ones find
+        // the cap reached and give up at once instead of adding one.
+        let at_once = (0..MAX_WAITERS + 4)
+            .filter(|_| {
+                let started = Instant::now();
+                assert!(check().is_err());
+                started.elapsed() < Duration::from_millis(100)
+            })
+            .count();
+        assert!(at_once >= 4, "{at_once} gave up at once");
+        assert!(WAITERS.load(Ordering::SeqCst) <= MAX_WAITERS);
+        // Released: the waiters take the lock in turn and end, and counting goes on.
+        drop(holder);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while WAITERS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(check().unwrap().is_admit());
         fs::remove_dir_all(dir).unwrap();
     }
 
