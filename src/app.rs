@@ -274,7 +274,7 @@ impl App<'_> {
                 // A provider that echoes the site's token into its answer must not hand it to
                 // the visitor, nor into the cache: such an answer is refused. (Paid for: the
                 // call reached the provider.)
-                Ok(r) if carries_a_secret(&r, self.config) => {
+                Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => {
                     return Err(Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
                         "the provider's answer for {link:?} holds a secret of the configuration \
                          (the provider token, in some form), so it is never passed on or cached; \
@@ -397,15 +397,6 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
 
 const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";
-
-/// Whether a provider's answer holds any form of a secret of the configuration.
-fn carries_a_secret(r: &crate::render::Resolved, config: &Config) -> bool {
-    let forms = crate::secret::all_forms(&config.secrets());
-    crate::secret::contains_any(&r.download, &forms)
-        || r.filename
-            .as_deref()
-            .is_some_and(|f| crate::secret::contains_any(f, &forms))
-}
 
 fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");

@@ -141,12 +141,7 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
     let mask = |text: String| crate::secret::mask(&text, &forms).into_owned();
     match result {
         // The visitor would get 502 for such an answer (see app.rs): say so, without it.
-        Ok(r)
-            if crate::secret::contains_any(&r.download, &forms)
-                || r.filename
-                    .as_deref()
-                    .is_some_and(|f| crate::secret::contains_any(f, &forms)) =>
-        {
+        Ok(r) if r.holds_any(&forms) => {
             let _ = writeln!(
                 out,
                 "FAIL live: after {took} ms: the provider's answer holds the provider token, so \

@@ -417,6 +417,22 @@ enum Lock {
     Exclusive,
 }
 
+impl Lock {
+    fn try_take(self, file: &File) -> Result<(), fs::TryLockError> {
+        match self {
+            Lock::Shared => file.try_lock_shared(),
+            Lock::Exclusive => file.try_lock(),
+        }
+    }
+
+    fn take(self, file: &File) -> io::Result<()> {
+        match self {
+            Lock::Shared => file.lock_shared(),
+            Lock::Exclusive => file.lock(),
+        }
+    }
+}
+
 /// Takes the lock on `file`, waiting at most `timeout` for another process to let go. Free
 /// locks (the usual case) cost one `flock`; a busy one is tried again a few times, then waited
 /// for by a helper thread on a duplicate of the descriptor (locks belong to the open file, so
@@ -431,11 +447,7 @@ fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Resul
         if attempt > 0 {
             std::thread::yield_now();
         }
-        let tried = match kind {
-            Lock::Shared => file.try_lock_shared(),
-            Lock::Exclusive => file.try_lock(),
-        };
-        match tried {
+        match kind.try_take(file) {
             Ok(()) => return Ok(()),
             Err(fs::TryLockError::WouldBlock) => {}
             Err(fs::TryLockError::Error(e)) => return Err(io_error("lock", path, &e)),
@@ -453,36 +465,41 @@ fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Resul
     // Waiters given up on stay blocked until the lock is released, each with a descriptor: a
     // long-lived (FastCGI) process facing a lock that is never released would pile them up.
     // Past a few, a request gives up at once.
-    if WAITERS.fetch_add(1, Ordering::SeqCst) >= MAX_WAITERS {
-        WAITERS.fetch_sub(1, Ordering::SeqCst);
-        return Err(stuck());
-    }
-    let waiter = match file.try_clone() {
-        Ok(w) => w,
-        Err(e) => {
-            WAITERS.fetch_sub(1, Ordering::SeqCst);
-            return Err(io_error("lock", path, &e));
-        }
-    };
+    let slot = WaiterSlot::take().ok_or_else(stuck)?;
+    let waiter = file.try_clone().map_err(|e| io_error("lock", path, &e))?;
     let (tx, rx) = mpsc::channel();
-    let spawned = std::thread::Builder::new()
+    std::thread::Builder::new()
         .stack_size(64 * 1024)
         .spawn(move || {
-            let got = match kind {
-                Lock::Shared => waiter.lock_shared(),
-                Lock::Exclusive => waiter.lock(),
-            };
-            WAITERS.fetch_sub(1, Ordering::SeqCst);
+            let got = kind.take(&waiter);
+            drop(slot);
             let _ = tx.send(got);
-        });
-    if let Err(e) = spawned {
-        WAITERS.fetch_sub(1, Ordering::SeqCst);
-        return Err(io_error("lock", path, &e));
-    }
+        })
+        .map_err(|e| io_error("lock", path, &e))?;
     match rx.recv_timeout(timeout) {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(io_error("lock", path, &e)),
         Err(_) => Err(stuck()),
+    }
+}
+
+/// One of the `MAX_WAITERS` places for a waiter thread, given back when dropped (by the thread
+/// once it has the lock, or at once when the thread could not be started).
+struct WaiterSlot;
+
+impl WaiterSlot {
+    fn take() -> Option<WaiterSlot> {
+        if WAITERS.fetch_add(1, Ordering::SeqCst) >= MAX_WAITERS {
+            WAITERS.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(WaiterSlot)
+    }
+}
+
+impl Drop for WaiterSlot {
+    fn drop(&mut self) {
+        WAITERS.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -15,6 +15,18 @@ pub struct Resolved {
     pub filename: Option<String>,
 }
 
+impl Resolved {
+    /// Whether the download link or the file name holds any of `forms` (see
+    /// [`crate::secret::all_forms`]): such an answer is never passed on.
+    pub fn holds_any(&self, forms: &[String]) -> bool {
+        crate::secret::contains_any(&self.download, forms)
+            || self
+                .filename
+                .as_deref()
+                .is_some_and(|f| crate::secret::contains_any(f, forms))
+    }
+}
+
 const TEXT: &str = "text/plain; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";
 const JSON: &str = "application/json";

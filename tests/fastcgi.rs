@@ -718,7 +718,19 @@ fn the_redis_script_runs_by_its_sha1_and_is_reloaded_when_the_server_forgets_it(
         );
     }
     redis.cmd(&["SCRIPT", "FLUSH"]);
+    redis.cmd(&["CONFIG", "RESETSTAT"]);
     let not_loaded = exists(SCRIPT_SHA1);
+    // How many times the server ran a command, from INFO commandstats (0 if never).
+    let calls = |command: &str| -> u64 {
+        let info = redis
+            .cmd(&["INFO", "commandstats"])
+            .as_text()
+            .unwrap_or_default();
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:calls=")))
+            .and_then(|rest| rest.split(',').next()?.parse().ok())
+            .unwrap_or(0)
+    };
 
     let dir = TempDir::new("fcgi-evalsha");
     let store = json!({"kind": "redis", "url": redis.url(), "on_error": "deny"});
@@ -737,5 +749,9 @@ fn the_redis_script_runs_by_its_sha1_and_is_reloaded_when_the_server_forgets_it(
     let answers: Vec<u16> = (1..5).map(&mut ask).collect();
     assert_eq!(answers, [200, 200, 429, 429]);
     assert_eq!(exists(SCRIPT_SHA1), loaded);
+    // Every decision went by EVALSHA; the script text was sent only the two times the server
+    // did not know it (at first, and after the flush).
+    assert_eq!(calls("evalsha"), 5, "EVALSHA calls");
+    assert_eq!(calls("eval"), 2, "EVAL calls");
     assert_eq!(process.stderr(), "", "nothing is logged");
 }
