@@ -10,10 +10,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use resolve::clock::Clock;
 use resolve::config::Config;
-use resolve::decision::Decision;
-use resolve::file_store::FileStore;
+use resolve::core::clock::Clock;
+use resolve::core::decision::Decision;
+use resolve::store::file::FileStore;
 use resolve::store::{Check, Store};
 use serde_json::{Value, json};
 
@@ -88,7 +88,7 @@ fn per_store(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     group.measurement_time(Duration::from_secs(3));
     for (name, cfg) in &cases {
-        let kept = resolve::stores::open(cfg);
+        let kept = resolve::store::open(cfg);
         kept.probe().expect("store reachable");
         let mut n = 0u64;
         group.bench_function(BenchmarkId::new("kept (FastCGI)", name), |b| {
@@ -100,7 +100,7 @@ fn per_store(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("opened for one (CGI)", name), |b| {
             b.iter(|| {
                 n += 1;
-                let store = resolve::stores::open(cfg);
+                let store = resolve::store::open(cfg);
                 black_box(decide(store.as_ref(), cfg, n % 50))
             })
         });
@@ -114,7 +114,7 @@ fn file_store_size(c: &mut Criterion) {
     for keys in [10u64, 10_000, 100_000] {
         let dir = support::TempDir::new(&format!("bench-keys-{keys}"));
         let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-        let store = resolve::stores::open(&cfg);
+        let store = resolve::store::open(&cfg);
         for n in 0..keys {
             decide(store.as_ref(), &cfg, n);
         }

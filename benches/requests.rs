@@ -4,13 +4,14 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use resolve::cgi::Site;
 use resolve::config::Config;
-use resolve::fastcgi;
-use resolve::negotiate::Format;
-use resolve::problem::Problem;
-use resolve::render::{self, Resolved};
-use resolve::request::{self, Env};
+use resolve::gateway::fastcgi;
+use resolve::http::negotiate::Format;
+use resolve::http::problem::Problem;
+use resolve::http::render;
+use resolve::http::request::{self, Env};
+use resolve::provider::resolved::Resolved;
+use resolve::site::Site;
 
 const LINK: &str =
     "link=https%3A%2F%2Frapidgator.net%2Ffile%2F0123456789abcdef%2Fholiday.part1.rar.html";

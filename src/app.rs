@@ -4,17 +4,18 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use crate::config::{Config, OnError};
-use crate::decision::Decision;
+use crate::config::Config;
+use crate::core::decision::Decision;
+use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
+use crate::http::negotiate::{self, Format};
+use crate::http::problem::Problem;
+use crate::http::render;
+use crate::http::request::{self, Env, Method};
+use crate::http::response::Response;
 use crate::log::{Level, Log};
-use crate::negotiate::{self, Format};
-use crate::problem::Problem;
 use crate::provider::{Failure, Provider, ProviderError};
-use crate::render;
-use crate::request::{self, Env, Method};
-use crate::response::Response;
-use crate::rule::{KeyKind, Rule};
+use crate::store::settings::OnError;
 use crate::store::{Check, Store};
 
 /// How often a request waiting for another's answer to the same link looks again.
@@ -22,7 +23,7 @@ const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// What the cache says about a link.
 enum Lookup<'a> {
-    Hit(crate::render::Resolved),
+    Hit(crate::provider::resolved::Resolved),
     /// Not cached; with a claim when this request is the one to resolve it.
     Miss(Option<Claim<'a>>),
     Failed(crate::store::StoreError),
@@ -37,7 +38,9 @@ struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        let _ = self.store.cache_release(&self.key, crate::cache::PENDING);
+        let _ = self
+            .store
+            .cache_release(&self.key, crate::provider::cache::PENDING);
     }
 }
 
@@ -66,7 +69,7 @@ fn who(env: &Env, key_header: &str) -> String {
     {
         Some(key) => format!(
             "{addr} key=sha256:{}",
-            &crate::api_key::hash(key.trim())[..16]
+            &crate::http::api_key::hash(key.trim())[..16]
         ),
         None => addr,
     }
@@ -114,7 +117,7 @@ impl App<'_> {
 
     fn respond(&self, env: &Env, body: &mut dyn Read, format: Format) -> Result<Response, Problem> {
         let head = request::parse_head(env, self.config.max_body_bytes)?;
-        crate::origin::check(
+        crate::http::origin::check(
             &self.config.allowed_origins,
             env.header("Origin"),
             env.header("Referer"),
@@ -167,7 +170,7 @@ impl App<'_> {
             .collect();
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && head.method != Method::Head)
-            .then(|| crate::cache::key(&link));
+            .then(|| crate::provider::cache::key(&link));
         // A store that failed the cache read would fail the decision too, after another
         // timeout: its error goes straight to the failure policy.
         let (cached, cache_failure, _claim) = match cache_key.as_deref().map(|k| self.look_up(k)) {
@@ -304,9 +307,11 @@ impl App<'_> {
                 }
             };
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
-                && let Err(e) =
-                    self.store
-                        .cache_put(k, &crate::cache::encode(&resolved), self.config.cache_ttl)
+                && let Err(e) = self.store.cache_put(
+                    k,
+                    &crate::provider::cache::encode(&resolved),
+                    self.config.cache_ttl,
+                )
             {
                 self.log
                     .line(Level::Warn, &format!("caching the answer failed: {e}"));
@@ -329,21 +334,21 @@ impl App<'_> {
     /// for this request.
     fn look_up(&self, key: &str) -> Lookup<'_> {
         let deadline = match self.config.provider.as_ref() {
-            Some(crate::provider::ProviderSpec::Http(h)) => h.deadline,
+            Some(crate::provider::spec::ProviderSpec::Http(h)) => h.deadline,
             _ => Duration::from_millis(defaults::PROVIDER_DEADLINE_MS),
         };
         let give_up = Instant::now() + deadline;
         loop {
             match self.store.cache_get(key) {
                 Err(e) => return Lookup::Failed(e),
-                Ok(Some(bytes)) if bytes == crate::cache::PENDING => {
+                Ok(Some(bytes)) if bytes == crate::provider::cache::PENDING => {
                     if Instant::now() >= give_up {
                         return Lookup::Miss(None);
                     }
                     std::thread::sleep(CLAIM_POLL);
                 }
                 Ok(Some(bytes)) => {
-                    return match crate::cache::decode(&bytes) {
+                    return match crate::provider::cache::decode(&bytes) {
                         Some(r) => Lookup::Hit(r),
                         None => Lookup::Miss(None),
                     };
@@ -351,7 +356,7 @@ impl App<'_> {
                 // A claim outlives the resolution it covers by a little, in case its owner dies.
                 Ok(None) => match self.store.cache_claim(
                     key,
-                    crate::cache::PENDING,
+                    crate::provider::cache::PENDING,
                     deadline + CLAIM_POLL * 10,
                 ) {
                     Ok(true) => {
@@ -453,11 +458,11 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{Clock, FakeClock};
-    use crate::limiter::{self, State, Write};
+    use crate::core::clock::{Clock, FakeClock};
+    use crate::core::limiter::{self, State, Write};
     use crate::log::MemoryLog;
     use crate::provider::EchoProvider;
-    use crate::render::Resolved;
+    use crate::provider::resolved::Resolved;
     use crate::store::{StoreError, SweepReport};
     use std::cell::{Cell, RefCell};
     use std::collections::HashMap;
@@ -777,7 +782,7 @@ mod tests {
     }
 
     fn keyed_config() -> Config {
-        let key = |k: &str| crate::api_key::hash(k);
+        let key = |k: &str| crate::http::api_key::hash(k);
         config(&format!(
             r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}},
                            {{"name": "key", "key": "api_key", "limit": 3, "window_secs": 60}}],

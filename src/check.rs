@@ -4,9 +4,10 @@
 use std::io::Write;
 
 use crate::config::Config;
-use crate::locate::{self, Located};
-use crate::provider::{HttpMethod, Provider, ProviderSpec};
-use crate::rule::KeyKind;
+use crate::config::locate::{self, Located};
+use crate::core::rule::KeyKind;
+use crate::provider::Provider;
+use crate::provider::spec::{HttpMethod, ProviderSpec};
 
 /// Runs the check, writing a report to `out`. With `live`, also makes one real provider call
 /// for that link. Returns true when the site can serve requests (and the call succeeded).
@@ -32,7 +33,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     if let Located::File(source) = located {
         warn_exposure(source.path(), "configuration", out);
     }
-    if let crate::config::StoreKind::File { dir } = &config.store.kind {
+    if let crate::store::settings::StoreKind::File { dir } = &config.store.kind {
         warn_exposure(dir, "data directory", out);
     }
     let mut ok = true;
@@ -114,7 +115,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
 
 /// One real call to the provider, announced; it may cost a paid call. Counts nothing.
 fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
-    let link = match crate::link::validate(link.as_bytes()) {
+    let link = match crate::http::link::validate(link.as_bytes()) {
         Ok(l) => l,
         Err(e) => {
             let _ = writeln!(out, "FAIL live: {e}");
@@ -133,7 +134,7 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
     let result = match spec {
         ProviderSpec::Echo => crate::provider::EchoProvider.resolve(link),
         ProviderSpec::Http(h) => {
-            crate::http_provider::HttpProvider::new((**h).clone()).resolve(link)
+            crate::provider::http::HttpProvider::new((**h).clone()).resolve(link)
         }
     };
     let took = started.elapsed().as_millis();
@@ -198,7 +199,7 @@ fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
 }
 
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {
-    match crate::stores::open(config).probe() {
+    match crate::store::open(config).probe() {
         Ok(what) => {
             let _ = writeln!(out, "ok   store: {what}");
             true

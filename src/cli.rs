@@ -9,10 +9,10 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config::StoreKind;
+use crate::config::locate::{self, Located};
 use crate::defaults;
-use crate::locate::{self, Located};
-use crate::serve::{self, ServeOptions};
+use crate::gateway::serve::{self, ServeOptions};
+use crate::store::settings::StoreKind;
 
 const HELP: &str = "\
 resolve: a rate-limited gateway to paid link-resolver APIs
@@ -71,12 +71,12 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
 
 /// The program's entry point.
 pub fn main() -> ExitCode {
-    crate::signals::ignore_file_size_signal();
-    if let Some(listener) = crate::fastcgi::listener_on_stdin() {
-        return crate::fastcgi::run(listener);
+    crate::gateway::signals::ignore_file_size_signal();
+    if let Some(listener) = crate::gateway::fastcgi::listener_on_stdin() {
+        return crate::gateway::fastcgi::run(listener);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
-        crate::cgi::run();
+        crate::gateway::cgi::run();
         return ExitCode::SUCCESS;
     }
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -125,7 +125,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let report = crate::stores::open(&config)
+            let report = crate::store::open(&config)
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
             let looked = if report.scanned > 0 {
@@ -151,7 +151,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                     "no key on standard input: echo -n 'THE-KEY' | resolve hash-key".into(),
                 );
             }
-            println!("{}", crate::api_key::hash(key));
+            println!("{}", crate::http::api_key::hash(key));
             Ok(ExitCode::SUCCESS)
         }
         Some("serve") => {

@@ -1,6 +1,8 @@
 //! The configuration file: its JSON form, and the checked `Config` the program runs with. Every
 //! mistake is reported with the field and what to write instead, before any request is served.
 
+pub mod locate;
+
 use std::fmt;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
@@ -9,80 +11,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::api_key::{KeyPolicy, KnownKey};
+use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
-use crate::identity::{Cidr, ClientPolicy};
-use crate::provider::ProviderSpec;
-use crate::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::http::api_key::{KeyPolicy, KnownKey};
+use crate::http::identity::{Cidr, ClientPolicy};
+use crate::provider::spec::ProviderSpec;
 use crate::secret::Secret;
-
-/// What a store does when it fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    /// Answer the request as if admitted (fail open), and log.
-    Allow,
-    /// Refuse with 503 and Retry-After (fail closed), and log.
-    Deny,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreKind {
-    File { dir: PathBuf },
-    Mysql(Box<MysqlSettings>),
-    Redis(Box<RedisSettings>),
-}
-
-/// Where the Redis store lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisSettings {
-    pub target: crate::resp::Target,
-    /// An ACL user (Redis 6+); None for the default user.
-    pub username: Option<String>,
-    pub password: Option<Secret>,
-    pub db: u32,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-}
-
-/// How the `events` table writes time: milliseconds (ours) or seconds (common in PHP limiters).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TsUnit {
-    Millis,
-    Seconds,
-}
-
-/// Where the MySQL/MariaDB store lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MysqlSettings {
-    /// `mysql://user:password@host:port/database`; the fields below override its parts.
-    pub url: Option<Secret>,
-    pub host: Option<String>,
-    pub port: Option<u16>,
-    pub socket: Option<PathBuf>,
-    pub user: Option<String>,
-    pub password: Option<Secret>,
-    pub database: Option<String>,
-    pub counter_table: String,
-    pub events_table: String,
-    pub cache_table: String,
-    pub events_ts: TsUnit,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    pub tls: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreConfig {
-    pub kind: StoreKind,
-    pub on_error: OnError,
-    /// One request in this many sweeps (0: never; use `resolve sweep` from cron).
-    pub sweep_one_in: u32,
-    pub sweep_budget: Duration,
-    pub sweep_grace: Duration,
-    pub deny_retry_after_secs: u32,
-    /// File store: the longest a request waits for another process's lock on a file.
-    pub lock_timeout: Duration,
-}
+use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::redis::settings::RedisSettings;
+use crate::store::settings::{OnError, StoreConfig, StoreKind};
 
 /// The checked configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -264,14 +201,14 @@ impl Config {
         let (provider, rate_rules) = match raw.provider {
             None => (None, Vec::new()),
             Some(section) => {
-                let (p, r) = crate::provider_config::parse(section)?;
+                let (p, r) = crate::provider::config::parse(section)?;
                 (Some(p), r)
             }
         };
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
-            let raw_rules = crate::provider_config::raw_site_rules(list, "spend")?;
-            spend.extend(crate::provider_config::site_rules(&raw_rules, "spend")?);
+            let raw_rules = crate::provider::config::raw_site_rules(list, "spend")?;
+            spend.extend(crate::provider::config::site_rules(&raw_rules, "spend")?);
         }
         let store = store(raw.store, base)?;
         let rules = match raw.rules {
@@ -305,7 +242,7 @@ impl Config {
         let api_keys = api_keys(raw.api_keys, &store.kind)?;
         let mut allowed_origins = Vec::new();
         for (i, o) in raw.allowed_origins.unwrap_or_default().iter().enumerate() {
-            allowed_origins.push(crate::origin::origin_of(o).ok_or_else(|| {
+            allowed_origins.push(crate::http::origin::origin_of(o).ok_or_else(|| {
                 err(
                     format!("allowed_origins[{i}]"),
                     format!("{o:?} is not a site: write it as the browser does, e.g. \"https://www.example.com\""),
@@ -392,7 +329,7 @@ impl Config {
     pub fn masked_json(&self) -> Value {
         let provider = match &self.provider {
             None => Value::Null,
-            Some(p) => crate::provider_config::describe(p),
+            Some(p) => crate::provider::config::describe(p),
         };
         let mut store = match &self.store.kind {
             StoreKind::File { dir } => json!({
@@ -440,11 +377,13 @@ impl Config {
                 "read_timeout_ms": r.read_timeout.as_millis() as u64,
             });
             match &r.target {
-                crate::resp::Target::Tcp { host, port } => {
+                crate::store::redis::resp::Target::Tcp { host, port } => {
                     store["host"] = json!(host);
                     store["port"] = json!(port);
                 }
-                crate::resp::Target::Unix(p) => store["socket"] = json!(p.display().to_string()),
+                crate::store::redis::resp::Target::Unix(p) => {
+                    store["socket"] = json!(p.display().to_string())
+                }
             }
             if let Some(u) = &r.username {
                 store["user"] = json!(u);
@@ -851,7 +790,7 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
                 None => (info, None),
             };
             let decode = |s: &str| {
-                crate::form::percent_decode(s.as_bytes())
+                crate::http::form::percent_decode(s.as_bytes())
                     .ok()
                     .and_then(|b| String::from_utf8(b).ok())
                     .ok_or_else(|| bad("its user or password is badly %-encoded"))
@@ -897,7 +836,7 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
                 if host.is_empty() {
                     return Err(bad("it names no host"));
                 }
-                crate::resp::Target::Tcp {
+                crate::store::redis::resp::Target::Tcp {
                     host: host.to_owned(),
                     port,
                 }
@@ -906,7 +845,7 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
                 if !path.starts_with('/') {
                     return Err(bad("the socket path must be absolute"));
                 }
-                crate::resp::Target::Unix(PathBuf::from(path))
+                crate::store::redis::resp::Target::Unix(PathBuf::from(path))
             }
             _ => return Err(bad("it must start with redis:// or unix://")),
         });
@@ -915,9 +854,9 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     password = raw.password.clone().or(password);
     db = raw.db.unwrap_or(db);
     if let Some(sock) = &raw.socket {
-        target = Some(crate::resp::Target::Unix(PathBuf::from(sock)));
+        target = Some(crate::store::redis::resp::Target::Unix(PathBuf::from(sock)));
     } else if let Some(host) = &raw.host {
-        target = Some(crate::resp::Target::Tcp {
+        target = Some(crate::store::redis::resp::Target::Tcp {
             host: host.clone(),
             port: raw.port.unwrap_or(defaults::REDIS_PORT),
         });
@@ -1185,7 +1124,7 @@ mod tests {
         };
         // The one-call shorthand becomes one step: POST, Bearer token, link in a form field.
         let step = &h.steps[0];
-        assert_eq!(step.method, crate::provider::HttpMethod::Post);
+        assert_eq!(step.method, crate::provider::spec::HttpMethod::Post);
         assert_eq!(step.headers[0].0, "Authorization");
         assert_eq!(step.headers[0].1.0, "Bearer {token}");
         assert_eq!(step.form[0].0, "link");
@@ -1407,7 +1346,7 @@ mod tests {
         let r = redis(r#"{"kind": "redis", "url": "redis://:p%40ss@127.0.0.1:6380/2"}"#).unwrap();
         assert_eq!(
             r.target,
-            crate::resp::Target::Tcp {
+            crate::store::redis::resp::Target::Tcp {
                 host: "127.0.0.1".into(),
                 port: 6380
             }
@@ -1419,13 +1358,13 @@ mod tests {
         let r = redis(r#"{"kind": "redis", "url": "unix://app:pw@/run/redis.sock?db=3"}"#).unwrap();
         assert_eq!(
             r.target,
-            crate::resp::Target::Unix("/run/redis.sock".into())
+            crate::store::redis::resp::Target::Unix("/run/redis.sock".into())
         );
         assert_eq!((r.username.as_deref(), r.db), (Some("app"), 3));
         let r = redis(r#"{"kind": "redis", "url": "redis://[::1]"}"#).unwrap();
         assert_eq!(
             r.target,
-            crate::resp::Target::Tcp {
+            crate::store::redis::resp::Target::Tcp {
                 host: "::1".into(),
                 port: 6379
             }
@@ -1433,7 +1372,7 @@ mod tests {
         let r = redis(r#"{"kind": "redis", "host": "localhost", "password": "x"}"#).unwrap();
         assert_eq!(
             r.target,
-            crate::resp::Target::Tcp {
+            crate::store::redis::resp::Target::Tcp {
                 host: "localhost".into(),
                 port: 6379
             }

@@ -1,46 +1,28 @@
 //! resolve: a rate-limited gateway to paid link-resolver APIs, run as a CGI program.
 //!
-//! The core (rules, the limiter, request parsing, answers) is pure and tested with a fake clock;
-//! the edges (CGI, files, the provider's HTTP API) are thin adapters behind small traits.
-// No unsafe code but one call in `signals`, which allows it for itself.
+//! The layers, from the inside out:
+//! - [`core`]: rules, the limiter's decision and the clock; pure, tested with a fake clock.
+//! - [`http`]: reading a request and writing the answer; pure.
+//! - [`provider`]: the paid API described as data, and the HTTPS call.
+//! - [`store`]: where counters live (files, MySQL/MariaDB, Redis, memory), behind one trait.
+//! - [`config`]: the configuration file, checked into a [`config::Config`].
+//! - [`app`]: one request from start to answer; [`site`] what a running site holds.
+//! - [`gateway`]: CGI, FastCGI and `resolve serve`, each turning its transport into a request.
+//! - [`cli`] and [`check`]: the command line and `resolve check`.
+// No unsafe code but one call in `gateway::signals`, which allows it for itself.
 #![deny(unsafe_code)]
 
-pub mod api_key;
 pub mod app;
-pub mod cache;
-pub mod cgi;
 pub mod check;
 pub mod cli;
-pub mod clock;
 pub mod config;
-pub mod decision;
+pub mod core;
 pub mod defaults;
-pub mod fastcgi;
-pub mod file_store;
-pub mod form;
-pub mod http_provider;
-pub mod identity;
-pub mod limiter;
-pub mod link;
-pub mod locate;
+pub mod gateway;
+pub mod http;
 pub mod log;
-pub mod mysql_store;
-pub mod negotiate;
-pub mod origin;
-pub mod presets;
-pub mod problem;
 pub mod provider;
-pub mod provider_config;
 pub mod random;
-pub mod record;
-pub mod redis_store;
-pub mod render;
-pub mod request;
-pub mod resp;
-pub mod response;
-pub mod rule;
 pub mod secret;
-pub mod serve;
-pub mod signals;
+pub mod site;
 pub mod store;
-pub mod stores;

@@ -1189,7 +1189,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             rule("key", "api_key", 100_000, 600)
         ]);
         c["api_keys"] = json!({"require": true, "keys": [
-            {"name": "partner", "sha256": resolve::api_key::hash(PARTNER)}
+            {"name": "partner", "sha256": resolve::http::api_key::hash(PARTNER)}
         ]});
     });
     let mut tally = Tally::new("API keys run directly, a key list of one");

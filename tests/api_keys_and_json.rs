@@ -33,7 +33,7 @@ fn site(label: &str, make: impl FnOnce(&str, &std::path::Path) -> Value) -> Site
 }
 
 fn hash(key: &str) -> String {
-    resolve::api_key::hash(key)
+    resolve::http::api_key::hash(key)
 }
 
 const KEY_ALPHA: &str = "alpha-3f9c1e7b2d";

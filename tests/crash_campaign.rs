@@ -30,8 +30,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use resolve::clock::SystemClock;
-use resolve::file_store::FileStore;
+use resolve::core::clock::SystemClock;
+use resolve::store::file::FileStore;
 use serde_json::{Value, json};
 use support::config;
 use support::redis::Resp;
@@ -330,7 +330,7 @@ fn audit_files(data: &Path) -> String {
                 path.display()
             );
             let bytes = fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-            let loaded = resolve::record::decode(&bytes).unwrap_or_else(|e| {
+            let loaded = resolve::store::file::record::decode(&bytes).unwrap_or_else(|e| {
                 panic!(
                     "file store: {} is unreadable ({e:?}): {:?}",
                     path.display(),

@@ -707,7 +707,7 @@ fn the_harness_warms_a_pool_of_fastcgi_processes_unseen() {
 /// emptied (`SCRIPT FLUSH`, as a restart does) the next decision loads it again with no failure.
 #[test]
 fn the_redis_script_runs_by_its_sha1_and_is_reloaded_when_the_server_forgets_it() {
-    use resolve::redis_store::{REFUND_SCRIPT, REFUND_SCRIPT_SHA1, SCRIPT, SCRIPT_SHA1};
+    use resolve::store::redis::{REFUND_SCRIPT, REFUND_SCRIPT_SHA1, SCRIPT, SCRIPT_SHA1};
     let redis = Redis::start();
     let exists = |sha: &str| redis.cmd(&["SCRIPT", "EXISTS", sha]).to_string();
     for (script, sha) in [(SCRIPT, SCRIPT_SHA1), (REFUND_SCRIPT, REFUND_SCRIPT_SHA1)] {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use resolve::clock::SystemClock;
-use resolve::file_store::FileStore;
+use resolve::core::clock::SystemClock;
+use resolve::store::file::FileStore;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("resolve-{name}-{}", std::process::id()));

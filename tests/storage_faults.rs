@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use resolve::clock::SystemClock;
-use resolve::file_store::FileStore;
-use resolve::limiter::Counter;
+use resolve::core::clock::SystemClock;
+use resolve::core::limiter::Counter;
+use resolve::store::file::FileStore;
 use serde_json::json;
 use support::config::{self, TOKEN};
 use support::temp::set_mode;
@@ -704,7 +704,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 
 /// One valid counter slot, as the store writes it.
 fn valid_slot() -> Vec<u8> {
-    resolve::record::encode(
+    resolve::store::file::record::encode(
         1,
         &Counter {
             start_ms: 1_700_000_000_000,
@@ -1215,7 +1215,7 @@ fn plant(fault: FileFault, site: &FileSite, planted: &mut Planted) {
         }
         FifoCache => {
             let mut cache = FileStore::new(&data, SystemClock, Duration::ZERO)
-                .path_for(&resolve::cache::key(&site.link))
+                .path_for(&resolve::provider::cache::key(&site.link))
                 .into_os_string();
             cache.push(".cache");
             let cache = PathBuf::from(cache);

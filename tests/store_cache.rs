@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use resolve::config::Config;
-use resolve::decision::Decision;
+use resolve::core::decision::Decision;
 use resolve::store::Check;
 use serde_json::{Value, json};
 use support::{MariaDb, Redis, TempDir};
@@ -22,7 +22,7 @@ fn config(store: Value) -> Config {
 }
 
 fn exercise(name: &str, config: &Config) {
-    let store = resolve::stores::open(config);
+    let store = resolve::store::open(config);
     store.probe().unwrap_or_else(|e| panic!("{name}: {e}"));
     let key = format!("resolve:cache:test-{name}");
     let pending = b"resolve:pending";

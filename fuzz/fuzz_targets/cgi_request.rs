@@ -19,12 +19,12 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use resolve::app::App;
 use resolve::config::Config;
-use resolve::decision::Decision;
-use resolve::limiter::{self, State, Write};
+use resolve::core::decision::Decision;
+use resolve::core::limiter::{self, State, Write};
+use resolve::http::request::Env;
 use resolve::log::{Level, Log, format_line};
+use resolve::provider::resolved::Resolved;
 use resolve::provider::{EchoProvider, Provider, ProviderError};
-use resolve::render::Resolved;
-use resolve::request::Env;
 use resolve::store::{Check, Store, StoreError, SweepReport};
 
 /// The meta-variables the input sets, in the order their values appear.

@@ -13,7 +13,7 @@
 use std::io::{self, Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use resolve::fastcgi::{self, Connection, Request, Responder};
+use resolve::gateway::fastcgi::{self, Connection, Request, Responder};
 
 /// Bytes of a record header.
 const HEADER: usize = 8;

@@ -11,8 +11,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resolve::limiter::Counter;
-use resolve::record::{self, RecordError, SLOT};
+use resolve::core::limiter::Counter;
+use resolve::store::file::record::{self, RecordError, SLOT};
 
 fn take<const N: usize>(input: &mut &[u8]) -> Option<[u8; N]> {
     let (head, rest) = input.split_first_chunk::<N>()?;

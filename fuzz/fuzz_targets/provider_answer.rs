@@ -12,8 +12,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use resolve::presets;
-use resolve::provider::{Failure, HttpSpec, ProviderError, ProviderSpec, StepOutcome};
+use resolve::provider::presets;
+use resolve::provider::spec::{HttpSpec, ProviderSpec, StepOutcome};
+use resolve::provider::{Failure, ProviderError};
 
 const LINK: &str = "https://host.example/file/abc";
 
@@ -25,7 +26,7 @@ fn specs() -> &'static Vec<HttpSpec> {
             .map(|name| {
                 let section =
                     serde_json::json!({"preset": name, "token": "t", "base_url": "https://x"});
-                match resolve::provider_config::parse(section) {
+                match resolve::provider::config::parse(section) {
                     Ok((ProviderSpec::Http(spec), _)) => *spec,
                     other => panic!("preset {name} does not give an HTTP provider: {other:?}"),
                 }

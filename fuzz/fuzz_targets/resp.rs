@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resolve::resp::{self, Reply};
+use resolve::store::redis::resp::{self, Reply};
 
 /// Writes a reply as RESP2, the way a server would send it.
 fn write(reply: &Reply, out: &mut Vec<u8>) {

@@ -3,8 +3,8 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::problem::Problem;
-use crate::rule::Rule;
+use crate::core::rule::Rule;
+use crate::http::problem::Problem;
 
 /// One accepted key.
 #[derive(Debug, Clone, PartialEq, Eq)]

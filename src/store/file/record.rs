@@ -2,7 +2,7 @@
 //! number and a checksum. A write fills the slot not holding the newest valid record, so a
 //! write that never completed leaves the previous record readable: no reset, no unreadable file.
 
-use crate::limiter::Counter;
+use crate::core::limiter::Counter;
 
 /// Bytes per slot; the file holds at most two.
 pub const SLOT: usize = 128;

@@ -6,10 +6,9 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::defaults;
-use crate::provider::{
-    Failure, HttpMethod, HttpSpec, Provider, ProviderError, Step, StepOutcome, Vars,
-};
-use crate::render::Resolved;
+use crate::provider::resolved::Resolved;
+use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
+use crate::provider::{Failure, Provider, ProviderError};
 
 pub struct HttpProvider {
     spec: HttpSpec,
@@ -38,7 +37,7 @@ impl HttpProvider {
         vars: &Vars,
         timeout: Duration,
     ) -> Result<Result<ureq::http::Response<ureq::Body>, ureq::Error>, String> {
-        let render = |list: &[(String, crate::provider::Template)]| {
+        let render = |list: &[(String, crate::provider::spec::Template)]| {
             list.iter()
                 .map(|(k, t)| t.render(vars).map(|v| (k.clone(), v)))
                 .collect::<Result<Vec<_>, _>>()

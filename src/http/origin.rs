@@ -5,7 +5,7 @@
 //! them, or what they like, and are left to the rate limits and API keys: the check only binds
 //! browsers, which is what it is for.
 
-use crate::problem::Problem;
+use crate::http::problem::Problem;
 
 /// `scheme://host[:port]` in lower case, from an Origin or Referer value.
 pub fn origin_of(value: &str) -> Option<String> {

@@ -253,7 +253,11 @@ fn write_response(
     body: &[u8],
     head_only: bool,
 ) -> io::Result<()> {
-    let mut out = format!("HTTP/1.1 {status} {}\r\n", crate::response::reason(status)).into_bytes();
+    let mut out = format!(
+        "HTTP/1.1 {status} {}\r\n",
+        crate::http::response::reason(status)
+    )
+    .into_bytes();
     for (k, v) in headers {
         out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
     }
@@ -299,7 +303,7 @@ fn content_type(path: &Path) -> &'static str {
 
 /// The file under `public` that a URL path names, if it stays inside `public`.
 pub fn file_for(public: &Path, url_path: &str) -> Option<PathBuf> {
-    let decoded = crate::form::decode(url_path.replace('+', "%2B").as_bytes()).ok()?;
+    let decoded = crate::http::form::decode(url_path.replace('+', "%2B").as_bytes()).ok()?;
     let decoded = String::from_utf8(decoded).ok()?;
     if decoded.contains('\0') {
         return None;

@@ -4,15 +4,18 @@
 //! in the same script (no INCR-then-EXPIRE gap): fixed windows expire when they end, sliding
 //! records when the newest leaves the window. Nothing needs sweeping.
 
+pub mod resp;
+pub mod settings;
+
 use std::cell::RefCell;
 use std::io;
 use std::time::Duration;
 
-use crate::config::RedisSettings;
-use crate::decision::{Decision, RuleStatus};
-use crate::resp::{self, Connection, Reply};
-use crate::rule::Algorithm;
+use crate::core::decision::{Decision, RuleStatus};
+use crate::core::rule::Algorithm;
+use crate::store::redis::settings::RedisSettings;
 use crate::store::{Check, Store, StoreError, SweepReport};
+use resp::{Connection, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
 /// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
@@ -458,7 +461,7 @@ impl Store for RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rule::{KeyKind, Rule, RuleName};
+    use crate::core::rule::{KeyKind, Rule, RuleName};
     use std::num::NonZeroU32;
 
     #[test]
@@ -508,7 +511,7 @@ mod tests {
         );
         let config =
             crate::config::Config::from_json(&text, std::path::Path::new("/nonexistent")).unwrap();
-        let crate::config::StoreKind::Redis(settings) = config.store.kind else {
+        let crate::store::settings::StoreKind::Redis(settings) = config.store.kind else {
             panic!("not a redis store");
         };
         RedisStore::new(*settings)

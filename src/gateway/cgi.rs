@@ -1,7 +1,5 @@
 //! The CGI adapter: the environment and standard input in, one answer on standard output, log
-//! lines on standard error. Whatever happens, a valid CGI answer is written. [`Site`] (a loaded
-//! configuration with its store and provider) is shared with FastCGI mode, which keeps one for
-//! many requests.
+//! lines on standard error. Whatever happens, a valid CGI answer is written.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -10,19 +8,12 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::app::{Answer, App};
 use crate::config::Config;
+use crate::config::locate;
 use crate::defaults;
-use crate::http_provider::HttpProvider;
-use crate::locate;
-use crate::log::{Level, Log, StderrLog};
-use crate::negotiate;
-use crate::problem::Problem;
-use crate::provider::{EchoProvider, Provider, ProviderSpec};
-use crate::render;
-use crate::request::Env;
-use crate::store::Store;
-use crate::stores;
+use crate::http::request::Env;
+use crate::log::Level;
+use crate::site::{Site, not_configured};
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
@@ -33,58 +24,6 @@ pub fn env_from_process() -> Env {
         }
     }
     env
-}
-
-/// A configuration with the store and the provider it names, ready to answer requests. The
-/// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
-/// the agent its idle connections).
-pub struct Site {
-    pub config: Config,
-    log: StderrLog,
-    store: Box<dyn Store>,
-    provider: Option<Box<dyn Provider>>,
-}
-
-impl Site {
-    pub fn new(config: Config) -> Site {
-        let provider: Option<Box<dyn Provider>> = match &config.provider {
-            None => None,
-            Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
-            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::new((**spec).clone()))),
-        };
-        Site {
-            // Every form of every secret: a provider echoes a token percent-encoded or quoted.
-            log: StderrLog::new(crate::secret::all_forms(&config.secrets())),
-            store: stores::open(&config),
-            provider,
-            config,
-        }
-    }
-
-    /// The request handler, borrowing this site's parts.
-    pub fn app(&self) -> App<'_> {
-        App {
-            config: &self.config,
-            store: self.store.as_ref(),
-            provider: self.provider.as_deref(),
-            log: &self.log,
-        }
-    }
-}
-
-/// The answer when no configuration could be loaded: 503, and `message` in the log.
-pub fn not_configured(env: &Env, message: &str) -> Answer {
-    StderrLog::default().line(Level::Error, message);
-    let p = Problem::new(
-        503,
-        "not_configured",
-        "This service is not set up correctly yet. Please try again later.",
-    )
-    .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
-    Answer {
-        response: render::problem(negotiate::from_accept(env.header("Accept")), &p),
-        head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
-    }
 }
 
 /// Serves one CGI request. Returns normally in every case: errors become answers.

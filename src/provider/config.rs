@@ -10,12 +10,13 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::ConfigError;
+use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
-use crate::presets;
-use crate::provider::{
-    Failure, HttpMethod, HttpSpec, Poll, ProviderSpec, Step, SuccessTest, Template,
+use crate::provider::Failure;
+use crate::provider::presets;
+use crate::provider::spec::{
+    HttpMethod, HttpSpec, Poll, ProviderSpec, Step, SuccessTest, Template,
 };
-use crate::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::secret::Secret;
 
 fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {

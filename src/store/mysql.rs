@@ -18,16 +18,18 @@
 //! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
 //! admits a request, and sweeps remove whatever nobody touches any more.
 
+pub mod settings;
+
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, SslOpts, TxOpts, Value};
 
-use crate::config::{MysqlSettings, TsUnit};
-use crate::decision::Decision;
-use crate::limiter::{self, Counter, State, Write};
-use crate::rule::{Algorithm, Rule};
+use crate::core::decision::Decision;
+use crate::core::limiter::{self, Counter, State, Write};
+use crate::core::rule::{Algorithm, Rule};
+use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 use crate::store::{Check, Store, StoreError, SweepReport};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
@@ -844,8 +846,9 @@ impl Store for MysqlStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, StoreKind};
-    use crate::rule::{KeyKind, RuleName};
+    use crate::config::Config;
+    use crate::core::rule::{KeyKind, RuleName};
+    use crate::store::settings::StoreKind;
     use std::io::{Read, Write as _};
     use std::net::{TcpListener, TcpStream};
     use std::num::NonZeroU32;

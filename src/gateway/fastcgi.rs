@@ -47,11 +47,11 @@ use std::time::Duration;
 
 use socket2::Socket;
 
-use crate::cgi::{self, Site};
+use crate::config::locate::{self, Located};
 use crate::defaults;
-use crate::locate::{self, Located};
+use crate::http::request::Env;
 use crate::log::{Level, Log, StderrLog};
-use crate::request::Env;
+use crate::site::{self, Site};
 
 /// Record types (spec section 8).
 pub const BEGIN_REQUEST: u8 = 1;
@@ -643,7 +643,7 @@ impl Responder for Sites {
             }
             Err(message) => {
                 self.answered_by_site = false;
-                cgi::not_configured(&env, &message)
+                site::not_configured(&env, &message)
             }
         };
         let mut out = Vec::with_capacity(256 + answer.response.body.len());

@@ -1,31 +1,13 @@
 //! The words of every answer: the download link, a refusal or an error, as plain text, HTML or
 //! JSON, with the rate-limit headers.
 
-use crate::decision::Decision;
-use crate::negotiate::Format;
-use crate::problem::Problem;
-use crate::request::ALLOWED_METHODS;
-use crate::response::Response;
-use crate::rule::Rule;
-
-/// A resolved link, as the provider gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
-    pub download: String,
-    pub filename: Option<String>,
-}
-
-impl Resolved {
-    /// Whether the download link or the file name holds any of `forms` (see
-    /// [`crate::secret::all_forms`]): such an answer is never passed on.
-    pub fn holds_any(&self, forms: &[String]) -> bool {
-        crate::secret::contains_any(&self.download, forms)
-            || self
-                .filename
-                .as_deref()
-                .is_some_and(|f| crate::secret::contains_any(f, forms))
-    }
-}
+use crate::core::decision::Decision;
+use crate::core::rule::Rule;
+use crate::http::negotiate::Format;
+use crate::http::problem::Problem;
+use crate::http::request::ALLOWED_METHODS;
+use crate::http::response::Response;
+use crate::provider::resolved::Resolved;
 
 const TEXT: &str = "text/plain; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";
@@ -107,7 +89,7 @@ pub fn problem(format: Format, p: &Problem) -> Response {
         Format::Json => {
             let mut body = serde_json::json!({
                 "type": p.type_uri(),
-                "title": crate::response::reason(p.status),
+                "title": crate::http::response::reason(p.status),
                 "status": p.status,
                 "detail": p.detail,
                 "code": p.code,
@@ -129,7 +111,7 @@ pub fn problem(format: Format, p: &Problem) -> Response {
             Response::new(
                 p.status,
                 HTML,
-                page(crate::response::reason(p.status), &body),
+                page(crate::http::response::reason(p.status), &body),
             )
         }
     };
@@ -176,15 +158,15 @@ pub fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decision::RuleStatus;
-    use crate::rule::{KeyKind, RuleName};
+    use crate::core::decision::RuleStatus;
+    use crate::core::rule::{KeyKind, RuleName};
     use std::num::NonZeroU32;
 
     fn rule(name: &str, limit: u32, window: u32) -> Rule {
         Rule {
             name: RuleName::new(name).unwrap(),
             key: KeyKind::Ip,
-            algorithm: crate::rule::Algorithm::Fixed,
+            algorithm: crate::core::rule::Algorithm::Fixed,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window).unwrap(),
         }

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::render::Resolved;
+use crate::provider::resolved::Resolved;
 
 /// The value of a link being resolved right now: others wait for the real answer.
 pub const PENDING: &[u8] = b"resolve:pending";

@@ -18,6 +18,8 @@
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
 
+pub mod record;
+
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
@@ -28,12 +30,12 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::clock::Clock;
-use crate::decision::Decision;
-use crate::limiter::{self, Counter, State, Write};
-use crate::record::{self, Loaded, SLOT};
-use crate::rule::{Algorithm, Rule};
+use crate::core::clock::Clock;
+use crate::core::decision::Decision;
+use crate::core::limiter::{self, Counter, State, Write};
+use crate::core::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
+use record::{Loaded, SLOT};
 
 /// Suffix of a damaged file moved aside for the owner to look at.
 const DAMAGED_SUFFIX: &str = ".damaged";
@@ -728,8 +730,8 @@ impl<C: Clock> Store for FileStore<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::FakeClock;
-    use crate::rule::{KeyKind, RuleName};
+    use crate::core::clock::FakeClock;
+    use crate::core::rule::{KeyKind, RuleName};
     use std::num::NonZeroU32;
 
     fn rule(name: &str, limit: u32, window: u32) -> Rule {

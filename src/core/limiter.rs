@@ -1,8 +1,8 @@
 //! The fixed-window algorithm: given the stored counters of every rule's key and the time,
 //! decide and say what to store. Pure: stores call it inside their atomic read-modify-write.
 
-use crate::decision::{Decision, RuleStatus};
-use crate::rule::{Algorithm, Rule};
+use crate::core::decision::{Decision, RuleStatus};
+use crate::core::rule::{Algorithm, Rule};
 
 /// The stored state of one key: a window that started at the key's first request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,8 +218,8 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::{Clock, FakeClock};
-    use crate::rule::{KeyKind, RuleName};
+    use crate::core::clock::{Clock, FakeClock};
+    use crate::core::rule::{KeyKind, RuleName};
     use std::num::NonZeroU32;
 
     fn rule(name: &str, limit: u32, window_secs: u32) -> Rule {

@@ -1,0 +1,524 @@
+//! A provider described as data: where to send the link and the token, and where the answer
+//! keeps the download URL or the error. Interpreting an answer is pure; the HTTP call is in
+//! `provider::http`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::provider::resolved::Resolved;
+use crate::provider::{Failure, ProviderError, clean_text};
+use crate::secret::Secret;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    Get,
+    Post,
+}
+
+/// Text with `{link}`, `{token}`, `{base}` and `{NAME}` (a value an earlier step extracted)
+/// filled in when a request is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template(pub String);
+
+/// The values a provider call works with: the link, the token and what steps extracted.
+pub type Vars = BTreeMap<String, String>;
+
+impl Template {
+    /// The names the template uses.
+    pub fn names(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut rest = self.0.as_str();
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            match after.find('}') {
+                Some(close) => {
+                    out.push(&after[..close]);
+                    rest = &after[close + 1..];
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// The text with every `{NAME}` replaced; a name with no value is an error.
+    pub fn render(&self, vars: &Vars) -> Result<String, String> {
+        let mut out = String::with_capacity(self.0.len());
+        let mut rest = self.0.as_str();
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[open..]);
+                return Ok(out);
+            };
+            let name = &after[..close];
+            let value = vars
+                .get(name)
+                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+            out.push_str(value);
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+/// A test on a JSON answer: the value at `pointer` equals `equals`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuccessTest {
+    pub pointer: String,
+    pub equals: Value,
+}
+
+impl SuccessTest {
+    fn holds(&self, v: &Value) -> bool {
+        v.pointer(&self.pointer) == Some(&self.equals)
+    }
+}
+
+/// Ask again until an answer says the work is done.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Poll {
+    pub interval: Duration,
+    /// Done when this holds.
+    pub until: SuccessTest,
+    /// Failed when this holds.
+    pub fail: Option<SuccessTest>,
+}
+
+/// One HTTP call of a provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub method: HttpMethod,
+    pub url: Template,
+    pub headers: Vec<(String, Template)>,
+    pub query: Vec<(String, Template)>,
+    /// Form fields of the body (POST).
+    pub form: Vec<(String, Template)>,
+    /// Run only when this value was extracted by an earlier step.
+    pub when: Option<String>,
+    /// Beyond a 2xx status, what the answer must hold to count as success.
+    pub success: Option<SuccessTest>,
+    pub error_code: Option<String>,
+    pub error_message: Option<String>,
+    /// Values to keep: name, then JSON Pointers tried in order (the first found wins).
+    pub extract: Vec<(String, Vec<String>)>,
+    pub poll: Option<Poll>,
+}
+
+/// A JSON HTTP API described as data: one or more steps. The last values called `download`
+/// and `filename` are the answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSpec {
+    /// The preset it came from, if any.
+    pub preset: Option<String>,
+    /// Filled in as `{base}`.
+    pub base_url: Option<String>,
+    pub token: Option<Secret>,
+    pub steps: Vec<Step>,
+    /// The provider's error codes, by the class they belong to.
+    pub errors: Vec<(String, Failure)>,
+    pub connect_timeout: Duration,
+    /// Time for each call.
+    pub timeout: Duration,
+    /// Time for all the calls of one resolution, polling included.
+    pub deadline: Duration,
+}
+
+/// Which provider the site uses.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderSpec {
+    Echo,
+    Http(Box<HttpSpec>),
+}
+
+/// What one answer to a step means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Done: these values were extracted.
+    Done(Vars),
+    /// A polling step's work is not finished: ask again after the interval.
+    Again,
+}
+
+impl HttpSpec {
+    /// The values a resolution starts with.
+    pub fn start_vars(&self, link: &str) -> Vars {
+        let mut vars = Vars::new();
+        vars.insert("link".into(), link.to_owned());
+        if let Some(t) = &self.token {
+            vars.insert("token".into(), t.expose().to_owned());
+        }
+        if let Some(b) = &self.base_url {
+            vars.insert("base".into(), b.trim_end_matches('/').to_owned());
+        }
+        vars
+    }
+
+    fn classify(&self, code: Option<&str>) -> Option<Failure> {
+        let code = code?;
+        self.errors.iter().find(|(c, _)| c == code).map(|(_, f)| *f)
+    }
+
+    /// Reads one step's answer: status, the Retry-After it carried, and the body.
+    pub fn interpret(
+        &self,
+        step: &Step,
+        status: u16,
+        retry_after: Option<u32>,
+        body: &[u8],
+    ) -> Result<StepOutcome, ProviderError> {
+        let json: Option<Value> = serde_json::from_slice(body).ok();
+        let error = |failure: Failure, detail: &str| {
+            let v = json.as_ref();
+            let code = v.and_then(|v| text_at(v, step.error_code.as_deref()));
+            // A known error code says more than the HTTP status (a 503 may well carry "host
+            // unavailable", a 403 "quota used up").
+            let classified = match failure {
+                Failure::BadAnswer | Failure::Timeout => None,
+                _ => self.classify(code.as_deref()),
+            };
+            let detail = match classified {
+                Some(c) if c != failure => format!("the provider reported {}", c.name()),
+                _ => detail.to_owned(),
+            };
+            ProviderError {
+                failure: classified.unwrap_or(failure),
+                reached: true,
+                status: Some(status),
+                code,
+                message: v.and_then(|v| text_at(v, step.error_message.as_deref())),
+                retry_after,
+                detail,
+            }
+        };
+        match status {
+            200..=299 => {}
+            401 | 403 => {
+                return Err(error(
+                    Failure::Auth,
+                    "the provider refused the site's credentials",
+                ));
+            }
+            429 => {
+                return Err(error(
+                    Failure::RateLimited,
+                    "the provider asks the site to slow down",
+                ));
+            }
+            300..=399 => {
+                return Err(error(
+                    Failure::BadAnswer,
+                    "the provider answered with a redirect",
+                ));
+            }
+            400..=499 => return Err(error(Failure::Rejected, "the provider refused the link")),
+            _ => {
+                return Err(error(
+                    Failure::Unavailable,
+                    "the provider had a server error",
+                ));
+            }
+        }
+        let Some(v) = json.as_ref() else {
+            return Err(error(
+                Failure::BadAnswer,
+                "the provider's answer is not JSON",
+            ));
+        };
+        if let Some(test) = &step.success
+            && !test.holds(v)
+        {
+            return Err(error(Failure::Rejected, "the provider reported an error"));
+        }
+        if let Some(poll) = &step.poll {
+            if poll.fail.as_ref().is_some_and(|f| f.holds(v)) {
+                return Err(error(
+                    Failure::Rejected,
+                    "the provider reported that the work failed",
+                ));
+            }
+            if !poll.until.holds(v) {
+                return Ok(StepOutcome::Again);
+            }
+        }
+        let mut vars = Vars::new();
+        for (name, pointers) in &step.extract {
+            if let Some(text) = pointers.iter().find_map(|p| value_at(v, p)) {
+                vars.insert(name.clone(), text);
+            }
+        }
+        Ok(StepOutcome::Done(vars))
+    }
+
+    /// The answer, once every step ran.
+    pub fn finish(&self, vars: &Vars) -> Result<Resolved, ProviderError> {
+        match vars.get("download") {
+            Some(url) if is_web_url(url) => Ok(Resolved {
+                download: url.clone(),
+                filename: vars.get("filename").cloned(),
+            }),
+            Some(_) => Err(ProviderError::new(
+                Failure::BadAnswer,
+                "the download value is not an http(s) URL",
+            )),
+            None => Err(ProviderError::new(
+                Failure::Rejected,
+                "the answer has no download URL (and no error the description knows)",
+            )),
+        }
+    }
+}
+
+/// The value at `pointer` as text: a string, number or boolean (not an object or array).
+fn value_at(v: &Value, pointer: &str) -> Option<String> {
+    let text = match v.pointer(pointer)? {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return None,
+    };
+    (!text.is_empty() && text.len() <= 8192).then_some(text)
+}
+
+/// The value at `pointer`, cleaned for a message or a log.
+fn text_at(v: &Value, pointer: Option<&str>) -> Option<String> {
+    let cleaned = clean_text(&value_at(v, pointer?)?);
+    (!cleaned.is_empty()).then_some(cleaned)
+}
+
+/// True for an absolute http(s) URL: the only kind of download link passed on.
+fn is_web_url(s: &str) -> bool {
+    let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
+    (lower.starts_with("https://") || lower.starts_with("http://"))
+        && s.len() <= 8192
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(extract: &[(&str, &str)]) -> Step {
+        Step {
+            method: HttpMethod::Post,
+            url: Template("{base}/unrestrict".into()),
+            headers: vec![("Authorization".into(), Template("Bearer {token}".into()))],
+            query: Vec::new(),
+            form: vec![("link".into(), Template("{link}".into()))],
+            when: None,
+            success: None,
+            error_code: Some("/error_code".into()),
+            error_message: Some("/error".into()),
+            extract: extract
+                .iter()
+                .map(|(n, p)| ((*n).to_owned(), vec![(*p).to_owned()]))
+                .collect(),
+            poll: None,
+        }
+    }
+
+    fn spec(steps: Vec<Step>) -> HttpSpec {
+        HttpSpec {
+            preset: None,
+            base_url: Some("https://api.example/".into()),
+            token: Some(Secret::new("tok")),
+            steps,
+            errors: vec![
+                ("24".into(), Failure::DeadLink),
+                ("8".into(), Failure::Auth),
+            ],
+            connect_timeout: Duration::from_secs(1),
+            timeout: Duration::from_secs(5),
+            deadline: Duration::from_secs(20),
+        }
+    }
+
+    fn body(v: Value) -> Vec<u8> {
+        v.to_string().into_bytes()
+    }
+
+    fn done(o: StepOutcome) -> Vars {
+        match o {
+            StepOutcome::Done(v) => v,
+            StepOutcome::Again => panic!("not done"),
+        }
+    }
+
+    #[test]
+    fn templates_fill_in_values() {
+        let s = spec(vec![]);
+        let vars = s.start_vars("https://host.example/f");
+        assert_eq!(
+            Template("{base}/x?l={link}&t={token}".into())
+                .render(&vars)
+                .unwrap(),
+            "https://api.example/x?l=https://host.example/f&t=tok"
+        );
+        assert!(Template("{id}".into()).render(&vars).is_err());
+        assert_eq!(Template("a{b".into()).render(&vars).unwrap(), "a{b");
+        assert_eq!(Template("{a}-{b}".into()).names(), ["a", "b"]);
+    }
+
+    #[test]
+    fn success_extracts_values() {
+        let st = step(&[("download", "/download"), ("filename", "/filename")]);
+        let s = spec(vec![st.clone()]);
+        let long = format!("https://dl.example/{}", "x".repeat(500));
+        let vars = done(
+            s.interpret(
+                &st,
+                200,
+                None,
+                &body(json!({"download": long, "filename": "f.zip"})),
+            )
+            .unwrap(),
+        );
+        let r = s.finish(&vars).unwrap();
+        assert_eq!(r.download, long, "long URLs are kept whole");
+        assert_eq!(r.filename.as_deref(), Some("f.zip"));
+    }
+
+    #[test]
+    fn errors_inside_http_200_and_classes_by_code() {
+        let mut st = step(&[("download", "/data/link")]);
+        st.success = Some(SuccessTest {
+            pointer: "/status".into(),
+            equals: json!("success"),
+        });
+        st.error_code = Some("/error/code".into());
+        st.error_message = Some("/error/message".into());
+        let mut s = spec(vec![st.clone()]);
+        s.errors = vec![("LINK_DOWN".into(), Failure::DeadLink)];
+        let e = s
+            .interpret(
+                &st,
+                200,
+                None,
+                &body(json!({"status": "error", "error": {"code": "LINK_DOWN", "message": "Link is dead"}})),
+            )
+            .unwrap_err();
+        assert_eq!(e.failure, Failure::DeadLink);
+        assert_eq!(e.code.as_deref(), Some("LINK_DOWN"));
+        assert_eq!(e.message.as_deref(), Some("Link is dead"));
+        let e = s
+            .interpret(
+                &st,
+                200,
+                None,
+                &body(json!({"status": "error", "error": {"code": "NEW_CODE"}})),
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.failure,
+            Failure::Rejected,
+            "an unknown code is a plain refusal"
+        );
+    }
+
+    #[test]
+    fn http_statuses_map_to_failures() {
+        let st = step(&[("download", "/download")]);
+        let s = spec(vec![st.clone()]);
+        let err = |status, b: &[u8]| s.interpret(&st, status, Some(7), b).unwrap_err();
+        let e = err(401, &body(json!({"error": "bad_token", "error_code": 8})));
+        assert_eq!((e.failure, e.code.as_deref()), (Failure::Auth, Some("8")));
+        assert_eq!(err(403, b"").failure, Failure::Auth);
+        let e = err(429, b"");
+        assert_eq!((e.failure, e.retry_after), (Failure::RateLimited, Some(7)));
+        assert_eq!(err(400, b"{}").failure, Failure::Rejected);
+        assert_eq!(
+            err(503, &body(json!({"error_code": 9999}))).failure,
+            Failure::Unavailable
+        );
+        let e = err(503, &body(json!({"error_code": 24})));
+        assert_eq!(
+            e.failure,
+            Failure::DeadLink,
+            "a known code beats the status"
+        );
+        assert!(e.detail.contains("dead_link"), "{}", e.detail);
+        assert_eq!(err(302, b"").failure, Failure::BadAnswer);
+        assert_eq!(
+            err(404, &body(json!({"error_code": 24}))).failure,
+            Failure::DeadLink
+        );
+    }
+
+    #[test]
+    fn polling_steps() {
+        let mut st = step(&[("download", "/data/link")]);
+        st.poll = Some(Poll {
+            interval: Duration::from_secs(5),
+            until: SuccessTest {
+                pointer: "/data/status".into(),
+                equals: json!(2),
+            },
+            fail: Some(SuccessTest {
+                pointer: "/data/status".into(),
+                equals: json!(3),
+            }),
+        });
+        let s = spec(vec![st.clone()]);
+        let answer =
+            |status: u64| body(json!({"data": {"status": status, "link": "https://dl.example/g"}}));
+        assert_eq!(
+            s.interpret(&st, 200, None, &answer(1)).unwrap(),
+            StepOutcome::Again
+        );
+        assert_eq!(
+            s.interpret(&st, 200, None, &answer(3)).unwrap_err().failure,
+            Failure::Rejected
+        );
+        let vars = done(s.interpret(&st, 200, None, &answer(2)).unwrap());
+        assert_eq!(vars["download"], "https://dl.example/g");
+    }
+
+    #[test]
+    fn odd_answers_are_bad_answers() {
+        let st = step(&[("download", "/download")]);
+        let s = spec(vec![st.clone()]);
+        for b in [&b"not json"[..], b"", b"\xff\xfe"] {
+            assert_eq!(
+                s.interpret(&st, 200, None, b).unwrap_err().failure,
+                Failure::BadAnswer
+            );
+        }
+        for url in ["javascript:alert(1)", "/relative", "https://a b"] {
+            let vars = done(
+                s.interpret(&st, 200, None, &body(json!({"download": url})))
+                    .unwrap(),
+            );
+            assert_eq!(
+                s.finish(&vars).unwrap_err().failure,
+                Failure::BadAnswer,
+                "{url}"
+            );
+        }
+        let vars = done(
+            s.interpret(&st, 200, None, &body(json!({"other": 1})))
+                .unwrap(),
+        );
+        assert_eq!(s.finish(&vars).unwrap_err().failure, Failure::Rejected);
+    }
+
+    #[test]
+    fn provider_text_is_cleaned() {
+        let st = step(&[]);
+        let e = spec(vec![st.clone()])
+            .interpret(
+                &st,
+                400,
+                None,
+                &body(json!({"error": format!("bad\r\nlink{}", "x".repeat(500))})),
+            )
+            .unwrap_err();
+        let m = e.message.unwrap();
+        assert!(!m.contains('\n') && !m.contains('\r'));
+        assert_eq!(m.chars().count(), 200);
+    }
+}

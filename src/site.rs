@@ -1,0 +1,67 @@
+//! What a running site holds: the checked configuration with the store and the provider it
+//! names. A CGI process builds one per request; a FastCGI process keeps one for many.
+
+use crate::app::{Answer, App};
+use crate::config::Config;
+use crate::defaults;
+use crate::http::negotiate;
+use crate::http::problem::Problem;
+use crate::http::render;
+use crate::http::request::Env;
+use crate::log::{Level, Log, StderrLog};
+use crate::provider::http::HttpProvider;
+use crate::provider::spec::ProviderSpec;
+use crate::provider::{EchoProvider, Provider};
+use crate::store::Store;
+
+/// A configuration with the store and the provider it names, ready to answer requests. The
+/// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
+/// the agent its idle connections).
+pub struct Site {
+    pub config: Config,
+    log: StderrLog,
+    store: Box<dyn Store>,
+    provider: Option<Box<dyn Provider>>,
+}
+
+impl Site {
+    pub fn new(config: Config) -> Site {
+        let provider: Option<Box<dyn Provider>> = match &config.provider {
+            None => None,
+            Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
+            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::new((**spec).clone()))),
+        };
+        Site {
+            // Every form of every secret: a provider echoes a token percent-encoded or quoted.
+            log: StderrLog::new(crate::secret::all_forms(&config.secrets())),
+            store: crate::store::open(&config),
+            provider,
+            config,
+        }
+    }
+
+    /// The request handler, borrowing this site's parts.
+    pub fn app(&self) -> App<'_> {
+        App {
+            config: &self.config,
+            store: self.store.as_ref(),
+            provider: self.provider.as_deref(),
+            log: &self.log,
+        }
+    }
+}
+
+/// The answer when no configuration could be loaded: 503, and `message` in the log.
+pub fn not_configured(env: &Env, message: &str) -> Answer {
+    StderrLog::default().line(Level::Error, message);
+    let p = Problem::new(
+        503,
+        "not_configured",
+        "This service is not set up correctly yet. Please try again later.",
+    )
+    .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
+    Answer {
+        response: render::problem(negotiate::from_accept(env.header("Accept")), &p),
+        head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+    }
+}

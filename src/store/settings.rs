@@ -1,0 +1,37 @@
+//! What the configuration says about the store: which one, and what every store shares
+//! (failure policy, sweeping, lock waits). Each store's own settings live beside it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::store::mysql::settings::MysqlSettings;
+use crate::store::redis::settings::RedisSettings;
+
+/// What a store does when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Answer the request as if admitted (fail open), and log.
+    Allow,
+    /// Refuse with 503 and Retry-After (fail closed), and log.
+    Deny,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreKind {
+    File { dir: PathBuf },
+    Mysql(Box<MysqlSettings>),
+    Redis(Box<RedisSettings>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreConfig {
+    pub kind: StoreKind,
+    pub on_error: OnError,
+    /// One request in this many sweeps (0: never; use `resolve sweep` from cron).
+    pub sweep_one_in: u32,
+    pub sweep_budget: Duration,
+    pub sweep_grace: Duration,
+    pub deny_retry_after_secs: u32,
+    /// File store: the longest a request waits for another process's lock on a file.
+    pub lock_timeout: Duration,
+}
