@@ -199,7 +199,7 @@ fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
 }
 
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {
-    match crate::store::open(config).probe() {
+    match crate::store::open::from_config(config).probe() {
         Ok(what) => {
             let _ = writeln!(out, "ok   store: {what}");
             true

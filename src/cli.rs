@@ -125,7 +125,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let report = crate::store::open(&config)
+            let report = crate::store::open::from_config(&config)
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
             let looked = if report.scanned > 0 {

@@ -4,6 +4,7 @@
 
 pub mod api_key;
 pub mod form;
+pub mod html;
 pub mod identity;
 pub mod link;
 pub mod negotiate;

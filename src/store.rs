@@ -1,22 +1,17 @@
-//! Where counters live: the one operation every store must do atomically, its errors, and
-//! opening the store the configuration names.
+//! Where counters live: the one operation every store must do atomically, and its errors. The
+//! stores themselves are in the modules below; `open` builds the one the configuration names.
 
 pub mod file;
 pub mod mysql;
+pub mod open;
 pub mod redis;
 pub mod settings;
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::config::Config;
-use crate::core::clock::SystemClock;
 use crate::core::decision::Decision;
 use crate::core::rule::Rule;
-use crate::store::file::FileStore;
-use crate::store::mysql::MysqlStore;
-use crate::store::redis::RedisStore;
-use crate::store::settings::StoreKind;
 
 /// One rule applied to one key, e.g. rule `ip` on `resolve:ip:203.0.113.7`.
 #[derive(Debug, Clone)]
@@ -102,21 +97,5 @@ impl StoreError {
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.detail)
-    }
-}
-
-/// The configured store, ready to use (connections are opened on first use).
-pub fn open(config: &Config) -> Box<dyn Store> {
-    match &config.store.kind {
-        StoreKind::File { dir } => Box::new(
-            FileStore::new(dir, SystemClock, config.store.sweep_grace)
-                .with_lock_timeout(config.store.lock_timeout),
-        ),
-        StoreKind::Mysql(settings) => Box::new(MysqlStore::new(
-            (**settings).clone(),
-            &config.rules,
-            config.store.sweep_grace,
-        )),
-        StoreKind::Redis(settings) => Box::new(RedisStore::new((**settings).clone())),
     }
 }

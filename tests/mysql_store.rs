@@ -1067,7 +1067,7 @@ fn sweep_leaves_only_live_keys() {
     // 200 clients through the library, as the program does for each request.
     let config = resolve::config::Config::from_json(&value.to_string(), cfg.dir.path())
         .expect("valid configuration");
-    let lib_store = resolve::store::open(&config);
+    let lib_store = resolve::store::open::from_config(&config);
     let old: Vec<String> = (0..200)
         .map(|n| format!("10.7.{}.{}", n / 100, n % 100 + 1))
         .collect();

@@ -22,7 +22,7 @@ fn config(store: Value) -> Config {
 }
 
 fn exercise(name: &str, config: &Config) {
-    let store = resolve::store::open(config);
+    let store = resolve::store::open::from_config(config);
     store.probe().unwrap_or_else(|e| panic!("{name}: {e}"));
     let key = format!("resolve:cache:test-{name}");
     let pending = b"resolve:pending";

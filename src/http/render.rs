@@ -3,6 +3,7 @@
 
 use crate::core::decision::Decision;
 use crate::core::rule::Rule;
+use crate::http::html::escape;
 use crate::http::negotiate::Format;
 use crate::http::problem::Problem;
 use crate::http::request::ALLOWED_METHODS;
@@ -137,22 +138,6 @@ fn page(title: &str, body: &str) -> String {
         escape(title),
         escape(title)
     )
-}
-
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

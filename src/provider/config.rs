@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::ConfigError;
+use crate::config::error::ConfigError;
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
 use crate::provider::Failure;
@@ -136,7 +136,7 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
 /// Raw `spend` list of the configuration.
 pub fn raw_site_rules(v: Value, field: &str) -> Result<Vec<RawSiteRule>, ConfigError> {
     serde_json::from_value(v).map_err(|e| {
-        let e = crate::config::without_quoted_value(&e.to_string());
+        let e = crate::config::redact::without_quoted_value(&e.to_string());
         err(
             field,
             format!("{e}; write [{{\"name\": \"day\", \"limit\": 500, \"window_secs\": 86400}}]"),
@@ -414,11 +414,11 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
         merged.insert(k, v);
     }
     let merged = Value::Object(merged);
-    let secrets = crate::config::secret_values(&merged);
+    let secrets = crate::config::redact::secret_values(&merged);
     let mut raw: RawProvider = serde_json::from_value(merged).map_err(|e| {
         // serde quotes the offending value, which may be a secret in the wrong place: the value
         // is cut out, and the secrets are masked in every form as well.
-        let message = crate::config::without_quoted_value(&e.to_string());
+        let message = crate::config::redact::without_quoted_value(&e.to_string());
         let message = crate::secret::mask(&message, &crate::secret::all_forms(&secrets));
         err("provider", format!("{message} (see README: Providers)"))
     })?;

@@ -1,0 +1,100 @@
+//! The configuration file's JSON form, as serde reads it: every field optional, unknown fields
+//! refused. `Config::from_json` checks it into the `Config` the program runs with.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    pub(crate) provider: Option<Value>,
+    pub(crate) spend: Option<Value>,
+    pub(crate) store: Option<RawStore>,
+    pub(crate) rules: Option<Vec<RawRule>>,
+    pub(crate) client: Option<RawClient>,
+    pub(crate) request: Option<RawRequest>,
+    pub(crate) api_keys: Option<RawApiKeys>,
+    pub(crate) cache: Option<RawCache>,
+    pub(crate) allowed_origins: Option<Vec<String>>,
+    pub(crate) fastcgi: Option<RawFastcgi>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFastcgi {
+    pub(crate) max_requests: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCache {
+    pub(crate) ttl_secs: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawApiKeys {
+    pub(crate) header: Option<String>,
+    pub(crate) require: Option<bool>,
+    pub(crate) keys: Option<Vec<RawKey>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKey {
+    pub(crate) name: String,
+    pub(crate) sha256: String,
+    pub(crate) rules: Option<Vec<RawRule>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStore {
+    pub(crate) kind: Option<String>,
+    pub(crate) dir: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) host: Option<String>,
+    pub(crate) port: Option<u16>,
+    pub(crate) socket: Option<String>,
+    pub(crate) user: Option<String>,
+    pub(crate) password: Option<String>,
+    pub(crate) database: Option<String>,
+    pub(crate) table: Option<String>,
+    pub(crate) counter_table: Option<String>,
+    pub(crate) cache_table: Option<String>,
+    pub(crate) events_ts: Option<String>,
+    pub(crate) connect_timeout_ms: Option<u64>,
+    pub(crate) read_timeout_ms: Option<u64>,
+    pub(crate) tls: Option<bool>,
+    pub(crate) db: Option<u32>,
+    pub(crate) on_error: Option<String>,
+    pub(crate) sweep_one_in: Option<u32>,
+    pub(crate) sweep_budget_ms: Option<u64>,
+    pub(crate) sweep_grace_secs: Option<u64>,
+    pub(crate) deny_retry_after_secs: Option<u32>,
+    pub(crate) lock_timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRule {
+    pub(crate) name: String,
+    pub(crate) key: String,
+    pub(crate) algorithm: Option<String>,
+    pub(crate) limit: u64,
+    pub(crate) window_secs: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClient {
+    pub(crate) ipv6_prefix: Option<u8>,
+    pub(crate) trusted_proxies: Option<Vec<String>>,
+    pub(crate) forwarded_header: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRequest {
+    pub(crate) max_body_bytes: Option<u64>,
+}

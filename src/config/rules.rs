@@ -1,0 +1,73 @@
+//! The `rules` section: each limit checked (name, key, algorithm, limit, window), and whether
+//! the chosen store can keep its algorithm.
+
+use std::num::NonZeroU32;
+
+use crate::config::error::{ConfigError, err};
+use crate::config::raw::RawRule;
+use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::store::settings::StoreKind;
+
+/// Longest window a rule may have: a year.
+const MAX_WINDOW_SECS: u64 = 366 * 24 * 3600;
+
+pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
+    if list.len() > 16 {
+        return Err(err("rules", "at most 16 rules"));
+    }
+    let mut out: Vec<Rule> = Vec::new();
+    for (i, r) in list.into_iter().enumerate() {
+        let at = |f: &str| format!("rules[{i}].{f}");
+        let name = RuleName::new(&r.name).ok_or_else(|| {
+            err(
+                at("name"),
+                "must be 1 to 32 of a-z, 0-9, '_' and '-', e.g. \"ip\" or \"per-day\"",
+            )
+        })?;
+        if out.iter().any(|o| o.name == name) {
+            return Err(err(
+                at("name"),
+                format!("{name:?} is used by another rule: names must differ"),
+            ));
+        }
+        let key = KeyKind::parse(&r.key).ok_or_else(|| {
+            err(at("key"), format!("{:?}: use \"ip\" (per client address), \"api_key\" (per API key) or \"global\" (one count for the whole site)", r.key))
+        })?;
+        let algorithm = match r.algorithm.as_deref() {
+            None => Algorithm::Fixed,
+            Some(a) => Algorithm::parse(a).ok_or_else(|| {
+                err(at("algorithm"), format!("{a:?}: use \"fixed\" (a window from the first request) or \"sliding\" (any window ending now)"))
+            })?,
+        };
+        let limit = u32::try_from(r.limit)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| err(at("limit"), "must be 1 to 4294967295 requests per window"))?;
+        let window = u32::try_from(r.window_secs)
+            .ok()
+            .filter(|w| u64::from(*w) <= MAX_WINDOW_SECS)
+            .and_then(NonZeroU32::new)
+            .ok_or_else(|| err(at("window_secs"), "must be 1 to 31622400 seconds (a year)"))?;
+        out.push(Rule {
+            name,
+            key,
+            algorithm,
+            limit,
+            window_secs: window,
+        });
+    }
+    Ok(out)
+}
+
+/// Sliding windows need a store that keeps one record per request.
+pub(crate) fn check_algorithms(rules: &[Rule], store: &StoreKind) -> Result<(), ConfigError> {
+    if matches!(store, StoreKind::File { .. })
+        && let Some(i) = rules.iter().position(|r| r.algorithm == Algorithm::Sliding)
+    {
+        return Err(err(
+            format!("rules[{i}].algorithm"),
+            "the file store keeps fixed windows only: use \"fixed\", or a mysql or redis store for \"sliding\"",
+        ));
+    }
+    Ok(())
+}

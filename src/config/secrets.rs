@@ -1,0 +1,39 @@
+//! Every secret the checked configuration holds, so that logs can mask them wherever they
+//! appear.
+
+use crate::config::Config;
+use crate::provider::spec::ProviderSpec;
+use crate::store::settings::StoreKind;
+
+impl Config {
+    /// Every secret in the configuration, so logs can mask them wherever they appear.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut secrets = self.provider_secrets();
+        if let StoreKind::Redis(r) = &self.store.kind {
+            secrets.extend(r.password.iter().map(|p| p.expose().to_owned()));
+        }
+        if let StoreKind::Mysql(m) = &self.store.kind {
+            secrets.extend(m.password.iter().map(|p| p.expose().to_owned()));
+            if let Some(url) = &m.url
+                && let Ok(opts) = mysql::Opts::from_url(url.expose())
+                && let Some(pass) = opts.get_pass()
+            {
+                secrets.push(pass.to_owned());
+            }
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets
+    }
+
+    fn provider_secrets(&self) -> Vec<String> {
+        match &self.provider {
+            Some(ProviderSpec::Http(h)) => h
+                .token
+                .iter()
+                .filter(|t| !t.expose().is_empty())
+                .map(|t| t.expose().to_owned())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The `store` section: which store, where it lives, and the policies every store shares.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::config::error::{ConfigError, err};
+use crate::config::raw::RawStore;
+use crate::defaults;
+use crate::secret::Secret;
+use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::redis::settings::RedisSettings;
+use crate::store::settings::{OnError, StoreConfig, StoreKind};
+
+pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
+    let raw = raw.unwrap_or_default();
+    let kind_name = raw.kind.as_deref().unwrap_or("file");
+    let allowed: &[&str] = match kind_name {
+        "file" => &["dir", "lock_timeout_ms"],
+        "mysql" => &[
+            "url",
+            "host",
+            "port",
+            "socket",
+            "user",
+            "password",
+            "database",
+            "table",
+            "counter_table",
+            "cache_table",
+            "events_ts",
+            "connect_timeout_ms",
+            "read_timeout_ms",
+            "tls",
+        ],
+        "redis" => &[
+            "url",
+            "host",
+            "port",
+            "socket",
+            "user",
+            "password",
+            "db",
+            "connect_timeout_ms",
+            "read_timeout_ms",
+        ],
+        other => {
+            return Err(err(
+                "store.kind",
+                format!("{other:?} is not a store: use \"file\", \"mysql\" or \"redis\""),
+            ));
+        }
+    };
+    let set = [
+        ("dir", raw.dir.is_some()),
+        ("url", raw.url.is_some()),
+        ("host", raw.host.is_some()),
+        ("port", raw.port.is_some()),
+        ("socket", raw.socket.is_some()),
+        ("user", raw.user.is_some()),
+        ("password", raw.password.is_some()),
+        ("database", raw.database.is_some()),
+        ("db", raw.db.is_some()),
+        ("table", raw.table.is_some()),
+        ("counter_table", raw.counter_table.is_some()),
+        ("cache_table", raw.cache_table.is_some()),
+        ("events_ts", raw.events_ts.is_some()),
+        ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
+        ("read_timeout_ms", raw.read_timeout_ms.is_some()),
+        ("tls", raw.tls.is_some()),
+        ("lock_timeout_ms", raw.lock_timeout_ms.is_some()),
+    ];
+    if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed.contains(f)) {
+        return Err(err(
+            format!("store.{field}"),
+            format!("does not apply to the {kind_name} store: remove it (or change \"kind\")"),
+        ));
+    }
+    let kind = match kind_name {
+        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw)?)),
+        "redis" => StoreKind::Redis(Box::new(redis_settings(&raw)?)),
+        _ => {
+            let dir = match &raw.dir {
+                Some(d) if d.is_empty() => {
+                    return Err(err("store.dir", "is empty: name the data directory"));
+                }
+                Some(d) => base.join(d),
+                None => base.join(defaults::DATA_DIR_NAME),
+            };
+            StoreKind::File { dir }
+        }
+    };
+    let on_error = match raw.on_error.as_deref().unwrap_or("allow") {
+        "allow" => OnError::Allow,
+        "deny" => OnError::Deny,
+        other => {
+            return Err(err(
+                "store.on_error",
+                format!(
+                    "{other:?}: use \"allow\" (answer anyway when the store fails) or \"deny\" (answer 503)"
+                ),
+            ));
+        }
+    };
+    let sweep_budget_ms = raw.sweep_budget_ms.unwrap_or(defaults::SWEEP_BUDGET_MS);
+    if sweep_budget_ms > 1000 {
+        return Err(err(
+            "store.sweep_budget_ms",
+            "must be at most 1000: a request should not wait on housekeeping",
+        ));
+    }
+    let deny_retry_after_secs = raw
+        .deny_retry_after_secs
+        .unwrap_or(defaults::DENY_RETRY_AFTER_SECS);
+    if deny_retry_after_secs == 0 {
+        return Err(err("store.deny_retry_after_secs", "must be at least 1"));
+    }
+    let lock_timeout_ms = raw
+        .lock_timeout_ms
+        .unwrap_or(defaults::FILE_LOCK_TIMEOUT_MS.into());
+    if !(1..=60_000).contains(&lock_timeout_ms) {
+        return Err(err(
+            "store.lock_timeout_ms",
+            "must be 1 to 60000; requests hold a lock for microseconds, so the default 2000 \
+             only ends the wait on a stuck process",
+        ));
+    }
+    Ok(StoreConfig {
+        kind,
+        on_error,
+        sweep_one_in: raw.sweep_one_in.unwrap_or(defaults::SWEEP_ONE_IN),
+        sweep_budget: Duration::from_millis(sweep_budget_ms),
+        sweep_grace: Duration::from_secs(
+            raw.sweep_grace_secs.unwrap_or(defaults::SWEEP_GRACE_SECS),
+        ),
+        deny_retry_after_secs,
+        lock_timeout: Duration::from_millis(lock_timeout_ms),
+    })
+}
+
+fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if ok {
+        Ok(name.to_owned())
+    } else {
+        Err(err(field, "must be 1 to 64 letters, digits or '_'"))
+    }
+}
+
+fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
+    // The URL first; the separate fields, where given, override its parts (as for MySQL).
+    let mut username = None;
+    let mut password = None;
+    let mut db = 0;
+    let mut target = None;
+    if let Some(url) = &raw.url {
+        let bad = |why: &str| {
+            err(
+                "store.url",
+                format!(
+                    "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
+                ),
+            )
+        };
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad("it is not a URL"))?;
+        if scheme == "rediss" {
+            return Err(bad(
+                "TLS to Redis is not supported; use a local port or the Unix socket",
+            ));
+        }
+        let (userinfo, rest) = match rest.rsplit_once('@') {
+            Some((u, r)) => (Some(u), r),
+            None => (None, rest),
+        };
+        if let Some(info) = userinfo {
+            let (user, pass) = match info.split_once(':') {
+                Some((u, p)) => (u, Some(p)),
+                None => (info, None),
+            };
+            let decode = |s: &str| {
+                crate::http::form::percent_decode(s.as_bytes())
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .ok_or_else(|| bad("its user or password is badly %-encoded"))
+            };
+            if !user.is_empty() {
+                username = Some(decode(user)?);
+            }
+            if let Some(p) = pass.filter(|p| !p.is_empty()) {
+                password = Some(decode(p)?);
+            }
+        }
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        if let Some(q) = query {
+            for pair in q.split('&') {
+                match pair.split_once('=') {
+                    Some(("db", n)) => db = n.parse().map_err(|_| bad("db must be a number"))?,
+                    _ => return Err(bad(&format!("unknown parameter {pair:?}"))),
+                }
+            }
+        }
+        target = Some(match scheme {
+            "redis" => {
+                let (hostport, dbpart) = match path.split_once('/') {
+                    Some((h, d)) => (h, d),
+                    None => (path, ""),
+                };
+                if !dbpart.is_empty() {
+                    db = dbpart
+                        .parse()
+                        .map_err(|_| bad("the path must be a database number"))?;
+                }
+                let bracketed = hostport.starts_with('[') && hostport.ends_with(']');
+                let (host, port) = match hostport.rsplit_once(':') {
+                    Some((h, p)) if !bracketed => {
+                        (h, p.parse().map_err(|_| bad("the port is not a number"))?)
+                    }
+                    _ => (hostport, defaults::REDIS_PORT),
+                };
+                let host = host.trim_start_matches('[').trim_end_matches(']');
+                if host.is_empty() {
+                    return Err(bad("it names no host"));
+                }
+                crate::store::redis::resp::Target::Tcp {
+                    host: host.to_owned(),
+                    port,
+                }
+            }
+            "unix" => {
+                if !path.starts_with('/') {
+                    return Err(bad("the socket path must be absolute"));
+                }
+                crate::store::redis::resp::Target::Unix(PathBuf::from(path))
+            }
+            _ => return Err(bad("it must start with redis:// or unix://")),
+        });
+    }
+    username = raw.user.clone().or(username);
+    password = raw.password.clone().or(password);
+    db = raw.db.unwrap_or(db);
+    if let Some(sock) = &raw.socket {
+        target = Some(crate::store::redis::resp::Target::Unix(PathBuf::from(sock)));
+    } else if let Some(host) = &raw.host {
+        target = Some(crate::store::redis::resp::Target::Tcp {
+            host: host.clone(),
+            port: raw.port.unwrap_or(defaults::REDIS_PORT),
+        });
+    }
+    let target = target.ok_or_else(|| {
+        err(
+            "store",
+            "a redis store needs \"url\", \"host\" or \"socket\" (e.g. \"url\": \"redis://127.0.0.1:6379/0\")",
+        )
+    })?;
+    if username.is_some() && password.is_none() {
+        return Err(err(
+            "store.password",
+            "missing: an ACL user needs its password",
+        ));
+    }
+    if db > 15 {
+        return Err(err("store.db", "must be 0 to 15 on a default Redis"));
+    }
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::REDIS_CONNECT_TIMEOUT_MS);
+    let read_ms = raw
+        .read_timeout_ms
+        .unwrap_or(defaults::REDIS_READ_TIMEOUT_MS);
+    if !(1..=10_000).contains(&connect_ms) {
+        return Err(err(
+            "store.connect_timeout_ms",
+            "must be 1 to 10000 (milliseconds)",
+        ));
+    }
+    if !(1..=20_000).contains(&read_ms) {
+        return Err(err(
+            "store.read_timeout_ms",
+            "must be 1 to 20000 (milliseconds)",
+        ));
+    }
+    Ok(RedisSettings {
+        target,
+        username,
+        password: password.map(Secret::new),
+        db,
+        connect_timeout: Duration::from_millis(connect_ms),
+        read_timeout: Duration::from_millis(read_ms),
+    })
+}
+
+fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
+    if let Some(url) = &raw.url
+        && let Err(e) = mysql::Opts::from_url(url)
+    {
+        // The message of a URL error can quote the URL, password included: say less.
+        let why = match e {
+            mysql::UrlError::UnsupportedScheme(_) => "it must start with mysql://",
+            mysql::UrlError::BadUrl | mysql::UrlError::ParseError(_) => "it is not a URL",
+            _ => "it has an unknown or invalid parameter",
+        };
+        return Err(err(
+            "store.url",
+            format!("{why}; write mysql://USER:PASSWORD@HOST:PORT/DATABASE"),
+        ));
+    }
+    let url_has = |part: &str| {
+        raw.url
+            .as_deref()
+            .and_then(|u| mysql::Opts::from_url(u).ok())
+            .is_some_and(|o| match part {
+                "user" => o.get_user().is_some(),
+                "database" => o.get_db_name().is_some(),
+                _ => false,
+            })
+    };
+    if raw.url.is_none() && raw.host.is_none() && raw.socket.is_none() {
+        return Err(err(
+            "store",
+            "a mysql store needs \"url\", \"host\" or \"socket\" (e.g. \"socket\": \"/var/lib/mysql/mysql.sock\")",
+        ));
+    }
+    if raw.user.is_none() && !url_has("user") {
+        return Err(err("store.user", "missing: the database user"));
+    }
+    if raw.database.is_none() && !url_has("database") {
+        return Err(err(
+            "store.database",
+            "missing: the database that holds the tables",
+        ));
+    }
+    let counter_table = table_name(
+        "store.counter_table",
+        raw.counter_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_COUNTER_TABLE),
+    )?;
+    let events_table = table_name(
+        "store.table",
+        raw.table.as_deref().unwrap_or(defaults::MYSQL_EVENTS_TABLE),
+    )?;
+    let cache_table = table_name(
+        "store.cache_table",
+        raw.cache_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_CACHE_TABLE),
+    )?;
+    if counter_table == events_table || cache_table == events_table || cache_table == counter_table
+    {
+        return Err(err(
+            "store.counter_table",
+            "store.table, store.counter_table and store.cache_table must differ",
+        ));
+    }
+    let events_ts = match raw.events_ts.as_deref().unwrap_or("ms") {
+        "ms" => TsUnit::Millis,
+        "s" => TsUnit::Seconds,
+        other => {
+            return Err(err(
+                "store.events_ts",
+                format!(
+                    "{other:?}: use \"ms\" (milliseconds, the default) or \"s\" (Unix seconds, as many PHP limiters write)"
+                ),
+            ));
+        }
+    };
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::MYSQL_CONNECT_TIMEOUT_MS);
+    let read_ms = raw
+        .read_timeout_ms
+        .unwrap_or(defaults::MYSQL_READ_TIMEOUT_MS);
+    if !(1..=10_000).contains(&connect_ms) {
+        return Err(err(
+            "store.connect_timeout_ms",
+            "must be 1 to 10000 (milliseconds)",
+        ));
+    }
+    if !(1..=20_000).contains(&read_ms) {
+        return Err(err(
+            "store.read_timeout_ms",
+            "must be 1 to 20000 (milliseconds)",
+        ));
+    }
+    Ok(MysqlSettings {
+        url: raw.url.clone().map(Secret::new),
+        host: raw.host.clone(),
+        port: raw.port,
+        socket: raw.socket.as_ref().map(PathBuf::from),
+        user: raw.user.clone(),
+        password: raw.password.clone().map(Secret::new),
+        database: raw.database.clone(),
+        counter_table,
+        events_table,
+        cache_table,
+        events_ts,
+        connect_timeout: Duration::from_millis(connect_ms),
+        read_timeout: Duration::from_millis(read_ms),
+        tls: raw.tls.unwrap_or(false),
+    })
+}

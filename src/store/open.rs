@@ -1,0 +1,25 @@
+//! Opens the store the configuration names.
+
+use crate::config::Config;
+use crate::core::clock::SystemClock;
+use crate::store::Store;
+use crate::store::file::FileStore;
+use crate::store::mysql::MysqlStore;
+use crate::store::redis::RedisStore;
+use crate::store::settings::StoreKind;
+
+/// The configured store, ready to use (connections are opened on first use).
+pub fn from_config(config: &Config) -> Box<dyn Store> {
+    match &config.store.kind {
+        StoreKind::File { dir } => Box::new(
+            FileStore::new(dir, SystemClock, config.store.sweep_grace)
+                .with_lock_timeout(config.store.lock_timeout),
+        ),
+        StoreKind::Mysql(settings) => Box::new(MysqlStore::new(
+            (**settings).clone(),
+            &config.rules,
+            config.store.sweep_grace,
+        )),
+        StoreKind::Redis(settings) => Box::new(RedisStore::new((**settings).clone())),
+    }
+}
