@@ -32,6 +32,9 @@ Commands:
         possibly paid call; no limit is counted).
   resolve sweep [--config FILE]
         Remove rate-limit data whose windows ended long ago (for cron).
+  resolve hash-key
+        Read an API key on standard input and print its SHA-256, the value
+        api_keys.keys[].sha256 holds: echo -n 'THE-KEY' | resolve hash-key
   resolve --help | --version
 
 Configuration: --config FILE, else $RESOLVE_CONFIG, else ~/resolve/config.json

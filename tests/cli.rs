@@ -33,7 +33,12 @@ fn text(o: &Output) -> String {
 fn help_and_version() {
     let o = resolve(&["--help"], None);
     assert!(o.status.success());
-    assert!(text(&o).contains("resolve serve"));
+    for command in ["serve", "check", "sweep", "hash-key"] {
+        assert!(
+            text(&o).contains(&format!("resolve {command}")),
+            "--help lists {command}"
+        );
+    }
     let o = resolve(&["--version"], None);
     assert_eq!(
         text(&o).trim(),
@@ -45,6 +50,25 @@ fn help_and_version() {
     let o = resolve(&["check", "--config"], None);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).contains("needs a value"));
+}
+
+#[test]
+fn hash_key_prints_the_sha256_of_the_key_on_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_resolve"))
+        .arg("hash-key")
+        .env_remove("GATEWAY_INTERFACE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"password").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+    );
 }
 
 #[test]
