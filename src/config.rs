@@ -495,7 +495,9 @@ mod tests {
         let r = redis(r#"{"kind": "redis", "url": "unix://app:pw@/run/redis.sock?db=3"}"#).unwrap();
         assert_eq!(
             r.target,
-            crate::store::redis::resp::Target::Unix("/run/redis.sock".into())
+            crate::store::redis::resp::Target::Unix {
+                socket: "/run/redis.sock".into()
+            }
         );
         assert_eq!((r.username.as_deref(), r.db), (Some("app"), 3));
         let r = redis(r#"{"kind": "redis", "url": "redis://[::1]"}"#).unwrap();

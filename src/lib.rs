@@ -24,5 +24,6 @@ pub mod log;
 pub mod provider;
 pub mod random;
 pub mod secret;
+pub mod show;
 pub mod site;
 pub mod store;

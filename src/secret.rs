@@ -25,6 +25,13 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// Written out as the mask: whatever holds a secret can be serialised without showing it.
+impl serde::Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(MASK)
+    }
+}
+
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("***")

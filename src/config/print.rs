@@ -1,136 +1,126 @@
-//! The effective configuration as `resolve check` prints it, secrets masked.
+//! The effective configuration as `resolve check` prints it: the checked `Config` serialised
+//! in the file's own layout. Nothing is masked here: every secret is a
+//! [`Secret`](crate::secret::Secret), which serialises as the mask wherever it sits.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 use crate::config::Config;
-use crate::core::rule::Rule;
-use crate::store::mysql::settings::TsUnit;
-use crate::store::settings::{OnError, StoreKind};
+use crate::http::identity::ClientPolicy;
 
-impl Config {
-    /// The effective configuration as JSON, secrets masked, for `resolve check`.
-    pub fn masked_json(&self) -> Value {
-        let provider = match &self.provider {
-            None => Value::Null,
-            Some(p) => crate::provider::config::describe(p),
+/// `client`: the address policy and the header it reads, grouped as the file groups them.
+#[derive(Serialize)]
+struct Client<'a> {
+    #[serde(flatten)]
+    policy: &'a ClientPolicy,
+    forwarded_header: &'a str,
+}
+
+#[derive(Serialize)]
+struct Cache {
+    ttl_secs: u64,
+}
+
+#[derive(Serialize)]
+struct Request {
+    max_body_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Fastcgi {
+    max_requests: u32,
+}
+
+impl Serialize for Config {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(10))?;
+        map.serialize_entry("provider", &self.provider)?;
+        map.serialize_entry("store", &self.store)?;
+        map.serialize_entry("rules", &self.rules)?;
+        map.serialize_entry("spend", &self.spend)?;
+        let cache = Cache {
+            ttl_secs: self.cache_ttl.as_secs(),
         };
-        let mut store = match &self.store.kind {
-            StoreKind::File { dir } => json!({
-                "kind": "file",
-                "dir": dir.display().to_string(),
-                "lock_timeout_ms": self.store.lock_timeout.as_millis(),
-            }),
-            StoreKind::Redis(_) => Value::Null,
-            StoreKind::Mysql(m) => {
-                let mut v = json!({
-                    "kind": "mysql",
-                    "table": m.events_table,
-                    "counter_table": m.counter_table,
-                    "cache_table": m.cache_table,
-                    "events_ts": match m.events_ts { TsUnit::Millis => "ms", TsUnit::Seconds => "s" },
-                    "connect_timeout_ms": m.connect_timeout.as_millis() as u64,
-                    "read_timeout_ms": m.read_timeout.as_millis() as u64,
-                    "tls": m.tls,
-                });
-                let optional = [
-                    ("url", m.url.as_ref().map(|u| json!(mask_url(u.expose())))),
-                    ("host", m.host.as_ref().map(|h| json!(h))),
-                    ("port", m.port.map(|p| json!(p))),
-                    (
-                        "socket",
-                        m.socket.as_ref().map(|p| json!(p.display().to_string())),
-                    ),
-                    ("user", m.user.as_ref().map(|u| json!(u))),
-                    ("password", m.password.as_ref().map(|_| json!("***"))),
-                    ("database", m.database.as_ref().map(|d| json!(d))),
-                ];
-                for (name, value) in optional {
-                    if let Some(value) = value {
-                        v[name] = value;
-                    }
-                }
-                v
-            }
+        map.serialize_entry("cache", &cache)?;
+        let client = Client {
+            policy: &self.client,
+            forwarded_header: &self.forwarded_header,
         };
-        if let StoreKind::Redis(r) = &self.store.kind {
-            store = json!({
-                "kind": "redis",
-                "db": r.db,
-                "connect_timeout_ms": r.connect_timeout.as_millis() as u64,
-                "read_timeout_ms": r.read_timeout.as_millis() as u64,
-            });
-            match &r.target {
-                crate::store::redis::resp::Target::Tcp { host, port } => {
-                    store["host"] = json!(host);
-                    store["port"] = json!(port);
-                }
-                crate::store::redis::resp::Target::Unix(p) => {
-                    store["socket"] = json!(p.display().to_string())
-                }
-            }
-            if let Some(u) = &r.username {
-                store["user"] = json!(u);
-            }
-            if r.password.is_some() {
-                store["password"] = json!("***");
-            }
-        }
-        let common = json!({
-            "on_error": match self.store.on_error { OnError::Allow => "allow", OnError::Deny => "deny" },
-            "sweep_one_in": self.store.sweep_one_in,
-            "sweep_budget_ms": self.store.sweep_budget.as_millis() as u64,
-            "sweep_grace_secs": self.store.sweep_grace.as_secs(),
-            "deny_retry_after_secs": self.store.deny_retry_after_secs,
-        });
-        for (k, v) in common.as_object().into_iter().flatten() {
-            store[k] = v.clone();
-        }
-        json!({
-            "provider": provider,
-            "store": store,
-            "rules": self.rules.iter().map(rule_json).collect::<Vec<_>>(),
-            "spend": self.spend.iter().map(|r| json!({
-                "name": r.name.as_str(), "limit": r.limit.get(), "window_secs": r.window_secs.get(),
-            })).collect::<Vec<_>>(),
-            "cache": {"ttl_secs": self.cache_ttl.as_secs()},
-            "client": {
-                "ipv6_prefix": self.client.ipv6_prefix,
-                "trusted_proxies": self.client.trusted_proxies.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-                "forwarded_header": self.forwarded_header,
-            },
-            "request": {"max_body_bytes": self.max_body_bytes},
-            "fastcgi": {"max_requests": self.fastcgi_max_requests},
-            "allowed_origins": self.allowed_origins,
-            "api_keys": {
-                "header": self.api_keys.header,
-                "require": self.api_keys.require,
-                "keys": self.api_keys.keys.iter().map(|k| json!({
-                    "name": k.name,
-                    "sha256": k.sha256,
-                    "rules": k.rules.as_ref().map(|rs| rs.iter().map(rule_json).collect::<Vec<_>>()),
-                })).collect::<Vec<_>>(),
-            },
-        })
+        map.serialize_entry("client", &client)?;
+        let request = Request {
+            max_body_bytes: self.max_body_bytes,
+        };
+        map.serialize_entry("request", &request)?;
+        let fastcgi = Fastcgi {
+            max_requests: self.fastcgi_max_requests,
+        };
+        map.serialize_entry("fastcgi", &fastcgi)?;
+        map.serialize_entry("allowed_origins", &self.allowed_origins)?;
+        map.serialize_entry("api_keys", &self.api_keys)?;
+        map.end()
     }
 }
 
-fn rule_json(r: &Rule) -> Value {
-    json!({
-        "name": r.name.as_str(), "key": r.key.as_str(), "algorithm": r.algorithm.as_str(),
-        "limit": r.limit.get(), "window_secs": r.window_secs.get(),
-    })
+impl Config {
+    /// The effective configuration as JSON, every secret masked.
+    pub fn masked_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
 }
 
-/// A URL with its password replaced by `***`.
-fn mask_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn shown(text: &str) -> String {
+        let c = Config::from_json(text, Path::new("/home/u/resolve")).unwrap();
+        serde_json::to_string_pretty(&c).unwrap()
+    }
+
+    #[test]
+    fn every_secret_is_masked_where_it_sits() {
+        let out = shown(
+            r#"{"provider": {"preset": "realdebrid", "token": "tok-3f9a8b7c6d"},
+                "store": {"kind": "mysql", "url": "mysql://u:pw-77aa11bb@db.example:3306/site",
+                          "password": "pw-2-cc33dd"}}"#,
+        );
+        for secret in ["tok-3f9a8b7c6d", "pw-77aa11bb", "pw-2-cc33dd"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
         }
-        _ => url.to_owned(),
+        assert!(out.contains(r#""token": "***""#), "{out}");
+        assert!(out.contains(r#""password": "***""#), "{out}");
+        assert!(out.contains("mysql://u:***@db.example:3306/site"), "{out}");
+        let out = shown(r#"{"store": {"kind": "redis", "url": "redis://:rd-99ee88@h:1/0"}}"#);
+        assert!(!out.contains("rd-99ee88"), "{out}");
+        assert!(out.contains(r#""password": "***""#), "{out}");
+    }
+
+    #[test]
+    fn a_short_token_masks_itself_not_every_matching_letter() {
+        let out = shown(r#"{"provider": {"preset": "realdebrid", "token": "t"}}"#);
+        assert!(
+            out.contains("https://api.real-debrid.com/rest/1.0"),
+            "{out}"
+        );
+        assert!(out.contains(r#""token": "***""#), "{out}");
+    }
+
+    #[test]
+    fn the_file_layout_is_kept() {
+        let v: serde_json::Value = serde_json::from_str(&shown(
+            r#"{"store": {"dir": "data", "on_error": "deny"}, "cache": {"ttl_secs": 60},
+                "client": {"forwarded_header": "CF-Connecting-IP"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(v["store"]["kind"], "file");
+        assert_eq!(v["store"]["dir"], "/home/u/resolve/data");
+        assert_eq!(v["store"]["on_error"], "deny");
+        assert_eq!(v["cache"]["ttl_secs"], 60);
+        assert_eq!(v["client"]["forwarded_header"], "CF-Connecting-IP");
+        assert_eq!(v["client"]["ipv6_prefix"], 64);
+        assert_eq!(v["rules"][0]["key"], "ip");
+        assert_eq!(v["rules"][0]["algorithm"], "fixed");
+        assert_eq!(v["provider"], serde_json::Value::Null);
     }
 }

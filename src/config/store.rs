@@ -236,7 +236,9 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
                 if !path.starts_with('/') {
                     return Err(bad("the socket path must be absolute"));
                 }
-                crate::store::redis::resp::Target::Unix(PathBuf::from(path))
+                crate::store::redis::resp::Target::Unix {
+                    socket: PathBuf::from(path),
+                }
             }
             _ => return Err(bad("it must start with redis:// or unix://")),
         });
@@ -245,7 +247,9 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     password = raw.password.clone().or(password);
     db = raw.db.unwrap_or(db);
     if let Some(sock) = &raw.socket {
-        target = Some(crate::store::redis::resp::Target::Unix(PathBuf::from(sock)));
+        target = Some(crate::store::redis::resp::Target::Unix {
+            socket: PathBuf::from(sock),
+        });
     } else if let Some(host) = &raw.host {
         target = Some(crate::store::redis::resp::Target::Tcp {
             host: host.clone(),

@@ -3,8 +3,11 @@
 use std::fmt;
 use std::num::NonZeroU32;
 
+use serde::Serialize;
+
 /// What a rule counts requests by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum KeyKind {
     /// The client's address (an IPv6 client by its prefix).
     Ip,
@@ -34,7 +37,8 @@ impl KeyKind {
 }
 
 /// How a rule counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Algorithm {
     /// A window that starts at a key's first request and holds `limit` requests.
     Fixed,
@@ -60,7 +64,8 @@ impl Algorithm {
 }
 
 /// A rule's name: 1 to 32 of `a-z 0-9 _ -`, so it is safe in keys, headers and logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
 pub struct RuleName(String);
 
 impl RuleName {
@@ -86,7 +91,7 @@ impl fmt::Display for RuleName {
 }
 
 /// A limit: at most `limit` requests per `window_secs` for each key, counted by `algorithm`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rule {
     pub name: RuleName,
     pub key: KeyKind,

@@ -7,7 +7,7 @@ use crate::core::rule::Rule;
 use crate::http::problem::Problem;
 
 /// One accepted key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct KnownKey {
     /// A name for logs and counters (a-z, 0-9, `_`, `-`).
     pub name: String,
@@ -18,7 +18,7 @@ pub struct KnownKey {
 }
 
 /// What the configuration says about keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct KeyPolicy {
     /// Request header that carries the key.
     pub header: String,

@@ -107,11 +107,12 @@ pub fn parse_address(s: &str) -> Option<IpAddr> {
 }
 
 /// How the client's address is found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ClientPolicy {
     /// IPv6 clients are grouped by this prefix length (1..=128).
     pub ipv6_prefix: u8,
     /// Proxies whose forwarded-for header is believed.
+    #[serde(serialize_with = "crate::show::texts")]
     pub trusted_proxies: Vec<Cidr>,
 }
 

@@ -386,6 +386,80 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
         }
         return Ok((ProviderSpec::Echo, Vec::new()));
     }
+    let (preset, merged) = with_preset(user)?;
+    let secrets = crate::config::redact::secret_values(&merged);
+    let mut raw: RawProvider = serde_json::from_value(merged).map_err(|e| {
+        // serde quotes the offending value, which may be a secret in the wrong place: the value
+        // is cut out, and the secrets are masked in every form as well.
+        let message = crate::config::redact::without_quoted_value(&e.to_string());
+        let message = crate::secret::mask(&message, &crate::secret::all_forms(&secrets));
+        err("provider", format!("{message} (see README: Providers)"))
+    })?;
+    check_kind(raw.kind.as_deref(), preset.is_some())?;
+    let shorthand_used =
+        raw.url.is_some() || raw.download.is_some() || raw.auth.is_some() || raw.link.is_some();
+    let raw_steps = match raw.steps.take() {
+        Some(_) if shorthand_used && preset.is_none() => {
+            return Err(err(
+                "provider.steps",
+                "give either \"steps\" or the one-call fields (url, download, ...), not both",
+            ));
+        }
+        Some(steps) => steps,
+        None => vec![shorthand(&mut raw)?],
+    };
+    if raw_steps.is_empty() || raw_steps.len() > 5 {
+        return Err(err("provider.steps", "must hold 1 to 5 steps"));
+    }
+    if let Some(b) = &raw.base_url {
+        check_url("provider.base_url", b)?;
+    }
+    if raw.token.as_deref() == Some("") {
+        return Err(err(
+            "provider.token",
+            "is empty: put the provider's API token here",
+        ));
+    }
+    let mut known: Vec<String> = vec!["link".into()];
+    if raw.token.is_some() {
+        known.push("token".into());
+    }
+    if raw.base_url.is_some() {
+        known.push("base".into());
+    }
+    let mut steps = steps(raw_steps, &mut known)?;
+    if !known.iter().any(|k| k == "download") {
+        return Err(err(
+            "provider.steps",
+            "no step extracts \"download\": name the JSON Pointer of the download URL",
+        ));
+    }
+    if let Some(token) = &raw.token {
+        token_by_name(&mut steps, token);
+    }
+    let errors = errors(raw.errors.take())?;
+    let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
+    let rate_rules = site_rules(
+        raw.rate_limits.as_deref().unwrap_or_default(),
+        "provider.rate_limits",
+    )?;
+    Ok((
+        ProviderSpec::Http(Box::new(HttpSpec {
+            preset,
+            base_url: raw.base_url,
+            token: raw.token.map(Secret::new),
+            steps,
+            errors,
+            connect_timeout: Duration::from_millis(connect_ms),
+            timeout: Duration::from_millis(timeout_ms),
+            deadline: Duration::from_millis(deadline_ms),
+        })),
+        rate_rules,
+    ))
+}
+
+/// The preset named in the section (if any) as the base, the owner's fields over it.
+fn with_preset(user: Map<String, Value>) -> Result<(Option<String>, Value), ConfigError> {
     // A preset is the base; the owner's fields replace its fields.
     let preset = match user.get("preset") {
         None => None,
@@ -413,65 +487,36 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     for (k, v) in user {
         merged.insert(k, v);
     }
-    let merged = Value::Object(merged);
-    let secrets = crate::config::redact::secret_values(&merged);
-    let mut raw: RawProvider = serde_json::from_value(merged).map_err(|e| {
-        // serde quotes the offending value, which may be a secret in the wrong place: the value
-        // is cut out, and the secrets are masked in every form as well.
-        let message = crate::config::redact::without_quoted_value(&e.to_string());
-        let message = crate::secret::mask(&message, &crate::secret::all_forms(&secrets));
-        err("provider", format!("{message} (see README: Providers)"))
-    })?;
-    match raw.kind.as_deref() {
-        None if preset.is_some() => {}
-        Some("http") => {}
-        None => {
-            return Err(err(
-                "provider.kind",
-                "missing: use \"preset\" (realdebrid, alldebrid, premiumize, debridlink, torbox), \"kind\": \"http\" for another JSON API, or \"kind\": \"echo\" to try the site",
-            ));
-        }
-        Some(other) => {
-            return Err(err(
-                "provider.kind",
-                format!(
-                    "{other:?} is not a provider kind: use \"http\" for a JSON API or \"echo\" to try the site without spending anything"
-                ),
-            ));
-        }
+    Ok((preset, Value::Object(merged)))
+}
+
+/// `kind`: "http", or nothing beside a preset ("echo" was handled before).
+fn check_kind(kind: Option<&str>, has_preset: bool) -> Result<(), ConfigError> {
+    match kind {
+        None if has_preset => Ok(()),
+        Some("http") => Ok(()),
+        None => Err(err(
+            "provider.kind",
+            "missing: use \"preset\" (realdebrid, alldebrid, premiumize, debridlink, torbox), \"kind\": \"http\" for another JSON API, or \"kind\": \"echo\" to try the site",
+        )),
+        Some(other) => Err(err(
+            "provider.kind",
+            format!(
+                "{other:?} is not a provider kind: use \"http\" for a JSON API or \"echo\" to try the site without spending anything"
+            ),
+        )),
     }
-    let shorthand_used =
-        raw.url.is_some() || raw.download.is_some() || raw.auth.is_some() || raw.link.is_some();
-    let raw_steps = match raw.steps.take() {
-        Some(_) if shorthand_used && preset.is_none() => {
-            return Err(err(
-                "provider.steps",
-                "give either \"steps\" or the one-call fields (url, download, ...), not both",
-            ));
-        }
-        Some(steps) => steps,
-        None => vec![shorthand(&mut raw)?],
-    };
-    if raw_steps.is_empty() || raw_steps.len() > 5 {
-        return Err(err("provider.steps", "must hold 1 to 5 steps"));
-    }
-    if let Some(b) = &raw.base_url {
-        check_url("provider.base_url", b)?;
-    }
-    let mut known: Vec<String> = vec!["link".into()];
-    if raw.token.is_some() {
-        known.push("token".into());
-    }
-    if raw.base_url.is_some() {
-        known.push("base".into());
-    }
+}
+
+/// The steps, checked in order: each may use the values `known` before it, and adds what it
+/// extracts to them.
+fn steps(raw_steps: Vec<RawStep>, known: &mut Vec<String>) -> Result<Vec<Step>, ConfigError> {
     let mut steps = Vec::new();
-    let mut extracts_download = false;
     for (i, s) in raw_steps.into_iter().enumerate() {
         let at = |f: &str| format!("provider.steps[{i}].{f}");
         let m = method(&at("method"), s.method.as_deref())?;
         let url = Template(s.url);
-        check_names(&at("url"), &url, &known)?;
+        check_names(&at("url"), &url, known)?;
         // `{base}` was checked as base_url; anything else must start with the scheme and host.
         if !url.0.starts_with("{base}") {
             check_url(&at("url"), url.0.split('{').next().unwrap_or_default())?;
@@ -490,9 +535,9 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
                 format!("{w:?} is not extracted by an earlier step"),
             ));
         }
-        let headers = templates(&at("headers"), s.headers, &known, true)?;
-        let query = templates(&at("query"), s.query, &known, false)?;
-        let form = templates(&at("form"), s.form, &known, false)?;
+        let headers = templates(&at("headers"), s.headers, known, true)?;
+        let query = templates(&at("query"), s.query, known, false)?;
+        let form = templates(&at("form"), s.form, known, false)?;
         let mut extract = Vec::new();
         for (name, v) in s.extract.unwrap_or_default() {
             let pointers: Vec<String> = match v {
@@ -515,7 +560,6 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
                     format!("{name:?}: names are a-z, 0-9, '_' and '-'"),
                 ));
             }
-            extracts_download |= name == "download";
             known.push(name.clone());
             extract.push((name, pointers));
         }
@@ -546,14 +590,58 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             poll,
         });
     }
-    if !extracts_download {
-        return Err(err(
-            "provider.steps",
-            "no step extracts \"download\": name the JSON Pointer of the download URL",
-        ));
+    Ok(steps)
+}
+
+/// A token written into a template by hand, instead of as `{token}`, becomes `{token}`: the
+/// request sent is the same (templates are filled in as they are, nothing encoded), and the
+/// token then lives only in the `Secret`, which is never shown.
+fn token_by_name(steps: &mut [Step], token: &str) {
+    // A token that could be read as part of a placeholder is left as written.
+    if token.is_empty() || token.contains(['{', '}']) {
+        return;
     }
+    for step in steps {
+        let templates = std::iter::once(&mut step.url).chain(
+            step.headers
+                .iter_mut()
+                .chain(step.query.iter_mut())
+                .chain(step.form.iter_mut())
+                .map(|(_, t)| t),
+        );
+        for t in templates {
+            t.0 = named_in_text(&t.0, token);
+        }
+    }
+}
+
+/// `template` with `token` replaced by `{token}` in its text, placeholders left as they are.
+fn named_in_text(template: &str, token: &str) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    loop {
+        let (text, placeholder) = match rest.find('{') {
+            Some(open) => match rest[open..].find('}') {
+                Some(close) => (&rest[..open], &rest[open..=open + close]),
+                None => (rest, ""),
+            },
+            None => (rest, ""),
+        };
+        out.push_str(&text.replace(token, "{token}"));
+        out.push_str(placeholder);
+        rest = &rest[text.len() + placeholder.len()..];
+        if rest.is_empty() {
+            return out;
+        }
+    }
+}
+
+/// The `errors` map: class name to the provider's codes in that class.
+fn errors(
+    raw: Option<BTreeMap<String, Vec<Value>>>,
+) -> Result<Vec<(String, Failure)>, ConfigError> {
     let mut errors = Vec::new();
-    for (class, codes) in raw.errors.unwrap_or_default() {
+    for (class, codes) in raw.unwrap_or_default() {
         let failure = Failure::CLASSES
             .iter()
             .find(|(n, _)| *n == class)
@@ -579,6 +667,11 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             errors.push((code, failure));
         }
     }
+    Ok(errors)
+}
+
+/// Connect, per-call and whole-resolution time limits, in milliseconds.
+fn timeouts(raw: &RawProvider) -> Result<(u64, u64, u64), ConfigError> {
     let connect_ms = raw
         .connect_timeout_ms
         .unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
@@ -604,88 +697,47 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             "must be at least timeout_ms and at most 55000 (all the calls of one link, polling included, under Apache's 60 s Timeout)",
         ));
     }
-    if raw.token.as_deref() == Some("") {
-        return Err(err(
-            "provider.token",
-            "is empty: put the provider's API token here",
-        ));
-    }
-    let rate_rules = site_rules(
-        raw.rate_limits.as_deref().unwrap_or_default(),
-        "provider.rate_limits",
-    )?;
-    Ok((
-        ProviderSpec::Http(Box::new(HttpSpec {
-            preset,
-            base_url: raw.base_url,
-            token: raw.token.map(Secret::new),
-            steps,
-            errors,
-            connect_timeout: Duration::from_millis(connect_ms),
-            timeout: Duration::from_millis(timeout_ms),
-            deadline: Duration::from_millis(deadline_ms),
-        })),
-        rate_rules,
-    ))
+    Ok((connect_ms, timeout_ms, deadline_ms))
 }
 
-/// The provider as JSON for `check`, the token masked.
-pub fn describe(spec: &ProviderSpec) -> Value {
-    let h = match spec {
-        ProviderSpec::Echo => return serde_json::json!({"kind": "echo"}),
-        ProviderSpec::Http(h) => h,
-    };
-    let pairs = |list: &[(String, Template)]| -> Value {
-        list.iter()
-            .map(|(k, t)| (k.clone(), Value::String(t.0.clone())))
-            .collect::<Map<_, _>>()
-            .into()
-    };
-    let test = |t: &SuccessTest| serde_json::json!({"pointer": t.pointer, "equals": t.equals});
-    let steps: Vec<Value> = h
-        .steps
-        .iter()
-        .map(|s| {
-            serde_json::json!({
-                "method": match s.method { HttpMethod::Get => "GET", HttpMethod::Post => "POST" },
-                "url": s.url.0,
-                "headers": pairs(&s.headers),
-                "query": pairs(&s.query),
-                "form": pairs(&s.form),
-                "when": s.when,
-                "success": s.success.as_ref().map(test),
-                "error_code": s.error_code,
-                "error_message": s.error_message,
-                "extract": s.extract.iter().map(|(n, p)| (n.clone(), serde_json::json!(p))).collect::<Map<_, _>>(),
-                "poll": s.poll.as_ref().map(|p| serde_json::json!({
-                    "interval_ms": p.interval.as_millis() as u64,
-                    "until": test(&p.until),
-                    "fail": p.fail.as_ref().map(test),
-                })),
-            })
-        })
-        .collect();
-    let mut errors: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for (code, f) in &h.errors {
-        errors.entry(f.name()).or_default().push(code);
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::spec::Vars;
+
+    fn http(section: &str) -> HttpSpec {
+        match parse(serde_json::from_str(section).unwrap()).unwrap().0 {
+            ProviderSpec::Http(h) => *h,
+            ProviderSpec::Echo => panic!("echo"),
+        }
     }
-    let mut v = serde_json::json!({
-        "kind": "http",
-        "preset": h.preset,
-        "base_url": h.base_url,
-        "token": h.token.as_ref().map(|_| "***"),
-        "steps": steps,
-        "errors": errors,
-        "connect_timeout_ms": h.connect_timeout.as_millis() as u64,
-        "timeout_ms": h.timeout.as_millis() as u64,
-        "deadline_ms": h.deadline.as_millis() as u64,
-    });
-    // A token written into a header by hand instead of {token} is masked too.
-    if let Some(t) = &h.token
-        && !t.expose().is_empty()
-    {
-        let text = v.to_string().replace(t.expose(), "***");
-        v = serde_json::from_str(&text).unwrap_or(v);
+
+    #[test]
+    fn a_token_written_by_hand_is_held_only_as_the_secret() {
+        let h = http(
+            r#"{"kind": "http", "token": "k-55aa", "steps": [{"url": "https://api.example/u?k=k-55aa",
+                "headers": {"Authorization": "Bearer k-55aa"}, "form": {"link": "{link}"},
+                "extract": {"download": "/d"}}]}"#,
+        );
+        let step = &h.steps[0];
+        assert_eq!(step.url.0, "https://api.example/u?k={token}");
+        assert_eq!(step.headers[0].1.0, "Bearer {token}");
+        let vars: Vars = [("token", "k-55aa"), ("link", "L")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into();
+        assert_eq!(
+            step.headers[0].1.render(&vars).unwrap(),
+            "Bearer k-55aa",
+            "the request sent is unchanged"
+        );
+        let shown = serde_json::to_string(&h).unwrap();
+        assert!(!shown.contains("k-55aa"), "{shown}");
     }
-    v
+
+    #[test]
+    fn placeholders_are_never_rewritten() {
+        assert_eq!(named_in_text("{link}link{x", "link"), "{link}{token}{x");
+        assert_eq!(named_in_text("a{link}b", "in"), "a{link}b");
+        assert_eq!(named_in_text("", "t"), "");
+    }
 }

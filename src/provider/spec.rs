@@ -10,8 +10,10 @@ use serde_json::Value;
 use crate::provider::resolved::Resolved;
 use crate::provider::{Failure, ProviderError, clean_text};
 use crate::secret::Secret;
+use crate::show;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
     Get,
     Post,
@@ -19,7 +21,8 @@ pub enum HttpMethod {
 
 /// Text with `{link}`, `{token}`, `{base}` and `{NAME}` (a value an earlier step extracted)
 /// filled in when a request is made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
 pub struct Template(pub String);
 
 /// The values a provider call works with: the link, the token and what steps extracted.
@@ -67,7 +70,7 @@ impl Template {
 }
 
 /// A test on a JSON answer: the value at `pointer` equals `equals`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SuccessTest {
     pub pointer: String,
     pub equals: Value,
@@ -80,8 +83,9 @@ impl SuccessTest {
 }
 
 /// Ask again until an answer says the work is done.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Poll {
+    #[serde(rename = "interval_ms", serialize_with = "show::ms")]
     pub interval: Duration,
     /// Done when this holds.
     pub until: SuccessTest,
@@ -90,13 +94,16 @@ pub struct Poll {
 }
 
 /// One HTTP call of a provider.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Step {
     pub method: HttpMethod,
     pub url: Template,
+    #[serde(serialize_with = "show::pairs")]
     pub headers: Vec<(String, Template)>,
+    #[serde(serialize_with = "show::pairs")]
     pub query: Vec<(String, Template)>,
     /// Form fields of the body (POST).
+    #[serde(serialize_with = "show::pairs")]
     pub form: Vec<(String, Template)>,
     /// Run only when this value was extracted by an earlier step.
     pub when: Option<String>,
@@ -105,13 +112,14 @@ pub struct Step {
     pub error_code: Option<String>,
     pub error_message: Option<String>,
     /// Values to keep: name, then JSON Pointers tried in order (the first found wins).
+    #[serde(serialize_with = "show::pairs")]
     pub extract: Vec<(String, Vec<String>)>,
     pub poll: Option<Poll>,
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
 /// and `filename` are the answer.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HttpSpec {
     /// The preset it came from, if any.
     pub preset: Option<String>,
@@ -120,19 +128,36 @@ pub struct HttpSpec {
     pub token: Option<Secret>,
     pub steps: Vec<Step>,
     /// The provider's error codes, by the class they belong to.
+    #[serde(serialize_with = "errors_by_class")]
     pub errors: Vec<(String, Failure)>,
+    #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.
+    #[serde(rename = "timeout_ms", serialize_with = "show::ms")]
     pub timeout: Duration,
     /// Time for all the calls of one resolution, polling included.
+    #[serde(rename = "deadline_ms", serialize_with = "show::ms")]
     pub deadline: Duration,
 }
 
 /// Which provider the site uses.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum ProviderSpec {
     Echo,
     Http(Box<HttpSpec>),
+}
+
+/// The provider's error codes grouped by class, as the configuration's `errors` map writes them.
+fn errors_by_class<S: serde::Serializer>(
+    errors: &[(String, Failure)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut by_class: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (code, f) in errors {
+        by_class.entry(f.name()).or_default().push(code);
+    }
+    serde::Serialize::serialize(&by_class, s)
 }
 
 /// What one answer to a step means.

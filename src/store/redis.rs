@@ -197,7 +197,7 @@ impl RedisStore {
     fn place(&self) -> String {
         match &self.settings.target {
             resp::Target::Tcp { host, port } => format!("{host}:{port}"),
-            resp::Target::Unix(p) => format!("socket {}", p.display()),
+            resp::Target::Unix { socket: p } => format!("socket {}", p.display()),
         }
     }
 

@@ -4,11 +4,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+
+use crate::show;
+
 use crate::store::mysql::settings::MysqlSettings;
 use crate::store::redis::settings::RedisSettings;
 
 /// What a store does when it fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum OnError {
     /// Answer the request as if admitted (fail open), and log.
     Allow,
@@ -16,22 +21,29 @@ pub enum OnError {
     Deny,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which store, with its own settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum StoreKind {
     File { dir: PathBuf },
     Mysql(Box<MysqlSettings>),
     Redis(Box<RedisSettings>),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The store section, checked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StoreConfig {
+    #[serde(flatten)]
     pub kind: StoreKind,
     pub on_error: OnError,
     /// One request in this many sweeps (0: never; use `resolve sweep` from cron).
     pub sweep_one_in: u32,
+    #[serde(rename = "sweep_budget_ms", serialize_with = "show::ms")]
     pub sweep_budget: Duration,
+    #[serde(rename = "sweep_grace_secs", serialize_with = "show::secs")]
     pub sweep_grace: Duration,
     pub deny_retry_after_secs: u32,
     /// File store: the longest a request waits for another process's lock on a file.
+    #[serde(rename = "lock_timeout_ms", serialize_with = "show::ms")]
     pub lock_timeout: Duration,
 }

@@ -126,10 +126,11 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
 }
 
 /// Where the server is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
 pub enum Target {
     Tcp { host: String, port: u16 },
-    Unix(PathBuf),
+    Unix { socket: PathBuf },
 }
 
 trait Stream: Read + Write {}
@@ -169,7 +170,7 @@ impl Connection {
                 s.set_write_timeout(Some(io_timeout))?;
                 Box::new(s)
             }
-            Target::Unix(path) => {
+            Target::Unix { socket: path } => {
                 // A blocking connect to a server that stopped accepting waits in its listen
                 // queue without limit: connect with the timeout instead.
                 let sock =
