@@ -13,3 +13,4 @@ pub mod problem;
 pub mod render;
 pub mod request;
 pub mod response;
+pub mod url;

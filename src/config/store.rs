@@ -6,8 +6,10 @@ use std::time::Duration;
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawStore;
 use crate::defaults;
+use crate::http::url::{self, UrlError};
 use crate::secret::Secret;
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::redis::resp::Target;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::settings::{OnError, StoreConfig, StoreKind};
 
@@ -148,6 +150,65 @@ fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
     }
 }
 
+/// What a Redis URL says: where the server is, the user, the password and the database.
+fn redis_url(url: &str) -> Result<(Target, Option<String>, Option<String>, u32), ConfigError> {
+    let bad = |why: &str| {
+        err(
+            "store.url",
+            format!(
+                "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
+            ),
+        )
+    };
+    if url
+        .get(..9)
+        .is_some_and(|s| s.eq_ignore_ascii_case("rediss://"))
+    {
+        return Err(bad(
+            "TLS to Redis is not supported; use a local port or the Unix socket",
+        ));
+    }
+    let is_socket = url
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("unix://"));
+    let parsed = if is_socket {
+        url::parse_socket(url, "unix")
+    } else {
+        url::parse(url, &["redis"])
+    }
+    .map_err(|e| match e {
+        UrlError::Scheme => bad("it must start with redis:// or unix://"),
+        UrlError::NoHost if is_socket => bad("the socket path must be absolute"),
+        e => bad(&e.to_string()),
+    })?;
+    let mut db = 0;
+    for (name, value) in parsed.query_pairs() {
+        match name.as_str() {
+            "db" => db = value.parse().map_err(|_| bad("db must be a number"))?,
+            _ => return Err(bad(&format!("unknown parameter {name:?}"))),
+        }
+    }
+    let target = if is_socket {
+        Target::Unix {
+            socket: PathBuf::from(parsed.path()),
+        }
+    } else {
+        match parsed.path().trim_start_matches('/') {
+            "" => {}
+            n => {
+                db = n
+                    .parse()
+                    .map_err(|_| bad("the path must be a database number"))?
+            }
+        }
+        Target::Tcp {
+            host: parsed.host_text(),
+            port: parsed.port().unwrap_or(defaults::REDIS_PORT),
+        }
+    };
+    Ok((target, parsed.username(), parsed.password(), db))
+}
+
 fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     // The URL first; the separate fields, where given, override its parts (as for MySQL).
     let mut username = None;
@@ -155,103 +216,21 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     let mut db = 0;
     let mut target = None;
     if let Some(url) = &raw.url {
-        let bad = |why: &str| {
-            err(
-                "store.url",
-                format!(
-                    "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
-                ),
-            )
-        };
-        let (scheme, rest) = url
-            .split_once("://")
-            .ok_or_else(|| bad("it is not a URL"))?;
-        if scheme == "rediss" {
-            return Err(bad(
-                "TLS to Redis is not supported; use a local port or the Unix socket",
-            ));
-        }
-        let (userinfo, rest) = match rest.rsplit_once('@') {
-            Some((u, r)) => (Some(u), r),
-            None => (None, rest),
-        };
-        if let Some(info) = userinfo {
-            let (user, pass) = match info.split_once(':') {
-                Some((u, p)) => (u, Some(p)),
-                None => (info, None),
-            };
-            let decode = |s: &str| {
-                crate::http::form::percent_decode(s.as_bytes())
-                    .ok()
-                    .and_then(|b| String::from_utf8(b).ok())
-                    .ok_or_else(|| bad("its user or password is badly %-encoded"))
-            };
-            if !user.is_empty() {
-                username = Some(decode(user)?);
-            }
-            if let Some(p) = pass.filter(|p| !p.is_empty()) {
-                password = Some(decode(p)?);
-            }
-        }
-        let (path, query) = match rest.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (rest, None),
-        };
-        if let Some(q) = query {
-            for pair in q.split('&') {
-                match pair.split_once('=') {
-                    Some(("db", n)) => db = n.parse().map_err(|_| bad("db must be a number"))?,
-                    _ => return Err(bad(&format!("unknown parameter {pair:?}"))),
-                }
-            }
-        }
-        target = Some(match scheme {
-            "redis" => {
-                let (hostport, dbpart) = match path.split_once('/') {
-                    Some((h, d)) => (h, d),
-                    None => (path, ""),
-                };
-                if !dbpart.is_empty() {
-                    db = dbpart
-                        .parse()
-                        .map_err(|_| bad("the path must be a database number"))?;
-                }
-                let bracketed = hostport.starts_with('[') && hostport.ends_with(']');
-                let (host, port) = match hostport.rsplit_once(':') {
-                    Some((h, p)) if !bracketed => {
-                        (h, p.parse().map_err(|_| bad("the port is not a number"))?)
-                    }
-                    _ => (hostport, defaults::REDIS_PORT),
-                };
-                let host = host.trim_start_matches('[').trim_end_matches(']');
-                if host.is_empty() {
-                    return Err(bad("it names no host"));
-                }
-                crate::store::redis::resp::Target::Tcp {
-                    host: host.to_owned(),
-                    port,
-                }
-            }
-            "unix" => {
-                if !path.starts_with('/') {
-                    return Err(bad("the socket path must be absolute"));
-                }
-                crate::store::redis::resp::Target::Unix {
-                    socket: PathBuf::from(path),
-                }
-            }
-            _ => return Err(bad("it must start with redis:// or unix://")),
-        });
+        let from_url = redis_url(url)?;
+        target = Some(from_url.0);
+        username = from_url.1;
+        password = from_url.2;
+        db = from_url.3;
     }
     username = raw.user.clone().or(username);
     password = raw.password.clone().or(password);
     db = raw.db.unwrap_or(db);
     if let Some(sock) = &raw.socket {
-        target = Some(crate::store::redis::resp::Target::Unix {
+        target = Some(Target::Unix {
             socket: PathBuf::from(sock),
         });
     } else if let Some(host) = &raw.host {
-        target = Some(crate::store::redis::resp::Target::Tcp {
+        target = Some(Target::Tcp {
             host: host.clone(),
             port: raw.port.unwrap_or(defaults::REDIS_PORT),
         });

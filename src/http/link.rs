@@ -1,6 +1,8 @@
-//! What counts as a link a visitor may submit: an absolute http(s) URL with a host.
+//! What counts as a link a visitor may submit: an absolute http(s) URL with a host, as the one
+//! URL parser reads it. The link is passed on as the visitor wrote it.
 
 use crate::defaults;
+use crate::http::url::{self, UrlError};
 
 /// Why a submitted link was refused; `Display` is the sentence shown to the visitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,71 +42,14 @@ pub fn validate(decoded: &[u8]) -> Result<&str, LinkError> {
     if link.len() > defaults::MAX_LINK_BYTES {
         return Err(LinkError::TooLong);
     }
-    if link.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(LinkError::Whitespace);
+    match url::parse(link, &["https", "http"]) {
+        Ok(_) => Ok(link),
+        Err(UrlError::Whitespace) => Err(LinkError::Whitespace),
+        Err(UrlError::Scheme) => Err(LinkError::Scheme),
+        Err(UrlError::NoHost) => Err(LinkError::NoHost),
+        Err(UrlError::BadHost) => Err(LinkError::BadHost),
+        Err(UrlError::BadPort) => Err(LinkError::BadPort),
     }
-    let rest = strip_scheme(link).ok_or(LinkError::Scheme)?;
-    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let (host, port) = split_port(host_port)?;
-    if host.is_empty() {
-        return Err(LinkError::NoHost);
-    }
-    if !valid_host(host) {
-        return Err(LinkError::BadHost);
-    }
-    if let Some(p) = port
-        && !(p.is_empty() || (p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())))
-    {
-        return Err(LinkError::BadPort);
-    }
-    Ok(link)
-}
-
-fn strip_scheme(link: &str) -> Option<&str> {
-    for scheme in ["https://", "http://"] {
-        // Bytes, not a str slice: a multi-byte character may straddle the scheme's length.
-        if link
-            .as_bytes()
-            .get(..scheme.len())
-            .is_some_and(|b| b.eq_ignore_ascii_case(scheme.as_bytes()))
-        {
-            return Some(&link[scheme.len()..]);
-        }
-    }
-    None
-}
-
-fn split_port(host_port: &str) -> Result<(&str, Option<&str>), LinkError> {
-    if let Some(rest) = host_port.strip_prefix('[') {
-        let (v6, after) = rest.split_once(']').ok_or(LinkError::BadHost)?;
-        if v6.parse::<std::net::Ipv6Addr>().is_err() {
-            return Err(LinkError::BadHost);
-        }
-        return match after {
-            "" => Ok((host_port, None)),
-            _ => match after.strip_prefix(':') {
-                Some(p) => Ok((&host_port[..v6.len() + 2], Some(p))),
-                None => Err(LinkError::BadHost),
-            },
-        };
-    }
-    Ok(match host_port.split_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (host_port, None),
-    })
-}
-
-fn valid_host(host: &str) -> bool {
-    if host.starts_with('[') {
-        return true; // checked by split_port
-    }
-    host.len() <= 253
-        && !host.starts_with('.')
-        && !host.contains("..")
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.' || !c.is_ascii())
 }
 
 #[cfg(test)]

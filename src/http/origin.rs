@@ -9,24 +9,9 @@ use crate::http::problem::Problem;
 
 /// `scheme://host[:port]` in lower case, from an Origin or Referer value.
 pub fn origin_of(value: &str) -> Option<String> {
-    let value = value.trim();
-    let (scheme, rest) = value.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return None;
-    }
-    let authority = rest.split(['/', '?', '#']).next()?.to_ascii_lowercase();
-    let authority = authority.rsplit('@').next()?;
-    let default_port = if scheme == "https" { ":443" } else { ":80" };
-    let authority = authority.strip_suffix(default_port).unwrap_or(authority);
-    if authority.is_empty()
-        || !authority
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c))
-    {
-        return None;
-    }
-    Some(format!("{scheme}://{authority}"))
+    crate::http::url::parse(value.trim(), &["https", "http"])
+        .ok()
+        .map(|u| u.origin())
 }
 
 /// Checks a request's `Origin` (or, without one, its `Referer`) against `allowed` (normalised

@@ -8,24 +8,15 @@ use crate::provider::resolved::Resolved;
 /// The value of a link being resolved right now: others wait for the real answer.
 pub const PENDING: &[u8] = b"resolve:pending";
 
-/// The link as the cache sees it: scheme and host in lower case, the default port and the
-/// fragment (never sent to a server) removed. Path and query are kept as they are: they are
-/// case-sensitive on most hosts.
+/// The link as the cache sees it: the URL parser's standard form (scheme and host in lower
+/// case, no default port, dot segments resolved) without the fragment, which is never sent to a
+/// server. Path and query keep their case: they are case-sensitive on most hosts.
 pub fn normalise(link: &str) -> String {
-    let link = link.split('#').next().unwrap_or(link);
-    let Some((scheme, rest)) = link.split_once("://") else {
-        return link.to_owned();
-    };
-    let scheme = scheme.to_ascii_lowercase();
-    let split = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(split);
-    let mut authority = authority.to_ascii_lowercase();
-    let default_port = if scheme == "https" { ":443" } else { ":80" };
-    if authority.ends_with(default_port) {
-        authority.truncate(authority.len() - default_port.len());
+    match crate::http::url::parse(link, &["https", "http"]) {
+        Ok(u) => u.normalised(),
+        // Links are checked before they get here; anything else keys as written.
+        Err(_) => link.to_owned(),
     }
-    let tail = if tail.is_empty() { "/" } else { tail };
-    format!("{scheme}://{authority}{tail}")
 }
 
 /// The store key of a link's cached answer.
@@ -46,8 +37,7 @@ pub fn encode(r: &Resolved) -> Vec<u8> {
 pub fn decode(bytes: &[u8]) -> Option<Resolved> {
     let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let download = v["download"].as_str()?;
-    let lower = download.get(..8).unwrap_or(download).to_ascii_lowercase();
-    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+    if !crate::http::url::has_web_scheme(download) {
         return None;
     }
     Some(Resolved {

@@ -148,39 +148,68 @@ fn is_header_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// True when the URL's host is this machine, where plain http cannot be overheard.
-fn loopback_host(rest: &str) -> bool {
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Checks a URL (or a base URL) is https, or http to this machine.
+/// Checks the start of a provider URL (or a base URL): https, or plain http to this machine,
+/// where it cannot be overheard; no user name or password; no fragment.
 fn check_url(field: &str, url: &str) -> Result<(), ConfigError> {
-    let lower = url.to_ascii_lowercase();
-    let ok = if let Some(rest) = lower.strip_prefix("https://") {
-        !rest.is_empty()
-    } else if let Some(rest) = lower.strip_prefix("http://") {
-        if !loopback_host(rest) {
-            return Err(err(
-                field,
-                "use https:// (plain http would send the token unencrypted; it is accepted only for a provider on this machine)",
-            ));
-        }
-        true
-    } else {
-        false
-    };
-    if !ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) || url.contains('#') {
-        return Err(err(field, format!("{url:?} is not an https:// URL")));
+    let parsed = crate::http::url::parse(url, &["https", "http"])
+        .map_err(|e| err(field, format!("{url:?} is not an https:// URL: {e}")))?;
+    if parsed.has_credentials() {
+        return Err(err(
+            field,
+            "must not hold a user name or password before the host: the token goes in \"token\" (and a header or form field that uses {token})",
+        ));
+    }
+    if parsed.has_fragment() {
+        return Err(err(field, format!("{url:?} must not hold a #fragment")));
+    }
+    if parsed.scheme() == "http" && !(parsed.is_on_this_machine() && written_plainly(url, &parsed))
+    {
+        return Err(err(
+            field,
+            "use https:// (plain http would send the token unencrypted; it is accepted only for a provider on this machine: localhost, 127.0.0.1 or [::1])",
+        ));
     }
     Ok(())
+}
+
+/// A step's URL template: `{base}` (checked as `base_url`) followed by a path or query, or a
+/// URL whose scheme and host are written out before any placeholder. A placeholder never
+/// reaches the host: `{base}@evil.example` or `http://localhost{x}` could name another one.
+fn check_step_url(field: &str, template: &str) -> Result<(), ConfigError> {
+    if let Some(rest) = template.strip_prefix("{base}") {
+        if rest.is_empty() || rest.starts_with(['/', '?']) {
+            return Ok(());
+        }
+        return Err(err(
+            field,
+            "after {base} comes the path, starting with '/' (e.g. \"{base}/unrestrict/link\")",
+        ));
+    }
+    let written = template.split('{').next().unwrap_or_default();
+    check_url(field, written)?;
+    let authority_ends = written
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains(['/', '?']));
+    if written.len() < template.len() && !authority_ends {
+        return Err(err(
+            field,
+            "write the host out in full before any {placeholder}, followed by '/' (e.g. \"https://api.example.com/{name}\")",
+        ));
+    }
+    Ok(())
+}
+
+/// True when the URL starts with its host as the parser reads it, so that any other program
+/// reading the text (the HTTP client among them) finds the same host: `http://127.0.0.1/`,
+/// not `http://0x7f.1/` or `http://%6cocalhost/`.
+fn written_plainly(text: &str, parsed: &crate::http::url::Url) -> bool {
+    let origin = parsed.origin();
+    text.get(..origin.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(&origin))
+        && matches!(
+            text.as_bytes().get(origin.len()),
+            None | Some(b'/' | b'?' | b':')
+        )
 }
 
 fn method(field: &str, m: Option<&str>) -> Result<HttpMethod, ConfigError> {
@@ -517,10 +546,7 @@ fn steps(raw_steps: Vec<RawStep>, known: &mut Vec<String>) -> Result<Vec<Step>, 
         let m = method(&at("method"), s.method.as_deref())?;
         let url = Template(s.url);
         check_names(&at("url"), &url, known)?;
-        // `{base}` was checked as base_url; anything else must start with the scheme and host.
-        if !url.0.starts_with("{base}") {
-            check_url(&at("url"), url.0.split('{').next().unwrap_or_default())?;
-        }
+        check_step_url(&at("url"), &url.0)?;
         if m == HttpMethod::Get && s.form.as_ref().is_some_and(|f| !f.is_empty()) {
             return Err(err(
                 at("form"),
@@ -739,5 +765,90 @@ mod tests {
         assert_eq!(named_in_text("{link}link{x", "link"), "{link}{token}{x");
         assert_eq!(named_in_text("a{link}b", "in"), "a{link}b");
         assert_eq!(named_in_text("", "t"), "");
+    }
+
+    fn one_call(url: &str) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
+        let section = serde_json::json!({"kind": "http", "url": url, "token": "t0k3n-a1b2c3", "download": "/d"});
+        parse(section)
+    }
+
+    #[test]
+    fn plain_http_only_to_a_host_that_is_this_machine_as_parsed() {
+        for url in [
+            "http://localhost/x",
+            "http://localhost:9000/x",
+            "http://127.0.0.1:9000/x",
+            "http://[::1]:80/x",
+            "HTTP://LOCALHOST/x",
+            "http://127.0.0.1",
+        ] {
+            assert!(one_call(url).is_ok(), "{url}: {:?}", one_call(url).err());
+        }
+        for url in [
+            // The host is what follows the last '@': these name evil.example.
+            "http://localhost:80@evil.example/unlock",
+            "http://[::1]@evil.example/x",
+            "http://127.0.0.1@evil.example/x",
+            "http://localhost@evil.example/x",
+            "http://localhost:@evil.example/x",
+            "http://u:p@localhost@evil.example/x",
+            "http://localhost%40@evil.example/x",
+            "http://localhost%3A80@evil.example/x",
+            "http://[::1]%40@evil.example/x",
+            // Other hosts that look like this machine.
+            "http://localhost.evil.example/x",
+            "http://localhost./x",
+            "http://127.0.0.1.nip.io/x",
+            "http://evil.example/localhost",
+            "http://evil.example?@localhost/",
+            "http://evil.example#@localhost/",
+            "http://evil.example\\@localhost/",
+            "http://[::ffff:127.0.0.1]/x",
+            "http://0.0.0.0/x",
+            // This machine spelled so that another parser could read another host.
+            "http://0x7f.1/x",
+            "http://2130706433/x",
+            "http://%6c%6fcalhost/x",
+            "http://127.1/x",
+            // User names and passwords have no place here, even on this machine.
+            "http://user@localhost/x",
+            "https://user:pw@api.example/x",
+            // No host, odd schemes, white space.
+            "http:///localhost/x",
+            "http:localhost/x",
+            "http:/localhost/x",
+            "http://localhost /x",
+            "ftp://localhost/x",
+        ] {
+            let e = one_call(url).expect_err(url);
+            assert_eq!(e.field, "provider.url", "{url}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_never_reaches_the_host() {
+        let with_steps = |base: &str, url: &str| {
+            parse(
+                serde_json::json!({"kind": "http", "base_url": base, "token": "t0k3n-a1b2c3",
+                "steps": [{"url": url, "extract": {"download": "/d"}}]}),
+            )
+        };
+        assert!(with_steps("http://localhost:9000", "{base}/x").is_ok());
+        assert!(with_steps("https://api.example", "{base}?a={link}").is_ok());
+        assert!(with_steps("https://api.example", "https://api.example/{link}").is_ok());
+        for url in [
+            "{base}@evil.example/x",
+            "{base}.evil.example/x",
+            "{base}:8080@evil.example/x",
+            "http://localhost{link}/x",
+            "https://api.example{link}",
+            "http://{link}/x",
+            "{link}",
+        ] {
+            let e = with_steps("http://localhost:9000", url).expect_err(url);
+            assert_eq!(e.field, "provider.steps[0].url", "{url}");
+        }
+        let e = with_steps("http://localhost:80@evil.example", "{base}/x").unwrap_err();
+        assert_eq!(e.field, "provider.base_url");
     }
 }

@@ -317,8 +317,7 @@ fn text_at(v: &Value, pointer: Option<&str>) -> Option<String> {
 
 /// True for an absolute http(s) URL: the only kind of download link passed on.
 fn is_web_url(s: &str) -> bool {
-    let lower = s.get(..8).unwrap_or(s).to_ascii_lowercase();
-    (lower.starts_with("https://") || lower.starts_with("http://"))
+    crate::http::url::has_web_scheme(s)
         && s.len() <= 8192
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }

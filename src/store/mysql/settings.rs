@@ -55,25 +55,10 @@ pub struct MysqlSettings {
 fn url_without_password<S: Serializer>(url: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
     match url {
         None => s.serialize_none(),
-        Some(url) => s.serialize_str(&mask_password(url.expose())),
-    }
-}
-
-/// A URL with its password replaced by `***`.
-fn mask_password(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!(
-                    "{}{user}:{}{}",
-                    &url[..scheme + 3],
-                    crate::secret::MASK,
-                    &url[at..]
-                ),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
+        Some(url) => match crate::http::url::parse(url.expose(), &["mysql"]) {
+            Ok(parsed) => s.serialize_str(&parsed.masked()),
+            // Not readable as a URL (the check refuses it first): nothing of it is shown.
+            Err(_) => url.serialize(s),
+        },
     }
 }
