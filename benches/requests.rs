@@ -5,7 +5,8 @@ use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use resolve::config::Config;
-use resolve::gateway::fastcgi;
+use resolve::gateway::fastcgi::connection::env_from_params;
+use resolve::gateway::fastcgi::protocol as fastcgi;
 use resolve::http::negotiate::Format;
 use resolve::http::problem::Problem;
 use resolve::http::render;
@@ -123,7 +124,7 @@ fn parsing(c: &mut Criterion) {
                 rest = &rest[used..];
             }
             let pairs = fastcgi::parse_pairs(&params).expect("valid");
-            black_box(fastcgi::env_from_params(&pairs))
+            black_box(env_from_params(&pairs))
         })
     });
 }

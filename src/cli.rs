@@ -75,8 +75,8 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
 /// The program's entry point.
 pub fn main() -> ExitCode {
     crate::gateway::signals::ignore_file_size_signal();
-    if let Some(listener) = crate::gateway::fastcgi::listener_on_stdin() {
-        return crate::gateway::fastcgi::run(listener);
+    if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
+        return crate::gateway::fastcgi::process::run(listener);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
         crate::gateway::cgi::run();

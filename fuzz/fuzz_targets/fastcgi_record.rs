@@ -2,7 +2,7 @@
 //! `fastcgi::parse_pairs` on arbitrary bytes (a parsed record used at most the bytes it was
 //! given, a shorter prefix asks for more, and records and pairs written back by the module's
 //! own encoders parse to themselves); then the same bytes as a whole connection through
-//! `fastcgi::serve_connection`, read in chunks of a size the input picks, whose output must be
+//! `fastcgi::connection::serve_connection`, read in chunks of a size the input picks, whose output must be
 //! well-formed records that carry each answer whole and end each answered request.
 //!
 //! Input: byte 0 is the largest read (1 to 256 bytes, 0 meaning 64 KiB); the rest is the
@@ -13,7 +13,8 @@
 use std::io::{self, Read, Write};
 
 use libfuzzer_sys::fuzz_target;
-use resolve::gateway::fastcgi::{self, Connection, Request, Responder};
+use resolve::gateway::fastcgi::connection::{Connection, Request, Responder, serve_connection};
+use resolve::gateway::fastcgi::protocol as fastcgi;
 
 /// Bytes of a record header.
 const HEADER: usize = 8;
@@ -127,7 +128,7 @@ fn check_connection(chunk: usize, input: &[u8]) {
         output: Vec::new(),
     };
     let mut recorder = Recorder::default();
-    let _ended = fastcgi::serve_connection(&mut stream, &mut recorder);
+    let _ended = serve_connection(&mut stream, &mut recorder);
 
     // Everything written is whole records. Each answer goes out as one run of FCGI_STDOUT
     // records ended by an empty one, then FCGI_END_REQUEST: nothing comes in between.

@@ -20,87 +20,9 @@ use resp::{Connection, Reply};
 /// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
 /// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
 /// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`.
-pub const SCRIPT: &str = r#"
-if redis.replicate_commands then pcall(redis.replicate_commands) end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = #KEYS
-local used, reset, start = {}, {}, {}
-local refuse, wait = 0, 0
-for i = 1, n do
-  local kind = ARGV[3 * i - 2]
-  local limit = tonumber(ARGV[3 * i - 1])
-  local window = tonumber(ARGV[3 * i])
-  local w = nil
-  -- A key left by a rule of the other algorithm (the configuration changed) starts afresh.
-  local ty = redis.call('TYPE', KEYS[i]).ok
-  if ty ~= 'none' and ty ~= (kind == 'f' and 'hash' or 'zset') then
-    redis.call('DEL', KEYS[i])
-  end
-  if kind == 'f' then
-    local v = redis.call('HMGET', KEYS[i], 's', 'c')
-    local s, c = tonumber(v[1]), tonumber(v[2])
-    if s == nil or c == nil or now >= s + window then
-      s = nil
-      c = 0
-    end
-    start[i] = s
-    used[i] = c
-    reset[i] = 0
-    if s then reset[i] = s + window - now end
-    if c >= limit then w = math.max(reset[i], 1) end
-  else
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
-    local c = redis.call('ZCARD', KEYS[i])
-    used[i] = c
-    reset[i] = 0
-    if c > 0 then
-      local oldest = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
-      reset[i] = tonumber(oldest[2]) + window - now
-    end
-    if c >= limit then
-      local r = redis.call('ZRANGE', KEYS[i], c - limit, c - limit, 'WITHSCORES')
-      w = math.max(tonumber(r[2]) + window - now, 1)
-    end
-  end
-  if w and w > wait then
-    refuse = i
-    wait = w
-  end
-end
-local out
-if refuse > 0 then
-  out = {0, refuse, wait, now}
-else
-  for i = 1, n do
-    local kind = ARGV[3 * i - 2]
-    local window = tonumber(ARGV[3 * i])
-    if kind == 'f' then
-      if start[i] then
-        redis.call('HINCRBY', KEYS[i], 'c', 1)
-        redis.call('PEXPIREAT', KEYS[i], start[i] + window)
-      else
-        redis.call('HSET', KEYS[i], 's', now, 'c', 1)
-        redis.call('PEXPIRE', KEYS[i], window)
-        reset[i] = window
-      end
-    else
-      redis.call('ZADD', KEYS[i], now, now .. '-' .. used[i])
-      redis.call('PEXPIRE', KEYS[i], window)
-      if used[i] == 0 then reset[i] = window end
-    end
-    used[i] = used[i] + 1
-  end
-  out = {1, 0, 0, now}
-end
-for i = 1, n do
-  out[#out + 1] = used[i]
-  out[#out + 1] = reset[i]
-end
-return out
-"#;
+pub const SCRIPT: &str = include_str!("redis/decide.lua");
 
-/// Takes back one request admitted at ARGV[1] (ms) from each key; ARGV[1 + i] is key i's
+/// Takes back one request admitted at `ARGV[1]` (ms) from each key; `ARGV[1 + i]` is key i's
 /// algorithm. A fixed window counts it only if it started no later (the same window).
 /// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/redis_store.rs checks it against the
 /// server's `SCRIPT LOAD`).
@@ -109,24 +31,7 @@ pub const SCRIPT_SHA1: &str = "2b365d9c86bb93f5b843f0edca6b890fccf38e3a";
 /// SHA-1 of [`REFUND_SCRIPT`].
 pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
 
-pub const REFUND_SCRIPT: &str = r#"
-local at = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  if ARGV[1 + i] == 'f' then
-    local v = redis.call('HMGET', KEYS[i], 's', 'c')
-    local s, c = tonumber(v[1]), tonumber(v[2])
-    if s and c and c > 0 and s <= at then
-      redis.call('HINCRBY', KEYS[i], 'c', -1)
-    end
-  else
-    local m = redis.call('ZRANGEBYSCORE', KEYS[i], at, at, 'LIMIT', 0, 1)
-    if m[1] then
-      redis.call('ZREM', KEYS[i], m[1])
-    end
-  end
-end
-return 1
-"#;
+pub const REFUND_SCRIPT: &str = include_str!("redis/refund.lua");
 
 pub struct RedisStore {
     settings: RedisSettings,

@@ -1,0 +1,248 @@
+//! The FastCGI process: finding the listening socket on standard input, accepting connections
+//! from the web server, keeping a site loaded while its configuration file stays the same, and
+//! draining and exiting after `fastcgi.max_requests`.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use socket2::Socket;
+
+use crate::config::locate::{self, Located};
+use crate::defaults;
+use crate::gateway::fastcgi::connection::{
+    Ended, IO_TIMEOUT, Request, Responder, env_from_params, serve_connection,
+};
+use crate::log::{Level, Log, StderrLog};
+use crate::site::{self, Site};
+
+/// The listening socket the web server passed as standard input, if it did: `getpeername` on
+/// it fails with ENOTCONN (spec section 2.2). A pipe, file or terminal (ENOTSOCK) and a
+/// connected socket give None: CGI, or a command.
+pub fn listener_on_stdin() -> Option<Socket> {
+    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let socket = Socket::from(fd);
+    match socket.peer_addr() {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Some(socket),
+        _ => None,
+    }
+}
+
+/// The identity of a file as far as change goes: an edit, a replacement or a removal changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    let m = fs::metadata(path).ok()?;
+    Some(Stamp {
+        dev: m.dev(),
+        ino: m.ino(),
+        size: m.size(),
+        mtime: (m.mtime(), m.mtime_nsec()),
+        ctime: (m.ctime(), m.ctime_nsec()),
+    })
+}
+
+/// A site and what it was loaded from.
+struct Loaded {
+    /// The RESOLVE_CONFIG it was located with.
+    name: Option<OsString>,
+    /// The file that holds it (or would: the home directory's, while defaults apply), and that
+    /// file's stamp when it was read.
+    watched: PathBuf,
+    stamp: Option<Stamp>,
+    site: Site,
+}
+
+impl Loaded {
+    fn load(name: Option<OsString>) -> Result<Loaded, String> {
+        let located = locate::locate(None, name.clone())?;
+        let watched = match &located {
+            Located::File(source) => source.path().to_owned(),
+            Located::Defaults { base } => base.join(defaults::CONFIG_FILE_NAME),
+        };
+        // Stamped before reading: a change made during the read is seen at the next request.
+        let stamp = stamp(&watched);
+        let config = locate::load(&located)?;
+        Ok(Loaded {
+            name,
+            watched,
+            stamp,
+            site: Site::new(config),
+        })
+    }
+
+    fn is_current(&self, name: &Option<OsString>) -> bool {
+        self.name == *name && stamp(&self.watched) == self.stamp
+    }
+}
+
+/// Answers requests with a site loaded once and kept while its configuration stays the same.
+#[derive(Default)]
+pub struct Sites {
+    loaded: Option<Loaded>,
+    served: u64,
+    answered_by_site: bool,
+}
+
+impl Sites {
+    pub fn new() -> Sites {
+        Sites::default()
+    }
+
+    /// The site for a request whose RESOLVE_CONFIG (a FastCGI param, as `SetEnv` sends it, else
+    /// the process's own, as `FcgidInitialEnv` sets it) is `name`.
+    fn site(&mut self, name: Option<OsString>) -> Result<&Site, String> {
+        if !self.loaded.as_ref().is_some_and(|l| l.is_current(&name)) {
+            // Dropped first: a store connection is never open twice.
+            self.loaded = None;
+            self.loaded = Some(Loaded::load(name)?);
+        }
+        match &self.loaded {
+            Some(l) => Ok(&l.site),
+            None => Err("no configuration".into()),
+        }
+    }
+
+    /// Requests answered so far.
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+}
+
+impl Responder for Sites {
+    fn respond(&mut self, request: &Request) -> Vec<u8> {
+        let env = env_from_params(&request.params);
+        self.served += 1;
+        let name = env
+            .get(defaults::CONFIG_ENV)
+            .filter(|v| !v.is_empty())
+            .map(|v| OsString::from_vec(v.to_vec()))
+            .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
+        let answer = match self.site(name) {
+            Ok(site) => {
+                let answer = site.app().handle(&env, &mut &request.stdin[..]);
+                self.answered_by_site = true;
+                answer
+            }
+            Err(message) => {
+                self.answered_by_site = false;
+                site::not_configured(&env, &message)
+            }
+        };
+        let mut out = Vec::with_capacity(256 + answer.response.body.len());
+        // Writing to a Vec cannot fail.
+        let _ = answer.response.write_cgi(&mut out, answer.head_only);
+        out
+    }
+
+    fn after(&mut self) {
+        if self.answered_by_site
+            && let Some(l) = &self.loaded
+        {
+            l.site.app().maybe_sweep();
+        }
+    }
+
+    fn done(&self) -> bool {
+        let max = self
+            .loaded
+            .as_ref()
+            .map_or(defaults::FASTCGI_MAX_REQUESTS, |l| {
+                l.site.config.fastcgi_max_requests
+            });
+        self.served >= u64::from(max)
+    }
+}
+
+/// FCGI_WEB_SERVER_ADDRS: the addresses a TCP listener takes connections from (spec 3.2).
+fn allowed_servers() -> Option<Vec<IpAddr>> {
+    let list = std::env::var("FCGI_WEB_SERVER_ADDRS").ok()?;
+    Some(
+        list.split(',')
+            .filter_map(|a| a.trim().parse().ok())
+            .collect(),
+    )
+}
+
+/// Serves the connections to `listener` until the responder is done; a connection's failure
+/// is logged and ends that connection only.
+pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()> {
+    let log = StderrLog::default();
+    let allowed = allowed_servers();
+    let mut draining = false;
+    loop {
+        let conn = match listener.accept() {
+            Ok((conn, peer)) => {
+                let peer_ip = peer.as_socket().map(|a| a.ip());
+                if let (Some(ip), Some(list)) = (peer_ip, &allowed)
+                    && !list.contains(&ip)
+                {
+                    log.line(
+                        Level::Warn,
+                        &format!(
+                            "FastCGI connection from {ip} refused: not in FCGI_WEB_SERVER_ADDRS"
+                        ),
+                    );
+                    continue;
+                }
+                conn
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Done, and no connection is waiting any more.
+            Err(e) if draining && e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
+        let mut conn = conn;
+        if let Ended::Broken(reason) = serve_connection(&mut conn, responder) {
+            log.line(Level::Warn, &format!("FastCGI connection closed: {reason}"));
+        }
+        if responder.done() && !draining {
+            // No new connection, then answer those already waiting, then exit. A Unix socket
+            // shut down for reading refuses new connections (mod_fcgid then turns to another
+            // process) and still hands out the waiting ones; a TCP one would drop them, so it
+            // is left as it is.
+            draining = true;
+            if listener
+                .local_addr()
+                .is_ok_and(|a| a.domain() == socket2::Domain::UNIX)
+            {
+                listener.shutdown(std::net::Shutdown::Read)?;
+            }
+            listener.set_nonblocking(true)?;
+        }
+    }
+}
+
+/// Runs the process in FastCGI mode on the listening socket from standard input.
+pub fn run(listener: Socket) -> ExitCode {
+    let mut sites = Sites::new();
+    match serve(&listener, &mut sites) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            StderrLog::default().line(
+                Level::Error,
+                &format!(
+                    "FastCGI: accepting connections failed after {} requests: {e}",
+                    sites.served()
+                ),
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
