@@ -8,12 +8,14 @@ use crate::config::Config;
 use crate::core::decision::Decision;
 use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
+use crate::http::api_key::ClientKey;
 use crate::http::negotiate::{self, Format};
 use crate::http::problem::Problem;
 use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
 use crate::log::{Level, Log};
+use crate::provider::resolved::Resolved;
 use crate::provider::{Failure, Provider, ProviderError};
 use crate::store::settings::OnError;
 use crate::store::{Check, Store};
@@ -23,7 +25,7 @@ const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// What the cache says about a link.
 enum Lookup<'a> {
-    Hit(crate::provider::resolved::Resolved),
+    Hit(Resolved),
     /// Not cached; with a claim when this request is the one to resolve it.
     Miss(Option<Claim<'a>>),
     Failed(crate::store::StoreError),
@@ -58,6 +60,43 @@ pub struct App<'a> {
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
     pub log: &'a dyn Log,
+}
+
+/// A request read and checked, before anything is counted.
+struct Asked<'c> {
+    method: Method,
+    /// The client's address as counted (an IPv6 address by its prefix).
+    identity: String,
+    key: Option<ClientKey<'c>>,
+    link: String,
+}
+
+/// Counted and let through: the limit headers to send and the time it was counted at.
+struct Admitted {
+    limit_headers: [(&'static str, String); 2],
+    at_ms: u64,
+}
+
+/// What the decision means: go on (None when the store failed and the policy is to answer
+/// anyway), or this answer and nothing else.
+enum Verdict {
+    Admitted(Option<Admitted>),
+    Refused(Response),
+}
+
+/// Each rule applied to the key it counts this request by.
+fn checks<'r>(rules: &[&'r Rule], asked: &Asked<'_>) -> Vec<Check<'r>> {
+    rules
+        .iter()
+        .map(|rule| Check {
+            rule,
+            key: rule.key_for(match rule.key {
+                KeyKind::Ip => &asked.identity,
+                KeyKind::Global => "",
+                KeyKind::ApiKey => asked.key.as_ref().map_or("", |k| k.id.as_str()),
+            }),
+        })
+        .collect()
 }
 
 /// The client as written in log lines: its address, and its key's id (never the key).
@@ -115,7 +154,82 @@ impl App<'_> {
         }
     }
 
+    /// The request's way through: who asks and for what, whether the rules admit it, and only
+    /// then the cache or the paid call.
     fn respond(&self, env: &Env, body: &mut dyn Read, format: Format) -> Result<Response, Problem> {
+        let asked = self.read_request(env, body)?;
+        let Some(provider) = self.provider else {
+            return Err(Problem::new(
+                503,
+                "not_configured",
+                "This service is not set up yet. Please try again later.",
+            )
+            .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS)
+            .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
+        };
+        let head_only = asked.method == Method::Head;
+        let rules = self.client_rules(asked.key.as_ref());
+        // A cached answer costs nothing: the client's rules count it, the spend rules do not.
+        let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
+            .then(|| crate::provider::cache::key(&asked.link));
+        // A store that failed the cache read would fail the decision too, after another
+        // timeout: its error goes straight to the failure policy.
+        let (cached, cache_failure, _claim) = match cache_key.as_deref().map(|k| self.look_up(k)) {
+            None => (None, None, None),
+            Some(Lookup::Hit(r)) => (Some(r), None, None),
+            Some(Lookup::Miss(claim)) => (None, None, claim),
+            Some(Lookup::Failed(e)) => (None, Some(e), None),
+        };
+        let paid = !head_only && cached.is_none();
+        let all_rules: Vec<&Rule> = rules
+            .iter()
+            .copied()
+            .chain(self.config.spend.iter().filter(|_| paid))
+            .collect();
+        let checks = checks(&all_rules, &asked);
+        let decided = match cache_failure {
+            Some(e) => Err(e),
+            None => self.store.decide(&checks),
+        };
+        let store_up = decided.is_ok();
+        let admitted = match self.verdict(decided, &rules, &all_rules, format)? {
+            Verdict::Admitted(admitted) => admitted,
+            Verdict::Refused(response) => return Ok(response),
+        };
+
+        let mut response = if head_only {
+            render::counted(format)
+        } else if let Some(resolved) = cached {
+            render::resolved(format, &resolved).header("X-Resolve-Cache", "hit")
+        } else {
+            let spend_checks = &checks[rules.len()..];
+            let resolved = self.pay(provider, &asked.link, admitted.as_ref(), spend_checks)?;
+            if let Some(k) = cache_key.as_ref().filter(|_| store_up)
+                && let Err(e) = self.store.cache_put(
+                    k,
+                    &crate::provider::cache::encode(&resolved),
+                    self.config.cache_ttl,
+                )
+            {
+                self.log
+                    .line(Level::Warn, &format!("caching the answer failed: {e}"));
+            }
+            let answer = render::resolved(format, &resolved);
+            if cache_key.is_some() {
+                answer.header("X-Resolve-Cache", "miss")
+            } else {
+                answer
+            }
+        };
+        if let Some(admitted) = admitted {
+            response.headers.extend(admitted.limit_headers);
+        }
+        Ok(response)
+    }
+
+    /// Who is asking and for what: the method and body checked, the page's origin allowed, the
+    /// API key checked, the client's address found and the link read. Nothing is counted yet.
+    fn read_request<'c>(&'c self, env: &Env, body: &mut dyn Read) -> Result<Asked<'c>, Problem> {
         let head = request::parse_head(env, self.config.max_body_bytes)?;
         crate::http::origin::check(
             &self.config.allowed_origins,
@@ -144,75 +258,48 @@ impl App<'_> {
             })?;
         let body = read_body(body, head.body_len)?;
         let link = request::parse_link(&head, env, &body)?;
+        Ok(Asked {
+            method: head.method,
+            identity: self.config.client.identity(address),
+            key,
+            link,
+        })
+    }
 
-        let Some(provider) = self.provider else {
-            return Err(Problem::new(
-                503,
-                "not_configured",
-                "This service is not set up yet. Please try again later.",
-            )
-            .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS)
-            .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
-        };
-
-        let identity = self.config.client.identity(address);
-        // A listed key with rules of its own counts by those instead of the `api_key` rules.
-        let own_rules = key
-            .as_ref()
-            .and_then(|k| k.known)
-            .and_then(|k| k.rules.as_deref());
-        let rules: Vec<&Rule> = self
-            .config
+    /// The client's rules: the configuration's, where a listed key with rules of its own counts
+    /// by those instead of the `api_key` rules.
+    fn client_rules<'c>(&'c self, key: Option<&ClientKey<'c>>) -> Vec<&'c Rule> {
+        let own_rules = key.and_then(|k| k.known).and_then(|k| k.rules.as_deref());
+        self.config
             .rules
             .iter()
             .filter(|r| r.key != KeyKind::ApiKey || (key.is_some() && own_rules.is_none()))
             .chain(own_rules.into_iter().flatten())
-            .collect();
-        // A cached answer costs nothing: the client's rules count it, the spend rules do not.
-        let cache_key = (!self.config.cache_ttl.is_zero() && head.method != Method::Head)
-            .then(|| crate::provider::cache::key(&link));
-        // A store that failed the cache read would fail the decision too, after another
-        // timeout: its error goes straight to the failure policy.
-        let (cached, cache_failure, _claim) = match cache_key.as_deref().map(|k| self.look_up(k)) {
-            None => (None, None, None),
-            Some(Lookup::Hit(r)) => (Some(r), None, None),
-            Some(Lookup::Miss(claim)) => (None, None, claim),
-            Some(Lookup::Failed(e)) => (None, Some(e), None),
-        };
-        let paid = head.method != Method::Head && cached.is_none();
-        let client_rules = rules.len();
-        let all_rules: Vec<&Rule> = rules
-            .iter()
-            .copied()
-            .chain(self.config.spend.iter().filter(|_| paid))
-            .collect();
-        let checks: Vec<Check<'_>> = all_rules
-            .iter()
-            .map(|rule| Check {
-                rule,
-                key: rule.key_for(match rule.key {
-                    KeyKind::Ip => &identity,
-                    KeyKind::Global => "",
-                    KeyKind::ApiKey => key.as_ref().map_or("", |k| k.id.as_str()),
-                }),
-            })
-            .collect();
-        let decided = match cache_failure {
-            Some(e) => Err(e),
-            None => self.store.decide(&checks),
-        };
-        let store_up = decided.is_ok();
-        let (limit_headers, admitted_at) = match decided {
-            Ok(decision @ Decision::Admit { at_ms, .. }) => {
-                (Some(render::limit_headers(&rules, &decision)), Some(at_ms))
-            }
+            .collect()
+    }
+
+    /// What the store's decision means for this request: go on (with the limit headers and
+    /// the time it was counted at, unless the store failed and the policy lets it through), or
+    /// the answer that ends it. `rules` are the client's; `all_rules` adds the spend rules.
+    fn verdict(
+        &self,
+        decided: Result<Decision, crate::store::StoreError>,
+        rules: &[&Rule],
+        all_rules: &[&Rule],
+        format: Format,
+    ) -> Result<Verdict, Problem> {
+        match decided {
+            Ok(decision @ Decision::Admit { at_ms, .. }) => Ok(Verdict::Admitted(Some(Admitted {
+                limit_headers: render::limit_headers(rules, &decision),
+                at_ms,
+            }))),
             Ok(Decision::Refuse {
                 rule,
                 retry_after_secs,
                 ..
-            }) if rule >= client_rules => {
+            }) if rule >= rules.len() => {
                 // The site's own budget: nothing the visitor did.
-                return Err(Problem::new(
+                Err(Problem::new(
                     503,
                     "spend_limit",
                     format!(
@@ -224,7 +311,7 @@ impl App<'_> {
                 .log(format!(
                     "site-wide limit {} reached ({} paid calls per {} s); refusing paid calls for {retry_after_secs} s",
                     all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
-                )));
+                )))
             }
             Ok(
                 ref decision @ Decision::Refuse {
@@ -243,8 +330,8 @@ impl App<'_> {
                 let mut response = render::problem(format, &p);
                 response
                     .headers
-                    .extend(render::limit_headers(&rules, decision));
-                return Ok(response);
+                    .extend(render::limit_headers(rules, decision));
+                Ok(Verdict::Refused(response))
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {
@@ -252,81 +339,61 @@ impl App<'_> {
                         Level::Error,
                         &format!("store failed, answering anyway (store.on_error is allow): {e}"),
                     );
-                    (None, None)
+                    Ok(Verdict::Admitted(None))
                 }
-                OnError::Deny => {
-                    return Err(Problem::new(
-                        503,
-                        "store_unavailable",
-                        "The service is briefly unavailable. Please try again shortly.",
-                    )
-                    .retry_after(self.config.store.deny_retry_after_secs)
-                    .log(format!(
-                        "store failed, refusing (store.on_error is deny): {e}"
-                    )));
-                }
-            },
-        };
-
-        let mut response = if head.method == Method::Head {
-            render::counted(format)
-        } else if let Some(resolved) = cached {
-            render::resolved(format, &resolved).header("X-Resolve-Cache", "hit")
-        } else {
-            let resolved = match provider.resolve(&link) {
-                // A provider that echoes the site's token into its answer must not hand it to
-                // the visitor, nor into the cache: such an answer is refused. (Paid for: the
-                // call reached the provider.)
-                Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => {
-                    return Err(Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
-                        "the provider's answer for {link:?} holds a secret of the configuration \
-                         (the provider token, in some form), so it is never passed on or cached; \
-                         ask the provider why its download links carry the account's token"
-                    )));
-                }
-                Ok(r) => r,
-                Err(mut e) => {
-                    // The provider's own words go to the visitor (422): never with a secret.
-                    let forms = crate::secret::all_forms(&self.config.secrets());
-                    for text in [&mut e.message, &mut e.code].into_iter().flatten() {
-                        *text = crate::secret::mask(text, &forms).into_owned();
-                    }
-                    e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
-                    if !e.reached
-                        && let Some(at) = admitted_at
-                    {
-                        // Nothing reached the provider, so nothing was spent: give it back.
-                        if let Err(re) = self.store.refund(&checks[client_rules..], at) {
-                            self.log.line(
-                                Level::Warn,
-                                &format!("refunding an unspent call failed: {re}"),
-                            );
-                        }
-                    }
-                    return Err(provider_problem(&e, &link));
-                }
-            };
-            if let Some(k) = cache_key.as_ref().filter(|_| store_up)
-                && let Err(e) = self.store.cache_put(
-                    k,
-                    &crate::provider::cache::encode(&resolved),
-                    self.config.cache_ttl,
+                OnError::Deny => Err(Problem::new(
+                    503,
+                    "store_unavailable",
+                    "The service is briefly unavailable. Please try again shortly.",
                 )
-            {
-                self.log
-                    .line(Level::Warn, &format!("caching the answer failed: {e}"));
-            }
-            let answer = render::resolved(format, &resolved);
-            if cache_key.is_some() {
-                answer.header("X-Resolve-Cache", "miss")
-            } else {
-                answer
-            }
-        };
-        if let Some(headers) = limit_headers {
-            response.headers.extend(headers);
+                .retry_after(self.config.store.deny_retry_after_secs)
+                .log(format!(
+                    "store failed, refusing (store.on_error is deny): {e}"
+                ))),
+            },
         }
-        Ok(response)
+    }
+
+    /// The paid call. An answer holding a secret is refused; a failure that never reached the
+    /// provider gives the spend rules their count back (nothing was spent).
+    fn pay(
+        &self,
+        provider: &dyn Provider,
+        link: &str,
+        admitted: Option<&Admitted>,
+        spend_checks: &[Check<'_>],
+    ) -> Result<Resolved, Problem> {
+        match provider.resolve(link) {
+            // A provider that echoes the site's token into its answer must not hand it to the
+            // visitor, nor into the cache: such an answer is refused. (Paid for: the call
+            // reached the provider.)
+            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err(
+                Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
+                    "the provider's answer for {link:?} holds a secret of the configuration \
+                     (the provider token, in some form), so it is never passed on or cached; \
+                     ask the provider why its download links carry the account's token"
+                )),
+            ),
+            Ok(r) => Ok(r),
+            Err(mut e) => {
+                // The provider's own words go to the visitor (422): never with a secret.
+                let forms = crate::secret::all_forms(&self.config.secrets());
+                for text in [&mut e.message, &mut e.code].into_iter().flatten() {
+                    *text = crate::secret::mask(text, &forms).into_owned();
+                }
+                e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
+                if !e.reached
+                    && let Some(admitted) = admitted
+                    && let Err(re) = self.store.refund(spend_checks, admitted.at_ms)
+                {
+                    self.log.line(
+                        Level::Warn,
+                        &format!("refunding an unspent call failed: {re}"),
+                    );
+                }
+                Err(provider_problem(&e, link))
+            }
+        }
     }
 
     /// Finds a link's cached answer. When another request is resolving the same link, waits for

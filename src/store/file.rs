@@ -18,14 +18,14 @@
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
 
+mod lock;
 pub mod record;
+mod safe_open;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -35,7 +35,9 @@ use crate::core::decision::Decision;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
+use lock::{Lock, lock_within};
 use record::{Loaded, SLOT};
+use safe_open::{io_error, not_a_file, open_ro, open_rw, still_named};
 
 /// Suffix of a damaged file moved aside for the owner to look at.
 const DAMAGED_SUFFIX: &str = ".damaged";
@@ -337,174 +339,6 @@ impl<C: Clock> FileStore<C> {
     }
 }
 
-/// Flags of every open in the store: never through a symbolic link, never blocking (a FIFO
-/// opened for reading would wait for a writer forever).
-const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
-
-/// The error for an entry that is not a regular file.
-fn not_regular(path: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!(
-            "not a regular file (the store only makes regular files there: remove {})",
-            path.display()
-        ),
-    )
-}
-
-/// Whether an open failed because the entry is not a regular file: a symbolic link (`ELOOP`
-/// with `O_NOFOLLOW`), a FIFO or device, a directory.
-fn not_a_file(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::InvalidInput
-        || matches!(
-            e.raw_os_error(),
-            Some(libc::ELOOP | libc::EISDIR | libc::ENXIO)
-        )
-}
-
-/// Opens `path` (as `options` say) and makes sure it is a regular file.
-fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    let file = options.custom_flags(OPEN_FLAGS).open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a symbolic link, which the store never follows: remove {}",
-                    path.display()
-                ),
-            )
-        } else {
-            e
-        }
-    })?;
-    if !file.metadata()?.file_type().is_file() {
-        return Err(not_regular(path));
-    }
-    Ok(file)
-}
-
-fn open_rw(path: &Path) -> io::Result<File> {
-    open_regular(
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600),
-        path,
-    )
-}
-
-fn open_ro(path: &Path) -> io::Result<File> {
-    open_regular(OpenOptions::new().read(true), path)
-}
-
-/// True when `path` still names the inode `file` has open (and is not a link to it).
-fn still_named(path: &Path, file: &File) -> bool {
-    match (fs::symlink_metadata(path), file.metadata()) {
-        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
-        _ => false,
-    }
-}
-
-/// Threads of this process waiting for a busy lock, and how many may.
-static WAITERS: AtomicUsize = AtomicUsize::new(0);
-const MAX_WAITERS: usize = 8;
-/// Tries at a busy lock, each after `yield_now`, before a waiter thread takes over.
-const SPINS: usize = 64;
-
-#[derive(Clone, Copy)]
-enum Lock {
-    Shared,
-    Exclusive,
-}
-
-impl Lock {
-    fn try_take(self, file: &File) -> Result<(), fs::TryLockError> {
-        match self {
-            Lock::Shared => file.try_lock_shared(),
-            Lock::Exclusive => file.try_lock(),
-        }
-    }
-
-    fn take(self, file: &File) -> io::Result<()> {
-        match self {
-            Lock::Shared => file.lock_shared(),
-            Lock::Exclusive => file.lock(),
-        }
-    }
-}
-
-/// Takes the lock on `file`, waiting at most `timeout` for another process to let go. Free
-/// locks (the usual case) cost one `flock`; a busy one is tried again a few times, then waited
-/// for by a helper thread on a duplicate of the descriptor (locks belong to the open file, so
-/// the lock it gets is ours); if the time runs out, the thread is left to finish and, once it
-/// has the lock, drops it with the last descriptor.
-fn lock_within(file: &File, path: &Path, kind: Lock, timeout: Duration) -> Result<(), StoreError> {
-    // Requests hold a lock for microseconds: under contention (many processes on one key) a
-    // few tries, each after yielding the processor to whoever holds it, nearly always get it.
-    // Spawning the waiter below for each of them cost a FastCGI site a third of its 429
-    // throughput (bench/run.sh: 2.8x the floor against 4.7x).
-    for attempt in 0..=SPINS {
-        if attempt > 0 {
-            std::thread::yield_now();
-        }
-        match kind.try_take(file) {
-            Ok(()) => return Ok(()),
-            Err(fs::TryLockError::WouldBlock) => {}
-            Err(fs::TryLockError::Error(e)) => return Err(io_error("lock", path, &e)),
-        }
-    }
-    let stuck = || {
-        StoreError::unavailable(format!(
-            "{} stayed locked by another process for {} ms (store.lock_timeout_ms); a lock \
-             held that long is not a request's: look for a stuck process with `fuser {}`",
-            path.display(),
-            timeout.as_millis(),
-            path.display()
-        ))
-    };
-    // Waiters given up on stay blocked until the lock is released, each with a descriptor: a
-    // long-lived (FastCGI) process facing a lock that is never released would pile them up.
-    // Past a few, a request gives up at once.
-    let slot = WaiterSlot::take().ok_or_else(stuck)?;
-    let waiter = file.try_clone().map_err(|e| io_error("lock", path, &e))?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let got = kind.take(&waiter);
-            drop(slot);
-            let _ = tx.send(got);
-        })
-        .map_err(|e| io_error("lock", path, &e))?;
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(io_error("lock", path, &e)),
-        Err(_) => Err(stuck()),
-    }
-}
-
-/// One of the `MAX_WAITERS` places for a waiter thread, given back when dropped (by the thread
-/// once it has the lock, or at once when the thread could not be started).
-struct WaiterSlot;
-
-impl WaiterSlot {
-    fn take() -> Option<WaiterSlot> {
-        if WAITERS.fetch_add(1, Ordering::SeqCst) >= MAX_WAITERS {
-            WAITERS.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(WaiterSlot)
-    }
-}
-
-impl Drop for WaiterSlot {
-    fn drop(&mut self) {
-        WAITERS.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// A whole (small) file, read from the start.
 fn read_all(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
     let mut out = Vec::new();
@@ -558,10 +392,6 @@ fn is_key_file_name(name: &str) -> bool {
 
 fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-fn io_error(what: &str, path: &Path, e: &io::Error) -> StoreError {
-    StoreError::unavailable(format!("cannot {what} {}: {e}", path.display()))
 }
 
 impl<C: Clock> Store for FileStore<C> {
@@ -732,7 +562,9 @@ mod tests {
     use super::*;
     use crate::core::clock::FakeClock;
     use crate::core::rule::{KeyKind, RuleName};
+    use lock::{MAX_WAITERS, WAITERS};
     use std::num::NonZeroU32;
+    use std::sync::atomic::Ordering;
 
     fn rule(name: &str, limit: u32, window: u32) -> Rule {
         Rule {

@@ -18,6 +18,9 @@
 //! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
 //! admits a request, and sweeps remove whatever nobody touches any more.
 
+mod connect;
+mod errors;
+pub mod schema;
 pub mod settings;
 
 use std::cell::RefCell;
@@ -31,169 +34,20 @@ use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 use crate::store::{Check, Store, StoreError, SweepReport};
+use connect::connect_within;
+use errors::{
+    Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
+    explain,
+};
+use schema::{
+    CACHE_COLUMNS, COUNTER_COLUMNS, EVENTS_COLUMNS, create_tables_sql, ms_to_ts, ts_to_ms,
+};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
 /// (both roll the transaction back, so a retry cannot double-count).
 const ATTEMPTS: usize = 3;
 /// Rows one sweep statement deletes at most, so no statement holds locks for long.
 const SWEEP_BATCH: u32 = 1000;
-
-/// MySQL error codes handled specially.
-const ER_DUP_ENTRY: u16 = 1062;
-const ER_LOCK_DEADLOCK: u16 = 1213;
-const ER_NO_SUCH_TABLE: u16 = 1146;
-/// Errors with which the server ends a connection: shutting down, the connection killed, idle
-/// too long (MariaDB 10.x and 11.x).
-const CONNECTION_ENDED: [u16; 4] = [1053, 1927, 4031, 2013];
-
-/// Whether `error` says that a kept connection is gone (the server restarted or dropped it while
-/// the process waited between requests) rather than that the server could not do the work. A
-/// timeout is not one of them: the time is spent.
-fn connection_gone(error: &mysql::Error) -> bool {
-    let gone = |kind: std::io::ErrorKind| {
-        use std::io::ErrorKind::*;
-        matches!(
-            kind,
-            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected
-        )
-    };
-    match error {
-        mysql::Error::IoError(io) => gone(io.kind()),
-        mysql::Error::CodecError(c) => {
-            let text = c.to_string();
-            [
-                "broken pipe",
-                "reset by peer",
-                "unexpected end of file",
-                "failed to fill whole buffer",
-                "connection aborted",
-            ]
-            .iter()
-            .any(|w| text.to_ascii_lowercase().contains(w))
-        }
-        mysql::Error::MySqlError(e) => CONNECTION_ENDED.contains(&e.code),
-        _ => false,
-    }
-}
-
-/// Where an error happened: opening the connection (the TCP connect is bounded by
-/// `store.connect_timeout_ms`) or running statements on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Connect,
-    Work,
-}
-
-/// What went wrong, in one readable sentence with the setting to look at: never the driver's
-/// Debug-like form (`CodecError { … }`).
-fn explain(e: &mysql::Error, phase: Phase) -> String {
-    match e {
-        mysql::Error::MySqlError(m) => {
-            let hint = match m.code {
-                1045 => " (check store.user and store.password)",
-                1049 => " (check store.database)",
-                1040 => " (the server is out of connections)",
-                _ => "",
-            };
-            format!("error {}: {}{hint}", m.code, m.message)
-        }
-        mysql::Error::IoError(io) => explain_io(io, phase),
-        // The codec's own error type is not exported: its I/O error is reached as its source.
-        mysql::Error::CodecError(c) => {
-            match std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>()) {
-                Some(io) => explain_io(io, phase),
-                None => format!(
-                    "the server sent something that is not the MySQL protocol ({})",
-                    lower_first(&c.to_string())
-                ),
-            }
-        }
-        // The driver's word for a TCP connect that timed out.
-        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
-            explain_io(&std::io::ErrorKind::TimedOut.into(), Phase::Connect)
-        }
-        mysql::Error::DriverError(d @ mysql::DriverError::CouldNotConnect(_)) => format!(
-            "{} (is the server running and reachable? see store.host and store.port)",
-            lower_first(&d.to_string())
-        ),
-        mysql::Error::DriverError(d) => format!(
-            "{} (is it a MySQL or MariaDB server? see store.host and store.port)",
-            lower_first(&d.to_string())
-        ),
-        // Its text may quote the URL, password included.
-        mysql::Error::UrlError(_) => "store.url is not a valid mysql:// URL".to_owned(),
-        // The others' Display is `Name { message }`: their source says it plainly.
-        other => {
-            std::error::Error::source(other).map_or_else(|| other.to_string(), ToString::to_string)
-        }
-    }
-}
-
-fn explain_io(io: &std::io::Error, phase: Phase) -> String {
-    use std::io::ErrorKind::{TimedOut, WouldBlock};
-    match (io.kind(), phase) {
-        // A socket's read timeout shows as EAGAIN; a connect that timed out as ETIMEDOUT.
-        (TimedOut, Phase::Connect) => {
-            "no connection in time (timed out: see store.connect_timeout_ms)".to_owned()
-        }
-        (WouldBlock | TimedOut, _) => "no answer in time (see store.read_timeout_ms)".to_owned(),
-        _ => format!(
-            "{} (is the server running and reachable? see store.host and store.port)",
-            lower_first(&io.to_string())
-        ),
-    }
-}
-
-/// `Packet too large` as `packet too large`, to continue a sentence.
-fn lower_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// Opens a connection within `budget`. The driver bounds each read of the handshake by the
-/// read timeout but not the handshake as a whole, so a server that trickles its greeting could
-/// hold the request far beyond its bound: the handshake runs on a helper thread and is given
-/// up when the budget runs out.
-fn connect_within(opts: Opts, budget: Duration) -> Result<Conn, Failed> {
-    match within(budget, move || Conn::new(opts)) {
-        Some(result) => Ok(result?),
-        None => Err(Failed::OutOfTime),
-    }
-}
-
-/// Runs `work` on a helper thread and waits for it at most `budget`: None when it did not end
-/// in time. The helper is not stopped: it ends when `work` does (a handshake, when its socket
-/// times out or completes), and what it made is then dropped. Should no thread be available
-/// (a process limit), `work` runs here, unbounded. A panic in `work` is the caller's.
-fn within<T, F>(budget: Duration, work: F) -> Option<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> T + Clone + Send + 'static,
-{
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let spawned = std::thread::Builder::new()
-        .name("resolve-connect".to_owned())
-        .spawn({
-            let work = work.clone();
-            move || {
-                let _ = tx.send(work());
-            }
-        });
-    let Ok(helper) = spawned else {
-        return Some(work());
-    };
-    match rx.recv_timeout(budget) {
-        Ok(v) => Some(v),
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match helper.join() {
-            Err(panic) => std::panic::resume_unwind(panic),
-            Ok(()) => None,
-        },
-    }
-}
 
 pub struct MysqlStore {
     settings: MysqlSettings,
@@ -203,98 +57,6 @@ pub struct MysqlStore {
     longest_sliding_ms: u64,
     conn: RefCell<Option<Conn>>,
 }
-
-/// A failure: the server's, or the request's time running out.
-enum Failed {
-    Db(mysql::Error),
-    OutOfTime,
-}
-
-impl Failed {
-    fn code(&self) -> Option<u16> {
-        match self {
-            Failed::Db(mysql::Error::MySqlError(e)) => Some(e.code),
-            _ => None,
-        }
-    }
-}
-
-impl From<mysql::Error> for Failed {
-    fn from(error: mysql::Error) -> Failed {
-        Failed::Db(error)
-    }
-}
-
-/// The time one request may spend on the store: each read and write has `read_timeout`, and
-/// a decision takes several, so the whole is bounded too (checked between statements).
-struct Deadline(Instant);
-
-impl Deadline {
-    fn check(&self) -> Result<(), Failed> {
-        if Instant::now() >= self.0 {
-            Err(Failed::OutOfTime)
-        } else {
-            Ok(())
-        }
-    }
-}
-
-fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
-    let ts = u64::try_from(ts).unwrap_or(0);
-    match unit {
-        TsUnit::Millis => ts,
-        TsUnit::Seconds => ts.saturating_mul(1000),
-    }
-}
-
-fn ms_to_ts(unit: TsUnit, ms: u64) -> i64 {
-    let v = match unit {
-        TsUnit::Millis => ms,
-        TsUnit::Seconds => ms / 1000,
-    };
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// The SQL that creates the tables.
-pub fn create_tables_sql(s: &MysqlSettings) -> [String; 3] {
-    let ts_comment = match s.events_ts {
-        TsUnit::Millis => "milliseconds since 1970",
-        TsUnit::Seconds => "seconds since 1970",
-    };
-    [
-        format!(
-            "CREATE TABLE IF NOT EXISTS `{}` (\
-             rkey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
-             start_ms BIGINT UNSIGNED NOT NULL, \
-             window_ms BIGINT UNSIGNED NOT NULL, \
-             count INT UNSIGNED NOT NULL, \
-             expires_ms BIGINT UNSIGNED NOT NULL, \
-             KEY expires (expires_ms)) ENGINE=InnoDB",
-            s.counter_table
-        ),
-        format!(
-            "CREATE TABLE IF NOT EXISTS `{}` (\
-             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
-             rkey VARCHAR(191) NOT NULL, \
-             ts BIGINT NOT NULL COMMENT '{ts_comment}', \
-             KEY rkey_ts (rkey, ts), KEY ts (ts)) ENGINE=InnoDB",
-            s.events_table
-        ),
-        format!(
-            "CREATE TABLE IF NOT EXISTS `{}` (\
-             ckey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
-             expires_ms BIGINT UNSIGNED NOT NULL, \
-             value BLOB NOT NULL, \
-             KEY expires (expires_ms)) ENGINE=InnoDB",
-            s.cache_table
-        ),
-    ]
-}
-
-/// The columns each table must have, for `check`.
-const COUNTER_COLUMNS: [&str; 5] = ["rkey", "start_ms", "window_ms", "count", "expires_ms"];
-const EVENTS_COLUMNS: [&str; 2] = ["rkey", "ts"];
-const CACHE_COLUMNS: [&str; 3] = ["ckey", "expires_ms", "value"];
 
 impl MysqlStore {
     /// A store for `settings`. `rules` tells how long sliding records must be kept.
@@ -849,6 +611,8 @@ mod tests {
     use crate::config::Config;
     use crate::core::rule::{KeyKind, RuleName};
     use crate::store::settings::StoreKind;
+    use connect::within;
+    use errors::explain_io;
     use std::io::{Read, Write as _};
     use std::net::{TcpListener, TcpStream};
     use std::num::NonZeroU32;

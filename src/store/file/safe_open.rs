@@ -1,0 +1,85 @@
+//! Opening the store's files without trusting the directory: a symbolic link is never followed,
+//! a FIFO or device never read or waited on, and a file removed by a sweep while a request held
+//! it open is noticed.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::store::StoreError;
+
+/// Flags of every open in the store: never through a symbolic link, never blocking (a FIFO
+/// opened for reading would wait for a writer forever).
+pub(crate) const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// The error for an entry that is not a regular file.
+pub(crate) fn not_regular(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "not a regular file (the store only makes regular files there: remove {})",
+            path.display()
+        ),
+    )
+}
+
+/// Whether an open failed because the entry is not a regular file: a symbolic link (`ELOOP`
+/// with `O_NOFOLLOW`), a FIFO or device, a directory.
+pub(crate) fn not_a_file(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidInput
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::EISDIR | libc::ENXIO)
+        )
+}
+
+/// Opens `path` (as `options` say) and makes sure it is a regular file.
+pub(crate) fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    let file = options.custom_flags(OPEN_FLAGS).open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a symbolic link, which the store never follows: remove {}",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(not_regular(path));
+    }
+    Ok(file)
+}
+
+pub(crate) fn open_rw(path: &Path) -> io::Result<File> {
+    open_regular(
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600),
+        path,
+    )
+}
+
+pub(crate) fn open_ro(path: &Path) -> io::Result<File> {
+    open_regular(OpenOptions::new().read(true), path)
+}
+
+/// True when `path` still names the inode `file` has open (and is not a link to it).
+pub(crate) fn still_named(path: &Path, file: &File) -> bool {
+    match (fs::symlink_metadata(path), file.metadata()) {
+        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
+        _ => false,
+    }
+}
+
+/// A failed file operation, as a store failure naming the file.
+pub(crate) fn io_error(what: &str, path: &Path, e: &io::Error) -> StoreError {
+    StoreError::unavailable(format!("cannot {what} {}: {e}", path.display()))
+}

@@ -1,0 +1,155 @@
+//! What a MySQL/MariaDB failure means, in words for the owner's log: which setting bounds a
+//! timeout, whether the connection is gone (and worth one retry on a new one), and the server
+//! codes the store acts on.
+
+use std::time::Instant;
+
+/// MySQL error codes handled specially.
+pub(crate) const ER_DUP_ENTRY: u16 = 1062;
+pub(crate) const ER_LOCK_DEADLOCK: u16 = 1213;
+pub(crate) const ER_NO_SUCH_TABLE: u16 = 1146;
+/// Errors with which the server ends a connection: shutting down, the connection killed, idle
+/// too long (MariaDB 10.x and 11.x).
+pub(crate) const CONNECTION_ENDED: [u16; 4] = [1053, 1927, 4031, 2013];
+
+/// Whether `error` says that a kept connection is gone (the server restarted or dropped it while
+/// the process waited between requests) rather than that the server could not do the work. A
+/// timeout is not one of them: the time is spent.
+pub(crate) fn connection_gone(error: &mysql::Error) -> bool {
+    let gone = |kind: std::io::ErrorKind| {
+        use std::io::ErrorKind::*;
+        matches!(
+            kind,
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected
+        )
+    };
+    match error {
+        mysql::Error::IoError(io) => gone(io.kind()),
+        mysql::Error::CodecError(c) => {
+            let text = c.to_string();
+            [
+                "broken pipe",
+                "reset by peer",
+                "unexpected end of file",
+                "failed to fill whole buffer",
+                "connection aborted",
+            ]
+            .iter()
+            .any(|w| text.to_ascii_lowercase().contains(w))
+        }
+        mysql::Error::MySqlError(e) => CONNECTION_ENDED.contains(&e.code),
+        _ => false,
+    }
+}
+
+/// Where an error happened: opening the connection (the TCP connect is bounded by
+/// `store.connect_timeout_ms`) or running statements on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Connect,
+    Work,
+}
+
+/// What went wrong, in one readable sentence with the setting to look at: never the driver's
+/// Debug-like form (`CodecError { … }`).
+pub(crate) fn explain(e: &mysql::Error, phase: Phase) -> String {
+    match e {
+        mysql::Error::MySqlError(m) => {
+            let hint = match m.code {
+                1045 => " (check store.user and store.password)",
+                1049 => " (check store.database)",
+                1040 => " (the server is out of connections)",
+                _ => "",
+            };
+            format!("error {}: {}{hint}", m.code, m.message)
+        }
+        mysql::Error::IoError(io) => explain_io(io, phase),
+        // The codec's own error type is not exported: its I/O error is reached as its source.
+        mysql::Error::CodecError(c) => {
+            match std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>()) {
+                Some(io) => explain_io(io, phase),
+                None => format!(
+                    "the server sent something that is not the MySQL protocol ({})",
+                    lower_first(&c.to_string())
+                ),
+            }
+        }
+        // The driver's word for a TCP connect that timed out.
+        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
+            explain_io(&std::io::ErrorKind::TimedOut.into(), Phase::Connect)
+        }
+        mysql::Error::DriverError(d @ mysql::DriverError::CouldNotConnect(_)) => format!(
+            "{} (is the server running and reachable? see store.host and store.port)",
+            lower_first(&d.to_string())
+        ),
+        mysql::Error::DriverError(d) => format!(
+            "{} (is it a MySQL or MariaDB server? see store.host and store.port)",
+            lower_first(&d.to_string())
+        ),
+        // Its text may quote the URL, password included.
+        mysql::Error::UrlError(_) => "store.url is not a valid mysql:// URL".to_owned(),
+        // The others' Display is `Name { message }`: their source says it plainly.
+        other => {
+            std::error::Error::source(other).map_or_else(|| other.to_string(), ToString::to_string)
+        }
+    }
+}
+
+pub(crate) fn explain_io(io: &std::io::Error, phase: Phase) -> String {
+    use std::io::ErrorKind::{TimedOut, WouldBlock};
+    match (io.kind(), phase) {
+        // A socket's read timeout shows as EAGAIN; a connect that timed out as ETIMEDOUT.
+        (TimedOut, Phase::Connect) => {
+            "no connection in time (timed out: see store.connect_timeout_ms)".to_owned()
+        }
+        (WouldBlock | TimedOut, _) => "no answer in time (see store.read_timeout_ms)".to_owned(),
+        _ => format!(
+            "{} (is the server running and reachable? see store.host and store.port)",
+            lower_first(&io.to_string())
+        ),
+    }
+}
+
+/// `Packet too large` as `packet too large`, to continue a sentence.
+pub(crate) fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// A failure: the server's, or the request's time running out.
+pub(crate) enum Failed {
+    Db(mysql::Error),
+    OutOfTime,
+}
+
+impl Failed {
+    pub(crate) fn code(&self) -> Option<u16> {
+        match self {
+            Failed::Db(mysql::Error::MySqlError(e)) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+impl From<mysql::Error> for Failed {
+    fn from(error: mysql::Error) -> Failed {
+        Failed::Db(error)
+    }
+}
+
+/// The time one request may spend on the store: each read and write has `read_timeout`, and
+/// a decision takes several, so the whole is bounded too (checked between statements).
+pub(crate) struct Deadline(pub(crate) Instant);
+
+impl Deadline {
+    pub(crate) fn check(&self) -> Result<(), Failed> {
+        if Instant::now() >= self.0 {
+            Err(Failed::OutOfTime)
+        } else {
+            Ok(())
+        }
+    }
+}
