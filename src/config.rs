@@ -97,8 +97,10 @@ impl Config {
         };
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
-            let raw_rules = crate::provider::config::raw_site_rules(list, "spend")?;
-            spend.extend(crate::provider::config::site_rules(&raw_rules, "spend")?);
+            let raw_rules = crate::provider::config::site_rules::raw_site_rules(list, "spend")?;
+            spend.extend(crate::provider::config::site_rules::site_rules(
+                &raw_rules, "spend",
+            )?);
         }
         let store = store::store(raw.store, base)?;
         let rules = match raw.rules {
@@ -168,7 +170,7 @@ impl Config {
         let forwarded_header = client
             .forwarded_header
             .unwrap_or_else(|| defaults::FORWARDED_HEADER.to_owned());
-        if !api_keys::is_header_name(&forwarded_header) || forwarded_header.contains('_') {
+        if !crate::http::request::is_header_name(&forwarded_header) {
             return Err(err(
                 "client.forwarded_header",
                 "must be a header name of letters, digits and '-', e.g. \"X-Forwarded-For\" or \"CF-Connecting-IP\"",

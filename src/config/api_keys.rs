@@ -29,7 +29,7 @@ pub(crate) fn api_keys(
             "Apache does not pass Authorization to CGI programs (without CGIPassAuth): use a header such as \"X-API-Key\"",
         ));
     }
-    if !is_header_name(&header) || header.contains('_') {
+    if !crate::http::request::is_header_name(&header) {
         return Err(err(
             "api_keys.header",
             "must be letters, digits and '-' (Apache drops headers with '_'), e.g. \"X-API-Key\"",
@@ -84,12 +84,4 @@ pub(crate) fn api_keys(
         require: raw.require.unwrap_or(false),
         keys,
     })
-}
-
-/// A header name as HTTP allows it: letters, digits and `-`.
-pub(crate) fn is_header_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

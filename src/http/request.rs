@@ -172,6 +172,12 @@ pub fn parse_link(head: &Head, env: &Env, body: &[u8]) -> Result<String, Problem
         .map_err(|e| Problem::new(400, "bad_link", e.to_string()))
 }
 
+/// A header name as configured: 1 to 64 letters, digits and `-` (no `_`, which CGI cannot tell
+/// from `-`: both arrive as `HTTP_..._...`).
+pub fn is_header_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
