@@ -229,8 +229,8 @@ fn timeouts(raw: &RawProvider) -> Result<(u64, u64, u64), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use steps::named_in_text;
     use crate::provider::spec::Vars;
+    use steps::named_in_text;
 
     fn http(section: &str) -> HttpSpec {
         match parse(serde_json::from_str(section).unwrap()).unwrap().0 {

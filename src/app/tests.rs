@@ -1,0 +1,533 @@
+//! Tests of one request from start to answer, on a store in memory and a counting provider.
+
+use super::*;
+use crate::core::clock::{Clock, FakeClock};
+use crate::core::limiter::{self, State, Write};
+use crate::log::MemoryLog;
+use crate::provider::EchoProvider;
+use crate::provider::resolved::Resolved;
+use crate::store::{StoreError, SweepReport};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// A store in memory, running the same limiter, or failing on demand.
+struct MemoryStore {
+    clock: FakeClock,
+    counters: RefCell<HashMap<String, State>>,
+    cache: RefCell<HashMap<String, Vec<u8>>>,
+    fail: Cell<bool>,
+}
+
+impl Store for MemoryStore {
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        if self.fail.get() {
+            return Err(StoreError::unavailable("disk on fire"));
+        }
+        let mut counters = self.counters.borrow_mut();
+        let rules: Vec<_> = checks.iter().map(|c| c.rule).collect();
+        let states: Vec<_> = checks
+            .iter()
+            .map(|c| counters.get(&c.key).cloned().unwrap_or(State::Fixed(None)))
+            .collect();
+        let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+        for (c, w) in checks.iter().zip(outcome.writes) {
+            if let Write::Counter(w) = w {
+                counters.insert(c.key.clone(), State::Fixed(Some(w)));
+            }
+        }
+        Ok(outcome.decision)
+    }
+    fn sweep(&self, _: Option<Duration>) -> Result<SweepReport, StoreError> {
+        Ok(SweepReport::default())
+    }
+    fn probe(&self) -> Result<String, StoreError> {
+        Ok("memory".into())
+    }
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        let mut counters = self.counters.borrow_mut();
+        for c in checks {
+            if let Some(State::Fixed(Some(counter))) = counters.get(&c.key).cloned()
+                && let Some(back) = limiter::refunded(counter, at_ms)
+            {
+                counters.insert(c.key.clone(), State::Fixed(Some(back)));
+            }
+        }
+        Ok(())
+    }
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.cache.borrow().get(key).cloned())
+    }
+    fn cache_put(&self, key: &str, value: &[u8], _: Duration) -> Result<(), StoreError> {
+        self.cache
+            .borrow_mut()
+            .insert(key.to_owned(), value.to_vec());
+        Ok(())
+    }
+    fn cache_claim(&self, key: &str, value: &[u8], _: Duration) -> Result<bool, StoreError> {
+        let mut cache = self.cache.borrow_mut();
+        if cache.contains_key(key) {
+            return Ok(false);
+        }
+        cache.insert(key.to_owned(), value.to_vec());
+        Ok(true)
+    }
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let mut cache = self.cache.borrow_mut();
+        if cache.get(key).map(Vec::as_slice) == Some(value) {
+            cache.remove(key);
+        }
+        Ok(())
+    }
+}
+
+/// Counts calls and answers as told.
+struct Counting {
+    calls: Cell<usize>,
+    answer: Result<Resolved, ProviderError>,
+}
+
+impl Provider for Counting {
+    fn resolve(&self, _: &str) -> Result<Resolved, ProviderError> {
+        self.calls.set(self.calls.get() + 1);
+        self.answer.clone()
+    }
+}
+
+fn ok_provider() -> Counting {
+    Counting {
+        calls: Cell::new(0),
+        answer: Ok(Resolved {
+            download: "https://dl.example/f".into(),
+            filename: Some("f.zip".into()),
+        }),
+    }
+}
+
+/// A configuration for tests, the cache off unless the test turns it on.
+fn config(text: &str) -> Config {
+    let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+    if v.get("cache").is_none() {
+        v["cache"] = serde_json::json!({"ttl_secs": 0});
+    }
+    Config::from_json(&v.to_string(), Path::new("/nonexistent")).unwrap()
+}
+
+fn store() -> MemoryStore {
+    MemoryStore {
+        clock: FakeClock::at(1_000_000),
+        counters: RefCell::default(),
+        cache: RefCell::default(),
+        fail: Cell::new(false),
+    }
+}
+
+fn get(addr: &str, query: &str) -> Env {
+    Env::new()
+        .with("REQUEST_METHOD", "GET")
+        .with("QUERY_STRING", query)
+        .with("REMOTE_ADDR", addr)
+}
+
+const LINK: &str = "link=https%3A%2F%2Fhost.example%2Ff";
+
+fn run(
+    cfg: &Config,
+    store: &MemoryStore,
+    provider: &dyn Provider,
+    env: &Env,
+) -> (Answer, MemoryLog) {
+    let log = MemoryLog::default();
+    let app = App {
+        config: cfg,
+        store,
+        provider: Some(provider),
+        log: &log,
+    };
+    let answer = app.handle(env, &mut std::io::empty());
+    (answer, log)
+}
+
+#[test]
+fn refused_requests_never_reach_the_provider() {
+    let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 60}]}"#);
+    let (s, p) = (store(), ok_provider());
+    let statuses: Vec<u16> = (0..10)
+        .map(|_| run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
+    assert_eq!(p.calls.get(), 3);
+    let (a, log) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.header_value("Retry-After"), Some("60"));
+    assert!(log.lines.borrow().is_empty(), "a 429 is not logged");
+    // Another address has its own count; after the window the first is admitted again.
+    assert_eq!(
+        run(&cfg, &s, &p, &get("192.0.2.2", LINK)).0.response.status,
+        200
+    );
+    s.clock.advance_ms(60_000);
+    assert_eq!(
+        run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
+        200
+    );
+    assert_eq!(p.calls.get(), 5);
+}
+
+#[test]
+fn ipv6_addresses_in_one_prefix_share_a_count() {
+    let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}]}"#);
+    let (s, p) = (store(), ok_provider());
+    for addr in ["2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"] {
+        run(&cfg, &s, &p, &get(addr, LINK));
+    }
+    assert_eq!(p.calls.get(), 2);
+    assert_eq!(
+        run(&cfg, &s, &p, &get("2001:db8:1:3::1", LINK))
+            .0
+            .response
+            .status,
+        200
+    );
+}
+
+#[test]
+fn head_is_counted_but_never_paid() {
+    let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}]}"#);
+    let (s, p) = (store(), ok_provider());
+    let head = get("192.0.2.1", LINK).with("REQUEST_METHOD", "HEAD");
+    let (a, _) = run(&cfg, &s, &p, &head);
+    assert_eq!((a.response.status, a.head_only), (200, true));
+    assert_eq!(p.calls.get(), 0);
+    assert_eq!(run(&cfg, &s, &p, &head).0.response.status, 429);
+}
+
+#[test]
+fn bad_input_is_refused_before_the_store_and_logged() {
+    let cfg = config("{}");
+    let (s, p) = (store(), ok_provider());
+    s.fail.set(true); // would show up as a store log line if the store were asked
+    for (env, status) in [
+        (get("192.0.2.1", "link=ftp://x/y"), 400),
+        (get("192.0.2.1", "nothing"), 400),
+        (get("192.0.2.1", LINK).with("REQUEST_METHOD", "PUT"), 405),
+        (
+            Env::new()
+                .with("REQUEST_METHOD", "GET")
+                .with("QUERY_STRING", LINK),
+            400,
+        ),
+        (get("not-an-ip", LINK), 400),
+    ] {
+        let (a, log) = run(&cfg, &s, &p, &env);
+        assert_eq!(a.response.status, status);
+        let lines = log.lines.borrow();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("resolve: warn: {status} ")),
+            "{lines:?}"
+        );
+    }
+    assert_eq!(p.calls.get(), 0);
+}
+
+#[test]
+fn short_bodies_are_refused() {
+    let cfg = config("{}");
+    let (s, p) = (store(), ok_provider());
+    let env = Env::new()
+        .with("REQUEST_METHOD", "POST")
+        .with("REMOTE_ADDR", "192.0.2.1")
+        .with("CONTENT_TYPE", "application/x-www-form-urlencoded")
+        .with("CONTENT_LENGTH", "100");
+    let log = MemoryLog::default();
+    let app = App {
+        config: &cfg,
+        store: &s,
+        provider: Some(&p),
+        log: &log,
+    };
+    let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
+    assert_eq!(a.response.status, 400);
+    let a = app.handle(
+        &env.clone().with("CONTENT_LENGTH", "17"),
+        &mut &b"link=https://e.x/and more"[..],
+    );
+    assert_eq!(a.response.status, 200, "reads exactly CONTENT_LENGTH bytes");
+}
+
+#[test]
+fn store_failures_follow_the_policy() {
+    let (s, p) = (store(), ok_provider());
+    s.fail.set(true);
+    let allow = config("{}");
+    let (a, log) = run(&allow, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 200);
+    assert_eq!(p.calls.get(), 1);
+    assert!(log.lines.borrow()[0].contains("disk on fire"));
+    let deny = config(r#"{"store": {"on_error": "deny", "deny_retry_after_secs": 12}}"#);
+    let (a, log) = run(&deny, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 503);
+    assert_eq!(a.response.header_value("Retry-After"), Some("12"));
+    assert_eq!(p.calls.get(), 1, "fail closed spends nothing");
+    assert!(log.lines.borrow()[0].starts_with("resolve: error: 503"));
+}
+
+#[test]
+fn without_a_provider_every_request_gets_503() {
+    let cfg = config("{}");
+    let s = store();
+    let log = MemoryLog::default();
+    let app = App {
+        config: &cfg,
+        store: &s,
+        provider: None,
+        log: &log,
+    };
+    let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
+    assert_eq!(a.response.status, 503);
+    assert!(log.lines.borrow()[0].contains("no provider is configured"));
+    assert!(s.counters.borrow().is_empty(), "nothing counted");
+}
+
+#[test]
+fn provider_failures_become_clear_answers() {
+    let cfg = config("{}");
+    let cases = [
+        (Failure::Rejected, 422, "link_refused"),
+        (Failure::Auth, 502, "provider_unavailable"),
+        (Failure::RateLimited, 503, "provider_busy"),
+        (Failure::Unavailable, 502, "provider_unavailable"),
+        (Failure::BadAnswer, 502, "provider_unavailable"),
+        (Failure::Unreachable, 502, "provider_unavailable"),
+        (Failure::Timeout, 504, "provider_timeout"),
+    ];
+    for (failure, status, code) in cases {
+        let s = store();
+        let p = Counting {
+            calls: Cell::new(0),
+            answer: Err(ProviderError::new(failure, "test")),
+        };
+        let env = get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json");
+        let (a, log) = run(&cfg, &s, &p, &env);
+        assert_eq!(a.response.status, status, "{failure:?}");
+        let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+        assert_eq!(body["code"], code);
+        assert_eq!(log.lines.borrow().len(), 1);
+        if failure == Failure::Auth {
+            assert!(log.lines.borrow()[0].contains("ACTION NEEDED"));
+            assert!(!body["detail"].as_str().unwrap().contains("credentials"));
+        }
+    }
+}
+
+fn keyed_config() -> Config {
+    let key = |k: &str| crate::http::api_key::hash(k);
+    config(&format!(
+        r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}},
+                       {{"name": "key", "key": "api_key", "limit": 3, "window_secs": 60}}],
+            "api_keys": {{"require": true, "keys": [
+                {{"name": "alpha", "sha256": "{}"}},
+                {{"name": "beta", "sha256": "{}"}},
+                {{"name": "gold", "sha256": "{}", "rules": [{{"name": "gold", "key": "api_key", "limit": 5, "window_secs": 60}}]}}]}}}}"#,
+        key("key-alpha"),
+        key("key-beta"),
+        key("key-gold")
+    ))
+}
+
+#[test]
+fn api_keys_are_required_checked_and_limited_per_key() {
+    let cfg = keyed_config();
+    let (s, p) = (store(), ok_provider());
+    let (a, log) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 401);
+    assert!(
+        a.response
+            .header_value("WWW-Authenticate")
+            .unwrap()
+            .contains("X-API-Key")
+    );
+    assert!(log.lines.borrow()[0].contains("no X-API-Key header"));
+    let (a, log) = run(
+        &cfg,
+        &s,
+        &p,
+        &get("192.0.2.1", LINK).with("HTTP_X_API_KEY", "key-wrong"),
+    );
+    assert_eq!(a.response.status, 401);
+    let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+    assert_eq!(body["code"], "unknown_api_key", "a keyed request gets JSON");
+    assert!(!log.lines.borrow()[0].contains("key-wrong"));
+    assert_eq!(p.calls.get(), 0);
+
+    // alpha is limited to 3, from two addresses together; beta is unaffected.
+    let with = |addr: &str, k: &str| get(addr, LINK).with("HTTP_X_API_KEY", k);
+    let statuses: Vec<u16> = ["192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.2"]
+        .iter()
+        .map(|addr| {
+            run(&cfg, &s, &p, &with(addr, "key-alpha"))
+                .0
+                .response
+                .status
+        })
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    let (a, _) = run(&cfg, &s, &p, &with("192.0.2.2", "key-alpha"));
+    let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+    assert_eq!(
+        (body["rule"].as_str(), body["status"].as_u64()),
+        (Some("key"), Some(429))
+    );
+    assert_eq!(
+        run(&cfg, &s, &p, &with("192.0.2.1", "key-beta"))
+            .0
+            .response
+            .status,
+        200
+    );
+    // gold has limits of its own.
+    let gold: Vec<u16> = (0..6)
+        .map(|_| {
+            run(&cfg, &s, &p, &with("192.0.2.3", "key-gold"))
+                .0
+                .response
+                .status
+        })
+        .collect();
+    assert_eq!(gold, [200, 200, 200, 200, 200, 429]);
+    assert_eq!(p.calls.get(), 3 + 1 + 5);
+}
+
+#[test]
+fn per_key_and_per_address_limits_apply_together() {
+    let cfg = config(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60},
+                      {"name": "key", "key": "api_key", "limit": 100, "window_secs": 60}]}"#,
+    );
+    let (s, p) = (store(), ok_provider());
+    // One address rotating keys is still one address.
+    let statuses: Vec<u16> = ["k1", "k2", "k3"]
+        .iter()
+        .map(|k| {
+            let env = get("192.0.2.9", LINK).with("HTTP_X_API_KEY", *k);
+            run(&cfg, &s, &p, &env).0.response.status
+        })
+        .collect();
+    assert_eq!(statuses, [200, 200, 429]);
+    // Without a key, api_key rules do not apply.
+    assert_eq!(
+        run(&cfg, &s, &p, &get("192.0.2.10", LINK))
+            .0
+            .response
+            .status,
+        200
+    );
+}
+
+#[test]
+fn other_sites_pages_are_refused_before_anything_is_counted() {
+    let cfg = config(r#"{"allowed_origins": ["https://mysite.example"]}"#);
+    let (s, p) = (store(), ok_provider());
+    let from = |origin: &str| get("192.0.2.1", LINK).with("HTTP_ORIGIN", origin);
+    let (a, log) = run(&cfg, &s, &p, &from("https://evil.example"));
+    assert_eq!(a.response.status, 403);
+    assert!(log.lines.borrow()[0].contains("Origin https://evil.example"));
+    assert!(s.counters.borrow().is_empty());
+    assert_eq!(
+        run(&cfg, &s, &p, &from("https://mysite.example"))
+            .0
+            .response
+            .status,
+        200
+    );
+    assert_eq!(
+        run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
+        200
+    );
+    assert_eq!(p.calls.get(), 2);
+}
+
+#[test]
+fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
+    let cfg = config(r#"{"allowed_origins": ["https://mysite.example"]}"#);
+    let (s, p) = (store(), ok_provider());
+    let fetched = |site: &str| {
+        get("192.0.2.1", LINK)
+            .with("HTTP_SEC_FETCH_SITE", site)
+            .with("HTTP_SEC_FETCH_MODE", "no-cors")
+            .with("HTTP_SEC_FETCH_DEST", "image")
+            .with("HTTP_ACCEPT", "application/json")
+    };
+    // Another site's <img> or link under Referrer-Policy: no-referrer, and a sibling
+    // subdomain's: refused before the store or the provider, even a failing store.
+    s.fail.set(true);
+    for site in ["cross-site", "same-site"] {
+        let (a, log) = run(&cfg, &s, &p, &fetched(site));
+        assert_eq!(a.response.status, 403, "{site}");
+        let v: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
+        assert_eq!(v["code"], "origin_not_allowed");
+        assert_eq!(a.response.header_value("RateLimit"), None);
+        let lines = log.lines.borrow();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].contains(&format!(
+                "refused a request from another site (Sec-Fetch-Site {site}, no Origin or Referer)"
+            )),
+            "{}",
+            lines[0]
+        );
+    }
+    assert!(s.counters.borrow().is_empty());
+    assert_eq!(p.calls.get(), 0);
+    s.fail.set(false);
+    // Typed or bookmarked, a page next to the endpoint, and an allowed page whatever the
+    // header says.
+    for env in [
+        fetched("none"),
+        fetched("same-origin"),
+        fetched("cross-site").with("HTTP_ORIGIN", "https://mysite.example"),
+        fetched("same-site").with("HTTP_REFERER", "https://mysite.example/tools/"),
+    ] {
+        assert_eq!(run(&cfg, &s, &p, &env).0.response.status, 200);
+    }
+    assert_eq!(p.calls.get(), 4);
+    // Without the list, the header is not looked at.
+    let open = config("{}");
+    assert_eq!(
+        run(&open, &s, &p, &fetched("cross-site")).0.response.status,
+        200
+    );
+}
+
+#[test]
+fn answers_follow_accept() {
+    let cfg = config("{}");
+    let (s, p) = (store(), ok_provider());
+    let json = run(
+        &cfg,
+        &s,
+        &p,
+        &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json"),
+    )
+    .0;
+    let v: serde_json::Value = serde_json::from_slice(&json.response.body).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"download": "https://dl.example/f", "filename": "f.zip"})
+    );
+    let html = run(
+        &cfg,
+        &s,
+        &p,
+        &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "text/html"),
+    )
+    .0;
+    assert!(String::from_utf8_lossy(&html.response.body).contains("href=\"https://dl.example/f\""));
+    let text = run(&cfg, &s, &EchoProvider, &get("192.0.2.1", LINK)).0;
+    assert_eq!(text.response.body, b"https://host.example/f\n");
+    assert_eq!(
+        text.response.header_value("Cache-Control"),
+        Some("no-store")
+    );
+}

@@ -1,0 +1,325 @@
+//! Tests of the file store.
+
+use super::*;
+use crate::core::clock::FakeClock;
+use crate::core::rule::{KeyKind, RuleName};
+use lock::{MAX_WAITERS, WAITERS};
+use std::num::NonZeroU32;
+use std::sync::atomic::Ordering;
+
+fn rule(name: &str, limit: u32, window: u32) -> Rule {
+    Rule {
+        name: RuleName::new(name).unwrap(),
+        key: KeyKind::Ip,
+        algorithm: Algorithm::Fixed,
+        limit: NonZeroU32::new(limit).unwrap(),
+        window_secs: NonZeroU32::new(window).unwrap(),
+    }
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "resolve-fs-{name}-{}-{}",
+        std::process::id(),
+        crate::random::u64()
+    ));
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn file_names_are_hashes_inside_the_directory() {
+    let dir = tempdir("names");
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    for key in ["resolve:ip:../../etc/passwd", "resolve:ip:\0/x", "", "a/b"] {
+        let p = store.path_for(key);
+        assert!(p.starts_with(&dir));
+        assert_eq!(p.components().count(), dir.components().count() + 2);
+        assert!(is_key_file_name(&p.file_name().unwrap().to_string_lossy()));
+    }
+    assert_ne!(
+        store.path_for("resolve:ip:1.2.3.4"),
+        store.path_for("resolve:ip:1.2.3.5")
+    );
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
+    let dir = tempdir("lockwait");
+    let r = rule("ip", 3, 60);
+    let key = "resolve:ip:192.0.2.1";
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
+        .with_lock_timeout(Duration::from_millis(300));
+    let check = || {
+        store.decide(&[Check {
+            rule: &r,
+            key: key.into(),
+        }])
+    };
+    assert!(check().unwrap().is_admit());
+    // Another holder that lets go after 100 ms: the request waits for it and counts.
+    let holder = File::open(store.path_for(key)).unwrap();
+    holder.lock().unwrap();
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        drop(holder);
+    });
+    assert!(check().unwrap().is_admit());
+    released.join().unwrap();
+    // One that never lets go: a store error after the timeout, not a wait without end.
+    let holder = File::open(store.path_for(key)).unwrap();
+    holder.lock().unwrap();
+    let started = Instant::now();
+    let error = check().unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(error.to_string().contains("stayed locked"), "{error}");
+    drop(holder);
+    // Once it is gone, the count goes on where it was.
+    assert!(check().unwrap().is_admit());
+    assert!(!check().unwrap().is_admit());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn waiters_given_up_on_are_capped() {
+    let dir = tempdir("waiters");
+    let r = rule("ip", 3, 60);
+    let key = "resolve:ip:192.0.2.77";
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
+        .with_lock_timeout(Duration::from_millis(200));
+    let check = || {
+        store.decide(&[Check {
+            rule: &r,
+            key: key.into(),
+        }])
+    };
+    assert!(check().unwrap().is_admit());
+    let holder = File::open(store.path_for(key)).unwrap();
+    holder.lock().unwrap();
+    // Each request gives up; the first ones leave a waiter behind, the later ones find
+    // the cap reached and give up at once instead of adding one.
+    let at_once = (0..MAX_WAITERS + 4)
+        .filter(|_| {
+            let started = Instant::now();
+            assert!(check().is_err());
+            started.elapsed() < Duration::from_millis(100)
+        })
+        .count();
+    assert!(at_once >= 4, "{at_once} gave up at once");
+    assert!(WAITERS.load(Ordering::SeqCst) <= MAX_WAITERS);
+    // Released: the waiters take the lock in turn and end, and counting goes on.
+    drop(holder);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while WAITERS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(check().unwrap().is_admit());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn links_and_fifos_are_refused_never_followed_or_waited_on() {
+    let dir = tempdir("links");
+    let outside = tempdir("links-outside");
+    let r = rule("ip", 3, 60);
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let check = |key: &str| {
+        store.decide(&[Check {
+            rule: &r,
+            key: key.into(),
+        }])
+    };
+    // A counter file that is a link, dangling or not.
+    let target = outside.join("target");
+    fs::write(&target, b"").unwrap();
+    for (key, to) in [
+        ("resolve:ip:a", target.clone()),
+        ("resolve:ip:b", outside.join("none")),
+    ] {
+        let path = store.path_for(key);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&to, &path).unwrap();
+        let error = check(key).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        b"",
+        "nothing written through the link"
+    );
+    assert!(
+        !outside.join("none").exists(),
+        "nothing created through the link"
+    );
+    // A shard directory that is a link.
+    let key = "resolve:ip:c";
+    let shard = store.path_for(key).parent().unwrap().to_owned();
+    if !shard.exists() {
+        std::os::unix::fs::symlink(&outside, &shard).unwrap();
+        let error = check(key).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+    }
+    // A FIFO, which a read-only open would wait on for ever.
+    let key = "resolve:ip:d";
+    let path = store.path_for(key);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&path).status();
+    if made.is_ok_and(|s| s.success()) {
+        assert!(check(key).is_err());
+        let error = store.read(key).unwrap_err();
+        assert!(error.to_string().contains("regular"), "{error}");
+        let report = store.sweep(None).unwrap();
+        assert!(report.complete);
+    }
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        1,
+        "only the target outside"
+    );
+    fs::remove_dir_all(dir).unwrap();
+    fs::remove_dir_all(outside).unwrap();
+}
+
+#[test]
+fn counts_persist_across_store_instances() {
+    let dir = tempdir("persist");
+    let r = rule("ip", 3, 60);
+    for i in 0..5 {
+        // A new store per request, as each CGI request is a new process.
+        let store = FileStore::new(&dir, FakeClock::at(1_000 + i), Duration::from_secs(600));
+        let d = store
+            .decide(&[Check {
+                rule: &r,
+                key: "resolve:ip:192.0.2.1".into(),
+            }])
+            .unwrap();
+        assert_eq!(d.is_admit(), i < 3, "request {i}");
+    }
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    assert_eq!(
+        store.read("resolve:ip:192.0.2.1").unwrap().unwrap().count,
+        3
+    );
+    assert_eq!(store.read("resolve:ip:192.0.2.2").unwrap(), None);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_missing_directory_is_created_private() {
+    let dir = tempdir("missing").join("nested").join("data");
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let r = rule("ip", 3, 60);
+    let check = [Check {
+        rule: &r,
+        key: "k".into(),
+    }];
+    assert!(store.decide(&check).unwrap().is_admit());
+    let mode = fs::metadata(&dir).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
+}
+
+#[test]
+fn an_uncreatable_directory_is_an_error_with_a_fix() {
+    let base = tempdir("uncreatable");
+    fs::write(base.join("file"), b"").unwrap();
+    let store = FileStore::new(
+        base.join("file/data"),
+        FakeClock::at(0),
+        Duration::from_secs(600),
+    );
+    let r = rule("ip", 3, 60);
+    let e = store
+        .decide(&[Check {
+            rule: &r,
+            key: "k".into(),
+        }])
+        .unwrap_err();
+    assert!(e.detail.contains("mkdir -m 700"), "{e}");
+    assert!(store.probe().is_err());
+    fs::remove_dir_all(base).unwrap();
+}
+
+#[test]
+fn damaged_files_are_reported_and_moved_aside() {
+    let dir = tempdir("damaged");
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let r = rule("ip", 3, 60);
+    let check = [Check {
+        rule: &r,
+        key: "resolve:ip:192.0.2.9".into(),
+    }];
+    let path = store.path_for(&check[0].key);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(&path, b"garbage").unwrap();
+    // A reader reports it and leaves it where it is.
+    assert_eq!(
+        store.read(&check[0].key).unwrap_err().kind,
+        crate::store::StoreErrorKind::Corrupt
+    );
+    assert_eq!(fs::read(&path).unwrap(), b"garbage");
+    // A request moves it aside.
+    let e = store.decide(&check).unwrap_err();
+    assert_eq!(e.kind, crate::store::StoreErrorKind::Corrupt);
+    assert!(e.detail.contains(".damaged"), "{e}");
+    // The next request starts a new count.
+    assert!(store.decide(&check).unwrap().is_admit());
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn sweeps_remove_only_long_finished_windows() {
+    let dir = tempdir("sweep");
+    fs::write(dir.join(".htaccess"), "Require all denied\n").unwrap();
+    let r = rule("ip", 3, 60);
+    let clock = FakeClock::at(1_000_000);
+    let store = FileStore::new(&dir, clock, Duration::from_secs(600));
+    for n in 0..20 {
+        store
+            .decide(&[Check {
+                rule: &r,
+                key: format!("resolve:ip:192.0.2.{n}"),
+            }])
+            .unwrap();
+    }
+    // A window that ended, but not long ago: kept.
+    store.clock.advance_ms(60_000 + 599_000);
+    let fresh = Check {
+        rule: &r,
+        key: "resolve:ip:198.51.100.1".into(),
+    };
+    store.decide(std::slice::from_ref(&fresh)).unwrap();
+    let report = store.sweep(None).unwrap();
+    assert_eq!(
+        (report.scanned, report.removed, report.complete),
+        (21, 0, true)
+    );
+    store.clock.advance_ms(2_000);
+    let report = store.sweep(None).unwrap();
+    assert_eq!((report.scanned, report.removed), (21, 20));
+    assert!(store.read(&fresh.key).unwrap().is_some());
+    assert!(dir.join(".htaccess").exists(), "never touches other files");
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_zero_budget_sweep_stops_early() {
+    let dir = tempdir("budget");
+    let r = rule("ip", 3, 1);
+    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(0));
+    for n in 0..50 {
+        store
+            .decide(&[Check {
+                rule: &r,
+                key: format!("k{n}"),
+            }])
+            .unwrap();
+    }
+    store.clock.advance_ms(10_000);
+    let report = store.sweep(Some(Duration::ZERO)).unwrap();
+    assert!(!report.complete);
+    assert_eq!(report.removed, 0);
+    assert_eq!(store.sweep(None).unwrap().removed, 50);
+    fs::remove_dir_all(dir).unwrap();
+}

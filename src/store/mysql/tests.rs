@@ -1,0 +1,177 @@
+//! Tests of the MySQL store, without a server.
+
+use super::*;
+use crate::config::Config;
+use crate::core::rule::{KeyKind, RuleName};
+use crate::store::settings::StoreKind;
+use connect::within;
+use errors::explain_io;
+use std::io::{Read, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::num::NonZeroU32;
+use std::path::Path;
+
+/// A store pointed at `port` on loopback, with short timeouts.
+fn store_at(port: u16, connect_ms: u64, read_ms: u64) -> MysqlStore {
+    let text = format!(
+        r#"{{"store": {{"kind": "mysql", "host": "127.0.0.1", "port": {port},
+            "user": "u", "password": "p", "database": "d",
+            "connect_timeout_ms": {connect_ms}, "read_timeout_ms": {read_ms}}}}}"#
+    );
+    let config = Config::from_json(&text, Path::new("/nonexistent")).unwrap();
+    let StoreKind::Mysql(settings) = config.store.kind else {
+        panic!("not a mysql store");
+    };
+    MysqlStore::new(*settings, &[], Duration::from_secs(600))
+}
+
+/// A server that sends `bytes`, one every `every` (all at once when zero), then holds the
+/// connection until the client leaves.
+fn server(bytes: Vec<u8>, every: Duration) -> (u16, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        if every.is_zero() {
+            let _ = conn.write_all(&bytes);
+        } else {
+            for b in &bytes {
+                if conn.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(every);
+            }
+        }
+        hold(&mut conn);
+    });
+    (port, handle)
+}
+
+fn hold(conn: &mut TcpStream) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = [0u8; 1024];
+    while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+}
+
+fn decide(store: &MysqlStore) -> Result<Decision, StoreError> {
+    let rule = Rule {
+        name: RuleName::new("ip").unwrap(),
+        key: KeyKind::Ip,
+        algorithm: Algorithm::Fixed,
+        limit: NonZeroU32::new(3).unwrap(),
+        window_secs: NonZeroU32::new(60).unwrap(),
+    };
+    store.decide(&[Check {
+        rule: &rule,
+        key: "resolve:ip:192.0.2.1".into(),
+    }])
+}
+
+#[test]
+fn a_trickled_handshake_is_given_up_within_the_budget() {
+    // A greeting's first bytes, one every 50 ms: each read gets a byte within the read
+    // timeout, and the whole would take seconds.
+    let mut greeting = vec![0x4a, 0, 0, 0, 0x0a];
+    greeting.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
+    greeting.extend_from_slice(&[b'x'; 60]);
+    let (port, _server) = server(greeting, Duration::from_millis(50));
+    let store = store_at(port, 100, 100);
+    let began = Instant::now();
+    let e = decide(&store).unwrap_err();
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_millis(1500),
+        "{took:?}"
+    );
+    assert_eq!(
+        e.detail,
+        format!(
+            "mysql store at 127.0.0.1:{port}: the server answered too slowly: no complete handshake within 300 ms (store.connect_timeout_ms + 2 x store.read_timeout_ms)"
+        )
+    );
+}
+
+#[test]
+fn codec_errors_are_said_in_words() {
+    // A packet header announcing 16 MiB, more than max_allowed_packet.
+    let mut bytes = vec![0xff, 0xff, 0xff, 0x00, 0x0a];
+    bytes.extend_from_slice(&[b'x'; 100]);
+    let (port, _server) = server(bytes, Duration::ZERO);
+    let e = decide(&store_at(port, 1000, 1000)).unwrap_err();
+    assert_eq!(
+        e.detail,
+        format!(
+            "mysql store at 127.0.0.1:{port}: the server sent something that is not the MySQL protocol (packet is larger than max_allowed_packet)"
+        )
+    );
+}
+
+#[test]
+fn silence_and_refusal_name_their_setting() {
+    // Nothing said after the connect: the read timeout.
+    let (port, _server) = server(Vec::new(), Duration::ZERO);
+    let e = decide(&store_at(port, 1000, 100)).unwrap_err();
+    assert_eq!(
+        e.detail,
+        format!("mysql store at 127.0.0.1:{port}: no answer in time (see store.read_timeout_ms)")
+    );
+    // Nobody listening.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = decide(&store_at(port, 1000, 100)).unwrap_err();
+    assert!(
+        e.detail
+            .starts_with(&format!("mysql store at 127.0.0.1:{port}: ")),
+        "{}",
+        e.detail
+    );
+    assert!(e.detail.contains("is the server running"), "{}", e.detail);
+    assert!(!e.detail.contains("Error {"), "{}", e.detail);
+}
+
+#[test]
+fn io_errors_name_the_timeout_of_their_phase() {
+    let timed_out = std::io::Error::from(std::io::ErrorKind::TimedOut);
+    let would_block = std::io::Error::from(std::io::ErrorKind::WouldBlock);
+    assert_eq!(
+        explain_io(&timed_out, Phase::Connect),
+        "no connection in time (timed out: see store.connect_timeout_ms)"
+    );
+    for (e, phase) in [
+        (&would_block, Phase::Connect),
+        (&would_block, Phase::Work),
+        (&timed_out, Phase::Work),
+    ] {
+        assert_eq!(
+            explain_io(e, phase),
+            "no answer in time (see store.read_timeout_ms)"
+        );
+    }
+    assert_eq!(
+        explain(
+            &mysql::Error::DriverError(mysql::DriverError::ConnectTimeout),
+            Phase::Connect
+        ),
+        "no connection in time (timed out: see store.connect_timeout_ms)"
+    );
+    let refused = mysql::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+    assert!(
+        explain(&refused, Phase::Connect)
+            .starts_with("connection refused (is the server running and reachable?")
+    );
+}
+
+#[test]
+fn work_past_its_budget_is_given_up() {
+    assert_eq!(within(Duration::from_secs(5), || 7), Some(7));
+    let began = Instant::now();
+    let slow = within(Duration::from_millis(50), || {
+        std::thread::sleep(Duration::from_millis(500));
+        7
+    });
+    assert_eq!(slow, None);
+    assert!(began.elapsed() < Duration::from_millis(400));
+}
