@@ -39,6 +39,11 @@ if ! command -v cargo-fuzz >/dev/null; then
     cargo install cargo-fuzz --locked </dev/null
 fi
 
+# The fuzz workspace's lock file is committed: a stale one fails here instead of being
+# rewritten by the build.
+cargo metadata --locked --format-version 1 --manifest-path "$FUZZ_DIR/Cargo.toml" >/dev/null ||
+    die "fuzz/Cargo.lock does not match fuzz/Cargo.toml and ../Cargo.toml: run 'cargo update --workspace --manifest-path fuzz/Cargo.toml' and commit fuzz/Cargo.lock"
+
 TARGETS=("$@")
 ALL=0
 if [ ${#TARGETS[@]} -eq 0 ]; then

@@ -118,7 +118,9 @@ check_static() {
 }
 
 main() {
-    local started=$SECONDS
+    local started=$SECONDS before
+    # What git sees now; the run must leave it the same (no rewritten lock file, no stray file).
+    before=$(git status --porcelain 2>/dev/null || true)
     install_packages
     install_rust_parts
 
@@ -129,11 +131,11 @@ main() {
     cargo fmt --check
     cargo fmt --check --manifest-path fuzz/Cargo.toml
 
-    step "cargo clippy --all-targets -- -D warnings"
-    cargo clippy --all-targets -- -D warnings
+    step "cargo clippy --locked --all-targets -- -D warnings"
+    cargo clippy --locked --all-targets -- -D warnings
 
     step "cargo test --no-fail-fast"
-    cargo test --no-fail-fast </dev/null
+    cargo test --locked --no-fail-fast </dev/null
 
     # The tests that run the binary under Apache through the harness (resolve_cgi), once more
     # with mod_fcgid (FastCGI) instead of mod_cgid. Files that choose the mode themselves are not
@@ -145,14 +147,22 @@ main() {
         fi
     done
     step "RESOLVE_TEST_APACHE_MODE=fcgid cargo test --no-fail-fast ${apache_tests[*]}"
-    RESOLVE_TEST_APACHE_MODE=fcgid cargo test --no-fail-fast "${apache_tests[@]}" </dev/null
+    RESOLVE_TEST_APACHE_MODE=fcgid cargo test --locked --no-fail-fast "${apache_tests[@]}" </dev/null
 
     step "release build for $MUSL_TARGET"
-    CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$MUSL_TARGET"
+    CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --release --target "$MUSL_TARGET"
     check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
 
     step "fuzzing: every target for 8 s (installs cargo-fuzz; fails on any crash)"
     bash fuzz/run.sh 8 </dev/null
+
+    step "the checkout is as it was"
+    local after
+    after=$(git status --porcelain 2>/dev/null || true)
+    [ "$after" = "$before" ] || die "the test command changed the checkout (git status before and after):
+$before
+---
+$after"
 
     step "all checks passed in $((SECONDS - started)) s"
 }
