@@ -150,6 +150,29 @@ fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {
     }
 }
 
+/// A database server's connect and read timeouts (milliseconds), the defaults given.
+fn server_timeouts(
+    raw: &RawStore,
+    connect_default: u64,
+    read_default: u64,
+) -> Result<(u64, u64), ConfigError> {
+    let connect_ms = raw.connect_timeout_ms.unwrap_or(connect_default);
+    let read_ms = raw.read_timeout_ms.unwrap_or(read_default);
+    if !(1..=10_000).contains(&connect_ms) {
+        return Err(err(
+            "store.connect_timeout_ms",
+            "must be 1 to 10000 (milliseconds)",
+        ));
+    }
+    if !(1..=20_000).contains(&read_ms) {
+        return Err(err(
+            "store.read_timeout_ms",
+            "must be 1 to 20000 (milliseconds)",
+        ));
+    }
+    Ok((connect_ms, read_ms))
+}
+
 /// What a Redis URL says: where the server is, the user, the password and the database.
 fn redis_url(url: &str) -> Result<(Target, Option<String>, Option<String>, u32), ConfigError> {
     let bad = |why: &str| {
@@ -250,24 +273,11 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     if db > 15 {
         return Err(err("store.db", "must be 0 to 15 on a default Redis"));
     }
-    let connect_ms = raw
-        .connect_timeout_ms
-        .unwrap_or(defaults::REDIS_CONNECT_TIMEOUT_MS);
-    let read_ms = raw
-        .read_timeout_ms
-        .unwrap_or(defaults::REDIS_READ_TIMEOUT_MS);
-    if !(1..=10_000).contains(&connect_ms) {
-        return Err(err(
-            "store.connect_timeout_ms",
-            "must be 1 to 10000 (milliseconds)",
-        ));
-    }
-    if !(1..=20_000).contains(&read_ms) {
-        return Err(err(
-            "store.read_timeout_ms",
-            "must be 1 to 20000 (milliseconds)",
-        ));
-    }
+    let (connect_ms, read_ms) = server_timeouts(
+        raw,
+        defaults::REDIS_CONNECT_TIMEOUT_MS,
+        defaults::REDIS_READ_TIMEOUT_MS,
+    )?;
     Ok(RedisSettings {
         target,
         username,
@@ -353,24 +363,11 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
             ));
         }
     };
-    let connect_ms = raw
-        .connect_timeout_ms
-        .unwrap_or(defaults::MYSQL_CONNECT_TIMEOUT_MS);
-    let read_ms = raw
-        .read_timeout_ms
-        .unwrap_or(defaults::MYSQL_READ_TIMEOUT_MS);
-    if !(1..=10_000).contains(&connect_ms) {
-        return Err(err(
-            "store.connect_timeout_ms",
-            "must be 1 to 10000 (milliseconds)",
-        ));
-    }
-    if !(1..=20_000).contains(&read_ms) {
-        return Err(err(
-            "store.read_timeout_ms",
-            "must be 1 to 20000 (milliseconds)",
-        ));
-    }
+    let (connect_ms, read_ms) = server_timeouts(
+        raw,
+        defaults::MYSQL_CONNECT_TIMEOUT_MS,
+        defaults::MYSQL_READ_TIMEOUT_MS,
+    )?;
     Ok(MysqlSettings {
         url: raw.url.clone().map(Secret::new),
         host: raw.host.clone(),

@@ -219,17 +219,10 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
 mod tests {
     use super::*;
     use crate::core::clock::{Clock, FakeClock};
-    use crate::core::rule::{KeyKind, RuleName};
-    use std::num::NonZeroU32;
+    use crate::core::rule::KeyKind;
 
     fn rule(name: &str, limit: u32, window_secs: u32) -> Rule {
-        Rule {
-            name: RuleName::new(name).unwrap(),
-            key: KeyKind::Ip,
-            algorithm: Algorithm::Fixed,
-            limit: NonZeroU32::new(limit).unwrap(),
-            window_secs: NonZeroU32::new(window_secs).unwrap(),
-        }
+        Rule::new(name, KeyKind::Ip, Algorithm::Fixed, limit, window_secs).unwrap()
     }
 
     fn sliding(name: &str, limit: u32, window_secs: u32) -> Rule {

@@ -101,6 +101,23 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// A rule from its parts; None when the name is not a valid rule name or a number is 0.
+    pub fn new(
+        name: &str,
+        key: KeyKind,
+        algorithm: Algorithm,
+        limit: u32,
+        window_secs: u32,
+    ) -> Option<Rule> {
+        Some(Rule {
+            name: RuleName::new(name)?,
+            key,
+            algorithm,
+            limit: NonZeroU32::new(limit)?,
+            window_secs: NonZeroU32::new(window_secs)?,
+        })
+    }
+
     pub fn window_ms(&self) -> u64 {
         u64::from(self.window_secs.get()) * 1000
     }
@@ -131,13 +148,7 @@ mod tests {
 
     #[test]
     fn keys_are_namespaced_by_rule() {
-        let rule = Rule {
-            name: RuleName::new("ip").unwrap(),
-            key: KeyKind::Ip,
-            algorithm: Algorithm::Fixed,
-            limit: NonZeroU32::new(30).unwrap(),
-            window_secs: NonZeroU32::new(60).unwrap(),
-        };
+        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
         assert_eq!(rule.key_for("203.0.113.7"), "resolve:ip:203.0.113.7");
         let global = Rule {
             name: RuleName::new("site").unwrap(),

@@ -366,18 +366,11 @@ impl Store for RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::rule::{KeyKind, Rule, RuleName};
-    use std::num::NonZeroU32;
+    use crate::core::rule::{KeyKind, Rule};
 
     #[test]
     fn script_answers_become_decisions() {
-        let rule = Rule {
-            name: RuleName::new("ip").unwrap(),
-            key: KeyKind::Ip,
-            algorithm: Algorithm::Fixed,
-            limit: NonZeroU32::new(30).unwrap(),
-            window_secs: NonZeroU32::new(60).unwrap(),
-        };
+        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
         let checks = [Check {
             rule: &rule,
             key: "k".into(),

@@ -2,19 +2,12 @@
 
 use super::*;
 use crate::core::clock::FakeClock;
-use crate::core::rule::{KeyKind, RuleName};
+use crate::core::rule::KeyKind;
 use lock::{MAX_WAITERS, WAITERS};
-use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 
 fn rule(name: &str, limit: u32, window: u32) -> Rule {
-    Rule {
-        name: RuleName::new(name).unwrap(),
-        key: KeyKind::Ip,
-        algorithm: Algorithm::Fixed,
-        limit: NonZeroU32::new(limit).unwrap(),
-        window_secs: NonZeroU32::new(window).unwrap(),
-    }
+    Rule::new(name, KeyKind::Ip, Algorithm::Fixed, limit, window).unwrap()
 }
 
 fn tempdir(name: &str) -> PathBuf {

@@ -2,13 +2,12 @@
 
 use super::*;
 use crate::config::Config;
-use crate::core::rule::{KeyKind, RuleName};
+use crate::core::rule::KeyKind;
 use crate::store::settings::StoreKind;
 use connect::within;
 use errors::explain_io;
 use std::io::{Read, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::num::NonZeroU32;
 use std::path::Path;
 
 /// A store pointed at `port` on loopback, with short timeouts.
@@ -54,13 +53,7 @@ fn hold(conn: &mut TcpStream) {
 }
 
 fn decide(store: &MysqlStore) -> Result<Decision, StoreError> {
-    let rule = Rule {
-        name: RuleName::new("ip").unwrap(),
-        key: KeyKind::Ip,
-        algorithm: Algorithm::Fixed,
-        limit: NonZeroU32::new(3).unwrap(),
-        window_secs: NonZeroU32::new(60).unwrap(),
-    };
+    let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 3, 60).unwrap();
     store.decide(&[Check {
         rule: &rule,
         key: "resolve:ip:192.0.2.1".into(),
