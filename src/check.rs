@@ -39,6 +39,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     let mut ok = true;
     ok &= report_store(&config, out);
     ok &= report_provider(&config, out);
+    warn_unsafe(&config, out);
     for rule in &config.spend {
         let _ = writeln!(
             out,
@@ -198,6 +199,30 @@ fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
     }
 }
 
+/// The two settings that keep a paid provider's money safe, when they are missing.
+fn warn_unsafe(config: &Config, out: &mut dyn Write) {
+    if !config.pays() {
+        return;
+    }
+    if config.budget().is_empty() {
+        let _ = writeln!(
+            out,
+            "WARN spend: a paid provider is configured with no spend limit, so nothing caps what \
+             the site spends in a day; add for example \
+             \"spend\": [{{\"name\": \"day\", \"limit\": 100, \"window_secs\": 86400}}, \
+             {{\"name\": \"month\", \"limit\": 1500, \"window_secs\": 2592000}}]"
+        );
+    }
+    if config.allowed_origins.is_empty() {
+        let _ = writeln!(
+            out,
+            "WARN allowed_origins: empty, so any other site's page can make its visitors' \
+             browsers spend your paid calls; add your site, e.g. \
+             \"allowed_origins\": [\"https://www.example.com\", \"https://example.com\"]"
+        );
+    }
+}
+
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {
     match crate::store::open::from_config(config).probe() {
         Ok(what) => {
@@ -274,5 +299,52 @@ fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
             }
             true
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn warnings(text: &str) -> String {
+        let config = Config::from_json(text, Path::new("/home/u/resolve")).unwrap();
+        let mut out = Vec::new();
+        warn_unsafe(&config, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_paid_provider_without_a_budget_or_origins_is_warned_about() {
+        let out = warnings(r#"{"provider": {"preset": "realdebrid", "token": "t0k"}}"#);
+        assert!(out.contains("WARN spend:"), "{out}");
+        assert!(out.contains(r#""spend": [{"name": "day""#), "{out}");
+        assert!(out.contains("WARN allowed_origins:"), "{out}");
+        assert!(out.contains(r#""allowed_origins": ["https://"#), "{out}");
+    }
+
+    #[test]
+    fn the_provider_rate_limits_are_not_a_budget() {
+        let out = warnings(
+            r#"{"provider": {"preset": "realdebrid", "token": "t0k",
+                "rate_limits": [{"name": "burst", "limit": 200, "window_secs": 60}]},
+                "allowed_origins": ["https://example.com"]}"#,
+        );
+        assert!(out.contains("WARN spend:"), "{out}");
+        assert!(!out.contains("WARN allowed_origins"), "{out}");
+    }
+
+    #[test]
+    fn a_safe_site_and_the_echo_provider_get_no_warning() {
+        assert_eq!(
+            warnings(
+                r#"{"provider": {"preset": "realdebrid", "token": "t0k"},
+                    "spend": [{"name": "day", "limit": 100, "window_secs": 86400}],
+                    "allowed_origins": ["https://example.com"]}"#
+            ),
+            ""
+        );
+        assert_eq!(warnings(r#"{"provider": {"kind": "echo"}}"#), "");
+        assert_eq!(warnings("{}"), "");
     }
 }

@@ -36,6 +36,9 @@ pub struct Config {
     /// Site-wide limits on paid calls: the provider's published rate and the owner's budget
     /// (`spend`). Checked with `rules` before a paid call, and only then.
     pub spend: Vec<Rule>,
+    /// How many of `spend`, from the start, are the provider's published rate limits; the rest
+    /// are the owner's budget (see [`Config::budget`]).
+    pub provider_rate_limits: usize,
     /// How long a resolved link is answered again without a new paid call (0: never).
     pub cache_ttl: Duration,
     pub client: ClientPolicy,
@@ -87,6 +90,16 @@ impl Config {
         Config::from_raw(raw, base)
     }
 
+    /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
+    pub fn budget(&self) -> &[Rule] {
+        &self.spend[self.provider_rate_limits.min(self.spend.len())..]
+    }
+
+    /// True when a paid provider is configured (not none, not the echo provider).
+    pub fn pays(&self) -> bool {
+        matches!(self.provider, Some(ProviderSpec::Http(_)))
+    }
+
     fn from_raw(raw: RawConfig, base: &Path) -> Result<Config, ConfigError> {
         let (provider, rate_rules) = match raw.provider {
             None => (None, Vec::new()),
@@ -95,6 +108,7 @@ impl Config {
                 (Some(p), r)
             }
         };
+        let provider_rate_limits = rate_rules.len();
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
             let raw_rules = crate::provider::config::site_rules::raw_site_rules(list, "spend")?;
@@ -204,6 +218,7 @@ impl Config {
             store,
             rules,
             spend,
+            provider_rate_limits,
             cache_ttl,
             client: ClientPolicy {
                 ipv6_prefix,
