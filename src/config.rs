@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod error;
 pub mod locate;
+pub mod position;
 pub mod print;
 pub mod raw;
 pub mod redact;
@@ -87,7 +88,10 @@ impl Config {
                 format!("{message}; the file must be one JSON object (see README: Configuration)"),
             )
         })?;
-        Config::from_raw(raw, base)
+        Config::from_raw(raw, base).map_err(|mut e| {
+            e.at = position::of_field(text, &e.field);
+            e
+        })
     }
 
     /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
@@ -574,5 +578,18 @@ mod tests {
                 format!(r#"{{"provider": {{"kind": "http", "url": "{url}", "download": "/d"}}}}"#);
             assert!(parse(&text).is_ok(), "{url}");
         }
+    }
+
+    #[test]
+    fn a_mistake_says_where_it_is_written() {
+        let e = parse("{\n  \"store\": {\"dir\": \"d\"},\n  \"rules\": [{\"name\": \"ip\", \"key\": \"ip\",\n    \"limit\": 0, \"window_secs\": 60}]\n}")
+            .unwrap_err();
+        assert_eq!(e.field, "rules[0].limit");
+        assert_eq!(e.at, Some((4, 5)));
+        assert!(
+            e.to_string()
+                .starts_with("rules[0].limit (line 4, column 5): "),
+            "{e}"
+        );
     }
 }

@@ -58,6 +58,11 @@ pub const PROVIDER_TEMPORARY_RETRY_AFTER_SECS: u32 = 300;
 pub const PROVIDER_QUOTA_RETRY_AFTER_SECS: u32 = 3600;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
+/// While the configuration cannot be read, its problem is logged at most this often: every
+/// request would otherwise repeat it, and the owner needs one line to act on, not thousands.
+pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
+/// The file beside the configuration whose time stamp says when its problem was last logged.
+pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
 
 /// The longest a request waits for another process's lock on a file of the file store
 /// (`store.lock_timeout_ms`). Requests hold a lock for microseconds; only a stuck process or

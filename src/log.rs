@@ -3,6 +3,8 @@
 
 use std::cell::RefCell;
 use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -109,6 +111,50 @@ impl Log for MemoryLog {
     }
 }
 
+/// True when nothing was logged under `stamp` within `interval`: the caller logs, and the stamp
+/// (a file's modification time) moves to now. Every process shares the stamp, so a problem
+/// that every request meets is logged once per interval, not once per request. When the stamp
+/// cannot be kept (no write access, not a regular file), the answer is true: a line too many
+/// beats a line lost.
+pub fn once_in(stamp: &Path, interval: Duration) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |create: bool| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(create)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(stamp)
+    };
+    let file = match open(true) {
+        // The first time: its time stamp is now.
+        Ok(_) => return true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match open(false) {
+            Ok(file) => file,
+            Err(_) => return true,
+        },
+        Err(_) => return true,
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        // Another process is deciding right now: it logs, if anyone does.
+        Err(std::fs::TryLockError::WouldBlock) => return false,
+        Err(_) => return true,
+    }
+    let now = SystemTime::now();
+    let age = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| now.duration_since(at).ok());
+    match age {
+        Some(age) if age < interval => false,
+        _ => {
+            let _ = file.set_modified(now);
+            true
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +217,27 @@ mod tests {
             format_line(Level::Notice, text, &[]),
             format!("resolve: notice: {text}\n")
         );
+    }
+
+    #[test]
+    fn once_in_an_interval_across_calls() {
+        let dir = std::env::temp_dir().join(format!("resolve-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stamp = dir.join("stamp");
+        let _ = std::fs::remove_file(&stamp);
+        let minute = Duration::from_secs(60);
+        assert!(once_in(&stamp, minute), "the first time");
+        assert!(!once_in(&stamp, minute), "again at once");
+        assert!(!once_in(&stamp, minute));
+        // A minute later (the stamp moved back), once more, and then not again.
+        let file = std::fs::File::options().write(true).open(&stamp).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(61))
+            .unwrap();
+        assert!(once_in(&stamp, minute));
+        assert!(!once_in(&stamp, minute));
+        // No place to keep a stamp: every time.
+        assert!(once_in(&dir.join("missing/stamp"), minute));
+        assert!(once_in(&dir.join("missing/stamp"), minute));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,7 +2,10 @@
 //! names. A CGI process builds one per request; a FastCGI process keeps one for many.
 
 use crate::app::{Answer, App};
+use std::time::Duration;
+
 use crate::config::Config;
+use crate::config::locate::Located;
 use crate::defaults;
 use crate::http::negotiate;
 use crate::http::problem::Problem;
@@ -51,9 +54,29 @@ impl Site {
     }
 }
 
-/// The answer when no configuration could be loaded: 503, and `message` in the log.
-pub fn not_configured(env: &Env, message: &str) -> Answer {
-    StderrLog::default().line(Level::Error, message);
+/// The answer when no configuration could be loaded: 503 to the visitor, with no detail, and
+/// `message` (the file, the field, its line and column, the fix) in the log, at most once a
+/// minute when `located` names a file beside which the time of the last line can be kept.
+pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> Answer {
+    let stamp = match located {
+        Some(Located::File(source)) => source
+            .path()
+            .parent()
+            .map(|dir| dir.join(defaults::CONFIG_ERROR_STAMP)),
+        _ => None,
+    };
+    let interval = Duration::from_secs(defaults::CONFIG_ERROR_LOG_INTERVAL_SECS);
+    if stamp
+        .as_deref()
+        .is_none_or(|s| crate::log::once_in(s, interval))
+    {
+        StderrLog::default().line(
+            Level::Error,
+            &format!(
+                "{message} (every request gets 503 until this is fixed; this line is repeated at most once a minute)"
+            ),
+        );
+    }
     let p = Problem::new(
         503,
         "not_configured",

@@ -7,11 +7,20 @@ use std::fmt;
 pub struct ConfigError {
     pub field: String,
     pub message: String,
+    /// Line and column of the field in the file, when it was found there.
+    pub at: Option<(usize, usize)>,
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        match self.at {
+            Some((line, column)) => write!(
+                f,
+                "{} (line {line}, column {column}): {}",
+                self.field, self.message
+            ),
+            None => write!(f, "{}: {}", self.field, self.message),
+        }
     }
 }
 
@@ -20,5 +29,6 @@ pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> Confi
     ConfigError {
         field: field.into(),
         message: message.into(),
+        at: None,
     }
 }

@@ -30,11 +30,14 @@ pub fn env_from_process() -> Env {
 pub fn run() {
     let env = env_from_process();
     let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
-    let config = located.and_then(|l| locate::load(&l));
+    let config = located
+        .as_ref()
+        .map_err(String::clone)
+        .and_then(locate::load);
     let config = match config {
         Ok(c) => c,
         Err(message) => {
-            let answer = not_configured(&env, &message);
+            let answer = not_configured(&env, &message, located.as_ref().ok());
             let _ = answer
                 .response
                 .write_cgi(io::stdout().lock(), answer.head_only);

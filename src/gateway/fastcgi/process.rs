@@ -131,7 +131,7 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let answer = match self.site(name) {
+        let answer = match self.site(name.clone()) {
             Ok(site) => {
                 let answer = site.app().handle(&env, &mut &request.stdin[..]);
                 self.answered_by_site = true;
@@ -139,7 +139,8 @@ impl Responder for Sites {
             }
             Err(message) => {
                 self.answered_by_site = false;
-                site::not_configured(&env, &message)
+                let located = locate::locate(None, name).ok();
+                site::not_configured(&env, &message, located.as_ref())
             }
         };
         let mut out = Vec::with_capacity(256 + answer.response.body.len());

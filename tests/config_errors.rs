@@ -1,0 +1,110 @@
+//! A broken configuration on the host, as an owner without a shell meets it: visitors get a
+//! 503 that says nothing about the file, and the error log gets the exact problem (file,
+//! field, line and column, fix) once a minute at most, however many requests arrive.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("resolve-cfgerr-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One CGI request with the variables Apache sets, the configuration named by RESOLVE_CONFIG.
+fn request(config: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_resolve"))
+        .env_clear()
+        .env("GATEWAY_INTERFACE", "CGI/1.1")
+        .env("SERVER_PROTOCOL", "HTTP/1.1")
+        .env("REQUEST_METHOD", "GET")
+        .env("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
+        .env("REMOTE_ADDR", "203.0.113.9")
+        .env("HTTP_ACCEPT", "text/html")
+        .env("RESOLVE_CONFIG", config)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
+    let dir = temp_dir("position");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        "{\n  \"provider\": {\"preset\": \"realdebrid\", \"token\": \"tok-5e1f0a77\"},\n  \"rules\": [\n    {\"name\": \"ip\", \"key\": \"ip\", \"limit\": 0, \"window_secs\": 60}\n  ]\n}\n",
+    )
+    .unwrap();
+    let mut logged = Vec::new();
+    for _ in 0..5 {
+        let out = request(&config);
+        let answer = text(&out.stdout);
+        assert!(answer.starts_with("Status: 503"), "{answer}");
+        assert!(answer.contains("Retry-After: "), "{answer}");
+        assert!(answer.contains("not set up correctly yet"), "{answer}");
+        for private in ["config.json", "rules", "limit", "line", "tok-5e1f0a77"] {
+            assert!(
+                !answer.contains(private),
+                "{private} in the answer: {answer}"
+            );
+        }
+        logged.push(text(&out.stderr));
+    }
+    let first = &logged[0];
+    assert!(first.contains(&config.display().to_string()), "{first}");
+    assert!(
+        first.contains("rules[0].limit (line 4, column 33)"),
+        "{first}"
+    );
+    assert!(first.contains("must be"), "the fix is said: {first}");
+    assert!(!first.contains("tok-5e1f0a77"), "{first}");
+    for (i, later) in logged.iter().enumerate().skip(1) {
+        assert!(later.is_empty(), "request {i} logged again: {later}");
+    }
+    // A minute on (the stamp moved back), the next request logs once more.
+    let stamp = dir.join(".config-error-logged");
+    std::fs::File::options()
+        .write(true)
+        .open(&stamp)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(61))
+        .unwrap();
+    assert!(text(&request(&config).stderr).contains("rules[0].limit"));
+    assert!(text(&request(&config).stderr).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_syntax_error_is_logged_with_its_position() {
+    let dir = temp_dir("syntax");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        "{\n  \"provider\": {\"kind\": \"echo\"},\n  \"rules\": [\n}\n",
+    )
+    .unwrap();
+    let out = request(&config);
+    assert!(text(&out.stdout).starts_with("Status: 503"));
+    let log = text(&out.stderr);
+    assert!(log.contains("line 4 column 1"), "{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_unreadable_directory_still_logs_every_time() {
+    // Where no stamp can be kept, nothing is lost: each request logs.
+    let dir = temp_dir("nostamp");
+    let config = dir.join("missing").join("config.json");
+    for _ in 0..2 {
+        let out = request(&config);
+        assert!(text(&out.stdout).starts_with("Status: 503"));
+        assert!(text(&out.stderr).contains("cannot read the configuration"));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
