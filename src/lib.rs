@@ -24,6 +24,7 @@ pub mod limiter;
 pub mod link;
 pub mod locate;
 pub mod log;
+pub mod memory_store;
 pub mod mysql_store;
 pub mod negotiate;
 pub mod origin;
