@@ -82,7 +82,11 @@ else
         reset[i] = window
       end
     else
-      redis.call('ZADD', KEYS[i], now, now .. '-' .. used[i])
+      -- A member of its own: after a refund, an earlier request of this millisecond may hold
+      -- the name that the count gives.
+      local seq = used[i]
+      while redis.call('ZSCORE', KEYS[i], now .. '-' .. seq) do seq = seq + 1 end
+      redis.call('ZADD', KEYS[i], now, now .. '-' .. seq)
       redis.call('PEXPIRE', KEYS[i], window)
       if used[i] == 0 then reset[i] = window end
     end
@@ -101,7 +105,7 @@ return out
 /// algorithm. A fixed window counts it only if it started no later (the same window).
 /// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/redis_store.rs checks it against the
 /// server's `SCRIPT LOAD`).
-pub const SCRIPT_SHA1: &str = "2b365d9c86bb93f5b843f0edca6b890fccf38e3a";
+pub const SCRIPT_SHA1: &str = "c4985e20ee84d979e346524de690c5e6aeb5846a";
 
 /// SHA-1 of [`REFUND_SCRIPT`].
 pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
