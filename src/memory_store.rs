@@ -6,8 +6,9 @@
 //! sweeps and the cache all follow the other stores; what it holds lives as long as the
 //! process. Clones are handles of one store: threads that share a clone share every count.
 //!
-//! A key left by a rule of the other algorithm (the configuration changed) starts afresh, as in
-//! the Redis store. For tests of what callers do when a store is down, a store can be told to
+//! As in the Redis store, a sliding key's records that left the window are dropped whenever the
+//! key is read, and a key left by a rule of the other algorithm (the configuration changed)
+//! starts afresh. For tests of what callers do when a store is down, a store can be told to
 //! fail ([`MemoryStore::set_failing`]).
 
 use std::collections::HashMap;
@@ -168,18 +169,22 @@ impl<C: Clock> Store for MemoryStore<C> {
         let now = self.shared.clock.now_ms();
         let mut states = Vec::with_capacity(checks.len());
         for c in checks {
-            let kept = data
-                .keys
-                .get(&c.key)
-                .is_some_and(|e| algorithm_of(&e.state) == c.rule.algorithm);
-            if !kept {
-                data.keys.remove(&c.key);
-            }
-            states.push(
-                data.keys
-                    .get(&c.key)
-                    .map_or_else(|| empty(c.rule.algorithm), |e| e.state.clone()),
-            );
+            let window_ms = c.rule.window_ms();
+            let state = match data.keys.get_mut(&c.key) {
+                Some(e) if algorithm_of(&e.state) == c.rule.algorithm => {
+                    // Records that left the window are dropped whenever the key is read.
+                    if let State::Sliding(times) = &mut e.state {
+                        times.retain(|t| t.saturating_add(window_ms) > now);
+                    }
+                    e.state.clone()
+                }
+                Some(_) => {
+                    data.keys.remove(&c.key);
+                    empty(c.rule.algorithm)
+                }
+                None => empty(c.rule.algorithm),
+            };
+            states.push(state);
         }
         let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
         let outcome = limiter::decide(&rules, &states, now);
@@ -191,16 +196,14 @@ impl<C: Clock> Store for MemoryStore<C> {
                     window_ms: counter.window_ms,
                 },
                 (state, Write::Append) => {
-                    let window_ms = check.rule.window_ms();
                     let mut times = match state {
                         State::Sliding(times) => times,
                         State::Fixed(_) => Vec::new(),
                     };
-                    times.retain(|t| t.saturating_add(window_ms) > outcome.now_ms);
                     times.push(outcome.now_ms);
                     Entry {
                         state: State::Sliding(times),
-                        window_ms,
+                        window_ms: check.rule.window_ms(),
                     }
                 }
             };
@@ -380,7 +383,7 @@ mod tests {
         }
         store.refund(&c, first).unwrap();
         assert!(store.decide(&c).unwrap().is_admit(), "the first taken back");
-        // Records older than the window are dropped when the next one is written.
+        // Records older than the window are dropped when the key is read.
         store.clock().set_ms(1_000 + 4_000 + 10_000);
         assert!(store.decide(&c).unwrap().is_admit());
         assert_eq!(store.state("k"), Some(State::Sliding(vec![15_000])));
