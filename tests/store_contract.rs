@@ -42,9 +42,14 @@
 //! rows, sweeps and `check` (mysql_store.rs), Redis key expiries, a rule changing type, sockets
 //! and ACL users (redis_store.rs; loading the script by its SHA-1 is in fastcgi.rs), each
 //! store's protocol and file system faults (storage_faults.rs).
+//!
+//! `differential::redis_script_decides_as_the_rust_limiter` holds the Redis store's Lua script
+//! to the Rust limiter: random request sequences, decided by both, step by step alike.
 
 mod support;
 
+#[path = "store_contract/differential.rs"]
+mod differential;
 #[path = "store_contract/handles.rs"]
 mod handles;
 #[path = "store_contract/served.rs"]

@@ -69,6 +69,11 @@ impl TestClock {
     pub fn advance_to(&self, ms: u64) {
         self.0.fetch_max(ms, Ordering::SeqCst);
     }
+
+    /// Sets the clock to `ms`, backward too.
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
 }
 
 impl Clock for TestClock {
