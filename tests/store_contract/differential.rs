@@ -205,6 +205,17 @@ struct Seen {
     backwards: usize,
 }
 
+/// The checks of the rules `picked` (indices in `rules`) for the client `who`.
+fn checks_of<'a>(rules: &'a [Rule], picked: &[usize], who: &str) -> Vec<Check<'a>> {
+    picked
+        .iter()
+        .map(|&i| Check {
+            rule: &rules[i],
+            key: rules[i].key_for(who),
+        })
+        .collect()
+}
+
 fn run(redis: &Redis, seed: u64) -> Seen {
     let mut script = Script::load(redis);
     match script.run(&[b"FLUSHALL"]) {
@@ -278,13 +289,7 @@ fn run(redis: &Redis, seed: u64) -> Seen {
             } else {
                 at
             };
-            let checks: Vec<Check<'_>> = picked
-                .iter()
-                .map(|&i| Check {
-                    rule: &rules[i],
-                    key: rules[i].key_for(who),
-                })
-                .collect();
+            let checks = checks_of(&rules, &picked, who);
             // Not across a change of algorithm: the refund script expects a key of the rule's
             // own type (a request refunds what it was just admitted with).
             let changed = checks.iter().any(|c| {
@@ -329,13 +334,7 @@ fn run(redis: &Redis, seed: u64) -> Seen {
             }
         };
         last = Some((who, picked.clone()));
-        let checks: Vec<Check<'_>> = picked
-            .iter()
-            .map(|&i| Check {
-                rule: &rules[i],
-                key: rules[i].key_for(who),
-            })
-            .collect();
+        let checks = checks_of(&rules, &picked, who);
         let expected = reference.decide(&checks).expect("the memory store decides");
         let got = script.decide(&checks, now);
         let line = format!(

@@ -128,26 +128,43 @@ pub trait StoreUnderTest {
     /// Sweeps remove what ended, without grace.
     fn open(&self, rules: &[Rule]) -> Box<dyn Store>;
 
+    /// The clock its handles decide by, when the test holds it (None: the server's clock,
+    /// which is this machine's).
+    fn held_clock(&self) -> Option<&TestClock> {
+        None
+    }
+
     /// The time handles decide by now.
     fn now_ms(&self) -> u64 {
-        wall_ms()
+        self.held_clock().map_or_else(wall_ms, Clock::now_ms)
     }
 
     /// Makes it `ms` for the handles: moves a held clock there, or waits for the server's.
     fn wait_until(&self, ms: u64) {
-        sleep_until(ms);
+        match self.held_clock() {
+            Some(clock) => clock.advance_to(ms),
+            None => sleep_until(ms),
+        }
     }
 
     /// A moment just before `edge` that a decision can still be made at: 1 ms before with a
     /// held clock, a little more with a server's (the request must travel).
     fn just_before(&self, edge: u64) -> u64 {
-        edge - 250
+        if self.held_clock().is_some() {
+            edge - 1
+        } else {
+            edge - 250
+        }
     }
 
     /// A moment at which what ends at `edge` has surely ended for the store: `edge` itself
     /// with a held clock; a little after with a server's.
     fn past(&self, edge: u64) -> u64 {
-        edge + 100
+        if self.held_clock().is_some() {
+            edge
+        } else {
+            edge + 100
+        }
     }
 
     /// How many requests the backing store holds for `key` as `algorithm` keeps them (a fixed

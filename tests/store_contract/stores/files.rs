@@ -5,7 +5,6 @@ use std::fs::{self, File};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use resolve::clock::Clock;
 use resolve::config::Config;
 use resolve::file_store::FileStore;
 use resolve::rule::{Algorithm, Rule};
@@ -92,20 +91,8 @@ impl StoreUnderTest for InFiles {
         Box::new(self.handle())
     }
 
-    fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
-    }
-
-    fn wait_until(&self, ms: u64) {
-        self.clock.advance_to(ms);
-    }
-
-    fn just_before(&self, edge: u64) -> u64 {
-        edge - 1
-    }
-
-    fn past(&self, edge: u64) -> u64 {
-        edge
+    fn held_clock(&self) -> Option<&TestClock> {
+        Some(&self.clock)
     }
 
     fn counted(&self, key: &str, algorithm: Algorithm) -> u64 {

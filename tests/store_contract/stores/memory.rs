@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use resolve::clock::Clock;
 use resolve::limiter::State;
 use resolve::memory_store::MemoryStore;
 use resolve::rule::{Algorithm, Rule};
@@ -33,20 +32,8 @@ impl StoreUnderTest for InMemory {
         Box::new(self.store.clone())
     }
 
-    fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
-    }
-
-    fn wait_until(&self, ms: u64) {
-        self.clock.advance_to(ms);
-    }
-
-    fn just_before(&self, edge: u64) -> u64 {
-        edge - 1
-    }
-
-    fn past(&self, edge: u64) -> u64 {
-        edge
+    fn held_clock(&self) -> Option<&TestClock> {
+        Some(&self.clock)
     }
 
     fn counted(&self, key: &str, algorithm: Algorithm) -> u64 {
