@@ -2,6 +2,7 @@
 //! stores themselves are in the modules below; `open` builds the one the configuration names.
 
 pub mod file;
+pub mod memory;
 pub mod mysql;
 pub mod open;
 pub mod redis;

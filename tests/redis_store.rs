@@ -1,23 +1,19 @@
-//! The Redis store under a real Apache (mod_cgid) and a real redis-server: exact limits under concurrent load for fixed and sliding windows, one limit shared by two web servers, an expiry on every key, sliding-window timing, a rule changing algorithm, a server that dies, slows down, hangs or refuses (over TCP and over its socket), passwords and ACL users with `resolve check`, and the Unix socket.
+//! What only the Redis store does, under a real Apache (mod_cgid) and a real redis-server: an expiry on every key, a rule changing algorithm (the key changes type), a server that hangs while reached over its socket, passwords of the default user and of ACL users in every form with `resolve check`, and the Unix socket. What every store does (exact limits under load, two web servers sharing one limit, sliding windows, a server killed, slow or refusing the password) is in store_contract.rs.
 
 mod support;
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::config;
-use support::delay_proxy::Mode;
 use support::redis::{Resp, Via};
 use support::urlenc::{encode, link_param};
-use support::{
-    Apache, DelayProxy, HttpClient, Provider, Redis, Request, Response, TempDir, binary,
-};
+use support::{Apache, HttpClient, Provider, Redis, Request, Response, TempDir, binary};
 
 /// Store timeouts every test configures, in milliseconds.
 const CONNECT_MS: u64 = 500;
@@ -148,19 +144,9 @@ fn program_lines(log: &str) -> Vec<String> {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as u64
-}
-
-/// An answer with when it was asked and answered (ms since the epoch, the clock Redis's
-/// `TIME` reads on this machine).
+/// An answer and how long it took.
 struct Timed {
     r: Response,
-    sent: u64,
-    recv: u64,
     took: Duration,
 }
 
@@ -182,7 +168,6 @@ fn target(i: usize) -> String {
 fn ask(client: &HttpClient, accept: &str) -> Timed {
     let target = fresh_target();
     let req = Request::get(&target).header("Accept", accept);
-    let sent = now_ms();
     let began = Instant::now();
     let r = client
         .send(&req)
@@ -190,8 +175,6 @@ fn ask(client: &HttpClient, accept: &str) -> Timed {
     Timed {
         r,
         took: began.elapsed(),
-        sent,
-        recv: now_ms(),
     }
 }
 
@@ -388,153 +371,7 @@ fn effective_config(out: &str) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Bursts from one address: exactly the limit, for both algorithms
-
-fn burst_runs(algorithm: &str) {
-    const LIMIT: usize = 30;
-    const WINDOW: u64 = 3600;
-    let redis = Redis::builder(&format!("burst-{algorithm}")).start();
-    let site = Site::start(
-        &format!("burst-{algorithm}"),
-        tcp_store(redis.port(), "deny"),
-        vec![rule(algorithm, algorithm, LIMIT as u64, WINDOW)],
-    );
-    let policy = format!("\"{algorithm}\";q={LIMIT};w={WINDOW}");
-    let mut expected_keys = Vec::new();
-    for run in 0..3 {
-        let source = format!("127.0.0.{}", 10 + run);
-        let client = site.client(&source);
-        let calls_before = site.provider.calls();
-        let began = Instant::now();
-        let answers = par_map(300, 32, |_| ask(&client, "text/plain"));
-        let took = began.elapsed();
-        let calls = site.provider.calls() - calls_before;
-        let (ok, limited) = (count(&answers, 200), count(&answers, 429));
-        eprintln!(
-            "{algorithm} run {run} from {source}: {calls} provider calls, {ok} x 200, {limited} x 429, \
-             in {took:?}; latency {}",
-            spread(&answers)
-        );
-        let others: Vec<String> = answers
-            .iter()
-            .filter(|a| a.r.status != 200 && a.r.status != 429)
-            .map(|a| a.r.everything())
-            .collect();
-        assert!(others.is_empty(), "answers other than 200/429: {others:#?}");
-        assert_eq!(calls, LIMIT, "{algorithm} run {run}: paid provider calls");
-        assert_eq!((ok, limited), (LIMIT, 300 - LIMIT), "{algorithm} run {run}");
-
-        // Each admitted request got its own provider answer.
-        let got: BTreeSet<String> = answers
-            .iter()
-            .filter(|a| a.r.status == 200)
-            .map(|a| a.r.text())
-            .collect();
-        let want: BTreeSet<String> = (calls_before + 1..=calls_before + LIMIT)
-            .map(|n| format!("https://cdn.test/file/{n}\n"))
-            .collect();
-        assert_eq!(got, want, "{algorithm} run {run}: bodies of the 200s");
-
-        // Every refusal says how long to wait: the window opened during this run, so the wait
-        // is the window minus at most the run's duration.
-        let lowest = WINDOW - took.as_secs() - 1;
-        for a in answers.iter().filter(|a| a.r.status == 429) {
-            let ra = retry_after(&a.r);
-            assert!(
-                (lowest..=WINDOW).contains(&ra),
-                "{algorithm} run {run}: Retry-After {ra} not in {lowest}..={WINDOW}:\n{}",
-                a.r.everything()
-            );
-            assert_eq!(
-                a.r.header("RateLimit-Policy"),
-                Some(policy.as_str()),
-                "{}",
-                a.r.everything()
-            );
-        }
-
-        // The store counted the admitted requests and none of the refused ones.
-        let key = format!("resolve:{algorithm}:{source}");
-        assert_eq!(counted(&redis, 0, &key), LIMIT as i64, "{key}");
-        expected_keys.push(key);
-    }
-    // 3. Every key written has an expiry within its window.
-    eprintln!("{algorithm}: keys after the runs:");
-    let keys = assert_every_key_expires(&redis, 0, &[(algorithm, WINDOW)]);
-    expected_keys.sort();
-    assert_eq!(keys, expected_keys);
-    assert!(
-        site.lines_since(0).is_empty(),
-        "the binary logged during healthy runs: {:#?}",
-        site.lines_since(0)
-    );
-}
-
-#[test]
-fn fixed_window_bursts_of_300_admit_exactly_30() {
-    burst_runs("fixed");
-}
-
-#[test]
-fn sliding_window_bursts_of_300_admit_exactly_30() {
-    burst_runs("sliding");
-}
-
-// ---------------------------------------------------------------------------------------------
-// 2. Two web servers, one Redis, one limit
-
-#[test]
-fn two_apaches_sharing_one_redis_share_one_limit() {
-    const LIMIT: usize = 30;
-    let redis = Redis::builder("shared").start();
-    let store = url_store(&redis.url(), "deny");
-    let a = Site::start(
-        "shared-a",
-        store.clone(),
-        vec![rule("fixed", "fixed", 30, 3600)],
-    );
-    let b = Site::start("shared-b", store, vec![rule("fixed", "fixed", 30, 3600)]);
-    for (run, algorithm) in ["fixed", "sliding"].into_iter().enumerate() {
-        let rules = vec![rule(algorithm, algorithm, LIMIT as u64, 3600)];
-        a.configure(url_store(&redis.url(), "deny"), rules.clone());
-        b.configure(url_store(&redis.url(), "deny"), rules);
-        let source = format!("127.0.0.{}", 20 + run);
-        let clients = [a.client(&source), b.client(&source)];
-        let before = (a.provider.calls(), b.provider.calls());
-        let began = Instant::now();
-        let answers = par_map(300, 32, |i| ask(&clients[i % 2], "text/plain"));
-        let calls = (a.provider.calls() - before.0, b.provider.calls() - before.1);
-        eprintln!(
-            "{algorithm}: 150 requests to each of two Apaches at once in {:?}: provider calls {} + {} = {}",
-            began.elapsed(),
-            calls.0,
-            calls.1,
-            calls.0 + calls.1
-        );
-        assert_eq!(
-            (count(&answers, 200), count(&answers, 429)),
-            (LIMIT, 300 - LIMIT),
-            "{algorithm}: {:?}",
-            statuses(&answers)
-        );
-        assert_eq!(calls.0 + calls.1, LIMIT, "{algorithm}: paid provider calls");
-        assert!(
-            calls.0 > 0 && calls.1 > 0,
-            "{algorithm}: one Apache admitted nothing ({calls:?})"
-        );
-        let key = format!("resolve:{algorithm}:{source}");
-        assert_eq!(counted(&redis, 0, &key), LIMIT as i64, "{key}");
-    }
-    eprintln!("shared: keys after the runs:");
-    let keys = assert_every_key_expires(&redis, 0, &[("fixed", 3600), ("sliding", 3600)]);
-    assert_eq!(
-        keys,
-        ["resolve:fixed:127.0.0.20", "resolve:sliding:127.0.0.21"]
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// 3. Every key has an expiry within its rule's window, and goes when it ends
+// 1. Every key has an expiry within its rule's window, and goes when it ends
 
 #[test]
 fn every_key_written_expires_within_its_rules_window() {
@@ -651,459 +488,7 @@ fn a_rule_that_changes_algorithm_keeps_limiting() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. Sliding window timing
-
-/// One request of the sliding test, with the server's time of its admission.
-struct Hit {
-    n: usize,
-    status: u16,
-    sent: u64,
-    /// The admission's score in the sorted set (the server's clock), for a 200.
-    at: Option<u64>,
-    retry_after: Option<u64>,
-}
-
-struct SlidingCheck<'a> {
-    site: &'a Site,
-    redis: &'a Redis,
-    client: HttpClient,
-    key: String,
-    limit: usize,
-    window_ms: u64,
-    /// Server times of every admission so far.
-    admitted: Vec<u64>,
-    n: usize,
-}
-
-impl SlidingCheck<'_> {
-    /// When the window next has room: the `limit`-th newest admission plus the window.
-    fn room_at(&self) -> u64 {
-        if self.admitted.len() < self.limit {
-            return 0;
-        }
-        self.admitted[self.admitted.len() - self.limit] + self.window_ms
-    }
-
-    /// Sends one request and checks it against an exact sliding window: admitted only when
-    /// fewer than `limit` admissions are younger than the window at its time; refused only
-    /// when it was sent before the window had room; `Retry-After` the seconds (rounded up)
-    /// from its time until there is room.
-    fn hit(&mut self) -> Hit {
-        self.n += 1;
-        let room_at = self.room_at();
-        let t = ask(&self.client, "text/plain");
-        let mut hit = Hit {
-            n: self.n,
-            status: t.r.status,
-            sent: t.sent,
-            at: None,
-            retry_after: None,
-        };
-        match t.r.status {
-            200 => {
-                let newest = strings(
-                    redis_cmd(
-                        self.redis,
-                        0,
-                        &["ZRANGE", &self.key, "-1", "-1", "WITHSCORES"],
-                    ),
-                    "ZRANGE",
-                );
-                let at: u64 = newest
-                    .get(1)
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or_else(|| panic!("request {}: newest entry {newest:?}", self.n));
-                assert!(
-                    (t.sent..=t.recv).contains(&at),
-                    "request {}: admitted at {at}, outside its request ({}..={})",
-                    self.n,
-                    t.sent,
-                    t.recv
-                );
-                assert!(
-                    at >= room_at,
-                    "request {} admitted at {at}, {} ms before the window had room (at {room_at}); \
-                     admissions so far: {:?}",
-                    self.n,
-                    room_at - at,
-                    self.admitted
-                );
-                self.admitted.push(at);
-                hit.at = Some(at);
-            }
-            429 => {
-                assert!(
-                    t.sent < room_at,
-                    "request {} refused although sent at {}, {} ms after the window had room \
-                     (at {room_at}); admissions so far: {:?}\n{}",
-                    self.n,
-                    t.sent,
-                    t.sent.saturating_sub(room_at),
-                    self.admitted,
-                    t.r.everything()
-                );
-                let ra = retry_after(&t.r);
-                let secs = |from: u64| room_at.saturating_sub(from).div_ceil(1000).max(1);
-                let (lo, hi) = (secs(t.recv), secs(t.sent));
-                assert!(
-                    (lo..=hi).contains(&ra),
-                    "request {}: Retry-After {ra}, but the window has room at {room_at}, \
-                     {}..{} ms after the request's time: expected {lo}..={hi}",
-                    self.n,
-                    room_at.saturating_sub(t.recv),
-                    room_at.saturating_sub(t.sent)
-                );
-                hit.retry_after = Some(ra);
-            }
-            _ => panic!(
-                "request {}: unexpected answer\n{}",
-                self.n,
-                t.r.everything()
-            ),
-        }
-        assert_eq!(self.site.provider.calls(), self.admitted.len());
-        let origin = self.admitted.first().copied().unwrap_or(hit.sent);
-        eprintln!(
-            "  request {:>2}: sent at +{:>4} ms: {}{}",
-            hit.n,
-            hit.sent.saturating_sub(origin),
-            hit.status,
-            match (hit.at, hit.retry_after) {
-                (Some(at), _) => format!(" (admitted at +{} ms)", at.saturating_sub(origin)),
-                (_, Some(ra)) => format!(
-                    " Retry-After {ra} (room at +{} ms)",
-                    room_at.saturating_sub(origin)
-                ),
-                _ => String::new(),
-            }
-        );
-        hit
-    }
-
-    /// Asks every 100 ms until admitted (each answer checked as above).
-    fn until_admitted(&mut self, deadline: u64) -> Hit {
-        loop {
-            let h = self.hit();
-            if h.status == 200 {
-                return h;
-            }
-            assert!(
-                now_ms() < deadline,
-                "not admitted by {deadline} (room at {})",
-                self.room_at()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-fn sleep_until(t: u64) {
-    let now = now_ms();
-    if t > now {
-        std::thread::sleep(Duration::from_millis(t - now));
-    }
-}
-
-#[test]
-fn sliding_window_admits_again_exactly_as_old_hits_age_out() {
-    let redis = Redis::builder("sliding").start();
-    let site = Site::start(
-        "sliding",
-        tcp_store(redis.port(), "deny"),
-        vec![rule("slide", "sliding", 3, 3)],
-    );
-    let mut s = SlidingCheck {
-        site: &site,
-        redis: &redis,
-        client: site.client("127.0.0.30"),
-        key: "resolve:slide:127.0.0.30".to_string(),
-        limit: 3,
-        window_ms: 3000,
-        admitted: Vec::new(),
-        n: 0,
-    };
-    eprintln!("sliding window, 3 per 3 s (times from the first admission):");
-    // A at 0; B and C at 1.5 s; then full until A is 3 s old.
-    let a = s.hit();
-    assert_eq!(a.status, 200);
-    let a_at = a.at.expect("admitted");
-    sleep_until(a_at + 1500);
-    assert_eq!(s.hit().status, 200, "B");
-    let c = s.hit();
-    assert_eq!(c.status, 200, "C");
-    let d = s.hit();
-    assert_eq!(d.status, 429, "D: three within 3 s");
-
-    // Admitted again as soon as A leaves the window, not before.
-    let f = s.until_admitted(a_at + 5000);
-    let f_at = f.at.expect("admitted");
-    eprintln!(
-        "  admitted again {} ms after the first admission left the window",
-        f_at - (a_at + 3000)
-    );
-    assert!(
-        f_at < a_at + 3000 + 1000,
-        "admitted only at +{} ms",
-        f_at - a_at
-    );
-
-    // Here a fixed window that opened at A would have started afresh with room for three; the
-    // sliding window still holds B and C and has room for exactly one (F).
-    let g = s.hit();
-    assert_eq!(
-        g.status, 429,
-        "G, right after F: B and C are younger than 3 s, so the window is full"
-    );
-
-    // Room again as B leaves, then full again.
-    s.until_admitted(a_at + 7000);
-    let mut last = s.hit();
-    if last.status == 200 {
-        last = s.hit();
-    }
-    assert_eq!(last.status, 429, "the window is full again");
-    assert_eq!(site.provider.calls(), s.admitted.len());
-    eprintln!("{} requests, {} admitted", s.n, s.admitted.len());
-
-    let keys = assert_every_key_expires(&redis, 0, &[("slide", 3)]);
-    assert_eq!(keys, [s.key.clone()]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// 5. Redis killed, slow, hung or refusing
-
-/// Kills Redis while requests from an address over its limit keep coming: each is answered
-/// within the timeouts, by the policy, with one error line; after a restart the limit applies
-/// again with nothing done by hand.
-fn killed_mid_run(policy: &str) {
-    const LIMIT: usize = 5;
-    let mut redis = Redis::builder(&format!("kill-{policy}")).start();
-    let place = format!("redis store at 127.0.0.1:{}", redis.port());
-    let site = Site::start(
-        &format!("kill-{policy}"),
-        tcp_store(redis.port(), policy),
-        vec![rule("ip", "fixed", LIMIT as u64, 3600)],
-    );
-    let client = site.client("127.0.0.40");
-    let json_accept = "application/json";
-
-    // Up: the limit applies.
-    let answers: Vec<Timed> = (0..8).map(|_| ask(&client, json_accept)).collect();
-    assert_eq!(statuses(&answers), [200, 200, 200, 200, 200, 429, 429, 429]);
-    assert_eq!(site.provider.calls(), LIMIT);
-
-    // Killed while a stream of requests (4 at a time) is under way.
-    let mark = site.log_mark();
-    let calls_before = site.provider.calls();
-    let done = AtomicUsize::new(0);
-    let stream = std::thread::scope(|s| {
-        let stream = s.spawn(|| {
-            par_map(60, 4, |_| {
-                let a = ask(&client, json_accept);
-                done.fetch_add(1, Ordering::SeqCst);
-                a
-            })
-        });
-        while done.load(Ordering::SeqCst) < 10 {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        redis.kill();
-        stream.join().expect("stream of requests")
-    });
-    let policy_status = if policy == "allow" { 200 } else { 503 };
-    let (limited, answered) = (count(&stream, 429), count(&stream, policy_status));
-    let calls = site.provider.calls() - calls_before;
-    let all_lines = site.lines_since(mark);
-    let lines = errors(&all_lines);
-    eprintln!(
-        "on_error {policy}: Redis killed after 10 of 60 answers: {limited} x 429 before, {answered} x \
-         {policy_status}; {calls} provider calls; {} error lines ({} lines in all); latency {}",
-        lines.len(),
-        all_lines.len(),
-        spread(&stream)
-    );
-    assert_eq!(
-        limited + answered,
-        60,
-        "answers other than 429 and {policy_status}: {:?}",
-        statuses(&stream)
-    );
-    assert!(
-        answered >= 30,
-        "only {answered} of 50 requests after the kill got the policy answer"
-    );
-    assert_latency(
-        &stream,
-        Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN,
-        "Redis down",
-    );
-    for a in &stream {
-        match a.r.status {
-            429 => {
-                retry_after(&a.r);
-            }
-            200 => {
-                assert!(
-                    a.r.json()["download"]
-                        .as_str()
-                        .is_some_and(|d| d.starts_with("https://cdn.test/file/")),
-                    "{}",
-                    a.r.everything()
-                );
-            }
-            _ => {
-                assert_eq!(retry_after(&a.r), DENY_RETRY_AFTER, "{}", a.r.everything());
-                assert_eq!(
-                    a.r.json()["code"],
-                    "store_unavailable",
-                    "{}",
-                    a.r.everything()
-                );
-            }
-        }
-    }
-    // Every answer given without the store is logged once, naming the store; the address is
-    // over its limit, so each 200 is such an answer, and each paid for.
-    let expected_line = if policy == "allow" {
-        "store failed, answering anyway (store.on_error is allow)"
-    } else {
-        "store failed, refusing (store.on_error is deny)"
-    };
-    assert_eq!(
-        lines.len(),
-        answered,
-        "one error line per request answered without the store:\n{}",
-        lines.join("\n")
-    );
-    for l in &lines {
-        assert!(
-            l.contains("resolve: error: ") && l.contains(expected_line) && l.contains(&place),
-            "{l}"
-        );
-    }
-    assert_eq!(
-        calls,
-        if policy == "allow" { answered } else { 0 },
-        "provider calls while Redis was down"
-    );
-
-    // Back (empty: no persistence). Limiting resumes by itself.
-    redis.restart();
-    let mark = site.log_mark();
-    let calls_before = site.provider.calls();
-    let answers: Vec<Timed> = (0..8).map(|_| ask(&client, json_accept)).collect();
-    assert_eq!(statuses(&answers), [200, 200, 200, 200, 200, 429, 429, 429]);
-    assert_eq!(site.provider.calls() - calls_before, LIMIT);
-    assert_eq!(counted(&redis, 0, "resolve:ip:127.0.0.40"), LIMIT as i64);
-    assert!(
-        site.lines_since(mark).is_empty(),
-        "{:?}",
-        site.lines_since(mark)
-    );
-}
-
-#[test]
-fn redis_killed_mid_run_with_on_error_allow_answers_200_then_limits_after_restart() {
-    killed_mid_run("allow");
-}
-
-#[test]
-fn redis_killed_mid_run_with_on_error_deny_answers_503_then_limits_after_restart() {
-    killed_mid_run("deny");
-}
-
-#[test]
-fn slow_hung_or_refusing_redis_is_answered_within_the_timeout_by_policy() {
-    let redis = Redis::builder("slow").start();
-    let proxy = DelayProxy::start(redis.addr());
-    let place = format!("redis store at 127.0.0.1:{}", proxy.port());
-    let rules = vec![rule("ip", "fixed", 3, 3600)];
-    let site = Site::start("slow", tcp_store(proxy.port(), "deny"), rules.clone());
-    // Through the proxy, without delay, the store works.
-    let c = site.client("127.0.0.50");
-    let first: Vec<u16> = (0..4).map(|_| ask(&c, "text/plain").r.status).collect();
-    assert_eq!(first, [200, 200, 200, 429]);
-
-    let delay = Duration::from_millis(4 * READ_MS);
-    let cases = [
-        ("slow", "timed out: see store.read_timeout_ms"),
-        ("hung", "timed out: see store.read_timeout_ms"),
-        ("refusing", "is the server running?"),
-    ];
-    for (n, (state, hint)) in cases.into_iter().enumerate() {
-        match state {
-            "slow" => proxy.set_delay(delay),
-            "hung" => {
-                proxy.set_delay(Duration::ZERO);
-                proxy.set_mode(Mode::Hang);
-            }
-            _ => proxy.set_mode(Mode::Refuse),
-        }
-        for (p, policy) in ["allow", "deny"].into_iter().enumerate() {
-            site.configure(tcp_store(proxy.port(), policy), rules.clone());
-            let client = site.client(&format!("127.0.0.{}", 51 + 2 * n + p));
-            let mark = site.log_mark();
-            let calls_before = site.provider.calls();
-            let answers = par_map(4, 4, |_| ask(&client, "application/json"));
-            let calls = site.provider.calls() - calls_before;
-            let all_lines = site.lines_since(mark);
-            let lines = errors(&all_lines);
-            eprintln!(
-                "{state} Redis, on_error {policy}: {:?}; {calls} provider calls; {} error lines \
-                 ({} in all); latency {}",
-                statuses(&answers),
-                lines.len(),
-                all_lines.len(),
-                spread(&answers)
-            );
-            // Well under the slow proxy's round trip (2 × 2 s) and a hung server's forever.
-            let bound = Duration::from_millis(CONNECT_MS + READ_MS) + MARGIN;
-            assert_latency(&answers, bound, &format!("{state} Redis"));
-            if state != "refusing" {
-                for a in &answers {
-                    assert!(
-                        a.took >= Duration::from_millis(READ_MS - 50),
-                        "{state} Redis: answered in {:?}, before the read timeout",
-                        a.took
-                    );
-                }
-            }
-            if policy == "allow" {
-                assert_eq!(statuses(&answers), [200; 4]);
-                assert_eq!(calls, 4);
-            } else {
-                assert_eq!(statuses(&answers), [503; 4]);
-                for a in &answers {
-                    assert_eq!(retry_after(&a.r), DENY_RETRY_AFTER);
-                    assert_eq!(a.r.json()["code"], "store_unavailable");
-                }
-                assert_eq!(calls, 0);
-            }
-            assert_eq!(
-                lines.len(),
-                4,
-                "one error line per request:\n{}",
-                lines.join("\n")
-            );
-            for l in &lines {
-                assert!(
-                    l.contains(&place)
-                        && l.contains(hint)
-                        && l.contains(&format!("on_error is {policy}")),
-                    "{state}: {l}"
-                );
-            }
-        }
-    }
-
-    // Forwarding again without delay: the store is used again.
-    proxy.set_mode(Mode::Forward);
-    proxy.set_delay(Duration::ZERO);
-    site.configure(tcp_store(proxy.port(), "deny"), rules);
-    let c = site.client("127.0.0.59");
-    let again: Vec<u16> = (0..4).map(|_| ask(&c, "text/plain").r.status).collect();
-    assert_eq!(again, [200, 200, 200, 429]);
-}
+// 2. A Redis that hangs, reached over its socket
 
 /// Sends SIGCONT to a stopped process when dropped, even when the test fails.
 struct StoppedProcess(u32);
@@ -1181,7 +566,7 @@ fn hung_redis_over_the_socket_is_answered_within_the_timeout_by_policy() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 6. Passwords and ACL users
+// 3. Passwords and ACL users
 
 const PW_DEFAULT: &str = "rq-P@ss:w0rd%REDISPW1";
 const PW_ACL: &str = "acl-P@ss/w0rd:REDISPW2";
@@ -1279,25 +664,9 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
     }
 
     // Wrong credentials: every request gets the policy answer and a line saying so.
+    // A wrong password for the default user, in a field or in the URL, is in
+    // store_contract.rs with every other store that has credentials.
     let bad: Vec<(&str, &str, &str, Value)> = vec![
-        (
-            "wrong password field",
-            "allow",
-            "WRONGPASS",
-            with_policy(
-                json!({"host": "127.0.0.1", "port": a.port(), "password": PW_WRONG}),
-                "allow",
-            ),
-        ),
-        (
-            "wrong password in the URL",
-            "deny",
-            "WRONGPASS",
-            url_store(
-                &format!("redis://:{}@127.0.0.1:{}/0", encode(PW_WRONG), a.port()),
-                "deny",
-            ),
-        ),
         ("no password", "deny", "NOAUTH", tcp_store(a.port(), "deny")),
         (
             "ACL user with a wrong password in the URL",
@@ -1401,7 +770,7 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 7. The Unix socket
+// 4. The Unix socket
 
 #[test]
 fn unix_socket_by_url_and_by_field_works_and_limits() {

@@ -140,9 +140,14 @@ main() {
     # The tests that run the binary under Apache through the harness (resolve_cgi), once more
     # with mod_fcgid (FastCGI) instead of mod_cgid. Files that choose the mode themselves are not
     # repeated, nor those that set up their own handlers.
-    local apache_tests=() file
+    # A test's own modules, in tests/NAME/ beside tests/NAME.rs, count as part of it.
+    local apache_tests=() file sources
     for file in tests/*.rs; do
-        if grep -Eq '\.resolve_(cgi|program)\(' "$file" && ! grep -Eq '\.mode\(Mode::(Cgid|Fcgid)\)' "$file"; then
+        sources=("$file")
+        if [ -d "${file%.rs}" ]; then
+            sources+=("${file%.rs}")
+        fi
+        if grep -rEq '\.resolve_(cgi|program)\(' "${sources[@]}" && ! grep -rEq '\.mode\(Mode::(Cgid|Fcgid)\)' "${sources[@]}"; then
             apache_tests+=(--test "$(basename "$file" .rs)")
         fi
     done

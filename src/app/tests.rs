@@ -1,86 +1,14 @@
 //! Tests of one request from start to answer, on a store in memory and a counting provider.
 
 use super::*;
-use crate::core::clock::{Clock, FakeClock};
-use crate::core::limiter::{self, State, Write};
+use crate::core::clock::FakeClock;
 use crate::log::MemoryLog;
 use crate::provider::EchoProvider;
 use crate::provider::resolved::Resolved;
-use crate::store::{StoreError, SweepReport};
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use crate::store::memory::MemoryStore;
+use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
-
-/// A store in memory, running the same limiter, or failing on demand.
-struct MemoryStore {
-    clock: FakeClock,
-    counters: RefCell<HashMap<String, State>>,
-    cache: RefCell<HashMap<String, Vec<u8>>>,
-    fail: Cell<bool>,
-}
-
-impl Store for MemoryStore {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
-        if self.fail.get() {
-            return Err(StoreError::unavailable("disk on fire"));
-        }
-        let mut counters = self.counters.borrow_mut();
-        let rules: Vec<_> = checks.iter().map(|c| c.rule).collect();
-        let states: Vec<_> = checks
-            .iter()
-            .map(|c| counters.get(&c.key).cloned().unwrap_or(State::Fixed(None)))
-            .collect();
-        let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
-        for (c, w) in checks.iter().zip(outcome.writes) {
-            if let Write::Counter(w) = w {
-                counters.insert(c.key.clone(), State::Fixed(Some(w)));
-            }
-        }
-        Ok(outcome.decision)
-    }
-    fn sweep(&self, _: Option<Duration>) -> Result<SweepReport, StoreError> {
-        Ok(SweepReport::default())
-    }
-    fn probe(&self) -> Result<String, StoreError> {
-        Ok("memory".into())
-    }
-    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        let mut counters = self.counters.borrow_mut();
-        for c in checks {
-            if let Some(State::Fixed(Some(counter))) = counters.get(&c.key).cloned()
-                && let Some(back) = limiter::refunded(counter, at_ms)
-            {
-                counters.insert(c.key.clone(), State::Fixed(Some(back)));
-            }
-        }
-        Ok(())
-    }
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        Ok(self.cache.borrow().get(key).cloned())
-    }
-    fn cache_put(&self, key: &str, value: &[u8], _: Duration) -> Result<(), StoreError> {
-        self.cache
-            .borrow_mut()
-            .insert(key.to_owned(), value.to_vec());
-        Ok(())
-    }
-    fn cache_claim(&self, key: &str, value: &[u8], _: Duration) -> Result<bool, StoreError> {
-        let mut cache = self.cache.borrow_mut();
-        if cache.contains_key(key) {
-            return Ok(false);
-        }
-        cache.insert(key.to_owned(), value.to_vec());
-        Ok(true)
-    }
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let mut cache = self.cache.borrow_mut();
-        if cache.get(key).map(Vec::as_slice) == Some(value) {
-            cache.remove(key);
-        }
-        Ok(())
-    }
-}
 
 /// Counts calls and answers as told.
 struct Counting {
@@ -114,13 +42,9 @@ fn config(text: &str) -> Config {
     Config::from_json(&v.to_string(), Path::new("/nonexistent")).unwrap()
 }
 
-fn store() -> MemoryStore {
-    MemoryStore {
-        clock: FakeClock::at(1_000_000),
-        counters: RefCell::default(),
-        cache: RefCell::default(),
-        fail: Cell::new(false),
-    }
+/// A store in memory, running the same limiter; `set_failing` makes it fail on demand.
+fn store() -> MemoryStore<FakeClock> {
+    MemoryStore::new(FakeClock::at(1_000_000), Duration::ZERO)
 }
 
 fn get(addr: &str, query: &str) -> Env {
@@ -134,7 +58,7 @@ const LINK: &str = "link=https%3A%2F%2Fhost.example%2Ff";
 
 fn run(
     cfg: &Config,
-    store: &MemoryStore,
+    store: &MemoryStore<FakeClock>,
     provider: &dyn Provider,
     env: &Env,
 ) -> (Answer, MemoryLog) {
@@ -166,7 +90,7 @@ fn refused_requests_never_reach_the_provider() {
         run(&cfg, &s, &p, &get("192.0.2.2", LINK)).0.response.status,
         200
     );
-    s.clock.advance_ms(60_000);
+    s.clock().advance_ms(60_000);
     assert_eq!(
         run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
         200
@@ -206,7 +130,7 @@ fn head_is_counted_but_never_paid() {
 fn bad_input_is_refused_before_the_store_and_logged() {
     let cfg = config("{}");
     let (s, p) = (store(), ok_provider());
-    s.fail.set(true); // would show up as a store log line if the store were asked
+    s.set_failing(true); // would show up as a store log line if the store were asked
     for (env, status) in [
         (get("192.0.2.1", "link=ftp://x/y"), 400),
         (get("192.0.2.1", "nothing"), 400),
@@ -259,12 +183,12 @@ fn short_bodies_are_refused() {
 #[test]
 fn store_failures_follow_the_policy() {
     let (s, p) = (store(), ok_provider());
-    s.fail.set(true);
+    s.set_failing(true);
     let allow = config("{}");
     let (a, log) = run(&allow, &s, &p, &get("192.0.2.1", LINK));
     assert_eq!(a.response.status, 200);
     assert_eq!(p.calls.get(), 1);
-    assert!(log.lines.borrow()[0].contains("disk on fire"));
+    assert!(log.lines.borrow()[0].contains("told to fail"));
     let deny = config(r#"{"store": {"on_error": "deny", "deny_retry_after_secs": 12}}"#);
     let (a, log) = run(&deny, &s, &p, &get("192.0.2.1", LINK));
     assert_eq!(a.response.status, 503);
@@ -287,7 +211,7 @@ fn without_a_provider_every_request_gets_503() {
     let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
     assert_eq!(a.response.status, 503);
     assert!(log.lines.borrow()[0].contains("no provider is configured"));
-    assert!(s.counters.borrow().is_empty(), "nothing counted");
+    assert!(s.key_count() == 0, "nothing counted");
 }
 
 #[test]
@@ -433,7 +357,7 @@ fn other_sites_pages_are_refused_before_anything_is_counted() {
     let (a, log) = run(&cfg, &s, &p, &from("https://evil.example"));
     assert_eq!(a.response.status, 403);
     assert!(log.lines.borrow()[0].contains("Origin https://evil.example"));
-    assert!(s.counters.borrow().is_empty());
+    assert!(s.key_count() == 0);
     assert_eq!(
         run(&cfg, &s, &p, &from("https://mysite.example"))
             .0
@@ -461,7 +385,7 @@ fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
     };
     // Another site's <img> or link under Referrer-Policy: no-referrer, and a sibling
     // subdomain's: refused before the store or the provider, even a failing store.
-    s.fail.set(true);
+    s.set_failing(true);
     for site in ["cross-site", "same-site"] {
         let (a, log) = run(&cfg, &s, &p, &fetched(site));
         assert_eq!(a.response.status, 403, "{site}");
@@ -478,9 +402,9 @@ fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
             lines[0]
         );
     }
-    assert!(s.counters.borrow().is_empty());
+    assert!(s.key_count() == 0);
     assert_eq!(p.calls.get(), 0);
-    s.fail.set(false);
+    s.set_failing(false);
     // Typed or bookmarked, a page next to the endpoint, and an allowed page whatever the
     // header says.
     for env in [

@@ -22,15 +22,15 @@ use resp::{Connection, Reply};
 /// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`.
 pub const SCRIPT: &str = include_str!("redis/decide.lua");
 
-/// Takes back one request admitted at `ARGV[1]` (ms) from each key; `ARGV[1 + i]` is key i's
-/// algorithm. A fixed window counts it only if it started no later (the same window).
-/// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/redis_store.rs checks it against the
-/// server's `SCRIPT LOAD`).
-pub const SCRIPT_SHA1: &str = "2b365d9c86bb93f5b843f0edca6b890fccf38e3a";
+/// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/fastcgi.rs checks it against the server's
+/// `SCRIPT LOAD`).
+pub const SCRIPT_SHA1: &str = "c4985e20ee84d979e346524de690c5e6aeb5846a";
 
 /// SHA-1 of [`REFUND_SCRIPT`].
 pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
 
+/// Takes back one request admitted at `ARGV[1]` (ms) from each key; `ARGV[1 + i]` is key i's
+/// algorithm. A fixed window counts it only if it started no later (the same window).
 pub const REFUND_SCRIPT: &str = include_str!("redis/refund.lua");
 
 pub struct RedisStore {

@@ -63,7 +63,11 @@ else
         reset[i] = window
       end
     else
-      redis.call('ZADD', KEYS[i], now, now .. '-' .. used[i])
+      -- A member of its own: after a refund, an earlier request of this millisecond may hold
+      -- the name that the count gives.
+      local seq = used[i]
+      while redis.call('ZSCORE', KEYS[i], now .. '-' .. seq) do seq = seq + 1 end
+      redis.call('ZADD', KEYS[i], now, now .. '-' .. seq)
       redis.call('PEXPIRE', KEYS[i], window)
       if used[i] == 0 then reset[i] = window end
     end

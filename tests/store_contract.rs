@@ -1,0 +1,139 @@
+//! One store contract, tested once: every scenario runs against every store (memory, files,
+//! MySQL on a real MariaDB, Redis on a real redis-server), each as its own test named
+//! `<scenario>::<store>`, so that a store that behaves differently shows by name:
+//! `cargo test --test store_contract sliding` runs one scenario on every store,
+//! `cargo test --test store_contract mysql` every scenario on one store.
+//!
+//! | scenario                                               | memory  | file      | mysql     | redis     |
+//! |--------------------------------------------------------|---------|-----------|-----------|-----------|
+//! | several_rules_at_once                                  | yes     | yes       | yes       | yes       |
+//! | refused_requests_consume_nothing                       | yes     | fixed (1) | yes       | yes       |
+//! | retry_after_counts_to_the_end_of_the_window            | yes     | yes       | yes       | yes       |
+//! | sliding_window_admits_again_as_requests_age_out        | yes     | (1)       | yes       | yes       |
+//! | two_handles_share_counts_and_cache                     | yes     | fixed (1) | yes       | yes       |
+//! | cache_claims_releases_and_expires                      | yes     | yes       | yes       | yes       |
+//! | refunds_take_back_only_from_the_same_window            | yes     | fixed (1) | yes       | yes       |
+//! | sweep_keeps_running_windows                            | yes     | yes       | yes       | yes (2)   |
+//! | a_handle_recovers_when_its_store_returns               | yes (3) | yes (3)   | yes (3)   | yes (3)   |
+//! | exact_under_300_requests_at_once_fixed                 | threads | processes | processes | processes |
+//! | exact_under_300_requests_at_once_sliding               | threads | (1)       | processes | processes |
+//! | two_servers_share_one_limit                            | threads | processes | processes | processes |
+//! | store_killed_under_load_and_restarted                  | yes (3) | yes (3)   | yes (3)   | yes (3)   |
+//! | slow_store_is_answered_within_its_bound                | -       | yes (4)   | yes       | yes       |
+//! | wrong_credentials_get_the_policy_answer_and_never_show | -       | -         | yes       | yes       |
+//!
+//! (1) The file store keeps fixed windows only: where a scenario has sliding windows, its test
+//! asserts that the configuration check refuses a sliding rule with the file store, and that the
+//! store itself refuses to decide one. (2) Redis keys expire by themselves; its sweep does
+//! nothing. (3) "Killed": the memory store fails as an unreachable store does, then comes back
+//! empty, as a new process would; the file store's data directory is replaced by a file (a
+//! mount gone), then put back; MariaDB and Redis get a SIGKILL and a restart (MariaDB keeps its
+//! counts, Redis here has no persistence). (4) Slow: a key's file locked by another process.
+//! The memory store has no I/O to be slow and no credentials; the file store has no
+//! credentials (its permission faults are in storage_faults.rs).
+//!
+//! The scenarios through the program run it under a real Apache (mod_cgid: a process per
+//! request; mod_fcgid with RESOLVE_TEST_APACHE_MODE=fcgid), 300 requests at once meaning as
+//! many processes at once as Apache runs; the memory store, which processes cannot share, runs
+//! the same request handler on threads in this process.
+//!
+//! What only one store does stays in its own file: the file store's records and their crash
+//! argument (file_store.rs, file_store_processes.rs, storage_faults.rs), the MySQL tables, PHP
+//! rows, sweeps and `check` (mysql_store.rs), Redis key expiries, a rule changing type, sockets
+//! and ACL users (redis_store.rs; loading the script by its SHA-1 is in fastcgi.rs), each
+//! store's protocol and file system faults (storage_faults.rs).
+//!
+//! `differential::redis_script_decides_as_the_rust_limiter` holds the Redis store's Lua script
+//! to the Rust limiter: random request sequences, decided by both, step by step alike.
+
+mod support;
+
+#[path = "store_contract/differential.rs"]
+mod differential;
+#[path = "store_contract/handles.rs"]
+mod handles;
+#[path = "store_contract/served.rs"]
+mod served;
+#[path = "store_contract/sites.rs"]
+mod sites;
+#[path = "store_contract/stores.rs"]
+mod stores;
+
+/// The store type of each name a test can have.
+macro_rules! store_type {
+    (memory) => {
+        crate::stores::InMemory
+    };
+    (file) => {
+        crate::stores::InFiles
+    };
+    (mysql) => {
+        crate::stores::InMysql
+    };
+    (redis) => {
+        crate::stores::InRedis
+    };
+}
+
+/// `scenario: module::function(extra arguments) for stores;` makes `mod scenario` with one
+/// `#[test] fn <store>()` per store, which starts the store and runs the function on it.
+macro_rules! contract {
+    ($($name:ident: $module:ident::$func:ident $args:tt for $($store:ident),+;)+) => {
+        $(
+            mod $name {
+                $(
+                    #[test]
+                    fn $store() {
+                        let mut store =
+                            <store_type!($store) as crate::stores::StoreUnderTest>::start(
+                                stringify!($store),
+                            );
+                        call!(crate::$module::$func, store, $args);
+                    }
+                )+
+            }
+        )+
+    };
+}
+
+/// `function(&mut store, extra arguments)`.
+macro_rules! call {
+    ($function:path, $store:ident, ($($arg:expr),*)) => {
+        $function(&mut $store $(, $arg)*)
+    };
+}
+
+contract! {
+    several_rules_at_once: handles::several_rules_at_once() for memory, file, mysql, redis;
+    refused_requests_consume_nothing: handles::refused_requests_consume_nothing()
+        for memory, file, mysql, redis;
+    retry_after_counts_to_the_end_of_the_window:
+        handles::retry_after_counts_to_the_end_of_the_window() for memory, file, mysql, redis;
+    sliding_window_admits_again_as_requests_age_out:
+        handles::sliding_window_admits_again_as_requests_age_out()
+        for memory, file, mysql, redis;
+    two_handles_share_counts_and_cache: handles::two_handles_share_counts_and_cache()
+        for memory, file, mysql, redis;
+    cache_claims_releases_and_expires: handles::cache_claims_releases_and_expires()
+        for memory, file, mysql, redis;
+    refunds_take_back_only_from_the_same_window:
+        handles::refunds_take_back_only_from_the_same_window() for memory, file, mysql, redis;
+    sweep_keeps_running_windows: handles::sweep_keeps_running_windows()
+        for memory, file, mysql, redis;
+    a_handle_recovers_when_its_store_returns:
+        handles::a_handle_recovers_when_its_store_returns() for memory, file, mysql, redis;
+    exact_under_300_requests_at_once_fixed:
+        served::exact_under_300_requests_at_once(resolve::core::rule::Algorithm::Fixed)
+        for memory, file, mysql, redis;
+    exact_under_300_requests_at_once_sliding:
+        served::exact_under_300_requests_at_once(resolve::core::rule::Algorithm::Sliding)
+        for memory, file, mysql, redis;
+    two_servers_share_one_limit: served::two_servers_share_one_limit()
+        for memory, file, mysql, redis;
+    store_killed_under_load_and_restarted: served::store_killed_under_load_and_restarted()
+        for memory, file, mysql, redis;
+    slow_store_is_answered_within_its_bound: served::slow_store_is_answered_within_its_bound()
+        for file, mysql, redis;
+    wrong_credentials_get_the_policy_answer_and_never_show:
+        served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
+}
