@@ -12,13 +12,13 @@ use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::config::{self, rule};
+use support::config::rule;
 use support::fcgi::{FcgiProcess, FcgiRequest};
+use support::net::free_port_on;
+use support::site::SiteBuilder;
+use support::temp;
 use support::urlenc::{encode_bytes, link_param};
-use support::{
-    Apache, ApacheBuilder, Cgi, CgiAnswer, CgiOutput, HttpClient, Mode, Provider, Request,
-    Response, TempDir, fire,
-};
+use support::{Cgi, CgiAnswer, CgiOutput, HttpClient, Mode, Request, Response, Setup, Site, fire};
 
 const VALID: &str = "https://example.com/file/1";
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -135,119 +135,41 @@ fn limited_batch(
 // ---------------------------------------------------------------------------------------------
 // Sites under Apache, and configurations for direct runs.
 
-/// One Apache serving the binary, its provider stand-in and its data directory. Fields drop in
-/// order: Apache stops first.
-struct Site {
-    apache: Apache,
-    provider: Provider,
-    data: PathBuf,
-    dir: TempDir,
-}
-
-/// A site with a file store and one generous `ip` rule, changed by `tweak`; `build` adds to
-/// Apache's configuration.
-fn site(
-    label: &str,
-    tweak: impl FnOnce(&mut Value),
-    build: impl FnOnce(ApacheBuilder) -> ApacheBuilder,
-) -> Site {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let mut cfg = config::http_file_config(
-        &provider.url("/unrestrict"),
-        &data,
-        vec![rule("ip", "ip", 100_000, 600)],
-    );
-    tweak(&mut cfg);
-    let path = config::write(&dir, &cfg);
-    let builder = Apache::builder(label)
-        .resolve_cgi()
+/// A site with a file store, one generous `ip` rule and two FastCGI processes started in
+/// fcgid mode.
+fn site(label: &str) -> SiteBuilder {
+    Site::builder(label)
+        .rules(vec![rule("ip", "ip", 100_000, 600)])
         .fcgid_pool(2)
-        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"));
-    let apache = build(builder).start();
-    Site {
-        apache,
-        provider,
-        data,
-        dir,
-    }
 }
 
-impl Site {
-    fn mode(&self) -> &'static str {
-        self.apache.mode().name()
-    }
-
-    fn log_len(&self) -> usize {
-        log_bytes(&self.apache).len()
-    }
-
-    /// The error_log from byte `from` on, once it stopped growing.
-    fn log_since(&self, from: usize) -> String {
-        self.apache.settle_log();
-        String::from_utf8_lossy(log_bytes(&self.apache).get(from..).unwrap_or_default())
-            .into_owned()
-    }
+/// The same for runs without a web server.
+fn direct(label: &str) -> SiteBuilder {
+    Setup::builder(label).rules(vec![rule("ip", "ip", 100_000, 600)])
 }
 
-fn log_bytes(apache: &Apache) -> Vec<u8> {
-    fs::read(apache.error_log_path()).unwrap_or_default()
-}
-
-/// A configuration for runs without a web server: the stand-in, a file store, `tweak`.
-struct Direct {
-    provider: Provider,
-    dir: TempDir,
-    cfg: PathBuf,
-    data: PathBuf,
-}
-
-fn direct(label: &str, tweak: impl FnOnce(&mut Value)) -> Direct {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.mkdir("data");
-    let mut cfg = config::http_file_config(
-        &provider.url("/unrestrict"),
-        &data,
-        vec![rule("ip", "ip", 100_000, 600)],
+/// Runs `cgi` with this configuration; panics when it hangs or panics.
+fn run(d: &Setup, cgi: Cgi) -> CgiOutput {
+    let out = d.run(cgi.timeout(Duration::from_secs(20)));
+    assert!(!out.timed_out, "the program hung:\n{}", out.describe());
+    assert!(
+        !out.stderr.contains("panicked"),
+        "the program panicked:\n{}",
+        out.describe()
     );
-    tweak(&mut cfg);
-    let cfg = config::write(&dir, &cfg);
-    Direct {
-        provider,
-        dir,
-        cfg,
-        data,
-    }
+    out
 }
 
-impl Direct {
-    /// Runs `cgi` with this configuration; panics when it hangs or panics.
-    fn run(&self, cgi: Cgi) -> CgiOutput {
-        let out = cgi.config(&self.cfg).timeout(Duration::from_secs(20)).run();
-        assert!(!out.timed_out, "the program hung:\n{}", out.describe());
-        assert!(
-            !out.stderr.contains("panicked"),
-            "the program panicked:\n{}",
-            out.describe()
-        );
-        out
+/// The status of a GET from `remote` (REMOTE_ADDR as the server would set it).
+fn status_from(d: &Setup, remote: &str, i: usize, extra: &[(&str, &str)]) -> u16 {
+    let mut cgi = Cgi::new("GET", q(&format!("https://example.com/v6/{i}")))
+        .var("REMOTE_ADDR", remote)
+        .header("Accept", "application/json");
+    for (k, v) in extra {
+        cgi = cgi.header(k, v);
     }
-
-    /// The status of a GET from `remote` (REMOTE_ADDR as the server would set it).
-    fn status_from(&self, remote: &str, i: usize, extra: &[(&str, &str)]) -> u16 {
-        let mut cgi = Cgi::new("GET", q(&format!("https://example.com/v6/{i}")))
-            .var("REMOTE_ADDR", remote)
-            .header("Accept", "application/json");
-        for (k, v) in extra {
-            cgi = cgi.header(k, v);
-        }
-        let out = self.run(cgi);
-        out.answer().status
-    }
+    run(d, cgi).answer().status
 }
-
 // ---------------------------------------------------------------------------------------------
 // Raw HTTP: what exactly came back, and whether anything in it was injected.
 
@@ -423,14 +345,6 @@ fn program_lines(text: &str) -> usize {
     text.lines().filter(|l| l.starts_with("resolve: ")).count()
 }
 
-fn free_port(addr: &str) -> u16 {
-    TcpListener::bind(addr)
-        .unwrap_or_else(|e| panic!("bind {addr}: {e}"))
-        .local_addr()
-        .expect("local address")
-        .port()
-}
-
 // ---------------------------------------------------------------------------------------------
 // Forged forwarded-for headers.
 
@@ -468,23 +382,20 @@ fn forged_forwarded_for_headers_count_only_from_a_trusted_proxy() {
     // IPv4-mapped form of 127.0.0.1.
     let ipv6 = TcpListener::bind("[::1]:0")
         .ok()
-        .map(|_| (free_port("[::1]:0"), free_port("127.0.0.1:0")));
-    let site = site(
-        "abuse-spoof",
-        |c| {
-            c["rules"] = json!([rule("ip", "ip", SPOOF_LIMIT as u64, 600)]);
-            c["client"] = json!({"trusted_proxies": ["127.0.0.2"]});
-        },
-        |b| match ipv6 {
+        .map(|_| (free_port_on("[::1]:0"), free_port_on("127.0.0.1:0")));
+    let site = site("abuse-spoof")
+        .rules(vec![rule("ip", "ip", SPOOF_LIMIT as u64, 600)])
+        .config(|c| c["client"] = json!({"trusted_proxies": ["127.0.0.2"]}))
+        .apache(move |b| match ipv6 {
             Some((port6, port_mapped)) => b.conf(&format!(
                 "Listen [::1]:{port6}\nListen [::ffff:127.0.0.1]:{port_mapped}"
             )),
             None => b,
-        },
-    );
+        })
+        .start();
     let mut tally = Tally::new(&format!(
         "forwarded-for spoofing, limit {SPOOF_LIMIT} per address [{}]",
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
     let calls = || site.provider.calls();
@@ -658,7 +569,7 @@ fn forged_forwarded_for_headers_count_only_from_a_trusted_proxy() {
     );
 
     tally.print();
-    let log = site.log_since(0);
+    let log = site.apache.log_since(0);
     assert!(!log.contains("panicked"), "{log}");
     assert!(fails.is_empty(), "{}", fails.join("\n"));
 }
@@ -666,13 +577,15 @@ fn forged_forwarded_for_headers_count_only_from_a_trusted_proxy() {
 #[test]
 fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
     const LIMIT: usize = 5;
-    let d = direct("abuse-header", |c| {
-        c["rules"] = json!([rule("ip", "ip", LIMIT as u64, 600)]);
-        c["client"] = json!({
-            "trusted_proxies": ["10.0.0.0/8", "2001:db8:ffff::/48"],
-            "forwarded_header": "CF-Connecting-IP"
-        });
-    });
+    let d = direct("abuse-header")
+        .rules(vec![rule("ip", "ip", LIMIT as u64, 600)])
+        .config(|c| {
+            c["client"] = json!({
+                "trusted_proxies": ["10.0.0.0/8", "2001:db8:ffff::/48"],
+                "forwarded_header": "CF-Connecting-IP"
+            });
+        })
+        .write();
     let mut tally = Tally::new(&format!(
         "forwarded_header CF-Connecting-IP, limit {LIMIT} (direct CGI)"
     ));
@@ -693,7 +606,8 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
         "proxy 10.0.0.1, X-Forwarded-For new each time",
         LIMIT,
         &|i| {
-            d.status_from(
+            status_from(
+                &d,
                 "10.0.0.1",
                 i,
                 &[("X-Forwarded-For", &format!("203.0.113.{i}"))],
@@ -705,7 +619,8 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
         "proxy 10.0.0.2, CF-Connecting-IP new each time",
         20,
         &|i| {
-            d.status_from(
+            status_from(
+                &d,
                 "10.0.0.2",
                 i,
                 &[("CF-Connecting-IP", &format!("198.51.100.{i}"))],
@@ -722,7 +637,7 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
             } else {
                 "203.0.113.50"
             };
-            d.status_from("10.0.0.3", i, &[("CF-Connecting-IP", ip)])
+            status_from(&d, "10.0.0.3", i, &[("CF-Connecting-IP", ip)])
         },
         LIMIT + 3,
     );
@@ -730,7 +645,8 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
         "untrusted 192.0.2.200, CF-Connecting-IP new each time",
         LIMIT,
         &|i| {
-            d.status_from(
+            status_from(
+                &d,
                 "192.0.2.200",
                 i,
                 &[("CF-Connecting-IP", &format!("203.0.113.{}", 100 + i))],
@@ -742,7 +658,8 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
         "IPv6 proxy, CF-Connecting-IP rotating in one /64",
         LIMIT,
         &|i| {
-            d.status_from(
+            status_from(
+                &d,
                 "2001:db8:ffff::1",
                 i,
                 &[("CF-Connecting-IP", &format!("2001:db8:5:6::{:x}", i + 1))],
@@ -761,23 +678,23 @@ fn only_the_configured_header_from_a_trusted_proxy_names_the_client() {
 #[test]
 fn ipv6_address_rotation_inside_one_prefix_is_one_client() {
     const LIMIT: usize = 5;
-    let d64 = direct("abuse-v6", |c| {
-        c["rules"] = json!([rule("ip", "ip", LIMIT as u64, 600)]);
-    });
-    let d56 = direct("abuse-v6-56", |c| {
-        c["rules"] = json!([rule("ip", "ip", LIMIT as u64, 600)]);
-        c["client"] = json!({"ipv6_prefix": 56});
-    });
+    let d64 = direct("abuse-v6")
+        .rules(vec![rule("ip", "ip", LIMIT as u64, 600)])
+        .write();
+    let d56 = direct("abuse-v6-56")
+        .rules(vec![rule("ip", "ip", LIMIT as u64, 600)])
+        .config(|c| c["client"] = json!({"ipv6_prefix": 56}))
+        .write();
     let mut tally = Tally::new(&format!(
         "IPv6 rotation and address spellings, limit {LIMIT} (direct CGI)"
     ));
     let mut fails = Vec::new();
-    let mut batch = |class: &str, d: &Direct, want: usize, addrs: Vec<String>| {
+    let mut batch = |class: &str, d: &Setup, want: usize, addrs: Vec<String>| {
         let before = d.provider.calls();
         let got: Vec<u16> = addrs
             .iter()
             .enumerate()
-            .map(|(i, a)| d.status_from(a, i, &[]))
+            .map(|(i, a)| status_from(d, a, i, &[]))
             .collect();
         limited_batch(
             &mut tally,
@@ -883,23 +800,10 @@ fn traversal_keys(marker: &str) -> Vec<String> {
 
 /// Every file under `dir`, relative to it.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in fs::read_dir(&d)
-            .unwrap_or_else(|e| panic!("read {}: {e}", d.display()))
-            .flatten()
-        {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).expect("under dir").to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
+    temp::files_under(dir)
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).expect("under dir").to_path_buf())
+        .collect()
 }
 
 /// Files of the data directory that are not `ab/abcdef…` (64 hex digits in the shard of its
@@ -966,25 +870,21 @@ fn marker_files(marker: &str, keys: &[String], bases: &[PathBuf]) -> Vec<PathBuf
 #[test]
 fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem() {
     let marker = format!("resolve-abuse-pwned-{}", std::process::id());
-    let site = site(
-        "abuse-keys",
-        |c| {
-            c["rules"] = json!([
-                rule("ip", "ip", 100_000, 600),
-                rule("key", "api_key", 100_000, 600)
-            ]);
-            // No key list: every well-formed key is accepted and counted by its hash.
-            c["api_keys"] = json!({"require": true});
-        },
-        |b| b,
-    );
+    let site = site("abuse-keys")
+        .rules(vec![
+            rule("ip", "ip", 100_000, 600),
+            rule("key", "api_key", 100_000, 600),
+        ])
+        // No key list: every well-formed key is accepted and counted by its hash.
+        .config(|c| c["api_keys"] = json!({"require": true}))
+        .start();
     let mut tally = Tally::new(&format!(
         "API keys through Apache, no key list [{}]",
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
     let client = site.apache.client();
-    let log_from = site.log_len();
+    let log_from = site.apache.log_len();
     let send = |i: usize, key: &[u8]| {
         exchange(
             &client,
@@ -1081,7 +981,7 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
     );
 
     // One log line per refusal by the program, and never the key.
-    let log = site.log_since(log_from);
+    let log = site.apache.log_since(log_from);
     fails.extend(log_problems(&log));
     if program_lines(&log) != malformed.len() {
         fails.push(format!(
@@ -1183,15 +1083,17 @@ fn key_refusal_problems(
 #[test]
 fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     let marker = format!("resolve-abuse-pwned-direct-{}", std::process::id());
-    let d = direct("abuse-keys-direct", |c| {
-        c["rules"] = json!([
+    let d = direct("abuse-keys-direct")
+        .rules(vec![
             rule("ip", "ip", 100_000, 600),
-            rule("key", "api_key", 100_000, 600)
-        ]);
-        c["api_keys"] = json!({"require": true, "keys": [
-            {"name": "partner", "sha256": resolve::api_key::hash(PARTNER)}
-        ]});
-    });
+            rule("key", "api_key", 100_000, 600),
+        ])
+        .config(|c| {
+            c["api_keys"] = json!({"require": true, "keys": [
+                {"name": "partner", "sha256": resolve::api_key::hash(PARTNER)}
+            ]});
+        })
+        .write();
     let mut tally = Tally::new("API keys run directly, a key list of one");
     let mut fails = Vec::new();
     let get = |key: OsString| {
@@ -1203,7 +1105,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     let traversal = traversal_keys(&marker);
     let mut got = Vec::new();
     for key in &traversal {
-        let out = d.run(get(key.into()));
+        let out = run(&d, get(key.into()));
         fails.extend(key_refusal_problems(
             &format!("CGI key {key:?}"),
             "unknown_api_key",
@@ -1225,7 +1127,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             b"../..\x1b\x7f\r\nX: 1".to_vec(),
         ),
     ] {
-        let out = d.run(get(OsString::from_vec(key)));
+        let out = run(&d, get(OsString::from_vec(key)));
         fails.extend(key_refusal_problems(
             what,
             "invalid_api_key",
@@ -1249,7 +1151,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     );
 
     // FastCGI parameters have no such limit, and may hold NUL.
-    let process = FcgiProcess::start(&d.cfg);
+    let process = FcgiProcess::start(&d.config_path);
     let mut got = Vec::new();
     for (what, key, code) in [
         (
@@ -1288,7 +1190,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     tally.add("FastCGI: 1 MiB, NUL, path-like", &got, 0, "401");
 
     // The listed key works, by both ways.
-    let out = d.run(get(PARTNER.into()));
+    let out = run(&d, get(PARTNER.into()));
     let fcgi = process.send(&FcgiRequest::new("GET", &q(VALID)).var("HTTP_X_API_KEY", PARTNER));
     let got = [
         out.answer.as_ref().map_or(0, |a| a.status),
@@ -1525,15 +1427,15 @@ fn apache_request(field: Field, p: &[u8]) -> Vec<u8> {
 
 #[test]
 fn control_characters_never_split_a_header_or_a_log_line_through_apache() {
-    let site = site("abuse-ctl", control_config, |b| b);
+    let site = site("abuse-ctl").config(control_config).start();
     let client = site.apache.client();
     let mut tally = Tally::new(&format!(
         "control characters through Apache, {} kinds each [{}]",
         HOSTILE.len() + 1,
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
-    let log_from = site.log_len();
+    let log_from = site.apache.log_len();
     let mut refusals = 0;
     for &field in THROUGH_APACHE {
         let mut got = Vec::new();
@@ -1605,7 +1507,7 @@ fn control_characters_never_split_a_header_or_a_log_line_through_apache() {
         let note = notes.join("; ");
         tally.add(field.name(), &got, site.provider.calls() - before, &note);
     }
-    let log = site.log_since(log_from);
+    let log = site.apache.log_since(log_from);
     for problem in log_problems(&log) {
         fails.push(problem);
     }
@@ -1713,8 +1615,8 @@ fn check_direct(what: &str, want: u16, stdout: &[u8], stderr: &str) -> Vec<Strin
 
 #[test]
 fn control_characters_run_directly_as_cgi_and_fastcgi() {
-    let d = direct("abuse-ctl-direct", control_config);
-    let process = FcgiProcess::start(&d.cfg);
+    let d = direct("abuse-ctl-direct").config(control_config).write();
+    let process = FcgiProcess::start(&d.config_path);
     let mut tally = Tally::new("control characters run directly (CGI; FastCGI with NUL)");
     let mut fails = Vec::new();
     for &field in DIRECT {
@@ -1730,7 +1632,7 @@ fn control_characters_run_directly_as_cgi_and_fastcgi() {
             // An environment variable cannot hold NUL: FastCGI only.
             if *name != "NUL" {
                 let calls = d.provider.calls();
-                let out = d.run(request.cgi());
+                let out = run(&d, request.cgi());
                 let what = format!("CGI, {} with {name}", field.name());
                 fails.extend(check_direct(&what, want, &out.stdout, &out.stderr));
                 if d.provider.calls() - calls != usize::from(want == 200) {
@@ -1753,12 +1655,15 @@ fn control_characters_run_directly_as_cgi_and_fastcgi() {
     }
 
     // A link reaches the log when the provider call fails: quoted, its odd characters escaped.
-    let dead = direct("abuse-ctl-dead", |c| {
-        control_config(c);
-        c["provider"]["url"] = json!("http://127.0.0.1:1/unrestrict");
-    });
+    let dead = direct("abuse-ctl-dead")
+        .config(control_config)
+        .config(|c| c["provider"]["url"] = json!("http://127.0.0.1:1/unrestrict"))
+        .write();
     let link = "https://example.com/a\u{202e}b\u{200b}c\u{feff}d";
-    let out = dead.run(Cgi::new("GET", q(link)).header("Accept", "application/json"));
+    let out = run(
+        &dead,
+        Cgi::new("GET", q(link)).header("Accept", "application/json"),
+    );
     fails.extend(check_direct(
         "link with invisible characters, provider down",
         502,
@@ -1787,10 +1692,11 @@ fn control_characters_run_directly_as_cgi_and_fastcgi() {
 /// may pass on what they were sent.
 #[test]
 fn unicode_line_separators_in_a_logged_value_are_escaped() {
-    let d = direct("abuse-u2028", control_config);
+    let d = direct("abuse-u2028").config(control_config).write();
     let mut fails = Vec::new();
     for p in ["\u{2028}", "\u{2029}"] {
-        let out = d.run(
+        let out = run(
+            &d,
             Cgi::new("GET", q(VALID))
                 .var(
                     "REMOTE_ADDR",
@@ -1816,11 +1722,11 @@ fn unicode_line_separators_in_a_logged_value_are_escaped() {
 
 #[test]
 fn oversized_query_strings() {
-    let site = site("abuse-query", |_| {}, |b| b);
+    let site = site("abuse-query").start();
     let client = site.apache.client();
-    let mut tally = Tally::new(&format!("oversized query strings [{}]", site.mode()));
+    let mut tally = Tally::new(&format!("oversized query strings [{}]", site.mode().name()));
     let mut fails = Vec::new();
-    let log_from = site.log_len();
+    let log_from = site.apache.log_len();
     let valid = q(VALID);
     // "GET " + target + " HTTP/1.1": a request line of exactly `len` bytes.
     let line_of = |len: usize| {
@@ -1954,7 +1860,7 @@ fn oversized_query_strings() {
             if by_program { "" } else { "by Apache" },
         );
     }
-    let log = site.log_since(log_from);
+    let log = site.apache.log_since(log_from);
     fails.extend(log_problems(&log));
     if program_lines(&log) != refusals {
         fails.push(format!(
@@ -2064,10 +1970,9 @@ const CAP_BYTES: u64 = 16384;
 #[test]
 fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
     const LIMIT: usize = 3;
-    let site = site(
-        "abuse-slow",
-        |c| c["rules"] = json!([rule("ip", "ip", LIMIT as u64, 600)]),
-        |b| {
+    let site = site("abuse-slow")
+        .rules(vec![rule("ip", "ip", LIMIT as u64, 600)])
+        .apache(|b| {
             // /capped/ is the program again, behind LimitRequestBody.
             let alias = match Mode::from_env() {
                 Mode::Cgid => "ScriptAlias",
@@ -2076,8 +1981,8 @@ fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
             b.conf(&format!(
                 "Timeout {TIMEOUT_SECS}\n{alias} /capped/ \"@DIR@/cgi-bin/\"\n<Location /capped/>\n    LimitRequestBody {CAP_BYTES}\n</Location>"
             ))
-        },
-    );
+        })
+        .start();
     let client = site
         .apache
         .client()
@@ -2085,7 +1990,7 @@ fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
         .timeout(Duration::from_secs(30));
     let mut tally = Tally::new(&format!(
         "bodies under Timeout {TIMEOUT_SECS} (no mod_reqtimeout), limit {LIMIT} [{}]",
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
     let valid = q(VALID);
@@ -2234,7 +2139,7 @@ fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
             site.provider.calls()
         ));
     }
-    let log = site.log_since(0);
+    let log = site.apache.log_since(0);
     fails.extend(log_problems(&log));
     if log.contains("panicked") {
         fails.push(format!("panic:\n{log}"));
@@ -2248,15 +2153,14 @@ fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
 fn slow_bodies_are_cut_by_mod_reqtimeout() {
     const LIMIT: usize = 2;
     const BODY_SECS: u64 = 2;
-    let site = site(
-        "abuse-reqtimeout",
-        |c| c["rules"] = json!([rule("ip", "ip", LIMIT as u64, 600)]),
-        |b| {
+    let site = site("abuse-reqtimeout")
+        .rules(vec![rule("ip", "ip", LIMIT as u64, 600)])
+        .apache(|b| {
             b.module("reqtimeout").conf(&format!(
                 "RequestReadTimeout header=20-40,MinRate=500 body={BODY_SECS},MinRate=500"
             ))
-        },
-    );
+        })
+        .start();
     let client = site
         .apache
         .client()
@@ -2264,7 +2168,7 @@ fn slow_bodies_are_cut_by_mod_reqtimeout() {
         .timeout(Duration::from_secs(30));
     let mut tally = Tally::new(&format!(
         "bodies under mod_reqtimeout body={BODY_SECS},MinRate=500 (Timeout 30), limit {LIMIT} [{}]",
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
     let valid = q(VALID);
@@ -2331,21 +2235,17 @@ const SITE_LIMIT: usize = 20;
 
 #[test]
 fn other_sites_pages_are_refused_and_their_refusals_cost_nothing() {
-    let site = site(
-        "abuse-origin",
-        |c| {
-            c["rules"] = json!([rule("ip", "ip", SITE_LIMIT as u64, 600)]);
-            c["allowed_origins"] = json!(["https://mysite.example"]);
-        },
-        |b| b,
-    );
+    let site = site("abuse-origin")
+        .rules(vec![rule("ip", "ip", SITE_LIMIT as u64, 600)])
+        .config(|c| c["allowed_origins"] = json!(["https://mysite.example"]))
+        .start();
     let mut tally = Tally::new(&format!(
         "allowed_origins [\"https://mysite.example\"], limit {SITE_LIMIT} [{}]",
-        site.mode()
+        site.mode().name()
     ));
     let mut fails = Vec::new();
     let client = site.apache.client();
-    let log_from = site.log_len();
+    let log_from = site.apache.log_len();
     let own = Some("https://mysite.example");
     let evil = Some("https://evil.example");
     let rows: Vec<(&str, Option<&str>, Option<&str>, u16)> = vec![
@@ -2615,7 +2515,7 @@ fn other_sites_pages_are_refused_and_their_refusals_cost_nothing() {
         SITE_LIMIT,
     );
 
-    let log = site.log_since(log_from);
+    let log = site.apache.log_since(log_from);
     fails.extend(log_problems(&log));
     let refused_lines = log
         .lines()

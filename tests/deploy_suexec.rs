@@ -5,8 +5,8 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::net::TcpStream;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::config::{TOKEN, http_provider, rule};
+use support::temp::{entries_under, set_mode};
 use support::urlenc::link_param;
-use support::{Apache, HttpClient, Provider, Request, Response, TempDir, is_root, server_user};
+use support::{
+    Apache, HttpClient, Provider, Request, Response, TempDir, free_port, is_root, server_user,
+};
 
 const SUEXEC: &str = "/usr/lib/apache2/suexec";
 const SUEXEC_LOG: &str = "/var/log/apache2/suexec.log";
@@ -294,11 +297,6 @@ impl Drop for HostUser {
     }
 }
 
-fn set_mode(path: &Path, mode: u32) {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
-}
-
 // ---------------------------------------------------------------------------------------------
 // deploy.sh
 
@@ -492,6 +490,24 @@ fn assert_owned_with_mode(user: &HostUser, rel: &str, mode: u32) {
 }
 
 /// What is where after a first deployment, owned by the account, with the modes suEXEC wants.
+fn assert_serves_only_the_page_and_program(user: &HostUser) {
+    let served: Vec<String> = entries_under(&user.web())
+        .iter()
+        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        served,
+        [
+            "app.js",
+            "cgi-bin",
+            "cgi-bin/resolve",
+            "index.html",
+            "style.css"
+        ],
+        "public_html holds the page and the program, nothing else"
+    );
+}
+
 fn assert_deployed(user: &HostUser, built: &Path) {
     assert_owned_with_mode(user, "public_html/cgi-bin", 0o755);
     assert_owned_with_mode(user, "public_html/cgi-bin/resolve", 0o755);
@@ -508,22 +524,7 @@ fn assert_deployed(user: &HostUser, built: &Path) {
             "public_html/{page}"
         );
     }
-    let mut served: Vec<String> = walk_files(&user.web())
-        .iter()
-        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
-        .collect();
-    served.sort();
-    assert_eq!(
-        served,
-        [
-            "app.js",
-            "cgi-bin",
-            "cgi-bin/resolve",
-            "index.html",
-            "style.css"
-        ],
-        "public_html holds the page and the program, nothing else"
-    );
+    assert_serves_only_the_page_and_program(user);
     assert_owned_with_mode(user, "resolve", 0o700);
     assert_owned_with_mode(user, "resolve/ratelimit", 0o700);
     assert_owned_with_mode(user, "resolve/config.json", 0o600);
@@ -574,22 +575,6 @@ fn get_link(client: &HttpClient, user: &HostUser, i: usize) -> Response {
     client
         .send(&Request::get(&target).header("Accept", "text/plain"))
         .unwrap_or_else(|e| panic!("GET {target}: {e}"))
-}
-
-fn walk_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.push(p.clone());
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 /// Everything useful when a request through suEXEC went wrong.
@@ -761,12 +746,12 @@ fn deploy_serve_and_redeploy_under_suexec() {
         "{ran_as:?} not in {SUEXEC_LOG}:\n{log}"
     );
     let data = user.path("resolve/ratelimit");
-    let data_files: Vec<PathBuf> = walk_files(&data)
+    let data_files: Vec<PathBuf> = entries_under(&data)
         .into_iter()
         .filter(|p| p.is_file())
         .collect();
     assert!(!data_files.is_empty(), "no counters in {}", data.display());
-    for p in walk_files(&data) {
+    for p in entries_under(&data) {
         let meta = fs::metadata(&p).unwrap();
         assert_eq!(
             (meta.uid(), meta.gid()),
@@ -782,22 +767,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
             meta.mode()
         );
     }
-    // Outside the web root: public_html holds the page and the program, nothing else.
-    let mut served: Vec<String> = walk_files(&user.web())
-        .iter()
-        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
-        .collect();
-    served.sort();
-    assert_eq!(
-        served,
-        [
-            "app.js",
-            "cgi-bin",
-            "cgi-bin/resolve",
-            "index.html",
-            "style.css"
-        ]
-    );
+    // Outside the web root.
+    assert_serves_only_the_page_and_program(&user);
     assert!(
         !apache.error_log().contains("resolve: error"),
         "the program logged an error:\n{}",
@@ -1248,13 +1219,6 @@ impl Drop for Daemon {
             .status();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 fn run_ok(cmd: &mut Command) {

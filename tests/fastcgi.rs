@@ -12,9 +12,8 @@ use serde_json::{Value, json};
 use support::apache::FCGID_WARM_POOL;
 use support::config::{self, rule};
 use support::fcgi::{self, FcgiProcess, FcgiRequest};
-use support::keep_alive::KeepAliveProvider;
 use support::urlenc::link_param;
-use support::{Apache, MariaDb, Mode, Provider, Redis, Request, TempDir};
+use support::{MariaDb, Mode, Provider, Redis, Request, Response, Setup, Site, TempDir};
 
 fn link(i: usize) -> String {
     format!("https://example.com/file/{i}")
@@ -27,15 +26,7 @@ fn query(i: usize) -> String {
 /// A configuration file in `dir`: the echo provider, this store, these rules.
 fn echo_config(dir: &TempDir, name: &str, store: Value, rules: Vec<Value>) -> PathBuf {
     let cfg = json!({"provider": {"kind": "echo"}, "store": store, "rules": rules});
-    write_config(dir, name, &cfg)
-}
-
-/// Writes `cfg` as `name` at once (a rename), as an owner's editor or upload does.
-fn write_config(dir: &TempDir, name: &str, cfg: &Value) -> PathBuf {
-    let fresh = dir.write(&format!("{name}.new"), cfg.to_string());
-    let path = dir.join(name);
-    std::fs::rename(&fresh, &path).expect("rename the configuration into place");
-    path
+    config::write_as(dir, name, &cfg)
 }
 
 fn file_store(dir: &Path) -> Value {
@@ -164,16 +155,14 @@ fn mariadb_connections(db: &MariaDb) -> u64 {
 /// store and the provider were each connected to once, and every admitted request reached the
 /// provider once.
 fn one_process_keeps_its_connections(store: Value, connections: &dyn Fn() -> u64) {
-    let provider = KeepAliveProvider::start();
-    let dir = TempDir::new("fcgi-keep");
-    let mut cfg = json!({
-        "provider": config::http_provider(&provider.url()),
-        "store": store,
-        "rules": [rule("ip", "ip", 5, 3600)],
-    });
-    cfg["provider"]["timeout_ms"] = json!(5000);
-    let path = write_config(&dir, "config.json", &cfg);
-    let process = FcgiProcess::start(&path);
+    let setup = Setup::builder("fcgi-keep")
+        .provider(Provider::builder().keep_alive().start())
+        .store(store)
+        .rules(vec![rule("ip", "ip", 5, 3600)])
+        .config(|cfg| cfg["provider"]["timeout_ms"] = json!(5000))
+        .write();
+    let provider = &setup.provider;
+    let process = FcgiProcess::start(&setup.config_path);
     let before = connections();
     let statuses: Vec<u16> = (0..20)
         .map(|i| {
@@ -402,7 +391,7 @@ fn exits_after_max_requests_and_at_once_on_sigterm() {
         "store": file_store(&dir.mkdir("data")),
         "fastcgi": {"max_requests": 3},
     });
-    let path = write_config(&dir, "config.json", &cfg);
+    let path = config::write(&dir, &cfg);
     let mut process = FcgiProcess::start(&path);
     for i in 0..3 {
         assert!(process.is_running(), "exited after {i} requests");
@@ -502,74 +491,30 @@ fn configuration_edits_apply_to_the_next_request_without_a_restart() {
 // ---------------------------------------------------------------------------------------------
 // Under Apache's mod_fcgid
 
-/// Process ids of the binary copies that run from `cgi_bin`.
-fn processes_of(cgi_bin: &Path) -> BTreeSet<u32> {
-    let mut pids = BTreeSet::new();
-    for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        if let Ok(exe) = std::fs::read_link(entry.path().join("exe"))
-            && exe.starts_with(cgi_bin)
-        {
-            pids.insert(pid);
-        }
-    }
-    pids
-}
-
-struct FcgidSite {
-    apache: Apache,
-    provider: Provider,
-    _dir: TempDir,
-}
-
-fn fcgid_site(label: &str, extra: Value, apache_conf: &str) -> FcgidSite {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let mut cfg = config::http_file_config(
-        &provider.url("/unrestrict"),
-        &data,
-        vec![rule("ip", "ip", 1000, 60)],
-    );
-    if let (Some(cfg), Some(extra)) = (cfg.as_object_mut(), extra.as_object()) {
-        cfg.extend(extra.clone());
-    }
-    let path = config::write(&dir, &cfg);
-    let apache = Apache::builder(label)
+/// A site under mod_fcgid without a warm pool, with `extra` configuration and Apache
+/// configuration.
+fn fcgid_site(label: &str, extra: Value, apache_conf: &'static str) -> Site {
+    Site::builder(label)
         .mode(Mode::Fcgid)
         .fcgid_pool(0)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
-        .conf(apache_conf)
-        .start();
-    FcgidSite {
-        apache,
-        provider,
-        _dir: dir,
-    }
+        .config(move |cfg| config::merge(cfg, extra))
+        .apache(move |b| b.conf(apache_conf))
+        .start()
 }
 
-fn get(site: &FcgidSite, i: usize) -> support::Response {
-    site.apache
-        .client()
-        .send(
-            &Request::get(&format!("/cgi-bin/resolve?{}", query(i))).header("Accept", "text/plain"),
-        )
-        .expect("answer")
+fn get(site: &Site, i: usize) -> Response {
+    site.get(&format!("/cgi-bin/resolve?{}", query(i)), "text/plain")
 }
 
 #[test]
 fn under_mod_fcgid_one_process_answers_request_after_request() {
     let site = fcgid_site("fcgid-reuse", json!({}), "");
-    let cgi_bin = site.apache.dir().join("cgi-bin");
     let mut seen = BTreeSet::new();
     for i in 0..20 {
         let r = get(&site, i);
         assert_eq!(r.status, 200, "{}", r.everything());
         assert_eq!(r.text(), format!("https://cdn.test/file/{}\n", i + 1));
-        seen.extend(processes_of(&cgi_bin));
+        seen.extend(site.apache.fastcgi_processes());
     }
     assert_eq!(
         seen.len(),
@@ -614,12 +559,11 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
         ),
     ] {
         let site = fcgid_site(label, extra, conf);
-        let cgi_bin = site.apache.dir().join("cgi-bin");
         let mut seen = BTreeSet::new();
         for i in 0..12 {
             let r = get(&site, i);
             assert_eq!(r.status, 200, "{label}: request {i}:\n{}", r.everything());
-            seen.extend(processes_of(&cgi_bin));
+            seen.extend(site.apache.fastcgi_processes());
         }
         assert!(
             seen.len() >= 4,
@@ -655,30 +599,19 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
 /// the test's store, provider or log.
 #[test]
 fn the_harness_warms_a_pool_of_fastcgi_processes_unseen() {
-    let provider = Provider::start();
-    let dir = TempDir::new("fcgid-pool");
-    let data = dir.server_dir("data");
-    let cfg = config::write(
-        &dir,
-        &config::http_file_config(
-            &provider.url("/unrestrict"),
-            &data,
-            vec![rule("ip", "ip", 2, 60)],
-        ),
-    );
-    let apache = Apache::builder("fcgid-pool")
+    let site = Site::builder("fcgid-pool")
         .mode(Mode::Fcgid)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", cfg.to_str().expect("utf-8 path"))
+        .rules(vec![rule("ip", "ip", 2, 60)])
         .start();
+    let (apache, provider, data) = (&site.apache, &site.provider, &site.data);
     // mod_fcgid may find a process idle for the last of a round's requests and start no more.
-    let pool = processes_of(&apache.dir().join("cgi-bin"));
+    let pool = apache.fastcgi_processes();
     assert!(
         (FCGID_WARM_POOL / 2..=FCGID_WARM_POOL).contains(&pool.len()),
         "{pool:?}"
     );
     assert_eq!(provider.calls(), 0);
-    assert_eq!(std::fs::read_dir(&data).map(|d| d.count()).unwrap_or(0), 0);
+    assert_eq!(std::fs::read_dir(data).map(|d| d.count()).unwrap_or(0), 0);
     let statuses: Vec<u16> = (0..4)
         .map(|i| {
             apache

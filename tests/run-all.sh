@@ -135,12 +135,13 @@ main() {
     step "cargo test --no-fail-fast"
     cargo test --no-fail-fast </dev/null
 
-    # The tests that run the binary under Apache through the harness (resolve_cgi), once more
-    # with mod_fcgid (FastCGI) instead of mod_cgid. Files that choose the mode themselves are not
-    # repeated, nor those that set up their own handlers.
+    # The tests that run the binary under Apache through the harness (a site of the support kit,
+    # Site::builder, or Apache's resolve_cgi), once more with mod_fcgid (FastCGI) instead of
+    # mod_cgid. Files that choose the mode themselves are not repeated, nor those that set up their
+    # own handlers; files that run the binary only directly use Setup::builder.
     local apache_tests=() file
     for file in tests/*.rs; do
-        if grep -Eq '\.resolve_(cgi|program)\(' "$file" && ! grep -Eq '\.mode\(Mode::(Cgid|Fcgid)\)' "$file"; then
+        if grep -Eq '\.resolve_(cgi|program)\(|\bSite::builder\(' "$file" && ! grep -Eq '\.mode\(Mode::(Cgid|Fcgid)\)' "$file"; then
             apache_tests+=(--test "$(basename "$file" .rs)")
         fi
     done

@@ -18,17 +18,22 @@ use std::time::{Duration, Instant};
 use resolve::clock::SystemClock;
 use resolve::file_store::FileStore;
 use resolve::limiter::Counter;
-use serde_json::json;
+use serde_json::{Value, json};
 use support::config::{self, TOKEN};
 use support::temp::set_mode;
 use support::urlenc::link_param;
 use support::{
-    Cgi, CgiOutput, MariaDb, Provider, Redis, ServerUser, TempDir, binary, is_root, server_user,
+    Cgi, CgiOutput, MariaDb, Provider, Redis, ServerUser, Setup, TempDir, binary, free_port,
+    is_root, server_user,
 };
 
 /// The one rule every campaign configures: `LIMIT` per `WINDOW` seconds per address.
 const LIMIT: u64 = 3;
 const WINDOW: u64 = 600;
+fn rules() -> Vec<Value> {
+    vec![config::rule("ip", "ip", LIMIT, WINDOW)]
+}
+
 /// `Retry-After` of the 503 a failing store gets with `on_error: deny`.
 const DENY_RETRY_AFTER: u64 = 7;
 /// Store timeouts of the database campaigns, in milliseconds.
@@ -715,39 +720,19 @@ fn valid_slot() -> Vec<u8> {
     .to_vec()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FileFault {
-    ReadOnlySeen,
-    ReadOnlyNew,
-    RoMountSeen,
-    RoMountNew,
-    DirMissing,
-    ParentMissing,
-    ParentLocked,
-    DirIsFile,
-    DirOtherOwner,
-    FullNew,
-    FullSeen,
-    FileSizeLimit,
-    FileOtherOwner,
-    RandomBytes,
-    Truncated,
-    Oversized,
-    Zeros,
-    DirInPlace,
-    SymlinkPasswd,
-    SymlinkOutside,
-    SymlinkDangling,
-    ShardSymlink,
-    Fifo,
-    FifoSwept,
-    FifoCache,
-    LockHeld,
+/// Declares `FileFault` and `FILE_FAULTS`, every fault in the order the campaign runs them.
+macro_rules! file_faults {
+    ($($fault:ident),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        enum FileFault {
+            $($fault),*
+        }
+
+        const FILE_FAULTS: &[FileFault] = &[$(FileFault::$fault),*];
+    };
 }
 
-use FileFault::*;
-
-const FILE_FAULTS: [FileFault; 26] = [
+file_faults![
     ReadOnlySeen,
     ReadOnlyNew,
     RoMountSeen,
@@ -775,6 +760,8 @@ const FILE_FAULTS: [FileFault; 26] = [
     FifoCache,
     LockHeld,
 ];
+
+use FileFault::*;
 
 impl FileFault {
     fn name(self) -> &'static str {
@@ -893,7 +880,7 @@ impl FileSite {
                 "store": {"kind": "file", "dir": data, "on_error": policy.name(),
                           "deny_retry_after_secs": DENY_RETRY_AFTER,
                           "sweep_one_in": sweep_one_in, "sweep_budget_ms": 1000},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
+                "rules": rules(),
                 "cache": {"ttl_secs": cache_ttl},
             }),
         );
@@ -1395,7 +1382,7 @@ fn file_store_faults_follow_the_policy_within_the_bound_and_limiting_resumes() {
     let can_mount = mount_works();
     let mut table = Table::new("file");
     let mut n = 0;
-    for fault in FILE_FAULTS {
+    for &fault in FILE_FAULTS {
         for policy in Policy::BOTH {
             n += 1;
             if fault.needs_root() && !can_mount {
@@ -1676,12 +1663,6 @@ impl FullQueue {
     }
 }
 
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("address").port()
-}
-
 /// A store fault for the database campaigns.
 struct NetFault {
     name: &'static str,
@@ -1762,30 +1743,25 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     let began = Instant::now();
     let db = MariaDb::builder("faults").max_connections(8).start();
     let server = FaultServer::start(Behaviour::Forward(db.addr()));
-    let provider = Provider::start();
-    let dir = TempDir::new("faults-mysql");
-    let cfg = dir.join("config.json");
+    let setup = Setup::builder("faults-mysql").rules(rules()).write();
+    let (provider, cfg) = (&setup.provider, &setup.config_path);
     let password = db.password().to_owned();
     let write_cfg = |port: u16, policy: Policy| {
-        config::write(
-            &dir,
-            &json!({
-                "provider": config::http_provider(&provider.url("/unrestrict")),
-                "store": {"kind": "mysql", "host": "127.0.0.1", "port": port,
-                          "user": db.user(), "password": db.password(), "database": db.database(),
-                          "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                          "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER,
-                          "sweep_one_in": 0},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
-            }),
-        );
+        setup.edit_config(|c| {
+            c["store"] = json!({"kind": "mysql", "host": "127.0.0.1", "port": port,
+                                "user": db.user(), "password": db.password(),
+                                "database": db.database(),
+                                "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+                                "on_error": policy.name(),
+                                "deny_retry_after_secs": DENY_RETRY_AFTER, "sweep_one_in": 0});
+        });
     };
     let bound = mysql_bound();
     let secrets = [TOKEN, password.as_str()];
 
     // Through the fault server, forwarding: the store works (and creates its tables).
     write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(&cfg, "203.0.113.1", bound);
+    let a = Runner::default().ask(cfg, "203.0.113.1", bound);
     assert!(
         a.status == Some(200) && a.limited,
         "before any fault: {}",
@@ -1911,8 +1887,8 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
                 &write_cfg,
                 server.port(),
                 bound,
-                &provider,
-                &cfg,
+                provider,
+                cfg,
                 "mysql store",
                 &secrets,
                 &mut undo,
@@ -1934,26 +1910,22 @@ fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     let password = "faults-REDISPW-7f3a";
     let redis = Redis::builder("faults").password(password).start();
     let server = FaultServer::start(Behaviour::Forward(redis.addr()));
-    let provider = Provider::start();
-    let dir = TempDir::new("faults-redis");
-    let cfg = dir.join("config.json");
+    let setup = Setup::builder("faults-redis").rules(rules()).write();
+    let (provider, cfg) = (&setup.provider, &setup.config_path);
     let write_cfg = |port: u16, policy: Policy| {
-        config::write(
-            &dir,
-            &json!({
-                "provider": config::http_provider(&provider.url("/unrestrict")),
-                "store": {"kind": "redis", "host": "127.0.0.1", "port": port, "password": password,
-                          "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                          "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
-            }),
-        );
+        setup.edit_config(|c| {
+            c["store"] = json!({"kind": "redis", "host": "127.0.0.1", "port": port,
+                                "password": password,
+                                "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+                                "on_error": policy.name(),
+                                "deny_retry_after_secs": DENY_RETRY_AFTER});
+        });
     };
     let bound = redis_bound();
     let secrets = [TOKEN, password];
 
     write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(&cfg, "203.0.113.201", bound);
+    let a = Runner::default().ask(cfg, "203.0.113.201", bound);
     assert!(
         a.status == Some(200) && a.limited,
         "before any fault: {}",
@@ -2040,7 +2012,7 @@ fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
                     expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "1mb"]);
                 }
                 8 => {
-                    let port = closed_port().to_string();
+                    let port = free_port().to_string();
                     expect_ok(&redis, &["REPLICAOF", "127.0.0.1", &port]);
                 }
                 _ => unreachable!(),
@@ -2062,8 +2034,8 @@ fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
                 &write_cfg,
                 server.port(),
                 bound,
-                &provider,
-                &cfg,
+                provider,
+                cfg,
                 "redis store",
                 &secrets,
                 &mut undo,

@@ -271,10 +271,7 @@ pub struct CgiAnswer {
 
 impl CgiAnswer {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        super::http::header(&self.headers, name)
     }
 
     pub fn text(&self) -> String {
@@ -337,12 +334,7 @@ impl CgiAnswer {
             }
             headers.push((name.to_string(), value.trim().to_string()));
         }
-        let get = |n: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .map(|(_, v)| v.clone())
-        };
+        let get = |n: &str| super::http::header(&headers, n).map(str::to_owned);
         let (status, reason) = match get("Status") {
             Some(s) => {
                 let (code, reason) = s

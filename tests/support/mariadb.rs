@@ -4,12 +4,13 @@ use std::collections::hash_map::RandomState;
 use std::fs;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::net::free_port;
 use super::system::{is_root, require};
 use super::temp::TempDir;
 use super::urlenc::encode;
@@ -259,11 +260,6 @@ fn first_existing(candidates: &[&str], what: &str) -> PathBuf {
             unreachable!()
         }
     }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
 }
 
 /// Letters and digits, random per call (no extra crates: std's randomly keyed hasher).

@@ -3,13 +3,14 @@
 use std::fmt;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::net::free_port;
 use super::system::{require, server_user};
 use super::temp::TempDir;
 use super::urlenc::encode;
@@ -161,11 +162,6 @@ impl RedisBuilder {
         );
         Ok(redis)
     }
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
 }
 
 fn read_lossy(path: &Path) -> String {

@@ -1,11 +1,32 @@
-//! Facts about the machine the tests run on: the binary under test, root or not, the unprivileged account servers run as.
+//! Facts about the machine the tests run on: the binary under test, root or not, the unprivileged account servers run as, the processes running a program.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The `resolve` binary built by cargo for this test run.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_resolve"))
+}
+
+/// The binary under test as a command-line tool, with `args` and none of the CGI or
+/// configuration variables of the test's environment.
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.args(args)
+        .env_remove("GATEWAY_INTERFACE")
+        .env_remove("RESOLVE_CONFIG");
+    cmd
+}
+
+/// What a command printed: its standard output, then its standard error.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Effective user id of this process, read from /proc (no libc needed).
@@ -86,4 +107,22 @@ pub fn require(path: &Path, what: &str) {
             path.display()
         );
     }
+}
+
+/// Ids of the processes whose program (/proc/PID/exe) is `path` or lies under it, whoever owns
+/// them.
+pub fn processes_of(path: &Path) -> BTreeSet<u32> {
+    let mut pids = BTreeSet::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe.starts_with(path)) {
+            pids.insert(pid);
+        }
+    }
+    pids
 }
