@@ -35,7 +35,7 @@ use resolve::file_store::FileStore;
 use serde_json::{Value, json};
 use support::config::rule;
 use support::redis::Resp;
-use support::system::processes_of;
+use support::system::{now_ms, processes_of, sleep_until_ms};
 use support::urlenc::link_param;
 use support::{
     Apache, CgiAnswer, MariaDb, Mode, Provider, Redis, Request, Setup, Site, TempDir, binary,
@@ -92,22 +92,6 @@ fn seed() -> u64 {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1),
-    }
-}
-
-/// Milliseconds since 1970: the clock the stores decide with (the file store's processes, the
-/// database's `NOW(3)` and Redis' `TIME` all read this machine's clock).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as u64
-}
-
-fn sleep_until_ms(t: u64) {
-    let now = now_ms();
-    if t > now {
-        std::thread::sleep(Duration::from_millis(t - now));
     }
 }
 

@@ -103,7 +103,7 @@ fn every_answer_is_the_cgi_answer_byte_for_byte() {
     for (i, req) in requests.iter().enumerate() {
         let cgi = req.to_cgi().config(&cgi_cfg).run();
         let fcgi = process.send(req);
-        assert_eq!(fcgi.protocol_status, fcgi::REQUEST_COMPLETE);
+        assert_eq!(fcgi.protocol_status, fcgi::FCGI_REQUEST_COMPLETE);
         assert_eq!(fcgi.app_status, 0);
         assert!(
             fcgi.stderr.is_empty(),
@@ -271,10 +271,14 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
         (b"FCGI_MPXS_CONNS", b""),
         (b"SOMETHING_ELSE", b""),
     ];
-    s.write_all(&fcgi::record(fcgi::GET_VALUES, 0, &fcgi::pairs(&names)))
-        .unwrap();
+    s.write_all(&fcgi::record(
+        fcgi::FCGI_GET_VALUES,
+        0,
+        &fcgi::pairs(&names),
+    ))
+    .unwrap();
     let r = fcgi::read_record(&mut s).unwrap().expect("a reply");
-    assert_eq!((r.kind, r.id), (fcgi::GET_VALUES_RESULT, 0));
+    assert_eq!((r.kind, r.id), (fcgi::FCGI_GET_VALUES_RESULT, 0));
     let got = fcgi::parse_pairs(&r.content);
     assert_eq!(
         got,
@@ -287,27 +291,29 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
     // An unknown management record.
     s.write_all(&fcgi::record(42, 0, b"?")).unwrap();
     let r = fcgi::read_record(&mut s).unwrap().expect("a reply");
-    assert_eq!((r.kind, r.content[0]), (fcgi::UNKNOWN_TYPE, 42));
+    assert_eq!((r.kind, r.content[0]), (fcgi::FCGI_UNKNOWN_TYPE, 42));
     // Another role.
-    s.write_all(&fcgi::begin(7, 2, fcgi::KEEP_CONN)).unwrap();
+    s.write_all(&fcgi::begin(7, 2, fcgi::FCGI_KEEP_CONN))
+        .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 7).unwrap().protocol_status,
-        fcgi::UNKNOWN_ROLE
+        fcgi::FCGI_UNKNOWN_ROLE
     );
     // Two requests on one kept connection, and a second one begun while the first is open.
-    let first = FcgiRequest::new("GET", &query(1)).records(3, fcgi::KEEP_CONN);
+    let first = FcgiRequest::new("GET", &query(1)).records(3, fcgi::FCGI_KEEP_CONN);
     let (begin, rest) = first.split_at(16);
     s.write_all(begin).unwrap();
-    s.write_all(&fcgi::begin(4, 1, fcgi::KEEP_CONN)).unwrap();
+    s.write_all(&fcgi::begin(4, 1, fcgi::FCGI_KEEP_CONN))
+        .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 4).unwrap().protocol_status,
-        fcgi::CANT_MPX_CONN
+        fcgi::FCGI_CANT_MPX_CONN
     );
     s.write_all(rest).unwrap();
     let a = fcgi::read_answer(&mut s, 3).unwrap();
-    assert_eq!(a.protocol_status, fcgi::REQUEST_COMPLETE);
+    assert_eq!(a.protocol_status, fcgi::FCGI_REQUEST_COMPLETE);
     assert_eq!(a.cgi().text(), format!("{}\n", link(1)));
-    s.write_all(&FcgiRequest::new("GET", &query(2)).records(5, fcgi::KEEP_CONN))
+    s.write_all(&FcgiRequest::new("GET", &query(2)).records(5, fcgi::FCGI_KEEP_CONN))
         .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 5).unwrap().cgi().text(),
@@ -315,12 +321,12 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
     );
     // An aborted request is ended without an answer.
     s.write_all(&fcgi::begin(6, 1, 0)).unwrap();
-    s.write_all(&fcgi::record(fcgi::ABORT_REQUEST, 6, b""))
+    s.write_all(&fcgi::record(fcgi::FCGI_ABORT_REQUEST, 6, b""))
         .unwrap();
     let a = fcgi::read_answer(&mut s, 6).unwrap();
     assert_eq!(
         (a.stdout.len(), a.protocol_status),
-        (0, fcgi::REQUEST_COMPLETE)
+        (0, fcgi::FCGI_REQUEST_COMPLETE)
     );
     // Without FCGI_KEEP_CONN the process closes the connection.
     let mut rest = Vec::new();
@@ -344,9 +350,13 @@ fn malformed_records_close_that_connection_only_with_one_log_line() {
         vec![1, 1, 0, 1, 0, 3, 0, 0, 0, 1, 0],
         {
             let mut v = fcgi::begin(1, 1, 0);
-            v.extend(fcgi::record(fcgi::PARAMS, 1, &[0x85, 0, 0, 0, 1, b'x']));
-            v.extend(fcgi::record(fcgi::PARAMS, 1, &[]));
-            v.extend(fcgi::record(fcgi::STDIN, 1, &[]));
+            v.extend(fcgi::record(
+                fcgi::FCGI_PARAMS,
+                1,
+                &[0x85, 0, 0, 0, 1, b'x'],
+            ));
+            v.extend(fcgi::record(fcgi::FCGI_PARAMS, 1, &[]));
+            v.extend(fcgi::record(fcgi::FCGI_STDIN, 1, &[]));
             v
         },
     ];

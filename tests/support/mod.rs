@@ -10,6 +10,7 @@ pub mod fcgi;
 pub mod http;
 pub mod mariadb;
 pub mod net;
+pub mod process;
 pub mod provider;
 pub mod redis;
 pub mod site;

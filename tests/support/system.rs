@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// The `resolve` binary built by cargo for this test run.
 pub fn binary() -> PathBuf {
@@ -27,6 +28,17 @@ pub fn output_text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Milliseconds since 1970 on this machine's clock, the one the stores decide with (the file
+/// store's processes, MariaDB's `NOW(3)` and Redis' `TIME` all read it).
+pub fn now_ms() -> u64 {
+    UNIX_EPOCH.elapsed().expect("clock after 1970").as_millis() as u64
+}
+
+/// Sleeps until `now_ms()` reaches `t` (not at all when it has).
+pub fn sleep_until_ms(t: u64) {
+    std::thread::sleep(Duration::from_millis(t.saturating_sub(now_ms())));
 }
 
 /// Effective user id of this process, read from /proc (no libc needed).
