@@ -328,6 +328,27 @@ impl Deployed {
         self.output.status.code()
     }
 
+    fn assert_exit(&self, code: i32) -> &Deployed {
+        assert_eq!(self.code(), Some(code), "{}", self.all());
+        self
+    }
+
+    /// Its standard output holds each of `expected`.
+    fn says(&self, expected: &[&str]) -> &Deployed {
+        for e in expected {
+            assert!(self.stdout().contains(e), "{e:?} in\n{}", self.all());
+        }
+        self
+    }
+
+    /// Its standard error holds each of `expected`.
+    fn warns(&self, expected: &[&str]) -> &Deployed {
+        for e in expected {
+            assert!(self.stderr().contains(e), "{e:?} in\n{}", self.all());
+        }
+        self
+    }
+
     fn assert_ok(&self) -> &Deployed {
         assert!(
             self.output.status.success(),
@@ -615,17 +636,11 @@ fn deploy_serve_and_redeploy_under_suexec() {
     let dry = deploy(&local_args(&user, &["--dry-run"]));
     dry.assert_ok();
     assert_untouched(&before, &user, "deploy.sh --dry-run on a fresh account");
-    for expected in [
+    dry.says(&[
         "cargo build --release --target x86_64-unknown-linux-musl",
         "resolve/config.json will be created",
         "dry run finished: nothing was changed",
-    ] {
-        assert!(
-            dry.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            dry.all()
-        );
-    }
+    ]);
 
     // First deployment: deploy.sh builds the static binary itself.
     let first = deploy(&local_args(&user, &["--domain", "example.test"]));
@@ -1010,12 +1025,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
     set_mode(&user.web(), 0o550);
     let before = listing(&user.home);
     let failed = deploy(&local_args(&user, &["--binary", &built_arg]));
-    assert_eq!(failed.code(), Some(1), "{}", failed.all());
-    assert!(
-        failed.stderr().contains("upload failed"),
-        "{}",
-        failed.all()
-    );
+    failed.assert_exit(1);
+    failed.warns(&["upload failed"]);
     assert_untouched(&before, &user, "a failed upload");
     set_mode(&user.web(), 0o750);
     assert_status(&get_link(&c, &user, 302), 200, &apache, &suexec);
@@ -1030,19 +1041,13 @@ fn deploy_explains_what_stops_it() {
     let user = HostUser::create(false);
     let before = listing(&user.home);
     let r = deploy(&local_args(&user, &[]));
-    assert_eq!(r.code(), Some(3), "{}", r.all());
-    for expected in [
+    r.assert_exit(3);
+    r.warns(&[
         "cgi-bin does not exist",
         "cPanel",
         "File Manager",
         "--create-cgi-bin",
-    ] {
-        assert!(
-            r.stderr().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert!(
         !r.stdout().contains("cargo build"),
         "built before looking:\n{}",
@@ -1072,16 +1077,10 @@ fn deploy_explains_what_stops_it() {
     let r = deploy(&["--settings", settings.to_str().unwrap(), "--dry-run"]);
     fs::remove_file(&settings).unwrap();
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "cgi-bin is missing: it will be created",
         "open https://example.test/ (the page)",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert_untouched(&before, &user, "a dry run");
 
     // A cgi-bin that is not the account's: suEXEC would refuse every program in it.
@@ -1090,7 +1089,7 @@ fn deploy_explains_what_stops_it() {
     set_mode(&cgi, 0o755);
     let before = listing(&user.home);
     let r = deploy(&local_args(&user, &[]));
-    assert_eq!(r.code(), Some(1), "{}", r.all());
+    r.assert_exit(1);
     assert!(
         r.stderr().contains("wrong permissions") && r.stderr().contains("belongs to uid 0"),
         "{}",
@@ -1105,12 +1104,8 @@ fn deploy_explains_what_stops_it() {
 
     // Mistakes in the options or the settings file; never a password on the command line.
     let r = deploy(&["--transport", "ftps", "--password", "hunter2"]);
-    assert_eq!(r.code(), Some(2), "{}", r.all());
-    assert!(
-        r.stderr().contains("never taken on the command line"),
-        "{}",
-        r.all()
-    );
+    r.assert_exit(2);
+    r.warns(&["never taken on the command line"]);
     assert!(!r.all().contains("hunter2"), "{}", r.all());
     let settings = std::env::temp_dir().join(format!("resolve-deploy-{}.conf", random_suffix()));
     fs::write(
@@ -1120,8 +1115,8 @@ fn deploy_explains_what_stops_it() {
     .unwrap();
     let r = deploy(&["--settings", settings.to_str().unwrap()]);
     fs::remove_file(&settings).unwrap();
-    assert_eq!(r.code(), Some(2), "{}", r.all());
-    assert!(r.stderr().contains("password-file"), "{}", r.all());
+    r.assert_exit(2);
+    r.warns(&["password-file"]);
     assert!(!r.all().contains("hunter2"), "{}", r.all());
     for (args, expected) in [
         (&[][..], "choose a transport"),
@@ -1149,18 +1144,12 @@ fn deploy_explains_what_stops_it() {
     }
     let r = deploy(&["--help"]);
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "--transport local|ssh|ftps",
         "--dry-run",
         "--password-file",
         "deploy.conf",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1228,6 +1217,19 @@ fn run_ok(cmd: &mut Command) {
         "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Deploying again (`redeploy`) keeps the owner's configuration and replaces the program; the
+/// site still answers.
+fn assert_redeploy_keeps_the_configuration(user: &HostUser, redeploy: impl FnOnce()) {
+    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
+    user.write(&user.path("resolve/config.json"), config, 0o600);
+    let program = user.path("public_html/cgi-bin/resolve");
+    let inode = fs::metadata(&program).unwrap().ino();
+    redeploy();
+    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
+    assert_ne!(fs::metadata(&program).unwrap().ino(), inode);
+    assert_site_answers(user);
 }
 
 /// Serves the account and checks that the deployed site answers: the page, and a link through
@@ -1317,11 +1319,7 @@ fn deploy_over_ssh_runs_check_on_the_host() {
     let before = listing(&user.home);
     let dry = deploy(&[&args[..], &["--dry-run"]].concat());
     dry.assert_ok();
-    assert!(
-        dry.stdout().contains("resolve/config.json will be created"),
-        "{}",
-        dry.all()
-    );
+    dry.says(&["resolve/config.json will be created"]);
     assert_untouched(&before, &user, "deploy.sh --dry-run over ssh");
 
     // The deployment: rsync over ssh, then the host's own `resolve check`.
@@ -1348,22 +1346,9 @@ fn deploy_over_ssh_runs_check_on_the_host() {
         sshd.log()
     );
 
-    // Again: the owner's configuration stays, the program is replaced.
-    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
-    user.write(&user.path("resolve/config.json"), config, 0o600);
-    let inode = fs::metadata(user.path("public_html/cgi-bin/resolve"))
-        .unwrap()
-        .ino();
-    let again = deploy(&args);
-    again.assert_ok();
-    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
-    assert_ne!(
-        fs::metadata(user.path("public_html/cgi-bin/resolve"))
-            .unwrap()
-            .ino(),
-        inode
-    );
-    assert_site_answers(&user);
+    assert_redeploy_keeps_the_configuration(&user, || {
+        deploy(&args).assert_ok();
+    });
 }
 
 #[test]
@@ -1460,7 +1445,7 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     // is named as such. Neither changes anything.
     let before = listing(&user.home);
     let r = run(args(&plain_port, &password_file), &[]);
-    assert_eq!(r.code(), Some(1), "{}", r.all());
+    r.assert_exit(1);
     assert!(
         r.stderr().contains("refused FTP over TLS") && r.stderr().contains("--allow-plain-ftp"),
         "{}",
@@ -1471,51 +1456,25 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
         &["--allow-plain-ftp", "--dry-run"],
     );
     r.assert_ok();
-    assert!(
-        r.stderr().contains("password is sent unencrypted"),
-        "{}",
-        r.all()
-    );
+    r.warns(&["password is sent unencrypted"]);
     let r = run(args(&tls_port, &wrong_file), &[]);
-    assert_eq!(r.code(), Some(1), "{}", r.all());
-    assert!(r.stderr().contains("login refused"), "{}", r.all());
+    r.assert_exit(1);
+    r.warns(&["login refused"]);
     let r = run(args(&tls_port, &password_file), &["--dry-run"]);
     r.assert_ok();
-    assert!(
-        r.stdout().contains("resolve/config.json will be created"),
-        "{}",
-        r.all()
-    );
+    r.says(&["resolve/config.json will be created"]);
     assert_untouched(&before, &user, "refused or dry-run FTPS deployments");
 
     // The deployment over TLS: temporary names, SITE CHMOD, renames, modes read back.
     let r = run(args(&tls_port, &password_file), &[]);
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "set ftp:ssl-force true",
         "public_html/cgi-bin/resolve: -rwxr-xr-x",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert_deployed(&user, &r.binary());
 
-    // Again: the owner's configuration stays, the program is replaced.
-    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
-    user.write(&user.path("resolve/config.json"), config, 0o600);
-    let inode = fs::metadata(user.path("public_html/cgi-bin/resolve"))
-        .unwrap()
-        .ino();
-    run(args(&tls_port, &password_file), &[]).assert_ok();
-    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
-    assert_ne!(
-        fs::metadata(user.path("public_html/cgi-bin/resolve"))
-            .unwrap()
-            .ino(),
-        inode
-    );
-    assert_site_answers(&user);
+    assert_redeploy_keeps_the_configuration(&user, || {
+        run(args(&tls_port, &password_file), &[]).assert_ok();
+    });
 }

@@ -6,12 +6,13 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::config::{self, TOKEN, rule};
+use support::config::{self, TOKEN};
 use support::site::SiteBuilder;
 use support::system::{command, output_text};
 use support::urlenc::link_param;
 use support::{
-    Cgi, CgiOutput, HttpClient, Provider, Reply, Request, Response, Setup, Site, fire, free_port,
+    Call, Cgi, CgiOutput, HttpClient, Provider, Reply, Request, Response, Setup, Site, fire,
+    free_port,
 };
 
 /// What the visitor reads when the owner's provider account is the problem.
@@ -55,14 +56,32 @@ fn api_stand_in() -> Provider {
     Provider::builder().routes_only().start()
 }
 
-/// A site: this provider section, a file store, a generous client rule and the top-level fields
-/// of `extra`; `api` is the stand-in the section points at. `.write()` for direct runs,
-/// `.start()` under Apache.
-fn setup(label: &str, provider: Value, extra: Value, api: Provider) -> SiteBuilder {
+/// A site for preset `name` whose API (at `base`) is a fresh stand-in, a file store, a generous
+/// client rule and the top-level fields of `extra`. `.write()` for direct runs, `.start()` under
+/// Apache.
+fn preset_site(label: &str, name: &'static str, base: &'static str, extra: Value) -> SiteBuilder {
     Site::builder(label)
-        .provider(api)
-        .provider_section(move |_| provider)
+        .provider(api_stand_in())
+        .provider_section(move |api| preset(name, api, base))
         .config(move |cfg| config::merge(cfg, extra))
+}
+
+/// Adds `fields` to the site's provider section.
+fn provider_fields(builder: SiteBuilder, fields: Value) -> SiteBuilder {
+    builder.config(move |cfg| config::merge(&mut cfg["provider"], fields))
+}
+
+/// A Real-Debrid answer for `f.bin`.
+fn f_bin() -> Reply {
+    Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"}))
+}
+
+/// The paid call carried the token in the Authorization header, `link` in form field `field`
+/// and no token in its query.
+fn assert_paid_call(call: &Call, field: &str, link: &str) {
+    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(call.form(field), Some(link), "{}", call.everything());
+    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
 }
 
 /// Requests to the binary run directly as a CGI program.
@@ -121,20 +140,23 @@ fn expect_ok(out: &CgiOutput) -> Value {
     body
 }
 
-/// What the visitor must be told, by class of provider failure.
+/// What the visitor must be told, by class of provider failure, grouped by the status they get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Class {
+    // 502: the site's own provider account or the provider is the problem.
     Auth,
+    /// A server error or a connection that never happened.
+    Unavailable,
+    // 503: try again later.
     Quota,
+    Temporary,
+    Busy,
+    // 422: this link cannot be had.
     Unsupported,
     DeadLink,
     Password,
-    Temporary,
-    Busy,
     /// Refused for another reason: the provider's words are passed on.
     Refused,
-    /// A server error or a connection that never happened.
-    Unavailable,
 }
 
 impl Class {
@@ -302,23 +324,16 @@ impl Case {
 }
 
 /// Runs every case against a fresh store and stand-in script; reports all mismatches at once.
-fn run_table(name: &str, base: &str, cases: &[Case]) {
+fn run_table(name: &'static str, base: &'static str, cases: &[Case]) {
     let mut problems = Vec::new();
     let mut rows = Vec::new();
     let started = Instant::now();
     for (i, c) in cases.iter().enumerate() {
-        let api = api_stand_in();
+        let site = preset_site(&format!("{name}-{i}"), name, base, json!({})).write();
+        let api = &site.provider;
         for (method, path, reply) in &c.script {
             api.script(method, path, [reply.clone()]);
         }
-        let site = setup(
-            &format!("{name}-{i}"),
-            preset(name, &api, base),
-            json!({}),
-            api,
-        )
-        .write();
-        let api = &site.provider;
         let out = site.get(&format!("https://hoster.example/{name}/case-{i}.zip"));
         let mut bad = c.problems(&out);
         if api.calls() != c.calls {
@@ -377,8 +392,7 @@ fn rd_error(status: u16, error: &str, code: u32) -> Reply {
 
 #[test]
 fn realdebrid_resolves_and_maps_every_error_class() {
-    let api = api_stand_in();
-    let site = setup("rd-ok", preset("realdebrid", &api, RD_BASE), json!({}), api).write();
+    let site = preset_site("rd-ok", "realdebrid", RD_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/rd-1.mkv";
     let download = "https://abc12.download.real-debrid.com/d/ABCDEF123/movie.mkv";
@@ -394,10 +408,7 @@ fn realdebrid_resolves_and_maps_every_error_class() {
     let body = expect_ok(&site.get(link));
     assert_eq!(body, json!({"download": download, "filename": "movie.mkv"}));
     assert_eq!(api.calls(), 1);
-    let call = &api.requests_to(POST, RD_CALL)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("link"), Some(link));
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_paid_call(&api.requests_to(POST, RD_CALL)[0], "link", link);
 
     let route = (POST, RD_CALL);
     let c = |what, reply, class, code| case(what, route, reply, class, Some(code));
@@ -537,8 +548,7 @@ fn ad_error(code: &str, message: &str) -> Reply {
 
 #[test]
 fn alldebrid_resolves_and_maps_every_error_class() {
-    let api = api_stand_in();
-    let site = setup("ad-ok", preset("alldebrid", &api, AD_BASE), json!({}), api).write();
+    let site = preset_site("ad-ok", "alldebrid", AD_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/ad-1.zip";
     let download = "https://a1b2c3.debrid.it/dl/2f3e4d/archive.zip";
@@ -556,10 +566,7 @@ fn alldebrid_resolves_and_maps_every_error_class() {
         json!({"download": download, "filename": "archive.zip"})
     );
     assert_eq!((api.calls(), api.calls_to(POST, AD_DELAYED)), (1, 0));
-    let call = &api.requests_to(POST, AD_UNLOCK)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("link"), Some(link));
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_paid_call(&api.requests_to(POST, AD_UNLOCK)[0], "link", link);
 
     let route = (POST, AD_UNLOCK);
     let c = |what, code, class| {
@@ -625,14 +632,7 @@ fn alldebrid_resolves_and_maps_every_error_class() {
 
 #[test]
 fn alldebrid_delayed_link_is_polled_until_ready() {
-    let api = api_stand_in();
-    let site = setup(
-        "ad-delayed",
-        preset("alldebrid", &api, AD_BASE),
-        json!({}),
-        api,
-    )
-    .write();
+    let site = preset_site("ad-delayed", "alldebrid", AD_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/big.iso";
     let download = "https://a1b2c3.debrid.it/dl/987654/big.iso";
@@ -685,8 +685,7 @@ fn alldebrid_delayed_link_is_polled_until_ready() {
 
 #[test]
 fn premiumize_resolves_and_maps_errors() {
-    let api = api_stand_in();
-    let site = setup("pm-ok", preset("premiumize", &api, PM_BASE), json!({}), api).write();
+    let site = preset_site("pm-ok", "premiumize", PM_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/pm-1.rar";
     let download = "https://sasha.premiumize.me/dl/9a8b7c/pm-1.rar";
@@ -712,10 +711,8 @@ fn premiumize_resolves_and_maps_errors() {
     }
     assert_eq!(api.calls(), 2);
     for call in api.requests_to(POST, PM_CALL) {
-        assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-        assert_eq!(call.form("src"), Some(link), "{}", call.everything());
+        assert_paid_call(&call, "src", link);
         assert_eq!(call.form("link"), None);
-        assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
     }
 
     // An expired key is answered inside HTTP 200 with words only: shown for the report.
@@ -789,8 +786,7 @@ fn dl_error(code: &str) -> Reply {
 
 #[test]
 fn debridlink_resolves_and_maps_every_error_class() {
-    let api = api_stand_in();
-    let site = setup("dl-ok", preset("debridlink", &api, DL_BASE), json!({}), api).write();
+    let site = preset_site("dl-ok", "debridlink", DL_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/dl-1.mp4";
     let download = "https://dl3.debrid.link/dl/abc123/dl-1.mp4";
@@ -806,10 +802,7 @@ fn debridlink_resolves_and_maps_every_error_class() {
     let body = expect_ok(&site.get(link));
     assert_eq!(body, json!({"download": download, "filename": "dl-1.mp4"}));
     assert_eq!(api.calls(), 1);
-    let call = &api.requests_to(POST, DL_CALL)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("url"), Some(link), "{}", call.everything());
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_paid_call(&api.requests_to(POST, DL_CALL)[0], "url", link);
 
     let route = (POST, DL_CALL);
     let c = |code, class| case(code, route, dl_error(code), class, Some(code));
@@ -886,8 +879,7 @@ const TB_DOWNLOAD: &str = "https://store-041.weur.tb-cdn.st/zip/4242?token=c0ffe
 
 #[test]
 fn torbox_resolves_and_maps_every_error_class() {
-    let api = api_stand_in();
-    let site = setup("tb-ok", preset("torbox", &api, TB_BASE), json!({}), api).write();
+    let site = preset_site("tb-ok", "torbox", TB_BASE, json!({})).write();
     let api = &site.provider;
     let link = "https://hoster.example/file/archive.zip";
     api.script(POST, TB_CREATE, [tb_created(4242)]);
@@ -967,8 +959,7 @@ fn get_json(client: &HttpClient, link: &str) -> io::Result<Response> {
 
 #[test]
 fn torbox_create_poll_requestdl_under_apache() {
-    let api = api_stand_in();
-    let site = setup("tb-apache", preset("torbox", &api, TB_BASE), json!({}), api).start();
+    let site = preset_site("tb-apache", "torbox", TB_BASE, json!({})).start();
     let api = &site.provider;
     api.script(POST, TB_CREATE, [tb_created(4242)]);
     api.script(GET, TB_LIST, [tb_list(4242, false), tb_list(4242, true)]);
@@ -1030,20 +1021,13 @@ fn torbox_create_poll_requestdl_under_apache() {
 
 #[test]
 fn spend_limit_holds_for_many_clients_at_once_under_apache() {
-    let api = api_stand_in();
+    let site = preset_site("spend", "realdebrid", RD_BASE, spend(50)).start();
+    let api = &site.provider;
     api.route(
         POST,
         RD_CALL,
         Reply::ok(json!({"download": "https://dl.example/d/file.bin", "filename": "file.bin"})),
     );
-    let site = setup(
-        "spend",
-        preset("realdebrid", &api, RD_BASE),
-        merged(spend(50), json!({"rules": [rule("ip", "ip", 1000, 60)]})),
-        api,
-    )
-    .start();
-    let api = &site.provider;
     let addr = site.apache.addr();
     let n = 80;
     let started = Instant::now();
@@ -1114,21 +1098,20 @@ fn spend_limit_holds_for_many_clients_at_once_under_apache() {
 
 #[test]
 fn cache_answers_one_link_with_one_paid_call_under_apache() {
-    let api = api_stand_in();
+    let site = preset_site(
+        "cache",
+        "realdebrid",
+        RD_BASE,
+        json!({"cache": {"ttl_secs": 3}}),
+    )
+    .start();
+    let api = &site.provider;
     let answer = |n: u32| {
         Reply::ok(
             json!({"download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"}),
         )
     };
     api.script(POST, RD_CALL, (1..=2).map(answer));
-    let site = setup(
-        "cache",
-        preset("realdebrid", &api, RD_BASE),
-        json!({"cache": {"ttl_secs": 3}}),
-        api,
-    )
-    .start();
-    let api = &site.provider;
     let addr = site.apache.addr();
     let client = site.apache.client();
     let link = "https://hoster.example/files/abc?x=1";
@@ -1226,18 +1209,13 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
 
 #[test]
 fn a_presets_rate_rule_limits_paid_calls() {
-    let api = api_stand_in();
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let provider = merged(
-        preset("realdebrid", &api, RD_BASE),
+    let site = provider_fields(
+        preset_site("rate-rule", "realdebrid", RD_BASE, json!({})),
         json!({"rate_limits": [{"name": "provider-minute", "limit": 5, "window_secs": 60}]}),
-    );
-    let site = setup("rate-rule", provider, json!({}), api).write();
+    )
+    .write();
     let api = &site.provider;
+    api.route(POST, RD_CALL, f_bin());
     let outs: Vec<CgiOutput> = (0..8)
         .map(|i| {
             site.request(
@@ -1272,7 +1250,11 @@ fn a_call_that_never_connected_is_refunded() {
         "base_url": format!("http://127.0.0.1:{}{RD_BASE}", free_port()),
         "connect_timeout_ms": 1000, "timeout_ms": 2000
     });
-    let site = setup("refund", provider, spend(2), api_stand_in()).write();
+    let site = Site::builder("refund")
+        .provider(api_stand_in())
+        .provider_section(|_| provider)
+        .config(|cfg| config::merge(cfg, spend(2)))
+        .write();
     for i in 0..3 {
         let out = site.get(&format!("https://hoster.example/refund/{i}"));
         let (status, body) = status_body(&out);
@@ -1288,11 +1270,7 @@ fn a_call_that_never_connected_is_refunded() {
     }
     // Now the provider answers: the whole budget of 2 is still there.
     let api = &site.provider;
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
+    api.route(POST, RD_CALL, f_bin());
     site.edit_config(|cfg| cfg["provider"] = preset("realdebrid", api, RD_BASE));
     let statuses: Vec<u16> = (0..3)
         .map(|i| {
@@ -1311,19 +1289,14 @@ fn a_call_that_never_connected_is_refunded() {
 #[test]
 fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     // One call that never answers: the call's timeout ends it.
-    let api = api_stand_in();
-    api.script(POST, RD_CALL, [Reply::Hang]);
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let provider = merged(
-        preset("realdebrid", &api, RD_BASE),
+    let site = provider_fields(
+        preset_site("hang", "realdebrid", RD_BASE, spend(1)),
         json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1500}),
-    );
-    let site = setup("hang", provider, spend(1), api).write();
+    )
+    .write();
     let api = &site.provider;
+    api.script(POST, RD_CALL, [Reply::Hang]);
+    api.route(POST, RD_CALL, f_bin());
     let out = site.get("https://hoster.example/hang/1");
     assert_timed_out(&out, 1500);
     assert_eq!(api.calls(), 1);
@@ -1335,15 +1308,14 @@ fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     let hang_ms = out.elapsed.as_millis();
 
     // Polling that never finishes: the deadline ends it.
-    let api = api_stand_in();
+    let site = provider_fields(
+        preset_site("hang-poll", "torbox", TB_BASE, json!({})),
+        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
+    )
+    .write();
+    let api = &site.provider;
     api.script(POST, TB_CREATE, [tb_created(7)]);
     api.route(GET, TB_LIST, tb_list(7, false));
-    let provider = merged(
-        preset("torbox", &api, TB_BASE),
-        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
-    );
-    let site = setup("hang-poll", provider, json!({}), api).write();
-    let api = &site.provider;
     let out = site.get("https://hoster.example/hang/poll");
     assert_timed_out(&out, 3000);
     assert_eq!(
@@ -1371,20 +1343,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 #[test]
 fn cached_answers_cost_no_spend() {
-    let api = api_stand_in();
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let site = setup(
+    let site = preset_site(
         "cache-spend",
-        preset("realdebrid", &api, RD_BASE),
+        "realdebrid",
+        RD_BASE,
         merged(spend(1), json!({"cache": {"ttl_secs": 60}})),
-        api,
     )
     .write();
     let api = &site.provider;
+    api.route(POST, RD_CALL, f_bin());
     let link = "https://hoster.example/cached/f.bin";
     let first = site.get(link);
     assert_eq!(first.answer().header("X-Resolve-Cache"), Some("miss"));
@@ -1429,8 +1396,7 @@ fn check(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn check_describes_a_preset_and_live_makes_one_call() {
-    let api = api_stand_in();
-    let site = setup("check", preset("torbox", &api, TB_BASE), json!({}), api).write();
+    let site = preset_site("check", "torbox", TB_BASE, json!({})).write();
     let api = &site.provider;
     let path = site.config_path.to_str().unwrap();
     let (ok, out) = check(&["check", "--config", path]);
@@ -1502,7 +1468,14 @@ fn check_describes_a_preset_and_live_makes_one_call() {
 
 #[test]
 fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
-    let api = api_stand_in();
+    let site = preset_site(
+        "cache-at-once",
+        "realdebrid",
+        RD_BASE,
+        json!({"cache": {"ttl_secs": 60}}),
+    )
+    .start();
+    let api = &site.provider;
     // The provider takes a second: every request below arrives while the first is being paid.
     let slow = |n: u32| {
         Reply::ok(json!({
@@ -1511,14 +1484,6 @@ fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
         .after(Duration::from_millis(1000))
     };
     api.script(POST, RD_CALL, [slow(1)]);
-    let site = setup(
-        "cache-at-once",
-        preset("realdebrid", &api, RD_BASE),
-        json!({"cache": {"ttl_secs": 60}}),
-        api,
-    )
-    .start();
-    let api = &site.provider;
     let addr = site.apache.addr();
     let link = "https://hoster.example/files/at-once";
     let started = Instant::now();

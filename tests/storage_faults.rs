@@ -1672,54 +1672,135 @@ struct NetFault {
     port: Option<u16>,
 }
 
-/// One database fault under one policy: the faulted request, then (after `undo`) the exact
-/// limit through the real server.
-#[allow(clippy::too_many_arguments)]
-fn net_case(
-    fault: &NetFault,
-    policy: Policy,
-    addr: &str,
-    write_cfg: &dyn Fn(u16, Policy),
-    fault_port: u16,
+/// A fault of this name whose error line holds one of `cause` (empty: any), on the fault
+/// server.
+fn fault(name: &'static str, cause: &'static [&'static str]) -> NetFault {
+    NetFault {
+        name,
+        cause,
+        port: None,
+    }
+}
+
+/// A database campaign: the store behind the fault server, a configuration whose store section
+/// `store` makes for a port and a policy.
+struct NetCampaign<'a> {
+    name: &'static str,
+    began: Instant,
+    target: SocketAddr,
+    server: FaultServer,
+    setup: Setup,
+    store: &'a dyn Fn(u16, Policy) -> Value,
     bound: Duration,
-    provider: &Provider,
-    cfg: &Path,
-    place: &str,
-    secrets: &[&str],
-    undo: &mut dyn FnMut(),
-) -> Row {
-    let runner = Runner::default();
-    write_cfg(fault.port.unwrap_or(fault_port), policy);
-    let calls = provider.calls();
-    let a = runner.ask(cfg, addr, bound);
-    let calls = provider.calls() - calls;
-    let mut problems = check_answered(&a, bound, secrets);
-    problems.extend(check_expected(
-        &a,
-        Expect::Policy,
-        policy,
-        calls,
-        place,
-        fault.cause,
-    ));
-    undo();
-    write_cfg(fault_port, policy);
-    problems.extend(check_exact(
-        || runner.ask(cfg, addr, bound),
-        provider,
-        0,
-        bound,
-        secrets,
-    ));
-    Row {
-        fault: fault.name.to_owned(),
-        policy: policy.name(),
-        status: a.status_text(),
-        took: a.took,
-        bound,
-        calls: calls.to_string(),
-        log: a.log_line(),
-        problems,
+    secrets: &'a [&'a str],
+}
+
+impl<'a> NetCampaign<'a> {
+    /// Starts the fault server in front of `target` and checks that the store works through it
+    /// (creating its tables), from `addr`.
+    fn start(
+        (name, began): (&'static str, Instant),
+        target: SocketAddr,
+        store: &'a dyn Fn(u16, Policy) -> Value,
+        (bound, secrets): (Duration, &'a [&'a str]),
+        addr: &str,
+    ) -> NetCampaign<'a> {
+        let c = NetCampaign {
+            name,
+            began,
+            target,
+            server: FaultServer::start(Behaviour::Forward(target)),
+            setup: Setup::builder(&format!("faults-{name}"))
+                .rules(rules())
+                .write(),
+            store,
+            bound,
+            secrets,
+        };
+        c.write_cfg(c.server.port(), Policy::Deny);
+        let a = Runner::default().ask(&c.setup.config_path, addr, bound);
+        assert!(
+            a.status == Some(200) && a.limited,
+            "before any fault: {}",
+            a.everything
+        );
+        c
+    }
+
+    fn write_cfg(&self, port: u16, policy: Policy) {
+        self.setup
+            .edit_config(|c| c["store"] = (self.store)(port, policy));
+    }
+
+    /// Each fault under each policy, from addresses 203.0.113.(`first` + 1)...: `plant(i, addr)`
+    /// sets fault `i` up (what it returns is held until the fault is undone), `undo(i)` takes
+    /// it away again once the server forwards.
+    fn run<H>(
+        &self,
+        faults: &[NetFault],
+        first: usize,
+        mut plant: impl FnMut(usize, &str, &FaultServer) -> H,
+        mut undo: impl FnMut(usize),
+    ) {
+        let mut table = Table::new(self.name);
+        let mut n = first;
+        for (i, fault) in faults.iter().enumerate() {
+            for policy in Policy::BOTH {
+                n += 1;
+                let addr = format!("203.0.113.{n}");
+                let mut held = Some(plant(i, &addr, &self.server));
+                let mut undo = || {
+                    self.server.set(Behaviour::Forward(self.target));
+                    undo(i);
+                    held.take();
+                };
+                let row = self.case(fault, policy, &addr, &mut undo);
+                table.add(row);
+            }
+        }
+        eprintln!("{} campaign: {} ms", self.name, ms(self.began.elapsed()));
+        table.finish();
+    }
+
+    /// One fault under one policy: the faulted request, then (after `undo`) the exact limit
+    /// through the real server.
+    fn case(&self, fault: &NetFault, policy: Policy, addr: &str, undo: &mut dyn FnMut()) -> Row {
+        let (runner, bound, secrets) = (Runner::default(), self.bound, self.secrets);
+        let (provider, cfg) = (&self.setup.provider, &self.setup.config_path);
+        let fault_port = self.server.port();
+        self.write_cfg(fault.port.unwrap_or(fault_port), policy);
+        let calls = provider.calls();
+        let a = runner.ask(cfg, addr, bound);
+        let calls = provider.calls() - calls;
+        let mut problems = check_answered(&a, bound, secrets);
+        let place = format!("{} store", self.name);
+        problems.extend(check_expected(
+            &a,
+            Expect::Policy,
+            policy,
+            calls,
+            &place,
+            fault.cause,
+        ));
+        undo();
+        self.write_cfg(fault_port, policy);
+        problems.extend(check_exact(
+            || runner.ask(cfg, addr, bound),
+            provider,
+            0,
+            bound,
+            secrets,
+        ));
+        Row {
+            fault: fault.name.to_owned(),
+            policy: policy.name(),
+            status: a.status_text(),
+            took: a.took,
+            bound,
+            calls: calls.to_string(),
+            log: a.log_line(),
+            problems,
+        }
     }
 }
 
@@ -1742,88 +1823,66 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     use mysql::prelude::Queryable;
     let began = Instant::now();
     let db = MariaDb::builder("faults").max_connections(8).start();
-    let server = FaultServer::start(Behaviour::Forward(db.addr()));
-    let setup = Setup::builder("faults-mysql").rules(rules()).write();
-    let (provider, cfg) = (&setup.provider, &setup.config_path);
     let password = db.password().to_owned();
-    let write_cfg = |port: u16, policy: Policy| {
-        setup.edit_config(|c| {
-            c["store"] = json!({"kind": "mysql", "host": "127.0.0.1", "port": port,
-                                "user": db.user(), "password": db.password(),
-                                "database": db.database(),
-                                "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                                "on_error": policy.name(),
-                                "deny_retry_after_secs": DENY_RETRY_AFTER, "sweep_one_in": 0});
-        });
+    let store = |port: u16, policy: Policy| {
+        json!({"kind": "mysql", "host": "127.0.0.1", "port": port,
+               "user": db.user(), "password": db.password(), "database": db.database(),
+               "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+               "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER,
+               "sweep_one_in": 0})
     };
-    let bound = mysql_bound();
     let secrets = [TOKEN, password.as_str()];
-
     // Through the fault server, forwarding: the store works (and creates its tables).
-    write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(cfg, "203.0.113.1", bound);
-    assert!(
-        a.status == Some(200) && a.limited,
-        "before any fault: {}",
-        a.everything
+    let campaign = NetCampaign::start(
+        ("mysql", began),
+        db.addr(),
+        &store,
+        (mysql_bound(), &secrets),
+        "203.0.113.1",
     );
 
     let full = FullQueue::new();
     let faults = [
+        fault("accepts and closes at once", &[]),
         NetFault {
-            name: "accepts and closes at once",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "connection never completes (listen queue full)",
-            cause: &["timed out", "store.connect_timeout_ms"],
             port: Some(full.port),
+            ..fault(
+                "connection never completes (listen queue full)",
+                &["timed out", "store.connect_timeout_ms"],
+            )
         },
-        NetFault {
-            name: "answers 4 KiB of random bytes",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "another service on the port: an HTTP server",
-            cause: &["no answer in time", "too slowly"],
-            port: None,
-        },
-        NetFault {
-            name: "greeting claims a 16 MiB packet, then silence",
-            cause: &["max_allowed_packet"],
-            port: None,
-        },
-        NetFault {
-            name: "greeting trickles, one byte every 200 ms",
-            cause: &["no answer in time", "too slowly"],
-            port: None,
-        },
-        NetFault {
-            name: "server out of connections (max_connections held)",
-            cause: &["1040", "Too many connections"],
-            port: None,
-        },
-        NetFault {
-            name: "server read-only (SET GLOBAL read_only = 1)",
-            cause: &["1290", "read-only", "read_only"],
-            port: None,
-        },
-        NetFault {
-            name: "the key's row locked by another transaction",
-            cause: &["1205", "no answer in time", "too slowly"],
-            port: None,
-        },
+        fault("answers 4 KiB of random bytes", &[]),
+        fault(
+            "another service on the port: an HTTP server",
+            &["no answer in time", "too slowly"],
+        ),
+        fault(
+            "greeting claims a 16 MiB packet, then silence",
+            &["max_allowed_packet"],
+        ),
+        fault(
+            "greeting trickles, one byte every 200 ms",
+            &["no answer in time", "too slowly"],
+        ),
+        fault(
+            "server out of connections (max_connections held)",
+            &["1040", "Too many connections"],
+        ),
+        fault(
+            "server read-only (SET GLOBAL read_only = 1)",
+            &["1290", "read-only", "read_only"],
+        ),
+        fault(
+            "the key's row locked by another transaction",
+            &["1205", "no answer in time", "too slowly"],
+        ),
     ];
     let mut greeting = vec![0x4a, 0, 0, 0, 0x0a];
     greeting.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
-    let mut table = Table::new("mysql");
-    let mut n = 10;
-    for (i, fault) in faults.iter().enumerate() {
-        for policy in Policy::BOTH {
-            n += 1;
-            let addr = format!("203.0.113.{n}");
+    campaign.run(
+        &faults,
+        10,
+        |i, addr, server| {
             let mut held: Vec<mysql::Conn> = Vec::new();
             match i {
                 0 => server.set(Behaviour::Close),
@@ -1872,33 +1931,17 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
                 }
                 _ => unreachable!(),
             }
-            let mut undo = || {
-                server.set(Behaviour::Forward(db.addr()));
-                if i == 7 {
-                    db.root_sql("SET GLOBAL read_only = 0");
-                }
-                // Rolls back the held transaction, frees the connections.
-                held.clear();
-            };
-            let row = net_case(
-                fault,
-                policy,
-                &addr,
-                &write_cfg,
-                server.port(),
-                bound,
-                provider,
-                cfg,
-                "mysql store",
-                &secrets,
-                &mut undo,
-            );
-            table.add(row);
-        }
-    }
+            // Dropped when the fault is undone: rolls back the held transaction, frees the
+            // connections.
+            held
+        },
+        |i| {
+            if i == 7 {
+                db.root_sql("SET GLOBAL read_only = 0");
+            }
+        },
+    );
     drop(full);
-    eprintln!("mysql campaign: {} ms", ms(began.elapsed()));
-    table.finish();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1909,143 +1952,92 @@ fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     let began = Instant::now();
     let password = "faults-REDISPW-7f3a";
     let redis = Redis::builder("faults").password(password).start();
-    let server = FaultServer::start(Behaviour::Forward(redis.addr()));
-    let setup = Setup::builder("faults-redis").rules(rules()).write();
-    let (provider, cfg) = (&setup.provider, &setup.config_path);
-    let write_cfg = |port: u16, policy: Policy| {
-        setup.edit_config(|c| {
-            c["store"] = json!({"kind": "redis", "host": "127.0.0.1", "port": port,
-                                "password": password,
-                                "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                                "on_error": policy.name(),
-                                "deny_retry_after_secs": DENY_RETRY_AFTER});
-        });
+    let store = |port: u16, policy: Policy| {
+        json!({"kind": "redis", "host": "127.0.0.1", "port": port, "password": password,
+               "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+               "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER})
     };
-    let bound = redis_bound();
     let secrets = [TOKEN, password];
-
-    write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(cfg, "203.0.113.201", bound);
-    assert!(
-        a.status == Some(200) && a.limited,
-        "before any fault: {}",
-        a.everything
+    let campaign = NetCampaign::start(
+        ("redis", began),
+        redis.addr(),
+        &store,
+        (redis_bound(), &secrets),
+        "203.0.113.201",
     );
 
     let full = FullQueue::new();
     let faults = [
+        fault("accepts and closes at once", &["closed"]),
         NetFault {
-            name: "accepts and closes at once",
-            cause: &["closed"],
-            port: None,
-        },
-        NetFault {
-            name: "connection never completes (listen queue full)",
-            cause: &["timed out"],
             port: Some(full.port),
+            ..fault(
+                "connection never completes (listen queue full)",
+                &["timed out"],
+            )
         },
-        NetFault {
-            name: "answers 4 KiB of random bytes",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "another service on the port: an HTTP server",
-            cause: &["unknown reply type"],
-            port: None,
-        },
-        NetFault {
-            name: "answers a 1 GiB bulk string length",
-            cause: &["bad bulk length"],
-            port: None,
-        },
-        NetFault {
-            name: "answer trickles, one byte every 200 ms",
-            cause: &["timed out", "in time"],
-            port: None,
-        },
-        NetFault {
-            name: "-LOADING to every command",
-            cause: &["LOADING"],
-            port: None,
-        },
-        NetFault {
-            name: "out of memory (maxmemory 1 MB, noeviction)",
-            cause: &["OOM"],
-            port: None,
-        },
-        NetFault {
-            name: "read-only replica (REPLICAOF an absent master)",
-            cause: &["READONLY", "read only"],
-            port: None,
-        },
+        fault("answers 4 KiB of random bytes", &[]),
+        fault(
+            "another service on the port: an HTTP server",
+            &["unknown reply type"],
+        ),
+        fault("answers a 1 GiB bulk string length", &["bad bulk length"]),
+        fault(
+            "answer trickles, one byte every 200 ms",
+            &["timed out", "in time"],
+        ),
+        fault("-LOADING to every command", &["LOADING"]),
+        fault("out of memory (maxmemory 1 MB, noeviction)", &["OOM"]),
+        fault(
+            "read-only replica (REPLICAOF an absent master)",
+            &["READONLY", "read only"],
+        ),
     ];
-    let mut table = Table::new("redis");
-    let mut n = 210;
-    for (i, fault) in faults.iter().enumerate() {
-        for policy in Policy::BOTH {
-            n += 1;
-            let addr = format!("203.0.113.{n}");
-            match i {
-                0 => server.set(Behaviour::Close),
-                1 => {}
-                2 => server.set(Behaviour::Send {
-                    bytes: noise(4096, 0x2545_f491_4f6c_dd1d),
-                    after_request: true,
-                }),
-                3 => server.set(Behaviour::Http),
-                4 => server.set(Behaviour::Send {
-                    bytes: b"$1073741824\r\n".to_vec(),
-                    after_request: true,
-                }),
-                5 => server.set(Behaviour::Trickle {
-                    bytes: b"+PONG".to_vec(),
-                    every: Duration::from_millis(200),
-                    after_request: true,
-                }),
-                6 => server.set(Behaviour::ErrorPerCommand(
-                    "LOADING Redis is loading the dataset in memory".to_owned(),
-                )),
-                7 => {
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
-                    expect_ok(&redis, &["SET", "filler", &"x".repeat(4 << 20)]);
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "1mb"]);
-                }
-                8 => {
-                    let port = free_port().to_string();
-                    expect_ok(&redis, &["REPLICAOF", "127.0.0.1", &port]);
-                }
-                _ => unreachable!(),
+    campaign.run(
+        &faults,
+        210,
+        |i, _, server| match i {
+            0 => server.set(Behaviour::Close),
+            1 => {}
+            2 => server.set(Behaviour::Send {
+                bytes: noise(4096, 0x2545_f491_4f6c_dd1d),
+                after_request: true,
+            }),
+            3 => server.set(Behaviour::Http),
+            4 => server.set(Behaviour::Send {
+                bytes: b"$1073741824\r\n".to_vec(),
+                after_request: true,
+            }),
+            5 => server.set(Behaviour::Trickle {
+                bytes: b"+PONG".to_vec(),
+                every: Duration::from_millis(200),
+                after_request: true,
+            }),
+            6 => server.set(Behaviour::ErrorPerCommand(
+                "LOADING Redis is loading the dataset in memory".to_owned(),
+            )),
+            7 => {
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+                expect_ok(&redis, &["SET", "filler", &"x".repeat(4 << 20)]);
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "1mb"]);
             }
-            let mut undo = || {
-                server.set(Behaviour::Forward(redis.addr()));
-                if i == 7 {
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "0"]);
-                    redis.cmd(&["DEL", "filler"]);
-                }
-                if i == 8 {
-                    expect_ok(&redis, &["REPLICAOF", "NO", "ONE"]);
-                }
-            };
-            let row = net_case(
-                fault,
-                policy,
-                &addr,
-                &write_cfg,
-                server.port(),
-                bound,
-                provider,
-                cfg,
-                "redis store",
-                &secrets,
-                &mut undo,
-            );
-            table.add(row);
-        }
-    }
+            8 => {
+                let port = free_port().to_string();
+                expect_ok(&redis, &["REPLICAOF", "127.0.0.1", &port]);
+            }
+            _ => unreachable!(),
+        },
+        |i| {
+            if i == 7 {
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "0"]);
+                redis.cmd(&["DEL", "filler"]);
+            }
+            if i == 8 {
+                expect_ok(&redis, &["REPLICAOF", "NO", "ONE"]);
+            }
+        },
+    );
     drop(full);
-    eprintln!("redis campaign: {} ms", ms(began.elapsed()));
-    table.finish();
 }
 
 fn expect_ok(redis: &Redis, args: &[&str]) {
