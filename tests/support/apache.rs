@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::client::{HttpClient, fire};
 use super::net::free_port;
+use super::process::{port_taken, read_lossy, start_retrying};
 use super::system::{ServerUser, binary, give_to_server_user, processes_of, require, server_user};
 use super::temp::{TempDir, set_mode};
 
@@ -170,19 +171,7 @@ impl ApacheBuilder {
             );
         }
         // A free port can be taken by someone else before Apache binds it: retry then.
-        let mut last_error = String::new();
-        for _attempt in 0..5 {
-            match self.try_start(&modules) {
-                Ok(apache) => return apache,
-                Err((e, port_taken)) => {
-                    last_error = e;
-                    if !port_taken {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("apache did not start: {last_error}");
+        start_retrying("apache", || self.try_start(&modules))
     }
 
     /// Err carries the reason and whether the port was taken.
@@ -250,11 +239,10 @@ impl ApacheBuilder {
             Ok(()) => Ok(apache),
             Err(e) => {
                 apache.stop_now();
-                let port_taken = e.contains("Address already in use");
-                if !port_taken {
+                if !port_taken(&e) {
                     apache.dir.keep();
                 }
-                Err((e, port_taken))
+                Err((e.clone(), port_taken(&e)))
             }
         }
     }
@@ -658,12 +646,6 @@ fn wait_until(timeout: Duration, done: impl Fn() -> bool) -> bool {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn read_lossy(path: &Path) -> String {
-    fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
 }
 
 /// True when something at `addr` answers an HTTP request.

@@ -1,4 +1,4 @@
-//! What the harness's database servers (MariaDB, Redis) share as processes: started with their output appended to a log, waited for until they answer, stopped gently or killed, restarted, and their log shown when a test fails; and starting again on another port when the free one was taken meanwhile.
+//! What the servers the harness starts share: for MariaDB and Redis, the process started with its output appended to a log, waited for until it answers, stopped gently or killed, restarted, and its log shown when a test fails; for Apache too, starting again on another port when the free one was taken meanwhile, and reading logs.
 
 use std::fs;
 use std::path::Path;
