@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::keep_alive::KeepAliveProvider;
-use support::{Apache, MariaDb, Mode, Redis, Request, TempDir};
+use support::{Apache, MariaDb, Mode, Provider, Redis, Request, TempDir};
 
 const LINK: &str = "link=https%3A%2F%2Fhost.example%2Ffile.zip";
 
@@ -102,10 +101,10 @@ fn wrk(url: &str, seconds: u64, connections: u32, expect_2xx: bool) -> (f64, f64
 }
 
 /// A configuration for `store`: the provider stand-in, and one rule.
-fn site_config(provider: &KeepAliveProvider, store: &Value, limit: u64) -> Value {
+fn site_config(provider: &Provider, store: &Value, limit: u64) -> Value {
     json!({
         "provider": {
-            "kind": "http", "url": provider.url(), "method": "POST", "token": "bench-token",
+            "kind": "http", "url": provider.url("/unrestrict"), "method": "POST", "token": "bench-token",
             "link": {"form": "link"}, "download": "/download", "filename": "/filename"
         },
         "store": store,
@@ -154,7 +153,8 @@ fn main() {
     };
     let (only_stores, only_servers) = (only("RESOLVE_BENCH_STORES"), only("RESOLVE_BENCH_SERVERS"));
 
-    let provider = KeepAliveProvider::start();
+    // Keeps connections open, as real provider APIs do; keeps no requests.
+    let provider = Provider::builder().keep_alive().without_recording().start();
     let db = MariaDb::builder("bench").max_connections(400).start();
     let redis = Redis::start();
     let dir = TempDir::new("bench");

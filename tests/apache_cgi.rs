@@ -6,40 +6,13 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::config::{self, TOKEN, rule};
+use support::config::{TOKEN, rule};
+use support::temp::files_under;
 use support::urlenc::link_param;
-use support::{Apache, HttpClient, Provider, Reply, Request, Response, TempDir, fire};
-
-/// One Apache serving the binary, its provider stand-in and its data dir.
-/// Fields drop in order: Apache stops first.
-struct Site {
-    apache: Apache,
-    provider: Provider,
-    data: std::path::PathBuf,
-    _dir: TempDir,
-}
+use support::{HttpClient, Reply, Request, Response, Site, fire};
 
 fn site(label: &str, rules: Vec<Value>) -> Site {
-    site_with(label, rules, |_| {})
-}
-
-fn site_with(label: &str, rules: Vec<Value>, tweak: impl FnOnce(&mut Value)) -> Site {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let mut cfg = config::http_file_config(&provider.url("/unrestrict"), &data, rules);
-    tweak(&mut cfg);
-    let cfg_path = config::write(&dir, &cfg);
-    let apache = Apache::builder(label)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", cfg_path.to_str().expect("utf-8 path"))
-        .start();
-    Site {
-        apache,
-        provider,
-        data,
-        _dir: dir,
-    }
+    Site::builder(label).rules(rules).start()
 }
 
 fn link(i: usize) -> String {
@@ -54,6 +27,23 @@ fn get(client: &HttpClient, i: usize, accept: &str) -> Response {
     client
         .send(&Request::get(&target(i)).header("Accept", accept))
         .unwrap_or_else(|e| panic!("GET {}: {e}", target(i)))
+}
+
+/// The provider's last call asked for `link(i)`.
+fn assert_last_asked(site: &Site, i: usize) {
+    let last = site.provider.last_request().expect("a provider call");
+    assert_eq!(last.param("link"), Some(link(i)), "{}", last.everything());
+}
+
+/// The answer is of this media type.
+fn assert_type(r: &Response, media_type: &str) {
+    assert!(
+        r.header("Content-Type")
+            .unwrap_or_default()
+            .starts_with(media_type),
+        "{}",
+        r.everything()
+    );
 }
 
 fn assert_no_store(r: &Response) {
@@ -145,14 +135,7 @@ fn burst_of_300_from_one_address_admits_exactly_the_limit() {
     assert_eq!(got, expected);
     for &i in &ok {
         assert_no_store(&responses[i]);
-        assert!(
-            responses[i]
-                .header("Content-Type")
-                .unwrap_or_default()
-                .starts_with("text/plain"),
-            "{}",
-            responses[i].everything()
-        );
+        assert_type(&responses[i], "text/plain");
     }
     // The provider was asked exactly for the links of the admitted requests.
     let asked: BTreeSet<String> = site
@@ -200,14 +183,7 @@ fn after_the_window_requests_are_admitted_again() {
     let r = get(&client, 100, "text/plain");
     assert_eq!(r.status, 200, "{}", r.everything());
     assert_eq!(site.provider.calls(), admitted + 1);
-    assert_eq!(
-        site.provider
-            .last_request()
-            .unwrap()
-            .param("link")
-            .as_deref(),
-        Some(link(100).as_str())
-    );
+    assert_last_asked(&site, 100);
 
     // After two quiet windows the whole quota is back.
     std::thread::sleep(Duration::from_secs(2 * window) + Duration::from_millis(300));
@@ -250,10 +226,13 @@ fn two_addresses_are_limited_independently() {
 
 #[test]
 fn provider_token_never_leaks() {
-    let site = site_with("secret", vec![rule("ip", "ip", 12, 60)], |cfg| {
-        cfg["provider"]["timeout_ms"] = 1500.into();
-        cfg["provider"]["connect_timeout_ms"] = 1000.into();
-    });
+    let site = Site::builder("secret")
+        .rules(vec![rule("ip", "ip", 12, 60)])
+        .config(|cfg| {
+            cfg["provider"]["timeout_ms"] = 1500.into();
+            cfg["provider"]["connect_timeout_ms"] = 1000.into();
+        })
+        .start();
     site.apache.settle_log();
     let log_at_start = site.apache.error_log();
     let client = site.apache.client();
@@ -286,11 +265,7 @@ fn provider_token_never_leaks() {
             401,
             r#"{"error": "bad token", "error_code": "AUTH_BAD_TOKEN"}"#,
         ),
-        Reply::Status {
-            code: 500,
-            content_type: "text/html".to_string(),
-            body: "<h1>oops</h1>".to_string(),
-        },
+        Reply::raw(500, "text/html", "<h1>oops</h1>"),
         Reply::json(200, r#"{"nothing": "here"}"#),
         Reply::Hang,
     ];
@@ -343,7 +318,7 @@ fn provider_token_never_leaks() {
         );
     }
     assert!(!log.contains("SECRET"), "token in the error_log:\n{log}");
-    for entry in walk(&site.data) {
+    for entry in files_under(&site.data) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         assert!(
             !String::from_utf8_lossy(&bytes).contains("SECRET"),
@@ -351,21 +326,6 @@ fn provider_token_never_leaks() {
             entry.display()
         );
     }
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -377,13 +337,7 @@ fn json_text_and_html_answers() {
     let c = site.apache.client().bind_source("127.0.0.11");
     let r = get(&c, 1, json);
     assert_eq!(r.status, 200, "{}", r.everything());
-    assert!(
-        r.header("Content-Type")
-            .unwrap_or_default()
-            .starts_with("application/json"),
-        "{}",
-        r.everything()
-    );
+    assert_type(&r, "application/json");
     assert_no_store(&r);
     assert_eq!(
         r.json(),
@@ -398,33 +352,14 @@ fn json_text_and_html_answers() {
         )
         .expect("answer");
     assert_eq!(r.status, 200, "{}", r.everything());
-    assert!(
-        r.header("Content-Type")
-            .unwrap_or_default()
-            .starts_with("text/html"),
-        "{}",
-        r.everything()
-    );
+    assert_type(&r, "text/html");
     assert!(r.text().contains("https://cdn.test/file/2"), "{}", r.text());
-    assert_eq!(
-        site.provider
-            .last_request()
-            .unwrap()
-            .param("link")
-            .as_deref(),
-        Some(link(2).as_str())
-    );
+    assert_last_asked(&site, 2);
 
     // 429 as problem+json.
     let r = get(&c, 3, json);
     let retry_after = check_429(&r, 2, 60);
-    assert!(
-        r.header("Content-Type")
-            .unwrap_or_default()
-            .starts_with("application/problem+json"),
-        "{}",
-        r.everything()
-    );
+    assert_type(&r, "application/problem+json");
     let body = r.json();
     assert_eq!(
         body["type"],
@@ -442,13 +377,7 @@ fn json_text_and_html_answers() {
     // 429 as text: one sentence naming the wait.
     let r = get(&c, 4, "text/plain");
     let retry_after = check_429(&r, 2, 60);
-    assert!(
-        r.header("Content-Type")
-            .unwrap_or_default()
-            .starts_with("text/plain"),
-        "{}",
-        r.everything()
-    );
+    assert_type(&r, "text/plain");
     assert!(
         r.text().contains(&retry_after.to_string()),
         "429 text does not say how long to wait: {:?}",

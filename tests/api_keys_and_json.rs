@@ -6,31 +6,7 @@ mod support;
 use serde_json::{Value, json};
 use support::config::{self, rule};
 use support::urlenc::link_param;
-use support::{Apache, HttpClient, Mode, Provider, Reply, Request, Response, TempDir, fire};
-
-/// One Apache serving the binary with this configuration. Fields drop in order.
-struct Site {
-    apache: Apache,
-    provider: Provider,
-    _dir: TempDir,
-}
-
-fn site(label: &str, make: impl FnOnce(&str, &std::path::Path) -> Value) -> Site {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let cfg = make(&provider.url("/unrestrict"), &data);
-    let path = config::write(&dir, &cfg);
-    let apache = Apache::builder(label)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
-        .start();
-    Site {
-        apache,
-        provider,
-        _dir: dir,
-    }
-}
+use support::{HttpClient, Mode, Reply, Request, Response, Site, fire};
 
 fn hash(key: &str) -> String {
     resolve::http::api_key::hash(key)
@@ -40,18 +16,18 @@ const KEY_ALPHA: &str = "alpha-3f9c1e7b2d";
 const KEY_BETA: &str = "beta-8a7e6d5c4b";
 
 fn keyed_site(label: &str) -> Site {
-    site(label, |url, data| {
-        let mut cfg = config::http_file_config(
-            url,
-            data,
-            vec![rule("ip", "ip", 1000, 60), rule("key", "api_key", 10, 60)],
-        );
-        cfg["api_keys"] = json!({"require": true, "keys": [
-            {"name": "alpha", "sha256": hash(KEY_ALPHA)},
-            {"name": "beta", "sha256": hash(KEY_BETA)},
-        ]});
-        cfg
-    })
+    Site::builder(label)
+        .rules(vec![
+            rule("ip", "ip", 1000, 60),
+            rule("key", "api_key", 10, 60),
+        ])
+        .config(|cfg| {
+            cfg["api_keys"] = json!({"require": true, "keys": [
+                {"name": "alpha", "sha256": hash(KEY_ALPHA)},
+                {"name": "beta", "sha256": hash(KEY_BETA)},
+            ]});
+        })
+        .start()
 }
 
 fn target(i: usize) -> String {
@@ -179,13 +155,14 @@ fn check_shape(r: &Response, status: u16) -> Value {
 
 #[test]
 fn every_status_has_the_documented_json_shape() {
-    let s = site("shapes", |url, data| {
-        let mut cfg = config::http_file_config(url, data, vec![rule("ip", "ip", 8, 60)]);
-        cfg["provider"]["timeout_ms"] = json!(1500);
-        cfg["provider"]["connect_timeout_ms"] = json!(1000);
-        cfg["provider"]["error_message"] = json!("/error");
-        cfg
-    });
+    let s = Site::builder("shapes")
+        .rules(vec![rule("ip", "ip", 8, 60)])
+        .config(|cfg| {
+            cfg["provider"]["timeout_ms"] = json!(1500);
+            cfg["provider"]["connect_timeout_ms"] = json!(1000);
+            cfg["provider"]["error_message"] = json!("/error");
+        })
+        .start();
     let json = |req: Request| req.header("Accept", "application/json");
     let client = s.apache.client();
     let send = |req: Request| client.send(&json(req)).unwrap();
@@ -260,10 +237,14 @@ fn every_status_has_the_documented_json_shape() {
         .send(&json(Request::get(&target(1))))
         .unwrap();
     check_shape(&r, 401);
-    let bare = site(
-        "shapes-bare",
-        |_, data| json!({"store": {"kind": "file", "dir": data}}),
-    );
+    // Nothing but the store.
+    let bare = Site::builder("shapes-bare")
+        .config(|cfg| {
+            cfg.as_object_mut()
+                .expect("an object")
+                .retain(|k, _| k == "store");
+        })
+        .start();
     let body = check_shape(
         &bare
             .apache

@@ -4,12 +4,11 @@ mod support;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use support::config::{self, rule};
+use support::config::rule;
 use support::urlenc::link_param;
-use support::{Apache, Cgi, CgiOutput, Mode, Provider, Request, StdinMode, TempDir};
+use support::{Cgi, CgiOutput, Mode, Request, Setup, Site, StdinMode};
 
 const CAP: usize = 8192;
 const VALID: &str = "https://example.com/file/1";
@@ -319,19 +318,10 @@ fn rows() -> Vec<Row> {
 }
 
 /// Config for direct runs: the stand-in, a data dir, a limit high enough never to matter.
-fn setup(label: &str) -> (Provider, TempDir, PathBuf) {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.mkdir("data");
-    let cfg = config::write(
-        &dir,
-        &config::http_file_config(
-            &provider.url("/unrestrict"),
-            &data,
-            vec![rule("ip", "ip", 100_000, 60)],
-        ),
-    );
-    (provider, dir, cfg)
+fn setup(label: &str) -> Setup {
+    Setup::builder(label)
+        .rules(vec![rule("ip", "ip", 100_000, 60)])
+        .write()
 }
 
 /// Checks every answer must pass, whatever the row: returns the failures.
@@ -420,11 +410,12 @@ fn describe(out: &CgiOutput) -> String {
 
 #[test]
 fn hostile_requests_run_directly_as_cgi() {
-    let (provider, dir, cfg) = setup("bad-input");
+    let setup = setup("bad-input");
+    let (provider, cfg) = (&setup.provider, &setup.config_path);
     let mut fails = Vec::new();
     for r in rows() {
         let calls = provider.calls();
-        let mut cgi = r.cgi.config(&cfg);
+        let mut cgi = r.cgi.config(cfg);
         // JSON answers, unless the row sets its own Accept.
         if !cgi.has("HTTP_ACCEPT") {
             cgi = cgi.header("Accept", "application/json");
@@ -459,7 +450,7 @@ fn hostile_requests_run_directly_as_cgi() {
             ));
         }
     }
-    drop(dir);
+    drop(setup);
     assert!(
         fails.is_empty(),
         "{} rows failed:\n\n{}",
@@ -470,7 +461,8 @@ fn hostile_requests_run_directly_as_cgi() {
 
 #[test]
 fn request_bodies_are_read_within_content_length_and_never_waited_for() {
-    let (provider, _dir, cfg) = setup("body-reads");
+    let setup = setup("body-reads");
+    let (provider, cfg) = (&setup.provider, &setup.config_path);
     let form = "application/x-www-form-urlencoded";
     let valid = q(VALID);
     let trailer = b"&link=https%3A%2F%2Fevil.example%2FNOT-PART-OF-THE-BODY";
@@ -481,7 +473,7 @@ fn request_bodies_are_read_within_content_length_and_never_waited_for() {
         .var("CONTENT_LENGTH", "10000000000")
         .stdin(StdinMode::HeldOpen(Vec::new()))
         .timeout(Duration::from_secs(10))
-        .config(&cfg)
+        .config(cfg)
         .run();
     assert!(!out.timed_out, "waited for a body it refuses");
     assert_eq!(out.answer().status, 413, "{}", describe(&out));
@@ -500,7 +492,7 @@ fn request_bodies_are_read_within_content_length_and_never_waited_for() {
             .var("CONTENT_TYPE", form)
             .var("CONTENT_LENGTH", len.to_string())
             .stdin(StdinMode::File(stdin))
-            .config(&cfg)
+            .config(cfg)
             .run();
         assert_eq!(out.answer().status, 413, "{}", describe(&out));
         let read = out.stdin_read.unwrap();
@@ -518,7 +510,7 @@ fn request_bodies_are_read_within_content_length_and_never_waited_for() {
         .var("CONTENT_TYPE", form)
         .var("CONTENT_LENGTH", valid.len().to_string())
         .stdin(StdinMode::File(stdin))
-        .config(&cfg)
+        .config(cfg)
         .run();
     assert_eq!(out.answer().status, 200, "{}", describe(&out));
     assert_eq!(
@@ -536,34 +528,10 @@ fn request_bodies_are_read_within_content_length_and_never_waited_for() {
     );
 }
 
-/// Waits (bounded) until the error_log is longer than `len`.
-fn log_grew(apache: &Apache, len: usize) -> bool {
-    for _ in 0..40 {
-        if apache.error_log().len() > len {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
 #[test]
 fn hostile_requests_through_apache() {
-    let provider = Provider::start();
-    let dir = TempDir::new("bad-apache");
-    let data = dir.server_dir("data");
-    let cfg = config::write(
-        &dir,
-        &config::http_file_config(
-            &provider.url("/unrestrict"),
-            &data,
-            vec![rule("ip", "ip", 1000, 60)],
-        ),
-    );
-    let apache = Apache::builder("bad-input")
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", cfg.to_str().unwrap())
-        .start();
+    let site = Site::builder("bad-apache").start();
+    let (apache, provider) = (&site.apache, &site.provider);
     let client = apache.client();
     let valid = q(VALID);
     let chunked_body = format!("{:x}\r\n{valid}\r\n0\r\n\r\n", valid.len());
@@ -673,7 +641,7 @@ fn hostile_requests_through_apache() {
                 r.everything()
             ));
         }
-        if !log_grew(&apache, before) {
+        if !apache.log_grew_past(before) {
             fails.push(format!("{name}: no log line in error_log"));
         }
     }

@@ -4,17 +4,23 @@
 //! temporary folder (screenshots, server and driver logs) after a passing run; it is always kept when
 //! a test fails.
 
-use serde_json::{Value, json};
+mod support;
+
 use std::env;
 use std::fs;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::config::{self, rule};
+use support::system::command;
+use support::temp::set_mode;
+use support::{TempDir, free_port};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -46,21 +52,6 @@ fn require_browser() {
         "browser test cannot run: {missing} not found; run tests/run-all.sh as root \
          (it installs the Debian packages chromium and chromium-driver)"
     );
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn scratch_dir() -> PathBuf {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = env::temp_dir().join(format!("resolve-browser-{}-{nanos}", std::process::id()));
-    fs::create_dir_all(&dir).expect("create temporary folder");
-    dir
 }
 
 fn log_file(path: &Path) -> Stdio {
@@ -333,7 +324,7 @@ return {
 
 /// A running `resolve serve`, chromedriver and browser session, all ended on drop.
 struct Harness {
-    dir: PathBuf,
+    dir: TempDir,
     base: String,
     server: Option<Child>,
     driver: Option<Child>,
@@ -351,41 +342,36 @@ impl Harness {
         let serial = SERIAL
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let dir = scratch_dir();
+        let dir = TempDir::new("browser");
+        let data = dir.mkdir("data");
+        set_mode(&data, 0o700);
+        let config = config::write(
+            &dir,
+            &json!({
+                "provider": {"kind": "echo"},
+                "store": {"kind": "file", "dir": data},
+                "rules": [rule("ip", "ip", 2, 5)],
+            }),
+        );
         let mut harness = Harness {
-            dir: dir.clone(),
             base: String::new(),
             server: None,
             driver: None,
             web: None,
             _serial: serial,
+            dir,
         };
-
-        let data = dir.join("data");
-        fs::create_dir_all(&data).expect("create data folder");
-        fs::set_permissions(&data, fs::Permissions::from_mode(0o700)).expect("chmod data folder");
-        let config = dir.join("config.json");
-        let settings = json!({
-            "provider": {"kind": "echo"},
-            "store": {"kind": "file", "dir": data},
-            "rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 5}],
-        });
-        fs::write(&config, settings.to_string()).expect("write config");
+        let dir = harness.dir.path().to_path_buf();
 
         let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("public");
         let port = free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let server = Command::new(env!("CARGO_BIN_EXE_resolve"))
-            .arg("serve")
-            .arg("--addr")
-            .arg(addr.to_string())
+        let server = command(&["serve", "--addr", &addr.to_string()])
             .arg("--public")
             .arg(&public)
             .arg("--config")
             .arg(&config)
             .current_dir(&dir)
-            .env_remove("GATEWAY_INTERFACE")
-            .env_remove("RESOLVE_CONFIG")
             .stdin(Stdio::null())
             .stdout(log_file(&dir.join("server.out")))
             .stderr(log_file(&dir.join("server.log")))
@@ -533,15 +519,14 @@ impl Drop for Harness {
         }
         let _ = fs::remove_dir_all(self.dir.join("profile"));
         if failed || env::var_os("BROWSER_TEST_KEEP").is_some() {
+            self.dir.keep();
             let mut err = std::io::stderr();
             let _ = writeln!(
                 err,
                 "browser test files kept in {}\n--- server.log (end) ---\n{}",
-                self.dir.display(),
+                self.dir.path().display(),
                 tail(&self.dir.join("server.log"))
             );
-        } else {
-            let _ = fs::remove_dir_all(&self.dir);
         }
     }
 }

@@ -1,32 +1,20 @@
 //! The command line as the owner meets it: `check`, `sweep`, `--help`, `--version`, mistakes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("resolve-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::path::Path;
+use std::process::Output;
 
+use support::TempDir;
+use support::system::{command, output_text};
+
+/// `resolve ARGS`, with `RESOLVE_CONFIG=config` when given.
 fn resolve(args: &[&str], config: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_resolve"));
-    cmd.args(args)
-        .env_remove("GATEWAY_INTERFACE")
-        .env_remove("RESOLVE_CONFIG");
+    let mut cmd = command(args);
     if let Some(c) = config {
         cmd.env("RESOLVE_CONFIG", c);
     }
     cmd.output().unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]
@@ -35,29 +23,27 @@ fn help_and_version() {
     assert!(o.status.success());
     for command in ["serve", "check", "sweep", "hash-key"] {
         assert!(
-            text(&o).contains(&format!("resolve {command}")),
+            output_text(&o).contains(&format!("resolve {command}")),
             "--help lists {command}"
         );
     }
     let o = resolve(&["--version"], None);
     assert_eq!(
-        text(&o).trim(),
+        output_text(&o).trim(),
         format!("resolve {}", env!("CARGO_PKG_VERSION"))
     );
     let o = resolve(&["frobnicate"], None);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("unknown command"));
+    assert!(output_text(&o).contains("unknown command"));
     let o = resolve(&["check", "--config"], None);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o).contains("needs a value"));
+    assert!(output_text(&o).contains("needs a value"));
 }
 
 #[test]
 fn hash_key_prints_the_sha256_of_the_key_on_stdin() {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resolve"))
-        .arg("hash-key")
-        .env_remove("GATEWAY_INTERFACE")
+    let mut child = command(&["hash-key"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -73,7 +59,7 @@ fn hash_key_prints_the_sha256_of_the_key_on_stdin() {
 
 #[test]
 fn check_reports_a_ready_site_with_secrets_masked() {
-    let dir = temp_dir("ready");
+    let dir = TempDir::new("cli-ready");
     let config = dir.join("config.json");
     std::fs::write(
         &config,
@@ -83,7 +69,7 @@ fn check_reports_a_ready_site_with_secrets_masked() {
     )
     .unwrap();
     let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
-    let out = text(&o);
+    let out = output_text(&o);
     assert!(o.status.success(), "{out}");
     assert!(!out.contains("tok-VERY-SECRET"), "{out}");
     assert!(out.contains("\"token\": \"***\""), "{out}");
@@ -99,13 +85,12 @@ fn check_reports_a_ready_site_with_secrets_masked() {
     // The environment variable is honoured the same way.
     let o = resolve(&["check"], Some(&config));
     assert!(o.status.success());
-    assert!(text(&o).contains("from RESOLVE_CONFIG"));
-    std::fs::remove_dir_all(dir).unwrap();
+    assert!(output_text(&o).contains("from RESOLVE_CONFIG"));
 }
 
 #[test]
 fn check_explains_what_is_wrong() {
-    let dir = temp_dir("wrong");
+    let dir = TempDir::new("cli-wrong");
     let config = dir.join("config.json");
     let cases = [
         (
@@ -126,7 +111,11 @@ fn check_explains_what_is_wrong() {
         std::fs::write(&config, body).unwrap();
         let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
         assert_eq!(o.status.code(), Some(1), "{body}");
-        assert!(text(&o).contains(expected), "{body}: {}", text(&o));
+        assert!(
+            output_text(&o).contains(expected),
+            "{body}: {}",
+            output_text(&o)
+        );
     }
     let o = resolve(
         &[
@@ -137,13 +126,12 @@ fn check_explains_what_is_wrong() {
         None,
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o).contains("cannot read the configuration"));
-    std::fs::remove_dir_all(dir).unwrap();
+    assert!(output_text(&o).contains("cannot read the configuration"));
 }
 
 #[test]
 fn sweep_removes_stale_files_only() {
-    let dir = temp_dir("sweep");
+    let dir = TempDir::new("cli-sweep");
     let data = dir.join("data");
     let config = dir.join("config.json");
     std::fs::write(
@@ -153,7 +141,7 @@ fn sweep_removes_stale_files_only() {
     )
     .unwrap();
     for addr in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
-        let o = Command::new(env!("CARGO_BIN_EXE_resolve"))
+        let o = std::process::Command::new(support::binary())
             .env_clear()
             .env("GATEWAY_INTERFACE", "CGI/1.1")
             .env("REQUEST_METHOD", "GET")
@@ -166,26 +154,25 @@ fn sweep_removes_stale_files_only() {
     }
     let o = resolve(&["sweep", "--config", config.to_str().unwrap()], None);
     assert!(
-        text(&o).contains("3 keys looked at, 0 removed"),
+        output_text(&o).contains("3 keys looked at, 0 removed"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let o = resolve(&["sweep", "--config", config.to_str().unwrap()], None);
     assert!(
-        text(&o).contains("3 keys looked at, 3 removed"),
+        output_text(&o).contains("3 keys looked at, 3 removed"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
     assert!(data.is_dir());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn check_warns_about_exposed_secrets() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = temp_dir("exposed").join("public_html");
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("cli-exposed");
+    let dir = tmp.mkdir("public_html");
     let config = dir.join("config.json");
     std::fs::write(
         &config,
@@ -194,7 +181,7 @@ fn check_warns_about_exposed_secrets() {
     .unwrap();
     std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
-    let out = text(&o);
+    let out = output_text(&o);
     assert!(
         out.contains("WARN configuration") && out.contains("under the web root (public_html)"),
         "{out}"
@@ -205,7 +192,7 @@ fn check_warns_about_exposed_secrets() {
     );
     assert!(out.contains("WARN data directory"), "{out}");
     // Private and outside the web root: no warning.
-    let home = temp_dir("private");
+    let home = TempDir::new("cli-private");
     let private = home.join("config.json");
     std::fs::write(
         &private,
@@ -214,7 +201,5 @@ fn check_warns_about_exposed_secrets() {
     .unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
     let o = resolve(&["check", "--config", private.to_str().unwrap()], None);
-    assert!(!text(&o).contains("WARN"), "{}", text(&o));
-    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
-    std::fs::remove_dir_all(home).unwrap();
+    assert!(!output_text(&o).contains("WARN"), "{}", output_text(&o));
 }

@@ -33,10 +33,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use resolve::core::clock::SystemClock;
 use resolve::store::file::FileStore;
 use serde_json::{Value, json};
-use support::config;
+use support::config::rule;
 use support::redis::Resp;
+use support::system::{now_ms, processes_of, sleep_until_ms};
 use support::urlenc::link_param;
-use support::{Apache, CgiAnswer, MariaDb, Mode, Provider, Redis, Request, TempDir, binary};
+use support::{
+    Apache, CgiAnswer, MariaDb, Mode, Provider, Redis, Request, Setup, Site, TempDir, binary,
+};
 
 /// Rule `ip`: this many admissions per window of `WINDOW_SECS`.
 const LIMIT: u64 = 5;
@@ -92,22 +95,6 @@ fn seed() -> u64 {
     }
 }
 
-/// Milliseconds since 1970: the clock the stores decide with (the file store's processes, the
-/// database's `NOW(3)` and Redis' `TIME` all read this machine's clock).
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as u64
-}
-
-fn sleep_until_ms(t: u64) {
-    let now = now_ms();
-    if t > now {
-        std::thread::sleep(Duration::from_millis(t - now));
-    }
-}
-
 /// SplitMix64: enough for pauses and shuffles, and replayable from its seed.
 struct Rng(u64);
 
@@ -157,11 +144,11 @@ fn parse_link(link: &str) -> Option<(usize, usize)> {
     Some((round, key))
 }
 
-fn rules() -> Value {
-    json!([
-        {"name": "ip", "key": "ip", "limit": LIMIT, "window_secs": WINDOW_SECS},
-        {"name": "ip-hour", "key": "ip", "limit": HOUR_LIMIT, "window_secs": HOUR_SECS},
-    ])
+fn rules() -> Vec<Value> {
+    vec![
+        rule("ip", "ip", LIMIT, WINDOW_SECS),
+        rule("ip-hour", "ip", HOUR_LIMIT, HOUR_SECS),
+    ]
 }
 
 /// The limit of the rule whose windows last `window_ms`.
@@ -582,20 +569,27 @@ fn http_request(apache: &Apache, addr: &str, link: &str) -> Run {
 /// How requests reach the program, and how it is killed.
 enum Runner {
     /// A CGI process per request, started by the test, some killed at a pause drawn per process.
-    Cgi { cfg: PathBuf },
+    Cgi(Setup),
     /// Apache with mod_fcgid: long-lived FastCGI processes, killed at pseudo-random instants
     /// by a thread of their own while the round's requests run.
-    Fcgid { apache: Apache },
+    Fcgid(Site),
 }
 
 impl Runner {
+    fn provider(&self) -> &Provider {
+        match self {
+            Runner::Cgi(setup) => &setup.provider,
+            Runner::Fcgid(site) => &site.provider,
+        }
+    }
+
     fn address(&self, round: usize, key: usize) -> String {
         let generation = round / (GROUPS * ROUNDS_PER_ADDRESS);
         assert!(generation < 250, "too many rounds for the address plan");
         match self {
-            Runner::Cgi { .. } => format!("10.{generation}.{}.{}", round % GROUPS, key + 1),
+            Runner::Cgi(_) => format!("10.{generation}.{}.{}", round % GROUPS, key + 1),
             // Loopback addresses the test client can send from.
-            Runner::Fcgid { .. } => {
+            Runner::Fcgid(_) => {
                 format!("127.{}.{}.{}", generation + 1, round % GROUPS, key + 1)
             }
         }
@@ -610,8 +604,8 @@ impl Runner {
     /// One request nobody kills.
     fn request(&self, addr: &str, link: &str) -> Run {
         match self {
-            Runner::Cgi { cfg } => cgi_request(cfg, addr, link, None),
-            Runner::Fcgid { apache } => http_request(apache, addr, link),
+            Runner::Cgi(setup) => cgi_request(&setup.config_path, addr, link, None),
+            Runner::Fcgid(site) => http_request(&site.apache, addr, link),
         }
     }
 }
@@ -685,18 +679,18 @@ fn run_round(
                     let addr = &addrs[key];
                     let link = link(index, key, n);
                     let mut run = match runner {
-                        Runner::Cgi { cfg } => {
+                        Runner::Cgi(setup) => {
                             let pause = kill
                                 .map(|share| Duration::from_micros(estimate.get() * share / 1000));
-                            cgi_request(cfg, addr, &link, pause)
+                            cgi_request(&setup.config_path, addr, &link, pause)
                         }
-                        Runner::Fcgid { apache } => http_request(apache, addr, &link),
+                        Runner::Fcgid(site) => http_request(&site.apache, addr, &link),
                     };
                     run.round = index;
                     run.key = key;
                     // Under FastCGI the calibration's figure stays: requests that waited for a
                     // new process would stretch it.
-                    if matches!(runner, Runner::Cgi { .. })
+                    if matches!(runner, Runner::Cgi(_))
                         && !run.kill_sent
                         && run.status() == Some(200)
                     {
@@ -707,7 +701,7 @@ fn run_round(
                 working.fetch_sub(1, Ordering::SeqCst);
             });
         }
-        if let Runner::Fcgid { apache } = runner {
+        if let Runner::Fcgid(Site { apache, .. }) = runner {
             let (working, fcgid_kills) = (&working, &fcgid_kills);
             s.spawn(move || {
                 let mut rng = Rng(killer_seed);
@@ -727,7 +721,7 @@ fn run_round(
                     }
                     // The processes come back on demand: wait for one, while requests run.
                     while working.load(Ordering::SeqCst) > 0 {
-                        let pids: Vec<u32> = fastcgi_processes(&cgi_bin).into_iter().collect();
+                        let pids: Vec<u32> = processes_of(&cgi_bin).into_iter().collect();
                         if pids.is_empty() {
                             std::thread::sleep(Duration::from_millis(5));
                             continue;
@@ -762,25 +756,6 @@ fn run_round(
         runs: runs.into_inner().unwrap(),
         fcgid_kills: fcgid_kills.into_inner().unwrap(),
     }
-}
-
-/// Process ids of the program copies that run from `cgi_bin` (the FastCGI processes).
-fn fastcgi_processes(cgi_bin: &Path) -> BTreeSet<u32> {
-    let mut pids = BTreeSet::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return pids;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        if let Ok(exe) = fs::read_link(entry.path().join("exe"))
-            && exe.starts_with(cgi_bin)
-        {
-            pids.insert(pid);
-        }
-    }
-    pids
 }
 
 /// True when `pid` is blocked in `accept` (x86_64 syscall numbers 43 and 288): a FastCGI process
@@ -883,32 +858,24 @@ fn campaign(store: Store, kind: Kind) {
         "crash campaign, {label}: until {kills} processes are killed; RESOLVE_CAMPAIGN_SEED={seed}"
     );
     let mut rng = Rng(seed);
-    let provider = Provider::start();
-    let dir = TempDir::new(&format!("crash-{}", store.name()));
-    let cfg = config::write(
-        &dir,
-        &json!({
-            "provider": config::http_provider(&provider.url("/unrestrict")),
-            "store": store.section(),
-            "rules": rules(),
-        }),
-    );
+    let builder = Site::builder(&format!("crash-{}", store.name()))
+        .store(store.section())
+        .rules(rules());
     let runner = match kind {
-        Kind::Cgi => Runner::Cgi { cfg: cfg.clone() },
-        Kind::Fcgid => Runner::Fcgid {
-            apache: Apache::builder(&format!("crash-{}", store.name()))
+        Kind::Cgi => Runner::Cgi(builder.write()),
+        Kind::Fcgid => Runner::Fcgid(
+            builder
                 .mode(Mode::Fcgid)
                 .fcgid_pool(4)
                 // mod_fcgid holds back new processes while processes die fast (each death adds
                 // to a score that decays by one a second): killed processes would make
                 // requests wait many seconds for a replacement. The scores do not change what
                 // the program does.
-                .conf("FcgidTerminationScore -1\nFcgidSpawnScore 0")
-                .resolve_cgi()
-                .set_env("RESOLVE_CONFIG", cfg.to_str().expect("utf-8 path"))
+                .apache(|b| b.conf("FcgidTerminationScore -1\nFcgidSpawnScore 0"))
                 .start(),
-        },
+        ),
     };
+    let provider = runner.provider();
 
     // Requests nobody kills, for the time a whole request takes (and the store's tables).
     let calibration = match kind {
@@ -974,13 +941,13 @@ fn campaign(store: Store, kind: Kind) {
         calls = now;
     }
 
-    let mut fig = check(&label, kind, &rounds, &provider, &store);
+    let mut fig = check(&label, kind, &rounds, provider, &store);
     fig.killed = killed;
     if kind == Kind::Fcgid {
         fig.kills_sent = killed;
         fig.killed_idle = rounds.iter().map(|r| r.fcgid_kills.1).sum();
     }
-    if let Runner::Fcgid { apache } = &runner {
+    if let Runner::Fcgid(Site { apache, .. }) = &runner {
         apache.settle_log();
         for line in apache.error_log().lines() {
             assert!(
@@ -994,7 +961,7 @@ fn campaign(store: Store, kind: Kind) {
     }
 
     let audit = store.audit();
-    let after = still_admits(&label, &runner, &store, &rounds, &provider);
+    let after = still_admits(&label, &runner, &store, &rounds, provider);
 
     let answers: Vec<String> = fig
         .answers
@@ -1273,8 +1240,8 @@ fn still_admits(
     provider: &Provider,
 ) -> String {
     let fresh = match runner {
-        Runner::Cgi { .. } => "10.254.0.1",
-        Runner::Fcgid { .. } => "127.254.0.1",
+        Runner::Cgi(_) => "10.254.0.1",
+        Runner::Fcgid(_) => "127.254.0.1",
     };
     let before = provider.calls();
     let run = runner.request(fresh, "https://files.example/after/fresh");

@@ -5,8 +5,8 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::net::TcpStream;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::config::{TOKEN, http_provider, rule};
+use support::temp::{entries_under, set_mode};
 use support::urlenc::link_param;
-use support::{Apache, HttpClient, Provider, Request, Response, TempDir, is_root, server_user};
+use support::{
+    Apache, HttpClient, Provider, Request, Response, TempDir, free_port, is_root, server_user,
+};
 
 const SUEXEC: &str = "/usr/lib/apache2/suexec";
 const SUEXEC_LOG: &str = "/var/log/apache2/suexec.log";
@@ -294,11 +297,6 @@ impl Drop for HostUser {
     }
 }
 
-fn set_mode(path: &Path, mode: u32) {
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
-}
-
 // ---------------------------------------------------------------------------------------------
 // deploy.sh
 
@@ -328,6 +326,27 @@ impl Deployed {
 
     fn code(&self) -> Option<i32> {
         self.output.status.code()
+    }
+
+    fn assert_exit(&self, code: i32) -> &Deployed {
+        assert_eq!(self.code(), Some(code), "{}", self.all());
+        self
+    }
+
+    /// Its standard output holds each of `expected`.
+    fn says(&self, expected: &[&str]) -> &Deployed {
+        for e in expected {
+            assert!(self.stdout().contains(e), "{e:?} in\n{}", self.all());
+        }
+        self
+    }
+
+    /// Its standard error holds each of `expected`.
+    fn warns(&self, expected: &[&str]) -> &Deployed {
+        for e in expected {
+            assert!(self.stderr().contains(e), "{e:?} in\n{}", self.all());
+        }
+        self
     }
 
     fn assert_ok(&self) -> &Deployed {
@@ -492,6 +511,24 @@ fn assert_owned_with_mode(user: &HostUser, rel: &str, mode: u32) {
 }
 
 /// What is where after a first deployment, owned by the account, with the modes suEXEC wants.
+fn assert_serves_only_the_page_and_program(user: &HostUser) {
+    let served: Vec<String> = entries_under(&user.web())
+        .iter()
+        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        served,
+        [
+            "app.js",
+            "cgi-bin",
+            "cgi-bin/resolve",
+            "index.html",
+            "style.css"
+        ],
+        "public_html holds the page and the program, nothing else"
+    );
+}
+
 fn assert_deployed(user: &HostUser, built: &Path) {
     assert_owned_with_mode(user, "public_html/cgi-bin", 0o755);
     assert_owned_with_mode(user, "public_html/cgi-bin/resolve", 0o755);
@@ -508,22 +545,7 @@ fn assert_deployed(user: &HostUser, built: &Path) {
             "public_html/{page}"
         );
     }
-    let mut served: Vec<String> = walk_files(&user.web())
-        .iter()
-        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
-        .collect();
-    served.sort();
-    assert_eq!(
-        served,
-        [
-            "app.js",
-            "cgi-bin",
-            "cgi-bin/resolve",
-            "index.html",
-            "style.css"
-        ],
-        "public_html holds the page and the program, nothing else"
-    );
+    assert_serves_only_the_page_and_program(user);
     assert_owned_with_mode(user, "resolve", 0o700);
     assert_owned_with_mode(user, "resolve/ratelimit", 0o700);
     assert_owned_with_mode(user, "resolve/config.json", 0o600);
@@ -576,22 +598,6 @@ fn get_link(client: &HttpClient, user: &HostUser, i: usize) -> Response {
         .unwrap_or_else(|e| panic!("GET {target}: {e}"))
 }
 
-fn walk_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.push(p.clone());
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// Everything useful when a request through suEXEC went wrong.
 fn diagnostics(apache: &Apache, suexec: &SuexecLog) -> String {
     format!(
@@ -630,17 +636,11 @@ fn deploy_serve_and_redeploy_under_suexec() {
     let dry = deploy(&local_args(&user, &["--dry-run"]));
     dry.assert_ok();
     assert_untouched(&before, &user, "deploy.sh --dry-run on a fresh account");
-    for expected in [
+    dry.says(&[
         "cargo build --release --target x86_64-unknown-linux-musl",
         "resolve/config.json will be created",
         "dry run finished: nothing was changed",
-    ] {
-        assert!(
-            dry.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            dry.all()
-        );
-    }
+    ]);
 
     // First deployment: deploy.sh builds the static binary itself.
     let first = deploy(&local_args(&user, &["--domain", "example.test"]));
@@ -761,12 +761,12 @@ fn deploy_serve_and_redeploy_under_suexec() {
         "{ran_as:?} not in {SUEXEC_LOG}:\n{log}"
     );
     let data = user.path("resolve/ratelimit");
-    let data_files: Vec<PathBuf> = walk_files(&data)
+    let data_files: Vec<PathBuf> = entries_under(&data)
         .into_iter()
         .filter(|p| p.is_file())
         .collect();
     assert!(!data_files.is_empty(), "no counters in {}", data.display());
-    for p in walk_files(&data) {
+    for p in entries_under(&data) {
         let meta = fs::metadata(&p).unwrap();
         assert_eq!(
             (meta.uid(), meta.gid()),
@@ -782,22 +782,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
             meta.mode()
         );
     }
-    // Outside the web root: public_html holds the page and the program, nothing else.
-    let mut served: Vec<String> = walk_files(&user.web())
-        .iter()
-        .map(|p| p.strip_prefix(user.web()).unwrap().display().to_string())
-        .collect();
-    served.sort();
-    assert_eq!(
-        served,
-        [
-            "app.js",
-            "cgi-bin",
-            "cgi-bin/resolve",
-            "index.html",
-            "style.css"
-        ]
-    );
+    // Outside the web root.
+    assert_serves_only_the_page_and_program(&user);
     assert!(
         !apache.error_log().contains("resolve: error"),
         "the program logged an error:\n{}",
@@ -1039,12 +1025,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
     set_mode(&user.web(), 0o550);
     let before = listing(&user.home);
     let failed = deploy(&local_args(&user, &["--binary", &built_arg]));
-    assert_eq!(failed.code(), Some(1), "{}", failed.all());
-    assert!(
-        failed.stderr().contains("upload failed"),
-        "{}",
-        failed.all()
-    );
+    failed.assert_exit(1);
+    failed.warns(&["upload failed"]);
     assert_untouched(&before, &user, "a failed upload");
     set_mode(&user.web(), 0o750);
     assert_status(&get_link(&c, &user, 302), 200, &apache, &suexec);
@@ -1059,19 +1041,13 @@ fn deploy_explains_what_stops_it() {
     let user = HostUser::create(false);
     let before = listing(&user.home);
     let r = deploy(&local_args(&user, &[]));
-    assert_eq!(r.code(), Some(3), "{}", r.all());
-    for expected in [
+    r.assert_exit(3);
+    r.warns(&[
         "cgi-bin does not exist",
         "cPanel",
         "File Manager",
         "--create-cgi-bin",
-    ] {
-        assert!(
-            r.stderr().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert!(
         !r.stdout().contains("cargo build"),
         "built before looking:\n{}",
@@ -1101,16 +1077,10 @@ fn deploy_explains_what_stops_it() {
     let r = deploy(&["--settings", settings.to_str().unwrap(), "--dry-run"]);
     fs::remove_file(&settings).unwrap();
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "cgi-bin is missing: it will be created",
         "open https://example.test/ (the page)",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert_untouched(&before, &user, "a dry run");
 
     // A cgi-bin that is not the account's: suEXEC would refuse every program in it.
@@ -1119,7 +1089,7 @@ fn deploy_explains_what_stops_it() {
     set_mode(&cgi, 0o755);
     let before = listing(&user.home);
     let r = deploy(&local_args(&user, &[]));
-    assert_eq!(r.code(), Some(1), "{}", r.all());
+    r.assert_exit(1);
     assert!(
         r.stderr().contains("wrong permissions") && r.stderr().contains("belongs to uid 0"),
         "{}",
@@ -1134,12 +1104,8 @@ fn deploy_explains_what_stops_it() {
 
     // Mistakes in the options or the settings file; never a password on the command line.
     let r = deploy(&["--transport", "ftps", "--password", "hunter2"]);
-    assert_eq!(r.code(), Some(2), "{}", r.all());
-    assert!(
-        r.stderr().contains("never taken on the command line"),
-        "{}",
-        r.all()
-    );
+    r.assert_exit(2);
+    r.warns(&["never taken on the command line"]);
     assert!(!r.all().contains("hunter2"), "{}", r.all());
     let settings = std::env::temp_dir().join(format!("resolve-deploy-{}.conf", random_suffix()));
     fs::write(
@@ -1149,8 +1115,8 @@ fn deploy_explains_what_stops_it() {
     .unwrap();
     let r = deploy(&["--settings", settings.to_str().unwrap()]);
     fs::remove_file(&settings).unwrap();
-    assert_eq!(r.code(), Some(2), "{}", r.all());
-    assert!(r.stderr().contains("password-file"), "{}", r.all());
+    r.assert_exit(2);
+    r.warns(&["password-file"]);
     assert!(!r.all().contains("hunter2"), "{}", r.all());
     for (args, expected) in [
         (&[][..], "choose a transport"),
@@ -1178,18 +1144,12 @@ fn deploy_explains_what_stops_it() {
     }
     let r = deploy(&["--help"]);
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "--transport local|ssh|ftps",
         "--dry-run",
         "--password-file",
         "deploy.conf",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1250,13 +1210,6 @@ impl Drop for Daemon {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 fn run_ok(cmd: &mut Command) {
     let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
     assert!(
@@ -1264,6 +1217,19 @@ fn run_ok(cmd: &mut Command) {
         "{cmd:?} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Deploying again (`redeploy`) keeps the owner's configuration and replaces the program; the
+/// site still answers.
+fn assert_redeploy_keeps_the_configuration(user: &HostUser, redeploy: impl FnOnce()) {
+    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
+    user.write(&user.path("resolve/config.json"), config, 0o600);
+    let program = user.path("public_html/cgi-bin/resolve");
+    let inode = fs::metadata(&program).unwrap().ino();
+    redeploy();
+    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
+    assert_ne!(fs::metadata(&program).unwrap().ino(), inode);
+    assert_site_answers(user);
 }
 
 /// Serves the account and checks that the deployed site answers: the page, and a link through
@@ -1353,11 +1319,7 @@ fn deploy_over_ssh_runs_check_on_the_host() {
     let before = listing(&user.home);
     let dry = deploy(&[&args[..], &["--dry-run"]].concat());
     dry.assert_ok();
-    assert!(
-        dry.stdout().contains("resolve/config.json will be created"),
-        "{}",
-        dry.all()
-    );
+    dry.says(&["resolve/config.json will be created"]);
     assert_untouched(&before, &user, "deploy.sh --dry-run over ssh");
 
     // The deployment: rsync over ssh, then the host's own `resolve check`.
@@ -1384,22 +1346,9 @@ fn deploy_over_ssh_runs_check_on_the_host() {
         sshd.log()
     );
 
-    // Again: the owner's configuration stays, the program is replaced.
-    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
-    user.write(&user.path("resolve/config.json"), config, 0o600);
-    let inode = fs::metadata(user.path("public_html/cgi-bin/resolve"))
-        .unwrap()
-        .ino();
-    let again = deploy(&args);
-    again.assert_ok();
-    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
-    assert_ne!(
-        fs::metadata(user.path("public_html/cgi-bin/resolve"))
-            .unwrap()
-            .ino(),
-        inode
-    );
-    assert_site_answers(&user);
+    assert_redeploy_keeps_the_configuration(&user, || {
+        deploy(&args).assert_ok();
+    });
 }
 
 #[test]
@@ -1496,7 +1445,7 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     // is named as such. Neither changes anything.
     let before = listing(&user.home);
     let r = run(args(&plain_port, &password_file), &[]);
-    assert_eq!(r.code(), Some(1), "{}", r.all());
+    r.assert_exit(1);
     assert!(
         r.stderr().contains("refused FTP over TLS") && r.stderr().contains("--allow-plain-ftp"),
         "{}",
@@ -1507,51 +1456,25 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
         &["--allow-plain-ftp", "--dry-run"],
     );
     r.assert_ok();
-    assert!(
-        r.stderr().contains("password is sent unencrypted"),
-        "{}",
-        r.all()
-    );
+    r.warns(&["password is sent unencrypted"]);
     let r = run(args(&tls_port, &wrong_file), &[]);
-    assert_eq!(r.code(), Some(1), "{}", r.all());
-    assert!(r.stderr().contains("login refused"), "{}", r.all());
+    r.assert_exit(1);
+    r.warns(&["login refused"]);
     let r = run(args(&tls_port, &password_file), &["--dry-run"]);
     r.assert_ok();
-    assert!(
-        r.stdout().contains("resolve/config.json will be created"),
-        "{}",
-        r.all()
-    );
+    r.says(&["resolve/config.json will be created"]);
     assert_untouched(&before, &user, "refused or dry-run FTPS deployments");
 
     // The deployment over TLS: temporary names, SITE CHMOD, renames, modes read back.
     let r = run(args(&tls_port, &password_file), &[]);
     r.assert_ok();
-    for expected in [
+    r.says(&[
         "set ftp:ssl-force true",
         "public_html/cgi-bin/resolve: -rwxr-xr-x",
-    ] {
-        assert!(
-            r.stdout().contains(expected),
-            "{expected:?} in\n{}",
-            r.all()
-        );
-    }
+    ]);
     assert_deployed(&user, &r.binary());
 
-    // Again: the owner's configuration stays, the program is replaced.
-    let config = b"{\"provider\": {\"kind\": \"echo\"}}\n";
-    user.write(&user.path("resolve/config.json"), config, 0o600);
-    let inode = fs::metadata(user.path("public_html/cgi-bin/resolve"))
-        .unwrap()
-        .ino();
-    run(args(&tls_port, &password_file), &[]).assert_ok();
-    assert_eq!(fs::read(user.path("resolve/config.json")).unwrap(), config);
-    assert_ne!(
-        fs::metadata(user.path("public_html/cgi-bin/resolve"))
-            .unwrap()
-            .ino(),
-        inode
-    );
-    assert_site_answers(&user);
+    assert_redeploy_keeps_the_configuration(&user, || {
+        run(args(&tls_port, &password_file), &[]).assert_ok();
+    });
 }

@@ -12,9 +12,8 @@ use serde_json::{Value, json};
 use support::apache::FCGID_WARM_POOL;
 use support::config::{self, rule};
 use support::fcgi::{self, FcgiProcess, FcgiRequest};
-use support::keep_alive::KeepAliveProvider;
 use support::urlenc::link_param;
-use support::{Apache, MariaDb, Mode, Provider, Redis, Request, TempDir};
+use support::{MariaDb, Mode, Provider, Redis, Request, Response, Setup, Site, TempDir};
 
 fn link(i: usize) -> String {
     format!("https://example.com/file/{i}")
@@ -27,15 +26,7 @@ fn query(i: usize) -> String {
 /// A configuration file in `dir`: the echo provider, this store, these rules.
 fn echo_config(dir: &TempDir, name: &str, store: Value, rules: Vec<Value>) -> PathBuf {
     let cfg = json!({"provider": {"kind": "echo"}, "store": store, "rules": rules});
-    write_config(dir, name, &cfg)
-}
-
-/// Writes `cfg` as `name` at once (a rename), as an owner's editor or upload does.
-fn write_config(dir: &TempDir, name: &str, cfg: &Value) -> PathBuf {
-    let fresh = dir.write(&format!("{name}.new"), cfg.to_string());
-    let path = dir.join(name);
-    std::fs::rename(&fresh, &path).expect("rename the configuration into place");
-    path
+    config::write_as(dir, name, &cfg)
 }
 
 fn file_store(dir: &Path) -> Value {
@@ -112,7 +103,7 @@ fn every_answer_is_the_cgi_answer_byte_for_byte() {
     for (i, req) in requests.iter().enumerate() {
         let cgi = req.to_cgi().config(&cgi_cfg).run();
         let fcgi = process.send(req);
-        assert_eq!(fcgi.protocol_status, fcgi::REQUEST_COMPLETE);
+        assert_eq!(fcgi.protocol_status, fcgi::FCGI_REQUEST_COMPLETE);
         assert_eq!(fcgi.app_status, 0);
         assert!(
             fcgi.stderr.is_empty(),
@@ -164,16 +155,14 @@ fn mariadb_connections(db: &MariaDb) -> u64 {
 /// store and the provider were each connected to once, and every admitted request reached the
 /// provider once.
 fn one_process_keeps_its_connections(store: Value, connections: &dyn Fn() -> u64) {
-    let provider = KeepAliveProvider::start();
-    let dir = TempDir::new("fcgi-keep");
-    let mut cfg = json!({
-        "provider": config::http_provider(&provider.url()),
-        "store": store,
-        "rules": [rule("ip", "ip", 5, 3600)],
-    });
-    cfg["provider"]["timeout_ms"] = json!(5000);
-    let path = write_config(&dir, "config.json", &cfg);
-    let process = FcgiProcess::start(&path);
+    let setup = Setup::builder("fcgi-keep")
+        .provider(Provider::builder().keep_alive().start())
+        .store(store)
+        .rules(vec![rule("ip", "ip", 5, 3600)])
+        .config(|cfg| cfg["provider"]["timeout_ms"] = json!(5000))
+        .write();
+    let provider = &setup.provider;
+    let process = FcgiProcess::start(&setup.config_path);
     let before = connections();
     let statuses: Vec<u16> = (0..20)
         .map(|i| {
@@ -282,10 +271,14 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
         (b"FCGI_MPXS_CONNS", b""),
         (b"SOMETHING_ELSE", b""),
     ];
-    s.write_all(&fcgi::record(fcgi::GET_VALUES, 0, &fcgi::pairs(&names)))
-        .unwrap();
+    s.write_all(&fcgi::record(
+        fcgi::FCGI_GET_VALUES,
+        0,
+        &fcgi::pairs(&names),
+    ))
+    .unwrap();
     let r = fcgi::read_record(&mut s).unwrap().expect("a reply");
-    assert_eq!((r.kind, r.id), (fcgi::GET_VALUES_RESULT, 0));
+    assert_eq!((r.kind, r.id), (fcgi::FCGI_GET_VALUES_RESULT, 0));
     let got = fcgi::parse_pairs(&r.content);
     assert_eq!(
         got,
@@ -298,27 +291,29 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
     // An unknown management record.
     s.write_all(&fcgi::record(42, 0, b"?")).unwrap();
     let r = fcgi::read_record(&mut s).unwrap().expect("a reply");
-    assert_eq!((r.kind, r.content[0]), (fcgi::UNKNOWN_TYPE, 42));
+    assert_eq!((r.kind, r.content[0]), (fcgi::FCGI_UNKNOWN_TYPE, 42));
     // Another role.
-    s.write_all(&fcgi::begin(7, 2, fcgi::KEEP_CONN)).unwrap();
+    s.write_all(&fcgi::begin(7, 2, fcgi::FCGI_KEEP_CONN))
+        .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 7).unwrap().protocol_status,
-        fcgi::UNKNOWN_ROLE
+        fcgi::FCGI_UNKNOWN_ROLE
     );
     // Two requests on one kept connection, and a second one begun while the first is open.
-    let first = FcgiRequest::new("GET", &query(1)).records(3, fcgi::KEEP_CONN);
+    let first = FcgiRequest::new("GET", &query(1)).records(3, fcgi::FCGI_KEEP_CONN);
     let (begin, rest) = first.split_at(16);
     s.write_all(begin).unwrap();
-    s.write_all(&fcgi::begin(4, 1, fcgi::KEEP_CONN)).unwrap();
+    s.write_all(&fcgi::begin(4, 1, fcgi::FCGI_KEEP_CONN))
+        .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 4).unwrap().protocol_status,
-        fcgi::CANT_MPX_CONN
+        fcgi::FCGI_CANT_MPX_CONN
     );
     s.write_all(rest).unwrap();
     let a = fcgi::read_answer(&mut s, 3).unwrap();
-    assert_eq!(a.protocol_status, fcgi::REQUEST_COMPLETE);
+    assert_eq!(a.protocol_status, fcgi::FCGI_REQUEST_COMPLETE);
     assert_eq!(a.cgi().text(), format!("{}\n", link(1)));
-    s.write_all(&FcgiRequest::new("GET", &query(2)).records(5, fcgi::KEEP_CONN))
+    s.write_all(&FcgiRequest::new("GET", &query(2)).records(5, fcgi::FCGI_KEEP_CONN))
         .unwrap();
     assert_eq!(
         fcgi::read_answer(&mut s, 5).unwrap().cgi().text(),
@@ -326,12 +321,12 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
     );
     // An aborted request is ended without an answer.
     s.write_all(&fcgi::begin(6, 1, 0)).unwrap();
-    s.write_all(&fcgi::record(fcgi::ABORT_REQUEST, 6, b""))
+    s.write_all(&fcgi::record(fcgi::FCGI_ABORT_REQUEST, 6, b""))
         .unwrap();
     let a = fcgi::read_answer(&mut s, 6).unwrap();
     assert_eq!(
         (a.stdout.len(), a.protocol_status),
-        (0, fcgi::REQUEST_COMPLETE)
+        (0, fcgi::FCGI_REQUEST_COMPLETE)
     );
     // Without FCGI_KEEP_CONN the process closes the connection.
     let mut rest = Vec::new();
@@ -355,9 +350,13 @@ fn malformed_records_close_that_connection_only_with_one_log_line() {
         vec![1, 1, 0, 1, 0, 3, 0, 0, 0, 1, 0],
         {
             let mut v = fcgi::begin(1, 1, 0);
-            v.extend(fcgi::record(fcgi::PARAMS, 1, &[0x85, 0, 0, 0, 1, b'x']));
-            v.extend(fcgi::record(fcgi::PARAMS, 1, &[]));
-            v.extend(fcgi::record(fcgi::STDIN, 1, &[]));
+            v.extend(fcgi::record(
+                fcgi::FCGI_PARAMS,
+                1,
+                &[0x85, 0, 0, 0, 1, b'x'],
+            ));
+            v.extend(fcgi::record(fcgi::FCGI_PARAMS, 1, &[]));
+            v.extend(fcgi::record(fcgi::FCGI_STDIN, 1, &[]));
             v
         },
     ];
@@ -402,7 +401,7 @@ fn exits_after_max_requests_and_at_once_on_sigterm() {
         "store": file_store(&dir.mkdir("data")),
         "fastcgi": {"max_requests": 3},
     });
-    let path = write_config(&dir, "config.json", &cfg);
+    let path = config::write(&dir, &cfg);
     let mut process = FcgiProcess::start(&path);
     for i in 0..3 {
         assert!(process.is_running(), "exited after {i} requests");
@@ -502,74 +501,30 @@ fn configuration_edits_apply_to_the_next_request_without_a_restart() {
 // ---------------------------------------------------------------------------------------------
 // Under Apache's mod_fcgid
 
-/// Process ids of the binary copies that run from `cgi_bin`.
-fn processes_of(cgi_bin: &Path) -> BTreeSet<u32> {
-    let mut pids = BTreeSet::new();
-    for entry in std::fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        if let Ok(exe) = std::fs::read_link(entry.path().join("exe"))
-            && exe.starts_with(cgi_bin)
-        {
-            pids.insert(pid);
-        }
-    }
-    pids
-}
-
-struct FcgidSite {
-    apache: Apache,
-    provider: Provider,
-    _dir: TempDir,
-}
-
-fn fcgid_site(label: &str, extra: Value, apache_conf: &str) -> FcgidSite {
-    let provider = Provider::start();
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let mut cfg = config::http_file_config(
-        &provider.url("/unrestrict"),
-        &data,
-        vec![rule("ip", "ip", 1000, 60)],
-    );
-    if let (Some(cfg), Some(extra)) = (cfg.as_object_mut(), extra.as_object()) {
-        cfg.extend(extra.clone());
-    }
-    let path = config::write(&dir, &cfg);
-    let apache = Apache::builder(label)
+/// A site under mod_fcgid without a warm pool, with `extra` configuration and Apache
+/// configuration.
+fn fcgid_site(label: &str, extra: Value, apache_conf: &'static str) -> Site {
+    Site::builder(label)
         .mode(Mode::Fcgid)
         .fcgid_pool(0)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
-        .conf(apache_conf)
-        .start();
-    FcgidSite {
-        apache,
-        provider,
-        _dir: dir,
-    }
+        .config(move |cfg| config::merge(cfg, extra))
+        .apache(move |b| b.conf(apache_conf))
+        .start()
 }
 
-fn get(site: &FcgidSite, i: usize) -> support::Response {
-    site.apache
-        .client()
-        .send(
-            &Request::get(&format!("/cgi-bin/resolve?{}", query(i))).header("Accept", "text/plain"),
-        )
-        .expect("answer")
+fn get(site: &Site, i: usize) -> Response {
+    site.get(&format!("/cgi-bin/resolve?{}", query(i)), "text/plain")
 }
 
 #[test]
 fn under_mod_fcgid_one_process_answers_request_after_request() {
     let site = fcgid_site("fcgid-reuse", json!({}), "");
-    let cgi_bin = site.apache.dir().join("cgi-bin");
     let mut seen = BTreeSet::new();
     for i in 0..20 {
         let r = get(&site, i);
         assert_eq!(r.status, 200, "{}", r.everything());
         assert_eq!(r.text(), format!("https://cdn.test/file/{}\n", i + 1));
-        seen.extend(processes_of(&cgi_bin));
+        seen.extend(site.apache.fastcgi_processes());
     }
     assert_eq!(
         seen.len(),
@@ -614,12 +569,11 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
         ),
     ] {
         let site = fcgid_site(label, extra, conf);
-        let cgi_bin = site.apache.dir().join("cgi-bin");
         let mut seen = BTreeSet::new();
         for i in 0..12 {
             let r = get(&site, i);
             assert_eq!(r.status, 200, "{label}: request {i}:\n{}", r.everything());
-            seen.extend(processes_of(&cgi_bin));
+            seen.extend(site.apache.fastcgi_processes());
         }
         assert!(
             seen.len() >= 4,
@@ -655,30 +609,19 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
 /// the test's store, provider or log.
 #[test]
 fn the_harness_warms_a_pool_of_fastcgi_processes_unseen() {
-    let provider = Provider::start();
-    let dir = TempDir::new("fcgid-pool");
-    let data = dir.server_dir("data");
-    let cfg = config::write(
-        &dir,
-        &config::http_file_config(
-            &provider.url("/unrestrict"),
-            &data,
-            vec![rule("ip", "ip", 2, 60)],
-        ),
-    );
-    let apache = Apache::builder("fcgid-pool")
+    let site = Site::builder("fcgid-pool")
         .mode(Mode::Fcgid)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", cfg.to_str().expect("utf-8 path"))
+        .rules(vec![rule("ip", "ip", 2, 60)])
         .start();
+    let (apache, provider, data) = (&site.apache, &site.provider, &site.data);
     // mod_fcgid may find a process idle for the last of a round's requests and start no more.
-    let pool = processes_of(&apache.dir().join("cgi-bin"));
+    let pool = apache.fastcgi_processes();
     assert!(
         (FCGID_WARM_POOL / 2..=FCGID_WARM_POOL).contains(&pool.len()),
         "{pool:?}"
     );
     assert_eq!(provider.calls(), 0);
-    assert_eq!(std::fs::read_dir(&data).map(|d| d.count()).unwrap_or(0), 0);
+    assert_eq!(std::fs::read_dir(data).map(|d| d.count()).unwrap_or(0), 0);
     let statuses: Vec<u16> = (0..4)
         .map(|i| {
             apache

@@ -1,4 +1,4 @@
-//! The database harness itself: real MariaDB and Redis servers on loopback and the delay proxy start, authenticate, die, come back, slow down and refuse as the store tests need.
+//! The harness itself: real MariaDB and Redis servers on loopback and the delay proxy start, authenticate, die, come back, slow down and refuse as the store tests need; the provider stand-in answers, counts and records as the other tests rely on.
 
 mod support;
 
@@ -7,9 +7,10 @@ use std::net::TcpStream;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use support::delay_proxy::Mode;
 use support::redis::{Resp, RespConn};
-use support::{DelayProxy, MariaDb, Redis, mariadb, redis};
+use support::{DelayProxy, HttpClient, MariaDb, Provider, Redis, Reply, Request, mariadb, redis};
 
 fn ok(text: &str) -> Resp {
     Resp::Simple(text.to_string())
@@ -353,4 +354,109 @@ fn delay_proxy_delays_refuses_closes_and_hangs() {
     assert!(timed_ping() < Duration::from_millis(500));
     // fast, slow, slow, open, closed, hung, last.
     assert_eq!(proxy.accepted(), 7);
+}
+
+#[test]
+fn provider_stand_in_answers_as_told_and_counts_what_it_got() {
+    // One reply for all, numbered; a queue before it; a route with its own script and default.
+    let p = Provider::start();
+    let client = HttpClient::new(p.addr()).timeout(Duration::from_secs(5));
+    let post = |path: &str, body: &str| {
+        client
+            .send(&Request::post_form(path, body.to_owned()).header("Authorization", "Bearer t"))
+            .expect("an answer")
+    };
+    let r = post("/unrestrict", "link=https%3A%2F%2Fa.example%2F1");
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert_eq!(r.json()["download"], "https://cdn.test/file/1");
+    p.queue([Reply::raw(503, "text/plain", "busy").header("Retry-After", "2")]);
+    let r = post("/unrestrict", "link=x");
+    assert_eq!((r.status, r.header("Retry-After")), (503, Some("2")));
+    assert_eq!(r.text(), "busy");
+    p.script("POST", "/api/a", [Reply::ok(json!({"n": 1}))]);
+    p.route("GET", "/api/b", Reply::json(404, json!({"error": "gone"})));
+    assert_eq!(post("/api/a", "").json(), json!({"n": 1}));
+    assert_eq!(post("/api/a", "").json()["error"], "script_used_up");
+    assert_eq!(client.get("/api/b").expect("an answer").status, 404);
+    assert_eq!(
+        post("/unrestrict", "").json()["download"],
+        "https://cdn.test/file/6"
+    );
+    // A reply made from the request.
+    p.set_reply(Reply::with(|call| {
+        Reply::ok(json!({"echo": call.param("link").unwrap_or_default()}))
+    }));
+    assert_eq!(post("/unrestrict", "link=abc").json()["echo"], "abc");
+    // What it counted and recorded.
+    assert_eq!((p.calls(), p.calls_to("POST", "/api/a")), (7, 2));
+    assert_eq!(
+        p.connections(),
+        7,
+        "one connection per call without keep-alive"
+    );
+    let last = p.last_request().expect("a request");
+    assert_eq!(
+        (last.method.as_str(), last.path.as_str()),
+        ("POST", "/unrestrict")
+    );
+    assert_eq!(last.form("link"), Some("abc"));
+    assert_eq!(last.header("authorization"), Some("Bearer t"));
+    assert_eq!(p.sequence()[4], "GET /api/b");
+    p.reset();
+    assert_eq!((p.calls(), p.requests().len()), (0, 0));
+
+    // Routes only: anything else is a 404 naming the route.
+    let api = Provider::builder().routes_only().start();
+    let r = HttpClient::new(api.addr())
+        .get("/nowhere")
+        .expect("an answer");
+    assert_eq!(
+        (r.status, r.json()["error"].as_str()),
+        (404, Some("no_route"))
+    );
+
+    // Hang and delay: no answer within the client's patience, then an answer after the delay.
+    let slow = Provider::start_with(Reply::Hang);
+    let impatient = HttpClient::new(slow.addr()).timeout(Duration::from_millis(300));
+    assert!(
+        impatient.get("/unrestrict").is_err(),
+        "a hanging stand-in answered"
+    );
+    slow.set_reply(Reply::Default.after(Duration::from_millis(400)));
+    let started = Instant::now();
+    let r = HttpClient::new(slow.addr())
+        .get("/unrestrict")
+        .expect("an answer");
+    assert!(started.elapsed() >= Duration::from_millis(400));
+    assert_eq!(r.json()["download"], "https://cdn.test/file/2");
+}
+
+#[test]
+fn provider_stand_in_keeps_connections_open_when_asked() {
+    let p = Provider::builder().keep_alive().start();
+    let mut conn = TcpStream::connect(p.addr()).expect("connect");
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let request = b"POST /unrestrict HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nlink=a";
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        conn.write_all(request).expect("send");
+        let mut buf = [0u8; 4096];
+        let n = conn.read(&mut buf).expect("an answer");
+        answers.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    for (i, a) in answers.iter().enumerate() {
+        assert!(a.starts_with("HTTP/1.1 200 OK"), "{a}");
+        assert!(!a.contains("Connection: close"), "{a}");
+        assert!(
+            a.contains(&format!("https://cdn.test/file/{}", i + 1)),
+            "{a}"
+        );
+    }
+    // Asked to close, it closes.
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut rest = Vec::new();
+    conn.read_to_end(&mut rest).expect("read to the end");
+    assert!(String::from_utf8_lossy(&rest).contains("Connection: close"));
+    assert_eq!((p.calls(), p.connections()), (4, 1));
 }

@@ -3,16 +3,17 @@
 mod support;
 
 use std::io;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::api_standin::{ApiStandIn, Reply};
-use support::config::{self, TOKEN, rule};
+use support::config::{self, TOKEN};
+use support::site::SiteBuilder;
+use support::system::{command, output_text};
 use support::urlenc::link_param;
-use support::{Apache, Cgi, CgiOutput, HttpClient, Request, Response, TempDir, fire};
+use support::{
+    Call, Cgi, CgiOutput, HttpClient, Provider, Reply, Request, Response, Setup, Site, fire,
+    free_port,
+};
 
 /// What the visitor reads when the owner's provider account is the problem.
 const GENERIC: &str = "The download service is not available right now. Please try again later.";
@@ -36,65 +37,69 @@ const POST: &str = "POST";
 const GET: &str = "GET";
 
 /// The `provider` section for preset `name`, pointed at the stand-in.
-fn preset(name: &str, api: &ApiStandIn, base: &str) -> Value {
+fn preset(name: &str, api: &Provider, base: &str) -> Value {
     json!({"preset": name, "token": TOKEN, "base_url": api.url(base)})
 }
 
-/// `v` with the fields of `extra` set (both objects).
+/// `v` with the top-level fields of `extra` set.
 fn merged(mut v: Value, extra: Value) -> Value {
-    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
-        o.extend(e);
-    }
+    config::merge(&mut v, extra);
     v
-}
-
-/// A whole configuration: this provider, a file store in `data`, a generous client rule, and
-/// the top-level fields of `extra`.
-fn site_config(provider: Value, data: &Path, extra: Value) -> Value {
-    merged(
-        json!({
-            "provider": provider,
-            "store": {"kind": "file", "dir": data},
-            "rules": [rule("ip", "ip", 1000, 60)],
-        }),
-        extra,
-    )
 }
 
 fn spend(limit: u64) -> Value {
     json!({"spend": [{"name": "day", "limit": limit, "window_secs": 86400}]})
 }
 
-/// The binary run directly as a CGI program, with a configuration and a store of its own.
-struct Direct {
-    dir: TempDir,
-    config: PathBuf,
+/// A stand-in for a provider's API: only the routes it is given answer.
+fn api_stand_in() -> Provider {
+    Provider::builder().routes_only().start()
 }
 
-impl Direct {
-    fn new(label: &str, provider: Value, extra: Value) -> Direct {
-        let dir = TempDir::new(label);
-        let data = dir.mkdir("data");
-        let config = config::write(&dir, &site_config(provider, &data, extra));
-        Direct { dir, config }
-    }
+/// A site for preset `name` whose API (at `base`) is a fresh stand-in, a file store, a generous
+/// client rule and the top-level fields of `extra`. `.write()` for direct runs, `.start()` under
+/// Apache.
+fn preset_site(label: &str, name: &'static str, base: &'static str, extra: Value) -> SiteBuilder {
+    Site::builder(label)
+        .provider(api_stand_in())
+        .provider_section(move |api| preset(name, api, base))
+        .config(move |cfg| config::merge(cfg, extra))
+}
 
-    /// Replaces the configuration, keeping the store (and so its counters).
-    fn reconfigure(&self, provider: Value, extra: Value) {
-        let data = self.dir.join("data");
-        config::write(&self.dir, &site_config(provider, &data, extra));
-    }
+/// Adds `fields` to the site's provider section.
+fn provider_fields(builder: SiteBuilder, fields: Value) -> SiteBuilder {
+    builder.config(move |cfg| config::merge(&mut cfg["provider"], fields))
+}
 
-    fn request(&self, method: &str, link: &str, from: &str) -> CgiOutput {
-        Cgi::new(method, link_param(link))
-            .config(&self.config)
-            .var("REMOTE_ADDR", from)
-            .header("Accept", "application/json")
-            .run()
-    }
+/// A Real-Debrid answer for `f.bin`.
+fn f_bin() -> Reply {
+    Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"}))
+}
+
+/// The paid call carried the token in the Authorization header, `link` in form field `field`
+/// and no token in its query.
+fn assert_paid_call(call: &Call, field: &str, link: &str) {
+    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
+    assert_eq!(call.form(field), Some(link), "{}", call.everything());
+    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+}
+
+/// Requests to the binary run directly as a CGI program.
+trait Ask {
+    fn request(&self, method: &str, link: &str, from: &str) -> CgiOutput;
 
     fn get(&self, link: &str) -> CgiOutput {
         self.request(GET, link, "127.0.0.1")
+    }
+}
+
+impl Ask for Setup {
+    fn request(&self, method: &str, link: &str, from: &str) -> CgiOutput {
+        self.run(
+            Cgi::new(method, link_param(link))
+                .var("REMOTE_ADDR", from)
+                .header("Accept", "application/json"),
+        )
     }
 }
 
@@ -105,6 +110,22 @@ fn status_body(out: &CgiOutput) -> (u16, Value) {
         panic!("body is not JSON ({e})\n{}", out.describe());
     });
     (a.status, body)
+}
+
+/// Checks a 504 `provider_timeout` that came within a second of the deadline.
+fn assert_timed_out(out: &CgiOutput, deadline_ms: u64) {
+    let (status, body) = status_body(out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (504, Some("provider_timeout")),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(deadline_ms + 1000),
+        "{:?}",
+        out.elapsed
+    );
 }
 
 /// Checks a 200 JSON answer and returns its body.
@@ -119,20 +140,23 @@ fn expect_ok(out: &CgiOutput) -> Value {
     body
 }
 
-/// What the visitor must be told, by class of provider failure.
+/// What the visitor must be told, by class of provider failure, grouped by the status they get.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Class {
+    // 502: the site's own provider account or the provider is the problem.
     Auth,
+    /// A server error or a connection that never happened.
+    Unavailable,
+    // 503: try again later.
     Quota,
+    Temporary,
+    Busy,
+    // 422: this link cannot be had.
     Unsupported,
     DeadLink,
     Password,
-    Temporary,
-    Busy,
     /// Refused for another reason: the provider's words are passed on.
     Refused,
-    /// A server error or a connection that never happened.
-    Unavailable,
 }
 
 impl Class {
@@ -300,25 +324,20 @@ impl Case {
 }
 
 /// Runs every case against a fresh store and stand-in script; reports all mismatches at once.
-fn run_table(name: &str, base: &str, cases: &[Case]) {
-    let api = ApiStandIn::start();
+fn run_table(name: &'static str, base: &'static str, cases: &[Case]) {
     let mut problems = Vec::new();
     let mut rows = Vec::new();
     let started = Instant::now();
     for (i, c) in cases.iter().enumerate() {
-        api.reset();
+        let site = preset_site(&format!("{name}-{i}"), name, base, json!({})).write();
+        let api = &site.provider;
         for (method, path, reply) in &c.script {
             api.script(method, path, [reply.clone()]);
         }
-        let site = Direct::new(&format!("{name}-{i}"), preset(name, &api, base), json!({}));
         let out = site.get(&format!("https://hoster.example/{name}/case-{i}.zip"));
         let mut bad = c.problems(&out);
-        if api.total_calls() != c.calls {
-            bad.push(format!(
-                "{} provider calls (want {})",
-                api.total_calls(),
-                c.calls
-            ));
+        if api.calls() != c.calls {
+            bad.push(format!("{} provider calls (want {})", api.calls(), c.calls));
         }
         let (status, code) = match &out.answer {
             Ok(a) => (
@@ -333,7 +352,7 @@ fn run_table(name: &str, base: &str, cases: &[Case]) {
         rows.push(format!(
             "{:<40} -> {status} {code:<20} paid calls {}{}",
             c.what,
-            api.total_calls(),
+            api.calls(),
             if bad.is_empty() { "" } else { "  WRONG" }
         ));
         if !bad.is_empty() {
@@ -373,8 +392,8 @@ fn rd_error(status: u16, error: &str, code: u32) -> Reply {
 
 #[test]
 fn realdebrid_resolves_and_maps_every_error_class() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("rd-ok", preset("realdebrid", &api, RD_BASE), json!({}));
+    let site = preset_site("rd-ok", "realdebrid", RD_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/rd-1.mkv";
     let download = "https://abc12.download.real-debrid.com/d/ABCDEF123/movie.mkv";
     api.route(
@@ -388,11 +407,8 @@ fn realdebrid_resolves_and_maps_every_error_class() {
     );
     let body = expect_ok(&site.get(link));
     assert_eq!(body, json!({"download": download, "filename": "movie.mkv"}));
-    assert_eq!(api.total_calls(), 1);
-    let call = &api.requests_to(POST, RD_CALL)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("link"), Some(link));
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_eq!(api.calls(), 1);
+    assert_paid_call(&api.requests_to(POST, RD_CALL)[0], "link", link);
 
     let route = (POST, RD_CALL);
     let c = |what, reply, class, code| case(what, route, reply, class, Some(code));
@@ -532,8 +548,8 @@ fn ad_error(code: &str, message: &str) -> Reply {
 
 #[test]
 fn alldebrid_resolves_and_maps_every_error_class() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("ad-ok", preset("alldebrid", &api, AD_BASE), json!({}));
+    let site = preset_site("ad-ok", "alldebrid", AD_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/ad-1.zip";
     let download = "https://a1b2c3.debrid.it/dl/2f3e4d/archive.zip";
     api.route(
@@ -549,11 +565,8 @@ fn alldebrid_resolves_and_maps_every_error_class() {
         body,
         json!({"download": download, "filename": "archive.zip"})
     );
-    assert_eq!((api.total_calls(), api.calls(POST, AD_DELAYED)), (1, 0));
-    let call = &api.requests_to(POST, AD_UNLOCK)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("link"), Some(link));
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_eq!((api.calls(), api.calls_to(POST, AD_DELAYED)), (1, 0));
+    assert_paid_call(&api.requests_to(POST, AD_UNLOCK)[0], "link", link);
 
     let route = (POST, AD_UNLOCK);
     let c = |what, code, class| {
@@ -619,8 +632,8 @@ fn alldebrid_resolves_and_maps_every_error_class() {
 
 #[test]
 fn alldebrid_delayed_link_is_polled_until_ready() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("ad-delayed", preset("alldebrid", &api, AD_BASE), json!({}));
+    let site = preset_site("ad-delayed", "alldebrid", AD_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/big.iso";
     let download = "https://a1b2c3.debrid.it/dl/987654/big.iso";
     api.script(
@@ -672,8 +685,8 @@ fn alldebrid_delayed_link_is_polled_until_ready() {
 
 #[test]
 fn premiumize_resolves_and_maps_errors() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("pm-ok", preset("premiumize", &api, PM_BASE), json!({}));
+    let site = preset_site("pm-ok", "premiumize", PM_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/pm-1.rar";
     let download = "https://sasha.premiumize.me/dl/9a8b7c/pm-1.rar";
     api.script(
@@ -696,12 +709,10 @@ fn premiumize_resolves_and_maps_errors() {
             "{shape}"
         );
     }
-    assert_eq!(api.total_calls(), 2);
+    assert_eq!(api.calls(), 2);
     for call in api.requests_to(POST, PM_CALL) {
-        assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-        assert_eq!(call.form("src"), Some(link), "{}", call.everything());
+        assert_paid_call(&call, "src", link);
         assert_eq!(call.form("link"), None);
-        assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
     }
 
     // An expired key is answered inside HTTP 200 with words only: shown for the report.
@@ -775,8 +786,8 @@ fn dl_error(code: &str) -> Reply {
 
 #[test]
 fn debridlink_resolves_and_maps_every_error_class() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("dl-ok", preset("debridlink", &api, DL_BASE), json!({}));
+    let site = preset_site("dl-ok", "debridlink", DL_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/dl-1.mp4";
     let download = "https://dl3.debrid.link/dl/abc123/dl-1.mp4";
     api.route(
@@ -790,11 +801,8 @@ fn debridlink_resolves_and_maps_every_error_class() {
     );
     let body = expect_ok(&site.get(link));
     assert_eq!(body, json!({"download": download, "filename": "dl-1.mp4"}));
-    assert_eq!(api.total_calls(), 1);
-    let call = &api.requests_to(POST, DL_CALL)[0];
-    assert_eq!(call.header("Authorization"), Some(bearer().as_str()));
-    assert_eq!(call.form("url"), Some(link), "{}", call.everything());
-    assert!(!call.raw_query.contains(TOKEN), "{}", call.everything());
+    assert_eq!(api.calls(), 1);
+    assert_paid_call(&api.requests_to(POST, DL_CALL)[0], "url", link);
 
     let route = (POST, DL_CALL);
     let c = |code, class| case(code, route, dl_error(code), class, Some(code));
@@ -871,8 +879,8 @@ const TB_DOWNLOAD: &str = "https://store-041.weur.tb-cdn.st/zip/4242?token=c0ffe
 
 #[test]
 fn torbox_resolves_and_maps_every_error_class() {
-    let api = ApiStandIn::start();
-    let site = Direct::new("tb-ok", preset("torbox", &api, TB_BASE), json!({}));
+    let site = preset_site("tb-ok", "torbox", TB_BASE, json!({})).write();
+    let api = &site.provider;
     let link = "https://hoster.example/file/archive.zip";
     api.script(POST, TB_CREATE, [tb_created(4242)]);
     api.script(GET, TB_LIST, [tb_list(4242, true)]);
@@ -882,7 +890,7 @@ fn torbox_resolves_and_maps_every_error_class() {
         body,
         json!({"download": TB_DOWNLOAD, "filename": "archive.zip"})
     );
-    assert_eq!(api.total_calls(), 3);
+    assert_eq!(api.calls(), 3);
     let create = &api.requests_to(POST, TB_CREATE)[0];
     assert_eq!(create.form("link"), Some(link));
 
@@ -941,23 +949,6 @@ fn torbox_resolves_and_maps_every_error_class() {
 // ---------------------------------------------------------------------------------------------
 // Under Apache.
 
-/// Apache serving the binary with one configuration. Fields drop in order.
-struct ApacheSite {
-    apache: Apache,
-    _dir: TempDir,
-}
-
-fn apache_site(label: &str, provider: Value, extra: Value) -> ApacheSite {
-    let dir = TempDir::new(label);
-    let data = dir.server_dir("data");
-    let path = config::write(&dir, &site_config(provider, &data, extra));
-    let apache = Apache::builder(label)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
-        .start();
-    ApacheSite { apache, _dir: dir }
-}
-
 fn target(link: &str) -> String {
     format!("/cgi-bin/resolve?{}", link_param(link))
 }
@@ -968,8 +959,8 @@ fn get_json(client: &HttpClient, link: &str) -> io::Result<Response> {
 
 #[test]
 fn torbox_create_poll_requestdl_under_apache() {
-    let api = ApiStandIn::start();
-    let site = apache_site("tb-apache", preset("torbox", &api, TB_BASE), json!({}));
+    let site = preset_site("tb-apache", "torbox", TB_BASE, json!({})).start();
+    let api = &site.provider;
     api.script(POST, TB_CREATE, [tb_created(4242)]);
     api.script(GET, TB_LIST, [tb_list(4242, false), tb_list(4242, true)]);
     api.script(GET, TB_REQUEST, [tb_link(TB_DOWNLOAD)]);
@@ -1030,16 +1021,12 @@ fn torbox_create_poll_requestdl_under_apache() {
 
 #[test]
 fn spend_limit_holds_for_many_clients_at_once_under_apache() {
-    let api = ApiStandIn::start();
+    let site = preset_site("spend", "realdebrid", RD_BASE, spend(50)).start();
+    let api = &site.provider;
     api.route(
         POST,
         RD_CALL,
         Reply::ok(json!({"download": "https://dl.example/d/file.bin", "filename": "file.bin"})),
-    );
-    let site = apache_site(
-        "spend",
-        preset("realdebrid", &api, RD_BASE),
-        merged(spend(50), json!({"rules": [rule("ip", "ip", 1000, 60)]})),
     );
     let addr = site.apache.addr();
     let n = 80;
@@ -1059,7 +1046,7 @@ fn spend_limit_holds_for_many_clients_at_once_under_apache() {
         "{:?}",
         responses.iter().map(|r| r.status).collect::<Vec<_>>()
     );
-    assert_eq!(api.total_calls(), 50, "paid calls");
+    assert_eq!(api.calls(), 50, "paid calls");
     for r in &refused {
         let body = r.json();
         assert_eq!(body["code"], "spend_limit", "{}", r.everything());
@@ -1103,7 +1090,7 @@ fn spend_limit_holds_for_many_clients_at_once_under_apache() {
     eprintln!(
         "spend: {n} requests from 20 addresses, 16 at a time, in {} ms: {ok} paid calls (stand-in count {}), {} refused with spend_limit (Retry-After {:?})",
         took.as_millis(),
-        api.total_calls(),
+        api.calls(),
         refused.len(),
         refused[0].header("Retry-After")
     );
@@ -1111,18 +1098,20 @@ fn spend_limit_holds_for_many_clients_at_once_under_apache() {
 
 #[test]
 fn cache_answers_one_link_with_one_paid_call_under_apache() {
-    let api = ApiStandIn::start();
+    let site = preset_site(
+        "cache",
+        "realdebrid",
+        RD_BASE,
+        json!({"cache": {"ttl_secs": 3}}),
+    )
+    .start();
+    let api = &site.provider;
     let answer = |n: u32| {
         Reply::ok(
             json!({"download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"}),
         )
     };
     api.script(POST, RD_CALL, (1..=2).map(answer));
-    let site = apache_site(
-        "cache",
-        preset("realdebrid", &api, RD_BASE),
-        json!({"cache": {"ttl_secs": 3}}),
-    );
     let addr = site.apache.addr();
     let client = site.apache.client();
     let link = "https://hoster.example/files/abc?x=1";
@@ -1133,7 +1122,7 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
     assert_eq!(r.status, 200, "{}", r.everything());
     assert_eq!(r.header("X-Resolve-Cache"), Some("miss"));
     assert_eq!(r.json()["download"], first_url);
-    assert_eq!(api.total_calls(), 1);
+    assert_eq!(api.calls(), 1);
 
     // The same link written differently is the same entry.
     for variant in [
@@ -1164,7 +1153,7 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
         assert_eq!(r.header("X-Resolve-Cache"), Some("hit"));
         assert_eq!(r.json()["download"], first_url);
     }
-    assert_eq!(api.total_calls(), 1, "100 requests, one paid call");
+    assert_eq!(api.calls(), 1, "100 requests, one paid call");
     let cached_requests = 100;
 
     // After the entry expires: one more paid call, then cached again.
@@ -1177,10 +1166,10 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
         r.everything()
     );
     assert_eq!(r.json()["download"], "https://dl.example/d/2/file.bin");
-    assert_eq!(api.total_calls(), 2);
+    assert_eq!(api.calls(), 2);
     let r = get_json(&client, link).unwrap();
     assert_eq!(r.header("X-Resolve-Cache"), Some("hit"));
-    assert_eq!(api.total_calls(), 2);
+    assert_eq!(api.calls(), 2);
 
     // A failed resolution is not cached: the next request calls again.
     api.script(
@@ -1194,7 +1183,7 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
         ],
     );
     let other = "https://hoster.example/files/other";
-    let calls_before = api.total_calls();
+    let calls_before = api.calls();
     let r = get_json(&client, other).unwrap();
     assert_ne!(r.status, 200, "{}", r.everything());
     assert_eq!(r.header("X-Resolve-Cache"), None);
@@ -1202,10 +1191,10 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
     assert_eq!(r.status, 200, "{}", r.everything());
     assert_eq!(r.header("X-Resolve-Cache"), Some("miss"));
     assert_eq!(r.json()["download"], "https://dl.example/d/ok/other.bin");
-    assert_eq!(api.total_calls(), calls_before + 2);
+    assert_eq!(api.calls(), calls_before + 2);
 
     let requests = cached_requests + 2 + 2;
-    let paid = api.total_calls();
+    let paid = api.calls();
     eprintln!(
         "cache: {requests} requests for 2 links -> {paid} paid calls, {} saved; the first \
          {cached_requests} (a burst of {burst} from 10 addresses done {} ms after the entry was \
@@ -1220,17 +1209,13 @@ fn cache_answers_one_link_with_one_paid_call_under_apache() {
 
 #[test]
 fn a_presets_rate_rule_limits_paid_calls() {
-    let api = ApiStandIn::start();
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let provider = merged(
-        preset("realdebrid", &api, RD_BASE),
+    let site = provider_fields(
+        preset_site("rate-rule", "realdebrid", RD_BASE, json!({})),
         json!({"rate_limits": [{"name": "provider-minute", "limit": 5, "window_secs": 60}]}),
-    );
-    let site = Direct::new("rate-rule", provider, json!({}));
+    )
+    .write();
+    let api = &site.provider;
+    api.route(POST, RD_CALL, f_bin());
     let outs: Vec<CgiOutput> = (0..8)
         .map(|i| {
             site.request(
@@ -1242,7 +1227,7 @@ fn a_presets_rate_rule_limits_paid_calls() {
         .collect();
     let statuses: Vec<u16> = outs.iter().map(|o| o.answer().status).collect();
     assert_eq!(statuses, [200, 200, 200, 200, 200, 503, 503, 503]);
-    assert_eq!(api.total_calls(), 5);
+    assert_eq!(api.calls(), 5);
     for out in &outs[5..] {
         let (_, body) = status_body(out);
         assert_eq!(body["code"], "spend_limit", "{}", out.describe());
@@ -1258,19 +1243,18 @@ fn a_presets_rate_rule_limits_paid_calls() {
 }
 
 /// A port on 127.0.0.1 where nothing listens.
-fn dead_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
 #[test]
 fn a_call_that_never_connected_is_refunded() {
     let provider = json!({
         "preset": "realdebrid", "token": TOKEN,
-        "base_url": format!("http://127.0.0.1:{}{RD_BASE}", dead_port()),
+        "base_url": format!("http://127.0.0.1:{}{RD_BASE}", free_port()),
         "connect_timeout_ms": 1000, "timeout_ms": 2000
     });
-    let site = Direct::new("refund", provider, spend(2));
+    let site = Site::builder("refund")
+        .provider(api_stand_in())
+        .provider_section(|_| provider)
+        .config(|cfg| config::merge(cfg, spend(2)))
+        .write();
     for i in 0..3 {
         let out = site.get(&format!("https://hoster.example/refund/{i}"));
         let (status, body) = status_body(&out);
@@ -1285,13 +1269,9 @@ fn a_call_that_never_connected_is_refunded() {
         assert!(out.stderr.contains("class=unreachable"), "{}", out.stderr);
     }
     // Now the provider answers: the whole budget of 2 is still there.
-    let api = ApiStandIn::start();
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    site.reconfigure(preset("realdebrid", &api, RD_BASE), spend(2));
+    let api = &site.provider;
+    api.route(POST, RD_CALL, f_bin());
+    site.edit_config(|cfg| cfg["provider"] = preset("realdebrid", api, RD_BASE));
     let statuses: Vec<u16> = (0..3)
         .map(|i| {
             site.get(&format!("https://hoster.example/refund/ok-{i}"))
@@ -1300,7 +1280,7 @@ fn a_call_that_never_connected_is_refunded() {
         })
         .collect();
     assert_eq!(statuses, [200, 200, 503]);
-    assert_eq!(api.total_calls(), 2);
+    assert_eq!(api.calls(), 2);
     eprintln!(
         "refund: 3 calls refused by the network (nothing spent), then 2 paid calls, then spend_limit"
     );
@@ -1309,66 +1289,40 @@ fn a_call_that_never_connected_is_refunded() {
 #[test]
 fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     // One call that never answers: the call's timeout ends it.
-    let api = ApiStandIn::start();
-    api.script(POST, RD_CALL, [Reply::Hang]);
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let provider = merged(
-        preset("realdebrid", &api, RD_BASE),
+    let site = provider_fields(
+        preset_site("hang", "realdebrid", RD_BASE, spend(1)),
         json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1500}),
-    );
-    let site = Direct::new("hang", provider, spend(1));
+    )
+    .write();
+    let api = &site.provider;
+    api.script(POST, RD_CALL, [Reply::Hang]);
+    api.route(POST, RD_CALL, f_bin());
     let out = site.get("https://hoster.example/hang/1");
-    let (status, body) = status_body(&out);
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (504, Some("provider_timeout")),
-        "{}",
-        out.describe()
-    );
-    assert!(
-        out.elapsed < Duration::from_millis(1500 + 1000),
-        "{:?}",
-        out.elapsed
-    );
-    assert_eq!(api.total_calls(), 1);
+    assert_timed_out(&out, 1500);
+    assert_eq!(api.calls(), 1);
     // A call that may have been charged is not refunded.
     let next = site.get("https://hoster.example/hang/2");
     let (status, body) = status_body(&next);
     assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
-    assert_eq!(api.total_calls(), 1);
+    assert_eq!(api.calls(), 1);
     let hang_ms = out.elapsed.as_millis();
 
     // Polling that never finishes: the deadline ends it.
-    let api = ApiStandIn::start();
+    let site = provider_fields(
+        preset_site("hang-poll", "torbox", TB_BASE, json!({})),
+        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
+    )
+    .write();
+    let api = &site.provider;
     api.script(POST, TB_CREATE, [tb_created(7)]);
     api.route(GET, TB_LIST, tb_list(7, false));
-    let provider = merged(
-        preset("torbox", &api, TB_BASE),
-        json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
-    );
-    let site = Direct::new("hang-poll", provider, json!({}));
     let out = site.get("https://hoster.example/hang/poll");
-    let (status, body) = status_body(&out);
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (504, Some("provider_timeout")),
-        "{}",
-        out.describe()
-    );
-    assert!(
-        out.elapsed < Duration::from_millis(3000 + 1000),
-        "{:?}",
-        out.elapsed
-    );
+    assert_timed_out(&out, 3000);
     assert_eq!(
         (
-            api.calls(POST, TB_CREATE),
-            api.calls(GET, TB_LIST),
-            api.calls(GET, TB_REQUEST)
+            api.calls_to(POST, TB_CREATE),
+            api.calls_to(GET, TB_LIST),
+            api.calls_to(GET, TB_REQUEST)
         ),
         (1, 2, 0)
     );
@@ -1389,17 +1343,15 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 #[test]
 fn cached_answers_cost_no_spend() {
-    let api = ApiStandIn::start();
-    api.route(
-        POST,
-        RD_CALL,
-        Reply::ok(json!({"download": "https://dl.example/d/f.bin", "filename": "f.bin"})),
-    );
-    let site = Direct::new(
+    let site = preset_site(
         "cache-spend",
-        preset("realdebrid", &api, RD_BASE),
+        "realdebrid",
+        RD_BASE,
         merged(spend(1), json!({"cache": {"ttl_secs": 60}})),
-    );
+    )
+    .write();
+    let api = &site.provider;
+    api.route(POST, RD_CALL, f_bin());
     let link = "https://hoster.example/cached/f.bin";
     let first = site.get(link);
     assert_eq!(first.answer().header("X-Resolve-Cache"), Some("miss"));
@@ -1414,7 +1366,7 @@ fn cached_answers_cost_no_spend() {
     let out = site.get("https://hoster.example/cached/other.bin");
     let (status, body) = status_body(&out);
     assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
-    assert_eq!(api.total_calls(), 1);
+    assert_eq!(api.calls(), 1);
 
     // A limit check alone (HEAD: counted, never paid, no cache read) for comparison.
     let heads: Vec<Duration> = (0..15)
@@ -1438,32 +1390,15 @@ fn cached_answers_cost_no_spend() {
 // `resolve check`.
 
 fn check(args: &[&str]) -> (bool, String) {
-    let out = Command::new(support::binary())
-        .args(args)
-        .env_remove("GATEWAY_INTERFACE")
-        .env_remove("RESOLVE_CONFIG")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let out = command(args).output().expect("run the binary");
+    (out.status.success(), output_text(&out))
 }
 
 #[test]
 fn check_describes_a_preset_and_live_makes_one_call() {
-    let api = ApiStandIn::start();
-    let dir = TempDir::new("check");
-    let data = dir.mkdir("data");
-    let path = config::write(
-        &dir,
-        &site_config(preset("torbox", &api, TB_BASE), &data, json!({})),
-    );
-    let path = path.to_str().unwrap();
+    let site = preset_site("check", "torbox", TB_BASE, json!({})).write();
+    let api = &site.provider;
+    let path = site.config_path.to_str().unwrap();
     let (ok, out) = check(&["check", "--config", path]);
     assert!(ok, "{out}");
     assert!(!out.contains(TOKEN), "{out}");
@@ -1483,13 +1418,10 @@ fn check_describes_a_preset_and_live_makes_one_call() {
     ] {
         assert!(out.contains(&want), "missing {want:?} in:\n{out}");
     }
-    assert_eq!(api.total_calls(), 0, "a plain check calls nobody");
+    assert_eq!(api.calls(), 0, "a plain check calls nobody");
 
-    let rd_path = config::write(
-        &dir,
-        &site_config(preset("realdebrid", &api, RD_BASE), &data, json!({})),
-    );
-    let rd_path = rd_path.to_str().unwrap();
+    site.edit_config(|cfg| cfg["provider"] = preset("realdebrid", api, RD_BASE));
+    let rd_path = path;
     let (ok, out) = check(&["check", "--config", rd_path]);
     assert!(ok, "{out}");
     for want in [
@@ -1514,7 +1446,7 @@ fn check_describes_a_preset_and_live_makes_one_call() {
     );
     let (ok, out) = check(&["check", "--live", link, "--config", rd_path]);
     assert!(ok, "{out}");
-    assert_eq!(api.total_calls(), 1, "{out}");
+    assert_eq!(api.calls(), 1, "{out}");
     assert_eq!(api.requests_to(POST, RD_CALL)[0].form("link"), Some(link));
     let announced = out
         .find(&format!("calling the provider once for {link}"))
@@ -1527,7 +1459,7 @@ fn check_describes_a_preset_and_live_makes_one_call() {
 
     let (ok, out) = check(&["check", "--live", link, "--config", rd_path]);
     assert!(!ok, "a refused token is not ready:\n{out}");
-    assert_eq!(api.total_calls(), 2, "{out}");
+    assert_eq!(api.calls(), 2, "{out}");
     assert!(out.contains("FAIL live"), "{out}");
     assert!(out.contains("code=8"), "{out}");
     assert!(!out.contains(TOKEN), "{out}");
@@ -1536,22 +1468,22 @@ fn check_describes_a_preset_and_live_makes_one_call() {
 
 #[test]
 fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
-    let api = ApiStandIn::start();
+    let site = preset_site(
+        "cache-at-once",
+        "realdebrid",
+        RD_BASE,
+        json!({"cache": {"ttl_secs": 60}}),
+    )
+    .start();
+    let api = &site.provider;
     // The provider takes a second: every request below arrives while the first is being paid.
     let slow = |n: u32| {
-        Reply::After(
-            Duration::from_millis(1000),
-            Box::new(Reply::ok(json!({
-                "download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"
-            }))),
-        )
+        Reply::ok(json!({
+            "download": format!("https://dl.example/d/{n}/file.bin"), "filename": "file.bin"
+        }))
+        .after(Duration::from_millis(1000))
     };
     api.script(POST, RD_CALL, [slow(1)]);
-    let site = apache_site(
-        "cache-at-once",
-        preset("realdebrid", &api, RD_BASE),
-        json!({"cache": {"ttl_secs": 60}}),
-    );
     let addr = site.apache.addr();
     let link = "https://hoster.example/files/at-once";
     let started = Instant::now();
@@ -1571,13 +1503,9 @@ fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
     }
     eprintln!(
         "12 requests for one link at once: {} paid call(s), {misses} miss, {took:?}",
-        api.total_calls()
+        api.calls()
     );
-    assert_eq!(
-        api.total_calls(),
-        1,
-        "one paid call for requests that overlapped"
-    );
+    assert_eq!(api.calls(), 1, "one paid call for requests that overlapped");
     assert_eq!(misses, 1);
 
     // A failed resolution releases the link at once: the next request pays again.
@@ -1598,5 +1526,5 @@ fn a_link_asked_by_many_at_once_is_paid_once_under_apache() {
     assert_eq!(r.status, 503, "{}", r.everything());
     let r = get_json(&client, other).unwrap();
     assert_eq!(r.status, 200, "{}", r.everything());
-    assert_eq!(api.total_calls(), 3);
+    assert_eq!(api.calls(), 3);
 }

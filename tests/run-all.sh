@@ -137,17 +137,18 @@ main() {
     step "cargo test --no-fail-fast"
     cargo test --locked --no-fail-fast </dev/null
 
-    # The tests that run the binary under Apache through the harness (resolve_cgi), once more
-    # with mod_fcgid (FastCGI) instead of mod_cgid. Files that choose the mode themselves are not
-    # repeated, nor those that set up their own handlers.
-    # A test's own modules, in tests/NAME/ beside tests/NAME.rs, count as part of it.
+    # The tests that run the binary under Apache through the harness (a site of the support kit,
+    # Site::builder, or Apache's resolve_cgi), once more with mod_fcgid (FastCGI) instead of
+    # mod_cgid. Files that choose the mode themselves are not repeated, nor those that set up their
+    # own handlers; files that run the binary only directly use Setup::builder. A test's own
+    # modules, in tests/NAME/ beside tests/NAME.rs, count as part of it.
     local apache_tests=() file sources
     for file in tests/*.rs; do
         sources=("$file")
         if [ -d "${file%.rs}" ]; then
             sources+=("${file%.rs}")
         fi
-        if grep -rEq '\.resolve_(cgi|program)\(' "${sources[@]}" && ! grep -rEq '\.mode\(Mode::(Cgid|Fcgid)\)' "${sources[@]}"; then
+        if grep -rEq '\.resolve_(cgi|program)\(|\bSite::builder\(' "${sources[@]}" && ! grep -rEq '\.mode\(Mode::(Cgid|Fcgid)\)' "${sources[@]}"; then
             apache_tests+=(--test "$(basename "$file" .rs)")
         fi
     done

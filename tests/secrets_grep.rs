@@ -12,17 +12,18 @@ mod support;
 
 use std::fs;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::config::rule;
+use support::config;
 use support::fcgi::{FcgiProcess, FcgiRequest};
 use support::redis::Resp;
+use support::site::SiteBuilder;
+use support::system;
 use support::urlenc::{encode, link_param};
 use support::{
-    Apache, Cgi, HttpClient, MariaDb, Mode, Provider, Redis, Reply, Request, Response, TempDir,
-    binary,
+    Apache, Cgi, HttpClient, MariaDb, Mode, Redis, Reply, Request, Response, Setup, Site,
 };
 
 const TOKEN: &str = "Tk9/QTOKENq+z= x&y\"<'\\";
@@ -346,32 +347,22 @@ fn the_search_finds_every_encoding() {
 // ---------------------------------------------------------------------------------------------
 // Sites, requests and commands
 
-/// Writes `cfg` as `dir/config.json` in one step (programs read it at every request, FastCGI
-/// processes when it changes).
-fn write_config(dir: &TempDir, cfg: &Value) -> PathBuf {
-    write_text(dir, &serde_json::to_string_pretty(cfg).expect("config"))
-}
-
-fn write_text(dir: &TempDir, text: &str) -> PathBuf {
-    let fresh = dir.write("config.json.new", text);
-    let path = dir.join("config.json");
-    fs::rename(&fresh, &path).expect("rename config.json");
-    path
+/// A site for these tests: the stand-in as provider (token in a header, error words read), a
+/// file store, a generous rule, the cache on.
+fn builder(label: &str) -> SiteBuilder {
+    Setup::builder(label)
+        .provider_section(|p| provider_section(&p.url("/unrestrict"), &header_auth()))
+        .config(|cfg| cfg["cache"] = json!({"ttl_secs": 600}))
 }
 
 /// Apache running the binary in `mode` (each test runs both modes itself; the modes are named
 /// literally so that tests/run-all.sh does not run this file once more under mod_fcgid).
-fn apache(label: &str, mode: Mode, config: &Path) -> Apache {
-    let builder = Apache::builder(&format!("{label}-{}", mode.name()));
+fn start(builder: SiteBuilder, mode: Mode) -> Site {
     let builder = match mode {
         Mode::Cgid => builder.mode(Mode::Cgid),
         Mode::Fcgid => builder.mode(Mode::Fcgid),
     };
-    builder
-        .fcgid_pool(2)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", config.to_str().expect("utf-8 path"))
-        .start()
+    builder.fcgid_pool(2).start()
 }
 
 /// One request; the answer's bytes exactly as they came are captured.
@@ -424,12 +415,9 @@ fn requests(cap: &mut Capture, label: &str, apache: &Apache, n: &mut usize) -> V
 
 /// `resolve ARGS --config FILE`: everything it printed is captured.
 fn command(cap: &mut Capture, label: &str, args: &[&str], config: &Path) -> (i32, String) {
-    let out = std::process::Command::new(binary())
-        .args(args)
+    let out = system::command(args)
         .arg("--config")
         .arg(config)
-        .env_remove("GATEWAY_INTERFACE")
-        .env_remove("RESOLVE_CONFIG")
         .output()
         .unwrap_or_else(|e| panic!("run resolve {args:?}: {e}"));
     let mut text = out.stdout.clone();
@@ -517,6 +505,10 @@ fn statuses_ok(label: &str, got: &[u16], want: u16) {
 // ---------------------------------------------------------------------------------------------
 // The provider token
 
+fn header_auth() -> Value {
+    json!({"header": "Authorization", "prefix": "Bearer "})
+}
+
 /// The provider section: the stand-in at `url`, the token in the header or the query, and the
 /// provider's error words read (so that they can be shown, cleaned, to the visitor).
 fn provider_section(url: &str, auth: &Value) -> Value {
@@ -538,8 +530,7 @@ fn token_echoes() -> Vec<(&'static str, Reply, Option<u16>)> {
             "401 naming the token",
             Reply::json(
                 401,
-                &json!({"error": format!("bad token {TOKEN}"), "error_code": "AUTH_BAD_TOKEN"})
-                    .to_string(),
+                json!({"error": format!("bad token {TOKEN}"), "error_code": "AUTH_BAD_TOKEN"}),
             ),
             Some(502),
         ),
@@ -547,36 +538,34 @@ fn token_echoes() -> Vec<(&'static str, Reply, Option<u16>)> {
             "link refused, in words that quote the token",
             Reply::json(
                 400,
-                &json!({"error": format!("link refused for key {TOKEN} ({pct})"), "error_code": "WEIRD"})
-                    .to_string(),
+                json!({"error": format!("link refused for key {TOKEN} ({pct})"), "error_code": "WEIRD"}),
             ),
             Some(422),
         ),
         (
             "429 naming the token",
-            Reply::json(429, &json!({"error": format!("slow down, {TOKEN}")}).to_string()),
+            Reply::json(429, json!({"error": format!("slow down, {TOKEN}")})),
             Some(503),
         ),
         (
             "500 page quoting the token",
-            Reply::Status {
-                code: 500,
-                content_type: "text/html".to_string(),
-                body: format!("<h1>oops</h1><p>{TOKEN} {pct}</p>"),
-            },
+            Reply::raw(
+                500,
+                "text/html",
+                &format!("<h1>oops</h1><p>{TOKEN} {pct}</p>"),
+            ),
             Some(502),
         ),
         (
             "nonsense quoting the token",
-            Reply::json(200, &json!({"nothing": TOKEN}).to_string()),
+            Reply::json(200, json!({"nothing": TOKEN})),
             None,
         ),
         (
             "file name carrying the token",
             Reply::json(
                 200,
-                &json!({"download": "https://cdn.test/file/ok", "filename": format!("{TOKEN}.bin")})
-                    .to_string(),
+                json!({"download": "https://cdn.test/file/ok", "filename": format!("{TOKEN}.bin")}),
             ),
             None,
         ),
@@ -584,8 +573,7 @@ fn token_echoes() -> Vec<(&'static str, Reply, Option<u16>)> {
             "download link carrying the token",
             Reply::json(
                 200,
-                &json!({"download": format!("https://cdn.test/file?key={pct}"), "filename": "f.bin"})
-                    .to_string(),
+                json!({"download": format!("https://cdn.test/file?key={pct}"), "filename": "f.bin"}),
             ),
             None,
         ),
@@ -599,40 +587,38 @@ fn provider_token_never_leaks_in_either_mode() {
     let mut cap = Capture::default();
     let mut n = 0;
     for mode in MODES {
-        let provider = Provider::start();
-        let dir = TempDir::new("secret-token");
-        let data = dir.server_dir("data");
-        let header = json!({"header": "Authorization", "prefix": "Bearer "});
+        let header = header_auth();
         let query = json!({"query": "key"});
+        let sweep_all = |cfg: &mut Value| {
+            cfg["store"]["sweep_one_in"] = json!(1);
+            cfg["store"]["sweep_grace_secs"] = json!(0);
+        };
+        let site = start(builder("secret-token").config(sweep_all), mode);
+        let (apache, provider, config) = (&site.apache, &site.provider, &site.config_path);
         // The binary run directly (as root, when the tests are) gets a data directory of its
         // own: files it made would be out of reach of the web server's account.
-        let direct_dir = TempDir::new("secret-token-direct");
-        let direct_data = direct_dir.mkdir("data");
-        let config_for = |auth: &Value, data: &Path| {
-            json!({
-                "provider": provider_section(&provider.url("/unrestrict"), auth),
-                "store": {"kind": "file", "dir": data, "sweep_one_in": 1, "sweep_grace_secs": 0},
-                "rules": [rule("ip", "ip", 1000, 60)],
-                "cache": {"ttl_secs": 600},
-            })
-        };
-        let config = write_config(&dir, &config_for(&header, &data));
-        assert_found(token, "the configuration file", &fs::read(&config).unwrap());
-        let apache = apache("secret-token", mode, &config);
+        let url = provider.url("/unrestrict");
+        let direct_site = builder("secret-token-direct")
+            .provider_section(move |_| provider_section(&url, &header_auth()))
+            .config(sweep_all)
+            .write();
+        assert_found(token, "the configuration file", &fs::read(config).unwrap());
         for (auth_name, auth) in [("header", &header), ("query", &query)] {
-            write_config(&dir, &config_for(auth, &data));
-            let direct_config = write_config(&direct_dir, &config_for(auth, &direct_data));
+            for setup in [&*site, &direct_site] {
+                setup.edit_config(|cfg| cfg["provider"]["auth"] = auth.clone());
+            }
+            let direct_config = &direct_site.config_path;
             let asked_before = provider.requests().len();
             for (what, reply, want) in token_echoes() {
                 provider.set_reply(reply);
                 let label = format!("{} mode, token in the {auth_name}, {what}", mode.name());
-                let statuses = requests(&mut cap, &label, &apache, &mut n);
+                let statuses = requests(&mut cap, &label, apache, &mut n);
                 if let Some(want) = want {
                     statuses_ok(&label, &statuses, want);
                 }
-                commands(&mut cap, &label, &config);
+                commands(&mut cap, &label, config);
                 if mode == Mode::Cgid {
-                    direct(&mut cap, &label, &direct_config);
+                    direct(&mut cap, &label, direct_config);
                 }
             }
             // The provider got the token each time (raw in the header, encoded in the query).
@@ -659,15 +645,17 @@ fn provider_token_never_leaks_in_either_mode() {
                 &mut cap,
                 &label,
                 &["check", "--live", "https://example.com/file/live"],
-                &config,
+                config,
             );
             provider.set_reply(Reply::Default);
         }
-        apache_tree(&mut cap, &format!("token, {}", mode.name()), &apache);
-        cap.tree(&format!("data dir ({})", mode.name()), &data, &|_| false);
+        apache_tree(&mut cap, &format!("token, {}", mode.name()), apache);
+        cap.tree(&format!("data dir ({})", mode.name()), &site.data, &|_| {
+            false
+        });
         cap.tree(
             &format!("data dir of the direct runs ({})", mode.name()),
-            &direct_data,
+            &direct_site.data,
             &|_| false,
         );
     }
@@ -685,26 +673,50 @@ fn provider_token_never_leaks_in_either_mode() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Store passwords
+
+/// Each scenario (what, the store section, the answer every request must get) through Apache
+/// in both modes, by the commands, and (in the mod_cgid round) run directly.
+fn store_scenarios(
+    cap: &mut Capture,
+    store: &str,
+    secret: &Secret,
+    scenarios: &[(&str, Value, u16)],
+) {
+    let mut n = 0;
+    for mode in MODES {
+        let first = scenarios[0].1.clone();
+        let site = start(builder(&format!("secret-{store}")).store(first), mode);
+        let config = &site.config_path;
+        assert_found(secret, "the configuration file", &fs::read(config).unwrap());
+        for (what, store, want) in scenarios {
+            site.edit_config(|cfg| cfg["store"] = store.clone());
+            let label = format!("{} mode, {what}", mode.name());
+            let statuses = requests(cap, &label, &site.apache, &mut n);
+            statuses_ok(&label, &statuses, *want);
+            commands(cap, &label, config);
+            if mode == Mode::Cgid {
+                direct(cap, &label, config);
+            }
+        }
+        apache_tree(cap, &format!("{store}, {}", mode.name()), &site.apache);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The MySQL password
 
 #[test]
 fn mysql_password_never_leaks_in_either_mode() {
     let secrets = all_secrets();
     let db = MariaDb::builder("secrets").password(MYSQL_PW).start();
-    let provider = Provider::start();
-    let dir = TempDir::new("secret-mysql");
     let base = |mut store: Value, on_error: &str| {
         store["kind"] = json!("mysql");
         store["on_error"] = json!(on_error);
         store["connect_timeout_ms"] = json!(1000);
         store["read_timeout_ms"] = json!(1000);
         store["sweep_one_in"] = json!(1);
-        json!({
-            "provider": provider_section(&provider.url("/unrestrict"), &json!({"header": "Authorization", "prefix": "Bearer "})),
-            "store": store,
-            "rules": [rule("ip", "ip", 1000, 60)],
-            "cache": {"ttl_secs": 600},
-        })
+        store
     };
     let fields = |password: &str| {
         json!({"host": "127.0.0.1", "port": db.port(), "user": db.user(), "password": password,
@@ -757,28 +769,8 @@ fn mysql_password_never_leaks_in_either_mode() {
             503,
         ),
     ];
-    let config = write_config(&dir, &scenarios[0].1);
-    assert_found(
-        &secrets[1],
-        "the configuration file",
-        &fs::read(&config).unwrap(),
-    );
     let mut cap = Capture::default();
-    let mut n = 0;
-    for mode in MODES {
-        let apache = apache("secret-mysql", mode, &config);
-        for (what, cfg, want) in &scenarios {
-            write_config(&dir, cfg);
-            let label = format!("{} mode, {what}", mode.name());
-            let statuses = requests(&mut cap, &label, &apache, &mut n);
-            statuses_ok(&label, &statuses, *want);
-            commands(&mut cap, &label, &config);
-            if mode == Mode::Cgid {
-                direct(&mut cap, &label, &config);
-            }
-        }
-        apache_tree(&mut cap, &format!("mysql, {}", mode.name()), &apache);
-    }
+    store_scenarios(&mut cap, "mysql", &secrets[1], &scenarios);
     // What the store holds.
     for table in ["rate_counters", "rate_events", "rate_cache"] {
         let rows = db.root_sql(&format!("SELECT * FROM `{}`.`{table}`", db.database()));
@@ -802,19 +794,12 @@ fn mysql_password_never_leaks_in_either_mode() {
 fn redis_password_never_leaks_in_either_mode() {
     let secrets = all_secrets();
     let redis = Redis::builder("secrets").password(REDIS_PW).start();
-    let provider = Provider::start();
-    let dir = TempDir::new("secret-redis");
     let base = |mut store: Value, on_error: &str| {
         store["kind"] = json!("redis");
         store["on_error"] = json!(on_error);
         store["connect_timeout_ms"] = json!(500);
         store["read_timeout_ms"] = json!(500);
-        json!({
-            "provider": provider_section(&provider.url("/unrestrict"), &json!({"header": "Authorization", "prefix": "Bearer "})),
-            "store": store,
-            "rules": [rule("ip", "ip", 1000, 60)],
-            "cache": {"ttl_secs": 600},
-        })
+        store
     };
     let field =
         |password: &str| json!({"host": "127.0.0.1", "port": redis.port(), "password": password});
@@ -863,28 +848,8 @@ fn redis_password_never_leaks_in_either_mode() {
             503,
         ),
     ];
-    let config = write_config(&dir, &scenarios[0].1);
-    assert_found(
-        &secrets[3],
-        "the configuration file",
-        &fs::read(&config).unwrap(),
-    );
     let mut cap = Capture::default();
-    let mut n = 0;
-    for mode in MODES {
-        let apache = apache("secret-redis", mode, &config);
-        for (what, cfg, want) in &scenarios {
-            write_config(&dir, cfg);
-            let label = format!("{} mode, {what}", mode.name());
-            let statuses = requests(&mut cap, &label, &apache, &mut n);
-            statuses_ok(&label, &statuses, *want);
-            commands(&mut cap, &label, &config);
-            if mode == Mode::Cgid {
-                direct(&mut cap, &label, &config);
-            }
-        }
-        apache_tree(&mut cap, &format!("redis, {}", mode.name()), &apache);
-    }
+    store_scenarios(&mut cap, "redis", &secrets[3], &scenarios);
     // What the store holds: every key and value.
     let mut dump = String::new();
     if let Resp::Array(Some(keys)) = redis.cmd(&["KEYS", "*"]) {
@@ -1005,16 +970,13 @@ fn mistakes(provider_url: &str) -> Vec<(&'static str, String)> {
 #[test]
 fn configuration_mistakes_never_quote_a_secret() {
     let secrets = all_secrets();
-    let provider = Provider::start();
-    let dir = TempDir::new("secret-config");
-    let list = mistakes(&provider.url("/unrestrict"));
-    let config = write_text(&dir, &list[0].1);
     let mut cap = Capture::default();
     for mode in MODES {
-        let apache = apache("secret-config", mode, &config);
-        let client = apache.client().bind_source("127.0.0.9");
+        let site = start(builder("secret-config"), mode);
+        let list = mistakes(&site.provider.url("/unrestrict"));
+        let client = site.client().bind_source("127.0.0.9");
         for (what, text) in &list {
-            write_text(&dir, text);
+            let config = config::write_text(&site.dir, text);
             let label = format!("{} mode, {what}", mode.name());
             for accept in [JSON, HTML, ANY] {
                 let req = Request::get(&format!(
@@ -1032,13 +994,13 @@ fn configuration_mistakes_never_quote_a_secret() {
                 direct(&mut cap, &label, &config);
             }
         }
-        apache_tree(&mut cap, &format!("config, {}", mode.name()), &apache);
+        apache_tree(&mut cap, &format!("config, {}", mode.name()), &site.apache);
+        assert_eq!(
+            site.provider.calls(),
+            0,
+            "a broken configuration called the provider"
+        );
     }
-    assert_eq!(
-        provider.calls(),
-        0,
-        "a broken configuration called the provider"
-    );
     for mode in ["cgid", "fcgid"] {
         cap.assert_holds(
             &format!("apache (config, {mode})/logs/error_log"),

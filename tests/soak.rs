@@ -21,18 +21,20 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::config::{self, TOKEN, rule};
+use support::config::{TOKEN, rule};
 use support::redis::{Resp, Via};
-use support::urlenc::{encode, form_pairs, link_param};
-use support::{Apache, MariaDb, Mode, Redis, Request, Response, TempDir, binary};
+use support::system::{command, output_text, processes_of};
+use support::temp::files_under;
+use support::urlenc::{encode, link_param};
+use support::{MariaDb, Mode, Provider, Redis, Reply, Request, Response, Site};
 
 /// Seconds of load per store unless RESOLVE_SOAK_SECS says otherwise.
 const DEFAULT_SECS: u64 = 20;
@@ -127,113 +129,14 @@ impl Rng {
 // ---------------------------------------------------------------------------------------------
 // The provider stand-in: keep-alive HTTP/1.1, answers each link with itself on cdn.test.
 
-struct EchoProvider {
-    addr: SocketAddr,
-    /// Every link asked for, in order of arrival.
-    links: Arc<Mutex<Vec<String>>>,
-    /// Calls without the configured token.
-    bad_auth: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-}
-
-impl EchoProvider {
-    fn start() -> EchoProvider {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the provider stand-in");
-        let addr = listener.local_addr().expect("provider address");
-        let links = Arc::new(Mutex::new(Vec::new()));
-        let bad_auth = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (l, b, s) = (links.clone(), bad_auth.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                let (l, b) = (l.clone(), b.clone());
-                std::thread::spawn(move || echo_connection(conn, &l, &b));
-            }
-        });
-        EchoProvider {
-            addr,
-            links,
-            bad_auth,
-            stop,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/unrestrict", self.addr)
-    }
-
-    fn links(&self) -> Vec<String> {
-        self.links.lock().unwrap().clone()
-    }
-}
-
-impl Drop for EchoProvider {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-    }
-}
-
-fn echo_connection(conn: TcpStream, links: &Mutex<Vec<String>>, bad_auth: &AtomicUsize) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(120)));
-    let Ok(read_half) = conn.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(read_half);
-    let mut writer = conn;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let (mut length, mut close, mut authorized) = (0usize, false, false);
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                let (k, v) = (k.trim(), v.trim());
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.parse().unwrap_or(0);
-                } else if k.eq_ignore_ascii_case("connection") {
-                    close = v.eq_ignore_ascii_case("close");
-                } else if k.eq_ignore_ascii_case("authorization") {
-                    authorized = v == format!("Bearer {TOKEN}");
-                }
-            }
-        }
-        let mut body = vec![0; length.min(1 << 20)];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        if !authorized {
-            bad_auth.fetch_add(1, Ordering::SeqCst);
-        }
-        let link = form_pairs(&String::from_utf8_lossy(&body))
-            .into_iter()
-            .find(|(k, _)| k == "link")
-            .map(|(_, v)| v)
-            .unwrap_or_default();
-        let answer = json!({"download": download_for(&link), "filename": "f.bin"}).to_string();
-        links.lock().unwrap().push(link);
-        let reply = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n{answer}",
-            answer.len(),
-            if close { "Connection: close\r\n" } else { "" }
-        );
-        if writer.write_all(reply.as_bytes()).is_err() || close {
-            return;
-        }
-    }
+fn echo_provider() -> Provider {
+    Provider::builder()
+        .keep_alive()
+        .reply(Reply::with(|call| {
+            let link = call.param("link").unwrap_or_default();
+            Reply::ok(json!({"download": download_for(&link), "filename": "f.bin"}))
+        }))
+        .start()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -829,22 +732,6 @@ fn verify(episodes: &[Episode]) -> Verdict {
 // ---------------------------------------------------------------------------------------------
 // Memory and storage samples
 
-/// Process ids of the binary copies that run from `cgi_bin`.
-fn processes_of(cgi_bin: &Path) -> BTreeSet<u32> {
-    let mut pids = BTreeSet::new();
-    for entry in fs::read_dir("/proc").expect("read /proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
-            continue;
-        };
-        if let Ok(exe) = fs::read_link(entry.path().join("exe"))
-            && exe.starts_with(cgi_bin)
-        {
-            pids.insert(pid);
-        }
-    }
-    pids
-}
-
 /// Per process id: (microseconds since the start, VmRSS in KiB) samples.
 type RssSamples = BTreeMap<u32, Vec<(u64, u64)>>;
 
@@ -882,25 +769,17 @@ struct StorageSample {
 /// Counter files, cache files and anything else under the file store's directory.
 fn file_storage(dir: &Path) -> Storage {
     let mut s = Storage::default();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(path);
-                continue;
-            }
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-                s.counters += 1;
-            } else if name.ends_with(".cache") {
-                s.cache += 1;
-            } else {
-                s.other += 1;
-            }
+    for path in files_under(dir) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            s.counters += 1;
+        } else if name.ends_with(".cache") {
+            s.cache += 1;
+        } else {
+            s.other += 1;
         }
     }
     s
@@ -1047,20 +926,11 @@ impl Figures {
 
 const TABLE_HEAD: &str = "| store | s | requests | req/s | statuses | paid calls | max paid per client-window / limit | windows filled (refusals seen) | cache hits | RSS KiB warm→last (max), processes | storage max (bound): counters, cache, other |\n|---|---|---|---|---|---|---|---|---|---|---|";
 
-/// Runs the soak against a site already configured at `config_path`, with `storage` reading the
-/// store. Panics with every problem found, after printing the figures.
-fn soak(
-    store: &'static str,
-    config_path: &Path,
-    provider: &EchoProvider,
-    storage: &(dyn Fn() -> Storage + Sync),
-) {
+/// Runs the soak against `site`, with `storage` reading the store. Panics with every problem
+/// found, after printing the figures.
+fn soak(store: &'static str, site: &Site, storage: &(dyn Fn() -> Storage + Sync)) {
     let secs = soak_secs();
-    let apache = Apache::builder(&format!("soak-{store}"))
-        .mode(Mode::Fcgid)
-        .resolve_cgi()
-        .set_env("RESOLVE_CONFIG", config_path.to_str().expect("utf-8 path"))
-        .start();
+    let (apache, provider) = (&site.apache, &site.provider);
     apache.settle_log();
     let log_mark = apache.error_log().len();
     let cgi_bin = apache.dir().join("cgi-bin");
@@ -1131,7 +1001,11 @@ fn soak(
     }
     // Every paid call is an admitted request's, and every admitted request paid once.
     let mut asked: BTreeMap<String, u64> = BTreeMap::new();
-    let links = provider.links();
+    let links: Vec<String> = provider
+        .requests()
+        .iter()
+        .map(|call| call.param("link").unwrap_or_default())
+        .collect();
     for l in &links {
         *asked.entry(l.clone()).or_default() += 1;
     }
@@ -1158,7 +1032,12 @@ fn soak(
             diff.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
         ));
     }
-    let bad_auth = provider.bad_auth.load(Ordering::SeqCst);
+    let bearer = format!("Bearer {TOKEN}");
+    let bad_auth = provider
+        .requests()
+        .iter()
+        .filter(|call| call.header("Authorization") != Some(bearer.as_str()))
+        .count();
     if bad_auth > 0 {
         failures.push(format!("{bad_auth} provider calls without the token"));
     }
@@ -1367,75 +1246,57 @@ fn check_storage(stored: &[StorageSample], episodes: &[Episode]) -> (String, Vec
     (text, failures, clients_counted.len())
 }
 
-/// The configuration every soak site shares, with `store`.
-fn soak_config(provider: &EchoProvider, mut store: Value) -> Value {
-    store["on_error"] = json!("deny");
-    store["sweep_grace_secs"] = json!(GRACE_SECS);
-    json!({
-        "provider": config::http_provider(&provider.url()),
-        "store": store,
-        "rules": [rule("ip", "ip", LIMIT as u64, WINDOW_SECS)],
-        "cache": {"ttl_secs": CACHE_TTL_SECS},
-    })
+/// A soak site under mod_fcgid: the echo stand-in, the store section as `store` makes it
+/// (from the file store's), and the configuration every soak site shares.
+fn soak_site(name: &str, store: impl FnOnce(&mut Value) + 'static) -> Site {
+    Site::builder(&format!("soak-{name}"))
+        .mode(Mode::Fcgid)
+        .provider(echo_provider())
+        .rules(vec![rule("ip", "ip", LIMIT as u64, WINDOW_SECS)])
+        .config(|cfg| {
+            store(&mut cfg["store"]);
+            cfg["store"]["on_error"] = json!("deny");
+            cfg["store"]["sweep_grace_secs"] = json!(GRACE_SECS);
+            cfg["cache"] = json!({"ttl_secs": CACHE_TTL_SECS});
+        })
+        .start()
 }
 
 #[test]
 fn soak_file_store() {
-    let provider = EchoProvider::start();
-    let dir = TempDir::new("soak-file");
-    let data = dir.server_dir("data");
-    let cfg = soak_config(
-        &provider,
-        json!({"kind": "file", "dir": data, "sweep_one_in": SWEEP_ONE_IN}),
-    );
-    let path = config::write(&dir, &cfg);
-    soak("file", &path, &provider, &|| file_storage(&data));
+    let site = soak_site("file", |store| store["sweep_one_in"] = json!(SWEEP_ONE_IN));
+    soak("file", &site, &|| file_storage(&site.data));
 }
 
 #[test]
 fn soak_mysql_store() {
     let db = MariaDb::builder("soak").start();
-    let provider = EchoProvider::start();
-    let dir = TempDir::new("soak-mysql");
-    let cfg = soak_config(
-        &provider,
-        json!({
-            "kind": "mysql", "host": "127.0.0.1", "port": db.port(), "user": db.user(),
-            "password": db.password(), "database": db.database(), "sweep_one_in": SWEEP_ONE_IN,
-        }),
-    );
-    let path = config::write(&dir, &cfg);
-    create_tables(&path);
-    soak("mysql", &path, &provider, &|| mysql_storage(&db));
+    let section = json!({
+        "kind": "mysql", "host": "127.0.0.1", "port": db.port(), "user": db.user(),
+        "password": db.password(), "database": db.database(), "sweep_one_in": SWEEP_ONE_IN,
+    });
+    let site = soak_site("mysql", |store| *store = section);
+    create_tables(&site.config_path);
+    soak("mysql", &site, &|| mysql_storage(&db));
 }
 
 #[test]
 fn soak_redis_store() {
     let redis = Redis::builder("soak").start();
-    let provider = EchoProvider::start();
-    let dir = TempDir::new("soak-redis");
-    let cfg = soak_config(
-        &provider,
-        json!({"kind": "redis", "host": "127.0.0.1", "port": redis.port()}),
-    );
-    let path = config::write(&dir, &cfg);
-    soak("redis", &path, &provider, &|| redis_storage(&redis));
+    let section = json!({"kind": "redis", "host": "127.0.0.1", "port": redis.port()});
+    let site = soak_site("redis", |store| *store = section);
+    soak("redis", &site, &|| redis_storage(&redis));
 }
 
 /// `resolve check`, which creates the tables, so that counting rows works from the start.
 fn create_tables(config_path: &Path) {
-    let out = std::process::Command::new(binary())
-        .arg("check")
-        .arg("--config")
-        .arg(config_path)
-        .env_remove("GATEWAY_INTERFACE")
-        .env_remove("RESOLVE_CONFIG")
-        .output()
-        .expect("run resolve check");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = command(&[
+        "check",
+        "--config",
+        config_path.to_str().expect("utf-8 path"),
+    ])
+    .output()
+    .expect("run resolve check");
+    let text = output_text(&out);
     assert!(out.status.success(), "resolve check:\n{text}");
 }

@@ -18,17 +18,22 @@ use std::time::{Duration, Instant};
 use resolve::core::clock::SystemClock;
 use resolve::core::limiter::Counter;
 use resolve::store::file::FileStore;
-use serde_json::json;
+use serde_json::{Value, json};
 use support::config::{self, TOKEN};
 use support::temp::set_mode;
 use support::urlenc::link_param;
 use support::{
-    Cgi, CgiOutput, MariaDb, Provider, Redis, ServerUser, TempDir, binary, is_root, server_user,
+    Cgi, CgiOutput, MariaDb, Provider, Redis, ServerUser, Setup, TempDir, binary, free_port,
+    is_root, server_user,
 };
 
 /// The one rule every campaign configures: `LIMIT` per `WINDOW` seconds per address.
 const LIMIT: u64 = 3;
 const WINDOW: u64 = 600;
+fn rules() -> Vec<Value> {
+    vec![config::rule("ip", "ip", LIMIT, WINDOW)]
+}
+
 /// `Retry-After` of the 503 a failing store gets with `on_error: deny`.
 const DENY_RETRY_AFTER: u64 = 7;
 /// Store timeouts of the database campaigns, in milliseconds.
@@ -715,39 +720,19 @@ fn valid_slot() -> Vec<u8> {
     .to_vec()
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FileFault {
-    ReadOnlySeen,
-    ReadOnlyNew,
-    RoMountSeen,
-    RoMountNew,
-    DirMissing,
-    ParentMissing,
-    ParentLocked,
-    DirIsFile,
-    DirOtherOwner,
-    FullNew,
-    FullSeen,
-    FileSizeLimit,
-    FileOtherOwner,
-    RandomBytes,
-    Truncated,
-    Oversized,
-    Zeros,
-    DirInPlace,
-    SymlinkPasswd,
-    SymlinkOutside,
-    SymlinkDangling,
-    ShardSymlink,
-    Fifo,
-    FifoSwept,
-    FifoCache,
-    LockHeld,
+/// Declares `FileFault` and `FILE_FAULTS`, every fault in the order the campaign runs them.
+macro_rules! file_faults {
+    ($($fault:ident),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        enum FileFault {
+            $($fault),*
+        }
+
+        const FILE_FAULTS: &[FileFault] = &[$(FileFault::$fault),*];
+    };
 }
 
-use FileFault::*;
-
-const FILE_FAULTS: [FileFault; 26] = [
+file_faults![
     ReadOnlySeen,
     ReadOnlyNew,
     RoMountSeen,
@@ -775,6 +760,8 @@ const FILE_FAULTS: [FileFault; 26] = [
     FifoCache,
     LockHeld,
 ];
+
+use FileFault::*;
 
 impl FileFault {
     fn name(self) -> &'static str {
@@ -893,7 +880,7 @@ impl FileSite {
                 "store": {"kind": "file", "dir": data, "on_error": policy.name(),
                           "deny_retry_after_secs": DENY_RETRY_AFTER,
                           "sweep_one_in": sweep_one_in, "sweep_budget_ms": 1000},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
+                "rules": rules(),
                 "cache": {"ttl_secs": cache_ttl},
             }),
         );
@@ -1395,7 +1382,7 @@ fn file_store_faults_follow_the_policy_within_the_bound_and_limiting_resumes() {
     let can_mount = mount_works();
     let mut table = Table::new("file");
     let mut n = 0;
-    for fault in FILE_FAULTS {
+    for &fault in FILE_FAULTS {
         for policy in Policy::BOTH {
             n += 1;
             if fault.needs_root() && !can_mount {
@@ -1676,12 +1663,6 @@ impl FullQueue {
     }
 }
 
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("address").port()
-}
-
 /// A store fault for the database campaigns.
 struct NetFault {
     name: &'static str,
@@ -1691,54 +1672,135 @@ struct NetFault {
     port: Option<u16>,
 }
 
-/// One database fault under one policy: the faulted request, then (after `undo`) the exact
-/// limit through the real server.
-#[allow(clippy::too_many_arguments)]
-fn net_case(
-    fault: &NetFault,
-    policy: Policy,
-    addr: &str,
-    write_cfg: &dyn Fn(u16, Policy),
-    fault_port: u16,
+/// A fault of this name whose error line holds one of `cause` (empty: any), on the fault
+/// server.
+fn fault(name: &'static str, cause: &'static [&'static str]) -> NetFault {
+    NetFault {
+        name,
+        cause,
+        port: None,
+    }
+}
+
+/// A database campaign: the store behind the fault server, a configuration whose store section
+/// `store` makes for a port and a policy.
+struct NetCampaign<'a> {
+    name: &'static str,
+    began: Instant,
+    target: SocketAddr,
+    server: FaultServer,
+    setup: Setup,
+    store: &'a dyn Fn(u16, Policy) -> Value,
     bound: Duration,
-    provider: &Provider,
-    cfg: &Path,
-    place: &str,
-    secrets: &[&str],
-    undo: &mut dyn FnMut(),
-) -> Row {
-    let runner = Runner::default();
-    write_cfg(fault.port.unwrap_or(fault_port), policy);
-    let calls = provider.calls();
-    let a = runner.ask(cfg, addr, bound);
-    let calls = provider.calls() - calls;
-    let mut problems = check_answered(&a, bound, secrets);
-    problems.extend(check_expected(
-        &a,
-        Expect::Policy,
-        policy,
-        calls,
-        place,
-        fault.cause,
-    ));
-    undo();
-    write_cfg(fault_port, policy);
-    problems.extend(check_exact(
-        || runner.ask(cfg, addr, bound),
-        provider,
-        0,
-        bound,
-        secrets,
-    ));
-    Row {
-        fault: fault.name.to_owned(),
-        policy: policy.name(),
-        status: a.status_text(),
-        took: a.took,
-        bound,
-        calls: calls.to_string(),
-        log: a.log_line(),
-        problems,
+    secrets: &'a [&'a str],
+}
+
+impl<'a> NetCampaign<'a> {
+    /// Starts the fault server in front of `target` and checks that the store works through it
+    /// (creating its tables), from `addr`.
+    fn start(
+        (name, began): (&'static str, Instant),
+        target: SocketAddr,
+        store: &'a dyn Fn(u16, Policy) -> Value,
+        (bound, secrets): (Duration, &'a [&'a str]),
+        addr: &str,
+    ) -> NetCampaign<'a> {
+        let c = NetCampaign {
+            name,
+            began,
+            target,
+            server: FaultServer::start(Behaviour::Forward(target)),
+            setup: Setup::builder(&format!("faults-{name}"))
+                .rules(rules())
+                .write(),
+            store,
+            bound,
+            secrets,
+        };
+        c.write_cfg(c.server.port(), Policy::Deny);
+        let a = Runner::default().ask(&c.setup.config_path, addr, bound);
+        assert!(
+            a.status == Some(200) && a.limited,
+            "before any fault: {}",
+            a.everything
+        );
+        c
+    }
+
+    fn write_cfg(&self, port: u16, policy: Policy) {
+        self.setup
+            .edit_config(|c| c["store"] = (self.store)(port, policy));
+    }
+
+    /// Each fault under each policy, from addresses 203.0.113.(`first` + 1)...: `plant(i, addr)`
+    /// sets fault `i` up (what it returns is held until the fault is undone), `undo(i)` takes
+    /// it away again once the server forwards.
+    fn run<H>(
+        &self,
+        faults: &[NetFault],
+        first: usize,
+        mut plant: impl FnMut(usize, &str, &FaultServer) -> H,
+        mut undo: impl FnMut(usize),
+    ) {
+        let mut table = Table::new(self.name);
+        let mut n = first;
+        for (i, fault) in faults.iter().enumerate() {
+            for policy in Policy::BOTH {
+                n += 1;
+                let addr = format!("203.0.113.{n}");
+                let mut held = Some(plant(i, &addr, &self.server));
+                let mut undo = || {
+                    self.server.set(Behaviour::Forward(self.target));
+                    undo(i);
+                    held.take();
+                };
+                let row = self.case(fault, policy, &addr, &mut undo);
+                table.add(row);
+            }
+        }
+        eprintln!("{} campaign: {} ms", self.name, ms(self.began.elapsed()));
+        table.finish();
+    }
+
+    /// One fault under one policy: the faulted request, then (after `undo`) the exact limit
+    /// through the real server.
+    fn case(&self, fault: &NetFault, policy: Policy, addr: &str, undo: &mut dyn FnMut()) -> Row {
+        let (runner, bound, secrets) = (Runner::default(), self.bound, self.secrets);
+        let (provider, cfg) = (&self.setup.provider, &self.setup.config_path);
+        let fault_port = self.server.port();
+        self.write_cfg(fault.port.unwrap_or(fault_port), policy);
+        let calls = provider.calls();
+        let a = runner.ask(cfg, addr, bound);
+        let calls = provider.calls() - calls;
+        let mut problems = check_answered(&a, bound, secrets);
+        let place = format!("{} store", self.name);
+        problems.extend(check_expected(
+            &a,
+            Expect::Policy,
+            policy,
+            calls,
+            &place,
+            fault.cause,
+        ));
+        undo();
+        self.write_cfg(fault_port, policy);
+        problems.extend(check_exact(
+            || runner.ask(cfg, addr, bound),
+            provider,
+            0,
+            bound,
+            secrets,
+        ));
+        Row {
+            fault: fault.name.to_owned(),
+            policy: policy.name(),
+            status: a.status_text(),
+            took: a.took,
+            bound,
+            calls: calls.to_string(),
+            log: a.log_line(),
+            problems,
+        }
     }
 }
 
@@ -1761,93 +1823,66 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     use mysql::prelude::Queryable;
     let began = Instant::now();
     let db = MariaDb::builder("faults").max_connections(8).start();
-    let server = FaultServer::start(Behaviour::Forward(db.addr()));
-    let provider = Provider::start();
-    let dir = TempDir::new("faults-mysql");
-    let cfg = dir.join("config.json");
     let password = db.password().to_owned();
-    let write_cfg = |port: u16, policy: Policy| {
-        config::write(
-            &dir,
-            &json!({
-                "provider": config::http_provider(&provider.url("/unrestrict")),
-                "store": {"kind": "mysql", "host": "127.0.0.1", "port": port,
-                          "user": db.user(), "password": db.password(), "database": db.database(),
-                          "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                          "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER,
-                          "sweep_one_in": 0},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
-            }),
-        );
+    let store = |port: u16, policy: Policy| {
+        json!({"kind": "mysql", "host": "127.0.0.1", "port": port,
+               "user": db.user(), "password": db.password(), "database": db.database(),
+               "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+               "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER,
+               "sweep_one_in": 0})
     };
-    let bound = mysql_bound();
     let secrets = [TOKEN, password.as_str()];
-
     // Through the fault server, forwarding: the store works (and creates its tables).
-    write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(&cfg, "203.0.113.1", bound);
-    assert!(
-        a.status == Some(200) && a.limited,
-        "before any fault: {}",
-        a.everything
+    let campaign = NetCampaign::start(
+        ("mysql", began),
+        db.addr(),
+        &store,
+        (mysql_bound(), &secrets),
+        "203.0.113.1",
     );
 
     let full = FullQueue::new();
     let faults = [
+        fault("accepts and closes at once", &[]),
         NetFault {
-            name: "accepts and closes at once",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "connection never completes (listen queue full)",
-            cause: &["timed out", "store.connect_timeout_ms"],
             port: Some(full.port),
+            ..fault(
+                "connection never completes (listen queue full)",
+                &["timed out", "store.connect_timeout_ms"],
+            )
         },
-        NetFault {
-            name: "answers 4 KiB of random bytes",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "another service on the port: an HTTP server",
-            cause: &["no answer in time", "too slowly"],
-            port: None,
-        },
-        NetFault {
-            name: "greeting claims a 16 MiB packet, then silence",
-            cause: &["max_allowed_packet"],
-            port: None,
-        },
-        NetFault {
-            name: "greeting trickles, one byte every 200 ms",
-            cause: &["no answer in time", "too slowly"],
-            port: None,
-        },
-        NetFault {
-            name: "server out of connections (max_connections held)",
-            cause: &["1040", "Too many connections"],
-            port: None,
-        },
-        NetFault {
-            name: "server read-only (SET GLOBAL read_only = 1)",
-            cause: &["1290", "read-only", "read_only"],
-            port: None,
-        },
-        NetFault {
-            name: "the key's row locked by another transaction",
-            cause: &["1205", "no answer in time", "too slowly"],
-            port: None,
-        },
+        fault("answers 4 KiB of random bytes", &[]),
+        fault(
+            "another service on the port: an HTTP server",
+            &["no answer in time", "too slowly"],
+        ),
+        fault(
+            "greeting claims a 16 MiB packet, then silence",
+            &["max_allowed_packet"],
+        ),
+        fault(
+            "greeting trickles, one byte every 200 ms",
+            &["no answer in time", "too slowly"],
+        ),
+        fault(
+            "server out of connections (max_connections held)",
+            &["1040", "Too many connections"],
+        ),
+        fault(
+            "server read-only (SET GLOBAL read_only = 1)",
+            &["1290", "read-only", "read_only"],
+        ),
+        fault(
+            "the key's row locked by another transaction",
+            &["1205", "no answer in time", "too slowly"],
+        ),
     ];
     let mut greeting = vec![0x4a, 0, 0, 0, 0x0a];
     greeting.extend_from_slice(b"5.5.5-10.11.19-MariaDB\0");
-    let mut table = Table::new("mysql");
-    let mut n = 10;
-    for (i, fault) in faults.iter().enumerate() {
-        for policy in Policy::BOTH {
-            n += 1;
-            let addr = format!("203.0.113.{n}");
+    campaign.run(
+        &faults,
+        10,
+        |i, addr, server| {
             let mut held: Vec<mysql::Conn> = Vec::new();
             match i {
                 0 => server.set(Behaviour::Close),
@@ -1896,33 +1931,17 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
                 }
                 _ => unreachable!(),
             }
-            let mut undo = || {
-                server.set(Behaviour::Forward(db.addr()));
-                if i == 7 {
-                    db.root_sql("SET GLOBAL read_only = 0");
-                }
-                // Rolls back the held transaction, frees the connections.
-                held.clear();
-            };
-            let row = net_case(
-                fault,
-                policy,
-                &addr,
-                &write_cfg,
-                server.port(),
-                bound,
-                &provider,
-                &cfg,
-                "mysql store",
-                &secrets,
-                &mut undo,
-            );
-            table.add(row);
-        }
-    }
+            // Dropped when the fault is undone: rolls back the held transaction, frees the
+            // connections.
+            held
+        },
+        |i| {
+            if i == 7 {
+                db.root_sql("SET GLOBAL read_only = 0");
+            }
+        },
+    );
     drop(full);
-    eprintln!("mysql campaign: {} ms", ms(began.elapsed()));
-    table.finish();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1933,147 +1952,92 @@ fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     let began = Instant::now();
     let password = "faults-REDISPW-7f3a";
     let redis = Redis::builder("faults").password(password).start();
-    let server = FaultServer::start(Behaviour::Forward(redis.addr()));
-    let provider = Provider::start();
-    let dir = TempDir::new("faults-redis");
-    let cfg = dir.join("config.json");
-    let write_cfg = |port: u16, policy: Policy| {
-        config::write(
-            &dir,
-            &json!({
-                "provider": config::http_provider(&provider.url("/unrestrict")),
-                "store": {"kind": "redis", "host": "127.0.0.1", "port": port, "password": password,
-                          "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
-                          "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER},
-                "rules": [config::rule("ip", "ip", LIMIT, WINDOW)],
-            }),
-        );
+    let store = |port: u16, policy: Policy| {
+        json!({"kind": "redis", "host": "127.0.0.1", "port": port, "password": password,
+               "connect_timeout_ms": CONNECT_MS, "read_timeout_ms": READ_MS,
+               "on_error": policy.name(), "deny_retry_after_secs": DENY_RETRY_AFTER})
     };
-    let bound = redis_bound();
     let secrets = [TOKEN, password];
-
-    write_cfg(server.port(), Policy::Deny);
-    let a = Runner::default().ask(&cfg, "203.0.113.201", bound);
-    assert!(
-        a.status == Some(200) && a.limited,
-        "before any fault: {}",
-        a.everything
+    let campaign = NetCampaign::start(
+        ("redis", began),
+        redis.addr(),
+        &store,
+        (redis_bound(), &secrets),
+        "203.0.113.201",
     );
 
     let full = FullQueue::new();
     let faults = [
+        fault("accepts and closes at once", &["closed"]),
         NetFault {
-            name: "accepts and closes at once",
-            cause: &["closed"],
-            port: None,
-        },
-        NetFault {
-            name: "connection never completes (listen queue full)",
-            cause: &["timed out"],
             port: Some(full.port),
+            ..fault(
+                "connection never completes (listen queue full)",
+                &["timed out"],
+            )
         },
-        NetFault {
-            name: "answers 4 KiB of random bytes",
-            cause: &[],
-            port: None,
-        },
-        NetFault {
-            name: "another service on the port: an HTTP server",
-            cause: &["unknown reply type"],
-            port: None,
-        },
-        NetFault {
-            name: "answers a 1 GiB bulk string length",
-            cause: &["bad bulk length"],
-            port: None,
-        },
-        NetFault {
-            name: "answer trickles, one byte every 200 ms",
-            cause: &["timed out", "in time"],
-            port: None,
-        },
-        NetFault {
-            name: "-LOADING to every command",
-            cause: &["LOADING"],
-            port: None,
-        },
-        NetFault {
-            name: "out of memory (maxmemory 1 MB, noeviction)",
-            cause: &["OOM"],
-            port: None,
-        },
-        NetFault {
-            name: "read-only replica (REPLICAOF an absent master)",
-            cause: &["READONLY", "read only"],
-            port: None,
-        },
+        fault("answers 4 KiB of random bytes", &[]),
+        fault(
+            "another service on the port: an HTTP server",
+            &["unknown reply type"],
+        ),
+        fault("answers a 1 GiB bulk string length", &["bad bulk length"]),
+        fault(
+            "answer trickles, one byte every 200 ms",
+            &["timed out", "in time"],
+        ),
+        fault("-LOADING to every command", &["LOADING"]),
+        fault("out of memory (maxmemory 1 MB, noeviction)", &["OOM"]),
+        fault(
+            "read-only replica (REPLICAOF an absent master)",
+            &["READONLY", "read only"],
+        ),
     ];
-    let mut table = Table::new("redis");
-    let mut n = 210;
-    for (i, fault) in faults.iter().enumerate() {
-        for policy in Policy::BOTH {
-            n += 1;
-            let addr = format!("203.0.113.{n}");
-            match i {
-                0 => server.set(Behaviour::Close),
-                1 => {}
-                2 => server.set(Behaviour::Send {
-                    bytes: noise(4096, 0x2545_f491_4f6c_dd1d),
-                    after_request: true,
-                }),
-                3 => server.set(Behaviour::Http),
-                4 => server.set(Behaviour::Send {
-                    bytes: b"$1073741824\r\n".to_vec(),
-                    after_request: true,
-                }),
-                5 => server.set(Behaviour::Trickle {
-                    bytes: b"+PONG".to_vec(),
-                    every: Duration::from_millis(200),
-                    after_request: true,
-                }),
-                6 => server.set(Behaviour::ErrorPerCommand(
-                    "LOADING Redis is loading the dataset in memory".to_owned(),
-                )),
-                7 => {
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
-                    expect_ok(&redis, &["SET", "filler", &"x".repeat(4 << 20)]);
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "1mb"]);
-                }
-                8 => {
-                    let port = closed_port().to_string();
-                    expect_ok(&redis, &["REPLICAOF", "127.0.0.1", &port]);
-                }
-                _ => unreachable!(),
+    campaign.run(
+        &faults,
+        210,
+        |i, _, server| match i {
+            0 => server.set(Behaviour::Close),
+            1 => {}
+            2 => server.set(Behaviour::Send {
+                bytes: noise(4096, 0x2545_f491_4f6c_dd1d),
+                after_request: true,
+            }),
+            3 => server.set(Behaviour::Http),
+            4 => server.set(Behaviour::Send {
+                bytes: b"$1073741824\r\n".to_vec(),
+                after_request: true,
+            }),
+            5 => server.set(Behaviour::Trickle {
+                bytes: b"+PONG".to_vec(),
+                every: Duration::from_millis(200),
+                after_request: true,
+            }),
+            6 => server.set(Behaviour::ErrorPerCommand(
+                "LOADING Redis is loading the dataset in memory".to_owned(),
+            )),
+            7 => {
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+                expect_ok(&redis, &["SET", "filler", &"x".repeat(4 << 20)]);
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "1mb"]);
             }
-            let mut undo = || {
-                server.set(Behaviour::Forward(redis.addr()));
-                if i == 7 {
-                    expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "0"]);
-                    redis.cmd(&["DEL", "filler"]);
-                }
-                if i == 8 {
-                    expect_ok(&redis, &["REPLICAOF", "NO", "ONE"]);
-                }
-            };
-            let row = net_case(
-                fault,
-                policy,
-                &addr,
-                &write_cfg,
-                server.port(),
-                bound,
-                &provider,
-                &cfg,
-                "redis store",
-                &secrets,
-                &mut undo,
-            );
-            table.add(row);
-        }
-    }
+            8 => {
+                let port = free_port().to_string();
+                expect_ok(&redis, &["REPLICAOF", "127.0.0.1", &port]);
+            }
+            _ => unreachable!(),
+        },
+        |i| {
+            if i == 7 {
+                expect_ok(&redis, &["CONFIG", "SET", "maxmemory", "0"]);
+                redis.cmd(&["DEL", "filler"]);
+            }
+            if i == 8 {
+                expect_ok(&redis, &["REPLICAOF", "NO", "ONE"]);
+            }
+        },
+    );
     drop(full);
-    eprintln!("redis campaign: {} ms", ms(began.elapsed()));
-    table.finish();
 }
 
 fn expect_ok(redis: &Redis, args: &[&str]) {

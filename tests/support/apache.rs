@@ -1,8 +1,9 @@
 //! A real Apache 2.4 (Debian's build, event MPM) on 127.0.0.1 in its own temp dir, stopped on drop; the binary runs under mod_cgid, or under mod_fcgid when RESOLVE_TEST_APACHE_MODE=fcgid.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -10,7 +11,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::client::{HttpClient, fire};
-use super::system::{ServerUser, binary, give_to_server_user, require, server_user};
+use super::net::free_port;
+use super::process::{port_taken, read_lossy, start_retrying};
+use super::system::{ServerUser, binary, give_to_server_user, processes_of, require, server_user};
 use super::temp::{TempDir, set_mode};
 
 pub const APACHE: &str = "/usr/sbin/apache2";
@@ -168,19 +171,7 @@ impl ApacheBuilder {
             );
         }
         // A free port can be taken by someone else before Apache binds it: retry then.
-        let mut last_error = String::new();
-        for _attempt in 0..5 {
-            match self.try_start(&modules) {
-                Ok(apache) => return apache,
-                Err((e, port_taken)) => {
-                    last_error = e;
-                    if !port_taken {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("apache did not start: {last_error}");
+        start_retrying("apache", || self.try_start(&modules))
     }
 
     /// Err carries the reason and whether the port was taken.
@@ -248,11 +239,10 @@ impl ApacheBuilder {
             Ok(()) => Ok(apache),
             Err(e) => {
                 apache.stop_now();
-                let port_taken = e.contains("Address already in use");
-                if !port_taken {
+                if !port_taken(&e) {
                     apache.dir.keep();
                 }
-                Err((e, port_taken))
+                Err((e.clone(), port_taken(&e)))
             }
         }
     }
@@ -431,18 +421,7 @@ Alias /warm-up/ "{cgi_bin}/"
 
 /// Processes running `program` (their /proc/PID/exe), whoever owns them.
 pub fn processes_running(program: &Path) -> usize {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.parse::<u32>().is_ok())
-        })
-        .filter(|e| fs::read_link(e.path().join("exe")).is_ok_and(|exe| exe == program))
-        .count()
+    processes_of(program).len()
 }
 
 /// Modules compiled into the apache2 binary (`apache2 -l`), e.g. "unixd", "log_config".
@@ -461,11 +440,6 @@ fn compiled_in_modules() -> Vec<String> {
                 .collect()
         })
         .clone()
-}
-
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
 }
 
 pub struct Apache {
@@ -511,6 +485,12 @@ impl Apache {
         HttpClient::new(self.addr())
     }
 
+    /// Process ids of the programs running from cgi-bin/ (in fcgid mode, the FastCGI
+    /// processes).
+    pub fn fastcgi_processes(&self) -> BTreeSet<u32> {
+        processes_of(&self.dir().join("cgi-bin"))
+    }
+
     /// The instance's ServerRoot (conf/, logs/, run/, htdocs/, cgi-bin/).
     pub fn dir(&self) -> &Path {
         self.dir.path()
@@ -525,22 +505,30 @@ impl Apache {
         read_lossy(&self.error_log_path())
     }
 
+    /// Bytes in the error_log so far: a mark for `log_since`.
+    pub fn log_len(&self) -> usize {
+        fs::read(self.error_log_path()).map_or(0, |b| b.len())
+    }
+
+    /// The error_log from byte `from` on, once it stopped growing.
+    pub fn log_since(&self, from: usize) -> String {
+        self.settle_log();
+        let bytes = fs::read(self.error_log_path()).unwrap_or_default();
+        String::from_utf8_lossy(bytes.get(from..).unwrap_or_default()).into_owned()
+    }
+
     pub fn access_log(&self) -> String {
         read_lossy(&self.dir.join("logs/access_log"))
     }
 
     /// Wait (bounded) until the error_log contains `needle`; true if it did.
     pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> bool {
-        let until = Instant::now() + timeout;
-        loop {
-            if self.error_log().contains(needle) {
-                return true;
-            }
-            if Instant::now() >= until {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_until(timeout, || self.error_log().contains(needle))
+    }
+
+    /// Wait (2 s at most) until the error_log is longer than `len` bytes; true if it grew.
+    pub fn log_grew_past(&self, len: usize) -> bool {
+        wait_until(Duration::from_secs(2), || self.error_log().len() > len)
     }
 
     /// Wait (bounded) until the error_log stops growing, so that stderr of finished CGI
@@ -646,10 +634,18 @@ impl Drop for Apache {
     }
 }
 
-fn read_lossy(path: &Path) -> String {
-    fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
+/// Polls `done` every 50 ms until it holds or `timeout` passes; whether it held.
+fn wait_until(timeout: Duration, done: impl Fn() -> bool) -> bool {
+    let until = Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// True when something at `addr` answers an HTTP request.

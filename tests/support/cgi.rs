@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,49 +39,17 @@ impl Cgi {
     }
 
     pub fn program(program: &Path, method: &str, query: impl AsRef<OsStr>) -> Cgi {
-        let query = query.as_ref();
-        let mut uri = b"/cgi-bin/resolve".to_vec();
-        if !query.is_empty() {
-            uri.push(b'?');
-            uri.extend_from_slice(query.as_bytes());
-        }
-        let mut c = Cgi {
+        let vars = apache_vars(program, method, query.as_ref().as_bytes())
+            .into_iter()
+            .map(|(k, v)| (k.into(), OsString::from_vec(v)))
+            .collect();
+        Cgi {
             program: program.to_path_buf(),
-            vars: BTreeMap::new(),
+            vars,
             args: Vec::new(),
             stdin: StdinMode::File(Vec::new()),
             timeout: Duration::from_secs(20),
-        };
-        let standard: &[(&str, &str)] = &[
-            ("GATEWAY_INTERFACE", "CGI/1.1"),
-            ("SERVER_PROTOCOL", "HTTP/1.1"),
-            ("SERVER_SOFTWARE", "Apache/2.4"),
-            ("SERVER_NAME", "127.0.0.1"),
-            ("SERVER_ADDR", "127.0.0.1"),
-            ("SERVER_PORT", "80"),
-            ("SERVER_ADMIN", "[no address given]"),
-            ("SERVER_SIGNATURE", ""),
-            ("REQUEST_SCHEME", "http"),
-            ("SCRIPT_NAME", "/cgi-bin/resolve"),
-            ("CONTEXT_PREFIX", "/cgi-bin/"),
-            ("DOCUMENT_ROOT", "/var/www/html"),
-            ("CONTEXT_DOCUMENT_ROOT", "/var/www/cgi-bin/"),
-            ("REMOTE_ADDR", "127.0.0.1"),
-            ("REMOTE_PORT", "40000"),
-            ("PATH", "/usr/local/bin:/usr/bin:/bin"),
-            ("HTTP_HOST", "127.0.0.1"),
-            ("HTTP_USER_AGENT", "resolve-tests"),
-        ];
-        for (k, v) in standard {
-            c.vars.insert(k.into(), v.into());
         }
-        c.vars.insert("REQUEST_METHOD".into(), method.into());
-        c.vars.insert("QUERY_STRING".into(), query.to_os_string());
-        c.vars
-            .insert("REQUEST_URI".into(), OsStr::from_bytes(&uri).to_os_string());
-        c.vars
-            .insert("SCRIPT_FILENAME".into(), program.as_os_str().to_os_string());
-        c
     }
 
     /// `RESOLVE_CONFIG=<path>`.
@@ -210,6 +178,48 @@ impl Cgi {
     }
 }
 
+/// The variables Apache sets when `program` answers `METHOD /cgi-bin/resolve?query` from
+/// 127.0.0.1 (no body).
+pub fn apache_vars(program: &Path, method: &str, query: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut uri = b"/cgi-bin/resolve".to_vec();
+    if !query.is_empty() {
+        uri.push(b'?');
+        uri.extend_from_slice(query);
+    }
+    let standard: &[(&str, &str)] = &[
+        ("GATEWAY_INTERFACE", "CGI/1.1"),
+        ("SERVER_PROTOCOL", "HTTP/1.1"),
+        ("SERVER_SOFTWARE", "Apache/2.4"),
+        ("SERVER_NAME", "127.0.0.1"),
+        ("SERVER_ADDR", "127.0.0.1"),
+        ("SERVER_PORT", "80"),
+        ("SERVER_ADMIN", "[no address given]"),
+        ("SERVER_SIGNATURE", ""),
+        ("REQUEST_SCHEME", "http"),
+        ("SCRIPT_NAME", "/cgi-bin/resolve"),
+        ("CONTEXT_PREFIX", "/cgi-bin/"),
+        ("DOCUMENT_ROOT", "/var/www/html"),
+        ("CONTEXT_DOCUMENT_ROOT", "/var/www/cgi-bin/"),
+        ("REMOTE_ADDR", "127.0.0.1"),
+        ("REMOTE_PORT", "40000"),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("HTTP_HOST", "127.0.0.1"),
+        ("HTTP_USER_AGENT", "resolve-tests"),
+        ("REQUEST_METHOD", method),
+    ];
+    let mut vars: Vec<(String, Vec<u8>)> = standard
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect();
+    vars.push(("QUERY_STRING".into(), query.to_vec()));
+    vars.push(("REQUEST_URI".into(), uri));
+    vars.push((
+        "SCRIPT_FILENAME".into(),
+        program.as_os_str().as_bytes().to_vec(),
+    ));
+    vars
+}
+
 /// An unlinked temp file.
 fn anonymous_file() -> fs::File {
     static N: AtomicUsize = AtomicUsize::new(0);
@@ -271,10 +281,7 @@ pub struct CgiAnswer {
 
 impl CgiAnswer {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        super::http::header(&self.headers, name)
     }
 
     pub fn text(&self) -> String {
@@ -337,12 +344,7 @@ impl CgiAnswer {
             }
             headers.push((name.to_string(), value.trim().to_string()));
         }
-        let get = |n: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(n))
-                .map(|(_, v)| v.clone())
-        };
+        let get = |n: &str| super::http::header(&headers, n).map(str::to_owned);
         let (status, reason) = match get("Status") {
             Some(s) => {
                 let (code, reason) = s

@@ -90,10 +90,7 @@ pub struct Response {
 impl Response {
     /// First header of that name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        super::http::header(&self.headers, name)
     }
 
     pub fn header_count(&self, name: &str) -> usize {

@@ -36,10 +36,36 @@ pub fn http_file_config(provider_url: &str, data_dir: &Path, rules: Vec<Value>) 
     })
 }
 
-/// Write `config` as `config.json` in `dir` and return its path.
+/// Write `config` as `config.json` in `dir`, replacing any earlier one in one step (a program
+/// reading it meanwhile sees the old file or the new one), and return its path.
 pub fn write(dir: &TempDir, config: &Value) -> PathBuf {
-    dir.write(
-        "config.json",
-        serde_json::to_vec_pretty(config).expect("serialize config"),
+    write_as(dir, "config.json", config)
+}
+
+/// The same under another name.
+pub fn write_as(dir: &TempDir, name: &str, config: &Value) -> PathBuf {
+    write_text_as(
+        dir,
+        name,
+        &serde_json::to_string_pretty(config).expect("serialize config"),
     )
+}
+
+/// `config.json` with any text (a configuration with a mistake, say), in one step.
+pub fn write_text(dir: &TempDir, text: &str) -> PathBuf {
+    write_text_as(dir, "config.json", text)
+}
+
+fn write_text_as(dir: &TempDir, name: &str, text: &str) -> PathBuf {
+    let fresh = dir.write(&format!("{name}.new"), text);
+    let path = dir.join(name);
+    std::fs::rename(&fresh, &path).expect("rename the configuration into place");
+    path
+}
+
+/// Adds the top-level fields of `extra` to `config`, replacing those it has.
+pub fn merge(config: &mut Value, extra: Value) {
+    if let (Some(config), Value::Object(extra)) = (config.as_object_mut(), extra) {
+        config.extend(extra);
+    }
 }

@@ -8,24 +8,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::cgi::{Cgi, CgiAnswer};
+use super::cgi::{Cgi, CgiAnswer, apache_vars};
 use super::system::binary;
 use super::temp::TempDir;
 
-pub const BEGIN_REQUEST: u8 = 1;
-pub const ABORT_REQUEST: u8 = 2;
-pub const END_REQUEST: u8 = 3;
-pub const PARAMS: u8 = 4;
-pub const STDIN: u8 = 5;
-pub const STDOUT: u8 = 6;
-pub const STDERR: u8 = 7;
-pub const GET_VALUES: u8 = 9;
-pub const GET_VALUES_RESULT: u8 = 10;
-pub const UNKNOWN_TYPE: u8 = 11;
-pub const KEEP_CONN: u8 = 1;
-pub const REQUEST_COMPLETE: u8 = 0;
-pub const CANT_MPX_CONN: u8 = 1;
-pub const UNKNOWN_ROLE: u8 = 3;
+/// Record types and flag and status values, named as in the specification's fcgi.h.
+pub const FCGI_BEGIN_REQUEST: u8 = 1;
+pub const FCGI_ABORT_REQUEST: u8 = 2;
+pub const FCGI_END_REQUEST: u8 = 3;
+pub const FCGI_PARAMS: u8 = 4;
+pub const FCGI_STDIN: u8 = 5;
+pub const FCGI_STDOUT: u8 = 6;
+pub const FCGI_STDERR: u8 = 7;
+pub const FCGI_GET_VALUES: u8 = 9;
+pub const FCGI_GET_VALUES_RESULT: u8 = 10;
+pub const FCGI_UNKNOWN_TYPE: u8 = 11;
+pub const FCGI_KEEP_CONN: u8 = 1;
+pub const FCGI_REQUEST_COMPLETE: u8 = 0;
+pub const FCGI_CANT_MPX_CONN: u8 = 1;
+pub const FCGI_UNKNOWN_ROLE: u8 = 3;
 
 /// One record: header (version 1), content, no padding.
 pub fn record(kind: u8, id: u16, content: &[u8]) -> Vec<u8> {
@@ -97,7 +98,7 @@ pub fn parse_pairs(mut data: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// FCGI_BEGIN_REQUEST with this role and flags.
 pub fn begin(id: u16, role: u16, flags: u8) -> Vec<u8> {
     record(
-        BEGIN_REQUEST,
+        FCGI_BEGIN_REQUEST,
         id,
         &[(role >> 8) as u8, role as u8, flags, 0, 0, 0, 0, 0],
     )
@@ -134,7 +135,7 @@ pub fn read_record(s: &mut impl Read) -> io::Result<Option<Rec>> {
     }))
 }
 
-/// The answer to one request: its STDOUT and STDERR streams and FCGI_END_REQUEST.
+/// The answer to one request: its FCGI_STDOUT and FCGI_STDERR streams and FCGI_END_REQUEST.
 #[derive(Clone, Debug)]
 pub struct FcgiAnswer {
     pub stdout: Vec<u8>,
@@ -144,7 +145,7 @@ pub struct FcgiAnswer {
 }
 
 impl FcgiAnswer {
-    /// STDOUT parsed as a CGI answer (the checks Apache makes).
+    /// FCGI_STDOUT parsed as a CGI answer (the checks Apache makes).
     pub fn cgi(&self) -> CgiAnswer {
         CgiAnswer::parse(&self.stdout).unwrap_or_else(|e| {
             panic!(
@@ -166,21 +167,24 @@ pub fn read_answer(s: &mut impl Read, id: u16) -> io::Result<FcgiAnswer> {
     let mut stdout_ended = false;
     loop {
         let r = read_record(s)?.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::UnexpectedEof, "closed before END_REQUEST")
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "closed before FCGI_END_REQUEST",
+            )
         })?;
         assert_eq!(r.id, id, "a record for another request: {r:?}");
         match r.kind {
-            STDOUT if r.content.is_empty() => stdout_ended = true,
-            STDOUT => {
-                assert!(!stdout_ended, "STDOUT after the end of its stream");
+            FCGI_STDOUT if r.content.is_empty() => stdout_ended = true,
+            FCGI_STDOUT => {
+                assert!(!stdout_ended, "FCGI_STDOUT after the end of its stream");
                 a.stdout.extend_from_slice(&r.content);
             }
-            STDERR => a.stderr.extend_from_slice(&r.content),
-            END_REQUEST => {
-                assert_eq!(r.content.len(), 8, "END_REQUEST body");
+            FCGI_STDERR => a.stderr.extend_from_slice(&r.content),
+            FCGI_END_REQUEST => {
+                assert_eq!(r.content.len(), 8, "FCGI_END_REQUEST body");
                 assert!(
                     stdout_ended || a.stdout.is_empty(),
-                    "END_REQUEST before the end of STDOUT"
+                    "FCGI_END_REQUEST before the end of FCGI_STDOUT"
                 );
                 a.app_status =
                     u32::from_be_bytes([r.content[0], r.content[1], r.content[2], r.content[3]]);
@@ -202,32 +206,8 @@ pub struct FcgiRequest {
 impl FcgiRequest {
     /// `METHOD /cgi-bin/resolve?query` from 127.0.0.1, with the variables Apache sets.
     pub fn new(method: &str, query: &str) -> FcgiRequest {
-        let uri = if query.is_empty() {
-            "/cgi-bin/resolve".to_string()
-        } else {
-            format!("/cgi-bin/resolve?{query}")
-        };
-        let vars: Vec<(String, Vec<u8>)> = [
-            ("GATEWAY_INTERFACE", "CGI/1.1"),
-            ("SERVER_PROTOCOL", "HTTP/1.1"),
-            ("SERVER_SOFTWARE", "Apache/2.4"),
-            ("SERVER_NAME", "127.0.0.1"),
-            ("SERVER_ADDR", "127.0.0.1"),
-            ("SERVER_PORT", "80"),
-            ("REQUEST_SCHEME", "http"),
-            ("SCRIPT_NAME", "/cgi-bin/resolve"),
-            ("REMOTE_ADDR", "127.0.0.1"),
-            ("REMOTE_PORT", "40000"),
-            ("HTTP_HOST", "127.0.0.1"),
-            ("REQUEST_METHOD", method),
-            ("QUERY_STRING", query),
-            ("REQUEST_URI", &uri),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
-        .collect();
         FcgiRequest {
-            vars,
+            vars: apache_vars(&binary(), method, query.as_bytes()),
             body: Vec::new(),
         }
     }
@@ -250,7 +230,7 @@ impl FcgiRequest {
             .var("CONTENT_LENGTH", body.len().to_string())
     }
 
-    /// The records of this request: BEGIN_REQUEST, PARAMS, STDIN.
+    /// The records of this request: FCGI_BEGIN_REQUEST, FCGI_PARAMS, FCGI_STDIN.
     pub fn records(&self, id: u16, flags: u8) -> Vec<u8> {
         let list: Vec<(&[u8], &[u8])> = self
             .vars
@@ -258,8 +238,8 @@ impl FcgiRequest {
             .map(|(k, v)| (k.as_bytes(), v.as_slice()))
             .collect();
         let mut out = begin(id, 1, flags);
-        out.extend(stream(PARAMS, id, &pairs(&list)));
-        out.extend(stream(STDIN, id, &self.body));
+        out.extend(stream(FCGI_PARAMS, id, &pairs(&list)));
+        out.extend(stream(FCGI_STDIN, id, &self.body));
         out
     }
 
@@ -348,7 +328,7 @@ impl FcgiProcess {
         let answer = read_answer(&mut s, 1).expect("answer");
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest);
-        assert!(rest.is_empty(), "bytes after END_REQUEST: {rest:?}");
+        assert!(rest.is_empty(), "bytes after FCGI_END_REQUEST: {rest:?}");
         answer
     }
 

@@ -4,12 +4,17 @@ use std::collections::hash_map::RandomState;
 use std::fs;
 use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::net::free_port;
+use super::process::{
+    Server, ServerProcess, port_taken, read_lossy, restarted, show_if_failing, signal,
+    start_retrying, tail, wait_ready,
+};
 use super::system::{is_root, require};
 use super::temp::TempDir;
 use super::urlenc::encode;
@@ -84,20 +89,9 @@ impl MariaDbBuilder {
         let installer = first_existing(INSTALLERS, "mariadb-install-db (package mariadb-server)");
         let client = first_existing(CLIENTS, "mariadb client (package mariadb-client)");
         let password = self.password.clone().unwrap_or_else(|| random_token("rp"));
-        // A free port can be taken by someone else before the server binds it: retry then.
-        let mut last_error = String::new();
-        for _attempt in 0..5 {
-            match self.try_start(&server, &installer, &client, &password) {
-                Ok(db) => return db,
-                Err((e, port_taken)) => {
-                    last_error = e;
-                    if !port_taken {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("mariadb did not start: {last_error}");
+        start_retrying("mariadb", || {
+            self.try_start(&server, &installer, &client, &password)
+        })
     }
 
     /// Err carries the reason and whether the port was taken.
@@ -187,17 +181,16 @@ impl MariaDbBuilder {
             password: password.to_string(),
             root_password: None,
             max_connections: self.max_connections,
-            child: None,
+            process: ServerProcess::default(),
             dir,
         };
         db.spawn();
-        if let Err(e) = db.wait_ready(READY_TIMEOUT) {
+        if let Err(e) = wait_ready(&mut db, READY_TIMEOUT, Duration::from_millis(50)) {
             db.kill();
-            let port_taken = e.contains("Address already in use");
-            if !port_taken {
+            if !port_taken(&e) {
                 db.dir.keep();
             }
-            return Err((e, port_taken));
+            return Err((e.clone(), port_taken(&e)));
         }
         let ready = began.elapsed();
         db.provision();
@@ -261,11 +254,6 @@ fn first_existing(candidates: &[&str], what: &str) -> PathBuf {
     }
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
-}
-
 /// Letters and digits, random per call (no extra crates: std's randomly keyed hasher).
 fn random_token(prefix: &str) -> String {
     let mut h = RandomState::new().build_hasher();
@@ -307,27 +295,6 @@ fn run_bounded(cmd: &mut Command, timeout: Duration) -> Result<Output, String> {
     }
 }
 
-fn signal(sig: &str, pid: u32) {
-    let _ = Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-fn read_lossy(path: &Path) -> String {
-    fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
-}
-
-/// The last `n` lines of `text`.
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 pub struct MariaDb {
     server: PathBuf,
     client: PathBuf,
@@ -339,7 +306,7 @@ pub struct MariaDb {
     /// Set once root@localhost got its password.
     root_password: Option<String>,
     max_connections: u32,
-    child: Option<Child>,
+    process: ServerProcess,
     dir: TempDir,
 }
 
@@ -359,16 +326,17 @@ impl MariaDb {
         }
     }
 
+    /// The Unix socket and the TCP port on 127.0.0.1 it listens on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }
 
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
-    }
-
-    pub fn socket(&self) -> &Path {
-        &self.socket
     }
 
     /// `resolve`, granted everything on `resolve_test` from 127.0.0.1 and localhost (the socket).
@@ -420,14 +388,11 @@ impl MariaDb {
 
     /// Process id of the running server.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.process.pid()
     }
 
     pub fn is_running(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(c) => matches!(c.try_wait(), Ok(None)),
-            None => false,
-        }
+        self.process.is_running()
     }
 
     /// Run SQL as root over the socket (`-N -B`: no column names, tab-separated, `NULL` for
@@ -540,87 +505,22 @@ impl MariaDb {
     }
 
     fn spawn(&mut self) {
-        let out = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("mariadbd.out"))
-            .expect("create mariadbd.out");
-        let err = out.try_clone().expect("clone mariadbd.out");
-        let child = Command::new(&self.server)
-            .arg("--no-defaults")
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {}: {e}", self.server.display()));
-        self.child = Some(child);
-    }
-
-    fn startup_output(&self) -> String {
-        format!(
-            "command: {} --no-defaults {}\nstdout/stderr: {}\nerror.log ({}):\n{}",
-            self.server.display(),
-            self.args.join(" "),
-            read_lossy(&self.dir.join("mariadbd.out")),
-            self.dir.join("error.log").display(),
-            tail(&self.error_log(), 60)
-        )
-    }
-
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
-        let until = Instant::now() + timeout;
-        loop {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                self.child = None;
-                return Err(format!(
-                    "mariadbd exited at start-up ({status})\n{}",
-                    self.startup_output()
-                ));
-            }
-            // The TCP greeting first (cheap), then a query over the socket.
-            if greets(self.addr()) && self.try_root_sql("SELECT 1").is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= until {
-                return Err(format!(
-                    "mariadbd did not accept connections within {timeout:?}\n{}",
-                    self.startup_output()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut cmd = Command::new(&self.server);
+        cmd.arg("--no-defaults").args(&self.args);
+        let log = self.dir.join("mariadbd.out");
+        self.process.spawn(&mut cmd, &log);
     }
 
     /// Clean shutdown (SIGTERM, waiting up to 30 s), SIGKILL if that does not do it.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        signal("TERM", child.id());
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            if Instant::now() >= until {
-                eprintln!("mariadbd ignored SIGTERM for 30 s: killing it");
-                let _ = child.kill();
-                let _ = child.wait();
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if !self.process.stop(Duration::from_secs(30)) {
+            eprintln!("mariadbd ignored SIGTERM for 30 s: killed it");
         }
     }
 
     /// SIGKILL: no shutdown, InnoDB recovers at the next start.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.process.kill();
     }
 
     /// Start again on the same datadir, port and socket (stopping cleanly first if it runs);
@@ -637,28 +537,40 @@ impl MariaDb {
             self.args.push("--port-open-timeout=10".to_string());
         }
         self.spawn();
-        if let Err(e) = self.wait_ready(READY_TIMEOUT) {
-            self.kill();
-            self.dir.keep();
-            panic!("mariadb did not restart: {e}");
-        }
-        eprintln!(
-            "mariadb: restarted in {} ms (port {})",
-            began.elapsed().as_millis(),
-            self.port
-        );
+        let result = wait_ready(self, READY_TIMEOUT, Duration::from_millis(50));
+        restarted(self, began, result);
+    }
+}
+
+impl Server for MariaDb {
+    const NAME: &'static str = "mariadb";
+
+    fn parts(&mut self) -> (&mut ServerProcess, &mut TempDir, u16) {
+        (&mut self.process, &mut self.dir, self.port)
+    }
+
+    /// The TCP greeting first (cheap), then a query over the socket.
+    fn answers(&self) -> bool {
+        greets(self.addr()) && self.try_root_sql("SELECT 1").is_ok()
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "command: {} --no-defaults {}\nstdout/stderr: {}\nerror.log ({}):\n{}",
+            self.server.display(),
+            self.args.join(" "),
+            read_lossy(&self.dir.join("mariadbd.out")),
+            self.dir.join("error.log").display(),
+            tail(&self.error_log(), 60)
+        )
     }
 }
 
 impl Drop for MariaDb {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "mariadb error.log ({}):\n{}",
-                self.dir.join("error.log").display(),
-                tail(&self.error_log(), 60)
-            );
-        }
+        show_if_failing("mariadb error.log", &self.dir.join("error.log"), || {
+            tail(&self.error_log(), 60)
+        });
         self.stop();
     }
 }

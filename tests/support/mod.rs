@@ -1,17 +1,19 @@
-//! Shared harness for the integration tests: temp dirs, a real Apache (mod_cgid or mod_fcgid), MariaDB and Redis on loopback, a delaying proxy, a provider stand-in, a scripted multi-route API stand-in, a keep-alive provider stand-in, an HTTP client, a direct CGI runner and a direct FastCGI runner.
+//! The support kit shared by the integration tests: temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
 #![allow(dead_code, unused_imports)]
 
 pub mod apache;
-pub mod api_standin;
 pub mod cgi;
 pub mod client;
 pub mod config;
 pub mod delay_proxy;
 pub mod fcgi;
-pub mod keep_alive;
+pub mod http;
 pub mod mariadb;
+pub mod net;
+pub mod process;
 pub mod provider;
 pub mod redis;
+pub mod site;
 pub mod system;
 pub mod temp;
 pub mod urlenc;
@@ -21,7 +23,9 @@ pub use cgi::{Cgi, CgiAnswer, CgiOutput, StdinMode};
 pub use client::{HttpClient, Request, Response, fire};
 pub use delay_proxy::DelayProxy;
 pub use mariadb::MariaDb;
-pub use provider::{Provider, RecordedRequest, Reply};
+pub use net::free_port;
+pub use provider::{Call, Provider, Reply};
 pub use redis::Redis;
+pub use site::{Setup, Site};
 pub use system::{ServerUser, binary, is_root, server_user};
 pub use temp::TempDir;

@@ -3,13 +3,18 @@
 use std::fmt;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::net::free_port;
+use super::process::{
+    Server, ServerProcess, port_taken, read_lossy, restarted, show_if_failing, start_retrying,
+    wait_ready,
+};
 use super::system::{require, server_user};
 use super::temp::TempDir;
 use super::urlenc::encode;
@@ -60,19 +65,7 @@ impl RedisBuilder {
             Path::new(REDIS_SERVER),
             "redis-server (package redis-server)",
         );
-        let mut last_error = String::new();
-        for _attempt in 0..5 {
-            match self.try_start() {
-                Ok(r) => return r,
-                Err((e, port_taken)) => {
-                    last_error = e;
-                    if !port_taken {
-                        break;
-                    }
-                }
-            }
-        }
-        panic!("redis did not start: {last_error}");
+        start_retrying("redis", || self.try_start())
     }
 
     fn try_start(&self) -> Result<Redis, (String, bool)> {
@@ -140,17 +133,16 @@ impl RedisBuilder {
             password: self.password.clone(),
             acl_user: self.acl_user.clone(),
             args,
-            child: None,
+            process: ServerProcess::default(),
             dir,
         };
         redis.spawn();
-        if let Err(e) = redis.wait_ready(READY_TIMEOUT) {
+        if let Err(e) = wait_ready(&mut redis, READY_TIMEOUT, Duration::from_millis(20)) {
             redis.kill();
-            let port_taken = e.contains("Address already in use");
-            if !port_taken {
+            if !port_taken(&e) {
                 redis.dir.keep();
             }
-            return Err((e, port_taken));
+            return Err((e.clone(), port_taken(&e)));
         }
         eprintln!(
             "redis {}: ready after {} ms (port {}, {})",
@@ -163,17 +155,6 @@ impl RedisBuilder {
     }
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    l.local_addr().expect("local addr").port()
-}
-
-fn read_lossy(path: &Path) -> String {
-    fs::read(path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
-}
-
 pub struct Redis {
     port: u16,
     socket: PathBuf,
@@ -181,7 +162,7 @@ pub struct Redis {
     acl_user: Option<(String, String)>,
     /// Server arguments, reused by `restart`.
     args: Vec<String>,
-    child: Option<Child>,
+    process: ServerProcess,
     dir: TempDir,
 }
 
@@ -265,14 +246,11 @@ impl Redis {
     }
 
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.process.pid()
     }
 
     pub fn is_running(&mut self) -> bool {
-        match self.child.as_mut() {
-            Some(c) => matches!(c.try_wait(), Ok(None)),
-            None => false,
-        }
+        self.process.is_running()
     }
 
     /// A connection without authentication.
@@ -310,93 +288,29 @@ impl Redis {
     }
 
     fn spawn(&mut self) {
-        let out = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.join("redis-server.out"))
-            .expect("create redis-server.out");
-        let err = out.try_clone().expect("clone redis-server.out");
         let mut cmd = Command::new(REDIS_SERVER);
-        cmd.args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
+        cmd.args(&self.args);
         if let Some(u) = server_user() {
             cmd.uid(u.uid).gid(u.gid);
         }
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {REDIS_SERVER}: {e}"));
-        self.child = Some(child);
+        let log = self.dir.join("redis-server.out");
+        self.process.spawn(&mut cmd, &log);
     }
 
-    fn startup_output(&self) -> String {
-        format!(
-            "command: {REDIS_SERVER} {:?}\nstdout/stderr: {}\nredis.log: {}",
-            self.args,
-            read_lossy(&self.dir.join("redis-server.out")),
-            self.log()
-        )
-    }
-
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
-        let until = Instant::now() + timeout;
-        loop {
-            if let Some(child) = self.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                self.child = None;
-                return Err(format!(
-                    "redis-server exited at start-up ({status})\n{}",
-                    self.startup_output()
-                ));
-            }
-            let ping = |via| {
-                self.connect(via)
-                    .and_then(|mut c| c.cmd(&["PING"]))
-                    .is_ok_and(|r| r == Resp::Simple("PONG".to_string()))
-            };
-            if ping(Via::Tcp) && ping(Via::Socket) {
-                return Ok(());
-            }
-            if Instant::now() >= until {
-                return Err(format!(
-                    "redis-server did not answer PING within {timeout:?}\n{}",
-                    self.startup_output()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    fn ping(&self, via: Via) -> bool {
+        self.connect(via)
+            .and_then(|mut c| c.cmd(&["PING"]))
+            .is_ok_and(|r| r == Resp::Simple("PONG".to_string()))
     }
 
     /// Clean stop (SIGTERM: no save, `--save ""`), SIGKILL after 10 s.
     pub fn stop(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(child.id().to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let until = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < until {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
+        self.process.stop(Duration::from_secs(10));
     }
 
     /// SIGKILL (every key is lost: no persistence).
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.process.kill();
     }
 
     /// Start again on the same port and socket (stopping first if it runs); waits until ready.
@@ -405,39 +319,45 @@ impl Redis {
         let began = Instant::now();
         self.spawn();
         // The port can stay busy for a moment after a kill: give it a few tries.
-        let mut result = self.wait_ready(READY_TIMEOUT);
+        let mut result = wait_ready(self, READY_TIMEOUT, Duration::from_millis(20));
         for _ in 0..20 {
             match &result {
-                Err(e) if e.contains("Address already in use") => {
+                Err(e) if port_taken(e) => {
                     std::thread::sleep(Duration::from_millis(250));
                     self.spawn();
-                    result = self.wait_ready(READY_TIMEOUT);
+                    result = wait_ready(self, READY_TIMEOUT, Duration::from_millis(20));
                 }
                 _ => break,
             }
         }
-        if let Err(e) = result {
-            self.kill();
-            self.dir.keep();
-            panic!("redis did not restart: {e}");
-        }
-        eprintln!(
-            "redis: restarted in {} ms (port {})",
-            began.elapsed().as_millis(),
-            self.port
-        );
+        restarted(self, began, result);
+    }
+}
+
+impl Server for Redis {
+    const NAME: &'static str = "redis";
+
+    fn parts(&mut self) -> (&mut ServerProcess, &mut TempDir, u16) {
+        (&mut self.process, &mut self.dir, self.port)
+    }
+
+    fn answers(&self) -> bool {
+        self.ping(Via::Tcp) && self.ping(Via::Socket)
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "command: {REDIS_SERVER} {:?}\nstdout/stderr: {}\nredis.log: {}",
+            self.args,
+            read_lossy(&self.dir.join("redis-server.out")),
+            self.log()
+        )
     }
 }
 
 impl Drop for Redis {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!(
-                "redis log ({}):\n{}",
-                self.dir.join("redis.log").display(),
-                self.log()
-            );
-        }
+        show_if_failing("redis log", &self.dir.join("redis.log"), || self.log());
         self.stop();
     }
 }

@@ -1,11 +1,44 @@
-//! Facts about the machine the tests run on: the binary under test, root or not, the unprivileged account servers run as.
+//! Facts about the machine the tests run on: the binary under test, root or not, the unprivileged account servers run as, the processes running a program.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, UNIX_EPOCH};
 
 /// The `resolve` binary built by cargo for this test run.
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_resolve"))
+}
+
+/// The binary under test as a command-line tool, with `args` and none of the CGI or
+/// configuration variables of the test's environment.
+pub fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.args(args)
+        .env_remove("GATEWAY_INTERFACE")
+        .env_remove("RESOLVE_CONFIG");
+    cmd
+}
+
+/// What a command printed: its standard output, then its standard error.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Milliseconds since 1970 on this machine's clock, the one the stores decide with (the file
+/// store's processes, MariaDB's `NOW(3)` and Redis' `TIME` all read it).
+pub fn now_ms() -> u64 {
+    UNIX_EPOCH.elapsed().expect("clock after 1970").as_millis() as u64
+}
+
+/// Sleeps until `now_ms()` reaches `t` (not at all when it has).
+pub fn sleep_until_ms(t: u64) {
+    std::thread::sleep(Duration::from_millis(t.saturating_sub(now_ms())));
 }
 
 /// Effective user id of this process, read from /proc (no libc needed).
@@ -86,4 +119,22 @@ pub fn require(path: &Path, what: &str) {
             path.display()
         );
     }
+}
+
+/// Ids of the processes whose program (/proc/PID/exe) is `path` or lies under it, whoever owns
+/// them.
+pub fn processes_of(path: &Path) -> BTreeSet<u32> {
+    let mut pids = BTreeSet::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        if fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe.starts_with(path)) {
+            pids.insert(pid);
+        }
+    }
+    pids
 }

@@ -1,4 +1,4 @@
-//! A temporary directory removed on drop (kept, with its path printed, when the test panicked).
+//! Temporary directories, removed on drop (kept, with their path printed, when the test panicked), and listings of what a directory holds.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -88,4 +88,34 @@ impl Drop for TempDir {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// Every entry below `dir`, directories included, links not followed, sorted. Panics when `dir`
+/// cannot be read; a directory below it that vanishes meanwhile (a sweep) is skipped.
+pub fn entries_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let entries = match fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(e) if d == dir => panic!("read {}: {e}", d.display()),
+            Err(_) => continue,
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push(e.path());
+            }
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The same without the directories: files, links, sockets, FIFOs.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    entries_under(dir)
+        .into_iter()
+        .filter(|p| fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir()))
+        .collect()
 }
