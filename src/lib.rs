@@ -9,6 +9,14 @@
 //! - [`app`]: one request from start to answer; [`site`] what a running site holds.
 //! - [`gateway`]: CGI, FastCGI and `resolve serve`, each turning its transport into a request.
 //! - [`cli`] and [`check`]: the command line and `resolve check`.
+//! - Shared by all: [`defaults`] (every default, in one place), [`secret`] and [`log`] (values
+//!   never shown, and the owner's log that masks them), [`show`] (how the effective
+//!   configuration is written), [`random`] (sampling).
+//!
+//! The library is the binary's, not a published API (`publish = false`): every layer is public
+//! so that the integration tests, the benchmarks and the fuzz targets can drive it directly,
+//! and `tests/layout.rs` keeps the layers honest (no import cycles; a core without I/O that
+//! imports nothing from the rest).
 // No unsafe code but one call in `gateway::signals`, which allows it for itself.
 #![deny(unsafe_code)]
 
