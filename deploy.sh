@@ -3,7 +3,8 @@
 # public_html/cgi-bin/resolve and the page in public_html/resolve/, prepares ~/resolve/ (the
 # data directory, a starter configuration and the list of files it installed), then runs
 # `resolve check` on the host. Transports: local (this machine), ssh (rsync or scp), ftps
-# (lftp). See ./deploy.sh --help.
+# (lftp). With --package DIR it builds the archives owners install with cPanel's File Manager
+# instead. See ./deploy.sh --help.
 set -euo pipefail
 
 ME=deploy.sh
@@ -74,6 +75,12 @@ The configuration, written only when there is none yet:
   --domain NAME               also: the site's own pages (https://NAME, https://www.NAME) are
                               the only ones allowed to use the program (allowed_origins)
 
+Release archives (instead of deploying):
+  --package DIR               build the binary and write into DIR the archives owners extract
+                              with cPanel's File Manager: resolve-VERSION-x86_64-linux.zip and
+                              .tar.gz (the home directory's layout, with INSTALL.txt) and
+                              SHA256SUMS
+
 Afterwards:
   --url URL                   the address to open, printed at the end
   --domain NAME               the site's domain: the address printed is https://NAME/
@@ -102,6 +109,7 @@ Examples:
   ./deploy.sh --transport local --target "$HOME"      # on the host itself
   ./deploy.sh --transport ssh --host example.com --user alice --domain example.com \
       --provider realdebrid --token-file ~/.config/resolve-token
+  ./deploy.sh --package dist                          # the archives for File Manager
 
 Building needs Linux on x86_64 with Rust (rustup), and musl-gcc (Debian: musl-tools). Elsewhere,
 build on such a machine and pass --binary.
@@ -206,6 +214,7 @@ yes_no() {
 }
 
 SETTINGS_FILE=""
+PACKAGE_DIR=""
 parse_args() {
     while [ $# -gt 0 ]; do
         local arg=$1 name value
@@ -227,6 +236,16 @@ parse_args() {
                 ;;
             --settings=*)
                 SETTINGS_FILE=${arg#--settings=}
+                continue
+                ;;
+            --package)
+                [ $# -gt 0 ] || usage_error "--package needs a directory"
+                PACKAGE_DIR=$1
+                shift
+                continue
+                ;;
+            --package=*)
+                PACKAGE_DIR=${arg#--package=}
                 continue
                 ;;
             --token | --token=*)
@@ -1400,6 +1419,102 @@ shell_deploy() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Release archives: the home directory's layout, for cPanel's File Manager (docs/INSTALL.txt)
+
+# Writes ARCHIVE.zip from the staged tree: Unix modes in every entry, entries sorted, one fixed
+# time, so that the same commit gives the same bytes. No entry for the web root itself, so that
+# extracting never changes its mode.
+write_zip() {
+    python3 - "$1" "$2" "$3" "$WEB" <<'PY'
+import os, stat, sys, time, zipfile
+root, out, epoch, web = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+when = time.gmtime(max(epoch, 315532800))[:6]
+paths = []
+for d, dirs, files in os.walk(root):
+    for n in dirs + files:
+        paths.append(os.path.relpath(os.path.join(d, n), root))
+with zipfile.ZipFile(out, "w") as z:
+    for rel in sorted(paths):
+        if rel == web:
+            continue
+        st = os.lstat(os.path.join(root, rel))
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            info = zipfile.ZipInfo(rel + "/", when)
+            info.external_attr = ((stat.S_IFDIR | mode) << 16) | 0x10
+            data = b""
+        else:
+            info = zipfile.ZipInfo(rel, when)
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
+        info.create_system = 3
+        z.writestr(info, data)
+PY
+}
+
+make_package() {
+    local out=$1 version name stage epoch f
+    [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
+    [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
+    version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$REPO/Cargo.toml" | head -n 1)
+    [ -n "$version" ] || die "no version in Cargo.toml"
+    name=resolve-$version-x86_64-linux
+    command -v python3 >/dev/null || die "python3 not found: it writes the zip (Debian: apt-get install python3)"
+    command -v tar >/dev/null || die "tar not found"
+    command -v gzip >/dev/null || die "gzip not found"
+    if [ -n "$BINARY" ]; then
+        step "use the prebuilt binary"
+        BINARY=$(cd "$(dirname "$BINARY")" && pwd)/$(basename "$BINARY")
+    else
+        build
+    fi
+    check_static "$BINARY"
+
+    step "stage the home directory's layout"
+    stage=$WORK/package
+    mkdir -p "$stage/$WEB/cgi-bin" "$stage/resolve/ratelimit"
+    prepare_page "$stage/$PAGE_PATH"
+    cp "$BINARY" "$stage/$WEB/cgi-bin/resolve"
+    starter_config "$DOMAIN" "" "" >"$stage/resolve/config.json"
+    if [ -f "$REPO/ratelimit/.htaccess" ]; then
+        cp "$REPO/ratelimit/.htaccess" "$stage/resolve/ratelimit/.htaccess"
+    fi
+    local page_url="https://YOUR-DOMAIN/"
+    [ "$PAGE_DIR" = . ] || page_url="$page_url${PAGE_DIR#./}/"
+    sed -e "s|@VERSION@|$version|g" -e "s|@PAGE_URL@|$page_url|g" -e "s|@PAGE_PATH@|$PAGE_PATH|g" \
+        -e "s|@WEB@|$WEB|g" "$REPO/docs/INSTALL.txt" >"$stage/INSTALL.txt"
+    find "$stage" -type d -exec chmod 755 {} +
+    find "$stage" -type f -exec chmod 644 {} +
+    chmod 755 "$stage/$WEB/cgi-bin/resolve"
+    chmod 700 "$stage/resolve" "$stage/resolve/ratelimit"
+    chmod 600 "$stage/resolve/config.json"
+
+    epoch=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || true)
+    [ -n "$epoch" ] || epoch=${SOURCE_DATE_EPOCH:-1704067200}
+    mkdir -p "$out"
+    out=$(cd "$out" && pwd)
+    rm -f "$out/$name.zip" "$out/$name.tar.gz" "$out/SHA256SUMS"
+    step "write $out/$name.zip and $name.tar.gz"
+    write_zip "$stage" "$out/$name.zip" "$epoch"
+    (
+        cd "$stage"
+        find . -mindepth 1 ! -path "./$WEB" | sed 's|^\./||' | LC_ALL=C sort >"$WORK/package.list"
+        tar --format=gnu --no-recursion --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
+            -cf - -T "$WORK/package.list"
+    ) | gzip -9 -n >"$out/$name.tar.gz"
+    (
+        cd "$out"
+        sha256sum "$name.zip" "$name.tar.gz" >SHA256SUMS
+    )
+    for f in "$name.zip" "$name.tar.gz" SHA256SUMS; do
+        note "$out/$f ($(wc -c <"$out/$f" | tr -d ' ') bytes)"
+    done
+    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/, resolve/config.json, resolve/ratelimit/"
+}
+
+# ---------------------------------------------------------------------------------------------
 
 WORK=""
 # shellcheck disable=SC2317 # the EXIT trap
@@ -1464,9 +1579,18 @@ main() {
         url="https://$DOMAIN/"
     fi
 
+    if [ -n "$PACKAGE_DIR" ]; then
+        [ -z "$TRANSPORT" ] || usage_error "--package builds archives: it takes no --transport"
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/resolve-deploy.XXXXXX")
+        trap cleanup_work EXIT
+        collect_pages
+        make_package "$PACKAGE_DIR"
+        return
+    fi
+
     case "$TRANSPORT" in
         local | ssh | ftps) ;;
-        "") usage_error "choose a transport: --transport local, ssh or ftps" ;;
+        "") usage_error "choose a transport: --transport local, ssh or ftps (or --package DIR)" ;;
         *) usage_error "unknown transport \"$TRANSPORT\": local, ssh or ftps" ;;
     esac
     [ "$TRANSPORT" = ftps ] || [ "$ALLOW_PLAIN_FTP" = no ] || usage_error "--allow-plain-ftp applies to --transport ftps only"
