@@ -266,4 +266,37 @@ fn the_package_installs_with_file_manager_steps_and_resolves_under_suexec() {
     // The starter configuration passes check, run as the account where the web server runs it.
     let check = user.run("public_html/cgi-bin/resolve", &["check"]);
     assert!(check.lines().any(|l| l.trim() == "OK"), "{check}");
+
+    // A host whose extraction ignores the archive's modes (Python's zipfile, like some file
+    // managers, writes plain 644 files): the program does not run, as INSTALL.txt describes,
+    // until step 3's fix by hand.
+    let other = HostUser::create(true);
+    other.write(
+        &other.path(&format!("{name}.zip")),
+        fs::read(&zip).unwrap(),
+        0o644,
+    );
+    other.run(
+        "/usr/bin/python3",
+        &["-m", "zipfile", "-e", &format!("{name}.zip"), "."],
+    );
+    other.assert_mode("public_html/cgi-bin/resolve", 0o644);
+    let apache = apache_for(&other);
+    let suexec = SuexecLog::mark();
+    let (_, r) = send_through_page(&apache, &other.url("resolve/"), link);
+    assert!(
+        r.status >= 500,
+        "a program without its execute bit answered:\n{}",
+        r.everything()
+    );
+    assert!(
+        install.contains("0644") && install.contains("500 Internal Server Error"),
+        "INSTALL.txt names what this looks like"
+    );
+    // Step 3 by hand: 755 for the program, 600 for the configuration.
+    other.run("chmod", &["755", "public_html/cgi-bin/resolve"]);
+    other.run("chmod", &["600", "resolve/config.json"]);
+    let (_, r) = send_through_page(&apache, &other.url("resolve/"), link);
+    assert_status(&r, 200, &apache, &suexec);
+    assert!(r.text().contains(link), "{}", r.everything());
 }
