@@ -1178,6 +1178,16 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     ]);
     assert_deployed(&user, &r.binary());
 
+    // Over FTPS too, a page file changed since is found (fetched and hashed) and not replaced.
+    let css = user.web().join("resolve/style.css");
+    user.write(&css, "/* the owner's */\n", 0o644);
+    let before = listing(&user.home);
+    let r = run(args(&tls_port, &password_file), &[]);
+    r.assert_exit(1);
+    r.warns(&["public_html/resolve/style.css: changed since deploy.sh installed it"]);
+    assert_untouched(&before, &user, "a refused FTPS deployment");
+    user.write(&css, installed_page("style.css", "/cgi-bin/resolve"), 0o644);
+
     assert_redeploy_keeps_the_configuration(&user, || {
         run(args(&tls_port, &password_file), &[]).assert_ok();
     });
