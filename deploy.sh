@@ -83,7 +83,8 @@ Release archives (instead of deploying):
 
 Afterwards:
   --url URL                   the address to open, printed at the end
-  --domain NAME               the site's domain: the address printed is https://NAME/
+  --domain NAME               the site's domain: the address printed is https://NAME/ and the
+                              page's folder
 
 Other:
   --settings FILE             read settings from FILE (default: deploy.conf beside this script,
