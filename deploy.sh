@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Deploys resolve to a cPanel-style account: builds the static binary, puts it in
-# public_html/cgi-bin/resolve and the page in public_html/, prepares ~/resolve/ (the data
-# directory and a starter configuration), then runs `resolve check` on the host.
-# Transports: local (this machine), ssh (rsync or scp), ftps (lftp). See ./deploy.sh --help.
+# public_html/cgi-bin/resolve and the page in public_html/resolve/, prepares ~/resolve/ (the
+# data directory, a starter configuration and the list of files it installed), then runs
+# `resolve check` on the host. Transports: local (this machine), ssh (rsync or scp), ftps
+# (lftp). With --package DIR it builds the archives owners install with cPanel's File Manager
+# instead. See ./deploy.sh --help.
 set -euo pipefail
 
 ME=deploy.sh
@@ -19,14 +21,17 @@ Builds the static resolve binary and installs a working site in a cPanel-style a
 
   public_html/cgi-bin/resolve   the program (mode 755; uploaded under a temporary name,
                                 then renamed, so no request ever runs a half-written file)
-  public_html/                  the page: the files of public/ (index.html, style.css, app.js)
+  public_html/resolve/          the page: the files of public/ (index.html, style.css, app.js)
   ~/resolve/ratelimit/          the rate-limit data (mode 700), outside the web root
-  ~/resolve/config.json         a starter configuration (mode 600, the echo provider), written
-                                only when none exists
+  ~/resolve/config.json         a starter configuration (mode 600: the echo provider, a spend
+                                limit, your domain's origins), written only when none exists
+  ~/resolve/installed.txt       what deploy.sh installed (path and sha256 of each file)
 
 An existing configuration and existing limit data are never overwritten or deleted, so running
-it again (to upgrade) is safe. Where a shell is available (local, ssh) it then runs
-`resolve check` on the host and prints its report.
+it again (to upgrade) is safe. It replaces only files it installed itself and that are unchanged
+since (listed in ~/resolve/installed.txt); any other file in the way stops it before anything is
+changed, naming the file (--force replaces it). Where a shell is available (local, ssh) it then
+runs `resolve check` on the host and prints its report.
 
 Where to:
   --transport local|ssh|ftps  local: a home directory on this machine (on the host itself);
@@ -56,10 +61,30 @@ What:
                               x86_64-unknown-linux-musl, Debian's musl-tools)
   --create-cgi-bin            create public_html/cgi-bin (mode 755) when it is missing (only
                               useful where the host has CGI enabled for the account)
+  --page-dir DIR              the page's folder, relative to the web root (default: resolve,
+                              so the page is https://DOMAIN/resolve/; . for the web root)
+  --endpoint PATH             where the page sends links (default: /cgi-bin/resolve)
+  --force                     replace files in the way that deploy.sh did not install (or that
+                              were changed since it did)
+
+The configuration, written only when there is none yet:
+  --provider NAME             a provider preset: realdebrid, alldebrid, premiumize, debridlink
+                              or torbox (default: the echo provider, which spends nothing)
+  --token-file FILE           the provider's API token: the first line of FILE (mode 600,
+                              outside any checkout); never taken on the command line
+  --domain NAME               also: the site's own pages (https://NAME, https://www.NAME) are
+                              the only ones allowed to use the program (allowed_origins)
+
+Release archives (instead of deploying):
+  --package DIR               build the binary and write into DIR the archives owners extract
+                              with cPanel's File Manager: resolve-VERSION-x86_64-linux.zip and
+                              .tar.gz (the home directory's layout, with INSTALL.txt) and
+                              SHA256SUMS
 
 Afterwards:
   --url URL                   the address to open, printed at the end
-  --domain NAME               the site's domain: the address printed is https://NAME/
+  --domain NAME               the site's domain: the address printed is https://NAME/ and the
+                              page's folder
 
 Other:
   --settings FILE             read settings from FILE (default: deploy.conf beside this script,
@@ -73,7 +98,8 @@ account (public_html/cgi-bin is missing).
 
 Settings file: one `name = value` per line, names as the long options without the dashes
 (transport, target, host, user, port, identity, ssh-config, remote-home, web-root,
-password-file, ca-file, allow-plain-ftp, binary, no-install, create-cgi-bin, url, domain);
+password-file, ca-file, allow-plain-ftp, binary, no-install, create-cgi-bin, page-dir,
+endpoint, force, provider, token-file, url, domain);
 `#` starts a comment line; yes or no for switches. A password is never read from it: use
 password-file. See deploy.conf.example.
 
@@ -82,6 +108,9 @@ Examples:
   ./deploy.sh --transport ftps --host ftp.example.com --user alice \
       --password-file ~/.config/resolve-ftp-password --domain example.com
   ./deploy.sh --transport local --target "$HOME"      # on the host itself
+  ./deploy.sh --transport ssh --host example.com --user alice --domain example.com \
+      --provider realdebrid --token-file ~/.config/resolve-token
+  ./deploy.sh --package dist                          # the archives for File Manager
 
 Building needs Linux on x86_64 with Rust (rustup), and musl-gcc (Debian: musl-tools). Elsewhere,
 build on such a machine and pass --binary.
@@ -139,8 +168,8 @@ shq() {
 # ---------------------------------------------------------------------------------------------
 # Settings: flags first, then the settings file for whatever the flags left unset.
 
-SETTINGS_KEYS=" transport target host user port identity ssh-config remote-home web-root password-file ca-file allow-plain-ftp binary no-install create-cgi-bin url domain "
-SWITCH_KEYS=" allow-plain-ftp no-install create-cgi-bin dry-run "
+SETTINGS_KEYS=" transport target host user port identity ssh-config remote-home web-root password-file ca-file allow-plain-ftp binary no-install create-cgi-bin page-dir endpoint force provider token-file url domain "
+SWITCH_KEYS=" allow-plain-ftp no-install create-cgi-bin force dry-run "
 
 var_name() {
     local k=${2//-/_}
@@ -186,6 +215,7 @@ yes_no() {
 }
 
 SETTINGS_FILE=""
+PACKAGE_DIR=""
 parse_args() {
     while [ $# -gt 0 ]; do
         local arg=$1 name value
@@ -208,6 +238,19 @@ parse_args() {
             --settings=*)
                 SETTINGS_FILE=${arg#--settings=}
                 continue
+                ;;
+            --package)
+                [ $# -gt 0 ] || usage_error "--package needs a directory"
+                PACKAGE_DIR=$1
+                shift
+                continue
+                ;;
+            --package=*)
+                PACKAGE_DIR=${arg#--package=}
+                continue
+                ;;
+            --token | --token=*)
+                usage_error "tokens are never taken on the command line: put it in a file (chmod 600) and name it with --token-file FILE"
                 ;;
             --password | --password=*)
                 usage_error "passwords are never taken on the command line: use --password-file FILE or the LFTP_PASSWORD environment variable"
@@ -277,6 +320,9 @@ load_settings() {
             password | ftp-password | pass)
                 usage_error "$file line $n: a password is never read from the settings file: put it in its own file (mode 600) and name it with password-file"
                 ;;
+            token | api-token)
+                usage_error "$file line $n: a token is never read from the settings file: put it in its own file (mode 600) and name it with token-file"
+                ;;
         esac
         if [[ $SETTINGS_KEYS != *" $key "* ]]; then
             usage_error "$file line $n: unknown setting \"$key\""
@@ -287,41 +333,85 @@ load_settings() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# The starter configuration: comment-free JSON the owner edits (README: Configuration).
+# The starter configuration: comment-free JSON the owner edits (README: Configuration). Safe
+# from the first request: a spend limit on paid calls (100 a day, 1500 in 30 days: adjust them
+# to your plan), the site's own origins when the domain is known, and the echo provider (which
+# spends nothing) unless a preset and its token were given.
 
+PRESETS=" realdebrid alldebrid premiumize debridlink torbox "
+
+# The origins of the site's pages for a domain: https://example.com and https://www.example.com.
+site_origins() {
+    local d=$1
+    [ -n "$d" ] || return 0
+    d=${d#www.}
+    printf '"https://%s", "https://www.%s"' "$d" "$d"
+}
+
+# Usage: starter_config DOMAIN PROVIDER TOKEN (PROVIDER and TOKEN empty for the echo provider).
 starter_config() {
-    cat <<'JSON'
+    local provider='{"kind": "echo"}'
+    if [ -n "$2" ]; then
+        provider="{\"preset\": \"$2\", \"token\": \"$3\"}"
+    fi
+    cat <<JSON
 {
-  "provider": {"kind": "echo"},
+  "provider": $provider,
   "store": {"kind": "file", "dir": "ratelimit", "on_error": "allow"},
   "rules": [
     {"name": "ip", "key": "ip", "limit": 30, "window_secs": 60},
     {"name": "ip-day", "key": "ip", "limit": 300, "window_secs": 86400}
   ],
+  "spend": [
+    {"name": "day", "limit": 100, "window_secs": 86400},
+    {"name": "month", "limit": 1500, "window_secs": 2592000}
+  ],
+  "allowed_origins": [$(site_origins "$1")],
   "client": {"ipv6_prefix": 64, "trusted_proxies": [], "forwarded_header": "X-Forwarded-For"},
   "request": {"max_body_bytes": 8192}
 }
 JSON
 }
 
+# Reads the provider token from --token-file into TOKEN (never echoed, never on a command line).
+TOKEN=""
+read_token() {
+    local file=$1
+    if [ ! -f "$file" ] || [ ! -r "$file" ]; then
+        die "cannot read the token file $file"
+    fi
+    # shellcheck disable=SC2012 # one named file; ls -l is the portable way to its mode
+    case $(ls -ln -- "$file" | awk '{ print substr($1, 5, 6) }') in
+        *r* | *w*) warn "$file can be read by others: chmod 600 $file" ;;
+    esac
+    IFS= read -r TOKEN <"$file" || [ -n "$TOKEN" ] || die "the token file $file is empty"
+    TOKEN=$(trim "$TOKEN")
+    TOKEN=${TOKEN%$'\r'}
+    [ -n "$TOKEN" ] || die "the token file $file is empty"
+    # Tokens are letters, digits and a few marks; anything else would need JSON escaping and is
+    # more likely a wrong file. The token itself is never shown.
+    [[ $TOKEN =~ ^[A-Za-z0-9._~+/=:-]+$ ]] || die "the first line of $file does not look like an API token (letters, digits and ._~+/=:- only; ${#TOKEN} characters): is it the right file?"
+}
+
 # ---------------------------------------------------------------------------------------------
 # The host side (local and ssh): a POSIX sh script run in the account, as the account.
-# Usage: sh -s -- ACTION HOME WEB_ROOT ID CREATE_CGI_BIN [PAGE FILES...]
+# Usage: sh -s -- ACTION HOME WEB_ROOT ID CREATE_CGI_BIN PAGE_DIR [ARGS...]
 #   preflight  look (never change anything) and report what a deployment would do
+#   inventory  print the list of installed files (resolve/installed.txt) and the sha256 of
+#              each path given (ARGS), for deciding what may be replaced
 #   prepare    create cgi-bin when it is missing and that was asked for
-#   install    move the uploaded files (named .resolve-deploy.ID.*) into place, create the
-#              data directory and the starter configuration when missing, check modes
+#   install    move the uploaded files (named .resolve-deploy.ID.*) into place: the page files
+#              (ARGS) into PAGE_DIR, the program into cgi-bin, the configuration (only when
+#              there is none) and the list of installed files into resolve/; check modes
 #   check      run the deployed binary's `check`, as the web server will run it
 #   cleanup    remove this deployment's uploaded temporary files
+# PAGE_DIR is the page's directory relative to the home (public_html/resolve by default).
 
 host_script() {
-    printf 'starter_config() {\ncat <<'\''JSON'\''\n'
-    starter_config
-    printf 'JSON\n}\n'
     cat <<'HOST'
 set -eu
-action=$1 home=$2 web=$3 id=$4 create_cgi=$5
-shift 5
+action=$1 home=$2 web=$3 id=$4 create_cgi=$5 pagedir=$6
+shift 6
 tmp=".resolve-deploy.$id"
 
 say() { printf 'host: %s\n' "$*"; }
@@ -395,8 +485,41 @@ preflight() {
     if [ -e resolve/config.json ]; then
         say "resolve/config.json exists: kept as it is"
     else
-        say "resolve/config.json will be created (mode 600) with the echo provider: edit it to add your provider"
+        say "resolve/config.json will be created (mode 600)"
     fi
+    if [ -e "$pagedir" ] && [ ! -d "$pagedir" ]; then
+        fail "$home/$pagedir exists but is not a directory: choose another place for the page with --page-dir"
+    fi
+    if [ -d "$pagedir" ]; then
+        say "the page goes into $pagedir/"
+    else
+        say "the page goes into $pagedir/ (created, mode 755)"
+    fi
+}
+
+sha() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        sha256sum <"$1" | cut -d' ' -f1
+    elif command -v shasum >/dev/null 2>&1; then
+        shasum -a 256 <"$1" | cut -d' ' -f1
+    else
+        openssl dgst -sha256 -r <"$1" | cut -d' ' -f1
+    fi
+}
+
+inventory() {
+    if [ -f resolve/installed.txt ]; then
+        sed 's/^/manifest /' resolve/installed.txt
+    fi
+    for p in "$@"; do
+        if [ -L "$p" ] || { [ -e "$p" ] && [ ! -f "$p" ]; }; then
+            printf 'file other %s\n' "$p"
+        elif [ -f "$p" ]; then
+            printf 'file %s %s\n' "$(sha "$p")" "$p"
+        else
+            printf 'file missing %s\n' "$p"
+        fi
+    done
 }
 
 verify_mode() {
@@ -421,29 +544,31 @@ install() {
             say "created $d (mode 700)"
         fi
     done
-    if [ ! -e resolve/config.json ]; then
-        (
-            umask 077
-            starter_config >"resolve/$tmp.config.json"
-        )
+    if [ ! -e resolve/config.json ] && [ -f "$tmp.config.json" ]; then
+        chmod 600 "$tmp.config.json"
         # ln never replaces an existing file: a configuration that appeared meanwhile wins.
-        if ln "resolve/$tmp.config.json" resolve/config.json 2>/dev/null; then
-            say "created resolve/config.json (mode 600) with the echo provider"
+        if ln "$tmp.config.json" resolve/config.json 2>/dev/null; then
+            say "created resolve/config.json (mode 600)"
         elif [ -e resolve/config.json ]; then
             say "kept resolve/config.json"
         else
-            rm -f "resolve/$tmp.config.json"
+            rm -f "$tmp.config.json"
             fail "cannot create $home/resolve/config.json"
         fi
-        rm -f "resolve/$tmp.config.json"
     else
         say "kept resolve/config.json"
+    fi
+    rm -f "$tmp.config.json"
+    if [ ! -d "$pagedir" ]; then
+        mkdir -p "$pagedir"
+        chmod 755 "$pagedir"
+        say "created $pagedir (mode 755)"
     fi
     for f in "$@"; do
         [ -f "$web/$tmp.$f" ] || fail "upload failed: $home/$web/$tmp.$f is missing"
         chmod 644 "$web/$tmp.$f"
-        mv -f "$web/$tmp.$f" "$web/$f"
-        say "installed $web/$f"
+        mv -f "$web/$tmp.$f" "$pagedir/$f"
+        say "installed $pagedir/$f"
     done
     chmod 755 "$cgi"
     verify_mode "$cgi" 'drwxr-[xs]r-x'
@@ -452,6 +577,11 @@ install() {
     verify_mode "$cgi/$tmp.resolve" -rwxr-xr-x
     mv -f "$cgi/$tmp.resolve" "$cgi/resolve"
     say "installed $cgi/resolve"
+    if [ -f "$tmp.installed.txt" ]; then
+        chmod 600 "$tmp.installed.txt"
+        mv -f "$tmp.installed.txt" resolve/installed.txt
+        say "recorded the installed files in resolve/installed.txt"
+    fi
 }
 
 prepare() {
@@ -467,7 +597,7 @@ check() {
 }
 
 cleanup() {
-    rm -f "$cgi/$tmp.resolve" "resolve/$tmp.config.json"
+    rm -f "$cgi/$tmp.resolve" "$tmp.config.json" "$tmp.installed.txt"
     for f in "$@"; do
         rm -f "$web/$tmp.$f"
     done
@@ -475,6 +605,7 @@ cleanup() {
 
 case $action in
     preflight) preflight ;;
+    inventory) inventory "$@" ;;
     prepare) prepare ;;
     install) install "$@" ;;
     check) check ;;
@@ -577,6 +708,193 @@ collect_pages() {
             warn "public/$(basename "$f") is not a file: not uploaded"
         fi
     done
+}
+
+sha256_of() {
+    if command -v sha256sum >/dev/null; then
+        sha256sum <"$1" | cut -d' ' -f1
+    else
+        shasum -a 256 <"$1" | cut -d' ' -f1
+    fi
+}
+
+# Copies the page into $WORK/page with the form's action pointing at the endpoint, so the page
+# works from any folder (whatever action public/index.html has).
+prepare_page() {
+    local dir=$1 f
+    mkdir -p "$dir"
+    for f in "${PAGE_FILES[@]}"; do
+        cp "$REPO/public/$f" "$dir/$f"
+    done
+    awk -v ep="$ENDPOINT" '
+        !done && match($0, /[[:space:]]action="[^"]*"/) {
+            $0 = substr($0, 1, RSTART) "action=\"" ep "\"" substr($0, RSTART + RLENGTH)
+            done = 1
+        }
+        { print }
+        END { if (!done) exit 3 }
+    ' "$REPO/public/index.html" >"$dir/index.html" ||
+        die "public/index.html has no form with action=\"...\" to point at $ENDPOINT"
+}
+
+# What is on the host, from the inventory: the installed-files list (OLD_MANIFEST: "SHA  PATH"
+# lines) and each destination's state (REMOTE_FILES: "SHA|missing|other PATH").
+OLD_MANIFEST=()
+REMOTE_FILES=()
+CONFIG_EXISTS=no
+read_inventory() {
+    local line
+    OLD_MANIFEST=()
+    REMOTE_FILES=()
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in
+            "manifest "*) OLD_MANIFEST+=("${line#manifest }") ;;
+            "file "*) REMOTE_FILES+=("${line#file }") ;;
+        esac
+    done <"$1"
+    if [ "$(remote_state resolve/config.json)" != missing ]; then
+        CONFIG_EXISTS=yes
+    fi
+}
+
+remote_state() {
+    local l
+    for l in "${REMOTE_FILES[@]}"; do
+        if [ "${l#* }" = "$1" ]; then
+            printf '%s' "${l%% *}"
+            return
+        fi
+    done
+    printf missing
+}
+
+manifest_sha() {
+    local l
+    for l in "${OLD_MANIFEST[@]}"; do
+        case "$l" in
+            "#"*) ;;
+            *"  $1")
+                printf '%s' "${l%%  *}"
+                return 0
+                ;;
+        esac
+    done
+    return 1
+}
+
+# The files this run installs: DESTS (paths from the home) and SRCS (local files); NEW_SHA for
+# those known before the build (the page).
+DESTS=()
+SRCS=()
+NEW_SHA=()
+plan_files() {
+    local f
+    DESTS=()
+    SRCS=()
+    NEW_SHA=()
+    for f in "${PAGE_FILES[@]}"; do
+        DESTS+=("$PAGE_PATH/$f")
+        SRCS+=("$WORK/page/$f")
+        NEW_SHA+=("$(sha256_of "$WORK/page/$f")")
+    done
+    DESTS+=("$WEB/cgi-bin/resolve")
+    SRCS+=("")
+    NEW_SHA+=("")
+}
+
+# Refuses (before anything is built or changed) to replace a file deploy.sh did not install, or
+# one changed since it did, unless --force.
+check_overwrites() {
+    local problems=() i dest cur mine
+    for i in "${!DESTS[@]}"; do
+        dest=${DESTS[i]}
+        cur=$(remote_state "$dest")
+        case "$cur" in
+            missing) continue ;;
+            other) die "$dest exists and is not a regular file: move it away or put the page elsewhere with --page-dir DIR" ;;
+        esac
+        if [ -n "${NEW_SHA[i]}" ] && [ "$cur" = "${NEW_SHA[i]}" ]; then
+            continue
+        fi
+        if mine=$(manifest_sha "$dest"); then
+            [ "$cur" = "$mine" ] && continue
+            problems+=("$dest: changed since deploy.sh installed it")
+        elif [ "$dest" = "$WEB/cgi-bin/resolve" ]; then
+            problems+=("$dest: not installed by this deploy.sh (an earlier resolve, installed before deploy.sh listed its files in resolve/installed.txt, is replaced with --force)")
+        else
+            problems+=("$dest: not installed by deploy.sh")
+        fi
+    done
+    [ "${#problems[@]}" -gt 0 ] || return 0
+    local p
+    if [ "$FORCE" = yes ]; then
+        for p in "${problems[@]}"; do
+            warn "--force: replacing ${p%%: *} (${p#*: })"
+        done
+        return 0
+    fi
+    {
+        printf '%s: these files are in the way, and deploy.sh replaces only files it installed itself:\n' "$ME"
+        for p in "${problems[@]}"; do
+            printf '  %s\n' "$p"
+        done
+        printf '  Nothing was changed. Move or rename them (cPanel File Manager), put the page in another\n'
+        printf '  folder with --page-dir DIR, or replace them with --force.\n'
+    } >&2
+    exit 1
+}
+
+# The new list of installed files: this run's files, and earlier entries for other paths (a
+# page left in a former --page-dir stays deploy.sh's to replace).
+write_manifest() {
+    local out=$1 i l keep
+    {
+        printf '# Files deploy.sh installed: sha256 and path from the home directory. A later\n'
+        printf '# deploy.sh replaces only these, and only while unchanged (else --force).\n'
+        for l in "${OLD_MANIFEST[@]}"; do
+            case "$l" in
+                "#"* | "") continue ;;
+            esac
+            keep=yes
+            for i in "${!DESTS[@]}"; do
+                [ "${l#*  }" = "${DESTS[i]}" ] && keep=no
+            done
+            [ "$keep" = no ] || printf '%s\n' "$l"
+        done
+        for i in "${!DESTS[@]}"; do
+            printf '%s  %s\n' "$(sha256_of "${SRCS[i]}")" "${DESTS[i]}"
+        done
+    } >"$out"
+}
+
+# The configuration a first deployment writes, and `resolve check` on it with the binary about
+# to be uploaded (when this machine can run it), before anything leaves this machine.
+write_new_config() {
+    local out=$1
+    (
+        umask 077
+        starter_config "$DOMAIN" "$PROVIDER" "$TOKEN" >"$out"
+    )
+}
+
+show_new_config() {
+    local shown=""
+    [ -z "$PROVIDER" ] || shown="(the first line of $TOKEN_FILE)"
+    starter_config "$DOMAIN" "$PROVIDER" "$shown" | sed 's/^/        /'
+}
+
+check_new_config() {
+    local config=$1 bin=$2
+    if [ "$(uname -sm)" != "Linux x86_64" ]; then
+        note "resolve check on the new configuration: skipped (this machine cannot run the Linux binary); it runs on the host"
+        return 0
+    fi
+    step "resolve check on the new configuration (here, before uploading it)"
+    # The report without the effective configuration (the check on the host prints it).
+    if ! env -u GATEWAY_INTERFACE -u RESOLVE_CONFIG "$bin" check --config "$config" 2>&1 |
+        sed -e '/^effective configuration/,/^}/d' -e 's/^/    /'; then
+        die "the new configuration does not pass resolve check (see above); nothing was uploaded"
+    fi
 }
 
 # local ----------------------------------------------------------------------------------------
@@ -810,7 +1128,7 @@ ftps_preflight() {
     {
         # Unconditional, so that a refused login stops here instead of reading as "missing".
         printf 'cls -1d --perms .\n'
-        for p in "$WEB" "$WEB/cgi-bin" "$WEB/cgi-bin/resolve" resolve resolve/ratelimit resolve/config.json; do
+        for p in "$WEB" "$WEB/cgi-bin" resolve resolve/ratelimit resolve/config.json resolve/installed.txt "$PAGE_PATH" "${DESTS[@]}"; do
             printf 'cls -1d --perms %s || echo %s\n' "$(lq "$p")" "$(lq "missing $p")"
         done
     } >"$WORK/preflight.lftp"
@@ -848,6 +1166,46 @@ EOF
             note "$p will be created"
         fi
     done
+    note "the page goes into $PAGE_PATH/"
+}
+
+# The same inventory as the host script's, from files fetched over FTPS and hashed here.
+ftps_inventory() {
+    local i p n=0
+    mkdir -p "$WORK/remote"
+    {
+        printf 'set xfer:clobber on\n'
+        if ftp_exists resolve/installed.txt; then
+            printf 'get %s -o %s\n' "$(lq resolve/installed.txt)" "$(lq "$WORK/remote/manifest")"
+        fi
+        for p in "${DESTS[@]}"; do
+            n=$((n + 1))
+            case "$(ftp_perms_of "$p" || true)" in
+                -*) printf 'get %s -o %s\n' "$(lq "$p")" "$(lq "$WORK/remote/$n")" ;;
+            esac
+        done
+    } >"$WORK/inventory.lftp"
+    if grep -q '^get ' "$WORK/inventory.lftp"; then
+        lftp_run <"$WORK/inventory.lftp" || die "cannot read the files in the way over FTPS: $LFTP_REASON"
+    fi
+    {
+        if [ -f "$WORK/remote/manifest" ]; then
+            sed 's/^/manifest /' "$WORK/remote/manifest"
+        fi
+        if ftp_exists resolve/config.json; then
+            printf 'file present resolve/config.json\n'
+        fi
+        i=0
+        for p in "${DESTS[@]}"; do
+            i=$((i + 1))
+            if [ -f "$WORK/remote/$i" ]; then
+                printf 'file %s %s\n' "$(sha256_of "$WORK/remote/$i")" "$p"
+            elif ftp_exists "$p"; then
+                printf 'file other %s\n' "$p"
+            fi
+        done
+    } >"$WORK/inventory"
+    read_inventory "$WORK/inventory"
 }
 
 ftp_perms_of() {
@@ -885,18 +1243,22 @@ ftps_deploy() {
         if ! ftp_exists resolve/ratelimit; then
             printf 'chmod 700 resolve/ratelimit\n'
         fi
+        if ! ftp_exists "$PAGE_PATH"; then
+            printf 'mkdir -p %s\nchmod 755 %s\n' "$(lq "$PAGE_PATH")" "$(lq "$PAGE_PATH")"
+        fi
         for f in "${PAGE_FILES[@]}"; do
-            printf 'put %s -o %s\nchmod 644 %s\n' "$(lq "$REPO/public/$f")" \
+            printf 'put %s -o %s\nchmod 644 %s\n' "$(lq "$WORK/page/$f")" \
                 "$(lq "$WEB/$TMP_PREFIX.$f")" "$(lq "$WEB/$TMP_PREFIX.$f")"
         done
-        if ! ftp_exists resolve/config.json; then
-            printf 'put %s -o %s\nchmod 600 %s\n' "$(lq "$WORK/config.json")" \
+        if [ "$CONFIG_EXISTS" = no ]; then
+            printf 'put %s -o %s\nchmod 600 %s\n' "$(lq "$WORK/cfg/config.json")" \
                 "$(lq "resolve/$TMP_PREFIX.config.json")" "$(lq "resolve/$TMP_PREFIX.config.json")"
         fi
         printf 'put %s -o %s\nchmod 755 %s\n' "$(lq "$bin")" \
             "$(lq "$cgi/$TMP_PREFIX.resolve")" "$(lq "$cgi/$TMP_PREFIX.resolve")"
+        printf 'put %s -o %s\nchmod 600 %s\n' "$(lq "$WORK/installed.txt")" \
+            "$(lq "resolve/$TMP_PREFIX.installed.txt")" "$(lq "resolve/$TMP_PREFIX.installed.txt")"
     } >"$WORK/upload.lftp"
-    starter_config >"$WORK/config.json"
     if [ "$DRY_RUN" = yes ]; then
         printf '+ lftp (not run: dry run) <<\n'
         sed 's/^/    /' "$WORK/upload.lftp"
@@ -911,12 +1273,13 @@ ftps_deploy() {
     step "rename into place"
     local renames=()
     for f in "${PAGE_FILES[@]}"; do
-        renames+=("$WEB/$TMP_PREFIX.$f" "$WEB/$f")
+        renames+=("$WEB/$TMP_PREFIX.$f" "$PAGE_PATH/$f")
     done
-    if ! ftp_exists resolve/config.json; then
+    if [ "$CONFIG_EXISTS" = no ]; then
         renames+=("resolve/$TMP_PREFIX.config.json" resolve/config.json)
     fi
     renames+=("$cgi/$TMP_PREFIX.resolve" "$cgi/resolve")
+    renames+=("resolve/$TMP_PREFIX.installed.txt" resolve/installed.txt)
     local i from to
     for ((i = 0; i < ${#renames[@]}; i += 2)); do
         from=${renames[i]}
@@ -974,7 +1337,8 @@ ftps_cleanup() {
     local f
     {
         printf 'set cmd:fail-exit no\n'
-        printf 'rm -f %s\n' "$(lq "$WEB/cgi-bin/$TMP_PREFIX.resolve")" "$(lq "resolve/$TMP_PREFIX.config.json")"
+        printf 'rm -f %s\n' "$(lq "$WEB/cgi-bin/$TMP_PREFIX.resolve")" "$(lq "resolve/$TMP_PREFIX.config.json")" \
+            "$(lq "resolve/$TMP_PREFIX.installed.txt")"
         for f in "${PAGE_FILES[@]}"; do
             printf 'rm -f %s\n' "$(lq "$WEB/$TMP_PREFIX.$f")"
         done
@@ -985,8 +1349,11 @@ ftps_cleanup() {
 # ---------------------------------------------------------------------------------------------
 # Deployment over a shell (local, ssh)
 
-# Runs the host script's ACTION in the account.
+# Runs the host script's ACTION in the account, with ARGS.
 on_host() {
+    local action=$1
+    shift
+    set -- "$action" "$HOST_HOME" "$WEB" "$ID" "$CREATE_CGI_BIN" "$PAGE_PATH" "$@"
     if [ "$TRANSPORT" = ssh ]; then
         ssh_host "$@"
     else
@@ -1006,41 +1373,146 @@ upload() {
 shell_deploy() {
     local bin=$1 f
     if [ "$CREATE_CGI_BIN" = yes ] && [ "$DRY_RUN" = no ]; then
-        on_host prepare "$HOST_HOME" "$WEB" "$ID" yes || die "cannot create $WEB/cgi-bin (see above)"
+        on_host prepare || die "cannot create $WEB/cgi-bin (see above)"
     fi
     step "upload (temporary names in the destination directories)"
     local failed=""
     for f in "${PAGE_FILES[@]}"; do
-        upload "$REPO/public/$f" "$WEB/$TMP_PREFIX.$f" || failed=1
+        upload "$WORK/page/$f" "$WEB/$TMP_PREFIX.$f" || failed=1
     done
+    if [ -z "$failed" ] && [ "$CONFIG_EXISTS" = no ]; then
+        upload "$WORK/cfg/config.json" "$TMP_PREFIX.config.json" || failed=1
+    fi
     if [ -z "$failed" ]; then
         # Only a dry run gets here without a binary: it names the one a build would make.
         upload "${bin:-(the built binary)}" "$WEB/cgi-bin/$TMP_PREFIX.resolve" || failed=1
     fi
+    if [ -z "$failed" ] && [ "$DRY_RUN" = no ]; then
+        upload "$WORK/installed.txt" "$TMP_PREFIX.installed.txt" || failed=1
+    fi
     if [ "$DRY_RUN" = yes ]; then
         step "install on the host (not run: dry run)"
         note "chmod 755 and rename $WEB/cgi-bin/$TMP_PREFIX.resolve to $WEB/cgi-bin/resolve; cgi-bin 755"
-        note "chmod 644 and rename each page file into $WEB/"
-        note "create resolve/ and resolve/ratelimit/ (700) when missing; resolve/config.json (600) when missing:"
-        starter_config | sed 's/^/        /'
+        note "chmod 644 and rename each page file into $PAGE_PATH/ (created when missing, 755)"
+        note "create resolve/ and resolve/ratelimit/ (700) when missing; list the installed files in resolve/installed.txt"
+        if [ "$CONFIG_EXISTS" = no ]; then
+            note "create resolve/config.json (600):"
+            show_new_config
+        fi
         step "resolve check on the host (not run: dry run)"
         return 0
     fi
     if [ -n "$failed" ]; then
-        on_host cleanup "$HOST_HOME" "$WEB" "$ID" no "${PAGE_FILES[@]}" || true
+        on_host cleanup "${PAGE_FILES[@]}" || true
         die "upload failed; the site is as it was"
     fi
 
     step "install on the host"
-    if ! on_host install "$HOST_HOME" "$WEB" "$ID" "$CREATE_CGI_BIN" "${PAGE_FILES[@]}"; then
-        on_host cleanup "$HOST_HOME" "$WEB" "$ID" no "${PAGE_FILES[@]}" || true
+    if ! on_host install "${PAGE_FILES[@]}"; then
+        on_host cleanup "${PAGE_FILES[@]}" || true
         die "installing on the host failed (see above)"
     fi
 
     step "resolve check on the host"
-    if ! on_host check "$HOST_HOME" "$WEB" "$ID" no; then
+    if ! on_host check; then
         die "deployed, but resolve check reports problems: fix the lines marked FAIL in ~/resolve/config.json (README: Configuration), then run deploy.sh again or resolve check"
     fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Release archives: the home directory's layout, for cPanel's File Manager (docs/INSTALL.txt)
+
+# Writes ARCHIVE.zip from the staged tree: Unix modes in every entry, entries sorted, one fixed
+# time, so that the same commit gives the same bytes. No entry for the web root itself, so that
+# extracting never changes its mode.
+write_zip() {
+    python3 - "$1" "$2" "$3" "$WEB" <<'PY'
+import os, stat, sys, time, zipfile
+root, out, epoch, web = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+when = time.gmtime(max(epoch, 315532800))[:6]
+paths = []
+for d, dirs, files in os.walk(root):
+    for n in dirs + files:
+        paths.append(os.path.relpath(os.path.join(d, n), root))
+with zipfile.ZipFile(out, "w") as z:
+    for rel in sorted(paths):
+        if rel == web:
+            continue
+        st = os.lstat(os.path.join(root, rel))
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            info = zipfile.ZipInfo(rel + "/", when)
+            info.external_attr = ((stat.S_IFDIR | mode) << 16) | 0x10
+            data = b""
+        else:
+            info = zipfile.ZipInfo(rel, when)
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(os.path.join(root, rel), "rb") as f:
+                data = f.read()
+        info.create_system = 3
+        z.writestr(info, data)
+PY
+}
+
+make_package() {
+    local out=$1 version name stage epoch f
+    [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
+    [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
+    version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$REPO/Cargo.toml" | head -n 1)
+    [ -n "$version" ] || die "no version in Cargo.toml"
+    name=resolve-$version-x86_64-linux
+    command -v python3 >/dev/null || die "python3 not found: it writes the zip (Debian: apt-get install python3)"
+    command -v tar >/dev/null || die "tar not found"
+    command -v gzip >/dev/null || die "gzip not found"
+    if [ -n "$BINARY" ]; then
+        step "use the prebuilt binary"
+        BINARY=$(cd "$(dirname "$BINARY")" && pwd)/$(basename "$BINARY")
+    else
+        build
+    fi
+    check_static "$BINARY"
+
+    step "stage the home directory's layout"
+    stage=$WORK/package
+    mkdir -p "$stage/$WEB/cgi-bin" "$stage/resolve/ratelimit"
+    prepare_page "$stage/$PAGE_PATH"
+    cp "$BINARY" "$stage/$WEB/cgi-bin/resolve"
+    starter_config "$DOMAIN" "" "" >"$stage/resolve/config.json"
+    if [ -f "$REPO/ratelimit/.htaccess" ]; then
+        cp "$REPO/ratelimit/.htaccess" "$stage/resolve/ratelimit/.htaccess"
+    fi
+    local page_url="https://YOUR-DOMAIN/"
+    [ "$PAGE_DIR" = . ] || page_url="$page_url${PAGE_DIR#./}/"
+    sed -e "s|@VERSION@|$version|g" -e "s|@PAGE_URL@|$page_url|g" -e "s|@PAGE_PATH@|$PAGE_PATH|g" \
+        -e "s|@WEB@|$WEB|g" "$REPO/docs/INSTALL.txt" >"$stage/INSTALL.txt"
+    find "$stage" -type d -exec chmod 755 {} +
+    find "$stage" -type f -exec chmod 644 {} +
+    chmod 755 "$stage/$WEB/cgi-bin/resolve"
+    chmod 700 "$stage/resolve" "$stage/resolve/ratelimit"
+    chmod 600 "$stage/resolve/config.json"
+
+    epoch=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || true)
+    [ -n "$epoch" ] || epoch=${SOURCE_DATE_EPOCH:-1704067200}
+    mkdir -p "$out"
+    out=$(cd "$out" && pwd)
+    rm -f "$out/$name.zip" "$out/$name.tar.gz" "$out/SHA256SUMS"
+    step "write $out/$name.zip and $name.tar.gz"
+    write_zip "$stage" "$out/$name.zip" "$epoch"
+    (
+        cd "$stage"
+        find . -mindepth 1 ! -path "./$WEB" | sed 's|^\./||' | LC_ALL=C sort >"$WORK/package.list"
+        tar --format=gnu --no-recursion --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
+            -cf - -T "$WORK/package.list"
+    ) | gzip -9 -n >"$out/$name.tar.gz"
+    (
+        cd "$out"
+        sha256sum "$name.zip" "$name.tar.gz" >SHA256SUMS
+    )
+    for f in "$name.zip" "$name.tar.gz" SHA256SUMS; do
+        note "$out/$f ($(wc -c <"$out/$f" | tr -d ' ') bytes)"
+    done
+    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/, resolve/config.json, resolve/ratelimit/"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -1065,29 +1537,64 @@ main() {
     NO_INSTALL=$(yes_no no-install "$(setting no-install no)")
     CREATE_CGI_BIN=$(yes_no create-cgi-bin "$(setting create-cgi-bin no)")
     ALLOW_PLAIN_FTP=$(yes_no allow-plain-ftp "$(setting allow-plain-ftp no)")
+    FORCE=$(yes_no force "$(setting force no)")
     WEB=$(setting web-root public_html)
     WEB=${WEB%/}
+    PAGE_DIR=$(setting page-dir resolve)
+    ENDPOINT=$(setting endpoint /cgi-bin/resolve)
+    PROVIDER=$(setting provider "")
+    TOKEN_FILE=$(path_setting token-file)
     REMOTE_HOME=$(setting remote-home "")
     BINARY=$(path_setting binary)
-    local url domain
+    local url
     url=$(setting url "")
-    domain=$(setting domain "")
+    DOMAIN=$(setting domain "")
 
-    case "$TRANSPORT" in
-        local | ssh | ftps) ;;
-        "") usage_error "choose a transport: --transport local, ssh or ftps" ;;
-        *) usage_error "unknown transport \"$TRANSPORT\": local, ssh or ftps" ;;
-    esac
     case "$WEB" in
         /* | *..* | "") usage_error "--web-root must be a path inside the home, like public_html" ;;
     esac
-    [ "$TRANSPORT" = ftps ] || [ "$ALLOW_PLAIN_FTP" = no ] || usage_error "--allow-plain-ftp applies to --transport ftps only"
-    if [ -n "$url" ] && [ -n "$domain" ]; then
+    PAGE_DIR=${PAGE_DIR%/}
+    case "$PAGE_DIR" in
+        . | "") PAGE_DIR=. ;;
+        /* | *..* | cgi-bin | cgi-bin/*) usage_error "--page-dir must be a folder inside the web root (not cgi-bin), like resolve, or . for the web root" ;;
+    esac
+    [[ $PAGE_DIR =~ ^[A-Za-z0-9._/-]+$ ]] || usage_error "--page-dir: use letters, digits and ._-/ only"
+    if [ "$PAGE_DIR" = . ]; then
+        PAGE_PATH=$WEB
+    else
+        PAGE_PATH=$WEB/${PAGE_DIR#./}
+    fi
+    [[ $ENDPOINT =~ ^(/|https?://)[A-Za-z0-9._~/:%@+-]*$ ]] || usage_error "--endpoint must be a path like /cgi-bin/resolve (or a full https:// address)"
+    [[ -z $DOMAIN || $DOMAIN =~ ^[A-Za-z0-9.-]+(:[0-9]+)?$ ]] || usage_error "--domain: a host name like example.com, without https:// or a path"
+    if [ -n "$PROVIDER" ]; then
+        [[ $PRESETS == *" $PROVIDER "* ]] || usage_error "unknown provider \"$PROVIDER\": one of$PRESETS(or edit the configuration for any other, README: Providers)"
+        [ -n "$TOKEN_FILE" ] || usage_error "--provider $PROVIDER needs --token-file FILE (the API token on its first line)"
+        read_token "$TOKEN_FILE"
+    elif [ -n "$TOKEN_FILE" ]; then
+        usage_error "--token-file needs --provider NAME (realdebrid, alldebrid, premiumize, debridlink or torbox)"
+    fi
+    if [ -n "$url" ] && [ -n "$DOMAIN" ]; then
         usage_error "give --url or --domain, not both"
     fi
-    if [ -n "$domain" ]; then
-        url="https://$domain/"
+    if [ -n "$DOMAIN" ]; then
+        url="https://$DOMAIN/"
     fi
+
+    if [ -n "$PACKAGE_DIR" ]; then
+        [ -z "$TRANSPORT" ] || usage_error "--package builds archives: it takes no --transport"
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/resolve-deploy.XXXXXX")
+        trap cleanup_work EXIT
+        collect_pages
+        make_package "$PACKAGE_DIR"
+        return
+    fi
+
+    case "$TRANSPORT" in
+        local | ssh | ftps) ;;
+        "") usage_error "choose a transport: --transport local, ssh or ftps (or --package DIR)" ;;
+        *) usage_error "unknown transport \"$TRANSPORT\": local, ssh or ftps" ;;
+    esac
+    [ "$TRANSPORT" = ftps ] || [ "$ALLOW_PLAIN_FTP" = no ] || usage_error "--allow-plain-ftp applies to --transport ftps only"
 
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/resolve-deploy.XXXXXX")
     trap cleanup_work EXIT
@@ -1096,6 +1603,8 @@ main() {
         printf 'dry run: nothing is built, uploaded or changed\n'
     fi
     collect_pages
+    prepare_page "$WORK/page"
+    plan_files
 
     # The account is looked at first, so that a site that cannot work is reported before a
     # minute is spent building.
@@ -1118,15 +1627,22 @@ main() {
     esac
     if [ "$TRANSPORT" = ftps ]; then
         ftps_preflight
+        ftps_inventory
     else
         step "look at the account (read only)"
         local status=0
-        on_host preflight "$HOST_HOME" "$WEB" "$ID" "$CREATE_CGI_BIN" || status=$?
+        on_host preflight || status=$?
         case $status in
             0) ;;
             3) exit 3 ;;
             *) die "the account is not ready (see above)" ;;
         esac
+        on_host inventory resolve/config.json "${DESTS[@]}" >"$WORK/inventory" || die "cannot look at the files in the way (see above)"
+        read_inventory "$WORK/inventory"
+    fi
+    check_overwrites
+    if [ -n "$PROVIDER" ] && [ "$CONFIG_EXISTS" = yes ]; then
+        die "resolve/config.json exists, and deploy.sh never changes a configuration: to use $PROVIDER, edit it (cPanel File Manager: Edit; or over ssh) and set \"provider\": {\"preset\": \"$PROVIDER\", \"token\": \"YOUR-API-TOKEN\"}, then run resolve check; or move the file away and deploy again for a new one. Nothing was changed"
     fi
 
     if [ -n "$BINARY" ]; then
@@ -1137,6 +1653,17 @@ main() {
     fi
     if [ -n "$BINARY" ]; then
         check_static "$BINARY"
+        SRCS[${#SRCS[@]} - 1]=$BINARY
+    fi
+    if [ "$CONFIG_EXISTS" = no ]; then
+        mkdir -p "$WORK/cfg"
+        write_new_config "$WORK/cfg/config.json"
+        if [ "$DRY_RUN" = no ]; then
+            check_new_config "$WORK/cfg/config.json" "$BINARY"
+        fi
+    fi
+    if [ "$DRY_RUN" = no ]; then
+        write_manifest "$WORK/installed.txt"
     fi
 
     if [ "$TRANSPORT" = ftps ]; then
@@ -1154,13 +1681,22 @@ main() {
     else
         step "deployed"
     fi
+    local page_url=""
+    [ "$PAGE_DIR" = . ] || page_url="${PAGE_DIR#./}/"
     if [ -n "$url" ]; then
-        note "open ${url%/}/ (the page); the endpoint is ${url%/}/cgi-bin/resolve"
+        note "open ${url%/}/$page_url (the page); the endpoint is $(endpoint_url "${url%/}")"
     else
-        note "open your site's address (pass --domain example.com to have it printed here)"
+        note "open your site's address${page_url:+ followed by /$page_url} (pass --domain example.com to have it printed here)"
     fi
-    note "settings: ~/resolve/config.json; limit data: ~/resolve/ratelimit/"
+    note "settings: ~/resolve/config.json; limit data: ~/resolve/ratelimit/; installed files: ~/resolve/installed.txt"
     note "for cron (cPanel: Cron Jobs): */15 * * * * \$HOME/$WEB/cgi-bin/resolve sweep >/dev/null"
+}
+
+endpoint_url() {
+    case "$ENDPOINT" in
+        /*) printf '%s%s' "$1" "$ENDPOINT" ;;
+        *) printf '%s' "$ENDPOINT" ;;
+    esac
 }
 
 # One line, so that bash has read everything before it runs: a checkout updated while deploying

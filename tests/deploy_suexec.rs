@@ -4,26 +4,25 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::net::TcpStream;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use support::account::{
+    SUEXEC_LOG, SuexecLog, apache_for, assert_status, check_suexec_fits, diagnostics, form_action,
+    random_suffix, send_through_page,
+};
 use support::config::{TOKEN, http_provider, rule};
 use support::temp::{entries_under, set_mode};
 use support::urlenc::link_param;
-use support::{
-    Apache, HttpClient, Provider, Request, Response, TempDir, free_port, is_root, server_user,
-};
+use support::{HostUser, HttpClient, Provider, Request, Response, TempDir, free_port, is_root};
 
-const SUEXEC: &str = "/usr/lib/apache2/suexec";
-const SUEXEC_LOG: &str = "/var/log/apache2/suexec.log";
 /// The rule the owner configures: 30 requests per address in a window long enough for the test.
 const LIMIT: usize = 30;
 const WINDOW_SECS: u64 = 600;
@@ -38,263 +37,6 @@ fn require_root() {
         "tests/deploy_suexec.rs must run as root: it creates a system account and runs Apache \
          with suEXEC, which only root can start (run tests/run-all.sh as root)"
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// suEXEC on this machine
-
-/// `suexec -V`: the values compiled into Debian's wrapper.
-fn suexec_settings() -> BTreeMap<String, String> {
-    let meta = fs::metadata(SUEXEC).unwrap_or_else(|e| {
-        panic!(
-            "{SUEXEC}: {e}: install apache2-suexec-pristine (tests/run-all.sh does when run as root)"
-        )
-    });
-    assert!(
-        meta.uid() == 0 && meta.mode() & 0o4000 != 0,
-        "{SUEXEC} must be setuid root for Apache to enable suEXEC (mode {:o}, uid {})",
-        meta.mode(),
-        meta.uid()
-    );
-    let out = Command::new(SUEXEC)
-        .arg("-V")
-        .output()
-        .unwrap_or_else(|e| panic!("run {SUEXEC} -V: {e}"));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("-D "))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
-        .collect()
-}
-
-/// Checks that this wrapper can run programs of `user` from `~user/public_html` for Apache's
-/// account; returns the settings for messages.
-fn check_suexec_fits(user: &HostUser) -> BTreeMap<String, String> {
-    let s = suexec_settings();
-    let get = |k: &str| {
-        s.get(k)
-            .cloned()
-            .unwrap_or_else(|| panic!("{SUEXEC} -V does not show {k}: {s:?}"))
-    };
-    assert_eq!(get("AP_USERDIR_SUFFIX"), "public_html", "{s:?}");
-    let apache_user = server_user().expect("root has a server account");
-    assert_eq!(
-        get("AP_HTTPD_USER"),
-        apache_user.name,
-        "suEXEC accepts calls only from this account: {s:?}"
-    );
-    let uid_min: u32 = get("AP_UID_MIN").parse().expect("AP_UID_MIN");
-    let gid_min: u32 = get("AP_GID_MIN").parse().expect("AP_GID_MIN");
-    assert!(
-        user.uid >= uid_min && user.gid >= gid_min,
-        "{user:?} is below suEXEC's minimum ({uid_min}/{gid_min})"
-    );
-    s
-}
-
-/// The suEXEC log from a given length on.
-struct SuexecLog {
-    start: u64,
-}
-
-impl SuexecLog {
-    fn mark() -> SuexecLog {
-        SuexecLog {
-            start: fs::metadata(SUEXEC_LOG).map(|m| m.len()).unwrap_or(0),
-        }
-    }
-
-    fn since(&self) -> String {
-        let bytes = fs::read(SUEXEC_LOG).unwrap_or_default();
-        let start = (self.start as usize).min(bytes.len());
-        String::from_utf8_lossy(&bytes[start..]).into_owned()
-    }
-
-    /// The log since the mark, with runs of successful starts counted instead of listed.
-    fn summary(&self) -> String {
-        let mut out = String::new();
-        let mut ran = 0;
-        for line in self.since().lines() {
-            if line.contains(" cmd: resolve") && line.contains("]: uid: (") {
-                ran += 1;
-                continue;
-            }
-            if ran > 0 {
-                out.push_str(&format!("({ran} programs started)\n"));
-                ran = 0;
-            }
-            out.push_str(line);
-            out.push('\n');
-        }
-        if ran > 0 {
-            out.push_str(&format!("({ran} programs started)\n"));
-        }
-        out
-    }
-}
-
-impl Drop for SuexecLog {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("{SUEXEC_LOG} during the test:\n{}", self.summary());
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// A hosting account, removed on drop
-
-#[derive(Debug)]
-struct HostUser {
-    name: String,
-    uid: u32,
-    gid: u32,
-    home: PathBuf,
-}
-
-fn random_suffix() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    let mix = (nanos as u64) ^ (u64::from(std::process::id()) << 20) ^ (n << 28);
-    format!("{:08x}", mix & 0xffff_ffff)
-}
-
-impl HostUser {
-    /// A new account `resolvetest<random>` with no shell and a home laid out like cPanel's:
-    /// home 711, public_html 750 (group: Apache's), and `public_html/cgi-bin` 755 unless
-    /// `cgi_bin` is false.
-    fn create(cgi_bin: bool) -> HostUser {
-        HostUser::create_with_shell(cgi_bin, "/usr/sbin/nologin")
-    }
-
-    /// The same, for an account the host gives a shell (ssh, FTP logins check it).
-    fn create_with_shell(cgi_bin: bool, shell: &str) -> HostUser {
-        let name = format!("resolvetest{}", random_suffix());
-        let home = PathBuf::from("/home").join(&name);
-        // useradd takes a lock on /etc/passwd: retry when a parallel test holds it.
-        let mut last = String::new();
-        let mut created = false;
-        for _ in 0..20 {
-            let out = Command::new("useradd")
-                .args(["--create-home", "--home-dir"])
-                .arg(&home)
-                .args(["--shell", shell, "--user-group", &name])
-                .output()
-                .unwrap_or_else(|e| panic!("run useradd: {e}"));
-            if out.status.success() {
-                created = true;
-                break;
-            }
-            last = String::from_utf8_lossy(&out.stderr).into_owned();
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        assert!(created, "useradd {name} failed: {last}");
-        let passwd = fs::read_to_string("/etc/passwd").expect("read /etc/passwd");
-        let fields: Vec<&str> = passwd
-            .lines()
-            .map(|l| l.split(':').collect::<Vec<_>>())
-            .find(|f| f.first() == Some(&name.as_str()))
-            .unwrap_or_else(|| panic!("{name} not in /etc/passwd after useradd"));
-        let user = HostUser {
-            uid: fields[2].parse().expect("uid"),
-            gid: fields[3].parse().expect("gid"),
-            name,
-            home,
-        };
-        assert!(
-            user.uid >= 1000,
-            "useradd gave {} uid {}: an unprivileged account needs >= 1000",
-            user.name,
-            user.uid
-        );
-        set_mode(&user.home, 0o711);
-        let web = user.home.join("public_html");
-        user.mkdir(&web, 0o750);
-        let apache = server_user().expect("root has a server account");
-        std::os::unix::fs::chown(&web, Some(user.uid), Some(apache.gid)).expect("chown web root");
-        if cgi_bin {
-            user.mkdir(&web.join("cgi-bin"), 0o755);
-        }
-        user
-    }
-
-    fn web(&self) -> PathBuf {
-        self.home.join("public_html")
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.home.join(rel)
-    }
-
-    /// `mkdir` owned by the account.
-    fn mkdir(&self, path: &Path, mode: u32) {
-        fs::create_dir(path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
-        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).expect("chown");
-        set_mode(path, mode);
-    }
-
-    /// Write a file owned by the account.
-    fn write(&self, path: &Path, contents: impl AsRef<[u8]>, mode: u32) {
-        fs::write(path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).expect("chown");
-        set_mode(path, mode);
-    }
-
-    /// Sets the account's password (`None`: no password, but not locked either, so that a key
-    /// login works).
-    fn set_password(&self, password: Option<&str>) {
-        let entry = match password {
-            Some(p) => format!("{}:{p}\n", self.name),
-            None => format!("{}:*\n", self.name),
-        };
-        let mut cmd = Command::new("chpasswd");
-        if password.is_none() {
-            cmd.arg("--encrypted");
-        }
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("run chpasswd: {e}"));
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(entry.as_bytes())
-            .expect("write to chpasswd");
-        assert!(child.wait().expect("chpasswd").success(), "chpasswd failed");
-    }
-
-    /// `/~user/<rel>`
-    fn url(&self, rel: &str) -> String {
-        format!("/~{}/{rel}", self.name)
-    }
-}
-
-impl Drop for HostUser {
-    fn drop(&mut self) {
-        let out = Command::new("userdel")
-            .args(["--remove", "--force", &self.name])
-            .output();
-        let removed = !self.home.exists();
-        if !removed || out.as_ref().map(|o| !o.status.success()).unwrap_or(true) {
-            // A leftover account is worth a line, never a second panic.
-            eprintln!(
-                "userdel --remove {}: {:?}; home {} removed: {removed}",
-                self.name,
-                out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned()),
-                self.home.display()
-            );
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -497,20 +239,24 @@ fn mode_of(path: &Path) -> u32 {
         & 0o7777
 }
 
-fn assert_owned_with_mode(user: &HostUser, rel: &str, mode: u32) {
-    let path = user.path(rel);
-    let meta = fs::metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        (meta.mode() & 0o7777, meta.uid()),
-        (mode, user.uid),
-        "{rel}: mode {:o} owner {}, expected {mode:o} owned by {}",
-        meta.mode() & 0o7777,
-        meta.uid(),
-        user.name
-    );
+/// The page file as deploy.sh installs it: `public/FILE`, with the form's `action` in
+/// index.html set to `endpoint`.
+fn installed_page(file: &str, endpoint: &str) -> Vec<u8> {
+    let bytes = fs::read(repo().join("public").join(file)).unwrap();
+    if file != "index.html" {
+        return bytes;
+    }
+    let text = String::from_utf8(bytes).expect("utf-8 index.html");
+    let at = text
+        .find(" action=\"")
+        .expect("a form action in public/index.html")
+        + 9;
+    let end = at + text[at..].find('"').expect("closing quote");
+    format!("{}{endpoint}{}", &text[..at], &text[end..]).into_bytes()
 }
 
-/// What is where after a first deployment, owned by the account, with the modes suEXEC wants.
+/// What is where after a first deployment (the page in `public_html/resolve/`), owned by the
+/// account, with the modes suEXEC wants.
 fn assert_serves_only_the_page_and_program(user: &HostUser) {
     let served: Vec<String> = entries_under(&user.web())
         .iter()
@@ -519,36 +265,39 @@ fn assert_serves_only_the_page_and_program(user: &HostUser) {
     assert_eq!(
         served,
         [
-            "app.js",
             "cgi-bin",
             "cgi-bin/resolve",
-            "index.html",
-            "style.css"
+            "resolve",
+            "resolve/app.js",
+            "resolve/index.html",
+            "resolve/style.css"
         ],
         "public_html holds the page and the program, nothing else"
     );
 }
 
 fn assert_deployed(user: &HostUser, built: &Path) {
-    assert_owned_with_mode(user, "public_html/cgi-bin", 0o755);
-    assert_owned_with_mode(user, "public_html/cgi-bin/resolve", 0o755);
+    user.assert_mode("public_html/cgi-bin", 0o755);
+    user.assert_mode("public_html/cgi-bin/resolve", 0o755);
     assert_eq!(
         fs::read(user.path("public_html/cgi-bin/resolve")).unwrap(),
         fs::read(built).unwrap(),
         "the deployed binary is the one built"
     );
+    user.assert_mode("public_html/resolve", 0o755);
     for page in ["index.html", "style.css", "app.js"] {
-        assert_owned_with_mode(user, &format!("public_html/{page}"), 0o644);
+        user.assert_mode(&format!("public_html/resolve/{page}"), 0o644);
         assert_eq!(
-            fs::read(user.web().join(page)).unwrap(),
-            fs::read(repo().join("public").join(page)).unwrap(),
-            "public_html/{page}"
+            fs::read(user.web().join("resolve").join(page)).unwrap(),
+            installed_page(page, "/cgi-bin/resolve"),
+            "public_html/resolve/{page}"
         );
     }
     assert_serves_only_the_page_and_program(user);
-    assert_owned_with_mode(user, "resolve", 0o700);
-    assert_owned_with_mode(user, "resolve/ratelimit", 0o700);
-    assert_owned_with_mode(user, "resolve/config.json", 0o600);
+    user.assert_mode("resolve/installed.txt", 0o600);
+    user.assert_mode("resolve", 0o700);
+    user.assert_mode("resolve/ratelimit", 0o700);
+    user.assert_mode("resolve/config.json", 0o600);
     let starter: serde_json::Value =
         serde_json::from_slice(&fs::read(user.path("resolve/config.json")).unwrap())
             .expect("the starter configuration is plain JSON");
@@ -557,31 +306,6 @@ fn assert_deployed(user: &HostUser, built: &Path) {
 
 // ---------------------------------------------------------------------------------------------
 // The site
-
-fn apache_for(user: &HostUser) -> Apache {
-    let home = user.home.display();
-    Apache::builder("suexec")
-        .module("suexec")
-        .module("userdir")
-        .log_level("notice")
-        .conf(&format!(
-            r#"UserDir disabled
-UserDir enabled {name}
-UserDir public_html
-<Directory "{home}/public_html">
-    AllowOverride All
-    Options SymLinksIfOwnerMatch
-    Require all granted
-</Directory>
-<Directory "{home}/public_html/cgi-bin">
-    AllowOverride None
-    Options +ExecCGI
-    SetHandler cgi-script
-</Directory>"#,
-            name = user.name
-        ))
-        .start()
-}
 
 fn link(i: usize) -> String {
     format!("https://example.com/file/{i}")
@@ -596,25 +320,6 @@ fn get_link(client: &HttpClient, user: &HostUser, i: usize) -> Response {
     client
         .send(&Request::get(&target).header("Accept", "text/plain"))
         .unwrap_or_else(|e| panic!("GET {target}: {e}"))
-}
-
-/// Everything useful when a request through suEXEC went wrong.
-fn diagnostics(apache: &Apache, suexec: &SuexecLog) -> String {
-    format!(
-        "--- apache error_log\n{}\n--- {SUEXEC_LOG} (this test)\n{}",
-        apache.error_log(),
-        suexec.summary()
-    )
-}
-
-fn assert_status(r: &Response, status: u16, apache: &Apache, suexec: &SuexecLog) {
-    assert_eq!(
-        r.status,
-        status,
-        "{}\n{}",
-        r.everything(),
-        diagnostics(apache, suexec)
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -656,7 +361,7 @@ fn deploy_serve_and_redeploy_under_suexec() {
             user.home.display()
         ),
         "ok   provider: echo",
-        "open https://example.test/ (the page)",
+        "open https://example.test/resolve/ (the page)",
         "cgi-bin/resolve sweep",
     ] {
         assert!(out.contains(expected), "{expected:?} in\n{}", first.all());
@@ -704,14 +409,12 @@ fn deploy_serve_and_redeploy_under_suexec() {
         ("style.css", "text/css"),
         ("app.js", "javascript"),
     ] {
-        let r = client.get(&user.url(page)).expect("page");
+        let r = client
+            .get(&user.url(&format!("resolve/{page}")))
+            .expect("page");
         assert_status(&r, 200, &apache, &suexec);
         let file = if page.is_empty() { "index.html" } else { page };
-        assert_eq!(
-            r.body,
-            fs::read(repo().join("public").join(file)).unwrap(),
-            "{page}"
-        );
+        assert_eq!(r.body, installed_page(file, "/cgi-bin/resolve"), "{page}");
         assert!(
             r.header("Content-Type")
                 .unwrap_or_default()
@@ -980,7 +683,7 @@ fn deploy_serve_and_redeploy_under_suexec() {
         fs::read(user.path("resolve/config.json")).unwrap(),
         config_bytes
     );
-    assert_owned_with_mode(&user, "resolve/config.json", 0o600);
+    user.assert_mode("resolve/config.json", 0o600);
     for i in 10..LIMIT {
         assert_status(&get_link(&b, &user, 100 + i), 200, &apache, &suexec);
     }
@@ -1079,7 +782,7 @@ fn deploy_explains_what_stops_it() {
     r.assert_ok();
     r.says(&[
         "cgi-bin is missing: it will be created",
-        "open https://example.test/ (the page)",
+        "open https://example.test/resolve/ (the page)",
     ]);
     assert_untouched(&before, &user, "a dry run");
 
@@ -1238,8 +941,9 @@ fn assert_site_answers(user: &HostUser) {
     let suexec = SuexecLog::mark();
     let apache = apache_for(user);
     let client = apache.client();
-    let r = client.get(&user.url("")).expect("page");
+    let (_, r) = send_through_page(&apache, &user.url("resolve/"), &link(6));
     assert_status(&r, 200, &apache, &suexec);
+    assert!(r.text().contains(&link(6)), "{}", r.everything());
     let r = get_link(&client, user, 7);
     assert_status(&r, 200, &apache, &suexec);
     assert_eq!(r.text(), format!("{}\n", link(7)));
@@ -1333,7 +1037,7 @@ fn deploy_over_ssh_runs_check_on_the_host() {
             "configuration: {}/resolve/config.json (the account's home directory)",
             user.home.display()
         ),
-        "open https://example.test/ (the page)",
+        "open https://example.test/resolve/ (the page)",
     ] {
         assert!(out.contains(expected), "{expected:?} in\n{}", r.all());
     }
@@ -1474,7 +1178,318 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     ]);
     assert_deployed(&user, &r.binary());
 
+    // Over FTPS too, a page file changed since is found (fetched and hashed) and not replaced.
+    let css = user.web().join("resolve/style.css");
+    user.write(&css, "/* the owner's */\n", 0o644);
+    let before = listing(&user.home);
+    let r = run(args(&tls_port, &password_file), &[]);
+    r.assert_exit(1);
+    r.warns(&["public_html/resolve/style.css: changed since deploy.sh installed it"]);
+    assert_untouched(&before, &user, "a refused FTPS deployment");
+    user.write(&css, installed_page("style.css", "/cgi-bin/resolve"), 0o644);
+
     assert_redeploy_keeps_the_configuration(&user, || {
         run(args(&tls_port, &password_file), &[]).assert_ok();
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The owner's site: what deploy.sh did not install, it does not replace
+
+/// `resolve check` on the account's configuration, run as the account.
+fn check_as(user: &HostUser) -> String {
+    let out = Command::new("runuser")
+        .args(["-u", &user.name, "--"])
+        .arg(user.path("public_html/cgi-bin/resolve"))
+        .arg("check")
+        .env_remove("RESOLVE_CONFIG")
+        .env_remove("GATEWAY_INTERFACE")
+        .output()
+        .expect("run resolve check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "resolve check failed:\n{text}");
+    text
+}
+
+#[test]
+fn an_existing_site_keeps_its_files_and_the_page_works_from_its_folder() {
+    require_root();
+    let suexec = SuexecLog::mark();
+    let user = HostUser::create(true);
+    // The owner's own site, at the web root.
+    let theirs = [
+        ("index.html", "<!doctype html><title>My home page</title>\n"),
+        ("style.css", "body { color: rebeccapurple }\n"),
+        ("app.js", "console.log('mine');\n"),
+    ];
+    for (name, text) in theirs {
+        user.write(&user.web().join(name), text, 0o644);
+    }
+    let keeps_theirs = |user: &HostUser, what: &str| {
+        for (name, text) in theirs {
+            assert_eq!(
+                fs::read_to_string(user.web().join(name)).unwrap(),
+                text,
+                "{what} changed public_html/{name}"
+            );
+        }
+    };
+
+    let first = deploy(&local_args(&user, &["--domain", "example.test"]));
+    first.assert_ok();
+    first.says(&["open https://example.test/resolve/ (the page)"]);
+    keeps_theirs(&user, "the first deployment");
+    let built = first.binary();
+    let built_arg = built.to_str().unwrap().to_string();
+
+    // The starter configuration: safe by default, and it passes check.
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&fs::read(user.path("resolve/config.json")).unwrap()).unwrap();
+    assert_eq!(cfg["provider"], json!({"kind": "echo"}), "{cfg}");
+    assert_eq!(
+        cfg["spend"],
+        json!([
+            {"name": "day", "limit": 100, "window_secs": 86400},
+            {"name": "month", "limit": 1500, "window_secs": 2592000}
+        ]),
+        "{cfg}"
+    );
+    assert_eq!(
+        cfg["allowed_origins"],
+        json!(["https://example.test", "https://www.example.test"]),
+        "{cfg}"
+    );
+    let check = check_as(&user);
+    assert!(check.lines().any(|l| l.trim() == "OK"), "{check}");
+    assert!(!check.contains("WARN"), "{check}");
+    let manifest = fs::read_to_string(user.path("resolve/installed.txt")).unwrap();
+    for rel in [
+        "public_html/resolve/index.html",
+        "public_html/resolve/style.css",
+        "public_html/resolve/app.js",
+        "public_html/cgi-bin/resolve",
+    ] {
+        assert!(
+            manifest.contains(&format!("  {rel}\n")),
+            "{rel} in\n{manifest}"
+        );
+    }
+
+    // The page in its folder sends links to /cgi-bin/resolve, and they resolve there, as the
+    // account. The origin allowed is the real site's, so the test's own is added, as an owner
+    // would for a second address.
+    let mut cfg = cfg;
+    let apache = apache_for(&user);
+    cfg["allowed_origins"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!(apache.base_url()));
+    user.write(
+        &user.path("resolve/config.json"),
+        serde_json::to_vec_pretty(&cfg).unwrap(),
+        0o600,
+    );
+    let (sent_to, r) = send_through_page(&apache, &user.url("resolve/"), &link(1));
+    assert_eq!(sent_to, "/cgi-bin/resolve");
+    assert_status(&r, 200, &apache, &suexec);
+    assert!(r.text().contains(&link(1)), "{}", r.everything());
+    let client = apache.client();
+    let r = client.get(&user.url("")).expect("home page");
+    assert_status(&r, 200, &apache, &suexec);
+    assert_eq!(r.text(), theirs[0].1, "the owner's home page is served");
+    // Another site's page is refused before anything is counted.
+    let r = client
+        .send(
+            &Request::post_form("/cgi-bin/resolve", link_param(&link(2)))
+                .header("Origin", "https://elsewhere.example"),
+        )
+        .expect("answer");
+    assert_status(&r, 403, &apache, &suexec);
+    let log = suexec.since();
+    assert!(
+        log.contains(&format!("uid: ({}/{})", user.uid, user.name)),
+        "not run as the account: {log}"
+    );
+
+    // --endpoint: the page sends links where it is told.
+    let r = deploy(&local_args(
+        &user,
+        &[
+            "--binary",
+            &built_arg,
+            "--endpoint",
+            &user.url("cgi-bin/resolve"),
+        ],
+    ));
+    r.assert_ok();
+    let html = fs::read_to_string(user.web().join("resolve/index.html")).unwrap();
+    assert_eq!(form_action(&html), user.url("cgi-bin/resolve"));
+    let (_, r) = send_through_page(&apache, &user.url("resolve/"), &link(3));
+    assert_status(&r, 200, &apache, &suexec);
+
+    // At the web root, the owner's files are in the way: refused, named, nothing changed.
+    let before = listing(&user.home);
+    let r = deploy(&local_args(
+        &user,
+        &["--binary", &built_arg, "--page-dir", "."],
+    ));
+    r.assert_exit(1);
+    r.warns(&[
+        "public_html/index.html: not installed by deploy.sh",
+        "public_html/style.css: not installed by deploy.sh",
+        "public_html/app.js: not installed by deploy.sh",
+        "--force",
+    ]);
+    assert_untouched(&before, &user, "a refused deployment");
+
+    // A file of the page the owner changed is not replaced either.
+    user.write(
+        &user.web().join("resolve/style.css"),
+        "/* mine now */\n",
+        0o644,
+    );
+    let before = listing(&user.home);
+    let r = deploy(&local_args(&user, &["--binary", &built_arg]));
+    r.assert_exit(1);
+    r.warns(&["public_html/resolve/style.css: changed since deploy.sh installed it"]);
+    assert_untouched(&before, &user, "a refused deployment");
+
+    // A program in cgi-bin/resolve that deploy.sh did not install.
+    let listed = fs::read_to_string(user.path("resolve/installed.txt")).unwrap();
+    user.write(
+        &user.path("resolve/installed.txt"),
+        listed
+            .lines()
+            .filter(|l| !l.ends_with("cgi-bin/resolve") && !l.ends_with("style.css"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+        0o600,
+    );
+    user.write(
+        &user.web().join("resolve/style.css"),
+        fs::read(repo().join("public/style.css")).unwrap(),
+        0o644,
+    );
+    let r = deploy(&local_args(&user, &["--binary", &built_arg]));
+    r.assert_exit(1);
+    r.warns(&["public_html/cgi-bin/resolve: not installed by this deploy.sh"]);
+
+    // --force replaces them, and records them as deploy.sh's from then on.
+    let r = deploy(&local_args(
+        &user,
+        &["--binary", &built_arg, "--page-dir", ".", "--force"],
+    ));
+    r.assert_ok();
+    r.warns(&["--force: replacing public_html/index.html"]);
+    for page in ["index.html", "style.css", "app.js"] {
+        assert_eq!(
+            fs::read(user.web().join(page)).unwrap(),
+            installed_page(page, "/cgi-bin/resolve"),
+            "{page}"
+        );
+    }
+    let r = deploy(&local_args(
+        &user,
+        &["--binary", &built_arg, "--page-dir", "."],
+    ));
+    r.assert_ok();
+    let (sent_to, r) = send_through_page(&apache, &user.url(""), &link(4));
+    assert_eq!(sent_to, "/cgi-bin/resolve");
+    assert_status(&r, 200, &apache, &suexec);
+    // The page in its folder is still deploy.sh's, and still unchanged: replaced without --force.
+    deploy(&local_args(&user, &["--binary", &built_arg])).assert_ok();
+}
+
+#[test]
+fn a_provider_and_its_token_go_only_into_a_new_configuration() {
+    require_root();
+    let user = HostUser::create(true);
+    const SECRET: &str = "RDTOKEN0123456789abcdefXYZ";
+    let dir = TempDir::new("token");
+    let token_file = dir.write("token", format!("{SECRET}\n"));
+    set_mode(&token_file, 0o600);
+    let token_arg = token_file.to_str().unwrap();
+
+    // Mistakes in the options: no token on the command line, a preset that does not exist.
+    let r = deploy(&local_args(&user, &["--token", SECRET]));
+    r.assert_exit(2);
+    assert!(!r.all().contains(SECRET), "{}", r.all());
+    for (extra, expected) in [
+        (&["--provider", "realdebrid"][..], "needs --token-file"),
+        (
+            &["--provider", "nodebrid", "--token-file", token_arg][..],
+            "unknown provider",
+        ),
+        (&["--token-file", token_arg][..], "needs --provider"),
+    ] {
+        let r = deploy(&local_args(&user, extra));
+        r.assert_exit(2);
+        r.warns(&[expected]);
+    }
+
+    // A dry run shows the configuration it would write, without the token.
+    let args = [
+        "--domain",
+        "example.test",
+        "--provider",
+        "realdebrid",
+        "--token-file",
+        token_arg,
+    ];
+    let r = deploy(&local_args(&user, &[&args[..], &["--dry-run"]].concat()));
+    r.assert_ok();
+    r.says(&["\"preset\": \"realdebrid\"", "(the first line of "]);
+    assert!(!r.all().contains(SECRET), "{}", r.all());
+
+    let r = deploy(&local_args(&user, &args));
+    r.assert_ok();
+    assert!(
+        !r.all().contains(SECRET),
+        "the token was shown:\n{}",
+        r.all()
+    );
+    r.says(&["resolve check on the new configuration (here, before uploading it)"]);
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&fs::read(user.path("resolve/config.json")).unwrap()).unwrap();
+    assert_eq!(
+        cfg["provider"],
+        json!({"preset": "realdebrid", "token": SECRET})
+    );
+    user.assert_mode("resolve/config.json", 0o600);
+    let check = check_as(&user);
+    assert!(!check.contains(SECRET), "{check}");
+    assert!(
+        !check.contains("WARN spend") && !check.contains("WARN allowed_origins"),
+        "{check}"
+    );
+    assert!(check.lines().any(|l| l.trim() == "OK"), "{check}");
+    // Nowhere under the web root, and nothing left behind.
+    for p in entries_under(&user.home) {
+        if p.is_file() && p != user.path("resolve/config.json") {
+            let bytes = fs::read(&p).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(SECRET),
+                "the token is in {}",
+                p.display()
+            );
+        }
+    }
+
+    // An existing configuration is never changed: said so, and nothing happens.
+    let before = listing(&user.home);
+    let r = deploy(&local_args(
+        &user,
+        &["--provider", "alldebrid", "--token-file", token_arg],
+    ));
+    r.assert_exit(1);
+    r.warns(&[
+        "deploy.sh never changes a configuration",
+        "\"preset\": \"alldebrid\"",
+    ]);
+    assert!(!r.all().contains(SECRET), "{}", r.all());
+    assert_untouched(&before, &user, "a refused deployment");
 }

@@ -31,6 +31,8 @@ APT_PACKAGES=(
     openssl
     file
     binutils
+    python3
+    unzip
     procps
     ca-certificates
 )

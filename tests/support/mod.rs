@@ -1,6 +1,7 @@
-//! The support kit shared by the integration tests: temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
+//! The support kit shared by the integration tests: a cPanel-style account under suEXEC; temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
 #![allow(dead_code, unused_imports)]
 
+pub mod account;
 pub mod apache;
 pub mod cgi;
 pub mod client;
@@ -18,6 +19,7 @@ pub mod system;
 pub mod temp;
 pub mod urlenc;
 
+pub use account::HostUser;
 pub use apache::{Apache, ApacheBuilder, Mode};
 pub use cgi::{Cgi, CgiAnswer, CgiOutput, StdinMode};
 pub use client::{HttpClient, Request, Response, fire};

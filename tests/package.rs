@@ -1,0 +1,302 @@
+//! The release archives of `deploy.sh --package`, as an owner uses them: built twice (the same bytes), checked against SHA256SUMS, listed with their modes, then the zip extracted in a new cPanel-style account's home exactly as INSTALL.txt says, and the page resolving a link through Apache with suEXEC.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+
+use support::account::{
+    SuexecLog, apache_for, assert_status, check_suexec_fits, send_through_page,
+};
+use support::temp::entries_under;
+use support::{HostUser, TempDir, is_root};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn require_root() {
+    assert!(
+        is_root(),
+        "tests/package.rs must run as root: it creates a system account and runs Apache with \
+         suEXEC, which only root can start (run tests/run-all.sh as root)"
+    );
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?}:\n{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn package(dir: &Path) -> String {
+    run(Command::new("bash")
+        .arg(repo().join("deploy.sh"))
+        .args(["--settings", "/dev/null", "--package"])
+        .arg(dir)
+        .current_dir(repo())
+        .env_remove("RESOLVE_CONFIG"))
+}
+
+fn version() -> String {
+    let cargo = fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("version in Cargo.toml")
+        .to_string()
+}
+
+/// `(mode string, path)` of each entry, as `unzip -Z` or `tar -tv` shows them.
+fn modes(listing: &str, path_field: usize) -> Vec<(String, String)> {
+    listing
+        .lines()
+        .filter(|l| l.starts_with('-') || l.starts_with('d'))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_string(),
+                f[path_field..].join(" ").trim_end_matches('/').to_string(),
+            )
+        })
+        .collect()
+}
+
+/// What the archives hold, with the modes extraction gives.
+const EXPECTED: [(&str, &str); 10] = [
+    ("-rw-r--r--", "INSTALL.txt"),
+    ("drwxr-xr-x", "public_html/cgi-bin"),
+    ("-rwxr-xr-x", "public_html/cgi-bin/resolve"),
+    ("drwxr-xr-x", "public_html/resolve"),
+    ("-rw-r--r--", "public_html/resolve/app.js"),
+    ("-rw-r--r--", "public_html/resolve/index.html"),
+    ("-rw-r--r--", "public_html/resolve/style.css"),
+    ("drwx------", "resolve"),
+    ("-rw-------", "resolve/config.json"),
+    ("drwx------", "resolve/ratelimit"),
+];
+
+fn expected(with_htaccess: bool) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = EXPECTED
+        .iter()
+        .map(|(m, p)| (m.to_string(), p.to_string()))
+        .collect();
+    if with_htaccess {
+        all.push((
+            "-rw-r--r--".to_string(),
+            "resolve/ratelimit/.htaccess".to_string(),
+        ));
+    }
+    all.sort_by(|a, b| a.1.cmp(&b.1));
+    all
+}
+
+#[test]
+fn the_package_installs_with_file_manager_steps_and_resolves_under_suexec() {
+    require_root();
+    let dir = TempDir::new("package");
+    let first = dir.mkdir("first");
+    let second = dir.mkdir("second");
+    let built = Instant::now();
+    let out = package(&first);
+    eprintln!("deploy.sh --package, with the build: {:?}", built.elapsed());
+    let name = format!("resolve-{}-x86_64-linux", version());
+    let zip = first.join(format!("{name}.zip"));
+    let tgz = first.join(format!("{name}.tar.gz"));
+    for f in [&zip, &tgz] {
+        assert!(out.contains(&f.display().to_string()), "{out}");
+    }
+    let mut names: Vec<String> = fs::read_dir(&first)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "SHA256SUMS",
+            &format!("{name}.tar.gz"),
+            &format!("{name}.zip")
+        ]
+    );
+    eprintln!(
+        "sizes: {} bytes (zip), {} bytes (tar.gz)",
+        fs::metadata(&zip).unwrap().len(),
+        fs::metadata(&tgz).unwrap().len()
+    );
+
+    // SHA256SUMS holds both archives' checksums, and they match.
+    let sums = fs::read_to_string(first.join("SHA256SUMS")).unwrap();
+    assert_eq!(sums.lines().count(), 2, "{sums}");
+    let checked = run(Command::new("sha256sum")
+        .args(["-c", "SHA256SUMS"])
+        .current_dir(&first));
+    assert_eq!(
+        checked,
+        format!("{name}.zip: OK\n{name}.tar.gz: OK\n"),
+        "{checked}"
+    );
+
+    // The same commit gives the same bytes.
+    package(&second);
+    for f in [
+        format!("{name}.zip"),
+        format!("{name}.tar.gz"),
+        "SHA256SUMS".into(),
+    ] {
+        assert!(
+            fs::read(first.join(&f)).unwrap() == fs::read(second.join(&f)).unwrap(),
+            "{f} differs between two builds of the same commit"
+        );
+    }
+
+    // Contents and modes of both archives; no entry for public_html itself, so extracting
+    // never changes the web root's own mode.
+    let htaccess = repo().join("ratelimit/.htaccess").exists();
+    let zip_list = run(Command::new("unzip").arg("-Z").arg(&zip));
+    let mut zip_modes = modes(&zip_list, 8);
+    zip_modes.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(zip_modes, expected(htaccess), "{zip_list}");
+    let tar_list = run(Command::new("tar").arg("-tvzf").arg(&tgz));
+    let mut tar_modes = modes(&tar_list, 5);
+    tar_modes.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(tar_modes, expected(htaccess), "{tar_list}");
+    assert!(
+        tar_list.lines().all(|l| l.contains(" 0/0 ")),
+        "entries owned by root (0/0), not by whoever built them:\n{tar_list}"
+    );
+    let install = run(Command::new("unzip").arg("-p").arg(&zip).arg("INSTALL.txt"));
+    for step in [
+        "1. Upload",
+        "2. Extract",
+        "3. Check the permissions",
+        "4. Set your provider and token",
+        "5. Open the page",
+        "allowed_origins",
+        "Metrics > Errors",
+        "Change Permissions",
+        &format!("resolve-{}-x86_64-linux.zip", version()),
+    ] {
+        assert!(
+            install.contains(step),
+            "{step:?} in INSTALL.txt:\n{install}"
+        );
+    }
+    assert!(
+        !install.contains('@'),
+        "a placeholder left in INSTALL.txt:\n{install}"
+    );
+
+    // INSTALL.txt, step by step, in a new account. The clock runs from the empty account.
+    let started = Instant::now();
+    let suexec = SuexecLog::mark();
+    let user = HostUser::create(true);
+    check_suexec_fits(&user);
+    let mine = "<!doctype html><title>Already here</title>\n";
+    user.write(&user.web().join("index.html"), mine, 0o644);
+    // 1. Upload to the home directory (File Manager writes it as the account).
+    let uploaded = user.path(&format!("{name}.zip"));
+    user.write(&uploaded, fs::read(&zip).unwrap(), 0o644);
+    // 2. Extract there (File Manager runs the archive tool as the account), delete the archive.
+    user.run("unzip", &["-q", &format!("{name}.zip")]);
+    fs::remove_file(&uploaded).unwrap();
+    // 3. The permissions, as File Manager shows them: the archive's, with no chmod.
+    user.assert_mode("public_html/cgi-bin", 0o755);
+    user.assert_mode("public_html/cgi-bin/resolve", 0o755);
+    user.assert_mode("resolve/config.json", 0o600);
+    user.assert_mode("public_html", 0o750);
+    assert_eq!(
+        fs::read_to_string(user.web().join("index.html")).unwrap(),
+        mine,
+        "the owner's home page"
+    );
+    for p in entries_under(&user.home) {
+        let meta = fs::symlink_metadata(&p).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(meta.uid(), user.uid, "{} is not the account's", p.display());
+    }
+    // 4. The token: the echo provider stays (nothing is spent); the site's address goes into
+    // allowed_origins as the step says.
+    let apache = apache_for(&user);
+    let config = user.path("resolve/config.json");
+    let starter = fs::read_to_string(&config).unwrap();
+    assert!(starter.contains("\"allowed_origins\": [],"), "{starter}");
+    let edited = starter.replace(
+        "\"allowed_origins\": [],",
+        &format!("\"allowed_origins\": [\"{}\"],", apache.base_url()),
+    );
+    user.write(&config, edited, 0o600);
+    // 5. Open the page and send a link.
+    let link = "https://example.com/file/package";
+    let (sent_to, r) = send_through_page(&apache, &user.url("resolve/"), link);
+    assert_eq!(sent_to, "/cgi-bin/resolve");
+    assert_status(&r, 200, &apache, &suexec);
+    assert!(r.text().contains(link), "{}", r.everything());
+    eprintln!(
+        "from an empty account to the first resolved link: {:?}",
+        started.elapsed()
+    );
+    let log = suexec.since();
+    assert!(
+        log.contains(&format!("uid: ({}/{})", user.uid, user.name)),
+        "not run through suEXEC as the account:\n{log}"
+    );
+    assert!(
+        !entries_under(&user.path("resolve/ratelimit"))
+            .iter()
+            .all(|p| p.ends_with(".htaccess")),
+        "no counters were written"
+    );
+
+    // The starter configuration passes check, run as the account where the web server runs it.
+    let check = user.run("public_html/cgi-bin/resolve", &["check"]);
+    assert!(check.lines().any(|l| l.trim() == "OK"), "{check}");
+
+    // A host whose extraction ignores the archive's modes (Python's zipfile, like some file
+    // managers, writes plain 644 files): the program does not run, as INSTALL.txt describes,
+    // until step 3's fix by hand.
+    let other = HostUser::create(true);
+    other.write(
+        &other.path(&format!("{name}.zip")),
+        fs::read(&zip).unwrap(),
+        0o644,
+    );
+    other.run(
+        "/usr/bin/python3",
+        &["-m", "zipfile", "-e", &format!("{name}.zip"), "."],
+    );
+    other.assert_mode("public_html/cgi-bin/resolve", 0o644);
+    let apache = apache_for(&other);
+    let suexec = SuexecLog::mark();
+    let (_, r) = send_through_page(&apache, &other.url("resolve/"), link);
+    assert!(
+        r.status >= 500,
+        "a program without its execute bit answered:\n{}",
+        r.everything()
+    );
+    assert!(
+        install.contains("0644") && install.contains("500 Internal Server Error"),
+        "INSTALL.txt names what this looks like"
+    );
+    // Step 3 by hand: 755 for the program, 600 for the configuration.
+    other.run("chmod", &["755", "public_html/cgi-bin/resolve"]);
+    other.run("chmod", &["600", "resolve/config.json"]);
+    let (_, r) = send_through_page(&apache, &other.url("resolve/"), link);
+    assert_status(&r, 200, &apache, &suexec);
+    assert!(r.text().contains(link), "{}", r.everything());
+}
