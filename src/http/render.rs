@@ -210,7 +210,7 @@ fn page(
          <label for=\"link\">{}</label>\n<div class=\"row\">\n\
          <input id=\"link\" name=\"link\" type=\"url\" required placeholder=\"https://…\" \
          autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\" inputmode=\"url\">\n\
-         <button type=\"submit\">Get link</button>\n</div>\n</form>\n</main>\n{}\
+         <button id=\"submit\" type=\"submit\">Get link</button>\n</div>\n</form>\n</main>\n{}\
          <!-- resolve {} -->\n</body>\n</html>\n",
         escape(title),
         escape(label),
