@@ -1054,12 +1054,34 @@ fn answer_pages_pass_axe_and_contrast() {
     // as one that does not, and lets axe-core run in them.
     let h = Setup::new().rules(vec![rule("ip", "ip", 2, 60)]).start();
     let link = format!("{}?link=https%3A%2F%2Fexample.com%2Ffile.zip", h.endpoint());
+    // They forbid everything but their own style block, which must still apply.
+    let answer = agent()
+        .get(format!("{}?link=ftp%3A%2F%2Fx", h.endpoint()))
+        .header("Accept", "text/html")
+        .call()
+        .expect("an answer page");
+    let policy = answer
+        .headers()
+        .get("Content-Security-Policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        policy.starts_with("default-src 'none'; style-src 'sha256-"),
+        "{policy}"
+    );
     let h1 = || {
         h.web()
             .script("return document.querySelector('h1').textContent;")
     };
     h.web().open(&link);
     assert_eq!(h1(), "Your download link is ready");
+    assert_eq!(
+        h.web()
+            .script("return getComputedStyle(document.body).backgroundColor;"),
+        "rgb(247, 247, 245)",
+        "the style block applies under the page's own policy"
+    );
     h.contrast("no-script download");
     h.axe("no-script-download");
     h.web().open(&format!(

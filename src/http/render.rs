@@ -117,7 +117,7 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
                 "Another link",
                 frame,
             );
-            Response::new(200, HTML, body).header("Referrer-Policy", "no-referrer")
+            html_page(200, body).header("Referrer-Policy", "no-referrer")
         }
     }
 }
@@ -161,7 +161,7 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
             };
             let card = format!("<p>{}</p>\n", escape(&p.detail));
             let body = page(title, kind, Some(p.code), &card, "Try again", frame);
-            Response::new(p.status, HTML, body)
+            html_page(p.status, body)
         }
     };
     if let Some(secs) = p.retry_after {
@@ -178,6 +178,48 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
 
 /// The page's stylesheet, inlined: the answer pages look like the page wherever it is installed.
 const STYLE: &str = include_str!("../../public/style.css");
+
+/// The answer pages' `Content-Security-Policy`: nothing loads, no script runs, the one style
+/// block (by its hash) applies, the form posts only to this site, no other site frames it.
+fn content_security_policy() -> &'static str {
+    static POLICY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("\n{STYLE}").as_bytes());
+        format!(
+            "default-src 'none'; style-src 'sha256-{}'; form-action 'self'; base-uri 'none'; \
+             frame-ancestors 'none'",
+            base64(&digest)
+        )
+    })
+}
+
+/// Standard base64 with padding (RFC 4648 section 4).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i)) as usize & 63]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// An HTML answer page with the headers every one carries.
+fn html_page(status: u16, body: String) -> Response {
+    Response::new(status, HTML, body)
+        .header("Content-Security-Policy", content_security_policy())
+        .header("X-Content-Type-Options", "nosniff")
+}
 
 /// An answer page for visitors without JavaScript: the outcome as a card like the page's, the
 /// form again (empty) to try another link, and the owner's footer.
@@ -446,5 +488,43 @@ mod tests {
         );
         assert!(body.contains("<p class=\"url\">https://cdn.example/f/1</p>"));
         assert!(body.contains("<label for=\"link\">Another link</label>"));
+    }
+
+    #[test]
+    fn base64_as_the_rfc_says() {
+        for (text, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(text.as_bytes()), encoded, "{text}");
+        }
+    }
+
+    #[test]
+    fn answer_pages_allow_their_own_style_and_nothing_else() {
+        let r = problem(
+            Format::Html,
+            &Problem::new(400, "bad_link", "No."),
+            &Frame::default(),
+        );
+        let policy = r
+            .header_value("Content-Security-Policy")
+            .unwrap()
+            .to_owned();
+        assert!(
+            policy.starts_with("default-src 'none'; style-src 'sha256-"),
+            "{policy}"
+        );
+        assert!(policy.contains("form-action 'self'"), "{policy}");
+        let body = html(r);
+        let style = &body[body.find("<style>").unwrap() + 7..body.find("</style>").unwrap()];
+        use sha2::{Digest, Sha256};
+        let hash = base64(&Sha256::digest(style.as_bytes()));
+        assert!(policy.contains(&format!("'sha256-{hash}'")), "{policy}");
     }
 }
