@@ -142,7 +142,9 @@
         return;
       }
       shown = seconds;
-      elapsed.textContent = seconds < STILL_WORKING_AFTER_S
+      elapsed.textContent = seconds === 0
+        ? 'Just started. This can take up to half a minute.'
+        : seconds < STILL_WORKING_AFTER_S
         ? 'Working for ' + secondsWords(seconds) + '. This can take up to half a minute.'
         : 'Still working, for ' + secondsWords(seconds) + ': some file hosts take up to half a minute.';
       if (seconds === STILL_WORKING_AFTER_S) {
