@@ -231,4 +231,37 @@ mod tests {
             assert_eq!(e.field, field, "{e}");
         }
     }
+
+    #[test]
+    fn read_from_the_file_shown_by_check_and_placed_when_wrong() {
+        let base = std::path::Path::new("/home/u/resolve");
+        let c = crate::config::Config::from_json(
+            r#"{"page": {"site_name": "Example Links", "contact": "https://example.com/c"}}"#,
+            base,
+        )
+        .unwrap();
+        assert_eq!(
+            c.masked_json()["page"],
+            serde_json::json!({"site_name": "Example Links", "contact": "https://example.com/c"})
+        );
+        assert!(
+            crate::config::Config::defaults(base)
+                .masked_json()
+                .get("page")
+                .is_none()
+        );
+        let e = crate::config::Config::from_json(
+            "{\n  \"page\": {\n    \"terms_url\": \"http://example.com/terms\"\n  }\n}",
+            base,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.at),
+            ("page.terms_url", Some((3, 5))),
+            "{e}"
+        );
+        let typo =
+            crate::config::Config::from_json(r#"{"page": {"sitename": "x"}}"#, base).unwrap_err();
+        assert!(typo.message.contains("sitename"), "{typo}");
+    }
 }
