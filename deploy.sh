@@ -718,19 +718,26 @@ sha256_of() {
     fi
 }
 
+# The version in Cargo.toml: the one the build will have.
+repo_version() {
+    sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$REPO/Cargo.toml" | head -n 1
+}
+
 # Copies the page into $WORK/page with the form's action pointing at the endpoint, so the page
-# works from any folder (whatever action public/index.html has).
+# works from any folder (whatever action public/index.html has), and the version filled in
+# where the page says @VERSION@ (its footer's HTML comment).
 prepare_page() {
     local dir=$1 f
     mkdir -p "$dir"
     for f in "${PAGE_FILES[@]}"; do
         cp "$REPO/public/$f" "$dir/$f"
     done
-    awk -v ep="$ENDPOINT" '
+    awk -v ep="$ENDPOINT" -v version="$(repo_version)" '
         !done && match($0, /[[:space:]]action="[^"]*"/) {
             $0 = substr($0, 1, RSTART) "action=\"" ep "\"" substr($0, RSTART + RLENGTH)
             done = 1
         }
+        { gsub(/@VERSION@/, version) }
         { print }
         END { if (!done) exit 3 }
     ' "$REPO/public/index.html" >"$dir/index.html" ||
@@ -1459,7 +1466,7 @@ make_package() {
     local out=$1 version name stage epoch f
     [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
     [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
-    version=$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' "$REPO/Cargo.toml" | head -n 1)
+    version=$(repo_version)
     [ -n "$version" ] || die "no version in Cargo.toml"
     name=resolve-$version-x86_64-linux
     command -v python3 >/dev/null || die "python3 not found: it writes the zip (Debian: apt-get install python3)"

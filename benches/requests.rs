@@ -135,6 +135,7 @@ fn rendering(c: &mut Criterion) {
         download: "https://cdn.example/d/0123456789abcdef/holiday.part1.rar".into(),
         filename: Some("holiday.part1.rar".into()),
     };
+    let frame = render::Frame::new(Some("/cgi-bin/resolve"), None);
     for (name, format) in [
         ("text", Format::Text),
         ("json", Format::Json),
@@ -143,7 +144,7 @@ fn rendering(c: &mut Criterion) {
         c.bench_function(&format!("render: 429 as {name}, CGI output"), |b| {
             b.iter(|| {
                 let mut out = Vec::with_capacity(1024);
-                render::problem(format, black_box(&limited))
+                render::problem(format, black_box(&limited), &frame)
                     .write_cgi(&mut out, false)
                     .expect("to memory");
                 black_box(out)
@@ -152,7 +153,7 @@ fn rendering(c: &mut Criterion) {
         c.bench_function(&format!("render: 200 as {name}, CGI output"), |b| {
             b.iter(|| {
                 let mut out = Vec::with_capacity(2048);
-                render::resolved(format, black_box(&resolved))
+                render::resolved(format, black_box(&resolved), &frame)
                     .write_cgi(&mut out, false)
                     .expect("to memory");
                 black_box(out)
@@ -160,7 +161,7 @@ fn rendering(c: &mut Criterion) {
         });
     }
     let mut answer = Vec::new();
-    render::resolved(Format::Html, &resolved)
+    render::resolved(Format::Html, &resolved, &frame)
         .write_cgi(&mut answer, false)
         .expect("to memory");
     c.bench_function("render: an answer wrapped in FastCGI records", |b| {

@@ -1,5 +1,10 @@
-// Sends the link form without leaving the page and shows the answer of cgi-bin/resolve.
-// Without this script the form still works: the server answers a page of its own.
+// Sends the link form without leaving the page and shows the program's answer in it.
+// Without this script the form still works: the program answers a page of its own.
+//
+// Screen readers hear each change once, from one polite live region (#status): when the work
+// starts, once if it takes long, when the answer comes, and at the start and end of a wait.
+// What changes every second (the seconds working, the time left) is shown in #result, which is
+// not a live region, so it can be read at any time without being spoken every second.
 (function () {
   'use strict';
 
@@ -7,31 +12,66 @@
   var input = document.getElementById('link');
   var button = document.getElementById('submit');
   var result = document.getElementById('result');
-  if (!form || !input || !button || !result || !window.fetch || !window.URLSearchParams) {
+  var status = document.getElementById('status');
+  var footer = document.getElementById('site-footer');
+  if (!form || !input || !button || !result || !status || !window.fetch || !window.URLSearchParams) {
     return;
   }
 
   var IDLE_LABEL = button.textContent;
   var BUSY_LABEL = 'Working…';
+  var LOCKED_LABEL = 'Please wait';
+  // The provider may take up to 35 s (it may poll); past this the page gives up on the answer.
   var REQUEST_TIMEOUT_MS = 60000;
-  var MAX_WAIT_SECONDS = 86400;
+  // After this long the status says once more that it is still working.
+  var STILL_WORKING_AFTER_S = 10;
+  // Only a 429 (this visitor asked too often) locks the button, and only when its wait is at
+  // most this long: a per-minute limit counts down with the button locked. A longer wait (a
+  // limit per hour or day), and any 503 (the site's spend limit, a busy provider, a site not
+  // set up), is shown in words and leaves the button usable: trying again costs the site one
+  // refused request and never a paid call, and a page locked for hours helps nobody.
+  var MAX_LOCK_SECONDS = 120;
+  // Longer waits than this (a month) are not believed.
+  var MAX_WAIT_SECONDS = 31 * 86400;
+  var NOT_SET_UP = 'This site is not set up yet, so it cannot get download links. Please try again later.';
+
+  // What the program says first in a wait sentence, by its code; the time left follows.
+  var WAIT_LEADS = {
+    rate_limited: 'Too many requests.',
+    spend_limit: 'The service has reached its limit for now.',
+    provider_busy: 'The download service is busy.',
+    provider_unavailable: 'The download service is not available right now.',
+    host_unavailable: 'The file host is unavailable for now.',
+    store_unavailable: 'The service is briefly unavailable.'
+  };
 
   var busy = false;
-  var countdownTimer = 0;
+  var locked = false;
+  // The one timer that updates #result every second (working, or a wait).
+  var ticker = 0;
+  var announceTimer = 0;
 
   form.addEventListener('submit', function (event) {
     event.preventDefault();
-    if (busy || countdownTimer) {
+    if (busy || locked) {
       return;
     }
     send(input.value.trim());
   });
 
+  // A click on the button while it is marked disabled does nothing (it is not really disabled,
+  // so that it keeps keyboard focus).
+  button.addEventListener('click', function (event) {
+    if (busy || locked) {
+      event.preventDefault();
+    }
+  });
+
   function send(link) {
     busy = true;
-    setButton(true, BUSY_LABEL);
+    setButton('busy');
     form.setAttribute('aria-busy', 'true');
-    clear(result);
+    showWorking();
 
     var controller = typeof AbortController === 'function' ? new AbortController() : null;
     var timedOut = false;
@@ -42,7 +82,7 @@
       }
     }, REQUEST_TIMEOUT_MS);
 
-    var status = 0;
+    var code = 0;
     var headers = null;
     fetch(form.action, {
       method: 'POST',
@@ -56,7 +96,7 @@
       signal: controller ? controller.signal : undefined
     })
       .then(function (response) {
-        status = response.status;
+        code = response.status;
         headers = response.headers;
         return response.text();
       })
@@ -67,26 +107,56 @@
       })
       .then(function (outcome) {
         clearTimeout(timeout);
-        done();
+        busy = false;
+        form.removeAttribute('aria-busy');
+        stopTicker();
         if (outcome.ok) {
-          handle(status, headers, parseJson(outcome.text));
+          handle(code, headers, parseJson(outcome.text));
         } else if (timedOut) {
           showError('The server took too long to answer. Please try again.');
-        } else if (status) {
-          showError(fallbackMessage(status));
+        } else if (code) {
+          showError(fallbackMessage(code));
         } else {
           showError('Could not reach the server. Check your internet connection and try again.');
         }
       });
   }
 
-  function done() {
-    busy = false;
-    form.removeAttribute('aria-busy');
+  function showWorking() {
+    var box = card('busy');
+    var title = addText(box, 'p', 'Getting your download link…');
+    title.className = 'title';
+    var elapsed = addText(box, 'p', '');
+    elapsed.className = 'elapsed';
+    var bar = document.createElement('div');
+    bar.className = 'bar';
+    bar.setAttribute('aria-hidden', 'true');
+    box.appendChild(bar);
+    announce('Getting your download link. This can take up to half a minute.');
+
+    var started = Date.now();
+    var shown = -1;
+    function tick() {
+      var seconds = Math.floor((Date.now() - started) / 1000);
+      if (seconds === shown) {
+        return;
+      }
+      shown = seconds;
+      elapsed.textContent = seconds === 0
+        ? 'Just started. This can take up to half a minute.'
+        : seconds < STILL_WORKING_AFTER_S
+        ? 'Working for ' + secondsWords(seconds) + '. This can take up to half a minute.'
+        : 'Still working, for ' + secondsWords(seconds) + ': some file hosts take up to half a minute.';
+      if (seconds === STILL_WORKING_AFTER_S) {
+        announce('Still working.');
+      }
+    }
+    tick();
+    ticker = setInterval(tick, 250);
   }
 
-  function handle(status, headers, data) {
-    if (status >= 200 && status < 300) {
+  function handle(code, headers, data) {
+    if (code >= 200 && code < 300) {
       if (data && typeof data.download === 'string' && data.download) {
         showDownload(data.download, typeof data.filename === 'string' ? data.filename : '');
       } else {
@@ -95,14 +165,20 @@
       return;
     }
 
-    var message = data && typeof data.detail === 'string' && data.detail.trim()
+    var problem = data && typeof data.code === 'string' ? data.code : '';
+    if (problem === 'not_configured') {
+      showNotSetUp(true);
+      return;
+    }
+    var detail = data && typeof data.detail === 'string' && data.detail.trim()
       ? data.detail.trim()
-      : fallbackMessage(status);
+      : fallbackMessage(code);
     var wait = retryAfterSeconds(data, headers);
-    if (wait > 0) {
-      showWait(message, wait, status === 429 ? 'wait' : 'error');
+    if (wait > 0 && (code === 429 || code === 503)) {
+      var lead = WAIT_LEADS[problem] || (code === 429 ? WAIT_LEADS.rate_limited : 'The service is not available right now.');
+      showWait(lead, wait, code === 429 && wait <= MAX_LOCK_SECONDS);
     } else {
-      showError(message);
+      showError(detail);
     }
   }
 
@@ -112,7 +188,8 @@
       var bad = card('error');
       addText(bad, 'p', 'The server answered an address that is not a web link, so it is not shown as a link:');
       addText(bad, 'p', download).className = 'url';
-      setButton(false);
+      announce('The server answered an address that is not a web link.');
+      setButton('idle');
       return;
     }
 
@@ -138,48 +215,93 @@
     copied.className = 'copied';
     copyButton.addEventListener('click', function () {
       copyText(href, copyButton).then(function (ok) {
-        copied.textContent = ok ? 'Copied.' : 'Could not copy: select the link and copy it by hand.';
+        var said = ok ? 'Copied.' : 'Could not copy: select the link and copy it by hand.';
+        copied.textContent = said;
+        announce(said);
       });
     });
     actions.appendChild(copyButton);
     actions.appendChild(copied);
     box.appendChild(actions);
-    setButton(false);
+    announce('Your download link is ready: ' + (filename || 'the link') + '.');
+    setButton('idle');
   }
 
   function showError(message) {
-    addText(card('error'), 'p', message);
-    setButton(false);
+    addText(card('error'), 'p', message).className = 'message';
+    announce(message);
+    setButton('idle');
   }
 
-  function showWait(message, seconds, kind) {
-    var box = card(kind);
-    addText(box, 'p', message).className = 'message';
-    // The remaining time changes every second: it is shown, not read out each time.
-    var line = document.createElement('p');
-    line.setAttribute('aria-live', 'off');
-    line.appendChild(document.createTextNode('Time left: '));
-    var count = document.createElement('span');
-    count.className = 'countdown';
-    line.appendChild(count);
-    box.appendChild(line);
+  function showNotSetUp(announced) {
+    var box = card('error');
+    box.setAttribute('data-code', 'not_configured');
+    addText(box, 'p', NOT_SET_UP).className = 'message';
+    if (announced) {
+      announce(NOT_SET_UP);
+    }
+    setButton('idle');
+  }
 
+  // One sentence that stays true while it counts: "Too many requests. You can try again in 42
+  // seconds." Spoken when the wait starts and when it ends, not every second.
+  function showWait(lead, seconds, lock) {
+    var box = card('wait');
+    var sentence = addText(box, 'p', '');
+    sentence.className = 'message';
     var deadline = Date.now() + seconds * 1000;
+    locked = lock;
+    setButton(lock ? 'locked' : 'idle');
+
+    function say(left) {
+      return lead + ' You can try again in ' + waitWords(left) + '.';
+    }
+    var shown = '';
     function tick() {
       var left = Math.ceil((deadline - Date.now()) / 1000);
       if (left <= 0) {
-        clearInterval(countdownTimer);
-        countdownTimer = 0;
-        box.removeChild(line);
-        addText(box, 'p', 'You can try again now.');
-        setButton(false);
+        stopTicker();
+        sentence.textContent = 'You can try again now.';
+        locked = false;
+        setButton('idle');
+        announce('You can try again now.');
         return;
       }
-      count.textContent = left + (left === 1 ? ' second' : ' seconds');
-      setButton(true, 'Wait ' + left + ' s');
+      var text = say(left);
+      if (text !== shown) {
+        shown = text;
+        sentence.textContent = text;
+      }
     }
-    countdownTimer = setInterval(tick, 250);
     tick();
+    announce(sentence.textContent);
+    ticker = setInterval(tick, 250);
+  }
+
+  function stopTicker() {
+    if (ticker) {
+      clearInterval(ticker);
+      ticker = 0;
+    }
+  }
+
+  // As the program says it (src/http/render.rs wait_words): seconds under two minutes, then
+  // about so many minutes, hours or days, rounded up.
+  function waitWords(seconds) {
+    if (seconds < 120) {
+      return secondsWords(seconds);
+    }
+    if (seconds < 7200) {
+      return 'about ' + Math.ceil(seconds / 60) + ' minutes';
+    }
+    if (seconds < 172800) {
+      return 'about ' + Math.ceil(seconds / 3600) + ' hours';
+    }
+    return 'about ' + Math.ceil(seconds / 86400) + ' days';
+  }
+
+  function secondsWords(n) {
+    return n === 1 ? '1 second' : n + ' seconds';
   }
 
   function retryAfterSeconds(data, headers) {
@@ -200,8 +322,8 @@
     return Math.min(Math.max(seconds, 0), MAX_WAIT_SECONDS);
   }
 
-  function fallbackMessage(status) {
-    switch (status) {
+  function fallbackMessage(code) {
+    switch (code) {
       case 400: return 'That link was not accepted. Check that it is the complete address of the file.';
       case 404: return 'The link service was not found on this site.';
       case 405: return 'The server did not accept this kind of request.';
@@ -213,10 +335,98 @@
       case 503: return 'The link service is not available right now. Please try again later.';
       case 504: return 'The link service took too long to answer. Please try again later.';
     }
-    if (status >= 500) {
-      return 'The server had a problem (error ' + status + '). Please try again later.';
+    if (code >= 500) {
+      return 'The server had a problem (error ' + code + '). Please try again later.';
     }
-    return 'The request failed (error ' + status + '). Please try again.';
+    return 'The request failed (error ' + code + '). Please try again.';
+  }
+
+  // Says `text` once in the live region. Emptied first, so that the same words said twice
+  // (two refusals in a row) are spoken twice.
+  function announce(text) {
+    clearTimeout(announceTimer);
+    status.textContent = '';
+    announceTimer = setTimeout(function () {
+      status.textContent = text;
+    }, 100);
+  }
+
+  // idle: usable. busy or locked: marked disabled (aria-disabled), keeping focus where it is.
+  function setButton(state) {
+    if (state === 'idle') {
+      button.removeAttribute('aria-disabled');
+      button.textContent = IDLE_LABEL;
+    } else {
+      button.setAttribute('aria-disabled', 'true');
+      button.textContent = state === 'busy' ? BUSY_LABEL : LOCKED_LABEL;
+    }
+  }
+
+  // The owner's footer (site name, contact, terms) and whether the site is set up, from the
+  // program: the configuration holds them, outside the web root.
+  function about() {
+    fetch(form.action + '?about=1', {
+      headers: { 'Accept': 'application/json' },
+      credentials: 'same-origin'
+    })
+      .then(function (response) {
+        return response.text().then(function (text) {
+          return { code: response.status, data: parseJson(text) };
+        });
+      })
+      .then(function (answer) {
+        var data = answer.data || {};
+        var notSetUp = (answer.code === 503 && data.code === 'not_configured') ||
+          (answer.code === 200 && data.ready === false);
+        if (notSetUp && !busy && !locked && !result.firstChild) {
+          showNotSetUp(false);
+        }
+        if (answer.code === 200) {
+          showFooter(data);
+        }
+      }, function () {});
+  }
+
+  function showFooter(data) {
+    if (!footer) {
+      return;
+    }
+    var line = document.createElement('p');
+    function part(node) {
+      if (line.firstChild) {
+        var dot = addText(line, 'span', ' · ');
+        dot.setAttribute('aria-hidden', 'true');
+      }
+      line.appendChild(node);
+    }
+    if (typeof data.site_name === 'string' && data.site_name) {
+      var name = document.createElement('span');
+      name.className = 'site-name';
+      name.textContent = data.site_name;
+      part(name);
+    }
+    var contact = typeof data.contact_href === 'string' ? data.contact_href : '';
+    if (/^mailto:/i.test(contact) || httpUrl(contact)) {
+      var mail = /^mailto:/i.test(contact);
+      part(footerLink(contact, mail ? 'Contact: ' + data.contact : 'Contact', 'contact'));
+    }
+    var terms = typeof data.terms_url === 'string' ? httpUrl(data.terms_url) : '';
+    if (terms) {
+      part(footerLink(terms, 'Terms of use', 'terms'));
+    }
+    if (line.firstChild) {
+      clear(footer);
+      footer.appendChild(line);
+      footer.hidden = false;
+    }
+  }
+
+  function footerLink(href, text, kind) {
+    var a = document.createElement('a');
+    a.href = href;
+    a.className = kind;
+    a.textContent = text;
+    return a;
   }
 
   // Only http and https addresses may become links: never javascript: or data:.
@@ -268,12 +478,8 @@
     return ok;
   }
 
-  function setButton(disabled, label) {
-    button.disabled = disabled;
-    button.textContent = disabled && label ? label : IDLE_LABEL;
-  }
-
   function card(kind) {
+    stopTicker();
     clear(result);
     var box = document.createElement('div');
     box.className = 'card ' + kind;
@@ -293,4 +499,6 @@
       node.removeChild(node.firstChild);
     }
   }
+
+  about();
 })();

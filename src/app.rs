@@ -126,7 +126,15 @@ impl App<'_> {
             negotiate::from_accept(env.header("Accept"))
         };
         let head_only = env.get("REQUEST_METHOD") == Some(b"HEAD");
-        let response = match self.respond(env, body, format) {
+        // The page's footer and version: answered before anything is read or counted.
+        if crate::http::about::is_about(env) {
+            return Answer {
+                response: crate::http::about::answer(&self.config.page, self.provider.is_some()),
+                head_only,
+            };
+        }
+        let frame = render::Frame::new(env.text("SCRIPT_NAME"), Some(&self.config.page));
+        let response = match self.respond(env, body, format, &frame) {
             Ok(r) => r,
             Err(p) => {
                 let level = if p.status >= 500 {
@@ -145,7 +153,7 @@ impl App<'_> {
                         ),
                     );
                 }
-                render::problem(format, &p)
+                render::problem(format, &p, &frame)
             }
         };
         Answer {
@@ -156,7 +164,13 @@ impl App<'_> {
 
     /// The request's way through: who asks and for what, whether the rules admit it, and only
     /// then the cache or the paid call.
-    fn respond(&self, env: &Env, body: &mut dyn Read, format: Format) -> Result<Response, Problem> {
+    fn respond(
+        &self,
+        env: &Env,
+        body: &mut dyn Read,
+        format: Format,
+        frame: &render::Frame<'_>,
+    ) -> Result<Response, Problem> {
         let asked = self.read_request(env, body)?;
         let Some(provider) = self.provider else {
             return Err(Problem::new(
@@ -192,7 +206,7 @@ impl App<'_> {
             None => self.store.decide(&checks),
         };
         let store_up = decided.is_ok();
-        let admitted = match self.verdict(decided, &rules, &all_rules, format)? {
+        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame)? {
             Verdict::Admitted(admitted) => admitted,
             Verdict::Refused(response) => return Ok(response),
         };
@@ -200,7 +214,7 @@ impl App<'_> {
         let mut response = if head_only {
             render::counted(format)
         } else if let Some(resolved) = cached {
-            render::resolved(format, &resolved).header("X-Resolve-Cache", "hit")
+            render::resolved(format, &resolved, frame).header("X-Resolve-Cache", "hit")
         } else {
             let spend_checks = &checks[rules.len()..];
             let resolved = self.pay(provider, &asked.link, admitted.as_ref(), spend_checks)?;
@@ -214,7 +228,7 @@ impl App<'_> {
                 self.log
                     .line(Level::Warn, &format!("caching the answer failed: {e}"));
             }
-            let answer = render::resolved(format, &resolved);
+            let answer = render::resolved(format, &resolved, frame);
             if cache_key.is_some() {
                 answer.header("X-Resolve-Cache", "miss")
             } else {
@@ -287,6 +301,7 @@ impl App<'_> {
         rules: &[&Rule],
         all_rules: &[&Rule],
         format: Format,
+        frame: &render::Frame<'_>,
     ) -> Result<Verdict, Problem> {
         match decided {
             Ok(decision @ Decision::Admit { at_ms, .. }) => Ok(Verdict::Admitted(Some(Admitted {
@@ -327,7 +342,7 @@ impl App<'_> {
                 )
                 .retry_after(retry_after_secs);
                 p.rule = Some(all_rules[rule].name.as_str().into());
-                let mut response = render::problem(format, &p);
+                let mut response = render::problem(format, &p, frame);
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));

@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod error;
 pub mod locate;
+pub mod page;
 pub mod position;
 pub mod print;
 pub mod raw;
@@ -52,6 +53,8 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
     /// Requests one FastCGI process answers before it exits.
     pub fastcgi_max_requests: u32,
+    /// The footer the owner shows visitors (site name, contact, terms link).
+    pub page: page::Page,
 }
 
 /// The rule that applies when the configuration names none.
@@ -217,6 +220,7 @@ impl Config {
                 "must be 1 to 4294967295; 10000 (the default) renews each process now and then",
             )
         })?;
+        let page = page::page(raw.page)?;
         Ok(Config {
             provider,
             store,
@@ -233,6 +237,7 @@ impl Config {
             max_body_bytes,
             allowed_origins,
             fastcgi_max_requests,
+            page,
         })
     }
 }

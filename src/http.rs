@@ -2,6 +2,7 @@
 //! identity, API key, wanted format) and writing the answer (status, headers, body in text,
 //! HTML or JSON). No I/O: the gateways hand bytes in and write bytes out.
 
+pub mod about;
 pub mod api_key;
 pub mod form;
 pub mod html;

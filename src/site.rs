@@ -83,8 +83,15 @@ pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> An
         "This service is not set up correctly yet. Please try again later.",
     )
     .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);
+    // The page's script asks `?about=1` for JSON whatever it accepts.
+    let format = if crate::http::about::is_about(env) {
+        negotiate::Format::Json
+    } else {
+        negotiate::from_accept(env.header("Accept"))
+    };
+    let frame = render::Frame::new(env.text("SCRIPT_NAME"), None);
     Answer {
-        response: render::problem(negotiate::from_accept(env.header("Accept")), &p),
+        response: render::problem(format, &p, &frame),
         head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
     }
 }

@@ -1,35 +1,55 @@
-//! Browser tests: headless Chromium, driven over WebDriver, using the page in `public/` against `resolve serve`.
+//! Browser tests: headless Chromium, driven over WebDriver, using the page in `public/` served by
+//! a real Apache from a folder of its own (`/resolve/`), with the binary as `/cgi-bin/resolve`
+//! (mod_cgid, or mod_fcgid under RESOLVE_TEST_APACHE_MODE=fcgid) and the provider stand-in.
 //!
-//! Needs Debian's `chromium` and `chromium-driver` packages. Set `BROWSER_TEST_KEEP=1` to keep the
-//! temporary folder (screenshots, server and driver logs) after a passing run; it is always kept when
-//! a test fails.
+//! Every state of the page is checked, in light and dark schemes, with axe-core (pinned, and
+//! installed from the npm registry into `target/test-deps/` when missing), and the contrast of
+//! its borders, focus ring and text is measured.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` packages and npm. Set `BROWSER_TEST_KEEP=1`
+//! to keep the temporary folder (screenshots of every state, driver log) after a passing run;
+//! it is always kept when a test fails.
 
 mod support;
 
 use std::env;
 use std::fs;
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::config::{self, rule};
-use support::system::command;
+use sha2::{Digest, Sha256};
+use support::config::rule;
+use support::provider::Reply;
 use support::temp::set_mode;
-use support::{TempDir, free_port};
+use support::{Site, TempDir, free_port};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The key under which W3C WebDriver returns an element reference.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 const LINK: &str = "https://example.com/file.zip";
+/// What the provider stand-in answers for its first call.
+const DOWNLOAD_1: &str = "https://cdn.test/file/1";
 const POLL: Duration = Duration::from_millis(100);
+/// WebDriver key codes.
+const TAB: &str = "\u{e004}";
+const ENTER: &str = "\u{e007}";
 
-/// One browser at a time: the countdown test measures time, and this machine may have few cores.
+/// axe-core, pinned: the version, and the SHA-256 of its `axe.min.js`.
+const AXE_VERSION: &str = "4.14.1";
+const AXE_SHA256: &str = "29348999450cdf2849a8e70b7912fc2da85a849da39c0d0d5394f51d4a9ed95c";
+
+/// The owner's footer every site here is configured with.
+const SITE_NAME: &str = "Example Links";
+const CONTACT: &str = "owner@example.com";
+const TERMS: &str = "https://example.com/terms";
+
+/// One browser at a time: the countdown tests measure time, and this machine may have few cores.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Fails, never skips, when the browser is not installed.
@@ -236,6 +256,49 @@ impl WebDriver {
         )
     }
 
+    /// Runs `body` as an async script: it calls `arguments[0]` with its result.
+    fn async_script(&self, body: &str) -> Value {
+        self.cmd(
+            "POST",
+            "/execute/async",
+            Some(json!({"script": body, "args": []})),
+        )
+    }
+
+    /// Presses and releases each key in turn, wherever focus is (a real keyboard's events).
+    fn keys(&self, keys: &[&str]) {
+        let mut actions = Vec::new();
+        for key in keys {
+            for c in key.chars() {
+                actions.push(json!({"type": "keyDown", "value": c.to_string()}));
+                actions.push(json!({"type": "keyUp", "value": c.to_string()}));
+            }
+        }
+        self.cmd(
+            "POST",
+            "/actions",
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
+        let _ = self.try_cmd("DELETE", "/actions", None);
+    }
+
+    /// A Chrome DevTools command, through chromedriver.
+    fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.cmd(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({"cmd": cmd, "params": params})),
+        )
+    }
+
+    /// Light or dark, as the visitor's system would ask (`prefers-color-scheme`).
+    fn scheme(&self, scheme: &str) {
+        self.cdp(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        );
+    }
+
     fn resize(&self, width: u32, height: u32) {
         self.cmd(
             "POST",
@@ -290,15 +353,78 @@ fn base64_decode(text: &str) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// axe-core's script, installed with npm into `target/test-deps/` the first time, and checked
+/// against its pinned SHA-256. Missing npm or a failed install fails the test (never skips it).
+fn axe_source() -> &'static str {
+    static SOURCE: OnceLock<String> = OnceLock::new();
+    SOURCE.get_or_init(|| {
+        let prefix = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-deps")
+            .join(format!("axe-core-{AXE_VERSION}"));
+        let file = prefix.join("node_modules/axe-core/axe.min.js");
+        if !file.exists() {
+            fs::create_dir_all(&prefix).expect("create target/test-deps");
+            let out = Command::new("npm")
+                .arg("install")
+                .arg("--prefix")
+                .arg(&prefix)
+                .arg(format!("axe-core@{AXE_VERSION}"))
+                .args([
+                    "--no-save",
+                    "--no-package-lock",
+                    "--ignore-scripts",
+                    "--no-audit",
+                    "--no-fund",
+                ])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "axe-core is not installed and npm could not be run ({e}): install npm \
+                         (Debian package npm) so that the browser tests can install axe-core \
+                         {AXE_VERSION}"
+                    )
+                });
+            assert!(
+                out.status.success() && file.exists(),
+                "npm install axe-core@{AXE_VERSION} failed:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let bytes = fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            digest,
+            AXE_SHA256,
+            "{} is not the pinned axe-core {AXE_VERSION}: remove {} to install it again",
+            file.display(),
+            prefix.display()
+        );
+        String::from_utf8(bytes).expect("axe.min.js is UTF-8")
+    })
+}
+
 /// What the page shows, read in one go.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct View {
     result: String,
+    /// The card's kind: busy, ok, error or wait ("" with no card).
+    kind: String,
     href: Option<String>,
-    countdown: Option<String>,
     message: Option<String>,
+    elapsed: Option<String>,
+    /// `aria-disabled` on the button: busy or locked.
+    locked: bool,
+    /// The `disabled` property: never set, it would take focus away.
     disabled: bool,
     button: String,
+    /// Where keyboard focus is: an id, or tag.class.
+    focus: String,
+    footer: String,
     path: String,
     marker: bool,
 }
@@ -307,98 +433,167 @@ const VIEW_SCRIPT: &str = r#"
 var r = document.getElementById('result');
 var b = document.getElementById('submit');
 if (!r || !b) { return {missing: true, path: location.pathname, text: document.body ? document.body.innerText : ''}; }
-var a = r.querySelector('a');
-var c = r.querySelector('.countdown');
+var card = r.querySelector('.card');
+var a = r.querySelector('.card a');
 var m = r.querySelector('.message');
+var e = r.querySelector('.elapsed');
+var f = document.activeElement;
+var ft = document.getElementById('site-footer');
 return {
   result: r.innerText,
+  kind: card ? card.className.replace('card', '').trim() : '',
   href: a ? a.getAttribute('href') : null,
-  countdown: c ? c.textContent : null,
   message: m ? m.textContent : null,
+  elapsed: e ? e.textContent : null,
+  locked: b.getAttribute('aria-disabled') === 'true',
   disabled: b.disabled,
   button: b.textContent,
+  focus: !f || f === document.body ? 'body' : (f.id || (f.tagName.toLowerCase() + (f.className ? '.' + f.className : ''))),
+  footer: ft && !ft.hidden ? ft.innerText : '',
   path: location.pathname,
   marker: window.resolveTestMarker === 'kept'
 };
 "#;
 
-/// A running `resolve serve`, chromedriver and browser session, all ended on drop.
+/// Everything the live region said since the page was opened, in order.
+const SAID_SCRIPT: &str = "return window.resolveSaid || [];";
+
+/// Contrast ratios (WCAG 2.2) of the page as it is now: each pair's name, ratio and minimum.
+const CONTRAST_SCRIPT: &str = r#"
+function rgb(c) { return c.match(/[\d.]+/g).slice(0, 3).map(Number); }
+function lum(c) {
+  var v = rgb(c).map(function (x) { x /= 255; return x <= 0.03928 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4); });
+  return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2];
+}
+function ratio(a, b) { var x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); }
+function css(el, prop, pseudo) { return getComputedStyle(el, pseudo || null)[prop]; }
+var out = [];
+function pair(name, a, b, min) { out.push({name: name, ratio: Math.round(ratio(a, b) * 100) / 100, min: min, a: a, b: b}); }
+var page = css(document.body, 'backgroundColor');
+var input = document.getElementById('link');
+var button = document.getElementById('submit');
+pair('text on page', css(document.body, 'color'), page, 4.5);
+var intro = document.querySelector('.intro, .hint');
+if (intro) pair('muted text on page', css(intro, 'color'), page, 4.5);
+pair('field border / field', css(input, 'borderTopColor'), css(input, 'backgroundColor'), 3);
+pair('field border / page', css(input, 'borderTopColor'), page, 3);
+pair('placeholder / field', css(input, 'color', '::placeholder'), css(input, 'backgroundColor'), 4.5);
+if (button.getAttribute('aria-disabled') === 'true') {
+  // Marked disabled (busy or waiting): its border shows where it is.
+  pair('waiting button border / page', css(button, 'borderTopColor'), page, 3);
+} else {
+  pair('button / page', css(button, 'backgroundColor'), page, 3);
+}
+pair('button text / button', css(button, 'color'), css(button, 'backgroundColor'), 4.5);
+input.focus();
+pair('focus ring / page', css(input, 'outlineColor'), page, 3);
+pair('focus ring / field', css(input, 'outlineColor'), css(input, 'backgroundColor'), 3);
+input.blur();
+var card = document.querySelector('.result .card');
+if (card) {
+  var bg = css(card, 'backgroundColor');
+  pair('card text / card', css(card, 'color'), bg, 4.5);
+  pair('card edge / card', css(card, 'borderLeftColor'), bg, 3);
+  var muted = card.querySelector('.url, .elapsed');
+  if (muted) pair('card muted text / card', css(muted, 'color'), bg, 4.5);
+  var copy = card.querySelector('button');
+  if (copy) {
+    pair('copy button border / card', css(copy, 'borderTopColor'), bg, 3);
+    copy.focus();
+    pair('focus ring / card', css(copy, 'outlineColor'), bg, 3);
+    copy.blur();
+  }
+}
+var foot = document.querySelector('.site-footer:not([hidden]) a');
+if (foot) pair('footer link / page', css(foot, 'color'), page, 4.5);
+return out;
+"#;
+
+/// How a site under test is made.
+struct Setup {
+    javascript: bool,
+    rules: Vec<Value>,
+    edit: Box<dyn FnOnce(&mut Value)>,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            javascript: true,
+            rules: vec![rule("ip", "ip", 100, 60)],
+            edit: Box::new(|_| {}),
+        }
+    }
+
+    fn without_javascript(mut self) -> Setup {
+        self.javascript = false;
+        self
+    }
+
+    fn rules(mut self, rules: Vec<Value>) -> Setup {
+        self.rules = rules;
+        self
+    }
+
+    fn config(mut self, edit: impl FnOnce(&mut Value) + 'static) -> Setup {
+        self.edit = Box::new(edit);
+        self
+    }
+
+    fn start(self) -> Harness {
+        Harness::start(self)
+    }
+}
+
+/// Apache serving the page and the binary, chromedriver and a browser session, all ended on
+/// drop.
 struct Harness {
     dir: TempDir,
+    site: Option<Site>,
+    /// The page's address: `http://127.0.0.1:PORT/resolve/`.
     base: String,
-    server: Option<Child>,
     driver: Option<Child>,
     web: Option<WebDriver>,
     _serial: MutexGuard<'static, ()>,
 }
 
 impl Harness {
-    fn start() -> Harness {
-        Harness::start_with(true)
-    }
-
-    fn start_with(javascript: bool) -> Harness {
+    fn start(setup: Setup) -> Harness {
         require_browser();
+        axe_source();
         let serial = SERIAL
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let dir = TempDir::new("browser");
-        let data = dir.mkdir("data");
-        set_mode(&data, 0o700);
-        let config = config::write(
-            &dir,
-            &json!({
-                "provider": {"kind": "echo"},
-                "store": {"kind": "file", "dir": data},
-                "rules": [rule("ip", "ip", 2, 5)],
-            }),
-        );
+        let edit = setup.edit;
+        let site = Site::builder("browser")
+            .rules(setup.rules)
+            .config(|c| {
+                c["page"] = json!({"site_name": SITE_NAME, "contact": CONTACT, "terms_url": TERMS});
+            })
+            .config(edit)
+            .start();
+        // The page in a folder of its own, as deploy.sh installs it by default: the form must
+        // find the program at /cgi-bin/resolve from there.
+        let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("public");
+        let folder = site.apache.dir().join("htdocs/resolve");
+        fs::create_dir_all(&folder).expect("create htdocs/resolve");
+        set_mode(&folder, 0o755);
+        for file in ["index.html", "style.css", "app.js"] {
+            let to = folder.join(file);
+            fs::copy(public.join(file), &to).unwrap_or_else(|e| panic!("copy {file}: {e}"));
+            set_mode(&to, 0o644);
+        }
+        let base = format!("{}/resolve/", site.apache.base_url());
         let mut harness = Harness {
-            base: String::new(),
-            server: None,
+            base,
+            site: Some(site),
             driver: None,
             web: None,
             _serial: serial,
             dir,
         };
         let dir = harness.dir.path().to_path_buf();
-
-        let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("public");
-        let port = free_port();
-        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-        let server = command(&["serve", "--addr", &addr.to_string()])
-            .arg("--public")
-            .arg(&public)
-            .arg("--config")
-            .arg(&config)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(log_file(&dir.join("server.out")))
-            .stderr(log_file(&dir.join("server.log")))
-            .spawn()
-            .expect("start resolve serve");
-        harness.server = Some(server);
-        harness.base = format!("http://{addr}/");
-        let server_log = dir.join("server.log");
-        wait_for(
-            "resolve serve to accept connections",
-            Duration::from_secs(20),
-            || {
-                if let Some(status) = harness
-                    .server
-                    .as_mut()
-                    .and_then(|c| c.try_wait().ok().flatten())
-                {
-                    panic!(
-                        "resolve serve exited early ({status}):\n{}",
-                        tail(&server_log)
-                    );
-                }
-                TcpStream::connect_timeout(&addr, Duration::from_millis(500))
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            },
-        );
 
         let driver_port = free_port();
         let driver = Command::new(CHROMEDRIVER)
@@ -443,7 +638,7 @@ impl Harness {
 
         let profile = dir.join("profile");
         fs::create_dir_all(&profile).expect("create browser profile folder");
-        harness.web = Some(WebDriver::start(&driver_url, &profile, javascript));
+        harness.web = Some(WebDriver::start(&driver_url, &profile, setup.javascript));
         harness
     }
 
@@ -451,11 +646,26 @@ impl Harness {
         self.web.as_ref().expect("browser session")
     }
 
+    fn site(&self) -> &Site {
+        self.site.as_ref().expect("site")
+    }
+
+    /// The program's address.
+    fn endpoint(&self) -> String {
+        format!("{}/cgi-bin/resolve", self.site().apache.base_url())
+    }
+
+    /// Opens the page, marks its window (gone if the form navigates away instead of answering
+    /// in place) and records what its live region says.
     fn open_page(&self) {
         self.web().open(&self.base);
-        // Set on the page's window: gone if the form navigates away instead of answering in place.
-        self.web()
-            .script("window.resolveTestMarker = 'kept'; return null;");
+        self.web().script(
+            "window.resolveTestMarker = 'kept'; window.resolveSaid = []; \
+             var s = document.getElementById('status'); \
+             new MutationObserver(function () { if (s.textContent) { window.resolveSaid.push(s.textContent); } }) \
+               .observe(s, {childList: true, characterData: true, subtree: true}); \
+             return null;",
+        );
     }
 
     fn view(&self) -> View {
@@ -469,25 +679,46 @@ impl Harness {
         let text = |key: &str| v[key].as_str().map(str::to_string);
         View {
             result: text("result").unwrap_or_default(),
+            kind: text("kind").unwrap_or_default(),
             href: text("href"),
-            countdown: text("countdown"),
             message: text("message"),
+            elapsed: text("elapsed"),
+            locked: v["locked"].as_bool().expect("button state"),
             disabled: v["disabled"].as_bool().expect("button state"),
             button: text("button").unwrap_or_default(),
+            focus: text("focus").unwrap_or_default(),
+            footer: text("footer").unwrap_or_default(),
             path: text("path").unwrap_or_default(),
             marker: v["marker"].as_bool().unwrap_or(false),
         }
     }
 
-    /// Types `link`, presses the button and waits until the page shows a new answer.
-    fn submit(&self, link: &str) -> View {
-        self.web()
-            .script("document.getElementById('result').textContent = ''; return null;");
-        self.web().type_into("#link", link);
-        self.web().click("#submit");
-        wait_for("an answer on the page", Duration::from_secs(15), || {
+    fn said(&self) -> Vec<String> {
+        serde_json::from_value(self.web().script(SAID_SCRIPT)).expect("a list of sentences")
+    }
+
+    /// Waits (2 s at most: the live region is filled a moment after it is emptied) until the
+    /// last thing the live region said is `sentence`.
+    fn said_last(&self, sentence: &str) {
+        wait_for(
+            &format!("{sentence:?} to be said"),
+            Duration::from_secs(2),
+            || {
+                let said = self.said();
+                if said.last().is_some_and(|s| s == sentence) {
+                    Ok(())
+                } else {
+                    Err(format!("{said:?}"))
+                }
+            },
+        );
+    }
+
+    /// Waits until the page shows an answer (a card that is not the working one).
+    fn answer(&self, timeout: Duration) -> View {
+        wait_for("an answer on the page", timeout, || {
             let view = self.view();
-            if view.result.trim().is_empty() || view.button == "Working…" {
+            if view.kind.is_empty() || view.kind == "busy" {
                 Err(format!("{view:?}"))
             } else {
                 Ok(view)
@@ -495,8 +726,70 @@ impl Harness {
         })
     }
 
+    /// Types `link`, presses the button and waits until the page shows the answer.
+    fn submit(&self, link: &str) -> View {
+        self.web().type_into("#link", link);
+        self.web().click("#submit");
+        self.answer(Duration::from_secs(15))
+    }
+
     fn shot(&self, name: &str) {
         self.web().screenshot(&self.dir.join(name));
+    }
+
+    /// axe-core on the page as it is now, in the light and the dark scheme: no violation of
+    /// WCAG 2.x A and AA or of axe's best practices. Screenshots of both as `<label>-light.png`
+    /// and `<label>-dark.png`.
+    fn axe(&self, label: &str) {
+        let web = self.web();
+        if web.script("return typeof window.axe;") != json!("object") {
+            web.script(&format!("{}\n;return null;", axe_source()));
+        }
+        for scheme in ["light", "dark"] {
+            web.scheme(scheme);
+            let found = web.async_script(
+                "var done = arguments[0]; \
+                 axe.run(document, {resultTypes: ['violations'], runOnly: {type: 'tag', values: \
+                   ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']}}) \
+                 .then(function (r) { done(r.violations.map(function (v) { return {id: v.id, \
+                   impact: v.impact, help: v.help, nodes: v.nodes.map(function (n) { \
+                   return n.target.join(' ') + ': ' + n.failureSummary; })}; })); }, \
+                   function (e) { done({error: String(e)}); });",
+            );
+            assert_eq!(
+                found,
+                json!([]),
+                "axe-core {AXE_VERSION} found violations in {label} ({scheme}): {found:#}"
+            );
+            self.shot(&format!("{label}-{scheme}.png"));
+        }
+        web.scheme("light");
+    }
+
+    /// The contrast ratios of the page as it is now, in both schemes; each at least its minimum.
+    fn contrast(&self, label: &str) -> Vec<String> {
+        let mut lines = Vec::new();
+        for scheme in ["light", "dark"] {
+            self.web().scheme(scheme);
+            let pairs = self.web().script(CONTRAST_SCRIPT);
+            for p in pairs.as_array().expect("pairs") {
+                let (ratio, min) = (p["ratio"].as_f64().unwrap(), p["min"].as_f64().unwrap());
+                assert!(
+                    ratio >= min,
+                    "{label} ({scheme}): {} is {ratio}:1, below {min}:1 ({} on {})",
+                    p["name"],
+                    p["a"],
+                    p["b"]
+                );
+                lines.push(format!(
+                    "{label} {scheme}: {} {ratio}:1",
+                    p["name"].as_str().unwrap()
+                ));
+            }
+        }
+        self.web().scheme("light");
+        eprintln!("{}", lines.join("\n"));
+        lines
     }
 }
 
@@ -509,46 +802,51 @@ impl Drop for Harness {
             }
             web.quit();
         }
-        for child in [self.driver.take(), self.server.take()]
-            .into_iter()
-            .flatten()
-        {
-            let mut child = child;
+        if let Some(mut child) = self.driver.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+        drop(self.site.take());
         let _ = fs::remove_dir_all(self.dir.join("profile"));
         if failed || env::var_os("BROWSER_TEST_KEEP").is_some() {
             self.dir.keep();
-            let mut err = std::io::stderr();
             let _ = writeln!(
-                err,
-                "browser test files kept in {}\n--- server.log (end) ---\n{}",
-                self.dir.path().display(),
-                tail(&self.dir.join("server.log"))
+                std::io::stderr(),
+                "browser test files kept in {}",
+                self.dir.path().display()
             );
         }
     }
 }
 
-fn seconds_in(text: &str) -> u64 {
+/// The first number in `text`.
+fn number_in(text: &str) -> u64 {
     text.split(|c: char| !c.is_ascii_digit())
         .find(|s| !s.is_empty())
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no number in the countdown {text:?}"))
+        .unwrap_or_else(|| panic!("no number in {text:?}"))
+}
+
+fn page_file(name: &str) -> String {
+    fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("public")
+            .join(name),
+    )
+    .unwrap_or_else(|e| panic!("public/{name}: {e}"))
 }
 
 #[test]
 fn page_is_a_plain_accessible_form() {
-    let h = Harness::start();
-    h.web().open(&h.base);
+    let h = Setup::new().start();
+    h.open_page();
     let page = h.web().script(
         r#"
 var f = document.querySelector('form');
 var i = document.querySelector('input[name="link"]');
 var b = f && f.querySelector('button[type="submit"], input[type="submit"]');
 var l = i && i.labels && i.labels[0];
-var r = document.getElementById('result');
+var s = document.getElementById('status');
 return {
   method: f ? f.getAttribute('method') : null,
   action: f ? f.getAttribute('action') : null,
@@ -557,7 +855,7 @@ return {
   required: i ? i.required : null,
   label: l ? l.textContent.trim() : '',
   button: !!b,
-  live: r ? r.getAttribute('aria-live') : null,
+  status: s ? s.getAttribute('role') : null,
   viewport: !!document.querySelector('meta[name="viewport"]'),
   inline: Array.prototype.filter.call(document.scripts, function (s) { return !s.src; }).length,
   external: Array.prototype.map.call(document.scripts, function (s) { return s.getAttribute('src'); }),
@@ -566,7 +864,8 @@ return {
 "#,
     );
     assert_eq!(page["method"], "post", "{page}");
-    assert_eq!(page["action"], "cgi-bin/resolve", "{page}");
+    // From any folder: the absolute path, as a plain attribute deploy.sh can rewrite.
+    assert_eq!(page["action"], "/cgi-bin/resolve", "{page}");
     assert_eq!(
         page["inside"], true,
         "the field must be inside the form: {page}"
@@ -575,11 +874,44 @@ return {
     assert_eq!(page["required"], true, "{page}");
     assert_ne!(page["label"], "", "the field needs a <label>: {page}");
     assert_eq!(page["button"], true, "{page}");
-    assert_eq!(page["live"], "polite", "{page}");
+    assert_eq!(
+        page["status"], "status",
+        "a live region for what changes: {page}"
+    );
     assert_eq!(page["viewport"], true, "{page}");
     assert_eq!(page["inline"], 0, "no inline scripts: {page}");
     assert_eq!(page["external"], json!(["app.js"]), "{page}");
     assert_eq!(page["handlers"], 0, "no inline handlers or styles: {page}");
+    let html = page_file("index.html");
+    assert!(
+        html.contains("action=\"/cgi-bin/resolve\"") && html.contains("<!-- resolve @VERSION@ -->"),
+        "index.html keeps the action and the version placeholder deploy.sh fills in"
+    );
+
+    // The owner's footer, from the configuration through ?about=1.
+    let view = wait_for("the footer", Duration::from_secs(10), || {
+        let view = h.view();
+        if view.footer.is_empty() {
+            Err(format!("{view:?}"))
+        } else {
+            Ok(view)
+        }
+    });
+    assert!(
+        view.footer.contains(SITE_NAME)
+            && view.footer.contains(&format!("Contact: {CONTACT}"))
+            && view.footer.contains("Terms of use"),
+        "{view:?}"
+    );
+    let links = h.web().script(
+        "return Array.prototype.map.call(document.querySelectorAll('#site-footer a'), \
+         function (a) { return a.getAttribute('href'); });",
+    );
+    assert_eq!(links, json!([format!("mailto:{CONTACT}"), TERMS]));
+    assert_eq!(
+        view.kind, "",
+        "nothing to say before a link is sent: {view:?}"
+    );
 
     // Keyboard focus must be visible.
     h.web()
@@ -593,80 +925,263 @@ return {
         "focused field shows no outline: {outline}"
     );
     assert!(outline[1].as_f64().unwrap_or(0.0) >= 2.0, "{outline}");
+    h.web()
+        .script("document.activeElement.blur(); return null;");
+    h.contrast("ready");
+    h.axe("ready");
+}
+
+#[test]
+fn about_costs_no_decision_and_tells_no_secret() {
+    // One request a minute: ?about=1 must not use it up, nor reach the provider.
+    let h = Setup::new().rules(vec![rule("ip", "ip", 1, 60)]).start();
+    let agent = agent();
+    for _ in 0..3 {
+        let (status, body) =
+            http(&agent, "GET", &format!("{}?about=1", h.endpoint()), None).expect("ask ?about=1");
+        assert_eq!(status, 200, "{body}");
+        let about: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(
+            about,
+            json!({
+                "version": env!("CARGO_PKG_VERSION"),
+                "ready": true,
+                "site_name": SITE_NAME,
+                "contact": CONTACT,
+                "contact_href": format!("mailto:{CONTACT}"),
+                "terms_url": TERMS,
+            })
+        );
+        assert!(!body.contains(support::config::TOKEN));
+    }
+    assert_eq!(h.site().provider.calls(), 0);
+    h.open_page();
+    let view = h.submit(LINK);
+    assert_eq!(
+        view.href.as_deref(),
+        Some(DOWNLOAD_1),
+        "the one request of the minute is still there: {view:?}"
+    );
 }
 
 #[test]
 fn form_works_without_javascript() {
-    let h = Harness::start_with(false);
+    let h = Setup::new()
+        .without_javascript()
+        .rules(vec![rule("ip", "ip", 2, 60)])
+        .start();
     h.web().open(&h.base);
     h.web().type_into("#link", LINK);
     h.web().click("#submit");
+    let read = || {
+        h.web().script(
+            "var f = document.querySelector('form'); var c = document.querySelector('.card'); \
+             var l = document.querySelector('.card a'); var ft = document.querySelector('footer'); \
+             return {path: location.pathname, text: document.body ? document.body.innerText : '', \
+               h1: (document.querySelector('h1') || {}).textContent, \
+               action: f ? f.getAttribute('action') : null, kind: c ? c.className : '', \
+               href: l ? l.getAttribute('href') : null, footer: ft ? ft.innerText : '', \
+               background: getComputedStyle(document.body).backgroundColor, \
+               font: getComputedStyle(document.body).fontFamily, \
+               field: !!document.querySelector('form input[name=\"link\"][type=\"url\"]'), \
+               comment: Array.prototype.some.call(document.body.childNodes, function (n) { \
+                 return n.nodeType === 8 && /^ resolve \\d+\\.\\d+\\.\\d+/.test(n.nodeValue); })};",
+        )
+    };
     let page = wait_for("the answer page", Duration::from_secs(15), || {
-        let page = h.web().script(
-            "return {path: location.pathname, text: document.body ? document.body.innerText : ''};",
-        );
+        let page = read();
         if page["path"] == "/cgi-bin/resolve" && page["text"] != "" {
             Ok(page)
         } else {
             Err(page.to_string())
         }
     });
-    let text = page["text"].as_str().unwrap_or_default();
+    assert_eq!(page["href"], DOWNLOAD_1, "{page}");
+    assert_eq!(page["h1"], "Your download link is ready", "{page}");
+    assert_eq!(page["kind"], "card ok", "{page}");
+    assert_eq!(page["action"], "/cgi-bin/resolve", "the form again: {page}");
+    assert_eq!(page["field"], true, "{page}");
+    // The page's look: its background and font, not the browser's defaults.
+    assert_eq!(page["background"], "rgb(247, 247, 245)", "{page}");
     assert!(
-        text.contains(LINK),
-        "the answer page must show the link: {page}"
+        page["font"].as_str().unwrap_or("").contains("system-ui"),
+        "{page}"
     );
-    h.shot("no-script.png");
+    let footer = page["footer"].as_str().unwrap_or_default();
+    assert!(
+        footer.contains(SITE_NAME) && footer.contains(CONTACT) && footer.contains("Terms of use"),
+        "{page}"
+    );
+    assert_eq!(page["comment"], true, "the version in a comment: {page}");
+    h.shot("no-script-download.png");
+
+    // The form on the answer page posts to the program again; the third is refused.
+    h.web().type_into("#link", LINK);
+    h.web().click("#submit");
+    let second = wait_for("the second answer", Duration::from_secs(15), || {
+        let page = read();
+        if page["href"].as_str().is_some_and(|h| h.ends_with("/2")) {
+            Ok(page)
+        } else {
+            Err(page.to_string())
+        }
+    });
+    assert_eq!(second["path"], "/cgi-bin/resolve", "{second}");
+    h.web().type_into("#link", LINK);
+    h.web().click("#submit");
+    let refused = wait_for("the refusal", Duration::from_secs(15), || {
+        let page = read();
+        if page["kind"] == "card wait" {
+            Ok(page)
+        } else {
+            Err(page.to_string())
+        }
+    });
+    assert_eq!(refused["h1"], "Too many requests", "{refused}");
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Too many requests: try again in"),
+        "{refused}"
+    );
+    h.shot("no-script-refused.png");
 }
 
 #[test]
-fn shows_download_link_without_reloading() {
-    let h = Harness::start();
-    h.open_page();
-    // Hold every request in the page for a moment, and count them, to see the waiting state.
-    h.web().script(
-        "window.resolveTestCalls = 0; var send = window.fetch; \
-         window.fetch = function () { var args = arguments; window.resolveTestCalls += 1; \
-           return new Promise(function (ok) { setTimeout(ok, 1500); }) \
-             .then(function () { return send.apply(window, args); }); }; \
-         return null;",
+fn answer_pages_pass_axe_and_contrast() {
+    // The program's own pages carry no script: a browser that runs scripts shows them exactly
+    // as one that does not, and lets axe-core run in them.
+    let h = Setup::new().rules(vec![rule("ip", "ip", 2, 60)]).start();
+    let link = format!("{}?link=https%3A%2F%2Fexample.com%2Ffile.zip", h.endpoint());
+    // They forbid everything but their own style block, which must still apply.
+    let answer = agent()
+        .get(format!("{}?link=ftp%3A%2F%2Fx", h.endpoint()))
+        .header("Accept", "text/html")
+        .call()
+        .expect("an answer page");
+    let policy = answer
+        .headers()
+        .get("Content-Security-Policy")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        policy.starts_with("default-src 'none'; style-src 'sha256-"),
+        "{policy}"
     );
+    let h1 = || {
+        h.web()
+            .script("return document.querySelector('h1').textContent;")
+    };
+    h.web().open(&link);
+    assert_eq!(h1(), "Your download link is ready");
+    assert_eq!(
+        h.web()
+            .script("return getComputedStyle(document.body).backgroundColor;"),
+        "rgb(247, 247, 245)",
+        "the style block applies under the page's own policy"
+    );
+    h.contrast("no-script download");
+    h.axe("no-script-download");
+    h.web().open(&format!(
+        "{}?link=ftp%3A%2F%2Fexample.com%2Ff",
+        h.endpoint()
+    ));
+    assert_eq!(h1(), "That did not work");
+    h.contrast("no-script error");
+    h.axe("no-script-error");
+    h.web().open(&link);
+    h.web().open(&link);
+    assert_eq!(h1(), "Too many requests");
+    h.contrast("no-script refusal");
+    h.axe("no-script-refused");
+}
+
+#[test]
+fn shows_progress_then_the_download_link_without_reloading() {
+    let h = Setup::new().start();
+    // The provider takes its time, as one that polls does.
+    h.site()
+        .provider
+        .set_reply(Reply::Default.after(Duration::from_secs(12)));
+    h.open_page();
     h.web().type_into("#link", LINK);
     h.web().click("#submit");
-    let waiting = h.view();
+    let started = Instant::now();
+    let working = h.view();
+    assert_eq!(working.kind, "busy", "{working:?}");
     assert!(
-        waiting.disabled,
-        "button must be disabled while waiting: {waiting:?}"
+        working.locked,
+        "busy button is marked disabled: {working:?}"
     );
-    assert_ne!(
-        waiting.button, "Get link",
-        "button must say it is waiting: {waiting:?}"
-    );
+    assert!(!working.disabled, "and keeps its focus: {working:?}");
+    assert_eq!(working.focus, "submit", "{working:?}");
+    assert_eq!(working.button, "Working…", "{working:?}");
+    let elapsed = working.elapsed.clone().unwrap_or_default();
+    let first = if elapsed.starts_with("Just started.") {
+        0
+    } else {
+        number_in(&elapsed)
+    };
     // Neither a click nor Enter in the field sends a second request meanwhile.
     h.web().click("#submit");
-    h.web().type_into("#link", &format!("{LINK}\u{e007}"));
-    let view = wait_for("the download link", Duration::from_secs(15), || {
-        let view = h.view();
-        if view.href.is_some() {
-            Ok(view)
-        } else {
-            Err(format!("{view:?}"))
-        }
-    });
-    assert_eq!(h.web().script("return window.resolveTestCalls;"), json!(1));
-    assert_eq!(view.href.as_deref(), Some(LINK), "{view:?}");
-    assert!(view.marker, "the page was reloaded: {view:?}");
-    assert_eq!(view.path, "/", "{view:?}");
+    h.web().type_into("#link", &format!("{LINK}{ENTER}"));
+    thread::sleep(Duration::from_millis(2100));
+    let later = h.view();
+    assert_eq!(later.kind, "busy", "{later:?}");
+    let second = number_in(later.elapsed.as_deref().unwrap_or_default());
     assert!(
-        !view.disabled,
-        "button must be enabled after an answer: {view:?}"
+        second > first,
+        "the seconds working go on: {first} then {second}: {later:?}"
     );
+    assert!(
+        later
+            .elapsed
+            .as_deref()
+            .unwrap_or_default()
+            .contains("half a minute"),
+        "{later:?}"
+    );
+    h.contrast("working");
+    h.axe("working");
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "the working state was checked"
+    );
+
+    let view = h.answer(Duration::from_secs(20));
+    assert_eq!(h.site().provider.calls(), 1, "one request was sent");
+    assert_eq!(view.kind, "ok", "{view:?}");
+    assert_eq!(view.href.as_deref(), Some(DOWNLOAD_1), "{view:?}");
+    assert!(view.marker, "the page was reloaded: {view:?}");
+    assert_eq!(view.path, "/resolve/", "{view:?}");
+    assert!(!view.locked && !view.disabled, "{view:?}");
+    assert_eq!(view.button, "Get link", "{view:?}");
     let kind = h.web().script(
         "var a = document.querySelector('#result a'); \
-         return [a.tagName, a.protocol, a.href];",
+         return [a.tagName, a.protocol, a.href, a.textContent];",
     );
-    assert_eq!(kind, json!(["A", "https:", LINK]));
-    h.shot("desktop.png");
+    assert_eq!(kind, json!(["A", "https:", DOWNLOAD_1, "file.bin"]));
+    // Said once when it started, once when it took long, once at the answer.
+    let said = wait_for("the answer said", Duration::from_secs(2), || {
+        let said = h.said();
+        if said.last().is_some_and(|s| s.contains("ready")) {
+            Ok(said)
+        } else {
+            Err(format!("{said:?}"))
+        }
+    });
+    assert_eq!(
+        said,
+        [
+            "Getting your download link. This can take up to half a minute.",
+            "Still working.",
+            "Your download link is ready: file.bin."
+        ]
+    );
+    h.contrast("download");
+    h.axe("download");
 
     // Phone-sized window: nothing wider than the screen, large tap targets.
     h.web().resize(390, 844);
@@ -701,12 +1216,281 @@ fn shows_download_link_without_reloading() {
 }
 
 #[test]
-fn shows_server_detail_on_error() {
-    let h = Harness::start();
+fn keyboard_path() {
+    let h = Setup::new().start();
+    h.open_page();
+    // Tab from the top of the page reaches the field first.
+    h.web().keys(&[TAB]);
+    assert_eq!(h.view().focus, "link");
+    h.web().keys(&[LINK, ENTER]);
+    let view = h.answer(Duration::from_secs(15));
+    assert_eq!(view.href.as_deref(), Some(DOWNLOAD_1), "{view:?}");
+    assert_eq!(
+        view.focus, "link",
+        "focus stays where the visitor was: {view:?}"
+    );
+    // Then the button, the download link, the copy button.
+    h.web().keys(&[TAB]);
+    assert_eq!(h.view().focus, "submit");
+    h.web().keys(&[TAB]);
+    assert_eq!(h.view().focus, "a");
+    h.web().keys(&[TAB]);
+    let on_copy = h.view();
+    assert_eq!(on_copy.focus, "button", "{on_copy:?}");
+    assert_eq!(
+        h.web().script("return document.activeElement.textContent;"),
+        "Copy link"
+    );
+    h.web().keys(&[ENTER]);
+    let copied = wait_for("the copy to be told", Duration::from_secs(5), || {
+        let said = h
+            .web()
+            .script("var c = document.querySelector('.copied'); return c ? c.textContent : '';");
+        match said.as_str() {
+            Some(text) if !text.is_empty() => Ok(text.to_string()),
+            _ => Err(said.to_string()),
+        }
+    });
+    assert!(
+        copied.starts_with("Copied") || copied.starts_with("Could not copy"),
+        "{copied}"
+    );
+    assert_eq!(h.view().focus, "button", "focus stays on the copy button");
+    h.shot("keyboard.png");
+
+    // From the button, with Enter: focus stays on it through the work and after.
+    h.web()
+        .script("document.getElementById('submit').focus(); return null;");
+    h.web().keys(&[ENTER]);
+    let again = h.answer(Duration::from_secs(15));
+    assert!(
+        again.href.as_deref().is_some_and(|h| h.ends_with("/2")),
+        "{again:?}"
+    );
+    assert_eq!(again.focus, "submit", "{again:?}");
+}
+
+#[test]
+fn countdown_after_too_many_requests() {
+    let h = Setup::new().rules(vec![rule("ip", "ip", 2, 6)]).start();
+    h.open_page();
+    for n in 1..=2 {
+        let view = h.submit(LINK);
+        assert!(view.href.is_some(), "request {n}: {view:?}");
+    }
+
+    let refused = h.submit(LINK);
+    let seen = Instant::now();
+    let sentence = refused.message.clone().unwrap_or_default();
+    let first = number_in(&sentence);
+    assert_eq!(
+        sentence,
+        format!("Too many requests. You can try again in {first} seconds."),
+        "one sentence, with the time in it: {refused:?}"
+    );
+    assert_eq!(refused.kind, "wait", "{refused:?}");
+    assert!(refused.href.is_none(), "{refused:?}");
+    assert!(
+        refused.locked,
+        "button locked during the countdown: {refused:?}"
+    );
+    assert!(!refused.disabled, "{refused:?}");
+    assert_eq!(
+        refused.focus, "submit",
+        "focus stays on the button: {refused:?}"
+    );
+    assert_eq!(refused.button, "Please wait", "{refused:?}");
+    assert!(
+        (4..=6).contains(&first),
+        "countdown should start near the 6 s window: {refused:?}"
+    );
+    h.axe("countdown");
+    h.contrast("countdown");
+
+    // A click while locked sends nothing.
+    let calls = h.site().provider.calls();
+    h.web().click("#submit");
+
+    thread::sleep(Duration::from_millis(1500));
+    let later = h.view();
+    let second = number_in(later.message.as_deref().unwrap_or_default());
+    assert!(
+        second < first && second + 4 >= first,
+        "the sentence counts down: {first} then {second}: {later:?}"
+    );
+    assert!(
+        later.locked,
+        "button locked during the countdown: {later:?}"
+    );
+
+    let ended = wait_for("the countdown to end", Duration::from_secs(10), || {
+        let view = h.view();
+        if view.locked {
+            Err(format!("{view:?}"))
+        } else {
+            Ok(view)
+        }
+    });
+    assert!(
+        seen.elapsed() >= Duration::from_secs(first.saturating_sub(1)),
+        "button enabled after {:?}, before the countdown of {first} s ended",
+        seen.elapsed()
+    );
+    assert_eq!(
+        ended.message.as_deref(),
+        Some("You can try again now."),
+        "{ended:?}"
+    );
+    assert_eq!(ended.button, "Get link", "{ended:?}");
+    assert_eq!(
+        ended.focus, "submit",
+        "focus kept through the lock: {ended:?}"
+    );
+    assert_eq!(
+        h.site().provider.calls(),
+        calls,
+        "nothing sent while locked"
+    );
+    // Said at the start and at the end of the wait, not every second.
+    let said = wait_for("the end said", Duration::from_secs(2), || {
+        let said = h.said();
+        if said.last().is_some_and(|s| s == "You can try again now.") {
+            Ok(said)
+        } else {
+            Err(format!("{said:?}"))
+        }
+    });
+    let wait_said: Vec<&String> = said
+        .iter()
+        .skip_while(|s| !s.starts_with("Too many requests"))
+        .collect();
+    assert_eq!(wait_said.len(), 2, "{said:?}");
+    let at_start = number_in(wait_said[0]);
+    assert!(
+        (first..=first + 1).contains(&at_start)
+            && wait_said[0]
+                == &format!("Too many requests. You can try again in {at_start} seconds."),
+        "{said:?}"
+    );
+
+    let again = h.submit(LINK);
+    assert!(
+        again.href.is_some(),
+        "a new request after the countdown must succeed: {again:?}"
+    );
+}
+
+#[test]
+fn a_long_wait_is_said_in_words_and_does_not_lock() {
+    // The site's own budget: one paid call a day.
+    let h = Setup::new()
+        .config(|c| c["spend"] = json!([{"name": "day", "limit": 1, "window_secs": 86400}]))
+        .start();
+    h.open_page();
+    assert!(h.submit(LINK).href.is_some());
+    let refused = h.submit("https://example.com/other.zip");
+    let sentence = refused.message.clone().unwrap_or_default();
+    assert!(
+        sentence
+            .starts_with("The service has reached its limit for now. You can try again in about ")
+            && sentence.ends_with(" hours."),
+        "{refused:?}"
+    );
+    assert!((23..=24).contains(&number_in(&sentence)), "{refused:?}");
+    assert!(
+        !refused.locked && !refused.disabled,
+        "a 503 does not lock: {refused:?}"
+    );
+    assert_eq!(refused.button, "Get link", "{refused:?}");
+    h.said_last(&sentence);
+    h.axe("spend-limit");
+    // Trying again is allowed (and refused again, costing no paid call).
+    let again = h.submit("https://example.com/other.zip");
+    assert_eq!(again.kind, "wait", "{again:?}");
+    assert_eq!(h.site().provider.calls(), 1);
+}
+
+#[test]
+fn a_long_refusal_does_not_lock_either() {
+    // One request every two hours: past the two-minute bound, a 429 does not lock.
+    let h = Setup::new().rules(vec![rule("ip", "ip", 1, 7200)]).start();
+    h.open_page();
+    assert!(h.submit(LINK).href.is_some());
+    let refused = h.submit(LINK);
+    assert_eq!(
+        refused.message.as_deref(),
+        Some("Too many requests. You can try again in about 2 hours."),
+        "{refused:?}"
+    );
+    assert!(!refused.locked, "{refused:?}");
+}
+
+#[test]
+fn says_when_the_site_is_not_set_up() {
+    // A mistake in the configuration: every request gets 503 not_configured.
+    let h = Setup::new()
+        .config(|c| c["rules"][0]["limit"] = json!(0))
+        .start();
+    h.open_page();
+    // Told as soon as the page opens, without sending a link.
+    let view = wait_for("the notice", Duration::from_secs(10), || {
+        let view = h.view();
+        if view.kind == "error" {
+            Ok(view)
+        } else {
+            Err(format!("{view:?}"))
+        }
+    });
+    let notice =
+        "This site is not set up yet, so it cannot get download links. Please try again later.";
+    assert_eq!(view.message.as_deref(), Some(notice), "{view:?}");
+    assert_eq!(
+        view.footer, "",
+        "no footer without a configuration: {view:?}"
+    );
+    let sent = h.submit(LINK);
+    assert_eq!(sent.message.as_deref(), Some(notice), "{sent:?}");
+    assert!(
+        !sent.locked,
+        "not locked for the 5 minutes of Retry-After: {sent:?}"
+    );
+    h.said_last(notice);
+    h.axe("not-configured");
+}
+
+#[test]
+fn says_when_the_site_has_no_provider_yet() {
+    let h = Setup::new()
+        .config(|c| {
+            c.as_object_mut().expect("object").remove("provider");
+        })
+        .start();
+    h.open_page();
+    let view = wait_for("the notice", Duration::from_secs(10), || {
+        let view = h.view();
+        if view.kind == "error" {
+            Ok(view)
+        } else {
+            Err(format!("{view:?}"))
+        }
+    });
+    assert!(
+        view.message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("This site is not set up yet"),
+        "{view:?}"
+    );
+    assert!(view.footer.contains(SITE_NAME), "{view:?}");
+}
+
+#[test]
+fn shows_server_detail_on_error_and_a_lost_connection() {
+    let h = Setup::new().start();
     // Longer than the endpoint accepts, but a valid address for the browser.
     let long = format!("https://example.com/{}", "a".repeat(2100));
     let mut answer = agent()
-        .post(format!("{}cgi-bin/resolve", h.base))
+        .post(h.endpoint())
         .header("Content-Type", "application/x-www-form-urlencoded")
         .header("Accept", "application/json")
         .send(format!("link={long}"))
@@ -727,87 +1511,26 @@ fn shows_server_detail_on_error() {
 
     h.open_page();
     let view = h.submit(&long);
+    assert_eq!(view.kind, "error", "{view:?}");
     assert!(
         view.result.contains(detail.trim()),
         "the page must show the server's detail {detail:?}: {view:?}"
     );
     assert!(view.href.is_none(), "{view:?}");
-    assert!(!view.disabled, "{view:?}");
+    assert!(!view.locked, "{view:?}");
     assert!(view.marker, "the page was reloaded: {view:?}");
-    h.shot("error.png");
-}
+    h.axe("error");
 
-#[test]
-fn countdown_after_too_many_requests() {
-    let h = Harness::start();
-    h.open_page();
-    for n in 1..=2 {
-        let view = h.submit(LINK);
-        assert_eq!(view.href.as_deref(), Some(LINK), "request {n}: {view:?}");
-    }
-
-    let refused = h.submit(LINK);
-    let seen = Instant::now();
-    let countdown = refused
-        .countdown
-        .clone()
-        .unwrap_or_else(|| panic!("no countdown after a refusal: {refused:?}"));
-    let first = seconds_in(&countdown);
-    let message = refused.message.clone().unwrap_or_default();
-    assert!(
-        message.to_lowercase().contains("too many requests")
-            && message.chars().any(|c| c.is_ascii_digit()),
-        "the server's sentence is not shown: {refused:?}"
-    );
-    assert!(refused.href.is_none(), "{refused:?}");
-    assert!(
-        refused.disabled,
-        "button enabled during the countdown: {refused:?}"
-    );
-    assert_ne!(refused.button, "Get link", "{refused:?}");
-    assert!(
-        (3..=5).contains(&first),
-        "countdown should start near the 5 s window: {refused:?}"
-    );
-    h.shot("countdown.png");
-
-    thread::sleep(Duration::from_millis(2100));
-    let later = h.view();
-    let second = seconds_in(
-        later
-            .countdown
-            .as_deref()
-            .unwrap_or_else(|| panic!("countdown ended too early: {later:?}")),
-    );
-    assert!(
-        second < first && second + 3 >= first,
-        "countdown went from {first} to {second} in 2 s"
-    );
-    assert!(
-        later.disabled,
-        "button enabled during the countdown: {later:?}"
-    );
-
-    let ended = wait_for("the countdown to end", Duration::from_secs(8), || {
-        let view = h.view();
-        if view.disabled {
-            Err(format!("{view:?}"))
-        } else {
-            Ok(view)
-        }
-    });
-    assert!(
-        seen.elapsed() >= Duration::from_secs(first.saturating_sub(1)),
-        "button enabled after {:?}, before the countdown of {first} s ended",
-        seen.elapsed()
-    );
-    assert!(ended.countdown.is_none(), "{ended:?}");
-    assert_eq!(ended.button, "Get link", "{ended:?}");
-
-    let again = h.submit(LINK);
+    // The server goes away: the page says so, and the button works again.
+    let mut h = h;
+    h.site.as_mut().expect("site").apache.stop();
+    let lost = h.submit(LINK);
     assert_eq!(
-        again.href.as_deref(),
-        Some(LINK),
-        "a new request after the countdown must succeed: {again:?}"
+        lost.message.as_deref(),
+        Some("Could not reach the server. Check your internet connection and try again."),
+        "{lost:?}"
     );
+    assert!(!lost.locked, "{lost:?}");
+    assert_eq!(lost.focus, "submit", "{lost:?}");
+    h.axe("network-error");
 }

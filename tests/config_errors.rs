@@ -48,11 +48,13 @@ fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
         assert!(answer.starts_with("Status: 503"), "{answer}");
         assert!(answer.contains("Retry-After: "), "{answer}");
         assert!(answer.contains("not set up correctly yet"), "{answer}");
+        // The page's inline stylesheet says "outline" and "line-height": only the rest is read.
+        let said = match (answer.find("<style>"), answer.find("</style>")) {
+            (Some(a), Some(b)) => format!("{}{}", &answer[..a], &answer[b..]),
+            _ => answer.clone(),
+        };
         for private in ["config.json", "rules", "limit", "line", "tok-5e1f0a77"] {
-            assert!(
-                !answer.contains(private),
-                "{private} in the answer: {answer}"
-            );
+            assert!(!said.contains(private), "{private} in the answer: {answer}");
         }
         logged.push(text(&out.stderr));
     }

@@ -240,7 +240,7 @@ fn mode_of(path: &Path) -> u32 {
 }
 
 /// The page file as deploy.sh installs it: `public/FILE`, with the form's `action` in
-/// index.html set to `endpoint`.
+/// index.html set to `endpoint` and the version filled in.
 fn installed_page(file: &str, endpoint: &str) -> Vec<u8> {
     let bytes = fs::read(repo().join("public").join(file)).unwrap();
     if file != "index.html" {
@@ -252,7 +252,9 @@ fn installed_page(file: &str, endpoint: &str) -> Vec<u8> {
         .expect("a form action in public/index.html")
         + 9;
     let end = at + text[at..].find('"').expect("closing quote");
-    format!("{}{endpoint}{}", &text[..at], &text[end..]).into_bytes()
+    format!("{}{endpoint}{}", &text[..at], &text[end..])
+        .replace("@VERSION@", env!("CARGO_PKG_VERSION"))
+        .into_bytes()
 }
 
 /// What is where after a first deployment (the page in `public_html/resolve/`), owned by the

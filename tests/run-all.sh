@@ -20,6 +20,7 @@ APT_PACKAGES=(
     redis-server
     chromium
     chromium-driver
+    npm
     musl-tools
     g++
     shellcheck

@@ -455,3 +455,27 @@ fn answers_follow_accept() {
         Some("no-store")
     );
 }
+
+#[test]
+fn about_is_answered_without_the_store_or_the_provider() {
+    let cfg = config(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}],
+            "page": {"site_name": "Example Links"}}"#,
+    );
+    let (s, p) = (store(), ok_provider());
+    // A failing store would refuse anything that asked it.
+    s.set_failing(true);
+    for _ in 0..3 {
+        let (answer, log) = run(&cfg, &s, &p, &get("192.0.2.7", "about=1"));
+        assert_eq!(answer.response.status, 200);
+        let body: serde_json::Value = serde_json::from_slice(&answer.response.body).unwrap();
+        assert_eq!(body["site_name"], "Example Links");
+        assert_eq!(body["ready"], true);
+        assert!(log.lines.borrow().is_empty(), "{:?}", log.lines.borrow());
+    }
+    s.set_failing(false);
+    assert_eq!(p.calls.get(), 0);
+    // The one request of the minute is still there.
+    let (answer, _) = run(&cfg, &s, &p, &get("192.0.2.7", LINK));
+    assert_eq!(answer.response.status, 200);
+}

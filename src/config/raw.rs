@@ -17,6 +17,15 @@ pub(crate) struct RawConfig {
     pub(crate) cache: Option<RawCache>,
     pub(crate) allowed_origins: Option<Vec<String>>,
     pub(crate) fastcgi: Option<RawFastcgi>,
+    pub(crate) page: Option<RawPage>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPage {
+    pub(crate) site_name: Option<String>,
+    pub(crate) contact: Option<String>,
+    pub(crate) terms_url: Option<String>,
 }
 
 #[derive(Deserialize)]
