@@ -568,3 +568,47 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert_eq!(provider.calls(), 0);
     eprintln!("check test: {} ms", ms(began.elapsed()));
 }
+
+#[test]
+fn a_refused_request_leaves_no_row_behind() {
+    // A request refused by one rule takes nothing from the others: not even the empty row that
+    // locked a key it used for the first time (an audit of the table must find only counters).
+    let db = MariaDb::start();
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": tcp_store(&db, db.port(), "deny"),
+        "rules": [rule("ip", "fixed", 5, 60), rule("day", "fixed", 1, 86400)],
+    });
+    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let store = resolve::store::open::from_config(&config);
+    let (ip, day) = (&config.rules[0], &config.rules[1]);
+    let check = |rule, key: &str| Check {
+        rule,
+        key: key.to_owned(),
+    };
+    let first = store
+        .decide(&[check(day, "resolve:day:192.0.2.1")])
+        .unwrap();
+    assert!(first.is_admit());
+    let second = store
+        .decide(&[
+            check(ip, "resolve:ip:192.0.2.1"),
+            check(day, "resolve:day:192.0.2.1"),
+        ])
+        .unwrap();
+    assert!(
+        matches!(second, Decision::Refuse { rule: 1, .. }),
+        "{second:?}"
+    );
+    let table = format!("{}.rate_counters", db.database());
+    assert_eq!(
+        column(&db, &format!("SELECT rkey FROM {table}")),
+        BTreeSet::from(["resolve:day:192.0.2.1".to_owned()]),
+        "the refused request's new key left a row"
+    );
+    assert_eq!(
+        number(&db, &format!("SELECT count FROM {table}")),
+        1,
+        "the refusing rule's count is unchanged"
+    );
+}

@@ -372,7 +372,12 @@ impl MysqlStore {
             }
         }
         deadline.check()?;
-        tx.commit()?;
+        if outcome.decision.is_admit() {
+            tx.commit()?;
+        } else {
+            // A refused request writes nothing: not even the empty row that locked a new key.
+            tx.rollback()?;
+        }
         Ok(outcome.decision)
     }
 
