@@ -35,6 +35,7 @@ use resolve::store::file::FileStore;
 use serde_json::{Value, json};
 use support::config::rule;
 use support::redis::Resp;
+use support::rng::Rng;
 use support::system::{now_ms, processes_of, sleep_until_ms};
 use support::urlenc::link_param;
 use support::{
@@ -92,31 +93,6 @@ fn seed() -> u64 {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1),
-    }
-}
-
-/// SplitMix64: enough for pauses and shuffles, and replayable from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// 0 ..= n - 1 (0 when n is 0).
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
     }
 }
 
@@ -704,7 +680,7 @@ fn run_round(
         if let Runner::Fcgid(Site { apache, .. }) = runner {
             let (working, fcgid_kills) = (&working, &fcgid_kills);
             s.spawn(move || {
-                let mut rng = Rng(killer_seed);
+                let mut rng = Rng::new(killer_seed);
                 let cgi_bin = apache.dir().join("cgi-bin");
                 // Instants spread over the time the round's requests take unhindered on two
                 // cores.
@@ -857,7 +833,7 @@ fn campaign(store: Store, kind: Kind) {
     eprintln!(
         "crash campaign, {label}: until {kills} processes are killed; RESOLVE_CAMPAIGN_SEED={seed}"
     );
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let builder = Site::builder(&format!("crash-{}", store.name()))
         .store(store.section())
         .rules(rules());

@@ -13,6 +13,7 @@ pub mod net;
 pub mod process;
 pub mod provider;
 pub mod redis;
+pub mod rng;
 pub mod site;
 pub mod system;
 pub mod temp;
