@@ -5,11 +5,11 @@ mod support;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::client::par_map;
 use support::config;
 use support::redis::{Resp, Via};
 use support::urlenc::{encode, link_param};
@@ -176,31 +176,6 @@ fn ask(client: &HttpClient, accept: &str) -> Timed {
         r,
         took: began.elapsed(),
     }
-}
-
-/// Runs `f(0..n)`, at most `concurrency` at a time; results in order.
-fn par_map<T: Send>(n: usize, concurrency: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let next = AtomicUsize::new(0);
-    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..concurrency.max(1) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= n {
-                        break;
-                    }
-                    let v = f(i);
-                    out.lock().unwrap()[i] = Some(v);
-                }
-            });
-        }
-    });
-    out.into_inner()
-        .unwrap()
-        .into_iter()
-        .map(|v| v.expect("every call ran"))
-        .collect()
 }
 
 fn statuses(answers: &[Timed]) -> Vec<u16> {

@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::client::par_map;
 use support::config::{TOKEN, rule};
 use support::redis::{Resp, Via};
 use support::rng::Rng;
@@ -476,23 +477,10 @@ impl Load {
         for i in (1..plan.len()).rev() {
             plan.swap(i, rng.below(i as u64 + 1) as usize);
         }
-        let next = AtomicUsize::new(0);
-        let shots = Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for _ in 0..BURST_CONCURRENCY {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::SeqCst);
-                        let Some((kind, accept, link)) = plan.get(i) else {
-                            break;
-                        };
-                        let shot = self.shoot(client, *kind, *accept, link);
-                        shots.lock().unwrap().push(shot);
-                    }
-                });
-            }
-        });
-        shots.into_inner().unwrap()
+        par_map(plan.len(), BURST_CONCURRENCY, |i| {
+            let (kind, accept, link) = &plan[i];
+            self.shoot(client, *kind, *accept, link)
+        })
     }
 
     /// A few requests, one at a time, STEADY_GAP apart: never over the limit.

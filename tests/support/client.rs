@@ -263,9 +263,14 @@ pub fn fire<F>(n: usize, concurrency: usize, make: F) -> Vec<io::Result<Response
 where
     F: Fn(usize) -> io::Result<Response> + Sync,
 {
+    par_map(n, concurrency, make)
+}
+
+/// Runs `f(0..n)` on `concurrency` threads, each taking the next number as it is free; results
+/// in order.
+pub fn par_map<T: Send>(n: usize, concurrency: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<io::Result<Response>>>> =
-        Mutex::new((0..n).map(|_| None).collect());
+    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..concurrency.max(1) {
             s.spawn(|| {
@@ -274,16 +279,15 @@ where
                     if i >= n {
                         break;
                     }
-                    let r = make(i);
-                    results.lock().unwrap()[i] = Some(r);
+                    let v = f(i);
+                    out.lock().unwrap()[i] = Some(v);
                 }
             });
         }
     });
-    results
-        .into_inner()
+    out.into_inner()
         .unwrap()
         .into_iter()
-        .map(|r| r.expect("every request ran"))
+        .map(|v| v.expect("every call ran"))
         .collect()
 }
