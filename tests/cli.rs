@@ -95,7 +95,7 @@ fn check_explains_what_is_wrong() {
     let cases = [
         (
             r#"{"rules": [{"name": "ip", "key": "ip", "limit": 0, "window_secs": 60}]}"#,
-            "rules[0].limit: must be 1",
+            "rules[0].limit (line 1, column 40): must be 1",
         ),
         (
             r#"{"store": {"dir": "d"}, "rulez": []}"#,
