@@ -18,9 +18,7 @@ use support::net::free_port_on;
 use support::site::SiteBuilder;
 use support::temp;
 use support::urlenc::{encode_bytes, link_param};
-use support::{
-    Cgi, CgiAnswer, CgiOutput, HttpClient, Mode, Provider, Request, Response, Setup, Site, fire,
-};
+use support::{Cgi, CgiOutput, HttpClient, Mode, Provider, Request, Response, Setup, Site, fire};
 
 const VALID: &str = "https://example.com/file/1";
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -344,7 +342,7 @@ fn head_problems(raw: &[u8]) -> Vec<String> {
 /// The same checks on a CGI answer (its parser already refuses control characters, non-token
 /// names and repeated fields).
 fn cgi_answer_problems(stdout: &[u8]) -> Vec<String> {
-    match CgiAnswer::parse(stdout) {
+    match Response::parse_cgi(stdout) {
         Err(e) => vec![format!("not a valid CGI answer: {e}")],
         Ok(a) => a
             .headers
@@ -961,7 +959,7 @@ fn key_refusal_problems(
     secrets: &[&str],
 ) -> Vec<String> {
     let mut fails = cgi_answer_problems(stdout);
-    let got = CgiAnswer::parse(stdout).map(|a| {
+    let got = Response::parse_cgi(stdout).map(|a| {
         let json: Value = serde_json::from_slice(&a.body).unwrap_or_default();
         (a.status, json["code"].clone())
     });
@@ -1087,7 +1085,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             &stderr,
             &secrets,
         ));
-        got.push(CgiAnswer::parse(&answer.stdout).map_or(0, |a| a.status));
+        got.push(Response::parse_cgi(&answer.stdout).map_or(0, |a| a.status));
     }
     tally.add("FastCGI: 1 MiB, NUL, path-like", &got, 0, "401");
 
@@ -1096,7 +1094,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     let fcgi = process.send(&FcgiRequest::new("GET", &q(VALID)).var("HTTP_X_API_KEY", PARTNER));
     let got = [
         out.answer.as_ref().map_or(0, |a| a.status),
-        CgiAnswer::parse(&fcgi.stdout).map_or(0, |a| a.status),
+        Response::parse_cgi(&fcgi.stdout).map_or(0, |a| a.status),
     ];
     tally.add(
         "the listed key (CGI, FastCGI)",
@@ -1487,7 +1485,7 @@ fn check_direct(what: &str, want: u16, stdout: &[u8], stderr: &str) -> Vec<Strin
         .into_iter()
         .map(|p| format!("{what}: {p}"))
         .collect();
-    let status = CgiAnswer::parse(stdout).map_or(0, |a| a.status);
+    let status = Response::parse_cgi(stdout).map_or(0, |a| a.status);
     if status != want {
         fails.push(format!(
             "{what}: status {status}, expected {want}\n{}\n{stderr}",
@@ -1544,7 +1542,7 @@ fn control_characters_run_directly_as_cgi_and_fastcgi() {
             if d.provider.calls() - calls != usize::from(want == 200) {
                 fails.push(format!("{what}: provider calls"));
             }
-            got.push(CgiAnswer::parse(&answer.stdout).map_or(0, |a| a.status));
+            got.push(Response::parse_cgi(&answer.stdout).map_or(0, |a| a.status));
         }
         tally.add(field.name(), &got, d.provider.calls() - before, "");
     }

@@ -39,7 +39,7 @@ use support::rng::Rng;
 use support::system::{now_ms, processes_of, sleep_until_ms};
 use support::urlenc::link_param;
 use support::{
-    Apache, CgiAnswer, MariaDb, Mode, Provider, Redis, Request, Setup, Site, TempDir, binary,
+    Apache, MariaDb, Mode, Provider, Redis, Request, Response, Setup, Site, TempDir, binary,
 };
 
 /// Rule `ip`: this many admissions per window of `WINDOW_SECS`.
@@ -495,7 +495,7 @@ fn cgi_request(cfg: &Path, addr: &str, link: &str, kill_after: Option<Duration>)
         kill_sent = child.kill().is_ok();
     }
     let out = child.wait_with_output().expect("wait for resolve");
-    let answer = CgiAnswer::parse(&out.stdout).map(|a| Answer {
+    let answer = Response::parse_cgi(&out.stdout).map(|a| Answer {
         status: a.status,
         from_program: a.header("Cache-Control") == Some("no-store"),
         body: a.text(),

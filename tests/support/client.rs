@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::http::find;
+
 /// One request. Unless `no_framing` is called, `Host`, `Connection: close` and (when there is a
 /// body or the method is POST) `Content-Length` are added.
 #[derive(Clone, Debug)]
@@ -79,6 +81,8 @@ impl Request {
     }
 }
 
+/// An answer: read off a connection (`parse`) or from a CGI program's stdout (`parse_cgi`, in
+/// cgi.rs).
 #[derive(Clone, Debug)]
 pub struct Response {
     pub status: u16,
@@ -166,10 +170,6 @@ impl Response {
             body,
         })
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {

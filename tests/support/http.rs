@@ -90,6 +90,11 @@ pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str
         .map(|(_, v)| v.as_str())
 }
 
+/// Where `needle` first stands in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// The reason phrase the stand-ins send with `code`.
 pub fn reason(code: u16) -> &'static str {
     match code {

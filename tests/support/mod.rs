@@ -20,7 +20,7 @@ pub mod temp;
 pub mod urlenc;
 
 pub use apache::{Apache, ApacheBuilder, Mode};
-pub use cgi::{Cgi, CgiAnswer, CgiOutput, StdinMode};
+pub use cgi::{Cgi, CgiOutput, StdinMode};
 pub use client::{HttpClient, Request, Response, fire};
 pub use delay_proxy::DelayProxy;
 pub use mariadb::MariaDb;
