@@ -140,10 +140,6 @@ pub fn exact_under_300_requests_at_once(sut: &mut dyn StoreUnderTest, algorithm:
 /// Two web servers (two Apaches, each with its configuration and provider account) on one
 /// store share one limit: 300 requests at once, alternately to each, 30 admitted in all.
 pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
-    let mut algorithms = vec!["fixed"];
-    if sut.keeps_sliding() {
-        algorithms.push("sliding");
-    }
     let store = sut.store_json("deny", Timeouts::Patient);
     let rules = |alg: &str| vec![rule("ip", alg, 30, 600)];
     let one = Site::start(
@@ -158,7 +154,7 @@ pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
         store.clone(),
         rules("fixed"),
     );
-    for (n, alg) in algorithms.into_iter().enumerate() {
+    for (n, alg) in sut.algorithms().iter().map(|a| a.as_str()).enumerate() {
         one.configure(store.clone(), rules(alg));
         two.configure(store.clone(), rules(alg));
         let source = format!("127.0.0.{}", 20 + n);
