@@ -702,6 +702,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json.
+fn files_beside_data(dir: &Path) -> Option<String> {
+    let outside: Vec<PathBuf> = files_under(dir)
+        .into_iter()
+        .filter(|f| !f.starts_with("data"))
+        .collect();
+    (outside != [PathBuf::from("config.json")])
+        .then(|| format!("files beside the data directory: {outside:?}"))
+}
+
 /// Files of the data directory that are not `ab/abcdef…` (64 hex digits in the shard of its
 /// first two).
 fn unexpected_store_files(files: &[PathBuf]) -> Vec<PathBuf> {
@@ -917,13 +927,7 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
             traversal.len() + 1
         ));
     }
-    let outside: Vec<PathBuf> = files_under(site.dir.path())
-        .into_iter()
-        .filter(|f| !f.starts_with("data"))
-        .collect();
-    if outside != [PathBuf::from("config.json")] {
-        fails.push(format!("files beside the data directory: {outside:?}"));
-    }
+    fails.extend(files_beside_data(site.dir.path()));
     let cgi_bin = site.apache.dir().join("cgi-bin");
     if files_under(&cgi_bin) != [PathBuf::from("resolve")] {
         fails.push(format!("cgi-bin holds {:?}", files_under(&cgi_bin)));
@@ -1118,13 +1122,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             "data directory holds {files:?}: expected two sha-named files (the address, the key)"
         ));
     }
-    let outside: Vec<PathBuf> = files_under(d.dir.path())
-        .into_iter()
-        .filter(|f| !f.starts_with("data"))
-        .collect();
-    if outside != [PathBuf::from("config.json")] {
-        fails.push(format!("files beside the data directory: {outside:?}"));
-    }
+    fails.extend(files_beside_data(d.dir.path()));
     let planted = marker_files(&marker, &traversal, &[d.data.clone(), PathBuf::from("/")]);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
