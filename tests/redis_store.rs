@@ -108,11 +108,7 @@ impl Site {
 }
 
 fn write_config(dir: &TempDir, path: &Path, provider: &Provider, store: Value, rules: Vec<Value>) {
-    let cfg = json!({
-        "provider": config::http_provider(&provider.url("/unrestrict")),
-        "store": store,
-        "rules": rules,
-    });
+    let cfg = config::site_config(provider, store, rules);
     let fresh = dir.write(
         "config.json.new",
         serde_json::to_vec_pretty(&cfg).expect("serialize config"),
