@@ -462,10 +462,7 @@ impl MysqlStore {
 impl Store for MysqlStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
-            return Ok(Decision::Admit {
-                statuses: Vec::new(),
-                at_ms: 0,
-            });
+            return Ok(Decision::no_checks());
         }
         self.with_conn(|conn, deadline| self.decide_on(conn, deadline, checks))
     }

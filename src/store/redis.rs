@@ -249,10 +249,7 @@ fn connection_gone(e: &io::Error) -> bool {
 impl Store for RedisStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
-            return Ok(Decision::Admit {
-                statuses: Vec::new(),
-                at_ms: 0,
-            });
+            return Ok(Decision::no_checks());
         }
         let count = checks.len().to_string();
         let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 3);
