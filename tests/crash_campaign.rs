@@ -1219,18 +1219,28 @@ fn still_admits(
         Runner::Cgi(_) => "10.254.0.1",
         Runner::Fcgid(_) => "127.254.0.1",
     };
-    let before = provider.calls();
-    let run = runner.request(fresh, "https://files.example/after/fresh");
-    assert_eq!(
-        run.status(),
-        Some(200),
-        "{label}: new address: {:?}",
-        run.answer
-    );
-    assert_eq!(
-        provider.calls(),
-        before + 1,
-        "{label}: new address not paid once"
+    // One request from `addr` for `link`: answered `status` after `paid` paid calls (0 or 1).
+    let expect = |addr: &str, link: &str, status: u16, paid: usize, what: &str| {
+        let before = provider.calls();
+        let run = runner.request(addr, link);
+        assert_eq!(
+            run.status(),
+            Some(status),
+            "{label}: {what}: {:?}",
+            run.answer
+        );
+        assert_eq!(
+            provider.calls(),
+            before + paid,
+            "{label}: {what}: paid calls"
+        );
+    };
+    expect(
+        fresh,
+        "https://files.example/after/fresh",
+        200,
+        1,
+        "new address",
     );
 
     let mut last_end: BTreeMap<&str, u64> = BTreeMap::new();
@@ -1247,31 +1257,29 @@ fn still_admits(
     let full = last_end.keys().copied().find(|a| used(a) >= HOUR_LIMIT);
     if let Some(a) = room {
         sleep_until_ms(last_end[a] + WINDOW_SECS * 1000 + 20);
-        let before = provider.calls();
-        let run = runner.request(a, "https://files.example/after/room");
-        assert_eq!(
-            run.status(),
-            Some(200),
-            "{label}: {a} ({} of {HOUR_LIMIT} this hour), after its window: {:?}",
-            used(a),
-            run.answer
+        expect(
+            a,
+            "https://files.example/after/room",
+            200,
+            1,
+            &format!(
+                "{a} ({} of {HOUR_LIMIT} this hour), after its window",
+                used(a)
+            ),
         );
-        assert_eq!(provider.calls(), before + 1);
         out.push(format!(
             "{a} ({} of {HOUR_LIMIT} used this hour): 200",
             used(a)
         ));
     }
     if let Some(a) = full {
-        let before = provider.calls();
-        let run = runner.request(a, "https://files.example/after/full");
-        assert_eq!(
-            run.status(),
-            Some(429),
-            "{label}: {a} used its hour: {:?}",
-            run.answer
+        expect(
+            a,
+            "https://files.example/after/full",
+            429,
+            0,
+            &format!("{a} used its hour"),
         );
-        assert_eq!(provider.calls(), before);
         out.push(format!("{a} (hour used up): 429"));
     }
     out.join("; ")
@@ -1280,32 +1288,23 @@ fn still_admits(
 // ---------------------------------------------------------------------------------------------
 // The tests
 
-#[test]
-fn file_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::file(), Kind::Cgi);
+/// `name: store, kind;` makes the test `name`: a campaign on that store under that gateway.
+macro_rules! campaigns {
+    ($($name:ident: $store:ident, $kind:ident;)+) => {
+        $(
+            #[test]
+            fn $name() {
+                campaign(Store::$store(), Kind::$kind);
+            }
+        )+
+    };
 }
 
-#[test]
-fn mysql_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::mysql(), Kind::Cgi);
-}
-
-#[test]
-fn redis_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::redis(), Kind::Cgi);
-}
-
-#[test]
-fn file_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::file(), Kind::Fcgid);
-}
-
-#[test]
-fn mysql_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::mysql(), Kind::Fcgid);
-}
-
-#[test]
-fn redis_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::redis(), Kind::Fcgid);
+campaigns! {
+    file_store_survives_cgi_processes_killed_at_random_instants: file, Cgi;
+    mysql_store_survives_cgi_processes_killed_at_random_instants: mysql, Cgi;
+    redis_store_survives_cgi_processes_killed_at_random_instants: redis, Cgi;
+    file_store_survives_fastcgi_processes_killed_at_random_instants: file, Fcgid;
+    mysql_store_survives_fastcgi_processes_killed_at_random_instants: mysql, Fcgid;
+    redis_store_survives_fastcgi_processes_killed_at_random_instants: redis, Fcgid;
 }
