@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::apache::assert_a_line_per_request;
 use support::client::par_map;
 use support::config;
 use support::redis::{Resp, Via};
@@ -701,18 +702,9 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
                 assert_eq!(retry_after(&t.r), DENY_RETRY_AFTER, "{what}");
             }
         }
-        assert_eq!(
-            lines.len(),
-            4,
-            "{what}: one error line per request:\n{}",
-            lines.join("\n")
-        );
-        for l in &lines {
-            assert!(
-                l.contains(error) && l.contains(CREDENTIALS_HINT),
-                "{what}: the line does not say the credentials are wrong: {l}"
-            );
-        }
+        assert_a_line_per_request(&lines, 4, what, |l| {
+            l.contains(error) && l.contains(CREDENTIALS_HINT)
+        });
         for r in [&a, &b] {
             assert_eq!(counted(r, 0, &format!("resolve:ip:{source}")), 0, "{what}");
         }
