@@ -94,6 +94,24 @@ impl Site {
             .timeout(Duration::from_secs(30))
     }
 
+    /// Configures `store` and `rules`, then lets `asks` send requests from a client at `source`:
+    /// their answers, the provider calls they made and the program's log lines meanwhile.
+    fn exchange(
+        &self,
+        store: Value,
+        rules: Vec<Value>,
+        source: &str,
+        asks: impl FnOnce(&HttpClient) -> Vec<Timed>,
+    ) -> (Vec<Timed>, usize, Vec<String>) {
+        self.configure(store, rules);
+        let client = self.client(source);
+        let mark = self.log_mark();
+        let calls_before = self.provider.calls();
+        let answers = asks(&client);
+        let calls = self.provider.calls() - calls_before;
+        (answers, calls, self.lines_since(mark))
+    }
+
     /// Where the error_log ends now, once finished programs' lines are in.
     fn log_mark(&self) -> usize {
         self.apache.settle_log();
@@ -606,17 +624,13 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
         ),
     ];
     for (k, (what, redis, user, store)) in good.into_iter().enumerate() {
-        site.configure(store, rules.clone());
         let source = format!("127.0.0.{}", 70 + k);
-        let client = site.client(&source);
-        let mark = site.log_mark();
-        let calls_before = site.provider.calls();
-        let answers: Vec<Timed> = (0..5).map(|_| ask(&client, "text/plain")).collect();
-        let calls = site.provider.calls() - calls_before;
+        let (answers, calls, lines) = site.exchange(store, rules.clone(), &source, |client| {
+            (0..5).map(|_| ask(client, "text/plain")).collect()
+        });
         eprintln!("{what}: {:?}, {calls} provider calls", statuses(&answers));
         assert_eq!(statuses(&answers), [200, 200, 200, 429, 429], "{what}");
         assert_eq!(calls, 3, "{what}");
-        let lines = site.lines_since(mark);
         assert!(lines.is_empty(), "{what}: {lines:#?}");
         let key = format!("resolve:ip:{source}");
         assert_eq!(counted(redis, 0, &key), 3, "{what}: {key}");
@@ -670,14 +684,10 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
         ),
     ];
     for (k, (what, policy, error, store)) in bad.into_iter().enumerate() {
-        site.configure(store, rules.clone());
         let source = format!("127.0.0.{}", 80 + k);
-        let client = site.client(&source);
-        let mark = site.log_mark();
-        let calls_before = site.provider.calls();
-        let answers = par_map(4, 4, |_| ask(&client, "application/json"));
-        let calls = site.provider.calls() - calls_before;
-        let all_lines = site.lines_since(mark);
+        let (answers, calls, all_lines) = site.exchange(store, rules.clone(), &source, |client| {
+            par_map(4, 4, |_| ask(client, "application/json"))
+        });
         let lines = errors(&all_lines);
         eprintln!(
             "{what} (on_error {policy}): {:?}, {calls} provider calls, {} error lines ({} in all); \
