@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::http::find;
+use super::http::{find, header_line};
 
 /// One request. Unless `no_framing` is called, `Host`, `Connection: close` and (when there is a
 /// body or the method is POST) `Content-Length` are added.
@@ -148,10 +148,8 @@ impl Response {
         let reason = parts.next().unwrap_or_default().to_string();
         let mut headers = Vec::new();
         for line in lines {
-            let (k, v) = line
-                .split_once(':')
-                .ok_or_else(|| bad(format!("bad header line {line:?}")))?;
-            headers.push((k.trim().to_string(), v.trim().to_string()));
+            headers
+                .push(header_line(line).ok_or_else(|| bad(format!("bad header line {line:?}")))?);
         }
         let rest = &raw[end + 4..];
         let chunked = headers.iter().any(|(k, v)| {
