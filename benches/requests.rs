@@ -1,5 +1,8 @@
 //! Request parsing and answer rendering, in process (criterion): the CGI meta-variables of a typical browser request checked and its link decoded; the same request read from FastCGI records; a 429 and a 200 rendered as CGI output and wrapped in FastCGI records; and whole requests through App::handle with a file store, kept (FastCGI) or opened with the configuration for each request (CGI, without the exec). Run: `cargo bench --bench requests`.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::hint::black_box;
 use std::path::Path;
 
@@ -175,10 +178,10 @@ fn rendering(c: &mut Criterion) {
 }
 
 fn whole_requests(c: &mut Criterion) {
-    let dir = std::env::temp_dir().join(format!("resolve-bench-requests-{}", std::process::id()));
+    let dir = support::TempDir::new("bench-requests");
     let text = serde_json::json!({
         "provider": {"kind": "echo"},
-        "store": {"kind": "file", "dir": dir, "sweep_one_in": 0},
+        "store": {"kind": "file", "dir": dir.path(), "sweep_one_in": 0},
         "rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}],
     })
     .to_string();
@@ -205,7 +208,6 @@ fn whole_requests(c: &mut Criterion) {
             })
         },
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 criterion_group!(benches, parsing, rendering, whole_requests);

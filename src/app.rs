@@ -489,6 +489,12 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");
     let refused =
         |code: &'static str, detail: &str| Problem::new(422, code, detail).log(log.clone());
+    // Busy for now: again after the provider's own wait when it gave one, else `default_secs`.
+    let busy = |code: &'static str, detail: &str, default_secs| {
+        Problem::new(503, code, detail)
+            .retry_after(e.retry_after.unwrap_or(default_secs))
+            .log(log.clone())
+    };
     match e.failure {
         Failure::Rejected => {
             let detail = match &e.message {
@@ -503,20 +509,16 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
         Failure::Unsupported => refused("unsupported_host", "This file host is not supported."),
         Failure::DeadLink => refused("dead_link", "This file is no longer available: the link is dead."),
         Failure::Password => refused("password_required", "This file is protected by a password."),
-        Failure::Temporary => Problem::new(
-            503,
+        Failure::Temporary => busy(
             "host_unavailable",
             "The file host is unavailable for now. Please try again later.",
-        )
-        .retry_after(e.retry_after.unwrap_or(defaults::PROVIDER_TEMPORARY_RETRY_AFTER_SECS))
-        .log(log),
-        Failure::RateLimited => Problem::new(
-            503,
+            defaults::PROVIDER_TEMPORARY_RETRY_AFTER_SECS,
+        ),
+        Failure::RateLimited => busy(
             "provider_busy",
             "The download service is busy. Please try again shortly.",
-        )
-        .retry_after(e.retry_after.unwrap_or(defaults::PROVIDER_BUSY_RETRY_AFTER_SECS))
-        .log(log),
+            defaults::PROVIDER_BUSY_RETRY_AFTER_SECS,
+        ),
         Failure::Timeout => Problem::new(
             504,
             "provider_timeout",

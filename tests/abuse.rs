@@ -18,9 +18,7 @@ use support::net::free_port_on;
 use support::site::SiteBuilder;
 use support::temp;
 use support::urlenc::{encode_bytes, link_param};
-use support::{
-    Cgi, CgiAnswer, CgiOutput, HttpClient, Mode, Provider, Request, Response, Setup, Site, fire,
-};
+use support::{Cgi, CgiOutput, HttpClient, Mode, Provider, Request, Response, Setup, Site, fire};
 
 const VALID: &str = "https://example.com/file/1";
 const FORM: &str = "application/x-www-form-urlencoded";
@@ -344,7 +342,7 @@ fn head_problems(raw: &[u8]) -> Vec<String> {
 /// The same checks on a CGI answer (its parser already refuses control characters, non-token
 /// names and repeated fields).
 fn cgi_answer_problems(stdout: &[u8]) -> Vec<String> {
-    match CgiAnswer::parse(stdout) {
+    match Response::parse_cgi(stdout) {
         Err(e) => vec![format!("not a valid CGI answer: {e}")],
         Ok(a) => a
             .headers
@@ -704,6 +702,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json.
+fn files_beside_data(dir: &Path) -> Option<String> {
+    let outside: Vec<PathBuf> = files_under(dir)
+        .into_iter()
+        .filter(|f| !f.starts_with("data"))
+        .collect();
+    (outside != [PathBuf::from("config.json")])
+        .then(|| format!("files beside the data directory: {outside:?}"))
+}
+
 /// Files of the data directory that are not `ab/abcdef…` (64 hex digits in the shard of its
 /// first two).
 fn unexpected_store_files(files: &[PathBuf]) -> Vec<PathBuf> {
@@ -919,13 +927,7 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
             traversal.len() + 1
         ));
     }
-    let outside: Vec<PathBuf> = files_under(site.dir.path())
-        .into_iter()
-        .filter(|f| !f.starts_with("data"))
-        .collect();
-    if outside != [PathBuf::from("config.json")] {
-        fails.push(format!("files beside the data directory: {outside:?}"));
-    }
+    fails.extend(files_beside_data(site.dir.path()));
     let cgi_bin = site.apache.dir().join("cgi-bin");
     if files_under(&cgi_bin) != [PathBuf::from("resolve")] {
         fails.push(format!("cgi-bin holds {:?}", files_under(&cgi_bin)));
@@ -961,7 +963,7 @@ fn key_refusal_problems(
     secrets: &[&str],
 ) -> Vec<String> {
     let mut fails = cgi_answer_problems(stdout);
-    let got = CgiAnswer::parse(stdout).map(|a| {
+    let got = Response::parse_cgi(stdout).map(|a| {
         let json: Value = serde_json::from_slice(&a.body).unwrap_or_default();
         (a.status, json["code"].clone())
     });
@@ -1087,7 +1089,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             &stderr,
             &secrets,
         ));
-        got.push(CgiAnswer::parse(&answer.stdout).map_or(0, |a| a.status));
+        got.push(Response::parse_cgi(&answer.stdout).map_or(0, |a| a.status));
     }
     tally.add("FastCGI: 1 MiB, NUL, path-like", &got, 0, "401");
 
@@ -1096,7 +1098,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     let fcgi = process.send(&FcgiRequest::new("GET", &q(VALID)).var("HTTP_X_API_KEY", PARTNER));
     let got = [
         out.answer.as_ref().map_or(0, |a| a.status),
-        CgiAnswer::parse(&fcgi.stdout).map_or(0, |a| a.status),
+        Response::parse_cgi(&fcgi.stdout).map_or(0, |a| a.status),
     ];
     tally.add(
         "the listed key (CGI, FastCGI)",
@@ -1120,13 +1122,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
             "data directory holds {files:?}: expected two sha-named files (the address, the key)"
         ));
     }
-    let outside: Vec<PathBuf> = files_under(d.dir.path())
-        .into_iter()
-        .filter(|f| !f.starts_with("data"))
-        .collect();
-    if outside != [PathBuf::from("config.json")] {
-        fails.push(format!("files beside the data directory: {outside:?}"));
-    }
+    fails.extend(files_beside_data(d.dir.path()));
     let planted = marker_files(&marker, &traversal, &[d.data.clone(), PathBuf::from("/")]);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
@@ -1487,7 +1483,7 @@ fn check_direct(what: &str, want: u16, stdout: &[u8], stderr: &str) -> Vec<Strin
         .into_iter()
         .map(|p| format!("{what}: {p}"))
         .collect();
-    let status = CgiAnswer::parse(stdout).map_or(0, |a| a.status);
+    let status = Response::parse_cgi(stdout).map_or(0, |a| a.status);
     if status != want {
         fails.push(format!(
             "{what}: status {status}, expected {want}\n{}\n{stderr}",
@@ -1544,7 +1540,7 @@ fn control_characters_run_directly_as_cgi_and_fastcgi() {
             if d.provider.calls() - calls != usize::from(want == 200) {
                 fails.push(format!("{what}: provider calls"));
             }
-            got.push(CgiAnswer::parse(&answer.stdout).map_or(0, |a| a.status));
+            got.push(Response::parse_cgi(&answer.stdout).map_or(0, |a| a.status));
         }
         tally.add(field.name(), &got, d.provider.calls() - before, "");
     }

@@ -168,19 +168,24 @@ fn sweep_removes_stale_files_only() {
     assert!(data.is_dir());
 }
 
-#[test]
-fn check_warns_about_exposed_secrets() {
+/// `resolve check` on a `config.json` written in `dir` with permissions `mode`, for a site with
+/// the echo provider and its data in `dir/data`.
+fn check_echo_site(dir: &Path, mode: u32) -> Output {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = TempDir::new("cli-exposed");
-    let dir = tmp.mkdir("public_html");
     let config = dir.join("config.json");
     std::fs::write(
         &config,
         r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
     )
     .unwrap();
-    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(mode)).unwrap();
+    resolve(&["check", "--config", config.to_str().unwrap()], None)
+}
+
+#[test]
+fn check_warns_about_exposed_secrets() {
+    let tmp = TempDir::new("cli-exposed");
+    let o = check_echo_site(&tmp.mkdir("public_html"), 0o644);
     let out = output_text(&o);
     assert!(
         out.contains("WARN configuration") && out.contains("under the web root (public_html)"),
@@ -193,13 +198,6 @@ fn check_warns_about_exposed_secrets() {
     assert!(out.contains("WARN data directory"), "{out}");
     // Private and outside the web root: no warning.
     let home = TempDir::new("cli-private");
-    let private = home.join("config.json");
-    std::fs::write(
-        &private,
-        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let o = resolve(&["check", "--config", private.to_str().unwrap()], None);
+    let o = check_echo_site(home.path(), 0o600);
     assert!(!output_text(&o).contains("WARN"), "{}", output_text(&o));
 }

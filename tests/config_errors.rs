@@ -2,15 +2,28 @@
 //! 503 that says nothing about the file, and the error log gets the exact problem (file,
 //! field, line and column, fix) once a minute at most, however many requests arrive.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("resolve-cfgerr-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+use support::{TempDir, config};
+
+/// A limit of 0 on line 4 (column 33), and a token that must not show.
+const LIMIT_ZERO: &str = r#"{
+  "provider": {"preset": "realdebrid", "token": "tok-5e1f0a77"},
+  "rules": [
+    {"name": "ip", "key": "ip", "limit": 0, "window_secs": 60}
+  ]
 }
+"#;
+
+/// A list never closed: the parser stops at line 4, column 1.
+const UNCLOSED_LIST: &str = r#"{
+  "provider": {"kind": "echo"},
+  "rules": [
+}
+"#;
 
 /// One CGI request with the variables Apache sets, the configuration named by RESOLVE_CONFIG.
 fn request(config: &Path) -> Output {
@@ -34,13 +47,8 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
-    let dir = temp_dir("position");
-    let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        "{\n  \"provider\": {\"preset\": \"realdebrid\", \"token\": \"tok-5e1f0a77\"},\n  \"rules\": [\n    {\"name\": \"ip\", \"key\": \"ip\", \"limit\": 0, \"window_secs\": 60}\n  ]\n}\n",
-    )
-    .unwrap();
+    let dir = TempDir::new("cfgerr-position");
+    let config = config::write_text(&dir, LIMIT_ZERO);
     let mut logged = Vec::new();
     for _ in 0..5 {
         let out = request(&config);
@@ -79,34 +87,26 @@ fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
         .unwrap();
     assert!(text(&request(&config).stderr).contains("rules[0].limit"));
     assert!(text(&request(&config).stderr).is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_syntax_error_is_logged_with_its_position() {
-    let dir = temp_dir("syntax");
-    let config = dir.join("config.json");
-    std::fs::write(
-        &config,
-        "{\n  \"provider\": {\"kind\": \"echo\"},\n  \"rules\": [\n}\n",
-    )
-    .unwrap();
+    let dir = TempDir::new("cfgerr-syntax");
+    let config = config::write_text(&dir, UNCLOSED_LIST);
     let out = request(&config);
     assert!(text(&out.stdout).starts_with("Status: 503"));
     let log = text(&out.stderr);
     assert!(log.contains("line 4 column 1"), "{log}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn an_unreadable_directory_still_logs_every_time() {
     // Where no stamp can be kept, nothing is lost: each request logs.
-    let dir = temp_dir("nostamp");
+    let dir = TempDir::new("cfgerr-nostamp");
     let config = dir.join("missing").join("config.json");
     for _ in 0..2 {
         let out = request(&config);
         assert!(text(&out.stdout).starts_with("Status: 503"));
         assert!(text(&out.stderr).contains("cannot read the configuration"));
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -35,10 +35,11 @@ use resolve::store::file::FileStore;
 use serde_json::{Value, json};
 use support::config::rule;
 use support::redis::Resp;
+use support::rng::Rng;
 use support::system::{now_ms, processes_of, sleep_until_ms};
 use support::urlenc::link_param;
 use support::{
-    Apache, CgiAnswer, MariaDb, Mode, Provider, Redis, Request, Setup, Site, TempDir, binary,
+    Apache, MariaDb, Mode, Provider, Redis, Request, Response, Setup, Site, TempDir, binary,
 };
 
 /// Rule `ip`: this many admissions per window of `WINDOW_SECS`.
@@ -92,31 +93,6 @@ fn seed() -> u64 {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(1),
-    }
-}
-
-/// SplitMix64: enough for pauses and shuffles, and replayable from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// 0 ..= n - 1 (0 when n is 0).
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
     }
 }
 
@@ -519,7 +495,7 @@ fn cgi_request(cfg: &Path, addr: &str, link: &str, kill_after: Option<Duration>)
         kill_sent = child.kill().is_ok();
     }
     let out = child.wait_with_output().expect("wait for resolve");
-    let answer = CgiAnswer::parse(&out.stdout).map(|a| Answer {
+    let answer = Response::parse_cgi(&out.stdout).map(|a| Answer {
         status: a.status,
         from_program: a.header("Cache-Control") == Some("no-store"),
         body: a.text(),
@@ -704,7 +680,7 @@ fn run_round(
         if let Runner::Fcgid(Site { apache, .. }) = runner {
             let (working, fcgid_kills) = (&working, &fcgid_kills);
             s.spawn(move || {
-                let mut rng = Rng(killer_seed);
+                let mut rng = Rng::new(killer_seed);
                 let cgi_bin = apache.dir().join("cgi-bin");
                 // Instants spread over the time the round's requests take unhindered on two
                 // cores.
@@ -857,7 +833,7 @@ fn campaign(store: Store, kind: Kind) {
     eprintln!(
         "crash campaign, {label}: until {kills} processes are killed; RESOLVE_CAMPAIGN_SEED={seed}"
     );
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let builder = Site::builder(&format!("crash-{}", store.name()))
         .store(store.section())
         .rules(rules());
@@ -1243,18 +1219,28 @@ fn still_admits(
         Runner::Cgi(_) => "10.254.0.1",
         Runner::Fcgid(_) => "127.254.0.1",
     };
-    let before = provider.calls();
-    let run = runner.request(fresh, "https://files.example/after/fresh");
-    assert_eq!(
-        run.status(),
-        Some(200),
-        "{label}: new address: {:?}",
-        run.answer
-    );
-    assert_eq!(
-        provider.calls(),
-        before + 1,
-        "{label}: new address not paid once"
+    // One request from `addr` for `link`: answered `status` after `paid` paid calls (0 or 1).
+    let expect = |addr: &str, link: &str, status: u16, paid: usize, what: &str| {
+        let before = provider.calls();
+        let run = runner.request(addr, link);
+        assert_eq!(
+            run.status(),
+            Some(status),
+            "{label}: {what}: {:?}",
+            run.answer
+        );
+        assert_eq!(
+            provider.calls(),
+            before + paid,
+            "{label}: {what}: paid calls"
+        );
+    };
+    expect(
+        fresh,
+        "https://files.example/after/fresh",
+        200,
+        1,
+        "new address",
     );
 
     let mut last_end: BTreeMap<&str, u64> = BTreeMap::new();
@@ -1271,31 +1257,29 @@ fn still_admits(
     let full = last_end.keys().copied().find(|a| used(a) >= HOUR_LIMIT);
     if let Some(a) = room {
         sleep_until_ms(last_end[a] + WINDOW_SECS * 1000 + 20);
-        let before = provider.calls();
-        let run = runner.request(a, "https://files.example/after/room");
-        assert_eq!(
-            run.status(),
-            Some(200),
-            "{label}: {a} ({} of {HOUR_LIMIT} this hour), after its window: {:?}",
-            used(a),
-            run.answer
+        expect(
+            a,
+            "https://files.example/after/room",
+            200,
+            1,
+            &format!(
+                "{a} ({} of {HOUR_LIMIT} this hour), after its window",
+                used(a)
+            ),
         );
-        assert_eq!(provider.calls(), before + 1);
         out.push(format!(
             "{a} ({} of {HOUR_LIMIT} used this hour): 200",
             used(a)
         ));
     }
     if let Some(a) = full {
-        let before = provider.calls();
-        let run = runner.request(a, "https://files.example/after/full");
-        assert_eq!(
-            run.status(),
-            Some(429),
-            "{label}: {a} used its hour: {:?}",
-            run.answer
+        expect(
+            a,
+            "https://files.example/after/full",
+            429,
+            0,
+            &format!("{a} used its hour"),
         );
-        assert_eq!(provider.calls(), before);
         out.push(format!("{a} (hour used up): 429"));
     }
     out.join("; ")
@@ -1304,32 +1288,23 @@ fn still_admits(
 // ---------------------------------------------------------------------------------------------
 // The tests
 
-#[test]
-fn file_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::file(), Kind::Cgi);
+/// `name: store, kind;` makes the test `name`: a campaign on that store under that gateway.
+macro_rules! campaigns {
+    ($($name:ident: $store:ident, $kind:ident;)+) => {
+        $(
+            #[test]
+            fn $name() {
+                campaign(Store::$store(), Kind::$kind);
+            }
+        )+
+    };
 }
 
-#[test]
-fn mysql_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::mysql(), Kind::Cgi);
-}
-
-#[test]
-fn redis_store_survives_cgi_processes_killed_at_random_instants() {
-    campaign(Store::redis(), Kind::Cgi);
-}
-
-#[test]
-fn file_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::file(), Kind::Fcgid);
-}
-
-#[test]
-fn mysql_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::mysql(), Kind::Fcgid);
-}
-
-#[test]
-fn redis_store_survives_fastcgi_processes_killed_at_random_instants() {
-    campaign(Store::redis(), Kind::Fcgid);
+campaigns! {
+    file_store_survives_cgi_processes_killed_at_random_instants: file, Cgi;
+    mysql_store_survives_cgi_processes_killed_at_random_instants: mysql, Cgi;
+    redis_store_survives_cgi_processes_killed_at_random_instants: redis, Cgi;
+    file_store_survives_fastcgi_processes_killed_at_random_instants: file, Fcgid;
+    mysql_store_survives_fastcgi_processes_killed_at_random_instants: mysql, Fcgid;
+    redis_store_survives_fastcgi_processes_killed_at_random_instants: redis, Fcgid;
 }

@@ -29,6 +29,17 @@ fn echo_config(dir: &TempDir, name: &str, store: Value, rules: Vec<Value>) -> Pa
     config::write_as(dir, name, &cfg)
 }
 
+/// `config.json` in `dir`: the echo provider, a file store in `data`, one rule per client
+/// address.
+fn ip_limit_config(dir: &TempDir, data: &Path, limit: u64, window_secs: u64) -> PathBuf {
+    echo_config(
+        dir,
+        "config.json",
+        file_store(data),
+        vec![rule("ip", "ip", limit, window_secs)],
+    )
+}
+
 fn file_store(dir: &Path) -> Value {
     json!({"kind": "file", "dir": dir, "sweep_one_in": 0})
 }
@@ -256,12 +267,7 @@ fn a_restarted_mariadb_is_reconnected_by_the_same_process() {
 #[test]
 fn management_records_keep_conn_and_refusals_over_the_socket() {
     let dir = TempDir::new("fcgi-protocol");
-    let path = echo_config(
-        &dir,
-        "config.json",
-        file_store(&dir.mkdir("data")),
-        vec![rule("ip", "ip", 100, 60)],
-    );
+    let path = ip_limit_config(&dir, &dir.mkdir("data"), 100, 60);
     let process = FcgiProcess::start(&path);
     let mut s = process.connect();
     // FCGI_GET_VALUES: one connection, one request at a time.
@@ -338,12 +344,7 @@ fn management_records_keep_conn_and_refusals_over_the_socket() {
 #[test]
 fn malformed_records_close_that_connection_only_with_one_log_line() {
     let dir = TempDir::new("fcgi-malformed");
-    let path = echo_config(
-        &dir,
-        "config.json",
-        file_store(&dir.mkdir("data")),
-        vec![rule("ip", "ip", 100, 60)],
-    );
+    let path = ip_limit_config(&dir, &dir.mkdir("data"), 100, 60);
     let mut process = FcgiProcess::start(&path);
     let garbage: Vec<Vec<u8>> = vec![
         b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
@@ -440,23 +441,13 @@ fn configuration_edits_apply_to_the_next_request_without_a_restart() {
     let dir = TempDir::new("fcgi-reload");
     let data = dir.mkdir("data");
     let other = dir.mkdir("other-data");
-    let path = echo_config(
-        &dir,
-        "config.json",
-        file_store(&data),
-        vec![rule("ip", "ip", 1, 3600)],
-    );
+    let path = ip_limit_config(&dir, &data, 1, 3600);
     let process = FcgiProcess::start(&path);
     let ask = |i: usize| process.send(&FcgiRequest::new("GET", &query(i))).cgi();
     assert_eq!(ask(0).status, 200);
     assert_eq!(ask(1).status, 429);
     // A higher limit: the same counter, a larger quota.
-    echo_config(
-        &dir,
-        "config.json",
-        file_store(&data),
-        vec![rule("ip", "ip", 3, 3600)],
-    );
+    ip_limit_config(&dir, &data, 3, 3600);
     assert_eq!(ask(2).status, 200);
     assert_eq!(ask(3).status, 200);
     assert_eq!(ask(4).status, 429);
@@ -470,12 +461,7 @@ fn configuration_edits_apply_to_the_next_request_without_a_restart() {
         process.stderr()
     );
     // Fixed, with another data directory.
-    echo_config(
-        &dir,
-        "config.json",
-        file_store(&other),
-        vec![rule("ip", "ip", 1, 3600)],
-    );
+    ip_limit_config(&dir, &other, 1, 3600);
     assert_eq!(ask(6).status, 200);
     assert_eq!(ask(7).status, 429);
     // RESOLVE_CONFIG sent with the request (Apache's SetEnv) wins over the process's own.

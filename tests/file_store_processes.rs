@@ -2,6 +2,8 @@
 //! SIGKILL at random instants (its record format's crash argument). Exact limits when many
 //! processes race are in store_contract.rs, for every store.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -10,13 +12,7 @@ use std::time::{Duration, Instant};
 
 use resolve::core::clock::SystemClock;
 use resolve::store::file::FileStore;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("resolve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("data")).unwrap();
-    dir
-}
+use support::TempDir;
 
 fn write_config(dir: &Path, limit: u64) -> PathBuf {
     let path = dir.join("config.json");
@@ -52,8 +48,9 @@ fn status_of(stdout: &[u8]) -> Option<u16> {
 
 #[test]
 fn killed_processes_never_lose_an_admitted_request() {
-    let dir = temp_dir("kill");
-    let config = write_config(&dir, 1_000_000);
+    let dir = TempDir::new("kill");
+    dir.mkdir("data");
+    let config = write_config(dir.path(), 1_000_000);
     let admitted = Arc::new(AtomicUsize::new(0));
     let started = Arc::new(AtomicUsize::new(0));
     let killed = Arc::new(AtomicUsize::new(0));
@@ -121,5 +118,4 @@ fn killed_processes_never_lose_an_admitted_request() {
     // And the store still works for the next request.
     let out = spawn_cgi(&config, "192.0.2.7").wait_with_output().unwrap();
     assert_eq!(status_of(&out.stdout), Some(200));
-    std::fs::remove_dir_all(dir).unwrap();
 }

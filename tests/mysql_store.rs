@@ -47,14 +47,6 @@ fn tcp_store(db: &MariaDb, port: u16, on_error: &str) -> Value {
     })
 }
 
-fn site_config(provider: &Provider, store: Value, rules: Vec<Value>) -> Value {
-    json!({
-        "provider": config::http_provider(&provider.url("/unrestrict")),
-        "store": store,
-        "rules": rules,
-    })
-}
-
 /// A configuration file in a directory of its own.
 struct ConfigFile {
     dir: TempDir,
@@ -204,7 +196,7 @@ fn sweep_leaves_only_live_keys() {
     let provider = Provider::start();
     let mut store = tcp_store(&db, db.port(), "deny");
     store["sweep_grace_secs"] = 0.into();
-    let value = site_config(
+    let value = config::site_config(
         &provider,
         store,
         vec![
@@ -327,7 +319,7 @@ fn over_the_unix_socket_requests_work_and_are_limited() {
     let provider = Provider::start();
     let cfg = ConfigFile::new(
         "mysql-socket",
-        &site_config(
+        &config::site_config(
             &provider,
             json!({
                 "kind": "mysql",
@@ -360,7 +352,7 @@ fn over_the_unix_socket_requests_work_and_are_limited() {
     // The URL form client libraries use for a socket.
     let url_cfg = ConfigFile::new(
         "mysql-socket-url",
-        &site_config(
+        &config::site_config(
             &provider,
             json!({"kind": "mysql", "url": db.socket_url(), "on_error": "deny", "sweep_one_in": 0}),
             vec![rule("ip", "fixed", 3, 600)],
@@ -401,7 +393,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     store["events_ts"] = "s".into();
     let cfg = ConfigFile::new(
         "mysql-php",
-        &site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
+        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
     );
     let (code, output) = resolve_command("check", &cfg.path);
     assert_eq!(code, 0, "{output}");
@@ -463,7 +455,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     store["table"] = "php_hits".into();
     let bad_cfg = ConfigFile::new(
         "mysql-php-bad",
-        &site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
+        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
     );
     let (code, output) = resolve_command("check", &bad_cfg.path);
     eprintln!(
@@ -482,7 +474,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     store["table"] = "rate_events".into();
     let ms_cfg = ConfigFile::new(
         "mysql-php-ms",
-        &site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
+        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
     );
     let (code, output) = resolve_command("check", &ms_cfg.path);
     assert_eq!(code, 1, "{output}");
@@ -503,7 +495,7 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     let provider = Provider::start();
     let cfg = ConfigFile::new(
         "mysql-check",
-        &site_config(
+        &config::site_config(
             &provider,
             tcp_store(&db, db.port(), "allow"),
             vec![rule("ip", "sliding", 30, 60)],
@@ -545,7 +537,7 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     // Again, with the account in a URL: the tables are there now.
     let url_cfg = ConfigFile::new(
         "mysql-check-url",
-        &site_config(
+        &config::site_config(
             &provider,
             json!({"kind": "mysql", "url": db.url()}),
             vec![rule("ip", "sliding", 30, 60)],

@@ -29,8 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::client::par_map;
 use support::config::{TOKEN, rule};
 use support::redis::{Resp, Via};
+use support::rng::Rng;
 use support::system::{command, output_text, processes_of};
 use support::temp::files_under;
 use support::urlenc::{encode, link_param};
@@ -97,32 +99,6 @@ fn download_for(link: &str) -> String {
     match link.strip_prefix("https://example.com/") {
         Some(rest) => format!("https://cdn.test/{rest}"),
         None => "https://cdn.test/other".to_string(),
-    }
-}
-
-/// A small xorshift generator: no dependency, a different stream per worker.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
     }
 }
 
@@ -446,7 +422,7 @@ impl Load {
                 continue;
             };
             let id = self.next_episode.fetch_add(1, Ordering::SeqCst);
-            let burst = rng.chance(50);
+            let burst = rng.percent(50);
             let start_us = self.now_us();
             let shots = if burst {
                 self.burst(client, id, &mut rng)
@@ -501,23 +477,10 @@ impl Load {
         for i in (1..plan.len()).rev() {
             plan.swap(i, rng.below(i as u64 + 1) as usize);
         }
-        let next = AtomicUsize::new(0);
-        let shots = Mutex::new(Vec::new());
-        std::thread::scope(|s| {
-            for _ in 0..BURST_CONCURRENCY {
-                s.spawn(|| {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::SeqCst);
-                        let Some((kind, accept, link)) = plan.get(i) else {
-                            break;
-                        };
-                        let shot = self.shoot(client, *kind, *accept, link);
-                        shots.lock().unwrap().push(shot);
-                    }
-                });
-            }
-        });
-        shots.into_inner().unwrap()
+        par_map(plan.len(), BURST_CONCURRENCY, |i| {
+            let (kind, accept, link) = &plan[i];
+            self.shoot(client, *kind, *accept, link)
+        })
     }
 
     /// A few requests, one at a time, STEADY_GAP apart: never over the limit.
@@ -529,7 +492,7 @@ impl Load {
             if n > 0 {
                 std::thread::sleep(STEADY_GAP);
             }
-            if rng.chance(15) {
+            if rng.percent(15) {
                 let kind =
                     [Kind::BadLink, Kind::NoLink, Kind::TwoLinks, Kind::Put][rng.below(4) as usize];
                 shots.push(self.shoot(

@@ -1,4 +1,4 @@
-//! Fuzz target: whole CGI requests through `App::handle`, with a store in memory and the echo
+//! Fuzz target: whole CGI requests through `App::handle`, with the memory store and the echo
 //! provider, checking that every answer is a valid CGI answer and keeps the README's promises.
 //!
 //! Input: byte 0 holds flags (bits 0-1: which configuration of `CONFIGS`; bits 2-3: how many
@@ -10,7 +10,6 @@
 #![no_main]
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -19,12 +18,13 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use resolve::app::App;
 use resolve::config::Config;
+use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
-use resolve::core::limiter::{self, State, Write};
 use resolve::http::request::Env;
 use resolve::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
 use resolve::provider::{EchoProvider, Provider, ProviderError};
+use resolve::store::memory::MemoryStore;
 use resolve::store::{Check, Store, StoreError, SweepReport};
 
 /// The meta-variables the input sets, in the order their values appear.
@@ -80,112 +80,44 @@ fn configs() -> &'static [Config; 4] {
     })
 }
 
-/// A store in memory running the real limiter, or failing on demand.
-struct MemoryStore {
-    now_ms: Cell<u64>,
-    fail: bool,
-    counters: RefCell<HashMap<String, State>>,
-    /// Cached values and when they expire.
-    cache: RefCell<HashMap<String, (Vec<u8>, u64)>>,
+/// The library's memory store, its decisions counted.
+struct Counted {
+    store: MemoryStore<FakeClock>,
     decisions: Cell<usize>,
 }
 
-impl MemoryStore {
-    fn check_up(&self) -> Result<(), StoreError> {
-        if self.fail {
-            Err(StoreError::unavailable("the fuzz store fails on purpose"))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The cached value under `key`, unless it expired.
-    fn live(&self, key: &str) -> Option<Vec<u8>> {
-        let now = self.now_ms.get();
-        self.cache
-            .borrow()
-            .get(key)
-            .filter(|(_, expires)| *expires > now)
-            .map(|(v, _)| v.clone())
-    }
-}
-
-impl Store for MemoryStore {
+impl Store for Counted {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         self.decisions.set(self.decisions.get() + 1);
-        self.check_up()?;
-        let mut counters = self.counters.borrow_mut();
-        let rules: Vec<_> = checks.iter().map(|c| c.rule).collect();
-        let states: Vec<_> = checks
-            .iter()
-            .map(|c| counters.get(&c.key).cloned().unwrap_or(State::Fixed(None)))
-            .collect();
-        let outcome = limiter::decide(&rules, &states, self.now_ms.get());
-        for (c, w) in checks.iter().zip(outcome.writes) {
-            match w {
-                Write::Keep => {}
-                Write::Counter(w) => {
-                    counters.insert(c.key.clone(), State::Fixed(Some(w)));
-                }
-                Write::Append => panic!("a fixed-window rule asked to append"),
-            }
-        }
-        Ok(outcome.decision)
+        self.store.decide(checks)
     }
 
-    fn sweep(&self, _: Option<Duration>) -> Result<SweepReport, StoreError> {
-        self.check_up()?;
-        Ok(SweepReport::default())
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        self.store.sweep(budget)
     }
 
     fn probe(&self) -> Result<String, StoreError> {
-        self.check_up()?;
-        Ok("memory".into())
+        self.store.probe()
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        self.check_up()?;
-        let mut counters = self.counters.borrow_mut();
-        for c in checks {
-            if let Some(State::Fixed(Some(counter))) = counters.get(&c.key).cloned()
-                && let Some(back) = limiter::refunded(counter, at_ms)
-            {
-                counters.insert(c.key.clone(), State::Fixed(Some(back)));
-            }
-        }
-        Ok(())
+        self.store.refund(checks, at_ms)
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.check_up()?;
-        Ok(self.live(key))
+        self.store.cache_get(key)
     }
 
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.check_up()?;
-        let expires = self.now_ms.get() + ttl.as_millis() as u64;
-        self.cache
-            .borrow_mut()
-            .insert(key.to_owned(), (value.to_vec(), expires));
-        Ok(())
+        self.store.cache_put(key, value, ttl)
     }
 
     fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        self.check_up()?;
-        if self.live(key).is_some() {
-            return Ok(false);
-        }
-        self.cache_put(key, value, ttl)?;
-        Ok(true)
+        self.store.cache_claim(key, value, ttl)
     }
 
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.check_up()?;
-        let mut cache = self.cache.borrow_mut();
-        if cache.get(key).is_some_and(|(v, _)| v == value) {
-            cache.remove(key);
-        }
-        Ok(())
+        self.store.cache_release(key, value)
     }
 }
 
@@ -354,13 +286,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let body = parts.next().unwrap_or_default();
 
-    let store = MemoryStore {
-        now_ms: Cell::new(1_700_000_000_000),
-        fail: store_fails,
-        counters: RefCell::default(),
-        cache: RefCell::default(),
+    let store = Counted {
+        store: MemoryStore::new(FakeClock::at(1_700_000_000_000), Duration::ZERO),
         decisions: Cell::new(0),
     };
+    store.store.set_failing(store_fails);
     let provider = CountingEcho {
         calls: Cell::new(0),
     };
@@ -438,6 +368,6 @@ fuzz_target!(|data: &[u8]| {
                 "a log line of several lines: {line:?}"
             );
         }
-        store.now_ms.set(store.now_ms.get() + 700);
+        store.store.clock().advance_ms(700);
     }
 });

@@ -73,12 +73,17 @@ fn run(
     (answer, log)
 }
 
+/// The status of the answer to `env`.
+fn status(cfg: &Config, store: &MemoryStore<FakeClock>, provider: &dyn Provider, env: &Env) -> u16 {
+    run(cfg, store, provider, env).0.response.status
+}
+
 #[test]
 fn refused_requests_never_reach_the_provider() {
     let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 60}]}"#);
     let (s, p) = (store(), ok_provider());
     let statuses: Vec<u16> = (0..10)
-        .map(|_| run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status)
+        .map(|_| status(&cfg, &s, &p, &get("192.0.2.1", LINK)))
         .collect();
     assert_eq!(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429]);
     assert_eq!(p.calls.get(), 3);
@@ -86,15 +91,9 @@ fn refused_requests_never_reach_the_provider() {
     assert_eq!(a.response.header_value("Retry-After"), Some("60"));
     assert!(log.lines.borrow().is_empty(), "a 429 is not logged");
     // Another address has its own count; after the window the first is admitted again.
-    assert_eq!(
-        run(&cfg, &s, &p, &get("192.0.2.2", LINK)).0.response.status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.2", LINK)), 200);
     s.clock().advance_ms(60_000);
-    assert_eq!(
-        run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.1", LINK)), 200);
     assert_eq!(p.calls.get(), 5);
 }
 
@@ -106,13 +105,7 @@ fn ipv6_addresses_in_one_prefix_share_a_count() {
         run(&cfg, &s, &p, &get(addr, LINK));
     }
     assert_eq!(p.calls.get(), 2);
-    assert_eq!(
-        run(&cfg, &s, &p, &get("2001:db8:1:3::1", LINK))
-            .0
-            .response
-            .status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &get("2001:db8:1:3::1", LINK)), 200);
 }
 
 #[test]
@@ -123,7 +116,7 @@ fn head_is_counted_but_never_paid() {
     let (a, _) = run(&cfg, &s, &p, &head);
     assert_eq!((a.response.status, a.head_only), (200, true));
     assert_eq!(p.calls.get(), 0);
-    assert_eq!(run(&cfg, &s, &p, &head).0.response.status, 429);
+    assert_eq!(status(&cfg, &s, &p, &head), 429);
 }
 
 #[test]
@@ -289,12 +282,7 @@ fn api_keys_are_required_checked_and_limited_per_key() {
     let with = |addr: &str, k: &str| get(addr, LINK).with("HTTP_X_API_KEY", k);
     let statuses: Vec<u16> = ["192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.2"]
         .iter()
-        .map(|addr| {
-            run(&cfg, &s, &p, &with(addr, "key-alpha"))
-                .0
-                .response
-                .status
-        })
+        .map(|addr| status(&cfg, &s, &p, &with(addr, "key-alpha")))
         .collect();
     assert_eq!(statuses, [200, 200, 200, 429]);
     let (a, _) = run(&cfg, &s, &p, &with("192.0.2.2", "key-alpha"));
@@ -303,21 +291,10 @@ fn api_keys_are_required_checked_and_limited_per_key() {
         (body["rule"].as_str(), body["status"].as_u64()),
         (Some("key"), Some(429))
     );
-    assert_eq!(
-        run(&cfg, &s, &p, &with("192.0.2.1", "key-beta"))
-            .0
-            .response
-            .status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &with("192.0.2.1", "key-beta")), 200);
     // gold has limits of its own.
     let gold: Vec<u16> = (0..6)
-        .map(|_| {
-            run(&cfg, &s, &p, &with("192.0.2.3", "key-gold"))
-                .0
-                .response
-                .status
-        })
+        .map(|_| status(&cfg, &s, &p, &with("192.0.2.3", "key-gold")))
         .collect();
     assert_eq!(gold, [200, 200, 200, 200, 200, 429]);
     assert_eq!(p.calls.get(), 3 + 1 + 5);
@@ -335,18 +312,12 @@ fn per_key_and_per_address_limits_apply_together() {
         .iter()
         .map(|k| {
             let env = get("192.0.2.9", LINK).with("HTTP_X_API_KEY", *k);
-            run(&cfg, &s, &p, &env).0.response.status
+            status(&cfg, &s, &p, &env)
         })
         .collect();
     assert_eq!(statuses, [200, 200, 429]);
     // Without a key, api_key rules do not apply.
-    assert_eq!(
-        run(&cfg, &s, &p, &get("192.0.2.10", LINK))
-            .0
-            .response
-            .status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.10", LINK)), 200);
 }
 
 #[test]
@@ -358,17 +329,8 @@ fn other_sites_pages_are_refused_before_anything_is_counted() {
     assert_eq!(a.response.status, 403);
     assert!(log.lines.borrow()[0].contains("Origin https://evil.example"));
     assert!(s.key_count() == 0);
-    assert_eq!(
-        run(&cfg, &s, &p, &from("https://mysite.example"))
-            .0
-            .response
-            .status,
-        200
-    );
-    assert_eq!(
-        run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response.status,
-        200
-    );
+    assert_eq!(status(&cfg, &s, &p, &from("https://mysite.example")), 200);
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.1", LINK)), 200);
     assert_eq!(p.calls.get(), 2);
 }
 
@@ -413,40 +375,26 @@ fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
         fetched("cross-site").with("HTTP_ORIGIN", "https://mysite.example"),
         fetched("same-site").with("HTTP_REFERER", "https://mysite.example/tools/"),
     ] {
-        assert_eq!(run(&cfg, &s, &p, &env).0.response.status, 200);
+        assert_eq!(status(&cfg, &s, &p, &env), 200);
     }
     assert_eq!(p.calls.get(), 4);
     // Without the list, the header is not looked at.
     let open = config("{}");
-    assert_eq!(
-        run(&open, &s, &p, &fetched("cross-site")).0.response.status,
-        200
-    );
+    assert_eq!(status(&open, &s, &p, &fetched("cross-site")), 200);
 }
 
 #[test]
 fn answers_follow_accept() {
     let cfg = config("{}");
     let (s, p) = (store(), ok_provider());
-    let json = run(
-        &cfg,
-        &s,
-        &p,
-        &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json"),
-    )
-    .0;
+    let accepting = |accept: &str| get("192.0.2.1", LINK).with("HTTP_ACCEPT", accept);
+    let json = run(&cfg, &s, &p, &accepting("application/json")).0;
     let v: serde_json::Value = serde_json::from_slice(&json.response.body).unwrap();
     assert_eq!(
         v,
         serde_json::json!({"download": "https://dl.example/f", "filename": "f.zip"})
     );
-    let html = run(
-        &cfg,
-        &s,
-        &p,
-        &get("192.0.2.1", LINK).with("HTTP_ACCEPT", "text/html"),
-    )
-    .0;
+    let html = run(&cfg, &s, &p, &accepting("text/html")).0;
     assert!(String::from_utf8_lossy(&html.response.body).contains("href=\"https://dl.example/f\""));
     let text = run(&cfg, &s, &EchoProvider, &get("192.0.2.1", LINK)).0;
     assert_eq!(text.response.body, b"https://host.example/f\n");

@@ -18,12 +18,7 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
     let mut out: Vec<Rule> = Vec::new();
     for (i, r) in list.into_iter().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
-        let name = RuleName::new(&r.name).ok_or_else(|| {
-            err(
-                at("name"),
-                "must be 1 to 32 of a-z, 0-9, '_' and '-', e.g. \"ip\" or \"per-day\"",
-            )
-        })?;
+        let name = rule_name(&r.name, &at, "\"ip\" or \"per-day\"")?;
         if out.iter().any(|o| o.name == name) {
             return Err(err(
                 at("name"),
@@ -39,15 +34,8 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
                 err(at("algorithm"), format!("{a:?}: use \"fixed\" (a window from the first request) or \"sliding\" (any window ending now)"))
             })?,
         };
-        let limit = u32::try_from(r.limit)
-            .ok()
-            .and_then(NonZeroU32::new)
-            .ok_or_else(|| err(at("limit"), "must be 1 to 4294967295 requests per window"))?;
-        let window = u32::try_from(r.window_secs)
-            .ok()
-            .filter(|w| u64::from(*w) <= MAX_WINDOW_SECS)
-            .and_then(NonZeroU32::new)
-            .ok_or_else(|| err(at("window_secs"), "must be 1 to 31622400 seconds (a year)"))?;
+        let (limit, window) =
+            limit_and_window(&at, (r.limit, r.window_secs), "requests", " (a year)")?;
         out.push(Rule {
             name,
             key,
@@ -57,6 +45,50 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
         });
     }
     Ok(out)
+}
+
+/// A rule's name; `at` names a field of the rule in messages, `example` ends the message.
+pub(crate) fn rule_name(
+    name: &str,
+    at: &dyn Fn(&str) -> String,
+    example: &str,
+) -> Result<RuleName, ConfigError> {
+    RuleName::new(name).ok_or_else(|| {
+        err(
+            at("name"),
+            format!("must be 1 to 32 of a-z, 0-9, '_' and '-', e.g. {example}"),
+        )
+    })
+}
+
+/// A rule's limit, 1 or more `counted` (requests, paid calls) per window, and its window, a
+/// second to a year (`window_note` follows the range in the message).
+pub(crate) fn limit_and_window(
+    at: &dyn Fn(&str) -> String,
+    (limit, window_secs): (u64, u64),
+    counted: &str,
+    window_note: &str,
+) -> Result<(NonZeroU32, NonZeroU32), ConfigError> {
+    let limit = u32::try_from(limit)
+        .ok()
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| {
+            err(
+                at("limit"),
+                format!("must be 1 to 4294967295 {counted} per window"),
+            )
+        })?;
+    let window = u32::try_from(window_secs)
+        .ok()
+        .filter(|w| u64::from(*w) <= MAX_WINDOW_SECS)
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| {
+            err(
+                at("window_secs"),
+                format!("must be 1 to 31622400 seconds{window_note}"),
+            )
+        })?;
+    Ok((limit, window))
 }
 
 /// Sliding windows need a store that keeps one record per request.

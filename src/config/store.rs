@@ -13,38 +13,36 @@ use crate::store::redis::resp::Target;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::settings::{OnError, StoreConfig, StoreKind};
 
+/// How to reach a database server: the fields the MySQL and Redis stores share.
+const SERVER_FIELDS: [&str; 8] = [
+    "url",
+    "host",
+    "port",
+    "socket",
+    "user",
+    "password",
+    "connect_timeout_ms",
+    "read_timeout_ms",
+];
+
 pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
     let raw = raw.unwrap_or_default();
     let kind_name = raw.kind.as_deref().unwrap_or("file");
-    let allowed: &[&str] = match kind_name {
-        "file" => &["dir", "lock_timeout_ms"],
-        "mysql" => &[
-            "url",
-            "host",
-            "port",
-            "socket",
-            "user",
-            "password",
-            "database",
-            "table",
-            "counter_table",
-            "cache_table",
-            "events_ts",
-            "connect_timeout_ms",
-            "read_timeout_ms",
-            "tls",
-        ],
-        "redis" => &[
-            "url",
-            "host",
-            "port",
-            "socket",
-            "user",
-            "password",
-            "db",
-            "connect_timeout_ms",
-            "read_timeout_ms",
-        ],
+    // The kind's own fields, and whether a database server's apply too.
+    let (own, server): (&[&str], bool) = match kind_name {
+        "file" => (&["dir", "lock_timeout_ms"], false),
+        "mysql" => (
+            &[
+                "database",
+                "table",
+                "counter_table",
+                "cache_table",
+                "events_ts",
+                "tls",
+            ],
+            true,
+        ),
+        "redis" => (&["db"], true),
         other => {
             return Err(err(
                 "store.kind",
@@ -52,6 +50,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
             ));
         }
     };
+    let allowed = |field: &str| own.contains(&field) || (server && SERVER_FIELDS.contains(&field));
     let set = [
         ("dir", raw.dir.is_some()),
         ("url", raw.url.is_some()),
@@ -71,7 +70,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ("tls", raw.tls.is_some()),
         ("lock_timeout_ms", raw.lock_timeout_ms.is_some()),
     ];
-    if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed.contains(f)) {
+    if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed(f)) {
         return Err(err(
             format!("store.{field}"),
             format!("does not apply to the {kind_name} store: remove it (or change \"kind\")"),

@@ -29,6 +29,14 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The decision on a request no rule applies to: admitted, counted nowhere.
+    pub fn no_checks() -> Decision {
+        Decision::Admit {
+            statuses: Vec::new(),
+            at_ms: 0,
+        }
+    }
+
     pub fn is_admit(&self) -> bool {
         matches!(self, Decision::Admit { .. })
     }

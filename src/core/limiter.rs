@@ -277,6 +277,18 @@ mod tests {
         }
     }
 
+    /// A refusal's rule and Retry-After; panics on an admission.
+    fn refused(d: Decision) -> (usize, u32) {
+        match d {
+            Decision::Refuse {
+                rule,
+                retry_after_secs,
+                ..
+            } => (rule, retry_after_secs),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn admits_exactly_the_limit_then_refuses() {
         let r = rule("ip", 30, 60);
@@ -301,28 +313,13 @@ mod tests {
         assert!(store.hit(&[&r], &clock).is_admit());
         // 9.7 s later the window has 50.3 s left: 51 whole seconds.
         clock.advance_ms(9_700);
-        match store.hit(&[&r], &clock) {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 51),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 51));
         // Exactly on a second boundary: no rounding up.
         clock.set_ms(10_500 + 58_500);
-        match store.hit(&[&r], &clock) {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 2),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 2));
         // One millisecond before the end the wait is still at least one second.
         clock.set_ms(10_500 + 59_999);
-        match store.hit(&[&r], &clock) {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 1),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 1));
     }
 
     #[test]
@@ -378,24 +375,10 @@ mod tests {
         let mut store = Memory::new(2);
         assert!(store.hit(&[&a, &b], &clock).is_admit());
         clock.advance_ms(1_000);
-        match store.hit(&[&a, &b], &clock) {
-            Decision::Refuse {
-                rule,
-                retry_after_secs,
-                ..
-            } => assert_eq!((rule, retry_after_secs), (1, 99)),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&a, &b], &clock)), (1, 99));
         // After a's window ends, b alone still refuses; after b's, both admit.
         clock.set_ms(10_000);
-        match store.hit(&[&a, &b], &clock) {
-            Decision::Refuse {
-                rule,
-                retry_after_secs,
-                ..
-            } => assert_eq!((rule, retry_after_secs), (1, 90)),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&a, &b], &clock)), (1, 90));
         clock.set_ms(100_000);
         assert!(store.hit(&[&a, &b], &clock).is_admit());
     }
@@ -407,12 +390,7 @@ mod tests {
         let mut store = Memory::new(1);
         assert!(store.hit(&[&r], &clock).is_admit());
         clock.set_ms(90_000);
-        match store.hit(&[&r], &clock) {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 70),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 70));
     }
 
     #[test]
@@ -482,12 +460,7 @@ mod tests {
         );
         // Now 2 s, 5 s and 10 s are in the window: the next fits at 12 s.
         clock.set_ms(111_500);
-        match store.hit(&[&r], &clock) {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 1),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 1));
         clock.set_ms(112_000);
         assert!(store.hit(&[&r], &clock).is_admit());
     }
@@ -519,12 +492,11 @@ mod tests {
         let r = sliding("ip", 2, 10);
         let state = State::Sliding(vec![1_000, 2_000, 3_000, 4_000, 500]);
         let outcome = decide(&[&r], &[state], 5_000);
-        match outcome.decision {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 8, "the fourth-oldest leaves at 13 s"),
-            other => panic!("{other:?}"),
-        }
+        assert_eq!(
+            refused(outcome.decision),
+            (0, 8),
+            "the fourth-oldest leaves at 13 s"
+        );
     }
 
     #[test]

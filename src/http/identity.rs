@@ -61,24 +61,16 @@ fn canonical(ip: IpAddr) -> IpAddr {
 }
 
 fn mask(ip: IpAddr, prefix: u8) -> IpAddr {
+    // A shift by the whole width (prefix 0) leaves no bits.
+    let shift = |width: u32| width - u32::from(prefix);
     match ip {
         IpAddr::V4(v4) => {
-            let bits = u32::from(v4);
-            let m = if prefix == 0 {
-                0
-            } else {
-                u32::MAX << (32 - u32::from(prefix))
-            };
-            IpAddr::V4(Ipv4Addr::from(bits & m))
+            let m = u32::MAX.checked_shl(shift(32)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & m))
         }
         IpAddr::V6(v6) => {
-            let bits = u128::from(v6);
-            let m = if prefix == 0 {
-                0
-            } else {
-                u128::MAX << (128 - u32::from(prefix))
-            };
-            IpAddr::V6(Ipv6Addr::from(bits & m))
+            let m = u128::MAX.checked_shl(shift(128)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & m))
         }
     }
 }
@@ -246,22 +238,18 @@ mod tests {
 
     #[test]
     fn odd_address_spellings() {
-        assert_eq!(
-            parse_address("fe80::1%eth0"),
-            Some("fe80::1".parse().unwrap())
-        );
-        assert_eq!(
-            parse_address("[2001:db8::1]:443"),
-            Some("2001:db8::1".parse().unwrap())
-        );
-        assert_eq!(
-            parse_address("192.0.2.1:5678"),
-            Some("192.0.2.1".parse().unwrap())
-        );
-        assert_eq!(
-            parse_address(" 192.0.2.1 "),
-            Some("192.0.2.1".parse().unwrap())
-        );
+        for (spelled, address) in [
+            ("fe80::1%eth0", "fe80::1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("192.0.2.1:5678", "192.0.2.1"),
+            (" 192.0.2.1 ", "192.0.2.1"),
+        ] {
+            assert_eq!(
+                parse_address(spelled),
+                Some(address.parse().unwrap()),
+                "{spelled:?}"
+            );
+        }
         for bad in [
             "",
             "unknown",
@@ -290,28 +278,25 @@ mod tests {
     #[test]
     fn forwarded_headers_from_trusted_proxies_name_the_client() {
         let p = policy(&["10.0.0.0/8", "2001:db8:ffff::/48"]);
-        assert_eq!(client(&p, "10.0.0.1", Some("203.0.113.7")), "203.0.113.7");
-        // Spoofed entries to the left of the real client are not reached.
-        assert_eq!(
-            client(&p, "10.0.0.1", Some("1.1.1.1, 203.0.113.7, 10.0.0.2")),
-            "203.0.113.7"
-        );
-        assert_eq!(
-            client(&p, "2001:db8:ffff::1", Some("2001:db8:5:6::1")),
-            "2001:db8:5:6::/64"
-        );
-        // Garbage stops the walk at the last address a trusted proxy vouched for.
-        assert_eq!(client(&p, "10.0.0.1", Some("junk")), "10.0.0.1");
-        assert_eq!(client(&p, "10.0.0.1", Some("")), "10.0.0.1");
-        assert_eq!(
-            client(&p, "10.0.0.1", Some("203.0.113.9\r\nX: y, 10.0.0.3")),
-            "10.0.0.3"
-        );
-        // Only proxies: the leftmost one is all we know.
-        assert_eq!(
-            client(&p, "10.0.0.1", Some("10.0.0.5, 10.0.0.6")),
-            "10.0.0.5"
-        );
+        // The proxy, what it forwarded, and the client that is.
+        for (remote, forwarded, want) in [
+            ("10.0.0.1", "203.0.113.7", "203.0.113.7"),
+            // Spoofed entries to the left of the real client are not reached.
+            ("10.0.0.1", "1.1.1.1, 203.0.113.7, 10.0.0.2", "203.0.113.7"),
+            ("2001:db8:ffff::1", "2001:db8:5:6::1", "2001:db8:5:6::/64"),
+            // Garbage stops the walk at the last address a trusted proxy vouched for.
+            ("10.0.0.1", "junk", "10.0.0.1"),
+            ("10.0.0.1", "", "10.0.0.1"),
+            ("10.0.0.1", "203.0.113.9\r\nX: y, 10.0.0.3", "10.0.0.3"),
+            // Only proxies: the leftmost one is all we know.
+            ("10.0.0.1", "10.0.0.5, 10.0.0.6", "10.0.0.5"),
+        ] {
+            assert_eq!(
+                client(&p, remote, Some(forwarded)),
+                want,
+                "{remote} forwarding {forwarded:?}"
+            );
+        }
     }
 
     #[test]

@@ -47,29 +47,9 @@ impl HttpProvider {
         let query = render(&step.query)?;
         let form = render(&step.form)?;
         Ok(match step.method {
-            HttpMethod::Get => {
-                let mut req = self
-                    .agent
-                    .get(&url)
-                    .query_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-                for (k, v) in &headers {
-                    req = req.header(k, v);
-                }
-                req.config().timeout_global(Some(timeout)).build().call()
-            }
-            HttpMethod::Post => {
-                let mut req = self
-                    .agent
-                    .post(&url)
-                    .query_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-                for (k, v) in &headers {
-                    req = req.header(k, v);
-                }
-                req.config()
-                    .timeout_global(Some(timeout))
-                    .build()
-                    .send_form(form.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            }
+            HttpMethod::Get => prepared(self.agent.get(&url), &query, &headers, timeout).call(),
+            HttpMethod::Post => prepared(self.agent.post(&url), &query, &headers, timeout)
+                .send_form(form.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
         })
     }
 
@@ -157,6 +137,20 @@ impl HttpProvider {
             }
         }
     }
+}
+
+/// A request of either method with a step's query, headers and time limit.
+fn prepared<B>(
+    req: ureq::RequestBuilder<B>,
+    query: &[(String, String)],
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> ureq::RequestBuilder<B> {
+    let mut req = req.query_pairs(query.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    for (k, v) in headers {
+        req = req.header(k, v);
+    }
+    req.config().timeout_global(Some(timeout)).build()
 }
 
 /// Records whether anything reached the provider before this failure.

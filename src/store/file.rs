@@ -126,12 +126,9 @@ impl<C: Clock> FileStore<C> {
     /// The counter stored for `key`, read under the lock without changing anything.
     pub fn read(&self, key: &str) -> Result<Option<Counter>, StoreError> {
         let path = self.path_for(key);
-        let file = match open_ro(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("open", &path, &e)),
+        let Some(file) = self.open_shared(&path)? else {
+            return Ok(None);
         };
-        lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
         let locked = Locked { path, file };
         // Under a shared lock a damaged file is only reported: moving it is for a writer.
         match self.decode(&locked)? {
@@ -141,6 +138,18 @@ impl<C: Clock> FileStore<C> {
                 locked.path.display()
             ))),
         }
+    }
+
+    /// Opens `path` for reading and takes its shared lock: writers hold the exclusive one, so
+    /// a reader never sees half a write. `None` when there is no such file.
+    fn open_shared(&self, path: &Path) -> Result<Option<File>, StoreError> {
+        let file = match open_ro(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("open", path, &e)),
+        };
+        lock_within(&file, path, Lock::Shared, self.lock_timeout)?;
+        Ok(Some(file))
     }
 
     /// Creates the data directory (mode 700) if it is missing: a store that cannot count
@@ -512,13 +521,9 @@ impl<C: Clock> Store for FileStore<C> {
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.cache_path(key);
-        let file = match open_ro(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("open", &path, &e)),
+        let Some(file) = self.open_shared(&path)? else {
+            return Ok(None);
         };
-        // Writers hold the exclusive lock: a shared one never sees half an entry.
-        lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
         Ok(self.live_entry(&read_all(&file, &path)?))
     }
 

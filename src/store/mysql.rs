@@ -48,6 +48,8 @@ use schema::{
 const ATTEMPTS: usize = 3;
 /// Rows one sweep statement deletes at most, so no statement holds locks for long.
 const SWEEP_BATCH: u32 = 1000;
+/// The server's time in milliseconds, in SQL.
+const NOW_MS: &str = "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)";
 
 pub struct MysqlStore {
     settings: MysqlSettings,
@@ -247,8 +249,7 @@ impl MysqlStore {
         ))?;
         let in_list = vec!["?"; checks.len()].join(", ");
         let read_rows = conn.prep(format!(
-            "SELECT rkey, start_ms, window_ms, count, \
-             CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) \
+            "SELECT rkey, start_ms, window_ms, count, {NOW_MS} \
              FROM `{}` WHERE rkey IN ({in_list})",
             s.counter_table
         ))?;
@@ -437,15 +438,36 @@ impl MysqlStore {
             Ok(report)
         })
     }
+
+    /// Writes `key`'s cache row to expire `ttl` after the server's now; where the key has a row
+    /// already, `on_duplicate` (an assignment list) says what becomes of it. Returns the rows
+    /// affected as the server counts them.
+    fn cache_upsert(
+        &self,
+        key: &str,
+        value: &[u8],
+        ttl: Duration,
+        on_duplicate: &str,
+    ) -> Result<u64, StoreError> {
+        let table = &self.settings.cache_table;
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.with_conn(|conn, _| {
+            conn.exec_drop(
+                format!(
+                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES (?, {NOW_MS} + ?, ?) \
+                     ON DUPLICATE KEY UPDATE {on_duplicate}"
+                ),
+                (key, ttl_ms, value),
+            )?;
+            Ok(conn.affected_rows())
+        })
+    }
 }
 
 impl Store for MysqlStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
-            return Ok(Decision::Admit {
-                statuses: Vec::new(),
-                at_ms: 0,
-            });
+            return Ok(Decision::no_checks());
         }
         self.with_conn(|conn, deadline| self.decide_on(conn, deadline, checks))
     }
@@ -456,9 +478,7 @@ impl Store for MysqlStore {
         let grace = self.grace_ms;
         let longest = self.longest_sliding_ms;
         self.with_conn(|conn, _| {
-            let now_ms: u64 = conn
-                .query_first("SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)")?
-                .unwrap_or(0);
+            let now_ms: u64 = conn.query_first(format!("SELECT {NOW_MS}"))?.unwrap_or(0);
             let mut report = SweepReport {
                 complete: true,
                 ..SweepReport::default()
@@ -553,33 +573,25 @@ impl Store for MysqlStore {
         let table = &self.settings.cache_table;
         self.with_conn(|conn, _| {
             Ok(conn.exec_first(
-                format!(
-                    "SELECT value FROM `{table}` WHERE ckey = ? \
-                     AND expires_ms > CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)"
-                ),
+                format!("SELECT value FROM `{table}` WHERE ckey = ? AND expires_ms > {NOW_MS}"),
                 (key,),
             )?)
         })
     }
 
     fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        let table = &self.settings.cache_table;
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self.with_conn(|conn, _| {
-            // One statement: a row that is missing or expired becomes ours; a live one stays.
-            conn.exec_drop(
-                format!(
-                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES \
-                     (?, CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) + ?, ?) \
-                     ON DUPLICATE KEY UPDATE \
-                     value = IF(expires_ms <= CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED), VALUES(value), value), \
-                     expires_ms = IF(expires_ms <= CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED), VALUES(expires_ms), expires_ms)"
-                ),
-                (key, ttl_ms, value),
-            )?;
-            // 1: inserted; 2: an expired row replaced; 0: a live row left alone.
-            Ok(conn.affected_rows() > 0)
-        })
+        // One statement: a row that is missing or expired becomes ours; a live one stays.
+        let affected = self.cache_upsert(
+            key,
+            value,
+            ttl,
+            &format!(
+                "value = IF(expires_ms <= {NOW_MS}, VALUES(value), value), \
+                 expires_ms = IF(expires_ms <= {NOW_MS}, VALUES(expires_ms), expires_ms)"
+            ),
+        )?;
+        // 1: inserted; 2: an expired row replaced; 0: a live row left alone.
+        Ok(affected > 0)
     }
 
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
@@ -594,19 +606,13 @@ impl Store for MysqlStore {
     }
 
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        let table = &self.settings.cache_table;
-        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self.with_conn(|conn, _| {
-            conn.exec_drop(
-                format!(
-                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES \
-                     (?, CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED) + ?, ?) \
-                     ON DUPLICATE KEY UPDATE expires_ms = VALUES(expires_ms), value = VALUES(value)"
-                ),
-                (key, ttl_ms, value),
-            )?;
-            Ok(())
-        })
+        self.cache_upsert(
+            key,
+            value,
+            ttl,
+            "expires_ms = VALUES(expires_ms), value = VALUES(value)",
+        )?;
+        Ok(())
     }
 }
 

@@ -249,10 +249,7 @@ fn connection_gone(e: &io::Error) -> bool {
 impl Store for RedisStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
-            return Ok(Decision::Admit {
-                statuses: Vec::new(),
-                at_ms: 0,
-            });
+            return Ok(Decision::no_checks());
         }
         let count = checks.len().to_string();
         let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 3);
@@ -418,12 +415,9 @@ mod tests {
     #[test]
     fn timeouts_name_the_setting_that_bounds_them() {
         let s = store_at(6379);
-        let connect = s.io_error(
-            &io::Error::new(io::ErrorKind::TimedOut, "no connection within 1000 ms"),
-            Phase::Connect,
-        );
+        let connect = io::Error::new(io::ErrorKind::TimedOut, "no connection within 1000 ms");
         assert_eq!(
-            connect.detail,
+            s.io_error(&connect, Phase::Connect).detail,
             "redis store at 127.0.0.1:6379: no connection within 1000 ms (timed out: see store.connect_timeout_ms)"
         );
         for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
@@ -440,28 +434,19 @@ mod tests {
             Phase::Connect,
         );
         assert!(refused.detail.ends_with(" (is the server running?)"));
-        let garbage = s.io_error(
-            &io::Error::new(io::ErrorKind::InvalidData, "unknown reply type"),
-            Phase::Exchange,
-        );
+        let garbage = io::Error::new(io::ErrorKind::InvalidData, "unknown reply type");
         assert_eq!(
-            garbage.detail,
+            s.io_error(&garbage, Phase::Exchange).detail,
             "redis store at 127.0.0.1:6379: the server sent something that is not the Redis protocol (unknown reply type)"
         );
     }
 
     #[test]
     fn a_reply_without_its_line_end_is_a_read_timeout() {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 4096];
-            let _ = conn.read(&mut buf);
-            let _ = conn.write_all(b"garbage without a line end");
-            let _ = conn.read(&mut buf);
-        });
+        let (target, server) = resp::answering(b"garbage without a line end");
+        let resp::Target::Tcp { port, .. } = target else {
+            unreachable!("a loopback port")
+        };
         let s = store_at(port);
         let e = s.call(resp::encode(&[b"PING"])).unwrap_err();
         assert_eq!(

@@ -30,6 +30,7 @@ use resolve::store::{Check, Store};
 use crate::handles::rule;
 use crate::stores::{TestClock, wall_ms};
 use crate::support::Redis;
+use crate::support::rng::Rng;
 
 /// Runs before the script's text: `TIME` answers the last argument (milliseconds).
 const PRELUDE: &str = r#"
@@ -48,27 +49,6 @@ local redis = setmetatable({
 /// Seeds of the runs, and steps per run.
 const SEEDS: [u64; 3] = [0x5eed_0001, 0x0dd_ba11, 0xfee1_900d];
 const STEPS: usize = 2500;
-
-/// splitmix64: small, fast and the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
-}
 
 /// The rules requests are made of. Two share a name with another of the other algorithm: a
 /// rule whose configuration changed, on the same key.
@@ -226,7 +206,7 @@ fn run(redis: &Redis, seed: u64) -> Seen {
     let start = wall_ms() + 86_400_000;
     let clock = TestClock::held_at(start);
     let reference = MemoryStore::new(clock.clone(), Duration::ZERO);
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut seen = Seen::default();
     // The window of the rule that last wrote each key, to find its edges.
     let mut windows: HashMap<String, u64> = HashMap::new();

@@ -208,11 +208,7 @@ pub fn several_rules_at_once(sut: &mut dyn StoreUnderTest) {
 /// A request refused by one rule is counted by none, for fixed and (where kept) sliding
 /// windows: the other rule's count is where it was, and it admits exactly what it had left.
 pub fn refused_requests_consume_nothing(sut: &mut dyn StoreUnderTest) {
-    let mut algorithms = vec![Algorithm::Fixed];
-    if sut.keeps_sliding() {
-        algorithms.push(Algorithm::Sliding);
-    }
-    for algorithm in algorithms {
+    for algorithm in sut.algorithms() {
         let rules = [
             rule("minute", algorithm, 5, 600),
             rule("hour", Algorithm::Fixed, 3, 3600),
@@ -336,11 +332,7 @@ pub fn sliding_window_admits_again_as_requests_age_out(sut: &mut dyn StoreUnderT
 
 /// Two handles (two server processes) on one backing store: one count, one cache.
 pub fn two_handles_share_counts_and_cache(sut: &mut dyn StoreUnderTest) {
-    let mut algorithms = vec![Algorithm::Fixed];
-    if sut.keeps_sliding() {
-        algorithms.push(Algorithm::Sliding);
-    }
-    for algorithm in algorithms {
+    for algorithm in sut.algorithms() {
         let rules = [rule("ip", algorithm, 4, 600)];
         let one = sut.open(&rules);
         let two = sut.open(&rules);

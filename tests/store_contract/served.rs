@@ -12,6 +12,7 @@ use resolve::core::rule::Algorithm;
 
 use crate::sites::{Reply, Site, all_at_once, asked_links, rule};
 use crate::stores::{Credentialed, DENY_RETRY_AFTER, Slowable, StoreUnderTest, Timeouts};
+use crate::support::apache::assert_a_line_per_request;
 use crate::support::config::TOKEN;
 
 const ALLOW_PHRASE: &str = "store failed, answering anyway (store.on_error is allow)";
@@ -140,10 +141,6 @@ pub fn exact_under_300_requests_at_once(sut: &mut dyn StoreUnderTest, algorithm:
 /// Two web servers (two Apaches, each with its configuration and provider account) on one
 /// store share one limit: 300 requests at once, alternately to each, 30 admitted in all.
 pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
-    let mut algorithms = vec!["fixed"];
-    if sut.keeps_sliding() {
-        algorithms.push("sliding");
-    }
     let store = sut.store_json("deny", Timeouts::Patient);
     let rules = |alg: &str| vec![rule("ip", alg, 30, 600)];
     let one = Site::start(
@@ -158,7 +155,7 @@ pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
         store.clone(),
         rules("fixed"),
     );
-    for (n, alg) in algorithms.into_iter().enumerate() {
+    for (n, alg) in sut.algorithms().iter().map(|a| a.as_str()).enumerate() {
         one.configure(store.clone(), rules(alg));
         two.configure(store.clone(), rules(alg));
         let source = format!("127.0.0.{}", 20 + n);
@@ -478,20 +475,11 @@ pub fn slow_store_is_answered_within_its_bound<S: Slowable>(sut: &mut S) {
         }
         for (s, (site, policy)) in sites.iter().enumerate() {
             let lines = site.lines_since(marks[s]);
-            assert_eq!(
-                lines.len(),
-                4,
-                "{what} {policy}: one line per request:\n{}",
-                lines.join("\n")
-            );
-            for l in &lines {
-                assert!(
-                    l.contains(phrase(policy))
-                        && l.contains(&sut.slow_place())
-                        && slow.hints.iter().any(|h| l.contains(h)),
-                    "{what}: {l}"
-                );
-            }
+            assert_a_line_per_request(&lines, 4, &format!("{what} {policy}"), |l| {
+                l.contains(phrase(policy))
+                    && l.contains(&sut.slow_place())
+                    && slow.hints.iter().any(|h| l.contains(h))
+            });
             texts.extend(lines);
         }
         assert_eq!(allow.provider.calls(), calls[0] + 4, "{what}: allow pays");
@@ -547,18 +535,9 @@ pub fn wrong_credentials_get_the_policy_answer_and_never_show<S: Credentialed>(s
                 "{what}: provider calls"
             );
             let lines = site.lines_since(mark);
-            assert_eq!(
-                lines.len(),
-                3,
-                "{what}: one line per request:\n{}",
-                lines.join("\n")
-            );
-            for l in &lines {
-                assert!(
-                    l.contains(phrase(policy)) && l.contains(refused) && l.contains(setting),
-                    "{what}: the line does not say the credentials were refused: {l}"
-                );
-            }
+            assert_a_line_per_request(&lines, 3, &what, |l| {
+                l.contains(phrase(policy)) && l.contains(refused) && l.contains(setting)
+            });
             eprintln!("{what}: {}", lines[0]);
             texts.extend(lines);
             assert_eq!(

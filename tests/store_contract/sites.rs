@@ -114,20 +114,12 @@ pub struct Site {
     dir: TempDir,
 }
 
-fn config_json(provider: &Provider, store: Value, rules: Vec<Value>) -> Value {
-    json!({
-        "provider": config::http_provider(&provider.url("/unrestrict")),
-        "store": store,
-        "rules": rules,
-    })
-}
-
 impl Site {
     pub fn start(sut: &dyn StoreUnderTest, label: &str, store: Value, rules: Vec<Value>) -> Site {
         let provider = Provider::start();
         let dir = TempDir::new(&format!("contract-site-{label}"));
         let config_path = dir.join("config.json");
-        let value = config_json(&provider, store, rules);
+        let value = config::site_config(&provider, store, rules);
         let runner = match sut.in_process() {
             Some(store) => {
                 let config = Config::from_json(&value.to_string(), dir.path())
@@ -161,7 +153,7 @@ impl Site {
 
     /// Replaces the configuration at once (every request reads it afresh).
     pub fn configure(&self, store: Value, rules: Vec<Value>) {
-        let value = config_json(&self.provider, store, rules);
+        let value = config::site_config(&self.provider, store, rules);
         match &self.runner {
             Runner::InProcess(p) => {
                 let config = Config::from_json(&value.to_string(), self.dir.path())

@@ -125,6 +125,15 @@ pub trait StoreUnderTest {
         true
     }
 
+    /// The window algorithms the store keeps: fixed, and sliding where it does.
+    fn algorithms(&self) -> Vec<Algorithm> {
+        let mut algorithms = vec![Algorithm::Fixed];
+        if self.keeps_sliding() {
+            algorithms.push(Algorithm::Sliding);
+        }
+        algorithms
+    }
+
     /// A new handle on the backing store, as one server process opens it for `rules`.
     /// Sweeps remove what ended, without grace.
     fn open(&self, rules: &[Rule]) -> Box<dyn Store>;

@@ -419,6 +419,25 @@ Alias /warm-up/ "{cgi_bin}/"
     }
 }
 
+/// Checks the program's log `lines` since a mark, after `requests` requests that each had to
+/// log once: that many lines, and each one `says` what it must.
+pub fn assert_a_line_per_request(
+    lines: &[String],
+    requests: usize,
+    what: &str,
+    says: impl Fn(&str) -> bool,
+) {
+    assert_eq!(
+        lines.len(),
+        requests,
+        "{what}: one line per request:\n{}",
+        lines.join("\n")
+    );
+    for l in lines {
+        assert!(says(l), "{what}: the line does not say what it must: {l}");
+    }
+}
+
 /// Processes running `program` (their /proc/PID/exe), whoever owns them.
 pub fn processes_running(program: &Path) -> usize {
     processes_of(program).len()

@@ -10,6 +10,8 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::client::Response;
+use super::http::find;
 use super::system::binary;
 
 /// What the program gets on stdin.
@@ -165,7 +167,7 @@ impl Cgi {
         let stdout = out_t.join().expect("stdout reader");
         let stderr = String::from_utf8_lossy(&err_t.join().expect("stderr reader")).into_owned();
         let stdin_read = stdin_file.map(|mut f| f.stream_position().expect("stdin offset"));
-        let answer = CgiAnswer::parse(&stdout);
+        let answer = Response::parse_cgi(&stdout);
         CgiOutput {
             stdout,
             stderr,
@@ -248,12 +250,12 @@ pub struct CgiOutput {
     /// Bytes of stdin the program consumed (`StdinMode::File` only).
     pub stdin_read: Option<u64>,
     /// The parsed answer, or why stdout is not a valid CGI answer.
-    pub answer: Result<CgiAnswer, String>,
+    pub answer: Result<Response, String>,
 }
 
 impl CgiOutput {
     /// The answer; panics with the whole output when stdout is not a valid CGI answer.
-    pub fn answer(&self) -> &CgiAnswer {
+    pub fn answer(&self) -> &Response {
         match &self.answer {
             Ok(a) => a,
             Err(e) => panic!("{e}\n{}", self.describe()),
@@ -271,32 +273,11 @@ impl CgiOutput {
     }
 }
 
-#[derive(Clone, Debug)]
-pub struct CgiAnswer {
-    pub status: u16,
-    pub reason: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl CgiAnswer {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        super::http::header(&self.headers, name)
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", self.text()))
-    }
-
+impl Response {
     /// Parse stdout per RFC 3875 section 6 and check it is a document response Apache would
     /// accept: header lines `Name: value` with a token name, each CGI field at most once, a
     /// well-formed `Status`, a `Content-Type`, then a blank line.
-    pub fn parse(stdout: &[u8]) -> Result<CgiAnswer, String> {
+    pub fn parse_cgi(stdout: &[u8]) -> Result<Response, String> {
         let (head_end, body_start) = match (
             find(stdout, b"\r\n\r\n").map(|i| (i, i + 4)),
             find(stdout, b"\n\n").map(|i| (i, i + 2)),
@@ -361,15 +342,11 @@ impl CgiAnswer {
         if get("Location").is_none() && get("Content-Type").is_none() {
             return Err("document response without Content-Type".to_string());
         }
-        Ok(CgiAnswer {
+        Ok(Response {
             status,
             reason,
             headers,
             body: stdout[body_start..].to_vec(),
         })
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::http::{find, header_line};
+
 /// One request. Unless `no_framing` is called, `Host`, `Connection: close` and (when there is a
 /// body or the method is POST) `Content-Length` are added.
 #[derive(Clone, Debug)]
@@ -79,6 +81,8 @@ impl Request {
     }
 }
 
+/// An answer: read off a connection (`parse`) or from a CGI program's stdout (`parse_cgi`, in
+/// cgi.rs).
 #[derive(Clone, Debug)]
 pub struct Response {
     pub status: u16,
@@ -144,10 +148,8 @@ impl Response {
         let reason = parts.next().unwrap_or_default().to_string();
         let mut headers = Vec::new();
         for line in lines {
-            let (k, v) = line
-                .split_once(':')
-                .ok_or_else(|| bad(format!("bad header line {line:?}")))?;
-            headers.push((k.trim().to_string(), v.trim().to_string()));
+            headers
+                .push(header_line(line).ok_or_else(|| bad(format!("bad header line {line:?}")))?);
         }
         let rest = &raw[end + 4..];
         let chunked = headers.iter().any(|(k, v)| {
@@ -166,10 +168,6 @@ impl Response {
             body,
         })
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
@@ -263,9 +261,14 @@ pub fn fire<F>(n: usize, concurrency: usize, make: F) -> Vec<io::Result<Response
 where
     F: Fn(usize) -> io::Result<Response> + Sync,
 {
+    par_map(n, concurrency, make)
+}
+
+/// Runs `f(0..n)` on `concurrency` threads, each taking the next number as it is free; results
+/// in order.
+pub fn par_map<T: Send>(n: usize, concurrency: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<io::Result<Response>>>> =
-        Mutex::new((0..n).map(|_| None).collect());
+    let out: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..concurrency.max(1) {
             s.spawn(|| {
@@ -274,16 +277,15 @@ where
                     if i >= n {
                         break;
                     }
-                    let r = make(i);
-                    results.lock().unwrap()[i] = Some(r);
+                    let v = f(i);
+                    out.lock().unwrap()[i] = Some(v);
                 }
             });
         }
     });
-    results
-        .into_inner()
+    out.into_inner()
         .unwrap()
         .into_iter()
-        .map(|r| r.expect("every request ran"))
+        .map(|v| v.expect("every call ran"))
         .collect()
 }

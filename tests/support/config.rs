@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::provider::Provider;
 use super::temp::TempDir;
 
 /// The token the tests configure; it must never leave the binary except towards the provider.
@@ -24,6 +25,15 @@ pub fn http_provider(provider_url: &str) -> Value {
         "link": {"form": "link"},
         "download": "/download",
         "filename": "/filename"
+    })
+}
+
+/// A full config: the stand-in `provider` at /unrestrict, this store section, these rules.
+pub fn site_config(provider: &Provider, store: Value, rules: Vec<Value>) -> Value {
+    json!({
+        "provider": http_provider(&provider.url("/unrestrict")),
+        "store": store,
+        "rules": rules,
     })
 }
 

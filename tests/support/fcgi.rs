@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use super::cgi::{Cgi, CgiAnswer, apache_vars};
+use super::cgi::{Cgi, apache_vars};
+use super::client::Response;
 use super::system::binary;
 use super::temp::TempDir;
 
@@ -146,8 +147,8 @@ pub struct FcgiAnswer {
 
 impl FcgiAnswer {
     /// FCGI_STDOUT parsed as a CGI answer (the checks Apache makes).
-    pub fn cgi(&self) -> CgiAnswer {
-        CgiAnswer::parse(&self.stdout).unwrap_or_else(|e| {
+    pub fn cgi(&self) -> Response {
+        Response::parse_cgi(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "{e}: not a CGI answer:\n{}",
                 String::from_utf8_lossy(&self.stdout)

@@ -50,8 +50,7 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
         if h.is_empty() {
             break;
         }
-        let (k, v) = h.split_once(':')?;
-        headers.push((k.trim().to_owned(), v.trim().to_owned()));
+        headers.push(header_line(h)?);
     }
     let mut body = Vec::new();
     if let Some(len) = header(&headers, "content-length") {
@@ -82,12 +81,23 @@ pub fn read_request(reader: &mut impl BufRead) -> Option<HttpRequest> {
     })
 }
 
+/// A header line's name and value, white space around each taken off.
+pub fn header_line(line: &str) -> Option<(String, String)> {
+    let (name, value) = line.split_once(':')?;
+    Some((name.trim().to_owned(), value.trim().to_owned()))
+}
+
 /// The first value of header `name` (any case) in `headers`.
 pub fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
+}
+
+/// Where `needle` first stands in `hay`.
+pub fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The reason phrase the stand-ins send with `code`.

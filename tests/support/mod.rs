@@ -14,6 +14,7 @@ pub mod net;
 pub mod process;
 pub mod provider;
 pub mod redis;
+pub mod rng;
 pub mod site;
 pub mod system;
 pub mod temp;
@@ -21,7 +22,7 @@ pub mod urlenc;
 
 pub use account::HostUser;
 pub use apache::{Apache, ApacheBuilder, Mode};
-pub use cgi::{Cgi, CgiAnswer, CgiOutput, StdinMode};
+pub use cgi::{Cgi, CgiOutput, StdinMode};
 pub use client::{HttpClient, Request, Response, fire};
 pub use delay_proxy::DelayProxy;
 pub use mariadb::MariaDb;

@@ -1,13 +1,12 @@
 //! Site-wide limits on paid calls (`spend`, and a provider's `rate_limits`): each counts every
 //! paid call of the whole site.
 
-use std::num::NonZeroU32;
-
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::error::{ConfigError, err};
-use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::config::rules::{limit_and_window, rule_name};
+use crate::core::rule::{Algorithm, KeyKind, Rule};
 
 /// A site-wide limit on calls to the provider.
 #[derive(Deserialize)]
@@ -23,21 +22,9 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
     let mut out: Vec<Rule> = Vec::new();
     for (i, r) in list.iter().enumerate() {
         let at = |f: &str| format!("{field}[{i}].{f}");
-        let name = RuleName::new(&r.name).ok_or_else(|| {
-            err(
-                at("name"),
-                "must be 1 to 32 of a-z, 0-9, '_' and '-', e.g. \"day\"",
-            )
-        })?;
-        let limit = u32::try_from(r.limit)
-            .ok()
-            .and_then(NonZeroU32::new)
-            .ok_or_else(|| err(at("limit"), "must be 1 to 4294967295 paid calls per window"))?;
-        let window_secs = u32::try_from(r.window_secs)
-            .ok()
-            .filter(|w| *w <= 366 * 24 * 3600)
-            .and_then(NonZeroU32::new)
-            .ok_or_else(|| err(at("window_secs"), "must be 1 to 31622400 seconds"))?;
+        let name = rule_name(&r.name, &at, "\"day\"")?;
+        let (limit, window_secs) =
+            limit_and_window(&at, (r.limit, r.window_secs), "paid calls", "")?;
         out.push(Rule {
             name,
             key: KeyKind::Global,

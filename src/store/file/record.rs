@@ -147,25 +147,24 @@ mod tests {
         let empty = decode(&[]).unwrap();
         assert_eq!((empty.counter, empty.next_slot), (None, 0));
 
-        let one = file(&[encode(1, &C)]);
-        let loaded = decode(&one).unwrap();
-        assert_eq!(
-            (loaded.counter, loaded.seq, loaded.next_slot),
-            (Some(C), 1, 1)
-        );
-
         let newer = Counter { count: 8, ..C };
-        let two = file(&[encode(1, &C), encode(2, &newer)]);
-        let loaded = decode(&two).unwrap();
-        assert_eq!(
-            (loaded.counter, loaded.seq, loaded.next_slot),
-            (Some(newer), 2, 0)
-        );
-
         let newest = Counter { count: 9, ..C };
-        let three = file(&[encode(3, &newest), encode(2, &newer)]);
-        let loaded = decode(&three).unwrap();
-        assert_eq!((loaded.counter, loaded.next_slot), (Some(newest), 1));
+        // The slots written, and what is read: the newest counter, its number, the slot the
+        // next write goes to.
+        for (slots, want) in [
+            (file(&[encode(1, &C)]), (Some(C), 1, 1)),
+            (
+                file(&[encode(1, &C), encode(2, &newer)]),
+                (Some(newer), 2, 0),
+            ),
+            (
+                file(&[encode(3, &newest), encode(2, &newer)]),
+                (Some(newest), 3, 1),
+            ),
+        ] {
+            let loaded = decode(&slots).unwrap();
+            assert_eq!((loaded.counter, loaded.seq, loaded.next_slot), want);
+        }
     }
 
     #[test]

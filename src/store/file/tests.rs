@@ -10,6 +10,30 @@ fn rule(name: &str, limit: u32, window: u32) -> Rule {
     Rule::new(name, KeyKind::Ip, Algorithm::Fixed, limit, window).unwrap()
 }
 
+/// A store in `dir` at time 0, with the usual ten-minute sweep grace.
+fn store_in(dir: &Path) -> FileStore<FakeClock> {
+    FileStore::new(dir, FakeClock::at(0), Duration::from_secs(600))
+}
+
+/// Decides one request for `key` under `rule`.
+fn decide_one(
+    store: &FileStore<FakeClock>,
+    rule: &Rule,
+    key: &str,
+) -> Result<Decision, StoreError> {
+    store.decide(&[Check {
+        rule,
+        key: key.into(),
+    }])
+}
+
+/// Takes the lock on `key`'s counter file as another process would, until the file is dropped.
+fn hold_lock(store: &FileStore<FakeClock>, key: &str) -> File {
+    let holder = File::open(store.path_for(key)).unwrap();
+    holder.lock().unwrap();
+    holder
+}
+
 fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "resolve-fs-{name}-{}-{}",
@@ -23,7 +47,7 @@ fn tempdir(name: &str) -> PathBuf {
 #[test]
 fn file_names_are_hashes_inside_the_directory() {
     let dir = tempdir("names");
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let store = store_in(&dir);
     for key in ["resolve:ip:../../etc/passwd", "resolve:ip:\0/x", "", "a/b"] {
         let p = store.path_for(key);
         assert!(p.starts_with(&dir));
@@ -42,18 +66,11 @@ fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
     let dir = tempdir("lockwait");
     let r = rule("ip", 3, 60);
     let key = "resolve:ip:192.0.2.1";
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
-        .with_lock_timeout(Duration::from_millis(300));
-    let check = || {
-        store.decide(&[Check {
-            rule: &r,
-            key: key.into(),
-        }])
-    };
+    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(300));
+    let check = || decide_one(&store, &r, key);
     assert!(check().unwrap().is_admit());
     // Another holder that lets go after 100 ms: the request waits for it and counts.
-    let holder = File::open(store.path_for(key)).unwrap();
-    holder.lock().unwrap();
+    let holder = hold_lock(&store, key);
     let released = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         drop(holder);
@@ -61,8 +78,7 @@ fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
     assert!(check().unwrap().is_admit());
     released.join().unwrap();
     // One that never lets go: a store error after the timeout, not a wait without end.
-    let holder = File::open(store.path_for(key)).unwrap();
-    holder.lock().unwrap();
+    let holder = hold_lock(&store, key);
     let started = Instant::now();
     let error = check().unwrap_err();
     assert!(started.elapsed() >= Duration::from_millis(300));
@@ -79,17 +95,10 @@ fn waiters_given_up_on_are_capped() {
     let dir = tempdir("waiters");
     let r = rule("ip", 3, 60);
     let key = "resolve:ip:192.0.2.77";
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600))
-        .with_lock_timeout(Duration::from_millis(200));
-    let check = || {
-        store.decide(&[Check {
-            rule: &r,
-            key: key.into(),
-        }])
-    };
+    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(200));
+    let check = || decide_one(&store, &r, key);
     assert!(check().unwrap().is_admit());
-    let holder = File::open(store.path_for(key)).unwrap();
-    holder.lock().unwrap();
+    let holder = hold_lock(&store, key);
     // Each request gives up; the first ones leave a waiter behind, the later ones find
     // the cap reached and give up at once instead of adding one.
     let at_once = (0..MAX_WAITERS + 4)
@@ -116,13 +125,8 @@ fn links_and_fifos_are_refused_never_followed_or_waited_on() {
     let dir = tempdir("links");
     let outside = tempdir("links-outside");
     let r = rule("ip", 3, 60);
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
-    let check = |key: &str| {
-        store.decide(&[Check {
-            rule: &r,
-            key: key.into(),
-        }])
-    };
+    let store = store_in(&dir);
+    let check = |key: &str| decide_one(&store, &r, key);
     // A counter file that is a link, dangling or not.
     let target = outside.join("target");
     fs::write(&target, b"").unwrap();
@@ -181,15 +185,10 @@ fn counts_persist_across_store_instances() {
     for i in 0..5 {
         // A new store per request, as each CGI request is a new process.
         let store = FileStore::new(&dir, FakeClock::at(1_000 + i), Duration::from_secs(600));
-        let d = store
-            .decide(&[Check {
-                rule: &r,
-                key: "resolve:ip:192.0.2.1".into(),
-            }])
-            .unwrap();
+        let d = decide_one(&store, &r, "resolve:ip:192.0.2.1").unwrap();
         assert_eq!(d.is_admit(), i < 3, "request {i}");
     }
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let store = store_in(&dir);
     assert_eq!(
         store.read("resolve:ip:192.0.2.1").unwrap().unwrap().count,
         3
@@ -201,13 +200,9 @@ fn counts_persist_across_store_instances() {
 #[test]
 fn a_missing_directory_is_created_private() {
     let dir = tempdir("missing").join("nested").join("data");
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let store = store_in(&dir);
     let r = rule("ip", 3, 60);
-    let check = [Check {
-        rule: &r,
-        key: "k".into(),
-    }];
-    assert!(store.decide(&check).unwrap().is_admit());
+    assert!(decide_one(&store, &r, "k").unwrap().is_admit());
     let mode = fs::metadata(&dir).unwrap().mode() & 0o777;
     assert_eq!(mode, 0o700);
     fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
@@ -217,18 +212,9 @@ fn a_missing_directory_is_created_private() {
 fn an_uncreatable_directory_is_an_error_with_a_fix() {
     let base = tempdir("uncreatable");
     fs::write(base.join("file"), b"").unwrap();
-    let store = FileStore::new(
-        base.join("file/data"),
-        FakeClock::at(0),
-        Duration::from_secs(600),
-    );
+    let store = store_in(&base.join("file/data"));
     let r = rule("ip", 3, 60);
-    let e = store
-        .decide(&[Check {
-            rule: &r,
-            key: "k".into(),
-        }])
-        .unwrap_err();
+    let e = decide_one(&store, &r, "k").unwrap_err();
     assert!(e.detail.contains("mkdir -m 700"), "{e}");
     assert!(store.probe().is_err());
     fs::remove_dir_all(base).unwrap();
@@ -237,7 +223,7 @@ fn an_uncreatable_directory_is_an_error_with_a_fix() {
 #[test]
 fn damaged_files_are_reported_and_moved_aside() {
     let dir = tempdir("damaged");
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(600));
+    let store = store_in(&dir);
     let r = rule("ip", 3, 60);
     let check = [Check {
         rule: &r,
@@ -269,12 +255,7 @@ fn sweeps_remove_only_long_finished_windows() {
     let clock = FakeClock::at(1_000_000);
     let store = FileStore::new(&dir, clock, Duration::from_secs(600));
     for n in 0..20 {
-        store
-            .decide(&[Check {
-                rule: &r,
-                key: format!("resolve:ip:192.0.2.{n}"),
-            }])
-            .unwrap();
+        decide_one(&store, &r, &format!("resolve:ip:192.0.2.{n}")).unwrap();
     }
     // A window that ended, but not long ago: kept.
     store.clock.advance_ms(60_000 + 599_000);
@@ -302,12 +283,7 @@ fn a_zero_budget_sweep_stops_early() {
     let r = rule("ip", 3, 1);
     let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(0));
     for n in 0..50 {
-        store
-            .decide(&[Check {
-                rule: &r,
-                key: format!("k{n}"),
-            }])
-            .unwrap();
+        decide_one(&store, &r, &format!("k{n}")).unwrap();
     }
     store.clock.advance_ms(10_000);
     let report = store.sweep(Some(Duration::ZERO)).unwrap();

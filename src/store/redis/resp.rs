@@ -55,6 +55,19 @@ fn number(bytes: &[u8]) -> Result<i64, ParseError> {
         .ok_or(ParseError::Malformed("a length or integer is not a number"))
 }
 
+/// The length of a bulk string or an array: `None` for nil (-1), else at most `max`.
+fn length(text: &[u8], max: usize, bad: &'static str) -> Result<Option<usize>, ParseError> {
+    let len = number(text)?;
+    if len == -1 {
+        return Ok(None);
+    }
+    usize::try_from(len)
+        .ok()
+        .filter(|l| *l <= max)
+        .map(Some)
+        .ok_or(ParseError::Malformed(bad))
+}
+
 /// Parses one reply from the start of `buf`. `Ok(None)`: more bytes are needed. On success,
 /// also returns how many bytes it used.
 pub fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ParseError> {
@@ -82,14 +95,9 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
         b'-' => Ok(Some((Reply::Error(text_string()), next))),
         b':' => Ok(Some((Reply::Int(number(text)?), next))),
         b'$' => {
-            let len = number(text)?;
-            if len == -1 {
+            let Some(len) = length(text, MAX_BULK, "bad bulk length")? else {
                 return Ok(Some((Reply::Bulk(None), next)));
-            }
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|l| *l <= MAX_BULK)
-                .ok_or(ParseError::Malformed("bad bulk length"))?;
+            };
             let end = next + len;
             if buf.len() < end + 2 {
                 return Ok(None);
@@ -100,14 +108,9 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
             Ok(Some((Reply::Bulk(Some(buf[next..end].to_vec())), end + 2)))
         }
         b'*' => {
-            let len = number(text)?;
-            if len == -1 {
+            let Some(len) = length(text, MAX_ARRAY, "bad array length")? else {
                 return Ok(Some((Reply::Array(None), next)));
-            }
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|l| *l <= MAX_ARRAY)
-                .ok_or(ParseError::Malformed("bad array length"))?;
+            };
             let mut items = Vec::with_capacity(len.min(64));
             let mut pos = next;
             for _ in 0..len {
@@ -280,6 +283,26 @@ fn connect_error(e: io::Error, connect_timeout: Duration) -> io::Error {
     }
 }
 
+/// For tests: a server on loopback that reads what comes on one connection, answers `bytes`,
+/// then nothing until the client leaves.
+#[cfg(test)]
+pub(crate) fn answering(bytes: &'static [u8]) -> (Target, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        let _ = conn.write_all(bytes);
+        let _ = conn.read(&mut buf);
+    });
+    let target = Target::Tcp {
+        host: "127.0.0.1".into(),
+        port,
+    };
+    (target, server)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,25 +362,6 @@ mod tests {
         }
         let deep = "*1\r\n".repeat(20);
         assert!(parse(deep.as_bytes()).is_err());
-    }
-
-    /// A server that reads what comes and answers `bytes`, then nothing, on each connection.
-    fn answering(bytes: &'static [u8]) -> (Target, std::thread::JoinHandle<()>) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let (mut conn, _) = listener.accept().unwrap();
-            let mut buf = [0u8; 1024];
-            let _ = conn.read(&mut buf);
-            let _ = conn.write_all(bytes);
-            // Holds the connection until the client leaves.
-            let _ = conn.read(&mut buf);
-        });
-        let target = Target::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        };
-        (target, server)
     }
 
     #[test]
