@@ -668,6 +668,18 @@ impl Harness {
         );
     }
 
+    /// The error card the page shows by itself once it has opened (no link sent).
+    fn notice_on_opening(&self) -> View {
+        wait_for("the notice", Duration::from_secs(10), || {
+            let view = self.view();
+            if view.kind == "error" {
+                Ok(view)
+            } else {
+                Err(format!("{view:?}"))
+            }
+        })
+    }
+
     fn view(&self) -> View {
         let v = self.web().script(VIEW_SCRIPT);
         if v.get("missing").is_some() {
@@ -1433,14 +1445,7 @@ fn says_when_the_site_is_not_set_up() {
         .start();
     h.open_page();
     // Told as soon as the page opens, without sending a link.
-    let view = wait_for("the notice", Duration::from_secs(10), || {
-        let view = h.view();
-        if view.kind == "error" {
-            Ok(view)
-        } else {
-            Err(format!("{view:?}"))
-        }
-    });
+    let view = h.notice_on_opening();
     let notice =
         "This site is not set up yet, so it cannot get download links. Please try again later.";
     assert_eq!(view.message.as_deref(), Some(notice), "{view:?}");
@@ -1466,14 +1471,7 @@ fn says_when_the_site_has_no_provider_yet() {
         })
         .start();
     h.open_page();
-    let view = wait_for("the notice", Duration::from_secs(10), || {
-        let view = h.view();
-        if view.kind == "error" {
-            Ok(view)
-        } else {
-            Err(format!("{view:?}"))
-        }
-    });
+    let view = h.notice_on_opening();
     assert!(
         view.message
             .as_deref()
