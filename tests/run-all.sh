@@ -20,7 +20,6 @@ APT_PACKAGES=(
     redis-server
     chromium
     chromium-driver
-    npm
     musl-tools
     g++
     shellcheck
@@ -84,6 +83,21 @@ install_packages() {
     [ "$status" -eq 0 ] || die "apt-get failed (exit $status)"
 }
 
+# npm fetches axe-core for the browser tests. Machines that come with Node.js have it already
+# (from a Node.js package that conflicts with Debian's npm): Debian's is installed only where
+# there is none.
+install_npm() {
+    if command -v npm >/dev/null; then
+        return
+    fi
+    is_root || die "npm is missing (run as root, or: sudo apt-get install npm)"
+    step "installing npm"
+    {
+        DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -q npm
+    } </dev/null || die "apt-get could not install npm"
+}
+
 install_rust_parts() {
     command -v cargo >/dev/null || die "cargo not found: install Rust (rustup) first"
     if ! command -v rustup >/dev/null; then
@@ -125,6 +139,7 @@ main() {
     # What git sees now; the run must leave it the same (no rewritten lock file, no stray file).
     before=$(git status --porcelain 2>/dev/null || true)
     install_packages
+    install_npm
     install_rust_parts
 
     step "shellcheck"
