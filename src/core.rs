@@ -4,5 +4,6 @@
 
 pub mod clock;
 pub mod decision;
+pub mod journal;
 pub mod limiter;
 pub mod rule;
