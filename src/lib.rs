@@ -34,4 +34,5 @@ pub mod random;
 pub mod secret;
 pub mod show;
 pub mod site;
+pub mod stats;
 pub mod store;

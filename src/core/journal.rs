@@ -422,7 +422,7 @@ mod tests {
         };
         assert_eq!(
             names(f.top_refused(10)),
-            [("b".into(), 5, 3), ("a".into(), 2, 3)]
+            [("b".into(), 5, 3), ("a".into(), 2, 3), ("c".into(), 1, 0)]
         );
         assert_eq!(
             names(f.top_admitted(2)),
