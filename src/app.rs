@@ -5,7 +5,9 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
+use crate::core::journal::{self, Event};
 use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
 use crate::http::api_key::ClientKey;
@@ -84,6 +86,19 @@ enum Verdict {
     Refused(Response),
 }
 
+/// What the journal will count of this request: what happened, and to which client.
+#[derive(Debug, Default)]
+struct Tally {
+    events: Vec<Event>,
+    client: Option<String>,
+}
+
+impl Tally {
+    fn add(&mut self, event: Event) {
+        self.events.push(event);
+    }
+}
+
 /// Each rule applied to the key it counts this request by.
 fn checks<'r>(rules: &[&'r Rule], asked: &Asked<'_>) -> Vec<Check<'r>> {
     rules
@@ -134,7 +149,9 @@ impl App<'_> {
             };
         }
         let frame = render::Frame::new(env.text("SCRIPT_NAME"), Some(&self.config.page));
-        let response = match self.respond(env, body, format, &frame) {
+        let mut tally = Tally::default();
+        tally.add(Event::Request);
+        let response = match self.respond(env, body, format, &frame, &mut tally) {
             Ok(r) => r,
             Err(p) => {
                 let level = if p.status >= 500 {
@@ -142,20 +159,20 @@ impl App<'_> {
                 } else {
                     Level::Warn
                 };
+                let said = p.log.as_deref().unwrap_or(&p.detail);
                 if p.status != 429 {
                     self.log.line(
                         level,
-                        &format!(
-                            "{} {}: {}",
-                            p.status,
-                            who(env, key_header),
-                            p.log.as_deref().unwrap_or(&p.detail)
-                        ),
+                        &format!("{} {}: {said}", p.status, who(env, key_header)),
                     );
+                }
+                if said.starts_with(ACTION_NEEDED) {
+                    self.note(said);
                 }
                 render::problem(format, &p, &frame)
             }
         };
+        self.journal(&tally);
         Answer {
             response,
             head_only,
@@ -170,9 +187,14 @@ impl App<'_> {
         body: &mut dyn Read,
         format: Format,
         frame: &render::Frame<'_>,
+        tally: &mut Tally,
     ) -> Result<Response, Problem> {
-        let asked = self.read_request(env, body)?;
+        let asked = self
+            .read_request(env, body)
+            .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
+        tally.client = Some(asked.identity.clone());
         let Some(provider) = self.provider else {
+            tally.add(Event::Bad("not_configured".into()));
             return Err(Problem::new(
                 503,
                 "not_configured",
@@ -206,7 +228,7 @@ impl App<'_> {
             None => self.store.decide(&checks),
         };
         let store_up = decided.is_ok();
-        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame)? {
+        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
             Verdict::Admitted(admitted) => admitted,
             Verdict::Refused(response) => return Ok(response),
         };
@@ -214,10 +236,17 @@ impl App<'_> {
         let mut response = if head_only {
             render::counted(format)
         } else if let Some(resolved) = cached {
+            tally.add(Event::CacheHit);
             render::resolved(format, &resolved, frame).header("X-Resolve-Cache", "hit")
         } else {
             let spend_checks = &checks[rules.len()..];
-            let resolved = self.pay(provider, &asked.link, admitted.as_ref(), spend_checks)?;
+            let resolved = self.pay(
+                provider,
+                &asked.link,
+                admitted.as_ref(),
+                spend_checks,
+                tally,
+            )?;
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
                 && let Err(e) = self.store.cache_put(
                     k,
@@ -302,18 +331,23 @@ impl App<'_> {
         all_rules: &[&Rule],
         format: Format,
         frame: &render::Frame<'_>,
+        tally: &mut Tally,
     ) -> Result<Verdict, Problem> {
         match decided {
-            Ok(decision @ Decision::Admit { at_ms, .. }) => Ok(Verdict::Admitted(Some(Admitted {
-                limit_headers: render::limit_headers(rules, &decision),
-                at_ms,
-            }))),
+            Ok(decision @ Decision::Admit { at_ms, .. }) => {
+                tally.add(Event::Admitted);
+                Ok(Verdict::Admitted(Some(Admitted {
+                    limit_headers: render::limit_headers(rules, &decision),
+                    at_ms,
+                })))
+            }
             Ok(Decision::Refuse {
                 rule,
                 retry_after_secs,
                 ..
             }) if rule >= rules.len() => {
                 // The site's own budget: nothing the visitor did.
+                tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
                 Err(Problem::new(
                     503,
                     "spend_limit",
@@ -335,6 +369,7 @@ impl App<'_> {
                     ..
                 },
             ) => {
+                tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
                     "rate_limited",
@@ -350,21 +385,26 @@ impl App<'_> {
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {
+                    tally.add(Event::StoreFailed);
+                    tally.add(Event::Admitted);
                     self.log.line(
                         Level::Error,
                         &format!("store failed, answering anyway (store.on_error is allow): {e}"),
                     );
                     Ok(Verdict::Admitted(None))
                 }
-                OnError::Deny => Err(Problem::new(
-                    503,
-                    "store_unavailable",
-                    "The service is briefly unavailable. Please try again shortly.",
-                )
-                .retry_after(self.config.store.deny_retry_after_secs)
-                .log(format!(
-                    "store failed, refusing (store.on_error is deny): {e}"
-                ))),
+                OnError::Deny => {
+                    tally.add(Event::StoreFailed);
+                    Err(Problem::new(
+                        503,
+                        "store_unavailable",
+                        "The service is briefly unavailable. Please try again shortly.",
+                    )
+                    .retry_after(self.config.store.deny_retry_after_secs)
+                    .log(format!(
+                        "store failed, refusing (store.on_error is deny): {e}"
+                    )))
+                }
             },
         }
     }
@@ -377,18 +417,30 @@ impl App<'_> {
         link: &str,
         admitted: Option<&Admitted>,
         spend_checks: &[Check<'_>],
+        tally: &mut Tally,
     ) -> Result<Resolved, Problem> {
-        match provider.resolve(link) {
+        let answer = provider.resolve(link);
+        match &answer {
+            Ok(_) => tally.add(Event::Paid),
+            Err(e) => {
+                if e.reached {
+                    tally.add(Event::Paid);
+                }
+                tally.add(Event::ProviderFailure(e.failure.name()));
+            }
+        }
+        match answer {
             // A provider that echoes the site's token into its answer must not hand it to the
             // visitor, nor into the cache: such an answer is refused. (Paid for: the call
             // reached the provider.)
-            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err(
+            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err({
+                tally.add(Event::ProviderFailure(SECRET_IN_ANSWER));
                 Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
                     "the provider's answer for {link:?} holds a secret of the configuration \
                      (the provider token, in some form), so it is never passed on or cached; \
                      ask the provider why its download links carry the account's token"
-                )),
-            ),
+                ))
+            }),
             Ok(r) => Ok(r),
             Err(mut e) => {
                 // The provider's own words go to the visitor (422): never with a secret.
@@ -399,12 +451,14 @@ impl App<'_> {
                 e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
                 if !e.reached
                     && let Some(admitted) = admitted
-                    && let Err(re) = self.store.refund(spend_checks, admitted.at_ms)
                 {
-                    self.log.line(
-                        Level::Warn,
-                        &format!("refunding an unspent call failed: {re}"),
-                    );
+                    match self.store.refund(spend_checks, admitted.at_ms) {
+                        Ok(()) => tally.add(Event::Refund),
+                        Err(re) => self.log.line(
+                            Level::Warn,
+                            &format!("refunding an unspent call failed: {re}"),
+                        ),
+                    }
                 }
                 Err(provider_problem(&e, link))
             }
@@ -454,6 +508,42 @@ impl App<'_> {
         }
     }
 
+    /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
+    /// most once a minute across processes.
+    fn journal(&self, tally: &Tally) {
+        let entry =
+            journal::Entry::new(SystemClock.now_ms(), tally.client.as_deref(), &tally.events);
+        if let Err(e) = self.store.journal_add(&entry) {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
+    /// Keeps an `ACTION NEEDED` line in the store for `stats`, `report` and the dashboard.
+    fn note(&self, text: &str) {
+        let forms = crate::secret::all_forms(&self.config.secrets());
+        let note = journal::Note {
+            at_ms: SystemClock.now_ms(),
+            text: crate::secret::mask(text, &forms).into_owned(),
+        };
+        if let Err(e) = self.store.journal_note(&note) {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
+    /// Logs `message` unless a journal problem was logged in the last minute.
+    fn log_now_and_then(&self, message: &str) {
+        let stamp = self.config.data_dir.join(defaults::JOURNAL_ERROR_STAMP);
+        let interval = Duration::from_secs(defaults::JOURNAL_ERROR_LOG_INTERVAL_SECS);
+        if crate::log::once_in(&stamp, interval) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "{message} (answers are not affected; this line is repeated at most once a minute)"
+                ),
+            );
+        }
+    }
+
     /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget.
     pub fn maybe_sweep(&self) {
         let every = self.config.store.sweep_one_in;
@@ -481,6 +571,12 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
         ),
     }
 }
+
+/// The start of every log line that asks the owner to act: kept in the journal too.
+pub const ACTION_NEEDED: &str = "ACTION NEEDED";
+
+/// The provider failure class of an answer refused because it holds the site's token.
+const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
 const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";

@@ -14,7 +14,7 @@ pub mod secrets;
 pub mod store;
 
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::config::error::ConfigError;
@@ -55,6 +55,9 @@ pub struct Config {
     pub fastcgi_max_requests: u32,
     /// The footer the owner shows visitors (site name, contact, terms link).
     pub page: page::Page,
+    /// Where the program keeps its own small files whatever the store: the file store's
+    /// directory, else `ratelimit/` beside the configuration. Outside the web root.
+    pub data_dir: PathBuf,
 }
 
 /// The rule that applies when the configuration names none.
@@ -221,6 +224,10 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
+        let data_dir = match &store.kind {
+            crate::store::settings::StoreKind::File { dir } => dir.clone(),
+            _ => base.join(defaults::DATA_DIR_NAME),
+        };
         Ok(Config {
             provider,
             store,
@@ -238,6 +245,7 @@ impl Config {
             allowed_origins,
             fastcgi_max_requests,
             page,
+            data_dir,
         })
     }
 }

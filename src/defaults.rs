@@ -63,6 +63,11 @@ pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file beside the configuration whose time stamp says when its problem was last logged.
 pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
+/// A usage journal that cannot be written is logged at most this often: the answers go on,
+/// and one line a minute tells the owner without flooding the log.
+pub const JOURNAL_ERROR_LOG_INTERVAL_SECS: u64 = 60;
+/// The file in the data directory whose time stamp says when that was last logged.
+pub const JOURNAL_ERROR_STAMP: &str = ".journal-error-logged";
 
 /// The longest a request waits for another process's lock on a file of the file store
 /// (`store.lock_timeout_ms`). Requests hold a lock for microseconds; only a stuck process or

@@ -251,14 +251,9 @@ impl Figures {
         self.refused.values().sum()
     }
 
-    /// The `n` clients with most refusals (then most admitted, then by name), none without.
+    /// The `n` clients with most refusals (then most admitted, then by name).
     pub fn top_refused(&self, n: usize) -> Vec<ClientFigures> {
-        let mut list: Vec<_> = self
-            .clients
-            .iter()
-            .filter(|c| c.refused > 0)
-            .cloned()
-            .collect();
+        let mut list = self.clients.clone();
         list.sort_by(|a, b| {
             (b.refused, b.admitted)
                 .cmp(&(a.refused, a.admitted))
@@ -270,12 +265,7 @@ impl Figures {
 
     /// The `n` clients with most admitted requests (then most refusals, then by name).
     pub fn top_admitted(&self, n: usize) -> Vec<ClientFigures> {
-        let mut list: Vec<_> = self
-            .clients
-            .iter()
-            .filter(|c| c.admitted > 0)
-            .cloned()
-            .collect();
+        let mut list = self.clients.clone();
         list.sort_by(|a, b| {
             (b.admitted, b.refused)
                 .cmp(&(a.admitted, a.refused))
