@@ -32,6 +32,14 @@ Commands:
         possibly paid call; no limit is counted).
   resolve sweep [--config FILE]
         Remove rate-limit data whose windows ended long ago (for cron).
+  resolve stats [--since 24h|7d|30d] [--json] [--config FILE]
+        Paid calls, cache hits (paid calls saved), refusals by rule, spend
+        limits used and left, top clients, provider failures and the last
+        ACTION NEEDED events, from the usage journal. Default: --since 24h.
+  resolve report [--only-problems] [--config FILE]
+        Yesterday's (UTC) summary for a daily cron job, warnings first. With
+        --only-problems it prints nothing (so cron sends no mail) unless
+        something needs the owner.
   resolve hash-key
         Read an API key on standard input and print its SHA-256, the value
         api_keys.keys[].sha256 holds: echo -n 'THE-KEY' | resolve hash-key
@@ -48,6 +56,9 @@ struct Options {
     addr: Option<String>,
     public: Option<PathBuf>,
     live: Option<String>,
+    since: Option<String>,
+    json: bool,
+    only_problems: bool,
 }
 
 fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String> {
@@ -58,6 +69,17 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
         if !allowed.contains(&name.as_str()) {
             return Err(format!("unexpected argument {name:?}; see resolve --help"));
         }
+        match name.as_str() {
+            "--json" => {
+                o.json = true;
+                continue;
+            }
+            "--only-problems" => {
+                o.only_problems = true;
+                continue;
+            }
+            _ => {}
+        }
         let value = it
             .next()
             .ok_or_else(|| format!("{name} needs a value; see resolve --help"))?;
@@ -66,6 +88,7 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
             "--addr" => o.addr = Some(value.to_string_lossy().into_owned()),
             "--public" => o.public = Some(PathBuf::from(value)),
             "--live" => o.live = Some(value.to_string_lossy().into_owned()),
+            "--since" => o.since = Some(value.to_string_lossy().into_owned()),
             _ => unreachable!("checked against allowed"),
         }
     }
@@ -140,6 +163,34 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 "swept: {looked}{} removed, {} damaged",
                 report.removed, report.damaged
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("stats") => {
+            let options = parse_options(rest, &["--config", "--since", "--json"])?;
+            let hours = crate::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+            let stats = crate::stats::Stats::gather(&config, store.as_ref(), now, hours)
+                .map_err(|e| format!("the usage journal could not be read: {e}"))?;
+            if options.json {
+                println!("{:#}", stats.json());
+            } else {
+                print!("{}", stats.text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("report") => {
+            let options = parse_options(rest, &["--config", "--only-problems"])?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+            let (from, to) = crate::report::yesterday(now);
+            let stats = crate::stats::Stats::gather_hours(&config, store.as_ref(), now, from, to)
+                .map_err(|e| format!("the usage journal could not be read: {e}"))?;
+            if let Some(text) = crate::report::render(&stats, options.only_problems) {
+                print!("{text}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some("hash-key") => {

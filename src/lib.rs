@@ -31,6 +31,7 @@ pub mod http;
 pub mod log;
 pub mod provider;
 pub mod random;
+pub mod report;
 pub mod secret;
 pub mod show;
 pub mod site;

@@ -68,7 +68,18 @@ impl Stats {
         hours: u32,
     ) -> Result<Stats, StoreError> {
         let to = journal::hour_of(now_ms).saturating_add(1);
-        let from = to.saturating_sub(hours);
+        Stats::gather_hours(config, store, now_ms, to.saturating_sub(hours), to)
+    }
+
+    /// The same for the hours `from..to`; the spend limits' use is the use now.
+    pub fn gather_hours(
+        config: &Config,
+        store: &dyn Store,
+        now_ms: u64,
+        from: u32,
+        to: u32,
+    ) -> Result<Stats, StoreError> {
+        let hours = to.saturating_sub(from);
         let rows = store.journal_rows(from, to)?;
         let budget = config.budget();
         let checks: Vec<Check<'_>> = budget
@@ -114,7 +125,11 @@ impl Stats {
     /// The notes made within the period.
     pub fn notes_in_period(&self) -> Vec<&Note> {
         let from_ms = u64::from(self.figures.from_hour) * HOUR_MS;
-        self.notes.iter().filter(|n| n.at_ms >= from_ms).collect()
+        let to_ms = u64::from(self.figures.to_hour) * HOUR_MS;
+        self.notes
+            .iter()
+            .filter(|n| (from_ms..to_ms).contains(&n.at_ms))
+            .collect()
     }
 
     /// The documented JSON form (README, "Usage and money"): its fields only ever gain
