@@ -511,6 +511,9 @@ impl App<'_> {
     /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
     /// most once a minute across processes.
     fn journal(&self, tally: &Tally) {
+        if !self.config.journal {
+            return;
+        }
         let entry =
             journal::Entry::new(SystemClock.now_ms(), tally.client.as_deref(), &tally.events);
         if let Err(e) = self.store.journal_add(&entry) {
@@ -520,6 +523,9 @@ impl App<'_> {
 
     /// Keeps an `ACTION NEEDED` line in the store for `stats`, `report` and the dashboard.
     fn note(&self, text: &str) {
+        if !self.config.journal {
+            return;
+        }
         let forms = crate::secret::all_forms(&self.config.secrets());
         let note = journal::Note {
             at_ms: SystemClock.now_ms(),

@@ -58,6 +58,8 @@ pub struct Config {
     /// Where the program keeps its own small files whatever the store: the file store's
     /// directory, else `ratelimit/` beside the configuration. Outside the web root.
     pub data_dir: PathBuf,
+    /// Whether requests are counted in the usage journal (`"journal": false` turns it off).
+    pub journal: bool,
 }
 
 /// The rule that applies when the configuration names none.
@@ -246,6 +248,7 @@ impl Config {
             fastcgi_max_requests,
             page,
             data_dir,
+            journal: raw.journal.unwrap_or(defaults::JOURNAL),
         })
     }
 }

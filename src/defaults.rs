@@ -63,6 +63,9 @@ pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file beside the configuration whose time stamp says when its problem was last logged.
 pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
+/// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
+/// it, for one small write per request.
+pub const JOURNAL: bool = true;
 /// A usage journal that cannot be written is logged at most this often: the answers go on,
 /// and one line a minute tells the owner without flooding the log.
 pub const JOURNAL_ERROR_LOG_INTERVAL_SECS: u64 = 60;

@@ -536,3 +536,14 @@ fn the_journal_counts_cache_hits_failures_refunds_and_keeps_action_notes() {
     // The first call, the timeout and the auth failure; the unreachable call gave its back.
     assert_eq!(spend.spend[0].used, 3);
 }
+
+#[test]
+fn without_the_journal_nothing_is_kept() {
+    let cfg = config(r#"{"journal": false}"#);
+    let (s, p) = (store(), ok_provider());
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.1", LINK)), 200);
+    let f = figures(&s);
+    assert_eq!((f.requests, f.paid_calls), (0, 0));
+    assert!(f.clients.is_empty());
+    assert!(config("{}").journal, "on unless turned off");
+}

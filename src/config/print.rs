@@ -33,7 +33,7 @@ struct Fastcgi {
 
 impl Serialize for Config {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(10 + usize::from(!self.page.is_empty())))?;
+        let mut map = s.serialize_map(Some(11 + usize::from(!self.page.is_empty())))?;
         map.serialize_entry("provider", &self.provider)?;
         map.serialize_entry("store", &self.store)?;
         map.serialize_entry("rules", &self.rules)?;
@@ -57,6 +57,7 @@ impl Serialize for Config {
         map.serialize_entry("fastcgi", &fastcgi)?;
         map.serialize_entry("allowed_origins", &self.allowed_origins)?;
         map.serialize_entry("api_keys", &self.api_keys)?;
+        map.serialize_entry("journal", &self.journal)?;
         if !self.page.is_empty() {
             map.serialize_entry("page", &self.page)?;
         }

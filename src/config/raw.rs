@@ -18,6 +18,7 @@ pub(crate) struct RawConfig {
     pub(crate) allowed_origins: Option<Vec<String>>,
     pub(crate) fastcgi: Option<RawFastcgi>,
     pub(crate) page: Option<RawPage>,
+    pub(crate) journal: Option<bool>,
 }
 
 #[derive(Deserialize)]
