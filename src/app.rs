@@ -5,9 +5,8 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
-use crate::core::journal::{self, Event};
+use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
 use crate::http::api_key::ClientKey;
@@ -67,6 +66,8 @@ pub struct App<'a> {
 /// A request read and checked, before anything is counted.
 struct Asked<'c> {
     method: Method,
+    /// The client's address.
+    address: std::net::IpAddr,
     /// The client's address as counted (an IPv6 address by its prefix).
     identity: String,
     key: Option<ClientKey<'c>>,
@@ -160,7 +161,8 @@ impl App<'_> {
                     Level::Warn
                 };
                 let said = p.log.as_deref().unwrap_or(&p.detail);
-                if p.status != 429 {
+                // Blocked clients are logged by the guard, at most once a minute each.
+                if p.status != 429 && p.code != "blocked" {
                     self.log.line(
                         level,
                         &format!("{} {}: {said}", p.status, who(env, key_header)),
@@ -193,6 +195,12 @@ impl App<'_> {
             .read_request(env, body)
             .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
         tally.client = Some(asked.identity.clone());
+        if let Some(network) = self.config.client.untrusted_network(asked.address) {
+            tally.add(Event::UntrustedNetwork(network.name()));
+        }
+        if let Some(p) = self.refuse_blocked(&asked, tally) {
+            return Err(p);
+        }
         let Some(provider) = self.provider else {
             tally.add(Event::Bad("not_configured".into()));
             return Err(Problem::new(
@@ -204,7 +212,7 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
-        let rules = self.client_rules(asked.key.as_ref());
+        let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
             .then(|| crate::provider::cache::key(&asked.link));
@@ -230,8 +238,12 @@ impl App<'_> {
         let store_up = decided.is_ok();
         let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
             Verdict::Admitted(admitted) => admitted,
-            Verdict::Refused(response) => return Ok(response),
+            Verdict::Refused(response) => {
+                self.count_refusal(&asked, tally);
+                return Ok(response);
+            }
         };
+        self.shadow(&asked, tally);
 
         let mut response = if head_only {
             render::counted(format)
@@ -287,10 +299,16 @@ impl App<'_> {
         let forwarded = env
             .header(&self.config.forwarded_header)
             .and_then(|v| std::str::from_utf8(v).ok());
+        let connecting = self
+            .config
+            .client
+            .network_header()
+            .and_then(|h| env.header(h))
+            .and_then(|v| std::str::from_utf8(v).ok());
         let address = self
             .config
             .client
-            .client_address(env.text("REMOTE_ADDR"), forwarded)
+            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
             .map_err(|e| {
                 Problem::new(
                     400,
@@ -303,6 +321,7 @@ impl App<'_> {
         let link = request::parse_link(&head, env, &body)?;
         Ok(Asked {
             method: head.method,
+            address,
             identity: self.config.client.identity(address),
             key,
             link,
@@ -508,48 +527,6 @@ impl App<'_> {
         }
     }
 
-    /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
-    /// most once a minute across processes.
-    fn journal(&self, tally: &Tally) {
-        if !self.config.journal {
-            return;
-        }
-        let entry =
-            journal::Entry::new(SystemClock.now_ms(), tally.client.as_deref(), &tally.events);
-        if let Err(e) = self.store.journal_add(&entry) {
-            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
-        }
-    }
-
-    /// Keeps an `ACTION NEEDED` line in the store for `stats`, `report` and the dashboard.
-    fn note(&self, text: &str) {
-        if !self.config.journal {
-            return;
-        }
-        let forms = crate::secret::all_forms(&self.config.secrets());
-        let note = journal::Note {
-            at_ms: SystemClock.now_ms(),
-            text: crate::secret::mask(text, &forms).into_owned(),
-        };
-        if let Err(e) = self.store.journal_note(&note) {
-            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
-        }
-    }
-
-    /// Logs `message` unless a journal problem was logged in the last minute.
-    fn log_now_and_then(&self, message: &str) {
-        let stamp = self.config.data_dir.join(defaults::JOURNAL_ERROR_STAMP);
-        let interval = Duration::from_secs(defaults::JOURNAL_ERROR_LOG_INTERVAL_SECS);
-        if crate::log::once_in(&stamp, interval) {
-            self.log.line(
-                Level::Warn,
-                &format!(
-                    "{message} (answers are not affected; this line is repeated at most once a minute)"
-                ),
-            );
-        }
-    }
-
     /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget.
     pub fn maybe_sweep(&self) {
         let every = self.config.store.sweep_one_in;
@@ -641,5 +618,7 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     }
 }
 
+mod guard;
 #[cfg(test)]
 mod tests;
+mod usage;

@@ -63,6 +63,13 @@ pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file beside the configuration whose time stamp says when its problem was last logged.
 pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
+/// Most entries in `block` or in `allow`: far more than any owner writes by hand, few enough
+/// that the configuration stays quick to load on every request.
+pub const MAX_LIST_ENTRIES: usize = 100_000;
+/// A blocked client's 403 is logged at most once per this many seconds per client, so a
+/// blocked scraper cannot flood the log.
+pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
+
 /// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
 /// it, for one small write per request.
 pub const JOURNAL: bool = true;

@@ -21,6 +21,7 @@
 #![deny(unsafe_code)]
 
 pub mod app;
+pub mod blocks;
 pub mod check;
 pub mod cli;
 pub mod config;

@@ -171,6 +171,10 @@ impl Stats {
             "provider_failures": f.provider_failures,
             "bad_requests": f.bad_requests,
             "store_failures": f.store_failures,
+            "blocked": f.blocked,
+            "auto_blocks": f.auto_blocks,
+            "would_refuse": f.would_refuse,
+            "untrusted_networks": f.untrusted_networks,
             "spend": self.spend,
             "top_clients": clients(f.top_refused(TOP_CLIENTS)),
             "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
@@ -225,6 +229,25 @@ impl Stats {
         ));
         if f.store_failures > 0 {
             line(format!("Store failures:    {}", f.store_failures));
+        }
+        if f.blocked > 0 || f.auto_blocks > 0 {
+            line(format!(
+                "Blocked (403):     {} ({} clients blocked automatically)",
+                f.blocked, f.auto_blocks
+            ));
+        }
+        if !f.would_refuse.is_empty() {
+            let n: u64 = f.would_refuse.values().sum();
+            line(format!(
+                "Shadow rules:      {n} would have been refused{}",
+                by(&f.would_refuse)
+            ));
+        }
+        for (name, n) in &f.untrusted_networks {
+            line(format!(
+                "Untrusted {name}:  {n} requests came from {name}'s edges, which are not in \
+                 client.trusted_proxies: add \"{name}\" there (`resolve check`)"
+            ));
         }
         line(String::new());
         if self.spend.is_empty() {

@@ -1,7 +1,8 @@
 //! Tests of one request from start to answer, on a store in memory and a counting provider.
 
 use super::*;
-use crate::core::clock::FakeClock;
+use crate::core::clock::{Clock, FakeClock, SystemClock};
+use crate::core::journal;
 use crate::log::MemoryLog;
 use crate::provider::EchoProvider;
 use crate::provider::resolved::Resolved;

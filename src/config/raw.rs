@@ -19,6 +19,17 @@ pub(crate) struct RawConfig {
     pub(crate) fastcgi: Option<RawFastcgi>,
     pub(crate) page: Option<RawPage>,
     pub(crate) journal: Option<bool>,
+    pub(crate) block: Option<Vec<String>>,
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) auto_block: Option<RawAutoBlock>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAutoBlock {
+    pub(crate) refusals: u64,
+    pub(crate) window_secs: u64,
+    pub(crate) block_secs: u64,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +104,7 @@ pub(crate) struct RawRule {
     pub(crate) algorithm: Option<String>,
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
+    pub(crate) mode: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -76,6 +76,14 @@ pub enum Event {
     Bad(String),
     /// The store failed the decision (answered by the failure policy).
     StoreFailed,
+    /// Refused (403) by the block list, before anything was counted.
+    Blocked,
+    /// This request's refusal made its client reach `auto_block`'s threshold: it is blocked.
+    AutoBlocked,
+    /// A shadow rule would have refused it (and refused nothing).
+    WouldRefuse(String),
+    /// It came from a known network's edge (e.g. `cloudflare`) that is not trusted.
+    UntrustedNetwork(&'static str),
 }
 
 impl Event {
@@ -92,6 +100,10 @@ impl Event {
             Event::ProviderFailure(class) => format!("provider_failure:{class}"),
             Event::Bad(reason) => format!("bad:{reason}"),
             Event::StoreFailed => "store_failed".into(),
+            Event::Blocked => "blocked".into(),
+            Event::AutoBlocked => "auto_blocked".into(),
+            Event::WouldRefuse(rule) => format!("would_refuse:{rule}"),
+            Event::UntrustedNetwork(name) => format!("untrusted_network:{name}"),
         }
     }
 }
@@ -164,6 +176,14 @@ pub struct Figures {
     pub refunds: u64,
     pub cache_hits: u64,
     pub store_failures: u64,
+    /// 403s of the block lists.
+    pub blocked: u64,
+    /// Clients blocked by `auto_block`.
+    pub auto_blocks: u64,
+    /// Requests each shadow rule would have refused, by rule name.
+    pub would_refuse: BTreeMap<String, u64>,
+    /// Requests from known networks' edges that are not trusted, by network.
+    pub untrusted_networks: BTreeMap<String, u64>,
     /// 429s by rule name.
     pub refused: BTreeMap<String, u64>,
     /// Spend refusals (503) by spend rule name.
@@ -236,12 +256,16 @@ impl Figures {
                 "refunds" => self.refunds += count,
                 "cache_hits" => self.cache_hits += count,
                 "store_failed" => self.store_failures += count,
+                "blocked" => self.blocked += count,
+                "auto_blocked" => self.auto_blocks += count,
                 _ => into(&mut self.other, name),
             },
             Some(("refused", rule)) => into(&mut self.refused, rule),
             Some(("spend_refused", rule)) => into(&mut self.spend_refused, rule),
             Some(("provider_failure", class)) => into(&mut self.provider_failures, class),
             Some(("bad", reason)) => into(&mut self.bad_requests, reason),
+            Some(("would_refuse", rule)) => into(&mut self.would_refuse, rule),
+            Some(("untrusted_network", name)) => into(&mut self.untrusted_networks, name),
             Some(_) => into(&mut self.other, name),
         }
     }
@@ -359,6 +383,10 @@ mod tests {
             Event::ProviderFailure("ip"),
             Event::Bad("ip".into()),
             Event::StoreFailed,
+            Event::Blocked,
+            Event::AutoBlocked,
+            Event::WouldRefuse("ip".into()),
+            Event::UntrustedNetwork("ip"),
         ];
         let mut names: Vec<String> = events.iter().map(Event::name).collect();
         names.sort();
@@ -383,6 +411,10 @@ mod tests {
             total(11, "store_failed", 1),
             total(11, "admitted", 6),
             total(11, "future:thing", 9),
+            total(11, "blocked", 2),
+            total(11, "auto_blocked", 1),
+            total(11, "would_refuse:new", 7),
+            total(11, "untrusted_network:cloudflare", 3),
             total(12, "paid", 1000),
             client(10, "a", ClientCount::Admitted, 2),
             client(11, "a", ClientCount::Refused, 3),
@@ -405,6 +437,9 @@ mod tests {
         assert_eq!(f.provider_failures["timeout"], 1);
         assert_eq!(f.bad_requests["invalid_link"], 5);
         assert_eq!(f.other["future:thing"], 9);
+        assert_eq!((f.blocked, f.auto_blocks), (2, 1));
+        assert_eq!(f.would_refuse["new"], 7);
+        assert_eq!(f.untrusted_networks["cloudflare"], 3);
         let names = |list: Vec<ClientFigures>| -> Vec<(String, u64, u64)> {
             list.into_iter()
                 .map(|c| (c.client, c.admitted, c.refused))
