@@ -6,6 +6,9 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use crate::config::Config;
+use crate::core::calendar;
+use crate::core::clock::{Clock, SystemClock};
 use crate::http::cidr::Cidr;
 use crate::store::{Store, StoreError};
 
@@ -171,6 +174,77 @@ pub fn update<T>(
     })();
     store.cache_release(LOCK_KEY, token.as_bytes())?;
     result
+}
+
+/// `resolve block` and `resolve unblock`: the line to print, or what went wrong.
+pub fn command(
+    store: &dyn Store,
+    verb: &str,
+    target: &str,
+    duration: Option<&str>,
+    reason: Option<&str>,
+) -> Result<String, String> {
+    let range = Cidr::parse(target).ok_or_else(|| {
+        format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
+    })?;
+    let now = SystemClock.now_ms();
+    let failed = |e: StoreError| format!("the store could not be changed: {e}");
+    if verb == "unblock" {
+        let had = update(store, now, |list| without(list, range, now)).map_err(failed)?;
+        return Ok(if had {
+            format!("unblocked {range}")
+        } else {
+            format!("{range} was not blocked (`resolve blocks` lists the blocks)")
+        });
+    }
+    let until_ms = duration
+        .map(parse_duration)
+        .transpose()?
+        .map(|d| now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+    let block = Block {
+        range,
+        until_ms,
+        reason: clean_reason(reason.unwrap_or("blocked by the owner")),
+        auto: false,
+    };
+    update(store, now, |list| (with(list, block, now), ())).map_err(failed)?;
+    Ok(match until_ms {
+        Some(ms) => format!("blocked {range} until {} (UTC)", calendar::iso(ms)),
+        None => format!("blocked {range} until `resolve unblock {range}`"),
+    })
+}
+
+/// `resolve blocks`: the store's blocks in force, then the configuration's lists.
+pub fn listing(store: &dyn Store, config: &Config) -> Result<String, String> {
+    let now = SystemClock.now_ms();
+    let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
+    let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
+    let mut out = String::new();
+    if live.is_empty() {
+        out.push_str("No blocks in the store.\n");
+    }
+    for b in live {
+        let until = b.until_ms.map_or("until unblocked".to_owned(), |ms| {
+            format!("until {}", calendar::iso(ms))
+        });
+        let by = if b.auto {
+            "auto_block"
+        } else {
+            "resolve block"
+        };
+        out.push_str(&format!(
+            "{:<43} {until:<26} {by}: {}\n",
+            b.range.to_string(),
+            b.reason
+        ));
+    }
+    let count = |set: &crate::http::addr_set::AddrSet| set.ranges().len();
+    out.push_str(&format!(
+        "The configuration also blocks {} and allows {} addresses or ranges (\"block\", \"allow\").\n",
+        count(&config.block),
+        count(&config.allow)
+    ));
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -40,6 +40,12 @@ Commands:
         Yesterday's (UTC) summary for a daily cron job, warnings first. With
         --only-problems it prints nothing (so cron sends no mail) unless
         something needs the owner.
+  resolve block ADDRESS|RANGE [--for 24h] [--reason TEXT] [--config FILE]
+        Refuse a client or a range (403) on every server sharing the store,
+        for a while (--for 90s, 30m, 24h, 7d) or until unblocked.
+  resolve unblock ADDRESS|RANGE [--config FILE]
+  resolve blocks [--config FILE]
+        The blocks in force: range, until when, why (automatic or not).
   resolve hash-key
         Read an API key on standard input and print its SHA-256, the value
         api_keys.keys[].sha256 holds: echo -n 'THE-KEY' | resolve hash-key
@@ -59,6 +65,8 @@ struct Options {
     since: Option<String>,
     json: bool,
     only_problems: bool,
+    duration: Option<String>,
+    reason: Option<String>,
 }
 
 fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String> {
@@ -89,6 +97,8 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
             "--public" => o.public = Some(PathBuf::from(value)),
             "--live" => o.live = Some(value.to_string_lossy().into_owned()),
             "--since" => o.since = Some(value.to_string_lossy().into_owned()),
+            "--for" => o.duration = Some(value.to_string_lossy().into_owned()),
+            "--reason" => o.reason = Some(value.to_string_lossy().into_owned()),
             _ => unreachable!("checked against allowed"),
         }
     }
@@ -191,6 +201,43 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             if let Some(text) = crate::report::render(&stats, options.only_problems) {
                 print!("{text}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(verb @ ("block" | "unblock")) => {
+            let target = rest
+                .first()
+                .map(|a| a.to_string_lossy().into_owned())
+                .filter(|a| !a.starts_with("--"))
+                .ok_or_else(|| {
+                    format!(
+                        "resolve {verb} needs an address or range, e.g. resolve {verb} 203.0.113.7"
+                    )
+                })?;
+            let allowed: &[&str] = if verb == "block" {
+                &["--config", "--for", "--reason"]
+            } else {
+                &["--config"]
+            };
+            let options = parse_options(&rest[1..], allowed)?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            crate::blocks::command(
+                store.as_ref(),
+                verb,
+                &target,
+                options.duration.as_deref(),
+                options.reason.as_deref(),
+            )
+            .map(|line| {
+                println!("{line}");
+                ExitCode::SUCCESS
+            })
+        }
+        Some("blocks") => {
+            let options = parse_options(rest, &["--config"])?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            print!("{}", crate::blocks::listing(store.as_ref(), &config)?);
             Ok(ExitCode::SUCCESS)
         }
         Some("hash-key") => {
