@@ -18,6 +18,8 @@
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
 
+mod journal;
+mod journal_record;
 mod lock;
 pub mod record;
 mod safe_open;
@@ -32,9 +34,11 @@ use sha2::{Digest, Sha256};
 
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
+use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
+use journal::Journal;
 use lock::{Lock, Locked};
 use record::{Loaded, SLOT};
 use safe_open::{
@@ -75,6 +79,19 @@ impl<C: Clock> FileStore<C> {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    fn journal(&self) -> Journal<'_> {
+        Journal {
+            data: &self.dir,
+            timeout: self.lock_timeout,
+            grace_ms: self.grace_ms,
+        }
+    }
+
+    /// Bytes the usage journal's files take.
+    pub fn journal_bytes(&self) -> Result<u64, StoreError> {
+        self.journal().bytes()
     }
 
     /// The file that holds `key`.
@@ -408,6 +425,11 @@ impl<C: Clock> Store for FileStore<C> {
             complete: true,
             ..SweepReport::default()
         };
+        // The journal first: it has work once an hour, and otherwise costs one listing.
+        if !self.journal().sweep(now, deadline, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
         for shard in &shards {
             if !self.sweep_shard(shard, now, deadline, &mut report)? {
                 report.complete = false;
@@ -495,6 +517,37 @@ impl<C: Clock> Store for FileStore<C> {
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
         let locked = self.lock(&self.cache_path(key))?;
         self.write_entry(&locked, value, ttl)
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        fixed_only(checks)?;
+        let now = self.clock.now_ms();
+        checks
+            .iter()
+            .map(|c| {
+                Ok(limiter::used(
+                    c.rule,
+                    &State::Fixed(self.read(&c.key)?),
+                    now,
+                ))
+            })
+            .collect()
+    }
+
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        self.journal().add(entry, self.clock.now_ms())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        self.journal().rows(from_hour, to_hour)
+    }
+
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        self.journal().note(note)
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        self.journal().notes()
     }
 }
 
