@@ -21,6 +21,7 @@ pub use crate::config::error::ConfigError;
 use crate::config::error::err;
 use crate::config::raw::{RawClient, RawConfig};
 use crate::config::redact::{secret_strings, without_quoted_value};
+pub use crate::config::rules::default_key_template;
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
 use crate::http::api_key::KeyPolicy;
@@ -65,6 +66,7 @@ pub fn default_rule() -> Rule {
         algorithm: Algorithm::Fixed,
         limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
         window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
+        key_template: default_key_template(KeyKind::Ip),
     }
 }
 

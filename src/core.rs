@@ -4,5 +4,6 @@
 
 pub mod clock;
 pub mod decision;
+pub mod key;
 pub mod limiter;
 pub mod rule;

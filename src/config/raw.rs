@@ -92,6 +92,7 @@ pub(crate) struct RawRule {
     pub(crate) algorithm: Option<String>,
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
+    pub(crate) key_template: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -3,6 +3,10 @@
 
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 
+/// Length of the `rkey` columns resolve creates: 191 characters, the longest a utf8mb4 column
+/// can be and still be indexed whole in InnoDB's older row formats. Every key must fit.
+pub const KEY_COLUMN_LEN: usize = 191;
+
 pub(crate) fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
     let ts = u64::try_from(ts).unwrap_or(0);
     match unit {
@@ -28,7 +32,7 @@ pub fn create_tables_sql(s: &MysqlSettings) -> [String; 3] {
     [
         format!(
             "CREATE TABLE IF NOT EXISTS `{}` (\
-             rkey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
+             rkey VARCHAR({KEY_COLUMN_LEN}) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
              start_ms BIGINT UNSIGNED NOT NULL, \
              window_ms BIGINT UNSIGNED NOT NULL, \
              count INT UNSIGNED NOT NULL, \
@@ -39,7 +43,7 @@ pub fn create_tables_sql(s: &MysqlSettings) -> [String; 3] {
         format!(
             "CREATE TABLE IF NOT EXISTS `{}` (\
              id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
-             rkey VARCHAR(191) NOT NULL, \
+             rkey VARCHAR({KEY_COLUMN_LEN}) NOT NULL, \
              ts BIGINT NOT NULL COMMENT '{ts_comment}', \
              KEY rkey_ts (rkey, ts), KEY ts (ts)) ENGINE=InnoDB",
             s.events_table
