@@ -145,10 +145,12 @@ impl ClientPolicy {
         Ok(client)
     }
 
-    /// The identity a per-address rule counts by: an IPv4 address, or an IPv6 prefix.
+    /// The identity a per-address rule counts by: an IPv4 address, or an IPv6 prefix (a whole
+    /// address, with a prefix of 128, written as the address alone, as `REMOTE_ADDR` has it).
     pub fn identity(&self, ip: IpAddr) -> String {
         match canonical(ip) {
             IpAddr::V4(v4) => v4.to_string(),
+            v6 if self.ipv6_prefix >= 128 => v6.to_string(),
             v6 => format!("{}/{}", mask(v6, self.ipv6_prefix), self.ipv6_prefix),
         }
     }
@@ -226,7 +228,7 @@ mod tests {
             ipv6_prefix: 128,
             ..p
         };
-        assert_eq!(client(&p128, "2001:db8::7", None), "2001:db8::7/128");
+        assert_eq!(client(&p128, "2001:db8::7", None), "2001:db8::7");
     }
 
     #[test]
