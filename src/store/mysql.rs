@@ -15,8 +15,11 @@
 //!
 //! Fixed windows keep their counter in the key's row (O(1) per key). Sliding windows keep one
 //! row per admitted request in `table` (`rate_events (id, rkey, ts)`, the layout PHP limiters
-//! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
-//! admits a request, and sweeps remove whatever nobody touches any more.
+//! use, `ts` in milliseconds, Unix seconds or a `DATETIME` from `NOW()`) and use the key's
+//! counter row as its lock; a key's expired rows are deleted whenever it admits a request, and
+//! sweeps remove whatever nobody touches any more. Rows another program inserts take no lock:
+//! each decision of resolve counts those committed when it reads, and resolve's decisions are
+//! exact among themselves.
 
 mod connect;
 mod errors;
@@ -32,7 +35,7 @@ use mysql::{Conn, Opts, OptsBuilder, SslOpts, TxOpts, Value};
 use crate::core::decision::Decision;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::mysql::settings::MysqlSettings;
 use crate::store::{Check, Store, StoreError, SweepReport};
 use connect::connect_within;
 use errors::{
@@ -40,7 +43,8 @@ use errors::{
     explain,
 };
 use schema::{
-    CACHE_COLUMNS, COUNTER_COLUMNS, EVENTS_COLUMNS, create_tables_sql, ms_to_ts, ts_to_ms,
+    CACHE_COLUMNS, COUNTER_COLUMNS, EVENTS_COLUMNS, KeyNeeds, create_tables_sql, key_problem,
+    like_prefix, ms_to_ts, ts_param, ts_problem, ts_read, ts_to_ms,
 };
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
@@ -55,24 +59,21 @@ pub struct MysqlStore {
     settings: MysqlSettings,
     /// Keys that a sweep may remove this long after their window ended.
     grace_ms: u64,
-    /// Sliding rows older than this (plus the grace) can belong to no configured window.
-    longest_sliding_ms: u64,
+    /// How long the rules' keys get, which event rows are resolve's, and how long those are
+    /// kept (sliding rows older than the longest window plus the grace can belong to no
+    /// configured window).
+    needs: KeyNeeds,
     conn: RefCell<Option<Conn>>,
 }
 
 impl MysqlStore {
-    /// A store for `settings`. `rules` tells how long sliding records must be kept.
+    /// A store for `settings`. `rules` (every rule the site counts with) tells how long
+    /// sliding records must be kept, and which keys and how long ones the tables hold.
     pub fn new(settings: MysqlSettings, rules: &[Rule], grace: Duration) -> MysqlStore {
-        let longest_sliding_ms = rules
-            .iter()
-            .filter(|r| r.algorithm == Algorithm::Sliding)
-            .map(Rule::window_ms)
-            .max()
-            .unwrap_or(0);
         MysqlStore {
             settings,
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-            longest_sliding_ms,
+            needs: KeyNeeds::of(rules),
             conn: RefCell::new(None),
         }
     }
@@ -258,17 +259,20 @@ impl MysqlStore {
             s.counter_table
         ))?;
         let sliding_statements = if sliding {
+            let (ts, read) = (ts_param(s.events_ts), ts_read(s.events_ts));
+            // A bound from `ms_to_ts` can take in rows just outside the window (a whole second
+            // of them): the limiter counts only those within.
             Some((
                 conn.prep(format!(
-                    "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ? ORDER BY ts",
+                    "SELECT {read} FROM `{}` WHERE rkey = ? AND ts >= {ts} ORDER BY ts",
                     s.events_table
                 ))?,
                 conn.prep(format!(
-                    "INSERT INTO `{}` (rkey, ts) VALUES (?, ?)",
+                    "INSERT INTO `{}` (rkey, ts) VALUES (?, {ts})",
                     s.events_table
                 ))?,
                 conn.prep(format!(
-                    "DELETE FROM `{}` WHERE rkey = ? AND ts <= ?",
+                    "DELETE FROM `{}` WHERE rkey = ? AND ts < {ts}",
                     s.events_table
                 ))?,
             ))
@@ -393,12 +397,13 @@ impl MysqlStore {
                 (&s.events_table, &EVENTS_COLUMNS[..], &create_tables_sql(&s)[1]),
                 (&s.cache_table, &CACHE_COLUMNS[..], &create_tables_sql(&s)[2]),
             ] {
-                let typed: Vec<(String, String)> = conn.exec(
-                    "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
+                let typed: Vec<(String, String, Option<u64>)> = conn.exec(
+                    "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH \
+                     FROM information_schema.COLUMNS \
                      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
                     (table.as_str(),),
                 )?;
-                let columns: Vec<String> = typed.iter().map(|(c, _)| c.clone()).collect();
+                let columns: Vec<String> = typed.iter().map(|(c, _, _)| c.clone()).collect();
                 if columns.is_empty() {
                     conn.query_drop(sql.as_str())?;
                     report.push(format!("created table {table}"));
@@ -409,22 +414,22 @@ impl MysqlStore {
                     .copied()
                     .filter(|c| !columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
                     .collect();
-                let ts_type = typed
-                    .iter()
-                    .find(|(c, _)| c.eq_ignore_ascii_case("ts"))
-                    .map(|(_, t)| t.to_ascii_lowercase());
-                let ts_problem = match (table == &s.events_table, ts_type.as_deref(), s.events_ts) {
-                    (true, Some("bigint" | "decimal" | "double"), _) => None,
-                    (true, Some("int" | "mediumint"), TsUnit::Seconds) => None,
-                    (true, Some(t @ ("int" | "mediumint")), TsUnit::Millis) => Some(format!(
-                        "its ts column is {t}, too small for milliseconds: set store.events_ts to \"s\" if it holds Unix seconds"
-                    )),
-                    (true, Some(t), _) => Some(format!(
-                        "its ts column is {t}: resolve needs a number (Unix seconds or milliseconds)"
-                    )),
-                    _ => None,
+                let column = |name: &str| typed.iter().find(|c| c.0.eq_ignore_ascii_case(name));
+                let events = table == &s.events_table;
+                let ts_problem = column("ts")
+                    .filter(|_| events)
+                    .and_then(|c| ts_problem(&c.1.to_ascii_lowercase(), s.events_ts));
+                // The keys written to this table, and the room its key column has for them.
+                let longest = if events {
+                    &self.needs.longest_sliding
+                } else {
+                    &self.needs.longest
                 };
-                if let Some(problem) = ts_problem {
+                let key_problem = column("rkey")
+                    .and_then(|c| c.2)
+                    .zip(longest.as_ref())
+                    .and_then(|(len, longest)| key_problem(table, len, longest));
+                if let Some(problem) = ts_problem.or(key_problem) {
                     report.push(format!("WRONG SHAPE: table {table}: {problem}"));
                 } else if missing.is_empty() {
                     report.push(format!("table {table} has the columns it needs"));
@@ -476,7 +481,7 @@ impl Store for MysqlStore {
         let deadline = budget.map(|b| Instant::now() + b);
         let s = &self.settings;
         let grace = self.grace_ms;
-        let longest = self.longest_sliding_ms;
+        let longest = self.needs.longest_sliding_ms;
         self.with_conn(|conn, _| {
             let now_ms: u64 = conn.query_first(format!("SELECT {NOW_MS}"))?.unwrap_or(0);
             let mut report = SweepReport {
@@ -489,31 +494,35 @@ impl Store for MysqlStore {
             );
             // Only resolve's keys: a shared table's other rows belong to another program.
             let events = format!(
-                "DELETE FROM `{}` WHERE ts < ? AND rkey LIKE 'resolve:%' LIMIT {SWEEP_BATCH}",
-                s.events_table
+                "DELETE FROM `{}` WHERE ts < {} AND rkey LIKE ? ESCAPE '!' LIMIT {SWEEP_BATCH}",
+                s.events_table,
+                ts_param(s.events_ts)
             );
             let cache = format!(
                 "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
                 s.cache_table
             );
-            let jobs = [
-                (counters, now_ms.saturating_sub(grace) as i64),
-                (cache, now_ms as i64),
-                (
-                    events,
-                    ms_to_ts(
-                        s.events_ts,
-                        now_ms.saturating_sub(longest.saturating_add(grace)),
-                    ),
-                ),
+            let events_before = ms_to_ts(
+                s.events_ts,
+                now_ms.saturating_sub(longest.saturating_add(grace)),
+            );
+            let mut jobs: Vec<(&str, Vec<Value>)> = vec![
+                (&counters, vec![now_ms.saturating_sub(grace).into()]),
+                (&cache, vec![now_ms.into()]),
             ];
-            for (sql, before) in &jobs {
+            for prefix in &self.needs.prefixes {
+                jobs.push((
+                    &events,
+                    vec![events_before.into(), like_prefix(prefix).into()],
+                ));
+            }
+            for (sql, params) in jobs {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         report.complete = false;
                         return Ok(report);
                     }
-                    conn.exec_drop(sql.as_str(), (*before,))?;
+                    conn.exec_drop(sql, params.clone())?;
                     let n = conn.affected_rows();
                     report.removed += n;
                     if n < u64::from(SWEEP_BATCH) {
@@ -533,11 +542,13 @@ impl Store for MysqlStore {
             return Err(StoreError::unavailable(bad.clone()));
         }
         Ok(format!(
-            "mysql store (server {version}); tables {}, {} and {}: {}",
+            "mysql store (server {version}); tables {}, {} and {}: {}; {}",
             self.settings.counter_table,
             self.settings.events_table,
             self.settings.cache_table,
-            report.join("; ")
+            report.join("; "),
+            self.needs
+                .sweep_note(&self.settings.events_table, self.grace_ms)
         ))
     }
 
@@ -558,8 +569,9 @@ impl Store for MysqlStore {
                     )?,
                     Algorithm::Sliding => conn.exec_drop(
                         format!(
-                            "DELETE FROM `{}` WHERE rkey = ? AND ts = ? LIMIT 1",
-                            s.events_table
+                            "DELETE FROM `{}` WHERE rkey = ? AND ts = {} LIMIT 1",
+                            s.events_table,
+                            ts_param(s.events_ts)
                         ),
                         (c.key.as_str(), ms_to_ts(s.events_ts, at_ms)),
                     )?,
