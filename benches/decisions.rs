@@ -56,6 +56,13 @@ fn per_store(c: &mut Criterion) {
             &["fixed", "sliding"],
         ),
         (
+            // A PHP limiter's table: ts a DATETIME from NOW(), converted in SQL.
+            "mysql tcp, events_ts datetime",
+            json!({"kind": "mysql", "url": db.url(), "table": "php_events",
+                   "counter_table": "php_counters", "events_ts": "datetime"}),
+            &["sliding"],
+        ),
+        (
             "mysql socket",
             json!({"kind": "mysql", "socket": db.socket(), "user": db.user(),
                    "password": db.password(), "database": db.database()}),

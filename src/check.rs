@@ -62,7 +62,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     for rule in &config.rules {
         let _ = writeln!(
             out,
-            "rule {}: {} requests per {} s {}",
+            "rule {}: {} requests per {} s {}; stored as {}",
             rule.name,
             rule.limit,
             rule.window_secs,
@@ -70,7 +70,8 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
                 KeyKind::Ip => "per client address",
                 KeyKind::Global => "for the whole site",
                 KeyKind::ApiKey => "per API key",
-            }
+            },
+            rule.key_template
         );
     }
     report_controls(&config, out);

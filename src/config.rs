@@ -2,6 +2,7 @@
 //! mistake is reported with the field and what to write instead, before any request is served.
 
 pub mod api_keys;
+pub mod controls;
 pub mod error;
 pub mod locate;
 pub mod page;
@@ -17,15 +18,17 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::config::controls::AutoBlock;
 pub use crate::config::error::ConfigError;
 use crate::config::error::err;
-use crate::config::raw::{RawClient, RawConfig};
+use crate::config::raw::RawConfig;
 use crate::config::redact::{secret_strings, without_quoted_value};
+pub use crate::config::rules::default_key_template;
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
 use crate::http::addr_set::AddrSet;
 use crate::http::api_key::KeyPolicy;
-use crate::http::identity::{Cidr, ClientPolicy};
+use crate::http::identity::ClientPolicy;
 use crate::provider::spec::ProviderSpec;
 use crate::store::settings::StoreConfig;
 
@@ -71,68 +74,6 @@ pub struct Config {
     pub auto_block: Option<AutoBlock>,
 }
 
-/// `auto_block`: a client refused `refusals` times within `window_secs` is blocked for
-/// `block_secs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct AutoBlock {
-    pub refusals: u32,
-    pub window_secs: u32,
-    pub block_secs: u32,
-}
-
-/// An address list (`block`, `allow`): addresses and ranges, IPv4 and IPv6.
-fn addr_list(list: Option<Vec<String>>, field: &str) -> Result<AddrSet, ConfigError> {
-    let list = list.unwrap_or_default();
-    if list.len() > defaults::MAX_LIST_ENTRIES {
-        return Err(err(
-            field,
-            format!(
-                "at most {} entries: merge neighbours into ranges (\"203.0.113.0/24\")",
-                defaults::MAX_LIST_ENTRIES
-            ),
-        ));
-    }
-    let mut ranges = Vec::with_capacity(list.len());
-    for (i, s) in list.iter().enumerate() {
-        ranges.push(Cidr::parse(s).ok_or_else(|| {
-            err(
-                format!("{field}[{i}]"),
-                format!("{s:?} is not an address or range: write e.g. \"203.0.113.7\", \"203.0.113.0/24\" or \"2001:db8::/48\""),
-            )
-        })?);
-    }
-    Ok(AddrSet::new(ranges))
-}
-
-fn auto_block(raw: raw::RawAutoBlock) -> Result<AutoBlock, ConfigError> {
-    let number = |v: u64, field: &str, max: u64, hint: &str| {
-        u32::try_from(v)
-            .ok()
-            .filter(|n| (1..=max).contains(&u64::from(*n)))
-            .ok_or_else(|| {
-                err(
-                    format!("auto_block.{field}"),
-                    format!("must be 1 to {max}{hint}"),
-                )
-            })
-    };
-    Ok(AutoBlock {
-        refusals: number(raw.refusals, "refusals", 1_000_000, ", e.g. 300 refusals")?,
-        window_secs: number(
-            raw.window_secs,
-            "window_secs",
-            86_400,
-            " seconds (a day), e.g. 600",
-        )?,
-        block_secs: number(
-            raw.block_secs,
-            "block_secs",
-            366 * 86_400,
-            " seconds (a year), e.g. 3600",
-        )?,
-    })
-}
-
 /// The rule that applies when the configuration names none.
 pub fn default_rule() -> Rule {
     Rule {
@@ -141,6 +82,7 @@ pub fn default_rule() -> Rule {
         algorithm: Algorithm::Fixed,
         limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
         window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
+        key_template: default_key_template(KeyKind::Ip),
     }
 }
 
@@ -239,46 +181,7 @@ impl Config {
                 )
             })?);
         }
-        let client = raw.client.unwrap_or(RawClient {
-            ipv6_prefix: None,
-            trusted_proxies: None,
-            forwarded_header: None,
-        });
-        let ipv6_prefix = client.ipv6_prefix.unwrap_or(defaults::IPV6_PREFIX);
-        if !(1..=128).contains(&ipv6_prefix) {
-            return Err(err(
-                "client.ipv6_prefix",
-                "must be 1 to 128; 64 groups each subscriber's addresses (the default)",
-            ));
-        }
-        let mut trusted_proxies = Vec::new();
-        let mut trusted_networks = Vec::new();
-        for (i, s) in client
-            .trusted_proxies
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            if let Some(cdn) = crate::http::cdn::Cdn::from_name(s) {
-                trusted_networks.push(cdn);
-                continue;
-            }
-            trusted_proxies.push(Cidr::parse(s).ok_or_else(|| {
-                err(
-                    format!("client.trusted_proxies[{i}]"),
-                    format!("{s:?} is not an address or range: write e.g. \"10.0.0.0/8\" or \"2001:db8::/32\", or \"cloudflare\" for Cloudflare's published ranges"),
-                )
-            })?);
-        }
-        let forwarded_header = client
-            .forwarded_header
-            .unwrap_or_else(|| defaults::FORWARDED_HEADER.to_owned());
-        if !crate::http::request::is_header_name(&forwarded_header) {
-            return Err(err(
-                "client.forwarded_header",
-                "must be a header name of letters, digits and '-', e.g. \"X-Forwarded-For\" or \"CF-Connecting-IP\"",
-            ));
-        }
+        let (client, forwarded_header) = controls::client(raw.client)?;
         let max_body_bytes = raw
             .request
             .and_then(|r| r.max_body_bytes)
@@ -303,9 +206,9 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
-        let block = addr_list(raw.block, "block")?;
-        let allow = addr_list(raw.allow, "allow")?;
-        let auto_block = raw.auto_block.map(auto_block).transpose()?;
+        let block = controls::addr_list(raw.block, "block")?;
+        let allow = controls::addr_list(raw.allow, "allow")?;
+        let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
         let data_dir = match &store.kind {
             crate::store::settings::StoreKind::File { dir } => dir.clone(),
             _ => base.join(defaults::DATA_DIR_NAME),
@@ -317,7 +220,7 @@ impl Config {
             spend,
             provider_rate_limits,
             cache_ttl,
-            client: ClientPolicy::new(ipv6_prefix, trusted_proxies, trusted_networks),
+            client,
             forwarded_header,
             api_keys,
             max_body_bytes,

@@ -6,5 +6,6 @@ pub mod calendar;
 pub mod clock;
 pub mod decision;
 pub mod journal;
+pub mod key;
 pub mod limiter;
 pub mod rule;

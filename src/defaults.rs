@@ -6,6 +6,12 @@ pub const RULE_NAME: &str = "ip";
 pub const RULE_LIMIT: u32 = 30;
 /// Length of the default rule's window, in seconds.
 pub const RULE_WINDOW_SECS: u32 = 60;
+/// How a rule's store keys are written when it names no `key_template`, by what it counts:
+/// the keys resolve has always written, so counts carry over an upgrade; each starts with
+/// `resolve:` and the rule's name, so rules never share a key.
+pub const KEY_TEMPLATE_IP: &str = "resolve:{rule}:{ip}";
+pub const KEY_TEMPLATE_API_KEY: &str = "resolve:{rule}:key:{api_key}";
+pub const KEY_TEMPLATE_GLOBAL: &str = "resolve:{rule}:*";
 
 /// IPv6 clients are grouped by this prefix length: one subscriber owns a whole /64.
 pub const IPV6_PREFIX: u8 = 64;

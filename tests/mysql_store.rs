@@ -417,9 +417,10 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     eprintln!("with two PHP rows in the window, limit 5: {statuses:?}");
     assert_eq!(statuses, [200, 200, 200, 429, 429]);
     assert_eq!(remaining(&answers[0]), 2, "{}", answers[0].everything());
+    // A row stamped second T counts until T + 1 + the window (as the PHP query counts it).
     let ra = retry_after(&answers[3]);
     assert!(
-        (590..=600).contains(&ra),
+        (590..=601).contains(&ra),
         "Retry-After {ra}: the PHP rows age out first"
     );
     assert_eq!(provider.calls(), 3);
@@ -486,6 +487,382 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 3b: the common PHP limiter as site owners have it: a DATETIME table, its own keys
+
+/// The table as the common PHP limiter creates it.
+const PHP_TABLE: &str = "CREATE TABLE rate_events (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  rkey VARCHAR(120) NOT NULL,
+  ts DATETIME NOT NULL,
+  KEY ix_rate (rkey, ts)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
+/// The PHP code's own statements.
+const PHP_INSERT: &str = "INSERT INTO rate_events (rkey, ts) VALUES (?, NOW())";
+const PHP_COUNT: &str =
+    "SELECT COUNT(*) FROM rate_events WHERE rkey = ? AND ts >= DATE_SUB(NOW(), INTERVAL ? SECOND)";
+/// A time zone that is not UTC (and not this machine's): a `ts` written or read as UTC
+/// instead of the server's time would be five and a half hours off.
+const PHP_TIME_ZONE: &str = "+05:30";
+
+/// The PHP side: a connection as the PHP code opens one for a request, and its statements.
+struct Php(mysql::Conn);
+
+impl Php {
+    fn connect(db: &MariaDb) -> Php {
+        let opts = mysql::Opts::from_url(&db.url()).expect("the database URL");
+        Php(mysql::Conn::new(opts).unwrap_or_else(|e| panic!("PHP's connection: {e}")))
+    }
+
+    fn sql(&mut self, sql: &str) {
+        use mysql::prelude::Queryable;
+        self.0
+            .query_drop(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// `$db->prepare(PHP_INSERT)->execute([$key])`.
+    fn insert(&mut self, key: &str) {
+        use mysql::prelude::Queryable;
+        self.0
+            .exec_drop(PHP_INSERT, (key,))
+            .unwrap_or_else(|e| panic!("{PHP_INSERT}: {e}"));
+    }
+
+    /// `$db->prepare(PHP_COUNT)->execute([$key, $window])`.
+    fn count(&mut self, key: &str, window_secs: u64) -> u64 {
+        use mysql::prelude::Queryable;
+        self.0
+            .exec_first(PHP_COUNT, (key, window_secs))
+            .unwrap_or_else(|e| panic!("{PHP_COUNT}: {e}"))
+            .expect("a count")
+    }
+}
+
+/// A MariaDB whose time zone is PHP_TIME_ZONE, with the PHP limiter's table in it.
+fn php_database(label: &str) -> MariaDb {
+    let db = MariaDb::builder(label)
+        .max_connections(400)
+        .arg(&format!("--default-time-zone={PHP_TIME_ZONE}"))
+        .start();
+    Php::connect(&db).sql(PHP_TABLE);
+    db
+}
+
+/// The store section for the PHP limiter's table.
+fn php_store(db: &MariaDb) -> Value {
+    let mut store = tcp_store(db, db.port(), "deny");
+    store["table"] = "rate_events".into();
+    store["events_ts"] = "datetime".into();
+    store
+}
+
+/// A sliding rule per client address that counts the PHP code's keys, `resolve:ADDRESS`.
+fn php_rule(name: &str, limit: u64, window_secs: u64) -> Value {
+    let mut rule = rule(name, "sliding", limit, window_secs);
+    rule["key_template"] = "resolve:{ip}".into();
+    rule
+}
+
+#[test]
+fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
+    let began = Instant::now();
+    let db = php_database("php-datetime");
+    let provider = Provider::start();
+    let mut php = Php::connect(&db);
+    let key = "resolve:127.0.0.1";
+
+    // Pointed at the table without the setting, check says which value to set.
+    let mut unset = php_store(&db);
+    unset.as_object_mut().expect("store").remove("events_ts");
+    let unset_cfg = ConfigFile::new(
+        "mysql-php-dt-unset",
+        &config::site_config(&provider, unset, vec![php_rule("ip", 30, 60)]),
+    );
+    let (code, output) = resolve_command("check", &unset_cfg.path);
+    eprintln!(
+        "check without events_ts: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains("its ts column is datetime: set store.events_ts to \"datetime\""),
+        "{output}"
+    );
+
+    let cfg = ConfigFile::new(
+        "mysql-php-dt",
+        &config::site_config(&provider, php_store(&db), vec![php_rule("ip", 30, 60)]),
+    );
+    let (code, output) = resolve_command("check", &cfg.path);
+    eprintln!(
+        "check: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("table rate_events has the columns it needs")
+            && output.contains(
+                "rule ip: 30 requests per 60 s per client address; stored as resolve:{ip}"
+            ),
+        "{output}"
+    );
+
+    // 20 requests the PHP way, then resolve with a limit of 30: exactly 10 more.
+    for _ in 0..20 {
+        php.insert(key);
+    }
+    php.insert("resolve:127.0.0.2");
+    php.insert("login:42");
+    assert_eq!(php.count(key, 60), 20);
+    let site = apache("mysql-php-dt", &cfg.path);
+    let client = site.client().bind_source("127.0.0.1");
+    let answers: Vec<Response> = (0..15).map(|i| get(&client, i)).collect();
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    eprintln!("20 PHP rows, then resolve with a limit of 30: {statuses:?}");
+    assert_eq!(statuses, [&[200; 10][..], &[429; 5]].concat());
+    assert_eq!(remaining(&answers[0]), 9, "{}", answers[0].everything());
+    let ra = retry_after(&answers[10]);
+    assert!(
+        (55..=61).contains(&ra),
+        "Retry-After {ra}: the PHP rows age out first"
+    );
+    assert_eq!(provider.calls(), 10);
+
+    // The PHP query counts resolve's rows: they hold the server's local time, as NOW() does.
+    assert_eq!(php.count(key, 60), 30, "the PHP code's count");
+    let resolves = number(
+        &db,
+        "SELECT COUNT(*) FROM resolve_test.rate_events WHERE id > 22 \
+         AND ts BETWEEN NOW() - INTERVAL 60 SECOND AND NOW()",
+    );
+    assert_eq!(resolves, 10, "resolve's rows in the server's time");
+    assert_eq!(php.count("resolve:127.0.0.2", 60), 1);
+    assert_eq!(php.count("resolve:ip:127.0.0.1", 60), 0);
+    site.settle_log();
+    assert!(
+        resolve_lines(&site.error_log()).is_empty(),
+        "{}",
+        site.error_log()
+    );
+    eprintln!("PHP DATETIME test: {} ms", ms(began.elapsed()));
+}
+
+#[test]
+fn resolve_and_php_inserts_at_once_never_let_resolve_past_the_limit() {
+    // 300 requests for one address at once, split between resolve (CGI processes under
+    // Apache) and the PHP code (count, then insert when under the limit, each on its own
+    // connection). Inserts of the PHP code take no lock, so the two sides can together pass the
+    // limit as the PHP code alone can; resolve itself never admits once it counts the limit,
+    // and its decisions are exact among themselves.
+    const LIMIT: u64 = 100;
+    const SEED: u64 = 20;
+    const EACH: usize = 150;
+    let began = Instant::now();
+    let db = php_database("php-race");
+    let provider = Provider::start();
+    let key = "resolve:127.0.0.1";
+    let mut php = Php::connect(&db);
+    for _ in 0..SEED {
+        php.insert(key);
+    }
+    // Long enough that no request gives up while the others queue on the key's lock.
+    let mut store = php_store(&db);
+    store["connect_timeout_ms"] = 10_000.into();
+    store["read_timeout_ms"] = 20_000.into();
+    let cfg = ConfigFile::new(
+        "mysql-php-race",
+        &config::site_config(&provider, store, vec![php_rule("ip", LIMIT, 600)]),
+    );
+    let site = apache("mysql-php-race", &cfg.path);
+    let start = std::sync::Barrier::new(2 * EACH);
+    let php_inserted = std::sync::atomic::AtomicU64::new(0);
+    let answers: Vec<Response> = std::thread::scope(|s| {
+        let php_side: Vec<_> = (0..EACH)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut php = Php::connect(&db);
+                    start.wait();
+                    if php.count(key, 600) < LIMIT {
+                        php.insert(key);
+                        php_inserted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        let resolve_side: Vec<_> = (0..EACH)
+            .map(|i| {
+                let (site, start) = (&site, &start);
+                s.spawn(move || {
+                    let client = site
+                        .client()
+                        .bind_source("127.0.0.1")
+                        .timeout(Duration::from_secs(60));
+                    start.wait();
+                    get(&client, 1000 + i)
+                })
+            })
+            .collect();
+        for h in php_side {
+            h.join().expect("PHP request");
+        }
+        resolve_side
+            .into_iter()
+            .map(|h| h.join().expect("resolve request"))
+            .collect()
+    });
+    let php_inserted = php_inserted.into_inner();
+    let others: Vec<String> = answers
+        .iter()
+        .filter(|r| r.status != 200 && r.status != 429)
+        .map(Response::everything)
+        .collect();
+    assert!(others.is_empty(), "answers other than 200/429: {others:#?}");
+    // What each admission counted before it: limit - 1 - remaining.
+    let mut seen: Vec<u64> = answers
+        .iter()
+        .filter(|r| r.status == 200)
+        .map(|r| LIMIT - 1 - remaining(r))
+        .collect();
+    seen.sort_unstable();
+    let admitted = seen.len() as u64;
+    let total = php.count(key, 600);
+    eprintln!(
+        "{EACH} resolve requests and {EACH} PHP requests at once, limit {LIMIT}, {SEED} rows before: \
+         resolve admitted {admitted} (counting {:?}..={:?} rows before each), the PHP code inserted \
+         {php_inserted}; {total} rows in the window; {} ms",
+        seen.first(),
+        seen.last(),
+        ms(began.elapsed())
+    );
+    assert_eq!(provider.calls() as u64, admitted, "paid calls");
+    assert_eq!(
+        total,
+        SEED + php_inserted + admitted,
+        "rows lost or doubled"
+    );
+    assert!(admitted <= LIMIT - SEED, "resolve admitted {admitted}");
+    // Each admission saw every row resolve wrote before it and the PHP rows before the burst.
+    for (k, s) in seen.iter().enumerate() {
+        assert!(
+            *s >= SEED + k as u64 && *s < LIMIT,
+            "admission {k} of resolve counted {s} rows before it: {seen:?}"
+        );
+    }
+    if admitted < EACH as u64 {
+        assert!(
+            total >= LIMIT,
+            "resolve refused below the limit: {total} rows"
+        );
+    }
+    site.settle_log();
+    assert!(
+        resolve_lines(&site.error_log()).is_empty(),
+        "{}",
+        site.error_log()
+    );
+}
+
+#[test]
+fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
+    let db = php_database("php-sweep");
+    let provider = Provider::start();
+    let mut php = Php::connect(&db);
+    // Rows of resolve's keys at these ages (seconds), and of keys that are the PHP code's alone.
+    for age in [1, 550, 610, 4000] {
+        php.sql(&format!(
+            "INSERT INTO rate_events (rkey, ts) VALUES ('resolve:192.0.2.1', NOW() - INTERVAL {age} SECOND)"
+        ));
+    }
+    php.sql(
+        "INSERT INTO rate_events (rkey, ts) VALUES ('login:42', NOW() - INTERVAL 4000 SECOND), \
+         ('resolve_x:192.0.2.1', NOW() - INTERVAL 4000 SECOND)",
+    );
+    let mut store = php_store(&db);
+    store["sweep_grace_secs"] = 0.into();
+    let mut burst = rule("burst", "sliding", 5, 60);
+    burst["key_template"] = "resolve:{rule}:{ip}".into();
+    let cfg = ConfigFile::new(
+        "mysql-php-sweep",
+        &config::site_config(&provider, store, vec![php_rule("ip", 30, 600), burst]),
+    );
+    let (code, output) = resolve_command("check", &cfg.path);
+    assert_eq!(code, 0, "{output}");
+    let note = "sweeps delete rows of rate_events whose keys start with resolve: once older than \
+                600 s (the longest sliding window plus store.sweep_grace_secs): a PHP limiter's \
+                longer window over those keys is shortened to 600 s";
+    assert!(output.contains(note), "{output}");
+    let (code, output) = resolve_command("sweep", &cfg.path);
+    eprintln!("resolve sweep: {}", output.trim());
+    assert_eq!(code, 0, "{output}");
+    let left: BTreeSet<String> = column(
+        &db,
+        "SELECT CONCAT(rkey, ' ', TIMESTAMPDIFF(SECOND, ts, NOW()) DIV 10 * 10) \
+         FROM resolve_test.rate_events",
+    );
+    eprintln!("left after the sweep: {left:?}");
+    assert_eq!(
+        left,
+        BTreeSet::from(
+            [
+                "resolve:192.0.2.1 0",
+                "resolve:192.0.2.1 550",
+                "login:42 4000",
+                "resolve_x:192.0.2.1 4000",
+            ]
+            .map(str::to_owned)
+        )
+    );
+}
+
+#[test]
+fn datetime_rows_age_out_and_refunds_take_one_back() {
+    // The store itself on the PHP table: a short window, so that rows age out in the test.
+    let db = php_database("php-age");
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": php_store(&db),
+        "rules": [php_rule("ip", 2, 2)],
+    });
+    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let store = resolve::store::open::from_config(&config);
+    let rule = &config.rules[0];
+    let checks = [Check {
+        rule,
+        key: rule.key_for("192.0.2.5"),
+    }];
+    let mut php = Php::connect(&db);
+    let first = store.decide(&checks).unwrap();
+    let Decision::Admit { at_ms, .. } = store.decide(&checks).unwrap() else {
+        panic!("the second request is within the limit");
+    };
+    assert!(first.is_admit());
+    assert_eq!(php.count("resolve:192.0.2.5", 2), 2);
+    let Decision::Refuse {
+        retry_after_secs, ..
+    } = store.decide(&checks).unwrap()
+    else {
+        panic!("the third request is over the limit");
+    };
+    // Stamped with whole seconds: the first row counts until the end of its second + 2 s.
+    assert!((2..=3).contains(&retry_after_secs), "{retry_after_secs}");
+    store.refund(&checks, at_ms).unwrap();
+    assert_eq!(
+        php.count("resolve:192.0.2.5", 2),
+        1,
+        "the refund took one row"
+    );
+    assert!(store.decide(&checks).unwrap().is_admit());
+    assert!(!store.decide(&checks).unwrap().is_admit());
+    std::thread::sleep(Duration::from_millis(3100));
+    assert!(store.decide(&checks).unwrap().is_admit(), "aged out");
+    assert_eq!(
+        number(&db, "SELECT COUNT(*) FROM resolve_test.rate_events"),
+        1,
+        "each admission deletes the key's rows that left the window"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // 4: `resolve check` on a fresh database
 
 #[test]
@@ -509,7 +886,9 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert!(
         output.contains("created table rate_counters")
             && output.contains("created table rate_events")
-            && output.contains("created table rate_cache"),
+            && output.contains("created table rate_cache")
+            && output.contains("created table rate_journal")
+            && output.contains("created table rate_notes"),
         "{output}"
     );
     assert_eq!(
@@ -517,7 +896,9 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
         BTreeSet::from([
             "rate_cache".to_string(),
             "rate_counters".to_string(),
-            "rate_events".to_string()
+            "rate_events".to_string(),
+            "rate_journal".to_string(),
+            "rate_notes".to_string(),
         ])
     );
     assert_eq!(

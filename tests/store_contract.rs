@@ -18,6 +18,7 @@
 //! | exact_under_300_requests_at_once_fixed                 | threads | processes | processes | processes |
 //! | exact_under_300_requests_at_once_sliding               | threads | (1)       | processes | processes |
 //! | two_servers_share_one_limit                            | threads | processes | processes | processes |
+//! | key_templates_name_the_stored_keys                     | yes     | fixed (1) | yes       | yes       |
 //! | store_killed_under_load_and_restarted                  | yes (3) | yes (3)   | yes (3)   | yes (3)   |
 //! | slow_store_is_answered_within_its_bound                | -       | yes (4)   | yes       | yes       |
 //! | wrong_credentials_get_the_policy_answer_and_never_show | -       | -         | yes       | yes       |
@@ -129,6 +130,8 @@ contract! {
         served::exact_under_300_requests_at_once(resolve::core::rule::Algorithm::Sliding)
         for memory, file, mysql, redis;
     two_servers_share_one_limit: served::two_servers_share_one_limit()
+        for memory, file, mysql, redis;
+    key_templates_name_the_stored_keys: served::key_templates_name_the_stored_keys()
         for memory, file, mysql, redis;
     store_killed_under_load_and_restarted: served::store_killed_under_load_and_restarted()
         for memory, file, mysql, redis;

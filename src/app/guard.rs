@@ -71,6 +71,7 @@ impl App<'_> {
             Algorithm::Fixed,
             auto.refusals,
             auto.window_secs,
+            defaults::KEY_TEMPLATE_IP,
         ) else {
             return;
         };
@@ -148,7 +149,14 @@ impl App<'_> {
     /// True the first time `key` is asked within `secs` (across processes, by the store); true
     /// also when the store cannot tell (a line too many beats a line lost).
     fn first_in(&self, key: &str, secs: u32) -> bool {
-        let Some(rule) = Rule::new("log", KeyKind::Global, Algorithm::Fixed, 1, secs) else {
+        let Some(rule) = Rule::new(
+            "log",
+            KeyKind::Global,
+            Algorithm::Fixed,
+            1,
+            secs,
+            defaults::KEY_TEMPLATE_GLOBAL,
+        ) else {
             return true;
         };
         let check = Check {

@@ -60,16 +60,19 @@ pub(crate) fn api_keys(
         let own = match k.rules {
             None => None,
             Some(list) => {
-                let parsed = key_rules(list)
-                    .map_err(|e| err(format!("{}.{}", at("rules"), e.field), e.message))?;
+                // `rules[1].limit` of the list is `api_keys.keys[0].rules[1].limit` here.
+                let within = |e: ConfigError| {
+                    let field = e.field.strip_prefix("rules").unwrap_or(&e.field);
+                    err(format!("{}{field}", at("rules")), e.message)
+                };
+                let parsed = key_rules(list).map_err(within)?;
                 if let Some(j) = parsed.iter().position(|r| r.key != KeyKind::ApiKey) {
                     return Err(err(
                         format!("{}[{j}].key", at("rules")),
                         "a key's own rules count that key: use \"api_key\"",
                     ));
                 }
-                check_algorithms(&parsed, store)
-                    .map_err(|e| err(format!("{}.{}", at("rules"), e.field), e.message))?;
+                check_algorithms(&parsed, store).map_err(within)?;
                 Some(parsed)
             }
         };

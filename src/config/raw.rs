@@ -107,6 +107,7 @@ pub(crate) struct RawRule {
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
     pub(crate) mode: Option<String>,
+    pub(crate) key_template: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -1,11 +1,14 @@
-//! The `rules` section: each limit checked (name, key, algorithm, limit, window), and whether
-//! the chosen store can keep its algorithm.
+//! The `rules` section: each limit checked (name, key, algorithm, limit, window, key
+//! template), and whether the chosen store can keep its algorithm.
 
 use std::num::NonZeroU32;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
+use crate::core::key::{KeyTemplate, Placeholder};
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::defaults;
+use crate::store::mysql::schema::KEY_COLUMN_LEN;
 use crate::store::settings::StoreKind;
 
 /// Longest window a rule may have: a year.
@@ -36,12 +39,30 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
         };
         let (limit, window) =
             limit_and_window(&at, (r.limit, r.window_secs), "requests", " (a year)")?;
+        let key_template = match &r.key_template {
+            None => default_key_template(key),
+            Some(text) => key_template(text, key, &name, &at("key_template"))?,
+        };
+        // Identities written as marks no address or key holds: equal keys, equal templates.
+        let mark = |kind: KeyKind| format!("\0{}", kind.as_str());
+        if let Some(j) = out.iter().position(|o| {
+            o.key_template.expand(o.name.as_str(), &mark(o.key))
+                == key_template.expand(name.as_str(), &mark(key))
+        }) {
+            return Err(err(
+                at("key_template"),
+                format!(
+                    "makes the same keys as rules[{j}]: add {{rule}} or other text, so that each rule counts on its own"
+                ),
+            ));
+        }
         out.push(Rule {
             name,
             key,
             algorithm,
             limit,
             window_secs: window,
+            key_template,
         });
     }
     Ok(out)
@@ -81,6 +102,88 @@ pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
         ));
     }
     rules(list)
+}
+
+/// How the keys of a rule that counts by `kind` are written when it names no template.
+pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
+    KeyTemplate::parse(match kind {
+        KeyKind::Ip => defaults::KEY_TEMPLATE_IP,
+        KeyKind::ApiKey => defaults::KEY_TEMPLATE_API_KEY,
+        KeyKind::Global => defaults::KEY_TEMPLATE_GLOBAL,
+    })
+    .expect("valid default template")
+}
+
+/// A rule's `key_template`: placeholders it knows, the one of its key kind, text before it (the
+/// prefix sweeps look for), and keys that fit the store's key column.
+fn key_template(
+    text: &str,
+    kind: KeyKind,
+    rule: &RuleName,
+    field: &str,
+) -> Result<KeyTemplate, ConfigError> {
+    let example = match kind {
+        KeyKind::Ip => "\"resolve:{ip}\"",
+        KeyKind::ApiKey => "\"login:{api_key}\"",
+        KeyKind::Global => "\"resolve:{rule}\"",
+    };
+    let template = KeyTemplate::parse(text).map_err(|e| {
+        err(
+            field,
+            format!("{e}: write text with {{ip}}, {{api_key}} or {{rule}} in it, e.g. {example}"),
+        )
+    })?;
+    let own = match kind {
+        KeyKind::Ip => Some(Placeholder::Ip),
+        KeyKind::ApiKey => Some(Placeholder::ApiKey),
+        KeyKind::Global => None,
+    };
+    if let Some(other) = [Placeholder::Ip, Placeholder::ApiKey]
+        .into_iter()
+        .find(|p| Some(*p) != own && template.uses(*p))
+    {
+        let counts = match kind {
+            KeyKind::Ip => "counts by address: use {ip}",
+            KeyKind::ApiKey => "counts by API key: use {api_key}",
+            KeyKind::Global => "counts the whole site: remove it",
+        };
+        return Err(err(
+            field,
+            format!(
+                "has {}, but the rule {counts}, e.g. {example}",
+                other.written()
+            ),
+        ));
+    }
+    if let Some(own) = own
+        && !template.uses(own)
+    {
+        return Err(err(
+            field,
+            format!(
+                "has no {}: every client would share one count; add it, e.g. {example} (or use \"key\": \"global\")",
+                own.written()
+            ),
+        ));
+    }
+    if template.prefix(rule.as_str()).is_empty() {
+        return Err(err(
+            field,
+            format!(
+                "starts with a placeholder: begin with text, e.g. {example}; sweeps delete only rows whose keys start with it"
+            ),
+        ));
+    }
+    let longest = template.longest_key(rule.as_str());
+    if longest > KEY_COLUMN_LEN {
+        return Err(err(
+            field,
+            format!(
+                "makes keys of up to {longest} characters, but the store's key column holds {KEY_COLUMN_LEN}: shorten its text"
+            ),
+        ));
+    }
+    Ok(template)
 }
 
 /// A rule's name; `at` names a field of the rule in messages, `example` ends the message.
@@ -138,4 +241,124 @@ pub(crate) fn check_algorithms(rules: &[Rule], store: &StoreKind) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::path::Path;
+
+    fn rules(rules: &str) -> Result<Config, crate::config::error::ConfigError> {
+        Config::from_json(&format!(r#"{{"rules": {rules}}}"#), Path::new("/"))
+    }
+
+    #[test]
+    fn templates_write_the_keys_another_program_writes() {
+        let c = rules(
+            r#"[{"name": "ip", "key": "ip", "limit": 30, "window_secs": 60, "key_template": "resolve:{ip}"},
+                {"name": "day", "key": "ip", "limit": 300, "window_secs": 86400},
+                {"name": "k", "key": "api_key", "limit": 5, "window_secs": 60, "key_template": "login:{api_key}"},
+                {"name": "site", "key": "global", "limit": 900, "window_secs": 60, "key_template": "all:{rule}"}]"#,
+        )
+        .unwrap();
+        let keys: Vec<String> = c.rules.iter().map(|r| r.key_for("42")).collect();
+        assert_eq!(
+            keys,
+            ["resolve:42", "resolve:day:42", "login:42", "all:site"]
+        );
+        assert_eq!(c.masked_json()["rules"][0]["key_template"], "resolve:{ip}");
+        assert_eq!(
+            c.masked_json()["rules"][1]["key_template"],
+            "resolve:{rule}:{ip}"
+        );
+    }
+
+    #[test]
+    fn template_mistakes_say_what_to_write() {
+        let one = |kind: &str, template: &str| {
+            rules(&format!(
+                r#"[{{"name": "r", "key": "{kind}", "limit": 1, "window_secs": 1, "key_template": {template:?}}}]"#
+            ))
+            .unwrap_err()
+        };
+        for (kind, template, says) in [
+            ("ip", "resolve:{addr}", "{addr} is not a placeholder"),
+            ("ip", "resolve:{ip", "brace"),
+            ("ip", "resolve: {ip}", "printable ASCII"),
+            ("ip", "resolve:", "has no {ip}"),
+            (
+                "ip",
+                "resolve:{api_key}",
+                "has {api_key}, but the rule counts by address",
+            ),
+            (
+                "api_key",
+                "login:{ip}",
+                "has {ip}, but the rule counts by API key",
+            ),
+            ("global", "all:{ip}", "counts the whole site: remove it"),
+            ("ip", "{ip}:resolve", "begin with text"),
+            (
+                "ip",
+                &format!("{}{{ip}}", "x".repeat(149)),
+                "up to 192 characters",
+            ),
+        ] {
+            let e = one(kind, template);
+            assert_eq!(e.field, "rules[0].key_template", "{template}");
+            assert_eq!(
+                e.at.map(|(line, _)| line),
+                Some(1),
+                "{template}: found in the file"
+            );
+            assert!(e.message.contains(says), "{template}: {}", e.message);
+            assert!(
+                e.message.contains("e.g. \"") || e.message.contains("shorten"),
+                "{}",
+                e.message
+            );
+        }
+        let longest = format!("{}{{ip}}", "x".repeat(148));
+        rules(&format!(
+            r#"[{{"name": "r", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "{longest}"}}]"#
+        ))
+        .unwrap();
+        let e = rules(
+            r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "resolve:{ip}"},
+                {"name": "b", "key": "ip", "limit": 9, "window_secs": 9, "key_template": "resolve:{ip}"}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "rules[1].key_template");
+        assert!(
+            e.message.contains("the same keys as rules[0]"),
+            "{}",
+            e.message
+        );
+        // With the rule's name in them, or counting by something else, keys differ.
+        rules(
+            r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "r:{rule}:{ip}"},
+                {"name": "b", "key": "ip", "limit": 9, "window_secs": 9, "key_template": "r:{rule}:{ip}"},
+                {"name": "c", "key": "api_key", "limit": 9, "window_secs": 9, "key_template": "r:a:{api_key}"}]"#,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn a_keys_own_rules_take_templates_too() {
+        let c = Config::from_json(
+            r#"{"api_keys": {"keys": [{"name": "42", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                "rules": [{"name": "own", "key": "api_key", "limit": 1, "window_secs": 1, "key_template": "login:{api_key}"}]}]}}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        let own = &c.api_keys.keys[0].rules.as_ref().unwrap()[0];
+        assert_eq!(own.key_for("42"), "login:42");
+        let e = Config::from_json(
+            r#"{"api_keys": {"keys": [{"name": "42", "sha256": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                "rules": [{"name": "own", "key": "api_key", "limit": 1, "window_secs": 1, "key_template": "login:{ip}"}]}]}}"#,
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "api_keys.keys[0].rules[0].key_template");
+    }
 }

@@ -376,11 +376,12 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
     let events_ts = match raw.events_ts.as_deref().unwrap_or("ms") {
         "ms" => TsUnit::Millis,
         "s" => TsUnit::Seconds,
+        "datetime" => TsUnit::DateTime,
         other => {
             return Err(err(
                 "store.events_ts",
                 format!(
-                    "{other:?}: use \"ms\" (milliseconds, the default) or \"s\" (Unix seconds, as many PHP limiters write)"
+                    "{other:?}: use \"ms\" (milliseconds, the default), \"s\" (Unix seconds, as UNIX_TIMESTAMP() writes) or \"datetime\" (a DATETIME column written with NOW())"
                 ),
             ));
         }

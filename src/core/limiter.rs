@@ -227,7 +227,15 @@ mod tests {
     use crate::core::rule::KeyKind;
 
     fn rule(name: &str, limit: u32, window_secs: u32) -> Rule {
-        Rule::new(name, KeyKind::Ip, Algorithm::Fixed, limit, window_secs).unwrap()
+        Rule::new(
+            name,
+            KeyKind::Ip,
+            Algorithm::Fixed,
+            limit,
+            window_secs,
+            crate::defaults::KEY_TEMPLATE_IP,
+        )
+        .unwrap()
     }
 
     fn sliding(name: &str, limit: u32, window_secs: u32) -> Rule {

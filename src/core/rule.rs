@@ -5,6 +5,8 @@ use std::num::NonZeroU32;
 
 use serde::Serialize;
 
+use crate::core::key::KeyTemplate;
+
 /// What a rule counts requests by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,16 +100,20 @@ pub struct Rule {
     pub algorithm: Algorithm,
     pub limit: NonZeroU32,
     pub window_secs: NonZeroU32,
+    /// How its keys are written in the store.
+    pub key_template: KeyTemplate,
 }
 
 impl Rule {
-    /// A rule from its parts; None when the name is not a valid rule name or a number is 0.
+    /// A rule from its parts; None when the name is not a valid rule name, a number is 0 or
+    /// the template does not parse.
     pub fn new(
         name: &str,
         key: KeyKind,
         algorithm: Algorithm,
         limit: u32,
         window_secs: u32,
+        key_template: &str,
     ) -> Option<Rule> {
         Some(Rule {
             name: RuleName::new(name)?,
@@ -115,6 +121,7 @@ impl Rule {
             algorithm,
             limit: NonZeroU32::new(limit)?,
             window_secs: NonZeroU32::new(window_secs)?,
+            key_template: KeyTemplate::parse(key_template).ok()?,
         })
     }
 
@@ -123,13 +130,10 @@ impl Rule {
     }
 
     /// The store key of this rule for one identity (the client's address for `ip` rules, its
-    /// API key's id for `api_key` rules), e.g. `resolve:ip:203.0.113.7`, `resolve:k:key:partner`.
+    /// API key's id for `api_key` rules; nothing for `global` ones), as its template writes it:
+    /// e.g. `resolve:ip:203.0.113.7`, `resolve:k:key:partner`, or `resolve:203.0.113.7`.
     pub fn key_for(&self, identity: &str) -> String {
-        match self.key {
-            KeyKind::Ip => format!("resolve:{}:{}", self.name, identity),
-            KeyKind::Global => format!("resolve:{}:*", self.name),
-            KeyKind::ApiKey => format!("resolve:{}:key:{}", self.name, identity),
-        }
+        self.key_template.expand(self.name.as_str(), identity)
     }
 }
 
@@ -147,14 +151,29 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_namespaced_by_rule() {
-        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
+    fn keys_are_written_by_the_template() {
+        use crate::defaults::{KEY_TEMPLATE_API_KEY, KEY_TEMPLATE_GLOBAL, KEY_TEMPLATE_IP};
+        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60, KEY_TEMPLATE_IP);
+        let rule = rule.unwrap();
         assert_eq!(rule.key_for("203.0.113.7"), "resolve:ip:203.0.113.7");
         let global = Rule {
             name: RuleName::new("site").unwrap(),
             key: KeyKind::Global,
+            key_template: KeyTemplate::parse(KEY_TEMPLATE_GLOBAL).unwrap(),
+            ..rule.clone()
+        };
+        assert_eq!(global.key_for(""), "resolve:site:*");
+        let key = Rule {
+            name: RuleName::new("k").unwrap(),
+            key: KeyKind::ApiKey,
+            key_template: KeyTemplate::parse(KEY_TEMPLATE_API_KEY).unwrap(),
+            ..rule.clone()
+        };
+        assert_eq!(key.key_for("partner"), "resolve:k:key:partner");
+        let php = Rule {
+            key_template: KeyTemplate::parse("resolve:{ip}").unwrap(),
             ..rule
         };
-        assert_eq!(global.key_for("203.0.113.7"), "resolve:site:*");
+        assert_eq!(php.key_for("203.0.113.7"), "resolve:203.0.113.7");
     }
 }

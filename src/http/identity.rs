@@ -132,10 +132,12 @@ impl ClientPolicy {
         Ok(client)
     }
 
-    /// The identity a per-address rule counts by: an IPv4 address, or an IPv6 prefix.
+    /// The identity a per-address rule counts by: an IPv4 address, or an IPv6 prefix (a whole
+    /// address, with a prefix of 128, written as the address alone, as `REMOTE_ADDR` has it).
     pub fn identity(&self, ip: IpAddr) -> String {
         match canonical(ip) {
             IpAddr::V4(v4) => v4.to_string(),
+            v6 if self.ipv6_prefix >= 128 => v6.to_string(),
             v6 => format!("{}/{}", mask(v6, self.ipv6_prefix), self.ipv6_prefix),
         }
     }
@@ -213,7 +215,7 @@ mod tests {
             "2001:db8:1:200::/56"
         );
         let p128 = ClientPolicy::new(128, vec![], vec![]);
-        assert_eq!(client(&p128, "2001:db8::7", None), "2001:db8::7/128");
+        assert_eq!(client(&p128, "2001:db8::7", None), "2001:db8::7");
     }
 
     #[test]

@@ -306,6 +306,7 @@ mod tests {
             algorithm: crate::core::rule::Algorithm::Fixed,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window).unwrap(),
+            key_template: crate::config::default_key_template(KeyKind::Ip),
         }
     }
 

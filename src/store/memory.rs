@@ -407,6 +407,7 @@ mod tests {
             algorithm,
             limit: NonZeroU32::new(limit).unwrap(),
             window_secs: NonZeroU32::new(window_secs).unwrap(),
+            key_template: crate::config::default_key_template(KeyKind::Ip),
         }
     }
 

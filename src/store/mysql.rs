@@ -15,8 +15,11 @@
 //!
 //! Fixed windows keep their counter in the key's row (O(1) per key). Sliding windows keep one
 //! row per admitted request in `table` (`rate_events (id, rkey, ts)`, the layout PHP limiters
-//! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
-//! admits a request, and sweeps remove whatever nobody touches any more.
+//! use, `ts` in milliseconds, Unix seconds or a `DATETIME` from `NOW()`) and use the key's
+//! counter row as its lock; a key's expired rows are deleted whenever it admits a request, and
+//! sweeps remove whatever nobody touches any more. Rows another program inserts take no lock:
+//! each decision of resolve counts those committed when it reads, and resolve's decisions are
+//! exact among themselves.
 //!
 //! The usage journal and its notes have tables of their own (`journal`).
 
@@ -43,7 +46,10 @@ use errors::{
     Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
     explain,
 };
-use schema::{NOW_MS, check_tables, create_tables_sql, ms_to_ts, ts_to_ms};
+use schema::{
+    KeyNeeds, NOW_MS, check_tables, create_tables_sql, like_prefix, ms_to_ts, ts_param, ts_read,
+    ts_to_ms,
+};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
 /// (both roll the transaction back, so a retry cannot double-count).
@@ -55,24 +61,21 @@ pub struct MysqlStore {
     settings: MysqlSettings,
     /// Keys that a sweep may remove this long after their window ended.
     grace_ms: u64,
-    /// Sliding rows older than this (plus the grace) can belong to no configured window.
-    longest_sliding_ms: u64,
+    /// How long the rules' keys get, which event rows are resolve's, and how long those are
+    /// kept (sliding rows older than the longest window plus the grace can belong to no
+    /// configured window).
+    needs: KeyNeeds,
     conn: RefCell<Option<Conn>>,
 }
 
 impl MysqlStore {
-    /// A store for `settings`. `rules` tells how long sliding records must be kept.
+    /// A store for `settings`. `rules` (every rule the site counts with) tells how long
+    /// sliding records must be kept, and which keys and how long ones the tables hold.
     pub fn new(settings: MysqlSettings, rules: &[Rule], grace: Duration) -> MysqlStore {
-        let longest_sliding_ms = rules
-            .iter()
-            .filter(|r| r.algorithm == Algorithm::Sliding)
-            .map(Rule::window_ms)
-            .max()
-            .unwrap_or(0);
         MysqlStore {
             settings,
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-            longest_sliding_ms,
+            needs: KeyNeeds::of(rules),
             conn: RefCell::new(None),
         }
     }
@@ -258,17 +261,20 @@ impl MysqlStore {
             s.counter_table
         ))?;
         let sliding_statements = if sliding {
+            let (ts, read) = (ts_param(s.events_ts), ts_read(s.events_ts));
+            // A bound from `ms_to_ts` can take in rows just outside the window (a whole second
+            // of them): the limiter counts only those within.
             Some((
                 conn.prep(format!(
-                    "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ? ORDER BY ts",
+                    "SELECT {read} FROM `{}` WHERE rkey = ? AND ts >= {ts} ORDER BY ts",
                     s.events_table
                 ))?,
                 conn.prep(format!(
-                    "INSERT INTO `{}` (rkey, ts) VALUES (?, ?)",
+                    "INSERT INTO `{}` (rkey, ts) VALUES (?, {ts})",
                     s.events_table
                 ))?,
                 conn.prep(format!(
-                    "DELETE FROM `{}` WHERE rkey = ? AND ts <= ?",
+                    "DELETE FROM `{}` WHERE rkey = ? AND ts < {ts}",
                     s.events_table
                 ))?,
             ))
@@ -386,7 +392,8 @@ impl MysqlStore {
     /// Returns what was done, for `check`.
     pub fn init_tables(&self) -> Result<Vec<String>, StoreError> {
         let s = &self.settings;
-        self.with_conn(|conn, _| check_tables(conn, s))
+        let needs = &self.needs;
+        self.with_conn(|conn, _| check_tables(conn, s, needs))
     }
 
     /// Writes `key`'s cache row to expire `ttl` after the server's now; where the key has a row
@@ -426,7 +433,7 @@ impl Store for MysqlStore {
         let deadline = budget.map(|b| Instant::now() + b);
         let s = &self.settings;
         let grace = self.grace_ms;
-        let longest = self.longest_sliding_ms;
+        let longest = self.needs.longest_sliding_ms;
         self.with_conn(|conn, _| {
             let now_ms: u64 = conn.query_first(format!("SELECT {NOW_MS}"))?.unwrap_or(0);
             let mut report = SweepReport {
@@ -439,35 +446,39 @@ impl Store for MysqlStore {
             );
             // Only resolve's keys: a shared table's other rows belong to another program.
             let events = format!(
-                "DELETE FROM `{}` WHERE ts < ? AND rkey LIKE 'resolve:%' LIMIT {SWEEP_BATCH}",
-                s.events_table
+                "DELETE FROM `{}` WHERE ts < {} AND rkey LIKE ? ESCAPE '!' LIMIT {SWEEP_BATCH}",
+                s.events_table,
+                ts_param(s.events_ts)
             );
             let cache = format!(
                 "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
                 s.cache_table
             );
+            let events_before = ms_to_ts(
+                s.events_ts,
+                now_ms.saturating_sub(longest.saturating_add(grace)),
+            );
             let [journal_clients, journal_totals] =
                 journal::sweep_jobs(&s.journal_table, now_ms, SWEEP_BATCH);
-            let jobs = [
-                (counters, now_ms.saturating_sub(grace) as i64),
-                (cache, now_ms as i64),
-                (
-                    events,
-                    ms_to_ts(
-                        s.events_ts,
-                        now_ms.saturating_sub(longest.saturating_add(grace)),
-                    ),
-                ),
-                journal_clients,
-                journal_totals,
+            let mut jobs: Vec<(&str, Vec<Value>)> = vec![
+                (&counters, vec![now_ms.saturating_sub(grace).into()]),
+                (&cache, vec![now_ms.into()]),
+                (&journal_clients.0, vec![journal_clients.1.into()]),
+                (&journal_totals.0, vec![journal_totals.1.into()]),
             ];
-            for (sql, before) in &jobs {
+            for prefix in &self.needs.prefixes {
+                jobs.push((
+                    &events,
+                    vec![events_before.into(), like_prefix(prefix).into()],
+                ));
+            }
+            for (sql, params) in jobs {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         report.complete = false;
                         return Ok(report);
                     }
-                    conn.exec_drop(sql.as_str(), (*before,))?;
+                    conn.exec_drop(sql, params.clone())?;
                     let n = conn.affected_rows();
                     report.removed += n;
                     if n < u64::from(SWEEP_BATCH) {
@@ -488,13 +499,14 @@ impl Store for MysqlStore {
         }
         let s = &self.settings;
         Ok(format!(
-            "mysql store (server {version}); tables {}, {}, {}, {} and {}: {}",
+            "mysql store (server {version}); tables {}, {}, {}, {} and {}: {}; {}",
             s.counter_table,
             s.events_table,
             s.cache_table,
             s.journal_table,
             s.notes_table,
-            report.join("; ")
+            report.join("; "),
+            self.needs.sweep_note(&s.events_table, self.grace_ms)
         ))
     }
 
@@ -515,8 +527,9 @@ impl Store for MysqlStore {
                     )?,
                     Algorithm::Sliding => conn.exec_drop(
                         format!(
-                            "DELETE FROM `{}` WHERE rkey = ? AND ts = ? LIMIT 1",
-                            s.events_table
+                            "DELETE FROM `{}` WHERE rkey = ? AND ts = {} LIMIT 1",
+                            s.events_table,
+                            ts_param(s.events_ts)
                         ),
                         (c.key.as_str(), ms_to_ts(s.events_ts, at_ms)),
                     )?,

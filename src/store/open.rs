@@ -15,11 +15,18 @@ pub fn from_config(config: &Config) -> Box<dyn Store> {
             FileStore::new(dir, SystemClock, config.store.sweep_grace)
                 .with_lock_timeout(config.store.lock_timeout),
         ),
-        StoreKind::Mysql(settings) => Box::new(MysqlStore::new(
-            (**settings).clone(),
-            &config.rules,
-            config.store.sweep_grace,
-        )),
+        StoreKind::Mysql(settings) => {
+            // Every rule a request may be counted by: the keys' own too.
+            let mut rules = config.rules.clone();
+            for key in &config.api_keys.keys {
+                rules.extend(key.rules.iter().flatten().cloned());
+            }
+            Box::new(MysqlStore::new(
+                (**settings).clone(),
+                &rules,
+                config.store.sweep_grace,
+            ))
+        }
         StoreKind::Redis(settings) => Box::new(RedisStore::new((**settings).clone())),
     }
 }

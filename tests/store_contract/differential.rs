@@ -60,6 +60,7 @@ fn pool() -> Vec<Rule> {
         rule("d", Algorithm::Sliding, 4, 600),
         Rule {
             key: KeyKind::Global,
+            key_template: resolve::config::default_key_template(KeyKind::Global),
             ..rule("g", Algorithm::Fixed, 6, 1800)
         },
         rule("s", Algorithm::Sliding, 5, 3600),

@@ -12,6 +12,7 @@
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
+use resolve::config::default_key_template;
 use resolve::core::decision::Decision;
 use resolve::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use resolve::store::{Check, Store, StoreErrorKind};
@@ -25,12 +26,14 @@ pub fn rule(name: &str, algorithm: Algorithm, limit: u32, window_secs: u32) -> R
         algorithm,
         limit: NonZeroU32::new(limit).expect("limit"),
         window_secs: NonZeroU32::new(window_secs).expect("window"),
+        key_template: default_key_template(KeyKind::Ip),
     }
 }
 
 fn global(name: &str, limit: u32, window_secs: u32) -> Rule {
     Rule {
         key: KeyKind::Global,
+        key_template: default_key_template(KeyKind::Global),
         ..rule(name, Algorithm::Fixed, limit, window_secs)
     }
 }

@@ -186,6 +186,32 @@ pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
     }
 }
 
+/// Rules whose `key_template` writes another program's keys (a PHP limiter's
+/// `resolve:ADDRESS`), one site-wide, beside one with the default template: the store keeps
+/// and counts each rule under the key its template writes, and nothing under the default key.
+pub fn key_templates_name_the_stored_keys(sut: &mut dyn StoreUnderTest) {
+    let algorithm = *sut.algorithms().last().expect("an algorithm");
+    let mut php = rule("ip", algorithm.as_str(), 2, 600);
+    php["key_template"] = "resolve:{ip}".into();
+    let mut site_wide = rule("site", "fixed", 10, 600);
+    site_wide["key"] = "global".into();
+    site_wide["key_template"] = "site-total".into();
+    let site = Site::start(
+        sut,
+        &format!("{}-templates", sut.name()),
+        sut.store_json("deny", Timeouts::Patient),
+        vec![php, site_wide, rule("minute", "fixed", 10, 60)],
+    );
+    let statuses: Vec<u16> = (0..3).map(|_| site.ask("127.0.0.9").status).collect();
+    assert_eq!(statuses, [200, 200, 429], "{}", sut.name());
+    assert_eq!(sut.counted("resolve:127.0.0.9", algorithm), 2);
+    assert_eq!(sut.counted("site-total", Algorithm::Fixed), 2);
+    assert_eq!(sut.counted("resolve:minute:127.0.0.9", Algorithm::Fixed), 2);
+    for default_key in ["resolve:ip:127.0.0.9", "resolve:site:*"] {
+        assert!(!sut.holds(default_key), "{}: {default_key}", sut.name());
+    }
+}
+
 /// The store dies while requests keep coming to a site that fails open and one that fails
 /// closed: each answer comes within the bound, by the policy, with one log line naming the
 /// store and no secret; once it is back, limiting resumes with nothing done by hand.

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::error::{ConfigError, err};
-use crate::config::rules::{limit_and_window, rule_name};
+use crate::config::rules::{default_key_template, limit_and_window, rule_name};
 use crate::core::rule::{Algorithm, KeyKind, Rule};
 
 /// A site-wide limit on calls to the provider.
@@ -31,6 +31,7 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
             algorithm: Algorithm::Fixed,
             limit,
             window_secs,
+            key_template: default_key_template(KeyKind::Global),
         });
     }
     Ok(out)

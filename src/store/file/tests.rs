@@ -8,7 +8,15 @@ use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
 
 fn rule(name: &str, limit: u32, window: u32) -> Rule {
-    Rule::new(name, KeyKind::Ip, Algorithm::Fixed, limit, window).unwrap()
+    Rule::new(
+        name,
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        limit,
+        window,
+        crate::defaults::KEY_TEMPLATE_IP,
+    )
+    .unwrap()
 }
 
 /// A store in `dir` at time 0, with the usual ten-minute sweep grace.

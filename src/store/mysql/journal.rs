@@ -23,7 +23,7 @@ use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::Algorithm;
 use crate::store::Check;
 use crate::store::mysql::errors::Failed;
-use crate::store::mysql::schema::{NOW_MS, ms_to_ts, ts_to_ms};
+use crate::store::mysql::schema::{NOW_MS, ms_to_ts, ts_param, ts_read, ts_to_ms};
 use crate::store::mysql::settings::MysqlSettings;
 
 /// `X'…'`: any bytes as an SQL literal, with nothing to escape.
@@ -184,9 +184,13 @@ pub(crate) fn used(
             ),
             Algorithm::Sliding => {
                 let since = now_ms.saturating_sub(c.rule.window_ms());
+                // As the decision reads them: `ts` in its unit (a DATETIME as the server's
+                // local time), a bound that may take in a second too many for the limiter to
+                // leave out.
+                let (ts, read) = (ts_param(s.events_ts), ts_read(s.events_ts));
                 let times: Vec<i64> = conn.exec(
                     format!(
-                        "SELECT ts FROM `{}` WHERE rkey = ? AND ts > ?",
+                        "SELECT {read} FROM `{}` WHERE rkey = ? AND ts >= {ts}",
                         s.events_table
                     ),
                     (c.key.as_str(), ms_to_ts(s.events_ts, since)),

@@ -1,41 +1,115 @@
-//! The store's five tables: how they are created, their columns, how `check` finds them in
-//! shape, and how the `events` table's `ts` column maps to milliseconds.
+//! The store's five tables: how they are created, their columns and what `check` finds wrong
+//! with them, and how the `events` table's `ts` column maps to milliseconds.
 
 use mysql::Conn;
 use mysql::prelude::Queryable;
 
+use crate::core::rule::{Algorithm, Rule};
 use crate::store::mysql::errors::Failed;
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+
+/// Length of the `rkey` columns resolve creates: 191 characters, the longest a utf8mb4 column
+/// can be and still be indexed whole in InnoDB's older row formats. Every key must fit.
+pub const KEY_COLUMN_LEN: usize = 191;
 
 /// The server's time in milliseconds, in SQL.
 pub(crate) const NOW_MS: &str = "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)";
 
-pub(crate) fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
-    let ts = u64::try_from(ts).unwrap_or(0);
-    match unit {
-        TsUnit::Millis => ts,
-        TsUnit::Seconds => ts.saturating_mul(1000),
-    }
-}
+/// The server's time zone now, as seconds east of UTC: what `NOW()` adds to the time.
+const OFFSET: &str = "TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())";
 
+/// A time in milliseconds as a `ts` parameter: itself for `ms`; its second (rounded down) for
+/// `s` and for `datetime`, which [`ts_param`] writes as the server's local time.
 pub(crate) fn ms_to_ts(unit: TsUnit, ms: u64) -> i64 {
     let v = match unit {
         TsUnit::Millis => ms,
-        TsUnit::Seconds => ms / 1000,
+        TsUnit::Seconds | TsUnit::DateTime => ms / 1000,
     };
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// A `ts` as [`ts_read`] reads it, in milliseconds. A whole second counts until its end: a
+/// request stamped second T was made before T + 1, so it is kept in the window until T + 1 +
+/// the window, never leaving it early, and just as long as a PHP limiter's
+/// `ts >= NOW() - INTERVAL window SECOND` counts it.
+pub(crate) fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
+    let ts = u64::try_from(ts).unwrap_or(0);
+    match unit {
+        TsUnit::Millis => ts,
+        TsUnit::Seconds | TsUnit::DateTime => ts.saturating_add(1).saturating_mul(1000),
+    }
+}
+
+/// SQL for a `ts` value from a parameter made by [`ms_to_ts`]. A `DATETIME` is the server's
+/// local time, as `NOW()` writes it: the Unix second plus the time zone's offset now, counted
+/// from 1970-01-01 00:00:00 by calendar alone (no conversion that could fall into a daylight
+/// saving gap), so that resolve and the PHP code do the same arithmetic on the same values.
+pub(crate) fn ts_param(unit: TsUnit) -> String {
+    match unit {
+        TsUnit::Millis | TsUnit::Seconds => "?".to_owned(),
+        TsUnit::DateTime => {
+            format!("TIMESTAMPADD(SECOND, ? + {OFFSET}, TIMESTAMP'1970-01-01 00:00:00')")
+        }
+    }
+}
+
+/// SQL that reads `ts` as [`ts_to_ms`] takes it: the number itself, or a `DATETIME` back in
+/// Unix seconds.
+pub(crate) fn ts_read(unit: TsUnit) -> String {
+    match unit {
+        TsUnit::Millis | TsUnit::Seconds => "ts".to_owned(),
+        TsUnit::DateTime => {
+            format!("TIMESTAMPDIFF(SECOND, TIMESTAMP'1970-01-01 00:00:00', ts) - {OFFSET}")
+        }
+    }
+}
+
+/// What is wrong with an events table whose `ts` column has type `data_type` (lowercase), for
+/// `unit`: None when they fit.
+pub(crate) fn ts_problem(data_type: &str, unit: TsUnit) -> Option<String> {
+    match (data_type, unit) {
+        ("bigint" | "decimal" | "double", TsUnit::Millis | TsUnit::Seconds)
+        | ("int" | "mediumint", TsUnit::Seconds)
+        | ("datetime" | "timestamp", TsUnit::DateTime) => None,
+        (t @ ("int" | "mediumint"), TsUnit::Millis) => Some(format!(
+            "its ts column is {t}, too small for milliseconds: set store.events_ts to \"s\" if it holds Unix seconds"
+        )),
+        (t @ ("int" | "mediumint" | "bigint" | "decimal" | "double"), TsUnit::DateTime) => {
+            Some(format!(
+                "its ts column is {t}, a number: set store.events_ts to \"s\" if it holds Unix seconds (UNIX_TIMESTAMP()), or \"ms\" for milliseconds"
+            ))
+        }
+        (t @ ("datetime" | "timestamp"), _) => Some(format!(
+            "its ts column is {t}: set store.events_ts to \"datetime\" (rows written with NOW(), in the server's time zone)"
+        )),
+        (t, _) => Some(format!(
+            "its ts column is {t}: resolve needs a number (Unix seconds or milliseconds) or a DATETIME"
+        )),
+    }
+}
+
+/// What is wrong with a table whose `rkey` column holds `len` characters, when `longest` is
+/// the longest key resolve writes there (with the rule that writes it): None when it fits.
+pub(crate) fn key_problem(table: &str, len: u64, longest: &(String, usize)) -> Option<String> {
+    let (rule, needed) = longest;
+    (len < *needed as u64).then(|| {
+        format!(
+            "its rkey column holds {len} characters, but rule {rule} writes keys of up to {needed} (see its key_template): shorten the template, or widen the column: ALTER TABLE `{table}` MODIFY rkey VARCHAR({KEY_COLUMN_LEN}) NOT NULL"
+        )
+    })
+}
+
 /// The SQL that creates the tables: counters, events, cache, journal, notes.
 pub fn create_tables_sql(s: &MysqlSettings) -> [String; 5] {
-    let ts_comment = match s.events_ts {
-        TsUnit::Millis => "milliseconds since 1970",
-        TsUnit::Seconds => "seconds since 1970",
+    let ts = match s.events_ts {
+        TsUnit::Millis => "BIGINT NOT NULL COMMENT 'milliseconds since 1970'",
+        TsUnit::Seconds => "BIGINT NOT NULL COMMENT 'seconds since 1970'",
+        TsUnit::DateTime => "DATETIME NOT NULL COMMENT 'NOW(), in the server time zone'",
     };
     [
         format!(
             "CREATE TABLE IF NOT EXISTS `{}` (\
-             rkey VARCHAR(191) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
+             rkey VARCHAR({KEY_COLUMN_LEN}) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
              start_ms BIGINT UNSIGNED NOT NULL, \
              window_ms BIGINT UNSIGNED NOT NULL, \
              count INT UNSIGNED NOT NULL, \
@@ -46,8 +120,8 @@ pub fn create_tables_sql(s: &MysqlSettings) -> [String; 5] {
         format!(
             "CREATE TABLE IF NOT EXISTS `{}` (\
              id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
-             rkey VARCHAR(191) NOT NULL, \
-             ts BIGINT NOT NULL COMMENT '{ts_comment}', \
+             rkey VARCHAR({KEY_COLUMN_LEN}) NOT NULL, \
+             ts {ts}, \
              KEY rkey_ts (rkey, ts), KEY ts (ts)) ENGINE=InnoDB",
             s.events_table
         ),
@@ -89,9 +163,14 @@ pub(crate) const CACHE_COLUMNS: [&str; 3] = ["ckey", "expires_ms", "value"];
 pub(crate) const JOURNAL_COLUMNS: [&str; 5] = ["hour", "kind", "name", "client", "n"];
 pub(crate) const NOTES_COLUMNS: [&str; 3] = ["id", "at_ms", "note"];
 
-/// Checks every table exists with the columns the queries need, creating missing ones.
-/// Returns what was done, for `check`.
-pub(crate) fn check_tables(conn: &mut Conn, s: &MysqlSettings) -> Result<Vec<String>, Failed> {
+/// Checks every table exists with the columns the queries need, creating missing ones, and
+/// that the events table's `ts` and the key columns fit what the rules write. Returns what was
+/// done, for `check`.
+pub(crate) fn check_tables(
+    conn: &mut Conn,
+    s: &MysqlSettings,
+    needs: &KeyNeeds,
+) -> Result<Vec<String>, Failed> {
     let mut report = Vec::new();
     let create = create_tables_sql(s);
     for (table, needed, sql) in [
@@ -101,13 +180,13 @@ pub(crate) fn check_tables(conn: &mut Conn, s: &MysqlSettings) -> Result<Vec<Str
         (&s.journal_table, &JOURNAL_COLUMNS[..], &create[3]),
         (&s.notes_table, &NOTES_COLUMNS[..], &create[4]),
     ] {
-        let typed: Vec<(String, String)> = conn.exec(
-            "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
+        let typed: Vec<(String, String, Option<u64>)> = conn.exec(
+            "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH \
+             FROM information_schema.COLUMNS \
              WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
             (table.as_str(),),
         )?;
-        let columns: Vec<String> = typed.iter().map(|(c, _)| c.clone()).collect();
-        if columns.is_empty() {
+        if typed.is_empty() {
             conn.query_drop(sql.as_str())?;
             report.push(format!("created table {table}"));
             continue;
@@ -115,24 +194,24 @@ pub(crate) fn check_tables(conn: &mut Conn, s: &MysqlSettings) -> Result<Vec<Str
         let missing: Vec<&str> = needed
             .iter()
             .copied()
-            .filter(|c| !columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
+            .filter(|c| !typed.iter().any(|have| have.0.eq_ignore_ascii_case(c)))
             .collect();
-        let ts_type = typed
-            .iter()
-            .find(|(c, _)| c.eq_ignore_ascii_case("ts"))
-            .map(|(_, t)| t.to_ascii_lowercase());
-        let ts_problem = match (*table == s.events_table, ts_type.as_deref(), s.events_ts) {
-            (true, Some("bigint" | "decimal" | "double"), _) => None,
-            (true, Some("int" | "mediumint"), TsUnit::Seconds) => None,
-            (true, Some(t @ ("int" | "mediumint")), TsUnit::Millis) => Some(format!(
-                "its ts column is {t}, too small for milliseconds: set store.events_ts to \"s\" if it holds Unix seconds"
-            )),
-            (true, Some(t), _) => Some(format!(
-                "its ts column is {t}: resolve needs a number (Unix seconds or milliseconds)"
-            )),
-            _ => None,
+        let column = |name: &str| typed.iter().find(|c| c.0.eq_ignore_ascii_case(name));
+        let events = *table == s.events_table;
+        let ts_problem = column("ts")
+            .filter(|_| events)
+            .and_then(|c| ts_problem(&c.1.to_ascii_lowercase(), s.events_ts));
+        // The keys written to this table, and the room its key column has for them.
+        let longest = if events {
+            &needs.longest_sliding
+        } else {
+            &needs.longest
         };
-        if let Some(problem) = ts_problem {
+        let key_problem = column("rkey")
+            .and_then(|c| c.2)
+            .zip(longest.as_ref())
+            .and_then(|(len, longest)| key_problem(table, len, longest));
+        if let Some(problem) = ts_problem.or(key_problem) {
             report.push(format!("WRONG SHAPE: table {table}: {problem}"));
         } else if missing.is_empty() {
             report.push(format!("table {table} has the columns it needs"));
@@ -144,4 +223,158 @@ pub(crate) fn check_tables(conn: &mut Conn, s: &MysqlSettings) -> Result<Vec<Str
         }
     }
     Ok(report)
+}
+
+/// What the rules ask of the tables: how long their keys get, which event rows are resolve's
+/// to sweep, and how long those must be kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct KeyNeeds {
+    /// The longest key any rule writes (in the counter table), with that rule's name.
+    pub longest: Option<(String, usize)>,
+    /// The longest key a sliding rule writes (in the events table), with that rule's name.
+    pub longest_sliding: Option<(String, usize)>,
+    /// The longest sliding window, in milliseconds.
+    pub longest_sliding_ms: u64,
+    /// What the keys of resolve's event rows start with: `resolve:` (the default templates and
+    /// rules since removed) and each sliding rule's template's text before its identity.
+    pub prefixes: Vec<String>,
+}
+
+impl KeyNeeds {
+    pub(crate) fn of(rules: &[Rule]) -> KeyNeeds {
+        let longest = |sliding_only: bool| {
+            rules
+                .iter()
+                .filter(|r| !sliding_only || r.algorithm == Algorithm::Sliding)
+                .map(|r| {
+                    let name = r.name.as_str();
+                    (name.to_owned(), r.key_template.longest_key(name))
+                })
+                .max_by_key(|(_, len)| *len)
+        };
+        let mut prefixes = vec!["resolve:".to_owned()];
+        for r in rules.iter().filter(|r| r.algorithm == Algorithm::Sliding) {
+            let prefix = r.key_template.prefix(r.name.as_str());
+            if !prefix.is_empty() && !prefixes.iter().any(|p| prefix.starts_with(p.as_str())) {
+                prefixes.retain(|p| !p.starts_with(prefix.as_str()));
+                prefixes.push(prefix);
+            }
+        }
+        KeyNeeds {
+            longest: longest(false),
+            longest_sliding: longest(true),
+            longest_sliding_ms: rules
+                .iter()
+                .filter(|r| r.algorithm == Algorithm::Sliding)
+                .map(Rule::window_ms)
+                .max()
+                .unwrap_or(0),
+            prefixes,
+        }
+    }
+
+    /// What sweeps do to the events table, for `check`: a table shared with another program
+    /// loses that program's rows of these keys sooner than its own windows would.
+    pub(crate) fn sweep_note(&self, table: &str, grace_ms: u64) -> String {
+        let kept_secs = self
+            .longest_sliding_ms
+            .saturating_add(grace_ms)
+            .div_ceil(1000);
+        format!(
+            "sweeps delete rows of {table} whose keys start with {} once older than {kept_secs} s \
+             (the longest sliding window plus store.sweep_grace_secs): a PHP limiter's longer \
+             window over those keys is shortened to {kept_secs} s",
+            self.prefixes.join(" or ")
+        )
+    }
+}
+
+/// A `LIKE … ESCAPE '!'` pattern for the keys that start with `prefix`.
+pub(crate) fn like_prefix(prefix: &str) -> String {
+    let mut pattern = String::with_capacity(prefix.len() + 1);
+    for c in prefix.chars() {
+        if matches!(c, '!' | '%' | '_') {
+            pattern.push('!');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_seconds_count_until_their_end() {
+        for unit in [TsUnit::Seconds, TsUnit::DateTime] {
+            assert_eq!(ms_to_ts(unit, 1_700_000_000_999), 1_700_000_000);
+            assert_eq!(ts_to_ms(unit, 1_700_000_000), 1_700_000_001_000);
+        }
+        assert_eq!(
+            ms_to_ts(TsUnit::Millis, 1_700_000_000_999),
+            1_700_000_000_999
+        );
+        assert_eq!(
+            ts_to_ms(TsUnit::Millis, 1_700_000_000_999),
+            1_700_000_000_999
+        );
+    }
+
+    #[test]
+    fn check_names_the_events_ts_that_fits_the_column() {
+        assert_eq!(ts_problem("datetime", TsUnit::DateTime), None);
+        assert_eq!(ts_problem("timestamp", TsUnit::DateTime), None);
+        assert_eq!(ts_problem("int", TsUnit::Seconds), None);
+        assert_eq!(ts_problem("bigint", TsUnit::Millis), None);
+        for unit in [TsUnit::Millis, TsUnit::Seconds] {
+            let p = ts_problem("datetime", unit).unwrap();
+            assert!(p.contains("set store.events_ts to \"datetime\""), "{p}");
+        }
+        let p = ts_problem("int", TsUnit::DateTime).unwrap();
+        assert!(p.contains("set store.events_ts to \"s\""), "{p}");
+        let p = ts_problem("int", TsUnit::Millis).unwrap();
+        assert!(p.contains("too small for milliseconds"), "{p}");
+        let p = ts_problem("varchar", TsUnit::DateTime).unwrap();
+        assert!(p.contains("a number") && p.contains("DATETIME"), "{p}");
+    }
+
+    #[test]
+    fn sweeps_look_for_each_sliding_template_once() {
+        let rule = |name: &str, algorithm, template: &str| {
+            Rule::new(
+                name,
+                crate::core::rule::KeyKind::Ip,
+                algorithm,
+                5,
+                60,
+                template,
+            )
+            .unwrap()
+        };
+        let needs = KeyNeeds::of(&[
+            rule("ip", Algorithm::Sliding, "resolve:{rule}:{ip}"),
+            rule("php", Algorithm::Sliding, "rate_lim:{ip}"),
+            rule("fixed", Algorithm::Fixed, "fixed:{ip}"),
+            Rule {
+                window_secs: std::num::NonZeroU32::new(600).unwrap(),
+                ..rule("again", Algorithm::Sliding, "resolve:{ip}")
+            },
+        ]);
+        assert_eq!(needs.prefixes, ["resolve:", "rate_lim:"]);
+        assert_eq!(needs.longest_sliding_ms, 600_000);
+        assert_eq!(needs.longest_sliding, Some(("ip".to_owned(), 11 + 43)));
+        assert_eq!(needs.longest, Some(("ip".to_owned(), 11 + 43)));
+        assert_eq!(like_prefix("rate_limit:"), "rate!_limit:%");
+        assert_eq!(like_prefix("a%b!"), "a!%b!!%");
+        assert_eq!(
+            key_problem("rate_events", 120, &("ip".to_owned(), 130)).unwrap(),
+            "its rkey column holds 120 characters, but rule ip writes keys of up to 130 (see its key_template): shorten the template, or widen the column: ALTER TABLE `rate_events` MODIFY rkey VARCHAR(191) NOT NULL"
+        );
+        assert_eq!(
+            key_problem("rate_events", 120, &("ip".to_owned(), 51)),
+            None
+        );
+    }
 }

@@ -9,13 +9,16 @@ use serde::{Serialize, Serializer};
 use crate::secret::Secret;
 use crate::show;
 
-/// How the `events` table writes time: milliseconds (ours) or seconds (common in PHP limiters).
+/// How the `events` table writes time: milliseconds (ours), or as PHP limiters do, Unix seconds
+/// or a `DATETIME` in the server's time zone (`NOW()`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TsUnit {
     #[serde(rename = "ms")]
     Millis,
     #[serde(rename = "s")]
     Seconds,
+    #[serde(rename = "datetime")]
+    DateTime,
 }
 
 /// Where the MySQL/MariaDB store lives.

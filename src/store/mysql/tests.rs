@@ -53,7 +53,15 @@ fn hold(conn: &mut TcpStream) {
 }
 
 fn decide(store: &MysqlStore) -> Result<Decision, StoreError> {
-    let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 3, 60).unwrap();
+    let rule = Rule::new(
+        "ip",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        3,
+        60,
+        crate::defaults::KEY_TEMPLATE_IP,
+    )
+    .unwrap();
     store.decide(&[Check {
         rule: &rule,
         key: "resolve:ip:192.0.2.1".into(),

@@ -5,7 +5,15 @@ use crate::core::rule::{KeyKind, Rule};
 
 #[test]
 fn script_answers_become_decisions() {
-    let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
+    let rule = Rule::new(
+        "ip",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        30,
+        60,
+        crate::defaults::KEY_TEMPLATE_IP,
+    )
+    .unwrap();
     let checks = [Check {
         rule: &rule,
         key: "k".into(),

@@ -1,0 +1,250 @@
+//! How a rule's store key is written: a template of text and placeholders (`{rule}`, `{ip}`,
+//! `{api_key}`), so that resolve can count the rows another program (a PHP limiter) counts.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+/// What a template can say besides its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder {
+    /// The rule's name.
+    Rule,
+    /// The client's address as counted (an IPv6 client by its prefix).
+    Ip,
+    /// The client's API key as counted: its name when listed, else `sha256:` and 16 hex digits
+    /// of its hash (never the key itself).
+    ApiKey,
+}
+
+impl Placeholder {
+    pub const ALL: [Placeholder; 3] = [Placeholder::Rule, Placeholder::Ip, Placeholder::ApiKey];
+
+    /// The name between the braces.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placeholder::Rule => "rule",
+            Placeholder::Ip => "ip",
+            Placeholder::ApiKey => "api_key",
+        }
+    }
+
+    /// Written with its braces, as in a template.
+    pub fn written(self) -> String {
+        format!("{{{}}}", self.name())
+    }
+
+    /// The longest value this placeholder takes, rule names aside: an IPv6 prefix written out
+    /// (`ffff:…:ffff/128`, 39 + 4), a listed key's name (32; an unlisted key's `sha256:` and
+    /// 16 hex digits is 23).
+    pub fn longest_identity(self) -> usize {
+        match self {
+            Placeholder::Rule => 0,
+            Placeholder::Ip => 43,
+            Placeholder::ApiKey => 32,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Text(String),
+    Slot(Placeholder),
+}
+
+/// What is wrong with a template's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateError {
+    Empty,
+    /// A character that is not printable ASCII, or a space.
+    Character(char),
+    /// `{name}` that is no placeholder.
+    Unknown(String),
+    /// A `{` without its `}`, or a `}` alone.
+    Brace,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateError::Empty => f.write_str("is empty"),
+            TemplateError::Character(c) => write!(
+                f,
+                "holds {c:?}: keys are printable ASCII without spaces (the MySQL store's key column is ASCII)"
+            ),
+            TemplateError::Unknown(name) => write!(f, "{{{name}}} is not a placeholder"),
+            TemplateError::Brace => f.write_str("has a brace that opens or closes no placeholder"),
+        }
+    }
+}
+
+/// A key template, checked: printable ASCII, braces only around known placeholders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate {
+    text: String,
+    parts: Vec<Part>,
+}
+
+impl KeyTemplate {
+    pub fn parse(text: &str) -> Result<KeyTemplate, TemplateError> {
+        if text.is_empty() {
+            return Err(TemplateError::Empty);
+        }
+        if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
+            return Err(TemplateError::Character(c));
+        }
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            match rest.find(['{', '}']) {
+                None => {
+                    parts.push(Part::Text(rest.to_owned()));
+                    rest = "";
+                }
+                Some(at) => {
+                    if at > 0 {
+                        parts.push(Part::Text(rest[..at].to_owned()));
+                    }
+                    let tail = &rest[at..];
+                    let close = tail
+                        .strip_prefix('{')
+                        .and_then(|t| t.find(['{', '}']).filter(|i| t[*i..].starts_with('}')))
+                        .ok_or(TemplateError::Brace)?;
+                    let name = &tail[1..=close];
+                    let slot = Placeholder::ALL
+                        .into_iter()
+                        .find(|p| p.name() == name)
+                        .ok_or_else(|| TemplateError::Unknown(name.to_owned()))?;
+                    parts.push(Part::Slot(slot));
+                    rest = &tail[close + 2..];
+                }
+            }
+        }
+        Ok(KeyTemplate {
+            text: text.to_owned(),
+            parts,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn uses(&self, p: Placeholder) -> bool {
+        self.parts.contains(&Part::Slot(p))
+    }
+
+    /// The key of rule `rule` for `identity` (the client's address or key, as the rule counts).
+    pub fn expand(&self, rule: &str, identity: &str) -> String {
+        let mut key = String::with_capacity(self.text.len() + identity.len() + rule.len());
+        for part in &self.parts {
+            key.push_str(match part {
+                Part::Text(t) => t,
+                Part::Slot(Placeholder::Rule) => rule,
+                Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
+            });
+        }
+        key
+    }
+
+    /// The text every key of rule `rule` starts with: up to the first `{ip}` or `{api_key}`.
+    pub fn prefix(&self, rule: &str) -> String {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Slot(Placeholder::Rule) => out.push_str(rule),
+                Part::Slot(_) => break,
+            }
+        }
+        out
+    }
+
+    /// The longest key rule `rule` can make with it.
+    pub fn longest_key(&self, rule: &str) -> usize {
+        self.parts
+            .iter()
+            .map(|part| match part {
+                Part::Text(t) => t.len(),
+                Part::Slot(Placeholder::Rule) => rule.len(),
+                Part::Slot(p) => p.longest_identity(),
+            })
+            .sum()
+    }
+}
+
+impl fmt::Display for KeyTemplate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for KeyTemplate {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_written_out() {
+        let t = KeyTemplate::parse("resolve:{rule}:{ip}").unwrap();
+        assert_eq!(t.expand("ip", "203.0.113.7"), "resolve:ip:203.0.113.7");
+        assert_eq!(t.prefix("ip"), "resolve:ip:");
+        assert!(t.uses(Placeholder::Ip) && t.uses(Placeholder::Rule));
+        assert!(!t.uses(Placeholder::ApiKey));
+        let php = KeyTemplate::parse("resolve:{ip}").unwrap();
+        assert_eq!(php.expand("ip", "203.0.113.7"), "resolve:203.0.113.7");
+        assert_eq!(php.prefix("ip"), "resolve:");
+        let login = KeyTemplate::parse("login:{api_key}").unwrap();
+        assert_eq!(login.expand("k", "42"), "login:42");
+        let site = KeyTemplate::parse("resolve:{rule}:*").unwrap();
+        assert_eq!(site.expand("site", ""), "resolve:site:*");
+        assert_eq!(site.prefix("site"), "resolve:site:*");
+        assert_eq!(site.as_str(), "resolve:{rule}:*");
+    }
+
+    #[test]
+    fn the_longest_key_counts_the_longest_identity() {
+        let t = KeyTemplate::parse("resolve:{rule}:{ip}").unwrap();
+        assert_eq!(t.longest_key("ip"), "resolve:ip:".len() + 43);
+        let longest_v6 = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128";
+        assert_eq!(longest_v6.len(), Placeholder::Ip.longest_identity());
+        let k = KeyTemplate::parse("k:{api_key}").unwrap();
+        assert_eq!(k.longest_key("any"), 2 + 32);
+    }
+
+    #[test]
+    fn mistakes_are_refused() {
+        assert_eq!(KeyTemplate::parse(""), Err(TemplateError::Empty));
+        assert_eq!(
+            KeyTemplate::parse("resolve: {ip}"),
+            Err(TemplateError::Character(' '))
+        );
+        assert_eq!(
+            KeyTemplate::parse("résolve:{ip}"),
+            Err(TemplateError::Character('é'))
+        );
+        assert_eq!(
+            KeyTemplate::parse("resolve:{addr}"),
+            Err(TemplateError::Unknown("addr".into()))
+        );
+        for bad in [
+            "resolve:{ip",
+            "resolve:ip}",
+            "a{{ip}}",
+            "{}x",
+            "a{ip}{",
+            "a}",
+        ] {
+            assert!(KeyTemplate::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            KeyTemplate::parse("{}").unwrap_err(),
+            TemplateError::Unknown(String::new())
+        );
+    }
+}
