@@ -92,11 +92,23 @@ enum Verdict {
 struct Tally {
     events: Vec<Event>,
     client: Option<String>,
+    /// The store could not be reached for this request: the journal is not tried (it would
+    /// wait out another timeout and log a second line for the same fault).
+    store_down: bool,
 }
 
 impl Tally {
     fn add(&mut self, event: Event) {
         self.events.push(event);
+    }
+
+    /// The store failed the decision: counted when its data was damaged (the journal is kept
+    /// apart and may well be written), not when it could not be reached.
+    fn store_failed(&mut self, e: &crate::store::StoreError) {
+        match e.kind {
+            crate::store::StoreErrorKind::Corrupt => self.add(Event::StoreFailed),
+            crate::store::StoreErrorKind::Unavailable => self.store_down = true,
+        }
     }
 }
 
@@ -198,9 +210,13 @@ impl App<'_> {
         if let Some(network) = self.config.client.untrusted_network(asked.address) {
             tally.add(Event::UntrustedNetwork(network.name()));
         }
-        if let Some(p) = self.refuse_blocked(&asked, tally) {
-            return Err(p);
-        }
+        // A store that cannot tell who is blocked fails the decision too: its error goes
+        // straight to the failure policy, without waiting out a second timeout.
+        let blocks_failure = match self.refuse_blocked(&asked, tally) {
+            Ok(Some(p)) => return Err(p),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
         let Some(provider) = self.provider else {
             tally.add(Event::Bad("not_configured".into()));
             return Err(Problem::new(
@@ -218,7 +234,11 @@ impl App<'_> {
             .then(|| crate::provider::cache::key(&asked.link));
         // A store that failed the cache read would fail the decision too, after another
         // timeout: its error goes straight to the failure policy.
-        let (cached, cache_failure, _claim) = match cache_key.as_deref().map(|k| self.look_up(k)) {
+        let lookup = cache_key
+            .as_deref()
+            .filter(|_| blocks_failure.is_none())
+            .map(|k| self.look_up(k));
+        let (cached, cache_failure, _claim) = match lookup {
             None => (None, None, None),
             Some(Lookup::Hit(r)) => (Some(r), None, None),
             Some(Lookup::Miss(claim)) => (None, None, claim),
@@ -231,7 +251,7 @@ impl App<'_> {
             .chain(self.config.spend.iter().filter(|_| paid))
             .collect();
         let checks = checks(&all_rules, &asked);
-        let decided = match cache_failure {
+        let decided = match blocks_failure.or(cache_failure) {
             Some(e) => Err(e),
             None => self.store.decide(&checks),
         };
@@ -404,7 +424,7 @@ impl App<'_> {
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {
-                    tally.add(Event::StoreFailed);
+                    tally.store_failed(&e);
                     tally.add(Event::Admitted);
                     self.log.line(
                         Level::Error,
@@ -413,7 +433,7 @@ impl App<'_> {
                     Ok(Verdict::Admitted(None))
                 }
                 OnError::Deny => {
-                    tally.add(Event::StoreFailed);
+                    tally.store_failed(&e);
                     Err(Problem::new(
                         503,
                         "store_unavailable",

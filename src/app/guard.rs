@@ -13,22 +13,27 @@ use crate::defaults;
 use crate::http::cidr::Cidr;
 use crate::http::problem::Problem;
 use crate::log::Level;
-use crate::store::Check;
+use crate::store::{Check, StoreError};
 
 /// What a blocked client reads.
 pub const BLOCKED: &str = "Requests from your address are blocked on this service.";
 
 impl App<'_> {
     /// The 403 for a blocked client, before anything is counted or spent; logged at most once
-    /// a minute per client.
-    pub(super) fn refuse_blocked(&self, asked: &Asked<'_>, tally: &mut Tally) -> Option<Problem> {
+    /// a minute per client. An error when the store's blocks cannot be read.
+    pub(super) fn refuse_blocked(
+        &self,
+        asked: &Asked<'_>,
+        tally: &mut Tally,
+    ) -> Result<Option<Problem>, StoreError> {
         let why = if self.config.block.contains(asked.address) {
             "it is in the configuration's block list".to_owned()
         } else {
-            // A store that cannot be read here fails the decision next, by its policy.
-            let list = blocks::read(self.store).ok()?;
-            let block = blocks::find(&list, asked.address, SystemClock.now_ms())?;
-            describe(block)
+            let list = blocks::read(self.store)?;
+            match blocks::find(&list, asked.address, SystemClock.now_ms()) {
+                Some(block) => describe(block),
+                None => return Ok(None),
+            }
         };
         tally.add(Event::Blocked);
         if self.first_in(
@@ -43,7 +48,7 @@ impl App<'_> {
                 ),
             );
         }
-        Some(Problem::new(403, "blocked", BLOCKED))
+        Ok(Some(Problem::new(403, "blocked", BLOCKED)))
     }
 
     /// The client's rules without the `ip` ones when the allow list holds its address.

@@ -14,7 +14,7 @@ impl App<'_> {
     /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
     /// most once a minute across processes.
     pub(super) fn journal(&self, tally: &Tally) {
-        if !self.config.journal {
+        if !self.config.journal || tally.store_down {
             return;
         }
         let entry =

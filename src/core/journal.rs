@@ -74,7 +74,7 @@ pub enum Event {
     ProviderFailure(&'static str),
     /// Refused before anything was counted, for this reason (the problem's code).
     Bad(String),
-    /// The store failed the decision (answered by the failure policy).
+    /// The store failed the decision with damaged data (answered by the failure policy).
     StoreFailed,
     /// Refused (403) by the block list, before anything was counted.
     Blocked,
