@@ -1,6 +1,7 @@
 //! The configuration file: its JSON form, and the checked `Config` the program runs with. Every
 //! mistake is reported with the field and what to write instead, before any request is served.
 
+pub mod admin;
 pub mod api_keys;
 pub mod error;
 pub mod locate;
@@ -55,6 +56,8 @@ pub struct Config {
     pub fastcgi_max_requests: u32,
     /// The footer the owner shows visitors (site name, contact, terms link).
     pub page: page::Page,
+    /// The owner's dashboard at `/admin`: None (off) unless a password hash is set.
+    pub admin: Option<admin::Admin>,
 }
 
 /// The rule that applies when the configuration names none.
@@ -221,6 +224,14 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
+        admin::check_reserved(
+            rules
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (format!("rules[{i}].name"), r))
+                .chain(spend.iter().map(|r| ("spend".to_owned(), r))),
+        )?;
+        let admin = admin::admin(raw.admin, &store.kind, base)?;
         Ok(Config {
             provider,
             store,
@@ -238,6 +249,7 @@ impl Config {
             allowed_origins,
             fastcgi_max_requests,
             page,
+            admin,
         })
     }
 }
@@ -435,6 +447,15 @@ mod tests {
             (
                 r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "/d", "timeout_ms": 120000}}"#,
                 "provider.timeout_ms",
+            ),
+            (r#"{"admin": {}}"#, "admin.password_hash"),
+            (
+                r#"{"admin": {"password_hash": "hunter2hunter2"}}"#,
+                "admin.password_hash",
+            ),
+            (
+                r#"{"rules": [{"name": "admin-signin", "key": "ip", "limit": 5, "window_secs": 60}]}"#,
+                "rules[0].name",
             ),
         ];
         for (text, field) in cases {

@@ -33,7 +33,9 @@ struct Fastcgi {
 
 impl Serialize for Config {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(10 + usize::from(!self.page.is_empty())))?;
+        let mut map = s.serialize_map(Some(
+            10 + usize::from(!self.page.is_empty()) + usize::from(self.admin.is_some()),
+        ))?;
         map.serialize_entry("provider", &self.provider)?;
         map.serialize_entry("store", &self.store)?;
         map.serialize_entry("rules", &self.rules)?;
@@ -59,6 +61,9 @@ impl Serialize for Config {
         map.serialize_entry("api_keys", &self.api_keys)?;
         if !self.page.is_empty() {
             map.serialize_entry("page", &self.page)?;
+        }
+        if let Some(admin) = &self.admin {
+            map.serialize_entry("admin", admin)?;
         }
         map.end()
     }

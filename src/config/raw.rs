@@ -18,6 +18,13 @@ pub(crate) struct RawConfig {
     pub(crate) allowed_origins: Option<Vec<String>>,
     pub(crate) fastcgi: Option<RawFastcgi>,
     pub(crate) page: Option<RawPage>,
+    pub(crate) admin: Option<RawAdmin>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAdmin {
+    pub(crate) password_hash: Option<String>,
 }
 
 #[derive(Deserialize)]
