@@ -1,4 +1,5 @@
-//! The command line as the owner meets it: `check`, `sweep`, `--help`, `--version`, mistakes.
+//! The command line as the owner meets it: `check`, `sweep`, `hash-key`, `hash-password`,
+//! `--help`, `--version`, mistakes.
 
 mod support;
 
@@ -21,7 +22,7 @@ fn resolve(args: &[&str], config: Option<&Path>) -> Output {
 fn help_and_version() {
     let o = resolve(&["--help"], None);
     assert!(o.status.success());
-    for command in ["serve", "check", "sweep", "hash-key"] {
+    for command in ["serve", "check", "sweep", "hash-key", "hash-password"] {
         assert!(
             output_text(&o).contains(&format!("resolve {command}")),
             "--help lists {command}"
@@ -55,6 +56,95 @@ fn hash_key_prints_the_sha256_of_the_key_on_stdin() {
         String::from_utf8_lossy(&o.stdout).trim(),
         "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
     );
+}
+
+/// `resolve hash-password` with `input` on its standard input.
+fn hash_password(input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = command(&["hash-password"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn hash_password_prints_a_salted_argon2id_hash_that_check_accepts() {
+    let o = hash_password(b"correct horse battery staple\n");
+    assert!(o.status.success(), "{}", output_text(&o));
+    let hash = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert!(
+        hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{hash}"
+    );
+    assert!(resolve::admin::password::verify(
+        &hash,
+        "correct horse battery staple"
+    ));
+    assert!(!resolve::admin::password::verify(
+        &hash,
+        "correct horse battery staple\n"
+    ));
+    // Salted: the same password twice makes two hashes.
+    let again = String::from_utf8_lossy(&hash_password(b"correct horse battery staple").stdout)
+        .trim()
+        .to_owned();
+    assert_ne!(again, hash);
+    assert!(resolve::admin::password::verify(
+        &again,
+        "correct horse battery staple"
+    ));
+
+    // The configuration takes it, and check says the dashboard is on (without showing it).
+    let dir = TempDir::new("cli-admin");
+    let config = dir.join("config.json");
+    let text = serde_json::json!({"provider": {"kind": "echo"}, "store": {"dir": "data"},
+        "admin": {"password_hash": hash}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+    let out = output_text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("dashboard: on at /cgi-bin/resolve/admin"),
+        "{out}"
+    );
+    assert!(out.contains("\"password_hash\": \"***\""), "{out}");
+    assert!(!out.contains(&hash), "{out}");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
+    )
+    .unwrap();
+    let out = output_text(&resolve(
+        &["check", "--config", config.to_str().unwrap()],
+        None,
+    ));
+    assert!(out.contains("dashboard: off"), "{out}");
+}
+
+#[test]
+fn hash_password_refuses_empty_and_short_passwords() {
+    for (input, says) in [
+        (&b""[..], "empty"),
+        (b"\n", "empty"),
+        (b"hunter2\n", "7 characters: use at least 12"),
+    ] {
+        let o = hash_password(input);
+        assert_eq!(o.status.code(), Some(2), "{input:?}");
+        assert!(o.stdout.is_empty(), "nothing printed on standard output");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(says) && err.contains("nothing was made"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("hunter2"),
+            "the password is not repeated: {err}"
+        );
+    }
 }
 
 #[test]
