@@ -38,6 +38,23 @@ pub fn is_admin(env: &Env) -> bool {
     env.get("PATH_INFO") == Some(PATH_INFO.as_bytes())
 }
 
+/// The dashboard's path as the browser sees it, where its forms post and its cookies are kept:
+/// the requested path when it is plain and ends in `/admin` (a host that rewrites
+/// `/cgi-bin/...` to the account's own directory gives the program another SCRIPT_NAME than
+/// the one in the address bar), else the program's path followed by `/admin`.
+pub fn own_path(env: &Env) -> Option<String> {
+    let requested = env
+        .text("REQUEST_URI")
+        .and_then(|uri| uri.split(['?', '#']).next())
+        .filter(|path| path.ends_with(PATH_INFO));
+    match render::Frame::new(requested, None).action {
+        Some(path) => Some(path.to_owned()),
+        None => render::Frame::new(env.text("SCRIPT_NAME"), None)
+            .action
+            .map(|script| format!("{script}{PATH_INFO}")),
+    }
+}
+
 /// What one dashboard request needs, borrowed from the site that answers it.
 pub struct Dashboard<'a> {
     pub config: &'a Config,
@@ -90,9 +107,7 @@ impl Dashboard<'_> {
         let Some(admin) = &self.config.admin else {
             return page::text(404, "Not found.");
         };
-        let action = render::Frame::new(env.text("SCRIPT_NAME"), None)
-            .action
-            .map(|script| format!("{script}{PATH_INFO}"));
+        let action = own_path(env);
         let frame = Frame {
             action: action.as_deref(),
             page: Some(&self.config.page),

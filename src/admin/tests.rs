@@ -422,6 +422,37 @@ fn a_new_password_signs_everyone_out() {
 }
 
 #[test]
+fn forms_and_cookies_keep_to_the_path_in_the_address_bar() {
+    let base = Env::new().with("PATH_INFO", "/admin");
+    let script = base.clone().with("SCRIPT_NAME", "/~alice/cgi-bin/resolve");
+    assert_eq!(
+        own_path(&script).as_deref(),
+        Some("/~alice/cgi-bin/resolve/admin")
+    );
+    // Rewritten by the host: the browser asked for /cgi-bin/resolve/admin.
+    let rewritten = script
+        .clone()
+        .with("REQUEST_URI", "/cgi-bin/resolve/admin?x=1");
+    assert_eq!(
+        own_path(&rewritten).as_deref(),
+        Some("/cgi-bin/resolve/admin")
+    );
+    for odd in [
+        "//evil.example/admin",
+        "/cgi-bin/resolve/%61dmin",
+        "/a\"b/admin",
+    ] {
+        let env = script.clone().with("REQUEST_URI", odd);
+        assert_eq!(
+            own_path(&env).as_deref(),
+            Some("/~alice/cgi-bin/resolve/admin"),
+            "{odd}"
+        );
+    }
+    assert_eq!(own_path(&base), None);
+}
+
+#[test]
 fn cookies_are_secure_over_https_and_other_methods_are_refused() {
     let site = site();
     let r = site.dashboard().answer(
