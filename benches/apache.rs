@@ -1,4 +1,4 @@
-//! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 and 200 paths under mod_cgid and under mod_fcgid, each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program.
+//! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 path (with and without the usage journal) and the 200 path under mod_cgid and under mod_fcgid, each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -188,6 +188,13 @@ fn main() {
             &format!("{store_name}-open.json"),
             site_config(&provider, store, 4_000_000_000).to_string(),
         );
+        // The same limited site without the usage journal: what the journal costs a 429.
+        let mut unjournaled = site_config(&provider, store, 1);
+        unjournaled["journal"] = json!(false);
+        let unjournaled = dir.write(
+            &format!("{store_name}-unjournaled.json"),
+            unjournaled.to_string(),
+        );
         for &mode in &modes {
             let server = match mode {
                 Mode::Cgid => "mod_cgid",
@@ -200,15 +207,18 @@ fn main() {
                 .fcgid_pool(connections as usize)
                 .resolve_program("limited", &binary)
                 .resolve_program("open", &binary)
+                .resolve_program("unjournaled", &binary)
                 .cgi("noop", &floor)
                 .conf(&format!(
                     "<Location /cgi-bin/limited>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
                      <Location /cgi-bin/open>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
+                     <Location /cgi-bin/unjournaled>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
                      KeepAlive On\nMaxKeepAliveRequests 0\nLogLevel error\n\
                      <IfModule mod_fcgid.c>\n    FcgidMaxProcesses {}\n    \
                      FcgidMaxProcessesPerClass {}\n</IfModule>\n",
                     limited.display(),
                     open.display(),
+                    unjournaled.display(),
                     4 * connections,
                     connections + 4,
                 ))
@@ -219,6 +229,10 @@ fn main() {
             let target = format!("/cgi-bin/limited?{LINK}");
             client.send(&Request::get(&target)).expect("first request");
             let check = client.send(&Request::get(&target)).expect("second request");
+            assert_eq!(check.status, 429, "{}", check.everything());
+            let other = format!("/cgi-bin/unjournaled?{LINK}");
+            client.send(&Request::get(&other)).expect("first request");
+            let check = client.send(&Request::get(&other)).expect("second request");
             assert_eq!(check.status, 429, "{}", check.everything());
             let check = client
                 .send(&Request::get(&format!("/cgi-bin/open?{LINK}")))
@@ -267,6 +281,12 @@ fn main() {
             measure(
                 &format!("/cgi-bin/limited?{LINK}"),
                 format!("{a} resolve, 429"),
+                false,
+                store_name,
+            );
+            measure(
+                &format!("/cgi-bin/unjournaled?{LINK}"),
+                format!("{a} resolve, 429, no journal"),
                 false,
                 store_name,
             );
@@ -330,6 +350,20 @@ fn main() {
             "  FastCGI 429, {store} store >= 4x floor: {:.2}x",
             ratio(store, "mod_fcgid", "429")
         );
+    }
+    for store in ["file", "mysql", "redis"] {
+        for server in ["mod_cgid", "mod_fcgid"] {
+            let find = |label: &str| {
+                rows.iter()
+                    .find(|r| r.store == store && r.server == server && r.path.ends_with(label))
+                    .map_or(f64::NAN, |r| r.ratio)
+            };
+            let (with, without) = (find("resolve, 429"), find("429, no journal"));
+            println!(
+                "  journal cost, 429 path, {store} {server} (<= 5%): {:+.1}% ({with:.2}x floor with, {without:.2}x without)",
+                (without / with - 1.0) * 100.0
+            );
+        }
     }
     println!(
         "  static binary <= 5 MB: {:.2} MB; one CGI request <= 4 MB: see peak RSS above",

@@ -1,4 +1,4 @@
-//! Request parsing and answer rendering, in process (criterion): the CGI meta-variables of a typical browser request checked and its link decoded; the same request read from FastCGI records; a 429 and a 200 rendered as CGI output and wrapped in FastCGI records; and whole requests through App::handle with a file store, kept (FastCGI) or opened with the configuration for each request (CGI, without the exec). Run: `cargo bench --bench requests`.
+//! Request parsing and answer rendering, in process (criterion): the CGI meta-variables of a typical browser request checked and its link decoded; the same request read from FastCGI records; a 429 and a 200 rendered as CGI output and wrapped in FastCGI records; and whole requests through App::handle with a file store, kept (FastCGI) or opened with the configuration for each request (CGI, without the exec); and block/allow lists of 10,000 entries next to none. Run: `cargo bench --bench requests`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -210,5 +210,58 @@ fn whole_requests(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, parsing, rendering, whole_requests);
+/// Block and allow lists of 10,000 entries next to none: the decision for a client that is in
+/// neither (the most common case, the whole list searched), kept (FastCGI) and with the
+/// configuration parsed for each request (CGI).
+fn lists(c: &mut Criterion) {
+    let dir = support::TempDir::new("bench-lists");
+    let entries = |n: u32, base: u32| -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let a = std::net::Ipv4Addr::from(base + i * 256);
+                if i % 2 == 0 {
+                    format!("{a}/24")
+                } else {
+                    format!("2001:db8:{:x}::/48", base / 65_536 + i)
+                }
+            })
+            .collect()
+    };
+    for n in [0, 10_000] {
+        let text = serde_json::json!({
+            "provider": {"kind": "echo"},
+            "store": {"kind": "file", "dir": dir.path(), "sweep_one_in": 0},
+            "rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}],
+            "block": entries(n, 0x0B00_0000),
+            "allow": entries(n, 0x2C00_0000),
+        })
+        .to_string();
+        let config = Config::from_json(&text, Path::new("/")).expect("valid configuration");
+        let env = browser_env();
+        let site = Site::new(config);
+        site.app().handle(&env, &mut std::io::empty());
+        c.bench_function(
+            &format!("lists of {n}: handle a 429, kept (FastCGI)"),
+            |b| {
+                b.iter(|| {
+                    let answer = site.app().handle(black_box(&env), &mut std::io::empty());
+                    assert_eq!(answer.response.status, 429);
+                    black_box(answer)
+                })
+            },
+        );
+        c.bench_function(&format!("lists of {n}: configuration parsed (CGI)"), |b| {
+            b.iter(|| {
+                black_box(Config::from_json(black_box(&text), Path::new("/")).expect("valid"))
+            })
+        });
+        let probe: std::net::IpAddr = "198.51.100.7".parse().unwrap();
+        let set = &site.config.block;
+        c.bench_function(&format!("lists of {n}: one lookup"), |b| {
+            b.iter(|| black_box(set.contains(black_box(probe))))
+        });
+    }
+}
+
+criterion_group!(benches, parsing, rendering, whole_requests, lists);
 criterion_main!(benches);

@@ -240,10 +240,16 @@ impl Dashboard<'_> {
         let forwarded = env
             .header(&self.config.forwarded_header)
             .and_then(|v| std::str::from_utf8(v).ok());
+        let connecting = self
+            .config
+            .client
+            .network_header()
+            .and_then(|h| env.header(h))
+            .and_then(|v| std::str::from_utf8(v).ok());
         let address = self
             .config
             .client
-            .client_address(env.text("REMOTE_ADDR"), forwarded)
+            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
             .ok()?;
         Some(self.config.client.identity(address))
     }

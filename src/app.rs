@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::core::decision::Decision;
+use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
 use crate::http::api_key::ClientKey;
@@ -65,6 +66,8 @@ pub struct App<'a> {
 /// A request read and checked, before anything is counted.
 struct Asked<'c> {
     method: Method,
+    /// The client's address.
+    address: std::net::IpAddr,
     /// The client's address as counted (an IPv6 address by its prefix).
     identity: String,
     key: Option<ClientKey<'c>>,
@@ -82,6 +85,19 @@ struct Admitted {
 enum Verdict {
     Admitted(Option<Admitted>),
     Refused(Response),
+}
+
+/// What the journal will count of this request: what happened, and to which client.
+#[derive(Debug, Default)]
+struct Tally {
+    events: Vec<Event>,
+    client: Option<String>,
+}
+
+impl Tally {
+    fn add(&mut self, event: Event) {
+        self.events.push(event);
+    }
 }
 
 /// Each rule applied to the key it counts this request by.
@@ -148,7 +164,9 @@ impl App<'_> {
             };
         }
         let frame = render::Frame::new(env.text("SCRIPT_NAME"), Some(&self.config.page));
-        let response = match self.respond(env, body, format, &frame) {
+        let mut tally = Tally::default();
+        tally.add(Event::Request);
+        let response = match self.respond(env, body, format, &frame, &mut tally) {
             Ok(r) => r,
             Err(p) => {
                 let level = if p.status >= 500 {
@@ -156,20 +174,21 @@ impl App<'_> {
                 } else {
                     Level::Warn
                 };
-                if p.status != 429 {
+                let said = p.log.as_deref().unwrap_or(&p.detail);
+                // Blocked clients are logged by the guard, at most once a minute each.
+                if p.status != 429 && p.code != "blocked" {
                     self.log.line(
                         level,
-                        &format!(
-                            "{} {}: {}",
-                            p.status,
-                            who(env, key_header),
-                            p.log.as_deref().unwrap_or(&p.detail)
-                        ),
+                        &format!("{} {}: {said}", p.status, who(env, key_header)),
                     );
+                }
+                if said.starts_with(ACTION_NEEDED) {
+                    self.note(said);
                 }
                 render::problem(format, &p, &frame)
             }
         };
+        self.journal(&tally);
         Answer {
             response,
             head_only,
@@ -184,9 +203,20 @@ impl App<'_> {
         body: &mut dyn Read,
         format: Format,
         frame: &render::Frame<'_>,
+        tally: &mut Tally,
     ) -> Result<Response, Problem> {
-        let asked = self.read_request(env, body)?;
+        let asked = self
+            .read_request(env, body)
+            .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
+        tally.client = Some(asked.identity.clone());
+        if let Some(network) = self.config.client.untrusted_network(asked.address) {
+            tally.add(Event::UntrustedNetwork(network.name()));
+        }
+        if let Some(p) = self.refuse_blocked(&asked, tally) {
+            return Err(p);
+        }
         let Some(provider) = self.provider else {
+            tally.add(Event::Bad("not_configured".into()));
             return Err(Problem::new(
                 503,
                 "not_configured",
@@ -196,7 +226,7 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
-        let rules = self.client_rules(asked.key.as_ref());
+        let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
             .then(|| crate::provider::cache::key(&asked.link));
@@ -220,18 +250,29 @@ impl App<'_> {
             None => self.store.decide(&checks),
         };
         let store_up = decided.is_ok();
-        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame)? {
+        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
             Verdict::Admitted(admitted) => admitted,
-            Verdict::Refused(response) => return Ok(response),
+            Verdict::Refused(response) => {
+                self.count_refusal(&asked, tally);
+                return Ok(response);
+            }
         };
+        self.shadow(&asked, tally);
 
         let mut response = if head_only {
             render::counted(format)
         } else if let Some(resolved) = cached {
+            tally.add(Event::CacheHit);
             render::resolved(format, &resolved, frame).header("X-Resolve-Cache", "hit")
         } else {
             let spend_checks = &checks[rules.len()..];
-            let resolved = self.pay(provider, &asked.link, admitted.as_ref(), spend_checks)?;
+            let resolved = self.pay(
+                provider,
+                &asked.link,
+                admitted.as_ref(),
+                spend_checks,
+                tally,
+            )?;
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
                 && let Err(e) = self.store.cache_put(
                     k,
@@ -272,10 +313,16 @@ impl App<'_> {
         let forwarded = env
             .header(&self.config.forwarded_header)
             .and_then(|v| std::str::from_utf8(v).ok());
+        let connecting = self
+            .config
+            .client
+            .network_header()
+            .and_then(|h| env.header(h))
+            .and_then(|v| std::str::from_utf8(v).ok());
         let address = self
             .config
             .client
-            .client_address(env.text("REMOTE_ADDR"), forwarded)
+            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
             .map_err(|e| {
                 Problem::new(
                     400,
@@ -288,6 +335,7 @@ impl App<'_> {
         let link = request::parse_link(&head, env, &body)?;
         Ok(Asked {
             method: head.method,
+            address,
             identity: self.config.client.identity(address),
             key,
             link,
@@ -316,18 +364,23 @@ impl App<'_> {
         all_rules: &[&Rule],
         format: Format,
         frame: &render::Frame<'_>,
+        tally: &mut Tally,
     ) -> Result<Verdict, Problem> {
         match decided {
-            Ok(decision @ Decision::Admit { at_ms, .. }) => Ok(Verdict::Admitted(Some(Admitted {
-                limit_headers: render::limit_headers(rules, &decision),
-                at_ms,
-            }))),
+            Ok(decision @ Decision::Admit { at_ms, .. }) => {
+                tally.add(Event::Admitted);
+                Ok(Verdict::Admitted(Some(Admitted {
+                    limit_headers: render::limit_headers(rules, &decision),
+                    at_ms,
+                })))
+            }
             Ok(Decision::Refuse {
                 rule,
                 retry_after_secs,
                 ..
             }) if rule >= rules.len() => {
                 // The site's own budget: nothing the visitor did.
+                tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
                 Err(Problem::new(
                     503,
                     "spend_limit",
@@ -349,6 +402,7 @@ impl App<'_> {
                     ..
                 },
             ) => {
+                tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
                     "rate_limited",
@@ -364,21 +418,26 @@ impl App<'_> {
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {
+                    tally.add(Event::StoreFailed);
+                    tally.add(Event::Admitted);
                     self.log.line(
                         Level::Error,
                         &format!("store failed, answering anyway (store.on_error is allow): {e}"),
                     );
                     Ok(Verdict::Admitted(None))
                 }
-                OnError::Deny => Err(Problem::new(
-                    503,
-                    "store_unavailable",
-                    "The service is briefly unavailable. Please try again shortly.",
-                )
-                .retry_after(self.config.store.deny_retry_after_secs)
-                .log(format!(
-                    "store failed, refusing (store.on_error is deny): {e}"
-                ))),
+                OnError::Deny => {
+                    tally.add(Event::StoreFailed);
+                    Err(Problem::new(
+                        503,
+                        "store_unavailable",
+                        "The service is briefly unavailable. Please try again shortly.",
+                    )
+                    .retry_after(self.config.store.deny_retry_after_secs)
+                    .log(format!(
+                        "store failed, refusing (store.on_error is deny): {e}"
+                    )))
+                }
             },
         }
     }
@@ -391,18 +450,30 @@ impl App<'_> {
         link: &str,
         admitted: Option<&Admitted>,
         spend_checks: &[Check<'_>],
+        tally: &mut Tally,
     ) -> Result<Resolved, Problem> {
-        match provider.resolve(link) {
+        let answer = provider.resolve(link);
+        match &answer {
+            Ok(_) => tally.add(Event::Paid),
+            Err(e) => {
+                if e.reached {
+                    tally.add(Event::Paid);
+                }
+                tally.add(Event::ProviderFailure(e.failure.name()));
+            }
+        }
+        match answer {
             // A provider that echoes the site's token into its answer must not hand it to the
             // visitor, nor into the cache: such an answer is refused. (Paid for: the call
             // reached the provider.)
-            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err(
+            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err({
+                tally.add(Event::ProviderFailure(SECRET_IN_ANSWER));
                 Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
                     "the provider's answer for {link:?} holds a secret of the configuration \
                      (the provider token, in some form), so it is never passed on or cached; \
                      ask the provider why its download links carry the account's token"
-                )),
-            ),
+                ))
+            }),
             Ok(r) => Ok(r),
             Err(mut e) => {
                 // The provider's own words go to the visitor (422): never with a secret.
@@ -413,12 +484,14 @@ impl App<'_> {
                 e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
                 if !e.reached
                     && let Some(admitted) = admitted
-                    && let Err(re) = self.store.refund(spend_checks, admitted.at_ms)
                 {
-                    self.log.line(
-                        Level::Warn,
-                        &format!("refunding an unspent call failed: {re}"),
-                    );
+                    match self.store.refund(spend_checks, admitted.at_ms) {
+                        Ok(()) => tally.add(Event::Refund),
+                        Err(re) => self.log.line(
+                            Level::Warn,
+                            &format!("refunding an unspent call failed: {re}"),
+                        ),
+                    }
                 }
                 Err(provider_problem(&e, link))
             }
@@ -496,6 +569,12 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
     }
 }
 
+/// The start of every log line that asks the owner to act: kept in the journal too.
+pub const ACTION_NEEDED: &str = "ACTION NEEDED";
+
+/// The provider failure class of an answer refused because it holds the site's token.
+const SECRET_IN_ANSWER: &str = "secret_in_answer";
+
 const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";
 
@@ -553,5 +632,7 @@ fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     }
 }
 
+mod guard;
 #[cfg(test)]
 mod tests;
+mod usage;

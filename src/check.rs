@@ -93,6 +93,7 @@ pub fn report(config: &Config, out: &mut dyn Write) -> bool {
             }
         );
     }
+    report_controls(config, out);
     let keys = &config.api_keys;
     let _ = writeln!(
         out,
@@ -153,6 +154,55 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
                     admin.data_dir.display()
                 );
             }
+        }
+    }
+}
+
+/// Shadow rules, trusted networks, block and allow lists, automatic blocks; and a warning when
+/// the journal saw requests from a known network's edges that are not trusted.
+fn report_controls(config: &Config, out: &mut dyn Write) {
+    for rule in &config.shadow_rules {
+        let _ = writeln!(
+            out,
+            "rule {} (shadow): {} requests per {} s; refuses nothing, `resolve stats` shows what it would have refused",
+            rule.name, rule.limit, rule.window_secs
+        );
+    }
+    for cdn in &config.client.trusted_networks {
+        let _ = writeln!(
+            out,
+            "client: {}'s edges are trusted by name ({} ranges as published on {}; the visitor's address is read from {} on requests from them only)",
+            cdn.name(),
+            cdn.ranges().count(),
+            cdn.ranges_date(),
+            cdn.header()
+        );
+    }
+    let (block, allow) = (config.block.ranges().len(), config.allow.ranges().len());
+    if block + allow > 0 {
+        let _ = writeln!(
+            out,
+            "block: {block} addresses or ranges refused with 403; allow: {allow} exempt from the ip rules (`resolve blocks` lists the temporary blocks)"
+        );
+    }
+    if let Some(a) = config.auto_block {
+        let _ = writeln!(
+            out,
+            "auto_block: a client refused {} times within {} s is blocked for {} s",
+            a.refusals, a.window_secs, a.block_secs
+        );
+    }
+    let store = crate::store::open::from_config(config);
+    let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+    // What the journal counted over the last day tells whether a network's edges call us.
+    if let Ok(stats) = crate::stats::Stats::gather(config, store.as_ref(), now, 24) {
+        for (name, n) in &stats.figures.untrusted_networks {
+            let _ = writeln!(
+                out,
+                "WARN {n} requests in the last 24 hours came from {name}'s edges (counted by the usage journal), \
+                 but \"{name}\" is not in client.trusted_proxies: every visitor behind one edge shares one counter \
+                 and real visitors get 429s. Fix: \"client\": {{\"trusted_proxies\": [\"{name}\"]}}"
+            );
         }
     }
 }

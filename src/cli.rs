@@ -32,6 +32,20 @@ Commands:
         possibly paid call; no limit is counted).
   resolve sweep [--config FILE]
         Remove rate-limit data whose windows ended long ago (for cron).
+  resolve stats [--since 24h|7d|30d] [--json] [--config FILE]
+        Paid calls, cache hits (paid calls saved), refusals by rule, spend
+        limits used and left, top clients, provider failures and the last
+        ACTION NEEDED events, from the usage journal. Default: --since 24h.
+  resolve report [--only-problems] [--config FILE]
+        Yesterday's (UTC) summary for a daily cron job, warnings first. With
+        --only-problems it prints nothing (so cron sends no mail) unless
+        something needs the owner.
+  resolve block ADDRESS|RANGE [--for 24h] [--reason TEXT] [--config FILE]
+        Refuse a client or a range (403) on every server sharing the store,
+        for a while (--for 90s, 30m, 24h, 7d) or until unblocked.
+  resolve unblock ADDRESS|RANGE [--config FILE]
+  resolve blocks [--config FILE]
+        The blocks in force: range, until when, why (automatic or not).
   resolve hash-key
         Read an API key on standard input and print its SHA-256, the value
         api_keys.keys[].sha256 holds: echo -n 'THE-KEY' | resolve hash-key
@@ -52,6 +66,11 @@ struct Options {
     addr: Option<String>,
     public: Option<PathBuf>,
     live: Option<String>,
+    since: Option<String>,
+    json: bool,
+    only_problems: bool,
+    duration: Option<String>,
+    reason: Option<String>,
 }
 
 fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String> {
@@ -62,6 +81,17 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
         if !allowed.contains(&name.as_str()) {
             return Err(format!("unexpected argument {name:?}; see resolve --help"));
         }
+        match name.as_str() {
+            "--json" => {
+                o.json = true;
+                continue;
+            }
+            "--only-problems" => {
+                o.only_problems = true;
+                continue;
+            }
+            _ => {}
+        }
         let value = it
             .next()
             .ok_or_else(|| format!("{name} needs a value; see resolve --help"))?;
@@ -70,6 +100,9 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
             "--addr" => o.addr = Some(value.to_string_lossy().into_owned()),
             "--public" => o.public = Some(PathBuf::from(value)),
             "--live" => o.live = Some(value.to_string_lossy().into_owned()),
+            "--since" => o.since = Some(value.to_string_lossy().into_owned()),
+            "--for" => o.duration = Some(value.to_string_lossy().into_owned()),
+            "--reason" => o.reason = Some(value.to_string_lossy().into_owned()),
             _ => unreachable!("checked against allowed"),
         }
     }
@@ -144,6 +177,71 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 "swept: {looked}{} removed, {} damaged",
                 report.removed, report.damaged
             );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("stats") => {
+            let options = parse_options(rest, &["--config", "--since", "--json"])?;
+            let hours = crate::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+            let stats = crate::stats::Stats::gather(&config, store.as_ref(), now, hours)
+                .map_err(|e| format!("the usage journal could not be read: {e}"))?;
+            if options.json {
+                println!("{:#}", stats.json());
+            } else {
+                print!("{}", stats.text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("report") => {
+            let options = parse_options(rest, &["--config", "--only-problems"])?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+            let (from, to) = crate::report::yesterday(now);
+            let stats = crate::stats::Stats::gather_hours(&config, store.as_ref(), now, from, to)
+                .map_err(|e| format!("the usage journal could not be read: {e}"))?;
+            if let Some(text) = crate::report::render(&stats, options.only_problems) {
+                print!("{text}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(verb @ ("block" | "unblock")) => {
+            let target = rest
+                .first()
+                .map(|a| a.to_string_lossy().into_owned())
+                .filter(|a| !a.starts_with("--"))
+                .ok_or_else(|| {
+                    format!(
+                        "resolve {verb} needs an address or range, e.g. resolve {verb} 203.0.113.7"
+                    )
+                })?;
+            let allowed: &[&str] = if verb == "block" {
+                &["--config", "--for", "--reason"]
+            } else {
+                &["--config"]
+            };
+            let options = parse_options(&rest[1..], allowed)?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            crate::blocks::command(
+                store.as_ref(),
+                verb,
+                &target,
+                options.duration.as_deref(),
+                options.reason.as_deref(),
+            )
+            .map(|line| {
+                println!("{line}");
+                ExitCode::SUCCESS
+            })
+        }
+        Some("blocks") => {
+            let options = parse_options(rest, &["--config"])?;
+            let config = locate::load(&locate_from(&options)?)?;
+            let store = crate::store::open::from_config(&config);
+            print!("{}", crate::blocks::listing(store.as_ref(), &config)?);
             Ok(ExitCode::SUCCESS)
         }
         Some("hash-key") => {

@@ -15,7 +15,7 @@ pub mod secrets;
 pub mod store;
 
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::config::error::ConfigError;
@@ -24,6 +24,7 @@ use crate::config::raw::{RawClient, RawConfig};
 use crate::config::redact::{secret_strings, without_quoted_value};
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
+use crate::http::addr_set::AddrSet;
 use crate::http::api_key::KeyPolicy;
 use crate::http::identity::{Cidr, ClientPolicy};
 use crate::provider::spec::ProviderSpec;
@@ -58,6 +59,81 @@ pub struct Config {
     pub page: page::Page,
     /// The owner's dashboard at `/admin`: None (off) unless a password hash is set.
     pub admin: Option<admin::Admin>,
+    /// Where the program keeps its own small files whatever the store: the file store's
+    /// directory, else `ratelimit/` beside the configuration. Outside the web root.
+    pub data_dir: PathBuf,
+    /// Whether requests are counted in the usage journal (`"journal": false` turns it off).
+    pub journal: bool,
+    /// Rules in shadow mode: counted, and what they would refuse reported, refusing nothing.
+    pub shadow_rules: Vec<Rule>,
+    /// Clients refused with 403 before anything is counted (`block`).
+    pub block: AddrSet,
+    /// Clients exempt from the `ip` rules (never from spend, API key or global rules).
+    pub allow: AddrSet,
+    /// Block a client refused this many times within a window, for a while.
+    pub auto_block: Option<AutoBlock>,
+}
+
+/// `auto_block`: a client refused `refusals` times within `window_secs` is blocked for
+/// `block_secs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct AutoBlock {
+    pub refusals: u32,
+    pub window_secs: u32,
+    pub block_secs: u32,
+}
+
+/// An address list (`block`, `allow`): addresses and ranges, IPv4 and IPv6.
+fn addr_list(list: Option<Vec<String>>, field: &str) -> Result<AddrSet, ConfigError> {
+    let list = list.unwrap_or_default();
+    if list.len() > defaults::MAX_LIST_ENTRIES {
+        return Err(err(
+            field,
+            format!(
+                "at most {} entries: merge neighbours into ranges (\"203.0.113.0/24\")",
+                defaults::MAX_LIST_ENTRIES
+            ),
+        ));
+    }
+    let mut ranges = Vec::with_capacity(list.len());
+    for (i, s) in list.iter().enumerate() {
+        ranges.push(Cidr::parse(s).ok_or_else(|| {
+            err(
+                format!("{field}[{i}]"),
+                format!("{s:?} is not an address or range: write e.g. \"203.0.113.7\", \"203.0.113.0/24\" or \"2001:db8::/48\""),
+            )
+        })?);
+    }
+    Ok(AddrSet::new(ranges))
+}
+
+fn auto_block(raw: raw::RawAutoBlock) -> Result<AutoBlock, ConfigError> {
+    let number = |v: u64, field: &str, max: u64, hint: &str| {
+        u32::try_from(v)
+            .ok()
+            .filter(|n| (1..=max).contains(&u64::from(*n)))
+            .ok_or_else(|| {
+                err(
+                    format!("auto_block.{field}"),
+                    format!("must be 1 to {max}{hint}"),
+                )
+            })
+    };
+    Ok(AutoBlock {
+        refusals: number(raw.refusals, "refusals", 1_000_000, ", e.g. 300 refusals")?,
+        window_secs: number(
+            raw.window_secs,
+            "window_secs",
+            86_400,
+            " seconds (a day), e.g. 600",
+        )?,
+        block_secs: number(
+            raw.block_secs,
+            "block_secs",
+            366 * 86_400,
+            " seconds (a year), e.g. 3600",
+        )?,
+    })
 }
 
 /// The rule that applies when the configuration names none.
@@ -127,11 +203,12 @@ impl Config {
             )?);
         }
         let store = store::store(raw.store, base)?;
-        let rules = match raw.rules {
-            None => vec![default_rule()],
-            Some(list) => rules::rules(list)?,
+        let (rules, shadow_rules) = match raw.rules {
+            None => (vec![default_rule()], Vec::new()),
+            Some(list) => rules::site_rules(list)?,
         };
         rules::check_algorithms(&rules, &store.kind)?;
+        rules::check_algorithms(&shadow_rules, &store.kind)?;
         for (i, r) in spend.iter().enumerate() {
             if rules.iter().any(|o| o.name == r.name) || spend[..i].iter().any(|o| o.name == r.name)
             {
@@ -178,16 +255,21 @@ impl Config {
             ));
         }
         let mut trusted_proxies = Vec::new();
+        let mut trusted_networks = Vec::new();
         for (i, s) in client
             .trusted_proxies
             .unwrap_or_default()
             .iter()
             .enumerate()
         {
+            if let Some(cdn) = crate::http::cdn::Cdn::from_name(s) {
+                trusted_networks.push(cdn);
+                continue;
+            }
             trusted_proxies.push(Cidr::parse(s).ok_or_else(|| {
                 err(
                     format!("client.trusted_proxies[{i}]"),
-                    format!("{s:?} is not an address or range: write e.g. \"10.0.0.0/8\" or \"2001:db8::/32\""),
+                    format!("{s:?} is not an address or range: write e.g. \"10.0.0.0/8\" or \"2001:db8::/32\", or \"cloudflare\" for Cloudflare's published ranges"),
                 )
             })?);
         }
@@ -232,6 +314,13 @@ impl Config {
                 .chain(spend.iter().map(|r| ("spend".to_owned(), r))),
         )?;
         let admin = admin::admin(raw.admin, &store.kind, base)?;
+        let block = addr_list(raw.block, "block")?;
+        let allow = addr_list(raw.allow, "allow")?;
+        let auto_block = raw.auto_block.map(auto_block).transpose()?;
+        let data_dir = match &store.kind {
+            crate::store::settings::StoreKind::File { dir } => dir.clone(),
+            _ => base.join(defaults::DATA_DIR_NAME),
+        };
         Ok(Config {
             provider,
             store,
@@ -239,10 +328,7 @@ impl Config {
             spend,
             provider_rate_limits,
             cache_ttl,
-            client: ClientPolicy {
-                ipv6_prefix,
-                trusted_proxies,
-            },
+            client: ClientPolicy::new(ipv6_prefix, trusted_proxies, trusted_networks),
             forwarded_header,
             api_keys,
             max_body_bytes,
@@ -250,6 +336,12 @@ impl Config {
             fastcgi_max_requests,
             page,
             admin,
+            data_dir,
+            journal: raw.journal.unwrap_or(defaults::JOURNAL),
+            shadow_rules,
+            block,
+            allow,
+            auto_block,
         })
     }
 }

@@ -2,7 +2,9 @@
 //! does I/O or imports from the adapters; every decision is a function of rules, stored states
 //! and the time, tested with a fake clock.
 
+pub mod calendar;
 pub mod clock;
 pub mod decision;
+pub mod journal;
 pub mod limiter;
 pub mod rule;

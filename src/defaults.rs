@@ -63,6 +63,21 @@ pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file beside the configuration whose time stamp says when its problem was last logged.
 pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
+/// Most entries in `block` or in `allow`: far more than any owner writes by hand, few enough
+/// that the configuration stays quick to load on every request.
+pub const MAX_LIST_ENTRIES: usize = 100_000;
+/// A blocked client's 403 is logged at most once per this many seconds per client, so a
+/// blocked scraper cannot flood the log.
+pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
+
+/// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
+/// it, for one small write per request.
+pub const JOURNAL: bool = true;
+/// A usage journal that cannot be written is logged at most this often: the answers go on,
+/// and one line a minute tells the owner without flooding the log.
+pub const JOURNAL_ERROR_LOG_INTERVAL_SECS: u64 = 60;
+/// The file in the data directory whose time stamp says when that was last logged.
+pub const JOURNAL_ERROR_STAMP: &str = ".journal-error-logged";
 
 /// The longest a request waits for another process's lock on a file of the file store
 /// (`store.lock_timeout_ms`). Requests hold a lock for microseconds; only a stuck process or

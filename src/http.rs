@@ -3,7 +3,10 @@
 //! HTML or JSON). No I/O: the gateways hand bytes in and write bytes out.
 
 pub mod about;
+pub mod addr_set;
 pub mod api_key;
+pub mod cdn;
+pub mod cidr;
 pub mod form;
 pub mod html;
 pub mod identity;

@@ -23,6 +23,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod blocks;
 pub mod check;
 pub mod cli;
 pub mod config;
@@ -33,7 +34,9 @@ pub mod http;
 pub mod log;
 pub mod provider;
 pub mod random;
+pub mod report;
 pub mod secret;
 pub mod show;
 pub mod site;
+pub mod stats;
 pub mod store;

@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::core::decision::Decision;
+use crate::core::journal;
 use crate::core::rule::Rule;
 
 /// One rule applied to one key, e.g. rule `ip` on `resolve:ip:203.0.113.7`.
@@ -61,6 +62,24 @@ pub trait Store {
 
     /// Removes the entry under `key` if it still holds `value`.
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError>;
+
+    /// How many requests each check's key counts now, counting nothing: what `stats` shows as
+    /// a spend limit's use.
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError>;
+
+    /// Adds one request's entry to the usage journal: one to each of its hour's totals and
+    /// one to its client's count, all of it or none, exact under concurrency. Sweeps remove
+    /// what [`journal::Expiry`] lets go.
+    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError>;
+
+    /// The journal's rows for the hours `from..to`, in any order.
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError>;
+
+    /// Keeps an `ACTION NEEDED` note; only the newest [`journal::KEEP_NOTES`] are kept.
+    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError>;
+
+    /// The kept notes, newest first.
+    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError>;
 }
 
 /// What kind of failure a store had.

@@ -1,7 +1,8 @@
 //! Tests of one request from start to answer, on a store in memory and a counting provider.
 
 use super::*;
-use crate::core::clock::FakeClock;
+use crate::core::clock::{Clock, FakeClock, SystemClock};
+use crate::core::journal;
 use crate::log::MemoryLog;
 use crate::provider::EchoProvider;
 use crate::provider::resolved::Resolved;
@@ -73,6 +74,18 @@ fn run(
     (answer, log)
 }
 
+/// The log's lines but the one saying the journal (on a failing store) could not be written.
+fn not_journal(log: &MemoryLog) -> Vec<String> {
+    let lines = log.lines.borrow();
+    let journal = lines.iter().filter(|l| l.contains("usage journal")).count();
+    assert!(journal <= 1, "{lines:?}");
+    lines
+        .iter()
+        .filter(|l| !l.contains("usage journal"))
+        .cloned()
+        .collect()
+}
+
 /// The status of the answer to `env`.
 fn status(cfg: &Config, store: &MemoryStore<FakeClock>, provider: &dyn Provider, env: &Env) -> u16 {
     run(cfg, store, provider, env).0.response.status
@@ -138,7 +151,7 @@ fn bad_input_is_refused_before_the_store_and_logged() {
     ] {
         let (a, log) = run(&cfg, &s, &p, &env);
         assert_eq!(a.response.status, status);
-        let lines = log.lines.borrow();
+        let lines = not_journal(&log);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].starts_with(&format!("resolve: warn: {status} ")),
@@ -354,7 +367,7 @@ fn no_referrer_pages_of_other_sites_are_refused_by_fetch_metadata() {
         let v: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
         assert_eq!(v["code"], "origin_not_allowed");
         assert_eq!(a.response.header_value("RateLimit"), None);
-        let lines = log.lines.borrow();
+        let lines = not_journal(&log);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
             lines[0].contains(&format!(
@@ -426,4 +439,112 @@ fn about_is_answered_without_the_store_or_the_provider() {
     // The one request of the minute is still there.
     let (answer, _) = run(&cfg, &s, &p, &get("192.0.2.7", LINK));
     assert_eq!(answer.response.status, 200);
+}
+
+/// The journal's figures of the current hours.
+fn figures(s: &MemoryStore<FakeClock>) -> journal::Figures {
+    let now = journal::hour_of(SystemClock.now_ms());
+    let rows = s.journal_rows(now - 1, now + 2).unwrap();
+    journal::Figures::from_rows(&rows, now - 1, now + 2)
+}
+
+#[test]
+fn the_journal_counts_every_outcome_once() {
+    let cfg = config(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 60},
+                      {"name": "all", "key": "global", "limit": 5, "window_secs": 60}],
+            "spend": [{"name": "day", "limit": 4, "window_secs": 86400}]}"#,
+    );
+    let (s, p) = (store(), ok_provider());
+    let head = |addr| get(addr, LINK).with("REQUEST_METHOD", "HEAD");
+    // a: 3 paid, 2 refused by `ip` (all: 3, day: 3).
+    for _ in 0..5 {
+        run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    }
+    // b: one paid (all: 4, day: 4), one refused by the budget, a HEAD counted (all: 5).
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.2", LINK)), 200);
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.2", LINK)), 503);
+    assert_eq!(status(&cfg, &s, &p, &head("192.0.2.2")), 200);
+    // c: a bad link. d: refused by `all`.
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.3", "link=nope")), 400);
+    assert_eq!(status(&cfg, &s, &p, &head("192.0.2.4")), 429);
+    assert_eq!(p.calls.get(), 4);
+
+    let f = figures(&s);
+    assert_eq!(f.requests, 10);
+    assert_eq!(f.admitted, 5);
+    assert_eq!(f.paid_calls, 4);
+    assert_eq!(f.refused.get("ip"), Some(&2), "{f:?}");
+    assert_eq!(f.refused.get("all"), Some(&1));
+    assert_eq!(f.spend_refused.get("day"), Some(&1));
+    assert_eq!(
+        f.bad_requests.values().sum::<u64>(),
+        1,
+        "{:?}",
+        f.bad_requests
+    );
+    let client = |addr: &str| {
+        f.clients
+            .iter()
+            .find(|c| c.client == addr)
+            .map(|c| (c.admitted, c.refused))
+    };
+    assert_eq!(client("192.0.2.1"), Some((3, 2)));
+    assert_eq!(
+        client("192.0.2.2"),
+        Some((2, 0)),
+        "a spend refusal is not the client's"
+    );
+    assert_eq!(client("192.0.2.3"), None, "a bad request is neither");
+    assert_eq!(client("192.0.2.4"), Some((0, 1)));
+}
+
+#[test]
+fn the_journal_counts_cache_hits_failures_refunds_and_keeps_action_notes() {
+    let mut cfg = config(
+        r#"{"cache": {"ttl_secs": 600}, "spend": [{"name": "day", "limit": 9, "window_secs": 86400}]}"#,
+    );
+    cfg.provider_rate_limits = 0;
+    let (s, p) = (store(), ok_provider());
+    run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    run(&cfg, &s, &p, &get("192.0.2.2", LINK));
+    assert_eq!(p.calls.get(), 1);
+    for (failure, link) in [
+        (Failure::Unreachable, "link=https%3A%2F%2Fh.example%2F1"),
+        (Failure::Timeout, "link=https%3A%2F%2Fh.example%2F2"),
+        (Failure::Auth, "link=https%3A%2F%2Fh.example%2F3"),
+    ] {
+        let failing = Counting {
+            calls: Cell::new(0),
+            answer: Err(ProviderError::new(failure, "test")),
+        };
+        run(&cfg, &s, &failing, &get("192.0.2.3", link));
+    }
+    let f = figures(&s);
+    assert_eq!(f.cache_hits, 1);
+    assert_eq!(
+        f.paid_calls, 3,
+        "the first call, the timeout and the auth failure"
+    );
+    assert_eq!(f.refunds, 1, "the unreachable call");
+    assert_eq!(f.provider_failures.get("unreachable"), Some(&1));
+    assert_eq!(f.provider_failures.get("timeout"), Some(&1));
+    assert_eq!(f.provider_failures.get("auth"), Some(&1));
+    let notes = s.journal_notes().unwrap();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].text.starts_with("ACTION NEEDED"), "{notes:?}");
+    let spend = crate::stats::Stats::gather(&cfg, &s, SystemClock.now_ms(), 24).unwrap();
+    // The first call, the timeout and the auth failure; the unreachable call gave its back.
+    assert_eq!(spend.spend[0].used, 3);
+}
+
+#[test]
+fn without_the_journal_nothing_is_kept() {
+    let cfg = config(r#"{"journal": false}"#);
+    let (s, p) = (store(), ok_provider());
+    assert_eq!(status(&cfg, &s, &p, &get("192.0.2.1", LINK)), 200);
+    let f = figures(&s);
+    assert_eq!((f.requests, f.paid_calls), (0, 0));
+    assert!(f.clients.is_empty());
+    assert!(config("{}").journal, "on unless turned off");
 }

@@ -3,7 +3,7 @@
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawApiKeys;
-use crate::config::rules::{check_algorithms, rules};
+use crate::config::rules::{check_algorithms, key_rules};
 use crate::core::rule::{KeyKind, RuleName};
 use crate::defaults;
 use crate::http::api_key::{KeyPolicy, KnownKey};
@@ -60,7 +60,7 @@ pub(crate) fn api_keys(
         let own = match k.rules {
             None => None,
             Some(list) => {
-                let parsed = rules(list)
+                let parsed = key_rules(list)
                     .map_err(|e| err(format!("{}.{}", at("rules"), e.field), e.message))?;
                 if let Some(j) = parsed.iter().position(|r| r.key != KeyKind::ApiKey) {
                     return Err(err(

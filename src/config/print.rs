@@ -33,9 +33,7 @@ struct Fastcgi {
 
 impl Serialize for Config {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(
-            10 + usize::from(!self.page.is_empty()) + usize::from(self.admin.is_some()),
-        ))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("provider", &self.provider)?;
         map.serialize_entry("store", &self.store)?;
         map.serialize_entry("rules", &self.rules)?;
@@ -59,6 +57,22 @@ impl Serialize for Config {
         map.serialize_entry("fastcgi", &fastcgi)?;
         map.serialize_entry("allowed_origins", &self.allowed_origins)?;
         map.serialize_entry("api_keys", &self.api_keys)?;
+        map.serialize_entry("journal", &self.journal)?;
+        if !self.shadow_rules.is_empty() {
+            map.serialize_entry("shadow_rules", &self.shadow_rules)?;
+        }
+        let texts = |set: &crate::http::addr_set::AddrSet| -> Vec<String> {
+            set.ranges().iter().map(ToString::to_string).collect()
+        };
+        if !self.block.is_empty() {
+            map.serialize_entry("block", &texts(&self.block))?;
+        }
+        if !self.allow.is_empty() {
+            map.serialize_entry("allow", &texts(&self.allow))?;
+        }
+        if let Some(a) = &self.auto_block {
+            map.serialize_entry("auto_block", a)?;
+        }
         if !self.page.is_empty() {
             map.serialize_entry("page", &self.page)?;
         }

@@ -19,12 +19,24 @@ pub(crate) struct RawConfig {
     pub(crate) fastcgi: Option<RawFastcgi>,
     pub(crate) page: Option<RawPage>,
     pub(crate) admin: Option<RawAdmin>,
+    pub(crate) journal: Option<bool>,
+    pub(crate) block: Option<Vec<String>>,
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) auto_block: Option<RawAutoBlock>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAdmin {
     pub(crate) password_hash: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAutoBlock {
+    pub(crate) refusals: u64,
+    pub(crate) window_secs: u64,
+    pub(crate) block_secs: u64,
 }
 
 #[derive(Deserialize)]
@@ -99,6 +111,7 @@ pub(crate) struct RawRule {
     pub(crate) algorithm: Option<String>,
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
+    pub(crate) mode: Option<String>,
 }
 
 #[derive(Deserialize)]

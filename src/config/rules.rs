@@ -47,6 +47,42 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
     Ok(out)
 }
 
+/// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count
+/// and report what they would refuse without refusing anything.
+pub(crate) fn site_rules(list: Vec<RawRule>) -> Result<(Vec<Rule>, Vec<Rule>), ConfigError> {
+    let mut shadow = Vec::with_capacity(list.len());
+    for (i, r) in list.iter().enumerate() {
+        shadow.push(match r.mode.as_deref() {
+            None | Some("enforce") => false,
+            Some("shadow") => true,
+            Some(other) => {
+                return Err(err(
+                    format!("rules[{i}].mode"),
+                    format!("{other:?}: use \"enforce\" (the default: the rule refuses) or \"shadow\" (it only counts and reports what it would refuse)"),
+                ));
+            }
+        });
+    }
+    let all = rules(list)?;
+    let (shadowed, enforced): (Vec<_>, Vec<_>) =
+        all.into_iter().zip(shadow).partition(|(_, shadow)| *shadow);
+    Ok((
+        enforced.into_iter().map(|(r, _)| r).collect(),
+        shadowed.into_iter().map(|(r, _)| r).collect(),
+    ))
+}
+
+/// A key's own rules: enforced only.
+pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
+    if let Some(i) = list.iter().position(|r| r.mode.is_some()) {
+        return Err(err(
+            format!("rules[{i}].mode"),
+            "shadow rules are site rules only: move the rule to the top-level \"rules\"",
+        ));
+    }
+    rules(list)
+}
+
 /// A rule's name; `at` names a field of the rule in messages, `example` ends the message.
 pub(crate) fn rule_name(
     name: &str,

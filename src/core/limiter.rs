@@ -119,6 +119,11 @@ fn standing(rule: &Rule, state: &State, now_ms: u64) -> Standing {
     }
 }
 
+/// Requests `state` counts for `rule` at `now_ms`: what `resolve stats` shows as used.
+pub fn used(rule: &Rule, state: &State, now_ms: u64) -> u32 {
+    standing(rule, state, now_ms).used
+}
+
 /// A fixed window after taking back one request admitted at `at_ms`: None when that request
 /// is no longer in the window (the window ended, or the counter is at zero).
 pub fn refunded(counter: Counter, at_ms: u64) -> Option<Counter> {

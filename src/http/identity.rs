@@ -1,79 +1,12 @@
 //! Who the client is: its address from REMOTE_ADDR (or from a forwarded-for header, only when
 //! the request came through a trusted proxy), with IPv6 clients grouped by prefix.
 
-use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
-/// An address range such as `10.0.0.0/8` or `2001:db8::/32`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cidr {
-    addr: IpAddr,
-    prefix: u8,
-}
-
-impl Cidr {
-    /// Parses `ADDR/PREFIX` or a single address (a /32 or /128).
-    pub fn parse(s: &str) -> Option<Cidr> {
-        let (addr, prefix) = match s.split_once('/') {
-            Some((a, p)) => (a, Some(p)),
-            None => (s, None),
-        };
-        let addr = canonical(addr.parse().ok()?);
-        let max = max_prefix(addr);
-        let prefix = match prefix {
-            Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.len() <= 3 => {
-                p.parse::<u8>().ok()?
-            }
-            Some(_) => return None,
-            None => max,
-        };
-        (prefix <= max).then(|| Cidr {
-            addr: mask(addr, prefix),
-            prefix,
-        })
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
-        ip.is_ipv4() == self.addr.is_ipv4() && mask(ip, self.prefix) == self.addr
-    }
-}
-
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.addr, self.prefix)
-    }
-}
-
-fn max_prefix(ip: IpAddr) -> u8 {
-    if ip.is_ipv4() { 32 } else { 128 }
-}
-
-/// IPv4 addresses written as IPv6 (`::ffff:192.0.2.1`) are the IPv4 client they carry.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(v6),
-        },
-        v4 => v4,
-    }
-}
-
-fn mask(ip: IpAddr, prefix: u8) -> IpAddr {
-    // A shift by the whole width (prefix 0) leaves no bits.
-    let shift = |width: u32| width - u32::from(prefix);
-    match ip {
-        IpAddr::V4(v4) => {
-            let m = u32::MAX.checked_shl(shift(32)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & m))
-        }
-        IpAddr::V6(v6) => {
-            let m = u128::MAX.checked_shl(shift(128)).unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & m))
-        }
-    }
-}
+use crate::http::addr_set::AddrSet;
+use crate::http::cdn::Cdn;
+pub use crate::http::cidr::Cidr;
+use crate::http::cidr::{canonical, mask};
 
 /// Parses one address as a server or proxy writes it: plain, with an IPv6 zone (`fe80::1%eth0`),
 /// in brackets, or with a port (`192.0.2.1:5678`, `[2001:db8::1]:443`).
@@ -106,6 +39,14 @@ pub struct ClientPolicy {
     /// Proxies whose forwarded-for header is believed.
     #[serde(serialize_with = "crate::show::texts")]
     pub trusted_proxies: Vec<Cidr>,
+    /// Networks trusted by name: a request from one of their ranges names its client in the
+    /// network's own header.
+    pub trusted_networks: Vec<Cdn>,
+    #[serde(skip)]
+    trusted: AddrSet,
+    /// Every known network's ranges, trusted or not (to tell the owner about the others).
+    #[serde(skip)]
+    networks: Vec<(Cdn, AddrSet)>,
 }
 
 /// Why no client address could be found.
@@ -118,16 +59,56 @@ pub enum IdentityError {
 }
 
 impl ClientPolicy {
+    pub fn new(ipv6_prefix: u8, trusted_proxies: Vec<Cidr>, networks: Vec<Cdn>) -> ClientPolicy {
+        ClientPolicy {
+            ipv6_prefix,
+            trusted: AddrSet::new(trusted_proxies.clone()),
+            trusted_proxies,
+            trusted_networks: networks,
+            networks: Cdn::ALL
+                .into_iter()
+                .map(|cdn| {
+                    let ranges = cdn.ranges().filter_map(Cidr::parse).collect();
+                    (cdn, AddrSet::new(ranges))
+                })
+                .collect(),
+        }
+    }
+
     fn trusted(&self, ip: IpAddr) -> bool {
-        self.trusted_proxies.iter().any(|c| c.contains(ip))
+        self.trusted.contains(ip)
+    }
+
+    /// The known network whose ranges hold `ip`, if any.
+    pub fn network_of(&self, ip: IpAddr) -> Option<Cdn> {
+        self.networks
+            .iter()
+            .find(|(_, set)| set.contains(ip))
+            .map(|(cdn, _)| *cdn)
+    }
+
+    /// The header a trusted network names its client in, when one is trusted.
+    pub fn network_header(&self) -> Option<&'static str> {
+        self.trusted_networks.first().map(|c| c.header())
+    }
+
+    /// A known network that `ip` (the client as found) belongs to but that is not trusted:
+    /// its visitors all share the edge's address.
+    pub fn untrusted_network(&self, ip: IpAddr) -> Option<Cdn> {
+        self.network_of(ip)
+            .filter(|cdn| !self.trusted_networks.contains(cdn))
     }
 
     /// The client's address. A forwarded-for header counts only when the peer is a trusted
-    /// proxy; then the client is the rightmost address in it that is not a trusted proxy.
+    /// proxy; then the client is the rightmost address in it that is not a trusted proxy. When
+    /// the client so found is an edge of a trusted network, the network's own header
+    /// (`connecting`, e.g. CF-Connecting-IP) names the client; from anywhere else that header
+    /// is ignored.
     pub fn client_address(
         &self,
         remote_addr: Option<&str>,
         forwarded: Option<&str>,
+        connecting: Option<&str>,
     ) -> Result<IpAddr, IdentityError> {
         let remote = remote_addr.ok_or(IdentityError::Missing)?;
         let mut client = parse_address(remote).ok_or(IdentityError::Invalid)?;
@@ -141,6 +122,12 @@ impl ClientPolicy {
                     None => break,
                 }
             }
+        }
+        if let Some(edge) = self.network_of(client)
+            && self.trusted_networks.contains(&edge)
+            && let Some(visitor) = connecting.and_then(parse_address)
+        {
+            client = visitor;
         }
         Ok(client)
     }
@@ -159,47 +146,53 @@ mod tests {
     use super::*;
 
     fn policy(trusted: &[&str]) -> ClientPolicy {
-        ClientPolicy {
-            ipv6_prefix: 64,
-            trusted_proxies: trusted.iter().map(|s| Cidr::parse(s).unwrap()).collect(),
-        }
+        let (named, plain): (Vec<&str>, Vec<&str>) =
+            trusted.iter().partition(|s| Cdn::from_name(s).is_some());
+        ClientPolicy::new(
+            64,
+            plain.iter().map(|s| Cidr::parse(s).unwrap()).collect(),
+            named.iter().filter_map(|s| Cdn::from_name(s)).collect(),
+        )
     }
 
     fn client(p: &ClientPolicy, remote: &str, fwd: Option<&str>) -> String {
-        p.identity(p.client_address(Some(remote), fwd).unwrap())
+        p.identity(p.client_address(Some(remote), fwd, None).unwrap())
+    }
+
+    fn behind(p: &ClientPolicy, remote: &str, fwd: Option<&str>, cf: Option<&str>) -> String {
+        p.identity(p.client_address(Some(remote), fwd, cf).unwrap())
     }
 
     #[test]
-    fn cidr_parsing_and_matching() {
-        let c = Cidr::parse("10.1.2.3/8").unwrap();
-        assert_eq!(c.to_string(), "10.0.0.0/8");
-        assert!(c.contains("10.255.0.1".parse().unwrap()));
-        assert!(c.contains("::ffff:10.0.0.9".parse().unwrap()));
-        assert!(!c.contains("11.0.0.1".parse().unwrap()));
-        assert!(!c.contains("::a00:1".parse().unwrap()));
-        assert!(
-            Cidr::parse("0.0.0.0/0")
-                .unwrap()
-                .contains("8.8.8.8".parse().unwrap())
-        );
+    fn cloudflare_edges_name_the_visitor_and_nobody_else_can() {
+        let p = policy(&["cloudflare", "10.0.0.0/8"]);
+        let cf = Some("203.0.113.7");
+        // An edge of each family; the header from anywhere else is a forgery.
+        assert_eq!(behind(&p, "173.245.48.1", None, cf), "203.0.113.7");
+        assert_eq!(behind(&p, "2606:4700::1", None, cf), "203.0.113.7");
+        assert_eq!(behind(&p, "198.51.100.1", None, cf), "198.51.100.1");
         assert_eq!(
-            Cidr::parse("192.0.2.1").unwrap().to_string(),
-            "192.0.2.1/32"
+            behind(&p, "173.245.64.1", None, cf),
+            "173.245.64.1",
+            "outside /20"
         );
-        let v6 = Cidr::parse("2001:db8::/32").unwrap();
-        assert!(v6.contains("2001:db8:ffff::1".parse().unwrap()));
-        assert!(!v6.contains("2001:db9::1".parse().unwrap()));
-        for bad in [
-            "",
-            "10.0.0.0/33",
-            "::/129",
-            "10.0.0.0/",
-            "10.0.0.0/+8",
-            "x/8",
-            "10.0.0.0/8/8",
-        ] {
-            assert!(Cidr::parse(bad).is_none(), "{bad:?}");
-        }
+        // Through the host's own proxy, then Cloudflare.
+        assert_eq!(
+            behind(&p, "10.0.0.1", Some("104.16.0.9"), cf),
+            "203.0.113.7"
+        );
+        // No header, or garbage: the edge is all we know.
+        assert_eq!(behind(&p, "173.245.48.1", None, None), "173.245.48.1");
+        assert_eq!(behind(&p, "173.245.48.1", None, Some("x")), "173.245.48.1");
+        // Not trusted: the header is ignored, and the edge is a known network not trusted.
+        let plain = policy(&[]);
+        assert_eq!(behind(&plain, "173.245.48.1", None, cf), "173.245.48.1");
+        let edge: IpAddr = "173.245.48.1".parse().unwrap();
+        assert_eq!(plain.untrusted_network(edge), Some(Cdn::Cloudflare));
+        assert_eq!(p.untrusted_network(edge), None);
+        assert_eq!(plain.untrusted_network("192.0.2.1".parse().unwrap()), None);
+        assert_eq!(p.network_header(), Some("CF-Connecting-IP"));
+        assert_eq!(plain.network_header(), None);
     }
 
     #[test]
@@ -214,18 +207,12 @@ mod tests {
             "2001:db8:1:2::/64"
         );
         assert_ne!(client(&p, "2001:db8:1:3::1", None), "2001:db8:1:2::/64");
-        let p56 = ClientPolicy {
-            ipv6_prefix: 56,
-            ..p.clone()
-        };
+        let p56 = ClientPolicy::new(56, vec![], vec![]);
         assert_eq!(
             client(&p56, "2001:db8:1:2ff::1", None),
             "2001:db8:1:200::/56"
         );
-        let p128 = ClientPolicy {
-            ipv6_prefix: 128,
-            ..p
-        };
+        let p128 = ClientPolicy::new(128, vec![], vec![]);
         assert_eq!(client(&p128, "2001:db8::7", None), "2001:db8::7/128");
     }
 
@@ -302,9 +289,12 @@ mod tests {
     #[test]
     fn missing_or_invalid_remote_addr() {
         let p = policy(&[]);
-        assert_eq!(p.client_address(None, None), Err(IdentityError::Missing));
         assert_eq!(
-            p.client_address(Some("nonsense"), None),
+            p.client_address(None, None, None),
+            Err(IdentityError::Missing)
+        );
+        assert_eq!(
+            p.client_address(Some("nonsense"), None, None),
             Err(IdentityError::Invalid)
         );
     }

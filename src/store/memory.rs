@@ -11,13 +11,14 @@
 //! starts afresh. For tests of what callers do when a store is down, a store can be told to
 //! fail ([`MemoryStore::set_failing`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
+use crate::core::journal;
 use crate::core::limiter::{self, State, Write};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
@@ -46,6 +47,11 @@ struct Shared<C> {
 struct Data {
     keys: HashMap<String, Entry>,
     cache: HashMap<String, Cached>,
+    /// The usage journal: (hour, name) -> count, and (hour, client, count) -> n.
+    totals: BTreeMap<(u32, String), u64>,
+    clients: BTreeMap<(u32, String, &'static str), u64>,
+    /// Newest last.
+    notes: Vec<journal::Note>,
 }
 
 /// What one rule's key holds.
@@ -235,6 +241,11 @@ impl<C: Clock> Store for MemoryStore<C> {
             !stale(end)
         });
         data.cache.retain(|_, c| !stale(c.expires_ms));
+        let expiry = journal::Expiry::at(now);
+        data.totals
+            .retain(|(hour, _), _| *hour >= expiry.totals_before);
+        data.clients
+            .retain(|(hour, _, _), _| *hour >= expiry.clients_before);
         let after = data.keys.len() + data.cache.len();
         report.scanned = before as u64;
         report.removed = (before - after) as u64;
@@ -273,6 +284,78 @@ impl<C: Clock> Store for MemoryStore<C> {
             }
         }
         Ok(())
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        let now = self.shared.clock.now_ms();
+        Ok(checks
+            .iter()
+            .map(|c| match data.keys.get(&c.key) {
+                Some(e) if algorithm_of(&e.state) == c.rule.algorithm => {
+                    limiter::used(c.rule, &e.state, now)
+                }
+                _ => 0,
+            })
+            .collect())
+    }
+
+    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        for name in &entry.totals {
+            *data.totals.entry((entry.hour, name.clone())).or_default() += 1;
+        }
+        if let Some((client, count)) = &entry.client {
+            *data
+                .clients
+                .entry((entry.hour, client.clone(), count.name()))
+                .or_default() += 1;
+        }
+        Ok(())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        let within = |hour: &u32| (from_hour..to_hour).contains(hour);
+        let totals = data
+            .totals
+            .iter()
+            .filter(|((hour, _), _)| within(hour))
+            .map(|((hour, name), count)| journal::Row::Total {
+                hour: *hour,
+                name: name.clone(),
+                count: *count,
+            });
+        let clients = data
+            .clients
+            .iter()
+            .filter(|((hour, _, _), _)| within(hour))
+            .filter_map(|((hour, client, count), n)| {
+                Some(journal::Row::Client {
+                    hour: *hour,
+                    client: client.clone(),
+                    count: journal::ClientCount::from_name(count)?,
+                    n: *n,
+                })
+            });
+        Ok(totals.chain(clients).collect())
+    }
+
+    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        data.notes.push(note.clone());
+        let over = data.notes.len().saturating_sub(journal::KEEP_NOTES);
+        data.notes.drain(..over);
+        Ok(())
+    }
+
+    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError> {
+        self.up()?;
+        Ok(self.data().notes.iter().rev().cloned().collect())
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -1,0 +1,179 @@
+//! The owner's controls over who gets through, applied around the limiter: block lists (the
+//! configuration's and the store's temporary blocks) refuse before anything is counted, the
+//! allow list exempts from the `ip` rules, `auto_block` blocks a client refused too often, and
+//! shadow rules count what they would refuse without refusing.
+
+use crate::app::{App, Asked, Tally};
+use crate::blocks::{self, Block};
+use crate::core::clock::{Clock, SystemClock};
+use crate::core::decision::Decision;
+use crate::core::journal::Event;
+use crate::core::rule::{Algorithm, KeyKind, Rule};
+use crate::defaults;
+use crate::http::cidr::Cidr;
+use crate::http::problem::Problem;
+use crate::log::Level;
+use crate::store::Check;
+
+/// What a blocked client reads.
+pub const BLOCKED: &str = "Requests from your address are blocked on this service.";
+
+impl App<'_> {
+    /// The 403 for a blocked client, before anything is counted or spent; logged at most once
+    /// a minute per client.
+    pub(super) fn refuse_blocked(&self, asked: &Asked<'_>, tally: &mut Tally) -> Option<Problem> {
+        let why = if self.config.block.contains(asked.address) {
+            "it is in the configuration's block list".to_owned()
+        } else {
+            // A store that cannot be read here fails the decision next, by its policy.
+            let list = blocks::read(self.store).ok()?;
+            let block = blocks::find(&list, asked.address, SystemClock.now_ms())?;
+            describe(block)
+        };
+        tally.add(Event::Blocked);
+        if self.first_in(
+            &format!("resolve:~blocked-log:{}", asked.identity),
+            defaults::BLOCKED_LOG_INTERVAL_SECS,
+        ) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "403 {}: blocked, {why} (logged at most once a minute per client)",
+                    asked.identity
+                ),
+            );
+        }
+        Some(Problem::new(403, "blocked", BLOCKED))
+    }
+
+    /// The client's rules without the `ip` ones when the allow list holds its address.
+    pub(super) fn unless_allowed<'r>(
+        &self,
+        asked: &Asked<'_>,
+        rules: Vec<&'r Rule>,
+    ) -> Vec<&'r Rule> {
+        if self.config.allow.contains(asked.address) {
+            rules.into_iter().filter(|r| r.key != KeyKind::Ip).collect()
+        } else {
+            rules
+        }
+    }
+
+    /// After a 429: counts the client's refusals, and blocks it when they reach `auto_block`'s
+    /// threshold (exactly once: the refusal that fills the count).
+    pub(super) fn count_refusal(&self, asked: &Asked<'_>, tally: &mut Tally) {
+        let Some(auto) = self.config.auto_block else {
+            return;
+        };
+        let Some(rule) = Rule::new(
+            "auto-block",
+            KeyKind::Ip,
+            Algorithm::Fixed,
+            auto.refusals,
+            auto.window_secs,
+        ) else {
+            return;
+        };
+        let check = Check {
+            rule: &rule,
+            key: format!("resolve:~refusals:{}", asked.identity),
+        };
+        let filled = match self.store.decide(&[check]) {
+            Ok(Decision::Admit { statuses, .. }) => {
+                statuses.first().is_some_and(|s| s.remaining == 0)
+            }
+            _ => false,
+        };
+        if !filled {
+            return;
+        }
+        let Some(range) = Cidr::parse(&asked.identity) else {
+            return;
+        };
+        let now = SystemClock.now_ms();
+        let block = Block {
+            range,
+            until_ms: Some(now + u64::from(auto.block_secs) * 1000),
+            reason: format!(
+                "automatic: {} refusals within {} s",
+                auto.refusals, auto.window_secs
+            ),
+            auto: true,
+        };
+        match blocks::update(self.store, now, |list| (blocks::with(list, block, now), ())) {
+            Ok(()) => {
+                tally.add(Event::AutoBlocked);
+                self.log.line(
+                    Level::Warn,
+                    &format!(
+                        "blocked {} for {} s: {} refusals within {} s (auto_block; `resolve unblock {}` lifts it)",
+                        asked.identity, auto.block_secs, auto.refusals, auto.window_secs, range
+                    ),
+                );
+            }
+            Err(e) => self.log.line(
+                Level::Warn,
+                &format!("auto_block could not block {}: {e}", asked.identity),
+            ),
+        }
+    }
+
+    /// After an admitted request: each shadow rule counts it, and reports when it would have
+    /// refused it (logged at most once per client per window of the rule).
+    pub(super) fn shadow(&self, asked: &Asked<'_>, tally: &mut Tally) {
+        for rule in &self.config.shadow_rules {
+            if rule.key == KeyKind::ApiKey && asked.key.is_none() {
+                continue;
+            }
+            let checks = super::checks(&[rule], asked);
+            if !matches!(self.store.decide(&checks), Ok(Decision::Refuse { .. })) {
+                continue;
+            }
+            tally.add(Event::WouldRefuse(rule.name.as_str().into()));
+            if self.first_in(
+                &format!("resolve:~shadow-log:{}:{}", rule.name, asked.identity),
+                rule.window_secs.get(),
+            ) {
+                self.log.line(
+                    Level::Notice,
+                    &format!(
+                        "shadow rule {} would have refused {} ({} per {} s; it refuses nothing while \"mode\" is \"shadow\"; logged once per window per client)",
+                        rule.name, asked.identity, rule.limit, rule.window_secs
+                    ),
+                );
+            }
+        }
+    }
+
+    /// True the first time `key` is asked within `secs` (across processes, by the store); true
+    /// also when the store cannot tell (a line too many beats a line lost).
+    fn first_in(&self, key: &str, secs: u32) -> bool {
+        let Some(rule) = Rule::new("log", KeyKind::Global, Algorithm::Fixed, 1, secs) else {
+            return true;
+        };
+        let check = Check {
+            rule: &rule,
+            key: key.to_owned(),
+        };
+        !matches!(self.store.decide(&[check]), Ok(Decision::Refuse { .. }))
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn describe(block: &Block) -> String {
+    let until = match block.until_ms {
+        Some(ms) => format!("until {}", crate::core::calendar::iso(ms)),
+        None => "until unblocked".to_owned(),
+    };
+    let by = if block.auto {
+        "auto_block"
+    } else {
+        "resolve block"
+    };
+    format!(
+        "{} is blocked {until} by {by}: {}",
+        block.range, block.reason
+    )
+}

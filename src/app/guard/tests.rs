@@ -1,0 +1,276 @@
+//! Tests of the block and allow lists, automatic blocks, shadow rules and untrusted networks,
+//! one request at a time on a store in memory.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::app::App;
+use crate::blocks;
+use crate::config::Config;
+use crate::core::clock::{Clock, SystemClock};
+use crate::core::journal::{self, Figures};
+use crate::http::request::Env;
+use crate::log::MemoryLog;
+use crate::provider::resolved::Resolved;
+use crate::provider::{Provider, ProviderError};
+use crate::store::Store;
+use crate::store::memory::MemoryStore;
+
+struct Counting(Cell<usize>);
+
+impl Provider for Counting {
+    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+        self.0.set(self.0.get() + 1);
+        Ok(Resolved {
+            download: link.to_owned(),
+            filename: None,
+        })
+    }
+}
+
+fn config(text: &str) -> Config {
+    Config::from_json(text, Path::new("/nonexistent")).unwrap()
+}
+
+struct Bench {
+    cfg: Config,
+    store: MemoryStore<SystemClock>,
+    provider: Counting,
+    log: MemoryLog,
+}
+
+impl Bench {
+    fn new(cfg: &str) -> Bench {
+        Bench {
+            cfg: config(cfg),
+            store: MemoryStore::new(SystemClock, Duration::ZERO),
+            provider: Counting(Cell::new(0)),
+            log: MemoryLog::default(),
+        }
+    }
+
+    fn ask(&self, env: Env) -> u16 {
+        let app = App {
+            config: &self.cfg,
+            store: &self.store,
+            provider: Some(&self.provider),
+            log: &self.log,
+        };
+        app.handle(&env, &mut std::io::empty()).response.status
+    }
+
+    fn from(&self, addr: &str) -> u16 {
+        self.ask(get(addr))
+    }
+
+    fn figures(&self) -> Figures {
+        let now = journal::hour_of(SystemClock.now_ms());
+        let rows = self.store.journal_rows(now - 1, now + 2).unwrap();
+        Figures::from_rows(&rows, now - 1, now + 2)
+    }
+
+    fn lines(&self, containing: &str) -> usize {
+        self.log
+            .lines
+            .borrow()
+            .iter()
+            .filter(|l| l.contains(containing))
+            .count()
+    }
+}
+
+fn get(addr: &str) -> Env {
+    Env::new()
+        .with("REQUEST_METHOD", "GET")
+        .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
+        .with("REMOTE_ADDR", addr)
+}
+
+#[test]
+fn listed_addresses_and_ranges_get_403_before_anything_is_counted() {
+    let b = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}],
+            "block": ["192.0.2.7", "198.51.100.0/24", "2001:db8:bad::/48"]}"#,
+    );
+    for addr in [
+        "192.0.2.7",
+        "198.51.100.200",
+        "2001:db8:bad:1::9",
+        "::ffff:192.0.2.7",
+    ] {
+        for _ in 0..3 {
+            assert_eq!(b.from(addr), 403, "{addr}");
+        }
+    }
+    assert_eq!(b.provider.0.get(), 0, "nothing spent");
+    // Three clients (the mapped address is 192.0.2.7): only their log throttles' keys.
+    assert_eq!(b.store.key_count(), 3, "no counter");
+    assert_eq!(b.from("192.0.2.8"), 200);
+    assert_eq!(b.from("2001:db8:bad0::1"), 200);
+    // One line per client per minute.
+    assert_eq!(
+        b.lines("blocked, it is in the configuration's block list"),
+        3
+    );
+    assert_eq!(b.figures().blocked, 12);
+}
+
+#[test]
+fn allowed_clients_skip_ip_rules_but_not_the_others() {
+    let b = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60},
+                      {"name": "all", "key": "global", "limit": 6, "window_secs": 60}],
+            "spend": [{"name": "day", "limit": 5, "window_secs": 86400}],
+            "allow": ["203.0.113.0/24", "2001:db8:1::/48"]}"#,
+    );
+    let statuses: Vec<u16> = (0..4).map(|_| b.from("203.0.113.9")).collect();
+    assert_eq!(statuses, [200, 200, 200, 200], "no ip limit for the office");
+    assert_eq!(b.from("2001:db8:1:2::1"), 200);
+    // The budget still holds: the sixth paid call is refused whoever asks.
+    assert_eq!(b.from("203.0.113.10"), 503);
+    assert_eq!(b.provider.0.get(), 5);
+    // Others keep their ip limit.
+    let other = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
+            "allow": ["203.0.113.0/24"]}"#,
+    );
+    let statuses: Vec<u16> = (0..3).map(|_| other.from("198.51.100.1")).collect();
+    assert_eq!(statuses, [200, 200, 429]);
+}
+
+#[test]
+fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
+    let b = Bench::new(r#"{}"#);
+    let now = SystemClock.now_ms();
+    let block = |range: &str, until_ms| blocks::Block {
+        range: crate::http::cidr::Cidr::parse(range).unwrap(),
+        until_ms,
+        reason: "scraper".into(),
+        auto: false,
+    };
+    blocks::update(&b.store, now, |l| {
+        let l = blocks::with(l, block("192.0.2.0/24", Some(now + 60_000)), now);
+        (
+            blocks::with(l, block("198.51.100.1", Some(now - 1)), now),
+            (),
+        )
+    })
+    .unwrap();
+    assert_eq!(b.from("192.0.2.50"), 403);
+    assert_eq!(b.from("198.51.100.1"), 200, "an ended block");
+    assert_eq!(b.lines("by resolve block: scraper"), 1);
+    blocks::update(&b.store, now, |l| {
+        blocks::without(
+            l,
+            crate::http::cidr::Cidr::parse("192.0.2.0/24").unwrap(),
+            now,
+        )
+    })
+    .unwrap();
+    assert_eq!(b.from("192.0.2.50"), 200, "lifted");
+}
+
+#[test]
+fn auto_block_triggers_at_exactly_the_threshold() {
+    let b = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
+            "auto_block": {"refusals": 5, "window_secs": 600, "block_secs": 3600}}"#,
+    );
+    let statuses: Vec<u16> = (0..9).map(|_| b.from("192.0.2.9")).collect();
+    // Two admitted, five refusals (the fifth blocks), then 403.
+    assert_eq!(statuses, [200, 200, 429, 429, 429, 429, 429, 403, 403]);
+    let list = blocks::read(&b.store).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].range.to_string(), "192.0.2.9/32");
+    assert!(list[0].auto);
+    let until = list[0].until_ms.unwrap();
+    let expected = SystemClock.now_ms() + 3_600_000;
+    assert!(until <= expected && until + 60_000 > expected, "{until}");
+    assert_eq!(
+        b.lines("blocked 192.0.2.9 for 3600 s: 5 refusals within 600 s"),
+        1
+    );
+    let f = b.figures();
+    assert_eq!((f.auto_blocks, f.blocked), (1, 2));
+    assert_eq!(f.refused["ip"], 5);
+    assert_eq!(b.from("192.0.2.10"), 200, "others are not blocked");
+}
+
+#[test]
+fn a_shadow_rule_refuses_nothing_and_reports_what_it_would_have() {
+    let b = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60},
+                      {"name": "tight", "key": "ip", "limit": 10, "window_secs": 60, "mode": "shadow"}]}"#,
+    );
+    let app = App {
+        config: &b.cfg,
+        store: &b.store,
+        provider: Some(&b.provider),
+        log: &b.log,
+    };
+    let mut remaining = Vec::new();
+    for _ in 0..50 {
+        let a = app.handle(&get("192.0.2.1"), &mut std::io::empty());
+        assert_eq!(a.response.status, 200);
+        remaining.push(
+            a.response
+                .header_value("RateLimit")
+                .unwrap_or("")
+                .to_owned(),
+        );
+    }
+    assert_eq!(b.provider.0.get(), 50, "nothing refused");
+    assert!(
+        remaining.iter().all(|h| !h.contains("tight")),
+        "no header of the shadow rule: {remaining:?}"
+    );
+    assert!(
+        remaining[49].contains("r=50"),
+        "the enforced rule counts alone: {}",
+        remaining[49]
+    );
+    let f = b.figures();
+    assert_eq!(f.would_refuse["tight"], 40);
+    assert!(f.refused.is_empty());
+    assert_eq!(b.lines("shadow rule tight would have refused 192.0.2.1"), 1);
+    // Another client has its own count.
+    assert_eq!(b.from("192.0.2.2"), 200);
+    assert_eq!(b.figures().would_refuse["tight"], 40);
+}
+
+#[test]
+fn cloudflare_edges_are_clients_of_their_own_until_trusted() {
+    let untrusted =
+        Bench::new(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}]}"#);
+    let edge = |b: &Bench, visitor: &str| {
+        b.ask(get("173.245.48.1").with("HTTP_CF_CONNECTING_IP", visitor))
+    };
+    let statuses: Vec<u16> = ["203.0.113.1", "203.0.113.2", "203.0.113.3"]
+        .iter()
+        .map(|v| edge(&untrusted, v))
+        .collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 429],
+        "every visitor shares the edge's count"
+    );
+    assert_eq!(untrusted.figures().untrusted_networks["cloudflare"], 3);
+
+    let trusted = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
+            "client": {"trusted_proxies": ["cloudflare"]}}"#,
+    );
+    for visitor in ["203.0.113.1", "203.0.113.2", "203.0.113.3"] {
+        assert_eq!(edge(&trusted, visitor), 200, "{visitor}");
+    }
+    // A forged header from elsewhere is ignored.
+    let forged =
+        |b: &Bench| b.ask(get("198.51.100.9").with("HTTP_CF_CONNECTING_IP", "203.0.113.50"));
+    let statuses: Vec<u16> = (0..3).map(|_| forged(&trusted)).collect();
+    assert_eq!(statuses, [200, 200, 429]);
+    let f = trusted.figures();
+    assert!(f.untrusted_networks.is_empty());
+    assert!(f.clients.iter().any(|c| c.client == "198.51.100.9"));
+    assert!(!f.clients.iter().any(|c| c.client == "203.0.113.50"));
+}

@@ -1,0 +1,55 @@
+//! What the usage journal learns from a request: its events, counted in the store after the
+//! answer is decided, and the `ACTION NEEDED` lines kept as notes. A journal that cannot be
+//! written changes no answer.
+
+use std::time::Duration;
+
+use crate::app::{App, Tally};
+use crate::core::clock::{Clock, SystemClock};
+use crate::core::journal;
+use crate::defaults;
+use crate::log::Level;
+
+impl App<'_> {
+    /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
+    /// most once a minute across processes.
+    pub(super) fn journal(&self, tally: &Tally) {
+        if !self.config.journal {
+            return;
+        }
+        let entry =
+            journal::Entry::new(SystemClock.now_ms(), tally.client.as_deref(), &tally.events);
+        if let Err(e) = self.store.journal_add(&entry) {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
+    /// Keeps an `ACTION NEEDED` line in the store for `stats`, `report` and the dashboard.
+    pub(super) fn note(&self, text: &str) {
+        if !self.config.journal {
+            return;
+        }
+        let forms = crate::secret::all_forms(&self.config.secrets());
+        let note = journal::Note {
+            at_ms: SystemClock.now_ms(),
+            text: crate::secret::mask(text, &forms).into_owned(),
+        };
+        if let Err(e) = self.store.journal_note(&note) {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
+    /// Logs `message` unless a journal problem was logged in the last minute.
+    fn log_now_and_then(&self, message: &str) {
+        let stamp = self.config.data_dir.join(defaults::JOURNAL_ERROR_STAMP);
+        let interval = Duration::from_secs(defaults::JOURNAL_ERROR_LOG_INTERVAL_SECS);
+        if crate::log::once_in(&stamp, interval) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "{message} (answers are not affected; this line is repeated at most once a minute)"
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! Temporary blocks kept in the store, so every web server sharing it obeys them: added by
+//! `resolve block` (or by `auto_block`), listed by `resolve blocks`, removed by `resolve
+//! unblock` or by their expiry. The list is one small entry of the store's cache, changed only
+//! under a lock taken with the store's atomic claim; requests read it once each.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crate::config::Config;
+use crate::core::calendar;
+use crate::core::clock::{Clock, SystemClock};
+use crate::http::cidr::Cidr;
+use crate::store::{Store, StoreError};
+
+/// The cache entry holding the list.
+pub const LIST_KEY: &str = "resolve:~blocks";
+/// The lock taken to change it.
+const LOCK_KEY: &str = "resolve:~blocks-lock";
+/// A lock left by a process that died is free again after this.
+const LOCK_TTL: Duration = Duration::from_secs(10);
+/// How long a change waits for the lock.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// The list holds at most this many blocks (about 60 KB, what every store's cache value
+/// takes); a new block then replaces the one that ends soonest.
+pub const MAX_BLOCKS: usize = 500;
+/// Longest reason kept, in characters.
+pub const MAX_REASON: usize = 200;
+/// A block without an end stays in the cache this long (ten years).
+const FOREVER: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+
+/// One block: a range, until when (None: until unblocked), why, and whether `auto_block` set it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    pub range: Cidr,
+    pub until_ms: Option<u64>,
+    pub reason: String,
+    pub auto: bool,
+}
+
+impl Block {
+    pub fn live_at(&self, now_ms: u64) -> bool {
+        self.until_ms.is_none_or(|until| now_ms < until)
+    }
+}
+
+/// A reason as kept: one line, no tabs, at most [`MAX_REASON`] characters.
+pub fn clean_reason(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_REASON)
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// The list as stored: one line per block, `RANGE TAB UNTIL_MS TAB AUTO TAB REASON`.
+pub fn encode(list: &[Block]) -> Vec<u8> {
+    let mut out = String::new();
+    for b in list {
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{}\n",
+            b.range,
+            b.until_ms.unwrap_or(0),
+            u8::from(b.auto),
+            clean_reason(&b.reason)
+        ));
+    }
+    out.into_bytes()
+}
+
+/// The list read back; lines that do not parse are skipped (a damaged line must not block
+/// anyone, nor unblock the others).
+pub fn decode(bytes: &[u8]) -> Vec<Block> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.splitn(4, '\t');
+            let range = Cidr::parse(parts.next()?)?;
+            let until: u64 = parts.next()?.parse().ok()?;
+            let auto = parts.next()? == "1";
+            Some(Block {
+                range,
+                until_ms: (until != 0).then_some(until),
+                auto,
+                reason: parts.next().unwrap_or_default().to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The live block covering `ip` at `now_ms`, if any.
+pub fn find(list: &[Block], ip: IpAddr, now_ms: u64) -> Option<&Block> {
+    list.iter()
+        .find(|b| b.live_at(now_ms) && b.range.contains(ip))
+}
+
+/// `list` with `block` added (replacing a block of the same range), ended blocks dropped, and
+/// at most [`MAX_BLOCKS`] kept (those that end last).
+pub fn with(list: Vec<Block>, block: Block, now_ms: u64) -> Vec<Block> {
+    let mut out: Vec<Block> = list
+        .into_iter()
+        .filter(|b| b.live_at(now_ms) && b.range != block.range)
+        .collect();
+    out.push(block);
+    if out.len() > MAX_BLOCKS {
+        out.sort_by_key(|b| std::cmp::Reverse(b.until_ms.unwrap_or(u64::MAX)));
+        out.truncate(MAX_BLOCKS);
+    }
+    out
+}
+
+/// `list` without `range` (and without ended blocks); whether it held `range`.
+pub fn without(list: Vec<Block>, range: Cidr, now_ms: u64) -> (Vec<Block>, bool) {
+    let before = list.iter().any(|b| b.range == range && b.live_at(now_ms));
+    let out = list
+        .into_iter()
+        .filter(|b| b.live_at(now_ms) && b.range != range)
+        .collect();
+    (out, before)
+}
+
+/// `--for 24h`: a duration of seconds, minutes, hours or days (`90s`, `30m`, `24h`, `7d`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let err = || format!("--for {text:?} is not a duration: write e.g. 90s, 30m, 24h or 7d");
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: u64 = number.parse().map_err(|_| err())?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60).ok_or_else(err)?,
+        "h" => n.checked_mul(3600).ok_or_else(err)?,
+        "d" => n.checked_mul(86_400).ok_or_else(err)?,
+        _ => return Err(err()),
+    };
+    if secs == 0 || secs > FOREVER.as_secs() {
+        return Err(err());
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+/// The blocks the store holds now (ended ones included; callers ask `live_at`).
+pub fn read(store: &dyn Store) -> Result<Vec<Block>, StoreError> {
+    Ok(store
+        .cache_get(LIST_KEY)?
+        .map(|b| decode(&b))
+        .unwrap_or_default())
+}
+
+/// Changes the stored list with `change` under the lock, so concurrent changes (two `resolve
+/// block` commands, automatic blocks from many requests) all take effect.
+pub fn update<T>(
+    store: &dyn Store,
+    now_ms: u64,
+    change: impl FnOnce(Vec<Block>) -> (Vec<Block>, T),
+) -> Result<T, StoreError> {
+    let token = format!("{:016x}", crate::random::u64());
+    let give_up = Instant::now() + LOCK_WAIT;
+    while !store.cache_claim(LOCK_KEY, token.as_bytes(), LOCK_TTL)? {
+        if Instant::now() >= give_up {
+            return Err(StoreError::unavailable(
+                "the block list is locked by another process (try again)",
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let result = (|| {
+        let (list, out) = change(read(store)?);
+        let last = list.iter().map(|b| b.until_ms).max().flatten();
+        let ttl = match (list.iter().any(|b| b.until_ms.is_none()), last) {
+            (true, _) | (false, None) => FOREVER,
+            (false, Some(until)) => Duration::from_millis(until.saturating_sub(now_ms).max(1000)),
+        };
+        store.cache_put(LIST_KEY, &encode(&list), ttl)?;
+        Ok(out)
+    })();
+    store.cache_release(LOCK_KEY, token.as_bytes())?;
+    result
+}
+
+/// `resolve block` and `resolve unblock`: the line to print, or what went wrong.
+pub fn command(
+    store: &dyn Store,
+    verb: &str,
+    target: &str,
+    duration: Option<&str>,
+    reason: Option<&str>,
+) -> Result<String, String> {
+    let range = Cidr::parse(target).ok_or_else(|| {
+        format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
+    })?;
+    let now = SystemClock.now_ms();
+    let failed = |e: StoreError| format!("the store could not be changed: {e}");
+    if verb == "unblock" {
+        let had = update(store, now, |list| without(list, range, now)).map_err(failed)?;
+        return Ok(if had {
+            format!("unblocked {range}")
+        } else {
+            format!("{range} was not blocked (`resolve blocks` lists the blocks)")
+        });
+    }
+    let until_ms = duration
+        .map(parse_duration)
+        .transpose()?
+        .map(|d| now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+    let block = Block {
+        range,
+        until_ms,
+        reason: clean_reason(reason.unwrap_or("blocked by the owner")),
+        auto: false,
+    };
+    update(store, now, |list| (with(list, block, now), ())).map_err(failed)?;
+    Ok(match until_ms {
+        Some(ms) => format!("blocked {range} until {} (UTC)", calendar::iso(ms)),
+        None => format!("blocked {range} until `resolve unblock {range}`"),
+    })
+}
+
+/// `resolve blocks`: the store's blocks in force, then the configuration's lists.
+pub fn listing(store: &dyn Store, config: &Config) -> Result<String, String> {
+    let now = SystemClock.now_ms();
+    let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
+    let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
+    let mut out = String::new();
+    if live.is_empty() {
+        out.push_str("No blocks in the store.\n");
+    }
+    for b in live {
+        let until = b.until_ms.map_or("until unblocked".to_owned(), |ms| {
+            format!("until {}", calendar::iso(ms))
+        });
+        let by = if b.auto {
+            "auto_block"
+        } else {
+            "resolve block"
+        };
+        out.push_str(&format!(
+            "{:<43} {until:<26} {by}: {}\n",
+            b.range.to_string(),
+            b.reason
+        ));
+    }
+    let count = |set: &crate::http::addr_set::AddrSet| set.ranges().len();
+    out.push_str(&format!(
+        "The configuration also blocks {} and allows {} addresses or ranges (\"block\", \"allow\").\n",
+        count(&config.block),
+        count(&config.allow)
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::SystemClock;
+    use crate::store::memory::MemoryStore;
+
+    fn block(range: &str, until_ms: Option<u64>) -> Block {
+        Block {
+            range: Cidr::parse(range).unwrap(),
+            until_ms,
+            reason: "test".into(),
+            auto: false,
+        }
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn blocks_round_trip_and_damaged_lines_are_skipped() {
+        let list = vec![
+            block("203.0.113.0/24", Some(5_000)),
+            Block {
+                reason: "tab\there\nand newline".into(),
+                auto: true,
+                ..block("2001:db8::/64", None)
+            },
+        ];
+        let mut bytes = encode(&list);
+        bytes.extend_from_slice(b"junk line\n10.0.0.0/8\tx\t0\t\n");
+        let back = decode(&bytes);
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[0], list[0]);
+        assert_eq!(back[1].reason, "tab here and newline");
+        assert!(back[1].auto);
+    }
+
+    #[test]
+    fn a_block_covers_its_range_until_it_ends() {
+        let list = vec![
+            block("203.0.113.0/24", Some(5_000)),
+            block("2001:db8::/64", None),
+        ];
+        assert!(find(&list, ip("203.0.113.9"), 4_999).is_some());
+        assert!(find(&list, ip("203.0.113.9"), 5_000).is_none(), "ended");
+        assert!(find(&list, ip("203.0.114.1"), 0).is_none());
+        assert!(
+            find(&list, ip("2001:db8::77"), u64::MAX - 1).is_some(),
+            "no end"
+        );
+    }
+
+    #[test]
+    fn adding_replaces_the_same_range_and_drops_ended_ones() {
+        let list = vec![
+            block("192.0.2.1", Some(10)),
+            block("192.0.2.2", Some(1_000)),
+        ];
+        let list = with(list, block("192.0.2.2", Some(2_000)), 100);
+        assert_eq!(list, vec![block("192.0.2.2", Some(2_000))]);
+        let (list, had) = without(list, Cidr::parse("192.0.2.2").unwrap(), 100);
+        assert!(had && list.is_empty());
+        let (_, had) = without(vec![], Cidr::parse("192.0.2.2").unwrap(), 100);
+        assert!(!had);
+    }
+
+    #[test]
+    fn the_list_is_bounded_keeping_those_that_end_last() {
+        let mut list = Vec::new();
+        for i in 0..(MAX_BLOCKS as u64 + 10) {
+            let range = format!("10.0.{}.{}", i / 256, i % 256);
+            list = with(list, block(&range, Some(1_000 + i)), 0);
+        }
+        assert_eq!(list.len(), MAX_BLOCKS);
+        assert!(list.iter().all(|b| b.until_ms.unwrap() >= 1_010));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        for bad in ["", "0h", "h", "24", "1w", "-1d", "99999999999999d"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn concurrent_updates_all_take_effect() {
+        let store = MemoryStore::new(SystemClock, Duration::ZERO);
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let store = store.clone();
+                s.spawn(move || {
+                    for i in 0..20 {
+                        let b = block(&format!("10.{t}.0.{i}"), None);
+                        update(&store, 0, |list| (with(list, b, 0), ())).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(read(&store).unwrap().len(), 160);
+    }
+}

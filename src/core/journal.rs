@@ -1,0 +1,468 @@
+//! The usage journal's model: what one request adds to it (counts per hour, and the client's
+//! admitted or refused count), and the figures read back from what the stores kept. Pure: the
+//! stores only add and return counts.
+//!
+//! A store keeps two kinds of rows, both keyed by the hour (hours since the Unix epoch, UTC):
+//! - totals: `name -> count` for the whole site (`requests`, `admitted`, `refused:ip`, ...);
+//! - clients: `client -> (admitted, refused)`, kept for [`CLIENT_HOURS`] only.
+//!
+//! Day and month figures are sums of hours. Totals are kept for [`KEEP_HOURS`].
+
+use std::collections::BTreeMap;
+
+/// Milliseconds in one hour.
+pub const HOUR_MS: u64 = 3_600_000;
+/// Hours the per-client counts are kept: today and yesterday (UTC) whatever the hour now.
+pub const CLIENT_HOURS: u32 = 48;
+/// Hours the site's totals are kept: 400 days, so a month and the same month a year ago fit.
+pub const KEEP_HOURS: u32 = 400 * 24;
+/// The newest `ACTION NEEDED` notes a store keeps.
+pub const KEEP_NOTES: usize = 50;
+
+/// The hour `at_ms` falls in.
+pub fn hour_of(at_ms: u64) -> u32 {
+    u32::try_from(at_ms / HOUR_MS).unwrap_or(u32::MAX)
+}
+
+/// The first hour of the UTC day `hour` falls in.
+pub fn day_start(hour: u32) -> u32 {
+    hour - hour % 24
+}
+
+/// Whether a client was admitted or refused by the rules, for its per-client counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientCount {
+    Admitted,
+    Refused,
+}
+
+impl ClientCount {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientCount::Admitted => "admitted",
+            ClientCount::Refused => "refused",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ClientCount> {
+        match name {
+            "admitted" => Some(ClientCount::Admitted),
+            "refused" => Some(ClientCount::Refused),
+            _ => None,
+        }
+    }
+}
+
+/// One thing that happened to a request, as the journal counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Every request that reached the limiter's gate (answers about the page excepted).
+    Request,
+    /// Admitted by every rule.
+    Admitted,
+    /// A provider call that reached the provider: paid for.
+    Paid,
+    /// A paid call that never reached the provider, whose count went back.
+    Refund,
+    /// Answered from the cache: a paid call saved.
+    CacheHit,
+    /// Refused (429) by this rule.
+    Refused(String),
+    /// Refused (503) by this spend rule: the site's own budget.
+    SpendRefused(String),
+    /// The provider call failed, in this class (`timeout`, `auth`, ...).
+    ProviderFailure(&'static str),
+    /// Refused before anything was counted, for this reason (the problem's code).
+    Bad(String),
+    /// The store failed the decision (answered by the failure policy).
+    StoreFailed,
+    /// Refused (403) by the block list, before anything was counted.
+    Blocked,
+    /// This request's refusal made its client reach `auto_block`'s threshold: it is blocked.
+    AutoBlocked,
+    /// A shadow rule would have refused it (and refused nothing).
+    WouldRefuse(String),
+    /// It came from a known network's edge (e.g. `cloudflare`) that is not trusted.
+    UntrustedNetwork(&'static str),
+}
+
+impl Event {
+    /// The total's name in the stores, e.g. `refused:ip`.
+    pub fn name(&self) -> String {
+        match self {
+            Event::Request => "requests".into(),
+            Event::Admitted => "admitted".into(),
+            Event::Paid => "paid".into(),
+            Event::Refund => "refunds".into(),
+            Event::CacheHit => "cache_hits".into(),
+            Event::Refused(rule) => format!("refused:{rule}"),
+            Event::SpendRefused(rule) => format!("spend_refused:{rule}"),
+            Event::ProviderFailure(class) => format!("provider_failure:{class}"),
+            Event::Bad(reason) => format!("bad:{reason}"),
+            Event::StoreFailed => "store_failed".into(),
+            Event::Blocked => "blocked".into(),
+            Event::AutoBlocked => "auto_blocked".into(),
+            Event::WouldRefuse(rule) => format!("would_refuse:{rule}"),
+            Event::UntrustedNetwork(name) => format!("untrusted_network:{name}"),
+        }
+    }
+}
+
+/// What one request adds to the journal: one to each total of its hour, and one to its
+/// client's admitted or refused count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub hour: u32,
+    pub totals: Vec<String>,
+    pub client: Option<(String, ClientCount)>,
+}
+
+impl Entry {
+    /// The entry for a request answered at `at_ms` after these events, by `client` (its
+    /// address as counted, when known).
+    pub fn new(at_ms: u64, client: Option<&str>, events: &[Event]) -> Entry {
+        let count = events.iter().find_map(|e| match e {
+            Event::Admitted => Some(ClientCount::Admitted),
+            Event::Refused(_) => Some(ClientCount::Refused),
+            _ => None,
+        });
+        Entry {
+            hour: hour_of(at_ms),
+            totals: events.iter().map(Event::name).collect(),
+            client: client.zip(count).map(|(c, n)| (c.to_owned(), n)),
+        }
+    }
+}
+
+/// One row a store returns: a total of an hour, or a client's count of an hour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    Total {
+        hour: u32,
+        name: String,
+        count: u64,
+    },
+    Client {
+        hour: u32,
+        client: String,
+        count: ClientCount,
+        n: u64,
+    },
+}
+
+/// An `ACTION NEEDED` event kept by the store: when, and the log line's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub at_ms: u64,
+    pub text: String,
+}
+
+/// One client's counts over a period.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientFigures {
+    pub client: String,
+    pub admitted: u64,
+    pub refused: u64,
+}
+
+/// The site's figures over the hours `from..to` (the end excluded).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Figures {
+    pub from_hour: u32,
+    pub to_hour: u32,
+    pub requests: u64,
+    pub admitted: u64,
+    pub paid_calls: u64,
+    pub refunds: u64,
+    pub cache_hits: u64,
+    pub store_failures: u64,
+    /// 403s of the block lists.
+    pub blocked: u64,
+    /// Clients blocked by `auto_block`.
+    pub auto_blocks: u64,
+    /// Requests each shadow rule would have refused, by rule name.
+    pub would_refuse: BTreeMap<String, u64>,
+    /// Requests from known networks' edges that are not trusted, by network.
+    pub untrusted_networks: BTreeMap<String, u64>,
+    /// 429s by rule name.
+    pub refused: BTreeMap<String, u64>,
+    /// Spend refusals (503) by spend rule name.
+    pub spend_refused: BTreeMap<String, u64>,
+    /// Provider failures by class.
+    pub provider_failures: BTreeMap<String, u64>,
+    /// Requests refused before counting (4xx), by reason.
+    pub bad_requests: BTreeMap<String, u64>,
+    /// Totals the model does not know (written by a later version): kept, not dropped.
+    pub other: BTreeMap<String, u64>,
+    /// Paid calls per hour, oldest first, one per hour of the period.
+    pub paid_per_hour: Vec<u64>,
+    /// Every client with a count in the period.
+    pub clients: Vec<ClientFigures>,
+}
+
+impl Figures {
+    /// Sums the rows that fall in `from..to`; rows outside are ignored.
+    pub fn from_rows(rows: &[Row], from_hour: u32, to_hour: u32) -> Figures {
+        let span = usize::try_from(to_hour.saturating_sub(from_hour)).unwrap_or(0);
+        let mut f = Figures {
+            from_hour,
+            to_hour,
+            paid_per_hour: vec![0; span],
+            ..Figures::default()
+        };
+        let mut clients: BTreeMap<&str, ClientFigures> = BTreeMap::new();
+        let within = |hour: u32| (from_hour..to_hour).contains(&hour);
+        for row in rows {
+            match row {
+                Row::Total { hour, name, count } if within(*hour) => {
+                    f.add_total(name, *count);
+                    if name == "paid" {
+                        f.paid_per_hour[(hour - from_hour) as usize] += count;
+                    }
+                }
+                Row::Client {
+                    hour,
+                    client,
+                    count,
+                    n,
+                } if within(*hour) => {
+                    let c = clients
+                        .entry(client.as_str())
+                        .or_insert_with(|| ClientFigures {
+                            client: client.clone(),
+                            ..ClientFigures::default()
+                        });
+                    match count {
+                        ClientCount::Admitted => c.admitted += n,
+                        ClientCount::Refused => c.refused += n,
+                    }
+                }
+                _ => {}
+            }
+        }
+        f.clients = clients.into_values().collect();
+        f
+    }
+
+    fn add_total(&mut self, name: &str, count: u64) {
+        let into = |map: &mut BTreeMap<String, u64>, key: &str| {
+            *map.entry(key.to_owned()).or_default() += count;
+        };
+        match name.split_once(':') {
+            None => match name {
+                "requests" => self.requests += count,
+                "admitted" => self.admitted += count,
+                "paid" => self.paid_calls += count,
+                "refunds" => self.refunds += count,
+                "cache_hits" => self.cache_hits += count,
+                "store_failed" => self.store_failures += count,
+                "blocked" => self.blocked += count,
+                "auto_blocked" => self.auto_blocks += count,
+                _ => into(&mut self.other, name),
+            },
+            Some(("refused", rule)) => into(&mut self.refused, rule),
+            Some(("spend_refused", rule)) => into(&mut self.spend_refused, rule),
+            Some(("provider_failure", class)) => into(&mut self.provider_failures, class),
+            Some(("bad", reason)) => into(&mut self.bad_requests, reason),
+            Some(("would_refuse", rule)) => into(&mut self.would_refuse, rule),
+            Some(("untrusted_network", name)) => into(&mut self.untrusted_networks, name),
+            Some(_) => into(&mut self.other, name),
+        }
+    }
+
+    /// Every 429, whichever rule.
+    pub fn refused_total(&self) -> u64 {
+        self.refused.values().sum()
+    }
+
+    /// The `n` clients with most refusals (then most admitted, then by name).
+    pub fn top_refused(&self, n: usize) -> Vec<ClientFigures> {
+        let mut list = self.clients.clone();
+        list.sort_by(|a, b| {
+            (b.refused, b.admitted)
+                .cmp(&(a.refused, a.admitted))
+                .then_with(|| a.client.cmp(&b.client))
+        });
+        list.truncate(n);
+        list
+    }
+
+    /// The `n` clients with most admitted requests (then most refusals, then by name).
+    pub fn top_admitted(&self, n: usize) -> Vec<ClientFigures> {
+        let mut list = self.clients.clone();
+        list.sort_by(|a, b| {
+            (b.admitted, b.refused)
+                .cmp(&(a.admitted, a.refused))
+                .then_with(|| a.client.cmp(&b.client))
+        });
+        list.truncate(n);
+        list
+    }
+}
+
+/// Where a store's journal keeps nothing more: totals before `totals_before`, client counts
+/// before `clients_before` may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expiry {
+    pub totals_before: u32,
+    pub clients_before: u32,
+}
+
+impl Expiry {
+    /// What may go at `now_ms`.
+    pub fn at(now_ms: u64) -> Expiry {
+        let now = hour_of(now_ms);
+        Expiry {
+            totals_before: now.saturating_sub(KEEP_HOURS),
+            clients_before: now.saturating_sub(CLIENT_HOURS),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: u64 = HOUR_MS;
+
+    fn total(hour: u32, name: &str, count: u64) -> Row {
+        Row::Total {
+            hour,
+            name: name.into(),
+            count,
+        }
+    }
+
+    fn client(hour: u32, client: &str, count: ClientCount, n: u64) -> Row {
+        Row::Client {
+            hour,
+            client: client.into(),
+            count,
+            n,
+        }
+    }
+
+    #[test]
+    fn an_entry_names_every_event_and_counts_the_client_once() {
+        let e = Entry::new(
+            5 * H + 1,
+            Some("203.0.113.7"),
+            &[
+                Event::Request,
+                Event::Refused("ip".into()),
+                Event::Refused("burst".into()),
+            ],
+        );
+        assert_eq!(e.hour, 5);
+        assert_eq!(e.totals, ["requests", "refused:ip", "refused:burst"]);
+        assert_eq!(e.client, Some(("203.0.113.7".into(), ClientCount::Refused)));
+        let bad = Entry::new(
+            0,
+            Some("203.0.113.7"),
+            &[Event::Request, Event::Bad("x".into())],
+        );
+        assert_eq!(
+            bad.client, None,
+            "a bad request is neither admitted nor refused"
+        );
+        let admitted = Entry::new(0, None, &[Event::Request, Event::Admitted, Event::Paid]);
+        assert_eq!(admitted.client, None, "no client known, nothing per client");
+        assert_eq!(admitted.totals, ["requests", "admitted", "paid"]);
+    }
+
+    #[test]
+    fn every_event_has_its_own_name() {
+        let events = [
+            Event::Request,
+            Event::Admitted,
+            Event::Paid,
+            Event::Refund,
+            Event::CacheHit,
+            Event::Refused("ip".into()),
+            Event::SpendRefused("ip".into()),
+            Event::ProviderFailure("ip"),
+            Event::Bad("ip".into()),
+            Event::StoreFailed,
+            Event::Blocked,
+            Event::AutoBlocked,
+            Event::WouldRefuse("ip".into()),
+            Event::UntrustedNetwork("ip"),
+        ];
+        let mut names: Vec<String> = events.iter().map(Event::name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), events.len());
+    }
+
+    #[test]
+    fn figures_sum_the_hours_of_the_period_and_nothing_else() {
+        let rows = [
+            total(9, "paid", 100),
+            total(10, "paid", 2),
+            total(10, "requests", 7),
+            total(11, "paid", 3),
+            total(11, "refused:ip", 4),
+            total(11, "refused:burst", 1),
+            total(11, "spend_refused:day", 2),
+            total(11, "provider_failure:timeout", 1),
+            total(11, "bad:invalid_link", 5),
+            total(11, "cache_hits", 6),
+            total(11, "refunds", 1),
+            total(11, "store_failed", 1),
+            total(11, "admitted", 6),
+            total(11, "future:thing", 9),
+            total(11, "blocked", 2),
+            total(11, "auto_blocked", 1),
+            total(11, "would_refuse:new", 7),
+            total(11, "untrusted_network:cloudflare", 3),
+            total(12, "paid", 1000),
+            client(10, "a", ClientCount::Admitted, 2),
+            client(11, "a", ClientCount::Refused, 3),
+            client(11, "b", ClientCount::Refused, 3),
+            client(11, "b", ClientCount::Admitted, 5),
+            client(11, "c", ClientCount::Admitted, 1),
+            client(12, "c", ClientCount::Refused, 99),
+        ];
+        let f = Figures::from_rows(&rows, 10, 12);
+        assert_eq!(f.paid_calls, 5);
+        assert_eq!(f.paid_per_hour, [2, 3]);
+        assert_eq!(f.requests, 7);
+        assert_eq!(f.admitted, 6);
+        assert_eq!(f.cache_hits, 6);
+        assert_eq!(f.refunds, 1);
+        assert_eq!(f.store_failures, 1);
+        assert_eq!(f.refused_total(), 5);
+        assert_eq!(f.refused["ip"], 4);
+        assert_eq!(f.spend_refused["day"], 2);
+        assert_eq!(f.provider_failures["timeout"], 1);
+        assert_eq!(f.bad_requests["invalid_link"], 5);
+        assert_eq!(f.other["future:thing"], 9);
+        assert_eq!((f.blocked, f.auto_blocks), (2, 1));
+        assert_eq!(f.would_refuse["new"], 7);
+        assert_eq!(f.untrusted_networks["cloudflare"], 3);
+        let names = |list: Vec<ClientFigures>| -> Vec<(String, u64, u64)> {
+            list.into_iter()
+                .map(|c| (c.client, c.admitted, c.refused))
+                .collect()
+        };
+        assert_eq!(
+            names(f.top_refused(10)),
+            [("b".into(), 5, 3), ("a".into(), 2, 3), ("c".into(), 1, 0)]
+        );
+        assert_eq!(
+            names(f.top_admitted(2)),
+            [("b".into(), 5, 3), ("a".into(), 2, 3)]
+        );
+        assert_eq!(names(f.top_admitted(10)).len(), 3);
+    }
+
+    #[test]
+    fn expiry_keeps_two_days_of_clients_and_400_days_of_totals() {
+        let now = 10_000 * H + 5;
+        let e = Expiry::at(now);
+        assert_eq!(e.clients_before, 10_000 - 48);
+        assert_eq!(e.totals_before, 10_000 - 9_600);
+        assert_eq!(Expiry::at(0).clients_before, 0);
+        assert_eq!(day_start(49), 48);
+    }
+}

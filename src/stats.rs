@@ -1,0 +1,346 @@
+//! `resolve stats`: the journal's figures over a period, the spend limits' use and the last
+//! `ACTION NEEDED` notes, gathered from the store, as text for people or as the documented JSON.
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::core::calendar;
+use crate::core::journal::{self, ClientFigures, Figures, HOUR_MS, Note};
+use crate::store::{Check, Store, StoreError};
+
+/// Clients listed by refusals, and by admitted requests.
+pub const TOP_CLIENTS: usize = 10;
+
+/// The periods `--since` takes.
+pub const PERIODS: &[(&str, u32)] = &[("24h", 24), ("7d", 7 * 24), ("30d", 30 * 24)];
+
+/// The hours of `--since TEXT`: `24h`, `7d` or `30d`, or any `Nh` / `Nd` up to what the
+/// journal keeps.
+pub fn parse_since(text: &str) -> Result<u32, String> {
+    let err = || {
+        format!(
+            "--since {text:?} is not a period: write 24h, 7d or 30d (or a number of hours \
+             or days, up to {} days)",
+            journal::KEEP_HOURS / 24
+        )
+    };
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: u32 = number.parse().map_err(|_| err())?;
+    let hours = match unit {
+        "h" => n,
+        "d" => n.checked_mul(24).ok_or_else(err)?,
+        _ => return Err(err()),
+    };
+    if hours == 0 || hours > journal::KEEP_HOURS {
+        return Err(err());
+    }
+    Ok(hours)
+}
+
+/// One spend limit and how much of it is used now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SpendUse {
+    pub name: String,
+    pub limit: u32,
+    pub window_secs: u32,
+    pub used: u32,
+    pub left: u32,
+}
+
+/// Everything `stats` shows.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    /// The period, in hours, ending with the current hour.
+    pub hours: u32,
+    pub now_ms: u64,
+    pub figures: Figures,
+    pub spend: Vec<SpendUse>,
+    pub notes: Vec<Note>,
+}
+
+impl Stats {
+    /// Reads the journal's last `hours` hours (the current one included), the spend counters
+    /// and the notes from `store`.
+    pub fn gather(
+        config: &Config,
+        store: &dyn Store,
+        now_ms: u64,
+        hours: u32,
+    ) -> Result<Stats, StoreError> {
+        let to = journal::hour_of(now_ms).saturating_add(1);
+        Stats::gather_hours(config, store, now_ms, to.saturating_sub(hours), to)
+    }
+
+    /// The same for the hours `from..to`; the spend limits' use is the use now.
+    pub fn gather_hours(
+        config: &Config,
+        store: &dyn Store,
+        now_ms: u64,
+        from: u32,
+        to: u32,
+    ) -> Result<Stats, StoreError> {
+        let hours = to.saturating_sub(from);
+        let rows = store.journal_rows(from, to)?;
+        let budget = config.budget();
+        let checks: Vec<Check<'_>> = budget
+            .iter()
+            .map(|rule| Check {
+                rule,
+                key: rule.key_for(""),
+            })
+            .collect();
+        let used = if checks.is_empty() {
+            Vec::new()
+        } else {
+            store.used(&checks)?
+        };
+        let spend = budget
+            .iter()
+            .zip(used)
+            .map(|(rule, used)| SpendUse {
+                name: rule.name.as_str().to_owned(),
+                limit: rule.limit.get(),
+                window_secs: rule.window_secs.get(),
+                used,
+                left: rule.limit.get().saturating_sub(used),
+            })
+            .collect();
+        Ok(Stats {
+            hours,
+            now_ms,
+            figures: Figures::from_rows(&rows, from, to),
+            spend,
+            notes: store.journal_notes()?,
+        })
+    }
+
+    /// The spend limits at or past `percent` of their limit.
+    pub fn spend_over(&self, percent: u32) -> Vec<&SpendUse> {
+        self.spend
+            .iter()
+            .filter(|s| u64::from(s.used) * 100 >= u64::from(s.limit) * u64::from(percent))
+            .collect()
+    }
+
+    /// The notes made within the period.
+    pub fn notes_in_period(&self) -> Vec<&Note> {
+        let from_ms = u64::from(self.figures.from_hour) * HOUR_MS;
+        let to_ms = u64::from(self.figures.to_hour) * HOUR_MS;
+        self.notes
+            .iter()
+            .filter(|n| (from_ms..to_ms).contains(&n.at_ms))
+            .collect()
+    }
+
+    /// The documented JSON form (README, "Usage and money"): its fields only ever gain
+    /// siblings.
+    pub fn json(&self) -> serde_json::Value {
+        let f = &self.figures;
+        let clients = |list: Vec<ClientFigures>| -> Vec<serde_json::Value> {
+            list.into_iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "client": c.client, "admitted": c.admitted, "refused": c.refused
+                    })
+                })
+                .collect()
+        };
+        let per_hour: Vec<serde_json::Value> = f
+            .paid_per_hour
+            .iter()
+            .enumerate()
+            .map(|(i, paid)| {
+                serde_json::json!({
+                    "hour": calendar::iso((u64::from(f.from_hour) + i as u64) * HOUR_MS),
+                    "paid_calls": paid,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "from": calendar::iso(u64::from(f.from_hour) * HOUR_MS),
+            "to": calendar::iso(u64::from(f.to_hour) * HOUR_MS),
+            "requests": f.requests,
+            "admitted": f.admitted,
+            "paid_calls": f.paid_calls,
+            "cache_hits": f.cache_hits,
+            "paid_calls_saved": f.cache_hits,
+            "refunds": f.refunds,
+            "refused": f.refused,
+            "refused_total": f.refused_total(),
+            "spend_refused": f.spend_refused,
+            "provider_failures": f.provider_failures,
+            "bad_requests": f.bad_requests,
+            "store_failures": f.store_failures,
+            "blocked": f.blocked,
+            "auto_blocks": f.auto_blocks,
+            "would_refuse": f.would_refuse,
+            "untrusted_networks": f.untrusted_networks,
+            "spend": self.spend,
+            "top_clients": clients(f.top_refused(TOP_CLIENTS)),
+            "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
+            "paid_per_hour": per_hour,
+            "action_needed": self.notes.iter().map(|n| serde_json::json!({
+                "at": calendar::iso(n.at_ms), "text": n.text,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The figures as text for a terminal or a mail.
+    pub fn text(&self) -> String {
+        let f = &self.figures;
+        let mut out = String::new();
+        let mut line = |s: String| {
+            out.push_str(&s);
+            out.push('\n');
+        };
+        line(format!(
+            "From {} to {} (UTC)",
+            calendar::iso(u64::from(f.from_hour) * HOUR_MS),
+            calendar::iso(u64::from(f.to_hour) * HOUR_MS)
+        ));
+        line(String::new());
+        line(format!("Paid calls:        {}", f.paid_calls));
+        line(format!(
+            "Cache hits:        {} (paid calls saved)",
+            f.cache_hits
+        ));
+        line(format!(
+            "Refunds:           {} (calls that never reached the provider)",
+            f.refunds
+        ));
+        line(format!("Requests:          {}", f.requests));
+        line(format!("Admitted:          {}", f.admitted));
+        line(format!(
+            "Refused (429):     {}{}",
+            f.refused_total(),
+            by(&f.refused)
+        ));
+        let spend_refused: u64 = f.spend_refused.values().sum();
+        line(format!(
+            "Spend refusals:    {spend_refused}{}",
+            by(&f.spend_refused)
+        ));
+        let bad: u64 = f.bad_requests.values().sum();
+        line(format!("Bad requests:      {bad}{}", by(&f.bad_requests)));
+        let failures: u64 = f.provider_failures.values().sum();
+        line(format!(
+            "Provider failures: {failures}{}",
+            by(&f.provider_failures)
+        ));
+        if f.store_failures > 0 {
+            line(format!("Store failures:    {}", f.store_failures));
+        }
+        if f.blocked > 0 || f.auto_blocks > 0 {
+            line(format!(
+                "Blocked (403):     {} ({} clients blocked automatically)",
+                f.blocked, f.auto_blocks
+            ));
+        }
+        if !f.would_refuse.is_empty() {
+            let n: u64 = f.would_refuse.values().sum();
+            line(format!(
+                "Shadow rules:      {n} would have been refused{}",
+                by(&f.would_refuse)
+            ));
+        }
+        for (name, n) in &f.untrusted_networks {
+            line(format!(
+                "Untrusted {name}:  {n} requests came from {name}'s edges, which are not in \
+                 client.trusted_proxies: add \"{name}\" there (`resolve check`)"
+            ));
+        }
+        line(String::new());
+        if self.spend.is_empty() {
+            line("Spend limits: none set (\"spend\" in the configuration)".into());
+        } else {
+            line("Spend limits (now):".into());
+            for s in &self.spend {
+                line(format!(
+                    "  {}: {} of {} per {} used, {} left",
+                    s.name,
+                    s.used,
+                    s.limit,
+                    window_words(s.window_secs),
+                    s.left
+                ));
+            }
+        }
+        for (title, list) in [
+            ("Top clients by refusals:", f.top_refused(TOP_CLIENTS)),
+            (
+                "Top clients by admitted requests:",
+                f.top_admitted(TOP_CLIENTS),
+            ),
+        ] {
+            line(String::new());
+            line(title.into());
+            if list.is_empty() {
+                line("  none".into());
+            }
+            for c in list {
+                line(format!(
+                    "  {:<40} {:>8} admitted {:>8} refused",
+                    c.client, c.admitted, c.refused
+                ));
+            }
+        }
+        line(String::new());
+        line("Last ACTION NEEDED events:".into());
+        if self.notes.is_empty() {
+            line("  none".into());
+        }
+        for n in self.notes.iter().take(10) {
+            line(format!("  {}  {}", calendar::iso(n.at_ms), n.text));
+        }
+        out
+    }
+}
+
+/// A window in words: `day`, `30 days`, `hour`, `90 seconds`.
+pub fn window_words(secs: u32) -> String {
+    let (n, unit) = match secs {
+        s if s % 86_400 == 0 => (s / 86_400, "day"),
+        s if s % 3_600 == 0 => (s / 3_600, "hour"),
+        s if s % 60 == 0 => (s / 60, "minute"),
+        s => (s, "second"),
+    };
+    if n == 1 {
+        unit.to_owned()
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+/// ` (ip 4, burst 1)`, or nothing when the map is empty.
+fn by(map: &std::collections::BTreeMap<String, u64>) -> String {
+    if map.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    format!(" ({})", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_in_words() {
+        assert_eq!(window_words(86_400), "day");
+        assert_eq!(window_words(30 * 86_400), "30 days");
+        assert_eq!(window_words(3_600), "hour");
+        assert_eq!(window_words(120), "2 minutes");
+        assert_eq!(window_words(90), "90 seconds");
+    }
+
+    #[test]
+    fn periods_parse() {
+        assert_eq!(parse_since("24h"), Ok(24));
+        assert_eq!(parse_since("7d"), Ok(168));
+        assert_eq!(parse_since("30d"), Ok(720));
+        for bad in ["", "h", "0h", "24", "1w", "-1d", "401d", "99999999999d"] {
+            let e = parse_since(bad).unwrap_err();
+            assert!(e.contains("24h, 7d or 30d"), "{bad}: {e}");
+        }
+    }
+}
