@@ -508,6 +508,18 @@ mod tests {
                 "store.cache_table",
             ),
             (
+                r#"{"store": {"kind": "mysql", "host": "h", "user": "u", "database": "d", "journal_table": ""}}"#,
+                "store.journal_table",
+            ),
+            (
+                r#"{"store": {"kind": "mysql", "host": "h", "user": "u", "database": "d", "notes_table": "rate_cache"}}"#,
+                "store.counter_table",
+            ),
+            (
+                r#"{"store": {"kind": "file", "notes_table": "n"}}"#,
+                "store.notes_table",
+            ),
+            (
                 r#"{"store": {"kind": "redis", "lock_timeout_ms": 100}}"#,
                 "store.lock_timeout_ms",
             ),

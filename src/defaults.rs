@@ -98,6 +98,10 @@ pub const MYSQL_COUNTER_TABLE: &str = "rate_counters";
 pub const MYSQL_EVENTS_TABLE: &str = "rate_events";
 /// MySQL table of cached answers.
 pub const MYSQL_CACHE_TABLE: &str = "rate_cache";
+/// MySQL table of the usage journal: counts per hour, for the site and per client.
+pub const MYSQL_JOURNAL_TABLE: &str = "rate_journal";
+/// MySQL table of the newest `ACTION NEEDED` notes.
+pub const MYSQL_NOTES_TABLE: &str = "rate_notes";
 /// MySQL port when only a host is given.
 pub const MYSQL_PORT: u16 = 3306;
 /// Time allowed to connect to MySQL, in milliseconds.

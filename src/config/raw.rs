@@ -90,6 +90,8 @@ pub(crate) struct RawStore {
     pub(crate) table: Option<String>,
     pub(crate) counter_table: Option<String>,
     pub(crate) cache_table: Option<String>,
+    pub(crate) journal_table: Option<String>,
+    pub(crate) notes_table: Option<String>,
     pub(crate) events_ts: Option<String>,
     pub(crate) connect_timeout_ms: Option<u64>,
     pub(crate) read_timeout_ms: Option<u64>,

@@ -37,6 +37,8 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
                 "table",
                 "counter_table",
                 "cache_table",
+                "journal_table",
+                "notes_table",
                 "events_ts",
                 "tls",
             ],
@@ -64,6 +66,8 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ("table", raw.table.is_some()),
         ("counter_table", raw.counter_table.is_some()),
         ("cache_table", raw.cache_table.is_some()),
+        ("journal_table", raw.journal_table.is_some()),
+        ("notes_table", raw.notes_table.is_some()),
         ("events_ts", raw.events_ts.is_some()),
         ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
         ("read_timeout_ms", raw.read_timeout_ms.is_some()),
@@ -343,11 +347,30 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
             .as_deref()
             .unwrap_or(defaults::MYSQL_CACHE_TABLE),
     )?;
-    if counter_table == events_table || cache_table == events_table || cache_table == counter_table
-    {
+    let journal_table = table_name(
+        "store.journal_table",
+        raw.journal_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_JOURNAL_TABLE),
+    )?;
+    let notes_table = table_name(
+        "store.notes_table",
+        raw.notes_table
+            .as_deref()
+            .unwrap_or(defaults::MYSQL_NOTES_TABLE),
+    )?;
+    let names = [
+        &counter_table,
+        &events_table,
+        &cache_table,
+        &journal_table,
+        &notes_table,
+    ];
+    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
         return Err(err(
             "store.counter_table",
-            "store.table, store.counter_table and store.cache_table must differ",
+            "store.table, store.counter_table, store.cache_table, store.journal_table and \
+             store.notes_table must differ",
         ));
     }
     let events_ts = match raw.events_ts.as_deref().unwrap_or("ms") {
@@ -378,6 +401,8 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
         counter_table,
         events_table,
         cache_table,
+        journal_table,
+        notes_table,
         events_ts,
         connect_timeout: Duration::from_millis(connect_ms),
         read_timeout: Duration::from_millis(read_ms),

@@ -18,13 +18,15 @@
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
 
+mod journal;
+mod journal_record;
 mod lock;
 pub mod record;
 mod safe_open;
 
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,15 +34,17 @@ use sha2::{Digest, Sha256};
 
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
+use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::{Check, Store, StoreError, SweepReport};
-use lock::{Lock, lock_within};
+use journal::Journal;
+use lock::{Lock, Locked};
 use record::{Loaded, SLOT};
-use safe_open::{io_error, not_a_file, open_ro, open_rw, still_named};
+use safe_open::{
+    DAMAGED_SUFFIX, io_error, modified_secs, move_aside, not_a_file, open_ro, still_named,
+};
 
-/// Suffix of a damaged file moved aside for the owner to look at.
-const DAMAGED_SUFFIX: &str = ".damaged";
 /// Suffix of a cached answer, beside the counters in the shard directories.
 const CACHE_SUFFIX: &str = ".cache";
 /// First line of a cached answer: this word, then when it expires (ms since 1970).
@@ -53,12 +57,6 @@ pub struct FileStore<C: Clock> {
     clock: C,
     grace_ms: u64,
     lock_timeout: Duration,
-}
-
-/// A key's file, open and exclusively locked until dropped.
-struct Locked {
-    path: PathBuf,
-    file: File,
 }
 
 impl<C: Clock> FileStore<C> {
@@ -81,6 +79,19 @@ impl<C: Clock> FileStore<C> {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    fn journal(&self) -> Journal<'_> {
+        Journal {
+            data: &self.dir,
+            timeout: self.lock_timeout,
+            grace_ms: self.grace_ms,
+        }
+    }
+
+    /// Bytes the usage journal's files take.
+    pub fn journal_bytes(&self) -> Result<u64, StoreError> {
+        self.journal().bytes()
     }
 
     /// The file that holds `key`.
@@ -143,70 +154,18 @@ impl<C: Clock> FileStore<C> {
     /// Opens `path` for reading and takes its shared lock: writers hold the exclusive one, so
     /// a reader never sees half a write. `None` when there is no such file.
     fn open_shared(&self, path: &Path) -> Result<Option<File>, StoreError> {
-        let file = match open_ro(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("open", path, &e)),
-        };
-        lock_within(&file, path, Lock::Shared, self.lock_timeout)?;
-        Ok(Some(file))
+        lock::open_shared(path, self.lock_timeout)
     }
 
     /// Creates the data directory (mode 700) if it is missing: a store that cannot count
     /// would let every request through under the `allow` policy.
     fn ensure_dir(&self) -> Result<(), StoreError> {
-        if self.dir.is_dir() {
-            return Ok(());
-        }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| {
-                StoreError::unavailable(format!(
-                    "cannot create the data directory {}: {e}; create it with \
-                     `mkdir -m 700 {}` as the account that runs resolve, or set store.dir",
-                    self.dir.display(),
-                    self.dir.display()
-                ))
-            })
+        lock::ensure_dir(&self.dir)
     }
 
     /// Opens (creating if needed) and locks the file at `path`.
     fn lock(&self, path: &Path) -> Result<Locked, StoreError> {
-        let shard = path.parent().unwrap_or(&self.dir);
-        // A shard directory that is a link would take the files somewhere else.
-        if fs::symlink_metadata(shard).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(StoreError::unavailable(format!(
-                "{} is a symbolic link, which the store never follows: remove it (the store \
-                 makes a directory there)",
-                shard.display()
-            )));
-        }
-        loop {
-            let file = match open_rw(path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound || !self.dir.is_dir() => {
-                    self.ensure_dir()?;
-                    let shard = path.parent().unwrap_or(&self.dir);
-                    match fs::DirBuilder::new().mode(0o700).create(shard) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(io_error("create directory", shard, &e)),
-                    }
-                    open_rw(path).map_err(|e| io_error("create", path, &e))?
-                }
-                Err(e) => return Err(io_error("open", path, &e)),
-            };
-            lock_within(&file, path, Lock::Exclusive, self.lock_timeout)?;
-            if still_named(path, &file) {
-                return Ok(Locked {
-                    path: path.to_owned(),
-                    file,
-                });
-            }
-            // A sweep removed the file while we waited for it: start again on a fresh one.
-        }
+        lock::open_locked(&self.dir, path, Lock::Exclusive, self.lock_timeout)
     }
 
     /// Reads and decodes a locked file's record, changing nothing.
@@ -368,21 +327,9 @@ fn read_all(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
     }
 }
 
-fn modified_secs(m: &fs::Metadata) -> u64 {
-    u64::try_from(m.mtime()).unwrap_or(0)
-}
-
 fn modified_before(file: &File, ms: u64) -> bool {
     file.metadata()
         .is_ok_and(|m| modified_secs(&m).saturating_mul(1000) < ms)
-}
-
-fn move_aside(path: &Path) -> PathBuf {
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(DAMAGED_SUFFIX);
-    let aside = PathBuf::from(aside);
-    let _ = fs::rename(path, &aside);
-    aside
 }
 
 /// When a cached answer expires, from its first line.
@@ -393,6 +340,18 @@ fn cache_expiry(bytes: &[u8]) -> Option<u64> {
     (magic == CACHE_MAGIC)
         .then(|| expires.parse().ok())
         .flatten()
+}
+
+/// Refuses sliding rules, which the file store does not keep.
+fn fixed_only(checks: &[Check<'_>]) -> Result<(), StoreError> {
+    match checks.iter().find(|c| c.rule.algorithm != Algorithm::Fixed) {
+        Some(c) => Err(StoreError::unavailable(format!(
+            "rule {} is a sliding window, which the file store does not keep: use the mysql \
+             or redis store, or \"algorithm\": \"fixed\"",
+            c.rule.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn is_key_file_name(name: &str) -> bool {
@@ -415,13 +374,7 @@ impl<C: Clock> Store for FileStore<C> {
         if order.len() != checks.len() {
             return Err(StoreError::unavailable("two rules share one key"));
         }
-        if let Some(c) = checks.iter().find(|c| c.rule.algorithm != Algorithm::Fixed) {
-            return Err(StoreError::unavailable(format!(
-                "rule {} is a sliding window, which the file store does not keep: use the \
-                 mysql or redis store, or \"algorithm\": \"fixed\"",
-                c.rule.name
-            )));
-        }
+        fixed_only(checks)?;
 
         let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
         for (i, path) in &order {
@@ -472,6 +425,11 @@ impl<C: Clock> Store for FileStore<C> {
             complete: true,
             ..SweepReport::default()
         };
+        // The journal first: it has work once an hour, and otherwise costs one listing.
+        if !self.journal().sweep(now, deadline, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
         for shard in &shards {
             if !self.sweep_shard(shard, now, deadline, &mut report)? {
                 report.complete = false;
@@ -559,6 +517,37 @@ impl<C: Clock> Store for FileStore<C> {
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
         let locked = self.lock(&self.cache_path(key))?;
         self.write_entry(&locked, value, ttl)
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        fixed_only(checks)?;
+        let now = self.clock.now_ms();
+        checks
+            .iter()
+            .map(|c| {
+                Ok(limiter::used(
+                    c.rule,
+                    &State::Fixed(self.read(&c.key)?),
+                    now,
+                ))
+            })
+            .collect()
+    }
+
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        self.journal().add(entry, self.clock.now_ms())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        self.journal().rows(from_hour, to_hour)
+    }
+
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        self.journal().note(note)
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        self.journal().notes()
     }
 }
 

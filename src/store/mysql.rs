@@ -17,9 +17,12 @@
 //! row per admitted request in `table` (`rate_events (id, rkey, ts)`, the layout PHP limiters
 //! use) and use the key's counter row as its lock; a key's expired rows are deleted whenever it
 //! admits a request, and sweeps remove whatever nobody touches any more.
+//!
+//! The usage journal and its notes have tables of their own (`journal`).
 
 mod connect;
 mod errors;
+mod journal;
 pub mod schema;
 pub mod settings;
 
@@ -30,26 +33,23 @@ use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, SslOpts, TxOpts, Value};
 
 use crate::core::decision::Decision;
+use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::mysql::settings::MysqlSettings;
 use crate::store::{Check, Store, StoreError, SweepReport};
 use connect::connect_within;
 use errors::{
     Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
     explain,
 };
-use schema::{
-    CACHE_COLUMNS, COUNTER_COLUMNS, EVENTS_COLUMNS, create_tables_sql, ms_to_ts, ts_to_ms,
-};
+use schema::{NOW_MS, check_tables, create_tables_sql, ms_to_ts, ts_to_ms};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
 /// (both roll the transaction back, so a retry cannot double-count).
 const ATTEMPTS: usize = 3;
 /// Rows one sweep statement deletes at most, so no statement holds locks for long.
 const SWEEP_BATCH: u32 = 1000;
-/// The server's time in milliseconds, in SQL.
-const NOW_MS: &str = "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UNSIGNED)";
 
 pub struct MysqlStore {
     settings: MysqlSettings,
@@ -385,58 +385,8 @@ impl MysqlStore {
     /// Checks both tables exist with the columns the queries need, creating missing ones.
     /// Returns what was done, for `check`.
     pub fn init_tables(&self) -> Result<Vec<String>, StoreError> {
-        let s = self.settings.clone();
-        self.with_conn(|conn, _| {
-            let mut report = Vec::new();
-            for (table, needed, sql) in [
-                (&s.counter_table, &COUNTER_COLUMNS[..], &create_tables_sql(&s)[0]),
-                (&s.events_table, &EVENTS_COLUMNS[..], &create_tables_sql(&s)[1]),
-                (&s.cache_table, &CACHE_COLUMNS[..], &create_tables_sql(&s)[2]),
-            ] {
-                let typed: Vec<(String, String)> = conn.exec(
-                    "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
-                     WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-                    (table.as_str(),),
-                )?;
-                let columns: Vec<String> = typed.iter().map(|(c, _)| c.clone()).collect();
-                if columns.is_empty() {
-                    conn.query_drop(sql.as_str())?;
-                    report.push(format!("created table {table}"));
-                    continue;
-                }
-                let missing: Vec<&str> = needed
-                    .iter()
-                    .copied()
-                    .filter(|c| !columns.iter().any(|have| have.eq_ignore_ascii_case(c)))
-                    .collect();
-                let ts_type = typed
-                    .iter()
-                    .find(|(c, _)| c.eq_ignore_ascii_case("ts"))
-                    .map(|(_, t)| t.to_ascii_lowercase());
-                let ts_problem = match (table == &s.events_table, ts_type.as_deref(), s.events_ts) {
-                    (true, Some("bigint" | "decimal" | "double"), _) => None,
-                    (true, Some("int" | "mediumint"), TsUnit::Seconds) => None,
-                    (true, Some(t @ ("int" | "mediumint")), TsUnit::Millis) => Some(format!(
-                        "its ts column is {t}, too small for milliseconds: set store.events_ts to \"s\" if it holds Unix seconds"
-                    )),
-                    (true, Some(t), _) => Some(format!(
-                        "its ts column is {t}: resolve needs a number (Unix seconds or milliseconds)"
-                    )),
-                    _ => None,
-                };
-                if let Some(problem) = ts_problem {
-                    report.push(format!("WRONG SHAPE: table {table}: {problem}"));
-                } else if missing.is_empty() {
-                    report.push(format!("table {table} has the columns it needs"));
-                } else {
-                    report.push(format!(
-                        "WRONG SHAPE: table {table} lacks {}: rename it and let resolve create its own, or set another table name",
-                        missing.join(", ")
-                    ));
-                }
-            }
-            Ok(report)
-        })
+        let s = &self.settings;
+        self.with_conn(|conn, _| check_tables(conn, s))
     }
 
     /// Writes `key`'s cache row to expire `ttl` after the server's now; where the key has a row
@@ -496,6 +446,8 @@ impl Store for MysqlStore {
                 "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
                 s.cache_table
             );
+            let [journal_clients, journal_totals] =
+                journal::sweep_jobs(&s.journal_table, now_ms, SWEEP_BATCH);
             let jobs = [
                 (counters, now_ms.saturating_sub(grace) as i64),
                 (cache, now_ms as i64),
@@ -506,6 +458,8 @@ impl Store for MysqlStore {
                         now_ms.saturating_sub(longest.saturating_add(grace)),
                     ),
                 ),
+                journal_clients,
+                journal_totals,
             ];
             for (sql, before) in &jobs {
                 loop {
@@ -532,11 +486,14 @@ impl Store for MysqlStore {
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
         }
+        let s = &self.settings;
         Ok(format!(
-            "mysql store (server {version}); tables {}, {} and {}: {}",
-            self.settings.counter_table,
-            self.settings.events_table,
-            self.settings.cache_table,
+            "mysql store (server {version}); tables {}, {}, {}, {} and {}: {}",
+            s.counter_table,
+            s.events_table,
+            s.cache_table,
+            s.journal_table,
+            s.notes_table,
             report.join("; ")
         ))
     }
@@ -613,6 +570,36 @@ impl Store for MysqlStore {
             "expires_ms = VALUES(expires_ms), value = VALUES(value)",
         )?;
         Ok(())
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        if checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_conn(|conn, _| journal::used(conn, &self.settings, checks))
+    }
+
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        let Some(sql) = journal::add_sql(&self.settings.journal_table, entry) else {
+            return Ok(());
+        };
+        // One statement, atomic by itself: a deadlock rolls it back and it is sent again.
+        self.with_conn(|conn, _| Ok(conn.query_drop(&sql)?))
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        let table = &self.settings.journal_table;
+        self.with_conn(|conn, _| journal::rows(conn, table, from_hour, to_hour))
+    }
+
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        let table = &self.settings.notes_table;
+        self.with_conn(|conn, _| journal::note(conn, table, note))
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        let table = &self.settings.notes_table;
+        self.with_conn(|conn, _| journal::notes(conn, table))
     }
 }
 

@@ -2,8 +2,10 @@
 //! every rule's key, decides with the server's clock (`TIME`) and writes, so no two requests
 //! interleave and no crash can leave half a decision behind. Every key written gets its expiry
 //! in the same script (no INCR-then-EXPIRE gap): fixed windows expire when they end, sliding
-//! records when the newest leaves the window. Nothing needs sweeping.
+//! records when the newest leaves the window. Nothing needs sweeping. The usage journal
+//! (`journal`) is hashes per hour that expire by themselves too.
 
+mod journal;
 pub mod resp;
 pub mod settings;
 
@@ -12,6 +14,8 @@ use std::io;
 use std::time::Duration;
 
 use crate::core::decision::{Decision, RuleStatus};
+use crate::core::journal as usage;
+use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::Algorithm;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::{Check, Store, StoreError, SweepReport};
@@ -110,14 +114,22 @@ impl RedisStore {
     /// write) and returns its reply. A connection that failed is dropped; the next call opens
     /// a new one, so the store recovers by itself when the server returns.
     fn call(&self, command: Vec<u8>) -> Result<Reply, StoreError> {
+        let mut replies = self.exchange(std::slice::from_ref(&command), true)?;
+        Ok(replies.pop().expect("one reply per command"))
+    }
+
+    /// Sends `commands` in one write (after AUTH and SELECT when the connection is new) and
+    /// returns their replies, one round trip. An error reply fails the exchange, except
+    /// `NOSCRIPT` to the last command when `noscript_ok`.
+    fn exchange(&self, commands: &[Vec<u8>], noscript_ok: bool) -> Result<Vec<Reply>, StoreError> {
         let mut slot = self.conn.borrow_mut();
         // A connection kept from an earlier request (FastCGI) may have been closed by the server
-        // since: if it turns out gone, the command is sent once more on a new one. A command
-        // lost so never ran, or, if the server died after running it, runs once more: a
+        // since: if it turns out gone, the commands are sent once more on a new one. Commands
+        // lost so never ran, or, if the server died after running them, run once more: a
         // decision counted twice, never one not counted.
         let mut kept = slot.is_some();
         loop {
-            let mut commands = Vec::new();
+            let mut sent = Vec::new();
             if slot.is_none() {
                 let s = &self.settings;
                 let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
@@ -129,15 +141,16 @@ impl RedisStore {
                         args.push(user.as_bytes());
                     }
                     args.push(pass.expose().as_bytes());
-                    commands.push(resp::encode(&args));
+                    sent.push(resp::encode(&args));
                 }
                 if s.db != 0 {
-                    commands.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
+                    sent.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
                 }
             }
-            commands.push(command.clone());
+            let setup = sent.len();
+            sent.extend_from_slice(commands);
             let conn = slot.as_mut().expect("connected above");
-            let replies = match conn.pipeline(&commands) {
+            let mut replies = match conn.pipeline(&sent) {
                 Ok(r) => r,
                 Err(e) if kept && connection_gone(&e) => {
                     kept = false;
@@ -154,7 +167,7 @@ impl RedisStore {
                 if let Reply::Error(e) = reply {
                     // The script cache is empty (a new or flushed server): the caller sends
                     // the script itself; the connection is fine.
-                    if i == last && e.starts_with("NOSCRIPT") {
+                    if noscript_ok && i == last && e.starts_with("NOSCRIPT") {
                         break;
                     }
                     *slot = None;
@@ -172,7 +185,7 @@ impl RedisStore {
                     )));
                 }
             }
-            return Ok(replies.into_iter().last().expect("one reply per command"));
+            return Ok(replies.split_off(setup));
         }
     }
 
@@ -198,6 +211,72 @@ impl RedisStore {
             }
             reply => Ok(reply),
         }
+    }
+
+    /// A reply that is not what the command gives, as the store failure it is.
+    fn odd(&self, what: impl std::fmt::Display) -> StoreError {
+        StoreError::unavailable(format!("redis store at {}: {what}", self.place()))
+    }
+
+    /// The server's time, in milliseconds.
+    fn server_ms(&self) -> Result<u64, StoreError> {
+        let reply = self.call(resp::encode(&[b"TIME"]))?;
+        journal::ms_from_time(&reply).map_err(|e| self.odd(e))
+    }
+
+    /// Runs a transaction (`MULTI` … `EXEC`) in one round trip.
+    fn transaction(&self, commands: &[Vec<u8>]) -> Result<(), StoreError> {
+        let replies = self.exchange(commands, false)?;
+        let exec = replies.last().ok_or_else(|| self.odd("no reply to EXEC"))?;
+        journal::committed(exec).map_err(|e| self.odd(e))
+    }
+
+    /// The client rows of `hours` whose hashes hold something.
+    fn client_rows(
+        &self,
+        hours: &[(u32, i64)],
+        out: &mut Vec<usage::Row>,
+    ) -> Result<(), StoreError> {
+        let (whole, big): (Vec<_>, Vec<_>) = hours
+            .iter()
+            .partition(|(_, len)| *len <= journal::WHOLE_HASH);
+        let commands: Vec<Vec<u8>> = whole
+            .iter()
+            .map(|(h, _)| resp::encode(&[b"HGETALL", journal::clients_key(*h).as_bytes()]))
+            .collect();
+        if !commands.is_empty() {
+            for ((hour, _), reply) in whole.iter().zip(self.exchange(&commands, false)?) {
+                let fields = journal::pairs(&reply).map_err(|e| self.odd(e))?;
+                journal::client_rows(*hour, fields, out);
+            }
+        }
+        for (hour, _) in big {
+            // Too many for one reply: a page at a time.
+            let key = journal::clients_key(hour);
+            let mut cursor = b"0".to_vec();
+            loop {
+                let reply = self.call(resp::encode(&[
+                    b"HSCAN",
+                    key.as_bytes(),
+                    &cursor,
+                    b"COUNT",
+                    b"5000",
+                ]))?;
+                let Reply::Array(Some(mut parts)) = reply else {
+                    return Err(self.odd("HSCAN answered no page"));
+                };
+                let (Some(page), Some(Reply::Bulk(Some(next)))) = (parts.pop(), parts.pop()) else {
+                    return Err(self.odd("HSCAN answered no page"));
+                };
+                let fields = journal::pairs(&page).map_err(|e| self.odd(e))?;
+                journal::client_rows(hour, fields, out);
+                if next == b"0" {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(())
     }
 
     fn io_error(&self, e: &io::Error, phase: Phase) -> StoreError {
@@ -358,105 +437,118 @@ impl Store for RedisStore {
         ]))
         .map(|_| ())
     }
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        if checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = self.server_ms()?;
+        let mut commands = Vec::with_capacity(2 * checks.len());
+        for c in checks {
+            let key = c.key.as_bytes();
+            commands.push(resp::encode(&[b"TYPE", key]));
+            commands.push(match c.rule.algorithm {
+                Algorithm::Fixed => resp::encode(&[b"HMGET", key, b"s", b"c"]),
+                // Records within the window ending now, as the script counts them.
+                Algorithm::Sliding => {
+                    let after = format!("({}", now.saturating_sub(c.rule.window_ms()));
+                    resp::encode(&[b"ZCOUNT", key, after.as_bytes(), b"+inf"])
+                }
+            });
+        }
+        let replies = self.exchange(&commands, false)?;
+        let number = |r: &Reply| -> Option<u64> {
+            match r {
+                Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).parse().ok(),
+                Reply::Int(n) => u64::try_from(*n).ok(),
+                _ => None,
+            }
+        };
+        checks
+            .iter()
+            .zip(replies.chunks(2))
+            .map(|(c, pair)| {
+                let [Reply::Simple(kind), read] = pair else {
+                    return Err(self.odd(format!("TYPE answered {pair:?}")));
+                };
+                // A key of the other kind is one a decision would start afresh.
+                Ok(match (c.rule.algorithm, kind.as_str(), read) {
+                    (Algorithm::Fixed, "hash", Reply::Array(Some(v))) if v.len() == 2 => {
+                        let counter = number(&v[0]).zip(number(&v[1])).map(|(s, n)| Counter {
+                            start_ms: s,
+                            window_ms: c.rule.window_ms(),
+                            count: u32::try_from(n).unwrap_or(u32::MAX),
+                        });
+                        limiter::used(c.rule, &State::Fixed(counter), now)
+                    }
+                    (Algorithm::Sliding, "zset", r) => {
+                        number(r).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+                    }
+                    _ => 0,
+                })
+            })
+            .collect()
+    }
+
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        let commands = journal::add_commands(entry);
+        if commands.is_empty() {
+            return Ok(());
+        }
+        self.transaction(&commands)
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        let now = usage::hour_of(self.server_ms()?);
+        let hours = journal::hours_held(from_hour, to_hour, now);
+        let mut out = Vec::new();
+        let mut start = hours.start;
+        while start < hours.end {
+            let end = hours.end.min(start.saturating_add(journal::HOURS_AT_ONCE));
+            let mut commands = Vec::new();
+            for hour in start..end {
+                commands.push(resp::encode(&[
+                    b"HGETALL",
+                    journal::totals_key(hour).as_bytes(),
+                ]));
+                commands.push(resp::encode(&[
+                    b"HLEN",
+                    journal::clients_key(hour).as_bytes(),
+                ]));
+            }
+            let replies = self.exchange(&commands, false)?;
+            let mut with_clients = Vec::new();
+            for (hour, pair) in (start..end).zip(replies.chunks(2)) {
+                let [totals, Reply::Int(len)] = pair else {
+                    return Err(self.odd(format!("HLEN answered {pair:?}")));
+                };
+                for (name, count) in journal::pairs(totals).map_err(|e| self.odd(e))? {
+                    out.push(usage::Row::Total { hour, name, count });
+                }
+                if *len > 0 {
+                    with_clients.push((hour, *len));
+                }
+            }
+            self.client_rows(&with_clients, &mut out)?;
+            start = end;
+        }
+        Ok(out)
+    }
+
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        self.transaction(&journal::note_commands(note))
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        let last = (usage::KEEP_NOTES - 1).to_string();
+        let reply = self.call(resp::encode(&[
+            b"LRANGE",
+            journal::NOTES_KEY.as_bytes(),
+            b"0",
+            last.as_bytes(),
+        ]))?;
+        journal::notes_from(&reply).map_err(|e| self.odd(e))
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::rule::{KeyKind, Rule};
-
-    #[test]
-    fn script_answers_become_decisions() {
-        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
-        let checks = [Check {
-            rule: &rule,
-            key: "k".into(),
-        }];
-        let ints = |v: &[i64]| Reply::Array(Some(v.iter().map(|i| Reply::Int(*i)).collect()));
-        assert_eq!(
-            decision_from(&ints(&[1, 0, 0, 5, 3, 59_001]), &checks).unwrap(),
-            Decision::Admit {
-                statuses: vec![RuleStatus {
-                    remaining: 27,
-                    reset_secs: 60
-                }],
-                at_ms: 5
-            }
-        );
-        assert_eq!(
-            decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks).unwrap(),
-            Decision::Refuse {
-                rule: 0,
-                retry_after_secs: 42,
-                statuses: vec![RuleStatus {
-                    remaining: 0,
-                    reset_secs: 42
-                }]
-            }
-        );
-        assert!(decision_from(&ints(&[0, 2, 1, 5, 30, 1]), &checks).is_err());
-        assert!(decision_from(&ints(&[1, 0, 0]), &checks).is_err());
-        assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
-    }
-
-    fn store_at(port: u16) -> RedisStore {
-        let text = format!(
-            r#"{{"store": {{"kind": "redis", "host": "127.0.0.1", "port": {port},
-                "connect_timeout_ms": 1000, "read_timeout_ms": 200}}}}"#
-        );
-        let config =
-            crate::config::Config::from_json(&text, std::path::Path::new("/nonexistent")).unwrap();
-        let crate::store::settings::StoreKind::Redis(settings) = config.store.kind else {
-            panic!("not a redis store");
-        };
-        RedisStore::new(*settings)
-    }
-
-    #[test]
-    fn timeouts_name_the_setting_that_bounds_them() {
-        let s = store_at(6379);
-        let connect = io::Error::new(io::ErrorKind::TimedOut, "no connection within 1000 ms");
-        assert_eq!(
-            s.io_error(&connect, Phase::Connect).detail,
-            "redis store at 127.0.0.1:6379: no connection within 1000 ms (timed out: see store.connect_timeout_ms)"
-        );
-        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
-            let read = s.io_error(&io::Error::new(kind, "x"), Phase::Exchange);
-            assert!(
-                read.detail
-                    .ends_with(" (timed out: see store.read_timeout_ms)"),
-                "{}",
-                read.detail
-            );
-        }
-        let refused = s.io_error(
-            &io::Error::from(io::ErrorKind::ConnectionRefused),
-            Phase::Connect,
-        );
-        assert!(refused.detail.ends_with(" (is the server running?)"));
-        let garbage = io::Error::new(io::ErrorKind::InvalidData, "unknown reply type");
-        assert_eq!(
-            s.io_error(&garbage, Phase::Exchange).detail,
-            "redis store at 127.0.0.1:6379: the server sent something that is not the Redis protocol (unknown reply type)"
-        );
-    }
-
-    #[test]
-    fn a_reply_without_its_line_end_is_a_read_timeout() {
-        let (target, server) = resp::answering(b"garbage without a line end");
-        let resp::Target::Tcp { port, .. } = target else {
-            unreachable!("a loopback port")
-        };
-        let s = store_at(port);
-        let e = s.call(resp::encode(&[b"PING"])).unwrap_err();
-        assert_eq!(
-            e.detail,
-            format!(
-                "redis store at 127.0.0.1:{port}: no complete reply within 200 ms (timed out: see store.read_timeout_ms)"
-            )
-        );
-        assert!(!e.detail.contains("os error"));
-        drop(s);
-        server.join().unwrap();
-    }
-}
+mod tests;

@@ -1,15 +1,18 @@
 //! flock with a bounded wait: a lock held by a process that never lets go is waited for at most
-//! `store.lock_timeout_ms`, and a process keeps at most a few threads waiting for locks.
+//! `store.lock_timeout_ms`, and a process keeps at most a few threads waiting for locks. Also
+//! the one way the store opens a file to change it: created when missing (its directory too),
+//! locked, and opened again when a sweep removed it meanwhile.
 
 use std::fs::{self, File};
 use std::io;
-use std::path::Path;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::store::StoreError;
-use crate::store::file::safe_open::io_error;
+use crate::store::file::safe_open::{io_error, open_ro, open_rw, still_named};
 
 /// Threads of this process waiting for a busy lock, and how many may.
 pub(crate) static WAITERS: AtomicUsize = AtomicUsize::new(0);
@@ -17,7 +20,7 @@ pub(crate) const MAX_WAITERS: usize = 8;
 /// Tries at a busy lock, each after `yield_now`, before a waiter thread takes over.
 const SPINS: usize = 64;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lock {
     Shared,
     Exclusive,
@@ -112,4 +115,85 @@ impl Drop for WaiterSlot {
     fn drop(&mut self) {
         WAITERS.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// A store file, open and locked until dropped (closing it releases the lock).
+pub(crate) struct Locked {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+}
+
+/// Creates the data directory `dir` (mode 700) if it is missing: a store that cannot count
+/// would let every request through under the `allow` policy.
+pub(crate) fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot create the data directory {}: {e}; create it with \
+                 `mkdir -m 700 {}` as the account that runs resolve, or set store.dir",
+                dir.display(),
+                dir.display()
+            ))
+        })
+}
+
+/// Opens the file at `path`, in a directory of its own right under the data directory `dir`
+/// (a shard, the journal), and takes its lock. The file and its directory (mode 700) are
+/// created when missing; a directory that is a symbolic link is refused.
+pub(crate) fn open_locked(
+    dir: &Path,
+    path: &Path,
+    kind: Lock,
+    timeout: Duration,
+) -> Result<Locked, StoreError> {
+    let parent = path.parent().unwrap_or(dir);
+    // A directory that is a link would take the files somewhere else.
+    if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(StoreError::unavailable(format!(
+            "{} is a symbolic link, which the store never follows: remove it (the store \
+             makes a directory there)",
+            parent.display()
+        )));
+    }
+    loop {
+        let file = match open_rw(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
+                ensure_dir(dir)?;
+                match fs::DirBuilder::new().mode(0o700).create(parent) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(io_error("create directory", parent, &e)),
+                }
+                open_rw(path).map_err(|e| io_error("create", path, &e))?
+            }
+            Err(e) => return Err(io_error("open", path, &e)),
+        };
+        lock_within(&file, path, kind, timeout)?;
+        if still_named(path, &file) {
+            return Ok(Locked {
+                path: path.to_owned(),
+                file,
+            });
+        }
+        // A sweep removed the file while we waited for it: start again on a fresh one.
+    }
+}
+
+/// Opens `path` for reading and takes its shared lock: writers hold the exclusive one, so a
+/// reader never sees half a write. `None` when there is no such file.
+pub(crate) fn open_shared(path: &Path, timeout: Duration) -> Result<Option<File>, StoreError> {
+    let file = match open_ro(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error("open", path, &e)),
+    };
+    lock_within(&file, path, Lock::Shared, timeout)?;
+    Ok(Some(file))
 }

@@ -29,7 +29,7 @@ pub enum RecordError {
 }
 
 /// FNV-1a, 32 bits: enough to tell a torn or scribbled slot from a written one.
-fn checksum(data: &[u8]) -> u32 {
+pub(crate) fn checksum(data: &[u8]) -> u32 {
     data.iter().fold(0x811c_9dc5_u32, |h, &b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     })

@@ -5,9 +5,12 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::store::StoreError;
+
+/// Suffix of a damaged file moved aside for the owner to look at.
+pub(crate) const DAMAGED_SUFFIX: &str = ".damaged";
 
 /// Flags of every open in the store: never through a symbolic link, never blocking (a FIFO
 /// opened for reading would wait for a writer forever).
@@ -82,4 +85,18 @@ pub(crate) fn still_named(path: &Path, file: &File) -> bool {
 /// A failed file operation, as a store failure naming the file.
 pub(crate) fn io_error(what: &str, path: &Path, e: &io::Error) -> StoreError {
     StoreError::unavailable(format!("cannot {what} {}: {e}", path.display()))
+}
+
+/// Moves a damaged file aside (`NAME.damaged`) for the owner to look at; returns where.
+pub(crate) fn move_aside(path: &Path) -> PathBuf {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(DAMAGED_SUFFIX);
+    let aside = PathBuf::from(aside);
+    let _ = fs::rename(path, &aside);
+    aside
+}
+
+/// When an entry was last modified, in seconds since 1970.
+pub(crate) fn modified_secs(m: &fs::Metadata) -> u64 {
+    u64::try_from(m.mtime()).unwrap_or(0)
 }

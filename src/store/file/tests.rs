@@ -4,6 +4,7 @@ use super::*;
 use crate::core::clock::FakeClock;
 use crate::core::rule::KeyKind;
 use lock::{MAX_WAITERS, WAITERS};
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
 
 fn rule(name: &str, limit: u32, window: u32) -> Rule {

@@ -43,6 +43,8 @@ pub struct MysqlSettings {
     #[serde(rename = "table")]
     pub events_table: String,
     pub cache_table: String,
+    pub journal_table: String,
+    pub notes_table: String,
     pub events_ts: TsUnit,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,

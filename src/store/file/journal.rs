@@ -1,0 +1,566 @@
+//! The file store's usage journal, in `journal/` under the data directory (mode 700, created
+//! like a shard directory; a link there is refused, never followed).
+//!
+//! Layout:
+//! - `h<HOUR>-<S>`: the hour's counts for one of [`SHARDS`] shards: the totals of the requests
+//!   of the shard and the counts of its clients (S is a hash of the client; requests without
+//!   one go to a random shard). A request changes one such file: one locked read-modify-write
+//!   of a file that holds only its shard's clients of that hour.
+//! - `d<DAY>`: a day's totals, hour by hour, once its hours are older than
+//!   [`crate::core::journal::CLIENT_HOURS`]: sweeps move the hour files into it (their client counts are
+//!   dropped, as [`crate::core::journal::Expiry`] allows) and delete them. Its header's mark says which
+//!   hours it holds; an hour file of those is a left-over (of a crash between writing the day
+//!   file and deleting the hour files), ignored by readers and deleted by the next sweep, so
+//!   no step counts twice. Days older than [`crate::core::journal::KEEP_HOURS`] are deleted.
+//! - `notes`: the newest [`crate::core::journal::KEEP_NOTES`] notes.
+//!
+//! Every file is written in place in the form of `journal_record` (a header, then the live
+//! copy of the lines, a new copy never over the live one), so a process killed at any instant
+//! leaves the previous counts readable. A damaged file is moved aside as `NAME.damaged`, like a
+//! damaged counter file, and reported as `Corrupt`.
+//!
+//! Locks: a request takes its hour file's lock only. A sweep moving hours into a day's file
+//! holds the day file's lock throughout; a reader holds it (shared) while it reads the day's
+//! files, and a request for an hour already that old (never the hour it is answered in) takes
+//! it before the hour file: always the day before the hour, so no two wait on each other.
+//!
+//! Size: an hour file holds at most two copies of its lines and a 128-byte header; a line is
+//! its key and count, about 25 bytes for an IPv4 client, 50 for an IPv6 prefix. A day of
+//! 10,000 clients seen in two hours each (a refusal for one in five) is under 1.5 MB while its
+//! client counts are kept, and about 10 kB per day of totals after that (measured by the
+//! store contract's `journal_size_of_a_busy_day`).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::core::journal::{Entry, Expiry, Note, Row};
+use crate::store::file::journal_record::{self as record, Damage, HEADER, Header};
+use crate::store::file::lock::{Lock, Locked, lock_within, open_locked, open_shared};
+use crate::store::file::record::checksum;
+use crate::store::file::safe_open::{
+    DAMAGED_SUFFIX, io_error, modified_secs, move_aside, open_ro, still_named,
+};
+use crate::store::{StoreError, SweepReport};
+
+/// The journal's directory under the data directory.
+pub const DIR_NAME: &str = "journal";
+/// Files per hour: the clients of an hour are spread over this many.
+pub const SHARDS: u64 = 16;
+const NOTES: &str = "notes";
+
+/// What a file of the journal directory is, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Hour(u32),
+    Day(u32),
+    Damaged,
+    Other,
+}
+
+fn parse_name(name: &str) -> Name {
+    let number = |s: &str| -> Option<u32> {
+        (!s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    if name.ends_with(DAMAGED_SUFFIX) {
+        return Name::Damaged;
+    }
+    if let Some(rest) = name.strip_prefix('h')
+        && let Some((hour, shard)) = rest.split_once('-')
+        && let Some(hour) = number(hour)
+        && u64::from_str_radix(shard, 16).is_ok_and(|s| s < SHARDS)
+        && shard.len() == 1
+    {
+        return Name::Hour(hour);
+    }
+    match name.strip_prefix('d').and_then(number) {
+        Some(day) => Name::Day(day),
+        None => Name::Other,
+    }
+}
+
+/// A file's header (none for a new file) and live copy.
+type Contents = (Option<Header>, Vec<u8>);
+
+/// The files of the directory by day, and those moved aside as damaged.
+type Listing = (BTreeMap<u32, DayFiles>, Vec<PathBuf>);
+
+/// The files of one day found in the directory.
+#[derive(Default)]
+struct DayFiles {
+    hours: Vec<(u32, PathBuf)>,
+    has_file: bool,
+}
+
+/// The journal of the file store whose data directory is `data`.
+pub struct Journal<'a> {
+    pub data: &'a Path,
+    pub timeout: Duration,
+    pub grace_ms: u64,
+}
+
+impl Journal<'_> {
+    fn dir(&self) -> PathBuf {
+        self.data.join(DIR_NAME)
+    }
+
+    fn hour_path(&self, hour: u32, shard: u64) -> PathBuf {
+        self.dir().join(format!("h{hour}-{shard:x}"))
+    }
+
+    fn day_path(&self, day: u32) -> PathBuf {
+        self.dir().join(format!("d{day}"))
+    }
+
+    fn lock(&self, path: &Path, kind: Lock) -> Result<Locked, StoreError> {
+        open_locked(self.data, path, kind, self.timeout)
+    }
+
+    /// A locked file's header and live copy, changing nothing.
+    fn read(&self, file: &File, path: &Path) -> Result<Result<Contents, Damage>, StoreError> {
+        let mut head = [0u8; HEADER];
+        let mut got = 0;
+        while got < HEADER {
+            match file.read_at(&mut head[got..], got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_error("read", path, &e)),
+            }
+        }
+        // A header never written (a process killed before it wrote one) reads as zeros.
+        if head[..got].iter().all(|b| *b == 0) {
+            return Ok(Ok((None, Vec::new())));
+        }
+        let header = match record::decode_header(&head[..got]) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Ok(Ok((None, Vec::new()))),
+            Err(d) => return Ok(Err(d)),
+        };
+        let Ok(len) = usize::try_from(header.len) else {
+            return Ok(Err(Damage::Copy));
+        };
+        let size = file
+            .metadata()
+            .map_err(|e| io_error("inspect", path, &e))?
+            .len();
+        if header.off + header.len > size {
+            return Ok(Err(Damage::Copy));
+        }
+        let mut copy = vec![0u8; len];
+        match file.read_exact_at(&mut copy, header.off) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Err(Damage::Copy)),
+            Err(e) => return Err(io_error("read", path, &e)),
+        }
+        Ok(record::check_copy(&header, &copy).map(|()| (Some(header), copy)))
+    }
+
+    /// Reads a file under its exclusive lock; a damaged one is moved aside.
+    fn load(&self, locked: &Locked) -> Result<Contents, StoreError> {
+        self.read(&locked.file, &locked.path)?
+            .map_err(|d| damaged(&locked.path, d))
+    }
+
+    /// Writes `copy` as the file's lines: beside the live copy, then the header naming it.
+    fn write(
+        &self,
+        locked: &Locked,
+        live: Option<&Header>,
+        copy: &[u8],
+        mark: u32,
+    ) -> Result<(), StoreError> {
+        let len = copy.len() as u64;
+        let header = Header {
+            off: record::place(live, len),
+            len,
+            mark,
+            sum: checksum(copy),
+        };
+        let write = |bytes: &[u8], at: u64| {
+            locked
+                .file
+                .write_all_at(bytes, at)
+                .map_err(|e| io_error("write", &locked.path, &e))
+        };
+        write(copy, header.off)?;
+        write(&record::encode_header(&header), 0)
+    }
+
+    /// Adds one to each of `keys` in the file at `path`.
+    fn add_to(&self, path: &Path, keys: &[String], mark: u32) -> Result<(), StoreError> {
+        let locked = self.lock(path, Lock::Exclusive)?;
+        let (header, copy) = self.load(&locked)?;
+        let new = record::add(&copy, keys).map_err(|d| damaged(path, d))?;
+        self.write(&locked, header.as_ref(), &new, mark)
+    }
+
+    pub fn add(&self, entry: &Entry, now_ms: u64) -> Result<(), StoreError> {
+        if entry.totals.is_empty() && entry.client.is_none() {
+            return Ok(());
+        }
+        let shard = match &entry.client {
+            Some((client, _)) => u64::from(checksum(client.as_bytes())) % SHARDS,
+            None => crate::random::u64() % SHARDS,
+        };
+        let keys = |offset: u32, with_client: bool| -> Vec<String> {
+            let mut keys: Vec<String> = entry
+                .totals
+                .iter()
+                .map(|name| record::total_key(offset, name))
+                .collect();
+            if let Some((client, count)) = entry.client.as_ref().filter(|_| with_client) {
+                keys.push(record::client_key(offset, client, *count));
+            }
+            keys
+        };
+        let hour_path = self.hour_path(entry.hour, shard);
+        if entry.hour >= Expiry::at(now_ms).clients_before {
+            // Every request's case: its own hour, which no sweep moves.
+            return self.add_to(&hour_path, &keys(0, true), 0);
+        }
+        // An hour a sweep may be moving into its day's file: under the day's lock.
+        let day = entry.hour / 24;
+        let day_lock = self.lock(&self.day_path(day), Lock::Exclusive)?;
+        let (header, copy) = self.load(&day_lock)?;
+        let mark = header.map_or(0, |h| h.mark);
+        if entry.hour < mark {
+            // Moved already: the totals go to the day's file; the client's count is past
+            // keeping.
+            let new = record::add(&copy, &keys(entry.hour - day * 24, false))
+                .map_err(|d| damaged(&day_lock.path, d))?;
+            return self.write(&day_lock, header.as_ref(), &new, mark);
+        }
+        self.add_to(&hour_path, &keys(0, true), 0)
+    }
+
+    /// The files of the directory, by day (those `wanted`), and the damaged ones moved aside.
+    fn list(&self, wanted: impl Fn(Name) -> bool) -> Result<Listing, StoreError> {
+        let dir = self.dir();
+        match fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok((BTreeMap::new(), Vec::new()));
+            }
+            Err(e) => return Err(io_error("inspect", &dir, &e)),
+            Ok(m) if !m.is_dir() => {
+                return Err(StoreError::unavailable(format!(
+                    "{} is not a directory (a symbolic link is never followed): remove it, \
+                     the store makes a directory there",
+                    dir.display()
+                )));
+            }
+            Ok(_) => {}
+        }
+        let mut days: BTreeMap<u32, DayFiles> = BTreeMap::new();
+        let mut damaged = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| io_error("list", &dir, &e))? {
+            let entry = entry.map_err(|e| io_error("list", &dir, &e))?;
+            let name = parse_name(&entry.file_name().to_string_lossy());
+            if !wanted(name) {
+                continue;
+            }
+            match name {
+                Name::Hour(hour) => days
+                    .entry(hour / 24)
+                    .or_default()
+                    .hours
+                    .push((hour, entry.path())),
+                Name::Day(day) => days.entry(day).or_default().has_file = true,
+                Name::Damaged => damaged.push(entry.path()),
+                Name::Other => {}
+            }
+        }
+        Ok((days, damaged))
+    }
+
+    pub fn rows(&self, from: u32, to: u32) -> Result<Vec<Row>, StoreError> {
+        let within = |hour: u32| (from..to).contains(&hour);
+        let (days, _) = self.list(|name| match name {
+            Name::Hour(h) => within(h),
+            Name::Day(d) => {
+                let start = u64::from(d) * 24;
+                start < u64::from(to) && start + 24 > u64::from(from)
+            }
+            _ => false,
+        })?;
+        let mut out = Vec::new();
+        for (day, files) in days {
+            // Shared, the day's lock keeps a sweep from moving its hours meanwhile.
+            let day_lock = self.lock(&self.day_path(day), Lock::Shared)?;
+            let read = self.read(&day_lock.file, &day_lock.path)?;
+            let (mark, rows) = match read
+                .and_then(|(h, copy)| Ok((h.map_or(0, |h| h.mark), record::rows(&copy, day * 24)?)))
+            {
+                Ok(got) => got,
+                Err(d) => return Err(self.damaged_while_reading(day_lock, d)),
+            };
+            out.extend(rows.into_iter().filter(|r| within(row_hour(r))));
+            for (hour, path) in files.hours.iter().filter(|(h, _)| *h >= mark) {
+                let Some(file) = open_shared(path, self.timeout)? else {
+                    continue;
+                };
+                let read = self.read(&file, path)?;
+                match read.and_then(|(_, copy)| record::rows(&copy, *hour)) {
+                    Ok(rows) => out.extend(rows),
+                    Err(d) => {
+                        let locked = Locked {
+                            path: path.clone(),
+                            file,
+                        };
+                        return Err(self.damaged_while_reading(locked, d));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A file found damaged under a shared lock (`read`): moved aside under the exclusive
+    /// lock, unless a writer replaced it meanwhile.
+    fn damaged_while_reading(&self, read: Locked, d: Damage) -> StoreError {
+        let Locked { path, file } = read;
+        let seen = file.metadata().ok();
+        drop(file);
+        let locked = match self.lock(&path, Lock::Exclusive) {
+            Ok(l) => l,
+            Err(e) => return e,
+        };
+        let same = match (seen, locked.file.metadata()) {
+            (Some(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            damaged(&path, d)
+        } else {
+            StoreError::corrupt(format!(
+                "{} was damaged ({d:?}) and has been started anew",
+                path.display()
+            ))
+        }
+    }
+
+    pub fn note(&self, note: &Note) -> Result<(), StoreError> {
+        let locked = self.lock(&self.dir().join(NOTES), Lock::Exclusive)?;
+        let (header, copy) = self.load(&locked)?;
+        let new = record::add_note(&copy, note).map_err(|d| damaged(&locked.path, d))?;
+        self.write(&locked, header.as_ref(), &new, 0)
+    }
+
+    pub fn notes(&self) -> Result<Vec<Note>, StoreError> {
+        let path = self.dir().join(NOTES);
+        let Some(file) = open_shared(&path, self.timeout)? else {
+            return Ok(Vec::new());
+        };
+        let read = self.read(&file, &path)?;
+        match read.and_then(|(_, copy)| record::notes(&copy)) {
+            Ok(mut notes) => {
+                notes.reverse();
+                Ok(notes)
+            }
+            Err(d) => Err(self.damaged_while_reading(Locked { path, file }, d)),
+        }
+    }
+
+    /// Moves hours past [`crate::core::journal::CLIENT_HOURS`] into their day's file and deletes what
+    /// [`Expiry`] lets go, until `deadline`; false when it ran out first.
+    pub fn sweep(
+        &self,
+        now_ms: u64,
+        deadline: Option<Instant>,
+        report: &mut SweepReport,
+    ) -> Result<bool, StoreError> {
+        if !fs::symlink_metadata(self.dir()).is_ok_and(|m| m.is_dir()) {
+            // None yet; a link there is refused by requests and never swept.
+            return Ok(true);
+        }
+        let (days, damaged) = self.list(|name| name != Name::Other)?;
+        // Moved aside longer than the grace ago: the owner had time to look.
+        let stale_before = now_ms.saturating_sub(self.grace_ms);
+        for path in damaged {
+            if fs::symlink_metadata(&path)
+                .is_ok_and(|m| modified_secs(&m).saturating_mul(1000) < stale_before)
+            {
+                let _ = fs::remove_file(path);
+            }
+        }
+        let expiry = Expiry::at(now_ms);
+        for (day, files) in days {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            let start = day.saturating_mul(24);
+            if start.saturating_add(24) <= expiry.totals_before {
+                // All of it past keeping: the hours first, so that a crash leaves the day's
+                // mark over any that remain.
+                for (_, path) in &files.hours {
+                    report.removed += remove_unused(path)?;
+                }
+                report.removed += remove_unused(&self.day_path(day))?;
+                continue;
+            }
+            let due = files.hours.iter().any(|(h, _)| *h < expiry.clients_before)
+                || (files.has_file && start < expiry.totals_before);
+            if due {
+                self.compact(day, &files.hours, expiry, report)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Moves the day's hours past [`crate::core::journal::CLIENT_HOURS`] into its file (their totals; the
+    /// client counts go), drops its totals past [`crate::core::journal::KEEP_HOURS`], then deletes the
+    /// hour files it holds.
+    fn compact(
+        &self,
+        day: u32,
+        hours: &[(u32, PathBuf)],
+        expiry: Expiry,
+        report: &mut SweepReport,
+    ) -> Result<(), StoreError> {
+        let base = day * 24;
+        let day_lock = self.lock(&self.day_path(day), Lock::Exclusive)?;
+        let (header, copy) = match self.read(&day_lock.file, &day_lock.path)? {
+            Ok(read) => read,
+            Err(d) => {
+                let _ = damaged(&day_lock.path, d);
+                report.damaged += 1;
+                return Ok(());
+            }
+        };
+        let mark = header.map_or(0, |h| h.mark).max(base);
+        let new_mark = mark.max(expiry.clients_before.min(base + 24));
+        let mut totals: BTreeMap<(u32, String), u64> = BTreeMap::new();
+        let Ok(kept) = record::rows(&copy, base) else {
+            let _ = damaged(&day_lock.path, Damage::Line);
+            report.damaged += 1;
+            return Ok(());
+        };
+        let before = kept.len();
+        add_totals(&mut totals, kept, expiry);
+        let mut changed = totals.len() != before || new_mark != mark;
+        let mut done = Vec::new();
+        for (hour, path) in hours {
+            if *hour < mark {
+                done.push(path); // a left-over: its counts are in the day's file
+            } else if *hour < new_mark {
+                let file = match open_ro(path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io_error("open", path, &e)),
+                };
+                lock_within(&file, path, Lock::Exclusive, self.timeout)?;
+                match self.read(&file, path)? {
+                    Ok((_, copy)) => match record::rows(&copy, *hour) {
+                        Ok(rows) => {
+                            add_totals(&mut totals, rows, expiry);
+                            done.push(path);
+                            changed = true;
+                        }
+                        Err(_) => {
+                            move_aside(path);
+                            report.damaged += 1;
+                        }
+                    },
+                    Err(_) => {
+                        move_aside(path);
+                        report.damaged += 1;
+                    }
+                }
+            }
+        }
+        if changed {
+            let new = record::totals(&totals, base);
+            self.write(&day_lock, header.as_ref(), &new, new_mark)?;
+        }
+        for path in done {
+            match fs::remove_file(path) {
+                Ok(()) => report.removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("remove", path, &e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// How many bytes the journal's files take (their lengths), for tests and `stats`.
+    pub fn bytes(&self) -> Result<u64, StoreError> {
+        let dir = self.dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io_error("list", &dir, &e)),
+        };
+        Ok(entries
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(fs::Metadata::is_file)
+            .map(|m| m.len())
+            .sum())
+    }
+}
+
+/// Adds the totals among `rows` that are still kept to `totals`.
+fn add_totals(totals: &mut BTreeMap<(u32, String), u64>, rows: Vec<Row>, expiry: Expiry) {
+    for row in rows {
+        if let Row::Total { hour, name, count } = row
+            && hour >= expiry.totals_before
+        {
+            *totals.entry((hour, name)).or_default() += count;
+        }
+    }
+}
+
+fn row_hour(row: &Row) -> u32 {
+    match row {
+        Row::Total { hour, .. } | Row::Client { hour, .. } => *hour,
+    }
+}
+
+/// A damaged file moved aside, as the error that says so.
+fn damaged(path: &Path, d: Damage) -> StoreError {
+    let aside = move_aside(path);
+    StoreError::corrupt(format!(
+        "{} is damaged ({d:?}); moved it to {} and started it anew",
+        path.display(),
+        aside.display()
+    ))
+}
+
+/// Removes a file nobody holds (a busy one is left for the next sweep): 1 when removed.
+fn remove_unused(path: &Path) -> Result<u64, StoreError> {
+    let file = match open_ro(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io_error("open", path, &e)),
+    };
+    if file.try_lock().is_err() || !still_named(path, &file) {
+        return Ok(0);
+    }
+    match fs::remove_file(path) {
+        Ok(()) => Ok(1),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(io_error("remove", path, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_read_strictly() {
+        assert_eq!(parse_name("h493812-a"), Name::Hour(493_812));
+        assert_eq!(parse_name("d20575"), Name::Day(20_575));
+        assert_eq!(parse_name("h493812-a.damaged"), Name::Damaged);
+        for other in [
+            "h-1", "h1-g", "h1-10", "hx-1", "d", "dx", "notes", "d1.tmp", "h1",
+        ] {
+            assert_eq!(parse_name(other), Name::Other, "{other}");
+        }
+    }
+}

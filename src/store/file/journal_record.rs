@@ -1,0 +1,419 @@
+//! The on-disk form of a file of the usage journal: a fixed-size header naming where the live
+//! copy of the file's lines is, then room for two copies. A write puts the new lines where they
+//! do not overlap the live copy, then rewrites the header (one small write at the start of the
+//! file), so a write that never completed leaves the previous copy readable, as the two slots
+//! of a counter file do. Pure: the store reads and writes the bytes.
+//!
+//! The lines of a journal file, one count each, as `KEY COUNT`:
+//! - `t HOUR NAME` a total (`t 0 refused:ip 4`);
+//! - `a HOUR CLIENT`, `r HOUR CLIENT` a client's admitted and refused requests.
+//!
+//! HOUR is counted from the file's first hour (its name says which), names and clients are
+//! written with `%XX` for `%`, spaces and anything not printable ASCII. A notes file holds
+//! `AT_MS TEXT` lines instead, oldest first.
+
+use std::collections::BTreeMap;
+
+use crate::core::journal::{ClientCount, KEEP_NOTES, Note, Row};
+use crate::store::file::record::checksum;
+
+/// Bytes of the header.
+pub const HEADER: usize = 128;
+const MAGIC: &str = "resolve-journal1";
+
+/// Where the live copy is, and what it must hash to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Header {
+    /// Offset and length of the live copy of the lines.
+    pub off: u64,
+    pub len: u64,
+    /// Of a day's file: the hours of the day before this one are in it (their hour files are
+    /// left-overs to ignore). 0 in other files.
+    pub mark: u32,
+    /// Checksum of the live copy.
+    pub sum: u32,
+}
+
+/// Why a journal file could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Damage {
+    /// The header is not one this store writes.
+    Header,
+    /// The live copy is cut short or does not match its checksum.
+    Copy,
+    /// A line that no writer makes.
+    Line,
+}
+
+/// The header's bytes.
+pub fn encode_header(h: &Header) -> [u8; HEADER] {
+    let body = format!(
+        "{MAGIC} off={} len={} mark={} sum={:08x}",
+        h.off, h.len, h.mark, h.sum
+    );
+    let line = format!("{body} hsum={:08x}", checksum(body.as_bytes()));
+    let mut out = [b' '; HEADER];
+    // At most 111 bytes with every number at its largest: always fits.
+    let n = line.len().min(HEADER - 1);
+    out[..n].copy_from_slice(&line.as_bytes()[..n]);
+    out[HEADER - 1] = b'\n';
+    out
+}
+
+/// The header of a file that starts with `bytes` (`None`: an empty file, a new one).
+pub fn decode_header(bytes: &[u8]) -> Result<Option<Header>, Damage> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    if bytes.len() < HEADER || bytes[HEADER - 1] != b'\n' {
+        return Err(Damage::Header);
+    }
+    let text = std::str::from_utf8(&bytes[..HEADER - 1])
+        .map_err(|_| Damage::Header)?
+        .trim_end_matches(' ');
+    let (body, hsum) = text.rsplit_once(" hsum=").ok_or(Damage::Header)?;
+    if hsum.len() != 8 || u32::from_str_radix(hsum, 16).ok() != Some(checksum(body.as_bytes())) {
+        return Err(Damage::Header);
+    }
+    let mut fields = body.split(' ');
+    if fields.next() != Some(MAGIC) {
+        return Err(Damage::Header);
+    }
+    let mut field = |name: &str| -> Option<&str> {
+        let (k, v) = fields.next()?.split_once('=')?;
+        (k == name).then_some(v)
+    };
+    let parsed = (|| {
+        Some(Header {
+            off: field("off")?.parse().ok()?,
+            len: field("len")?.parse().ok()?,
+            mark: field("mark")?.parse().ok()?,
+            sum: u32::from_str_radix(field("sum")?, 16).ok()?,
+        })
+    })();
+    match parsed {
+        Some(h) if h.off >= HEADER as u64 && h.off.checked_add(h.len).is_some() => Ok(Some(h)),
+        _ => Err(Damage::Header),
+    }
+}
+
+/// Whether `copy` is the live copy `header` names.
+pub fn check_copy(header: &Header, copy: &[u8]) -> Result<(), Damage> {
+    if copy.len() as u64 != header.len || checksum(copy) != header.sum {
+        return Err(Damage::Copy);
+    }
+    Ok(())
+}
+
+/// Where a new copy of `len` bytes goes, given the live one: right after the header when it
+/// fits before the live copy, else after the live copy, leaving room before it for the next
+/// copy to go back to the front. The file holds at most about twice its lines.
+pub fn place(live: Option<&Header>, len: u64) -> u64 {
+    let front = HEADER as u64;
+    match live {
+        None => front,
+        Some(h) if front + len <= h.off => front,
+        Some(h) => (h.off + h.len).max(front + len + slack(len)),
+    }
+}
+
+/// Room left for a file's lines to grow before the next copy goes to the front.
+fn slack(len: u64) -> u64 {
+    len / 8 + 512
+}
+
+/// `s` with `%`, spaces and anything not printable ASCII as `%XX`.
+pub fn escape(s: &str, out: &mut String) {
+    for b in s.bytes() {
+        if b.is_ascii_graphic() && b != b'%' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+}
+
+fn unescape(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The key of a total of hour `base + offset`.
+pub fn total_key(offset: u32, name: &str) -> String {
+    let mut k = format!("t {offset} ");
+    escape(name, &mut k);
+    k
+}
+
+/// The key of a client's count of hour `base + offset`.
+pub fn client_key(offset: u32, client: &str, count: ClientCount) -> String {
+    let tag = match count {
+        ClientCount::Admitted => 'a',
+        ClientCount::Refused => 'r',
+    };
+    let mut k = format!("{tag} {offset} ");
+    escape(client, &mut k);
+    k
+}
+
+/// One line: its key and count.
+fn split_line(line: &str) -> Result<(&str, u64), Damage> {
+    let (key, n) = line.rsplit_once(' ').ok_or(Damage::Line)?;
+    Ok((key, n.parse().map_err(|_| Damage::Line)?))
+}
+
+/// The lines `copy` with one added to the count of each of `keys` (a key given twice gets
+/// two), keys not there yet added at the end.
+pub fn add(copy: &[u8], keys: &[String]) -> Result<Vec<u8>, Damage> {
+    let text = std::str::from_utf8(copy).map_err(|_| Damage::Line)?;
+    let mut out = String::with_capacity(text.len() + 64 * keys.len());
+    let mut found = vec![false; keys.len()];
+    for line in text.lines() {
+        let (key, mut n) = split_line(line)?;
+        for (k, seen) in keys.iter().zip(found.iter_mut()) {
+            if k == key {
+                n += 1;
+                *seen = true;
+            }
+        }
+        out.push_str(key);
+        out.push(' ');
+        out.push_str(&n.to_string());
+        out.push('\n');
+    }
+    let mut new: BTreeMap<&str, u64> = BTreeMap::new();
+    for (k, _) in keys.iter().zip(&found).filter(|(_, seen)| !**seen) {
+        *new.entry(k).or_default() += 1;
+    }
+    for (k, n) in new {
+        out.push_str(k);
+        out.push(' ');
+        out.push_str(&n.to_string());
+        out.push('\n');
+    }
+    Ok(out.into_bytes())
+}
+
+/// The rows of a file whose first hour is `base`.
+pub fn rows(copy: &[u8], base: u32) -> Result<Vec<Row>, Damage> {
+    let text = std::str::from_utf8(copy).map_err(|_| Damage::Line)?;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let (key, n) = split_line(line)?;
+        let mut parts = key.splitn(3, ' ');
+        let (Some(tag), Some(offset), Some(what)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Damage::Line);
+        };
+        let hour = offset
+            .parse::<u32>()
+            .ok()
+            .and_then(|o| base.checked_add(o))
+            .ok_or(Damage::Line)?;
+        let what = unescape(what).ok_or(Damage::Line)?;
+        out.push(match tag {
+            "t" => Row::Total {
+                hour,
+                name: what,
+                count: n,
+            },
+            "a" | "r" => Row::Client {
+                hour,
+                client: what,
+                count: if tag == "a" {
+                    ClientCount::Admitted
+                } else {
+                    ClientCount::Refused
+                },
+                n,
+            },
+            _ => return Err(Damage::Line),
+        });
+    }
+    Ok(out)
+}
+
+/// The lines of a day's file (first hour `base`) holding these totals.
+pub fn totals(totals: &BTreeMap<(u32, String), u64>, base: u32) -> Vec<u8> {
+    let mut out = String::new();
+    for ((hour, name), n) in totals {
+        out.push_str(&total_key(hour - base, name));
+        out.push(' ');
+        out.push_str(&n.to_string());
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// The notes in a notes file, oldest first.
+pub fn notes(copy: &[u8]) -> Result<Vec<Note>, Damage> {
+    let text = std::str::from_utf8(copy).map_err(|_| Damage::Line)?;
+    text.lines()
+        .map(|line| {
+            let (at, t) = line.split_once(' ').ok_or(Damage::Line)?;
+            Ok(Note {
+                at_ms: at.parse().map_err(|_| Damage::Line)?,
+                text: unescape(t).ok_or(Damage::Line)?,
+            })
+        })
+        .collect()
+}
+
+/// A notes file's lines with `note` added and only the newest [`KEEP_NOTES`] kept.
+pub fn add_note(copy: &[u8], note: &Note) -> Result<Vec<u8>, Damage> {
+    let text = std::str::from_utf8(copy).map_err(|_| Damage::Line)?;
+    notes(copy)?;
+    let mut line = format!("{} ", note.at_ms);
+    escape(&note.text, &mut line);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.push(&line);
+    let drop = lines.len().saturating_sub(KEEP_NOTES);
+    let mut out = lines[drop..].join("\n");
+    out.push('\n');
+    Ok(out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_damage_is_seen() {
+        assert_eq!(decode_header(b""), Ok(None));
+        let h = Header {
+            off: 128,
+            len: 42,
+            mark: 480,
+            sum: 0xdead_beef,
+        };
+        let bytes = encode_header(&h);
+        assert_eq!(decode_header(&bytes), Ok(Some(h)));
+        let big = Header {
+            off: u64::MAX / 2,
+            len: u64::MAX / 2,
+            mark: u32::MAX,
+            sum: u32::MAX,
+        };
+        assert_eq!(decode_header(&encode_header(&big)), Ok(Some(big)));
+        for cut in [1, 10, HEADER - 1] {
+            assert_eq!(decode_header(&bytes[..cut]), Err(Damage::Header), "{cut}");
+        }
+        let mut flipped = bytes;
+        flipped[20] ^= 1;
+        assert_eq!(decode_header(&flipped), Err(Damage::Header));
+        assert_eq!(decode_header(&[b'x'; 300]), Err(Damage::Header));
+        // A header pointing into itself is not one a writer makes.
+        let inside = encode_header(&Header { off: 3, ..h });
+        assert_eq!(decode_header(&inside), Err(Damage::Header));
+    }
+
+    #[test]
+    fn a_new_copy_never_overlaps_the_live_one_and_the_file_stays_small() {
+        let mut live: Option<Header> = None;
+        let mut end = 0;
+        for len in (0..400u64).map(|i| 40 + i * 30) {
+            let off = place(live.as_ref(), len);
+            if let Some(h) = live {
+                assert!(
+                    off + len <= h.off || off >= h.off + h.len,
+                    "{off} {len} {h:?}"
+                );
+            }
+            assert!(off >= HEADER as u64);
+            end = end.max(off + len);
+            assert!(
+                end <= HEADER as u64 + 2 * len + slack(len) + 64,
+                "{end} for {len}"
+            );
+            live = Some(Header {
+                off,
+                len,
+                ..Header::default()
+            });
+        }
+    }
+
+    #[test]
+    fn counts_are_added_and_read_back() {
+        let keys = [
+            total_key(0, "requests"),
+            total_key(0, "refused:ip"),
+            client_key(0, "203.0.113.7", ClientCount::Refused),
+        ];
+        let one = add(b"", &keys).unwrap();
+        let two = add(&one, &[keys[0].clone(), keys[0].clone()]).unwrap();
+        let mut got = rows(&two, 100).unwrap();
+        got.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(
+            got,
+            [
+                Row::Client {
+                    hour: 100,
+                    client: "203.0.113.7".into(),
+                    count: ClientCount::Refused,
+                    n: 1
+                },
+                Row::Total {
+                    hour: 100,
+                    name: "refused:ip".into(),
+                    count: 1
+                },
+                Row::Total {
+                    hour: 100,
+                    name: "requests".into(),
+                    count: 3
+                },
+            ]
+        );
+        // Names with spaces, line ends and other bytes survive, one line each.
+        let odd = "a b\n%c\u{e9}";
+        let bytes = add(b"", &[total_key(2, odd)]).unwrap();
+        assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
+        assert_eq!(
+            rows(&bytes, 0).unwrap(),
+            [Row::Total {
+                hour: 2,
+                name: odd.into(),
+                count: 1
+            }]
+        );
+        for bad in [
+            &b"t 0 x\n"[..],
+            b"t 0 x y\n",
+            b"q 0 x 1\n",
+            b"t x 1\n",
+            b"t 0 %zz 1\n",
+        ] {
+            assert_eq!(rows(bad, 0), Err(Damage::Line), "{bad:?}");
+        }
+        assert_eq!(add(b"nonsense\n", &keys), Err(Damage::Line));
+    }
+
+    #[test]
+    fn notes_keep_the_newest() {
+        let mut copy = Vec::new();
+        for n in 0..60u64 {
+            let note = Note {
+                at_ms: n,
+                text: format!("ACTION NEEDED: {n}\nsecond line"),
+            };
+            copy = add_note(&copy, &note).unwrap();
+        }
+        let kept = notes(&copy).unwrap();
+        assert_eq!(kept.len(), KEEP_NOTES);
+        assert_eq!(kept[0].at_ms, 10);
+        assert_eq!(kept[49].text, "ACTION NEEDED: 59\nsecond line");
+    }
+}

@@ -1,0 +1,258 @@
+//! The Redis store's usage journal and notes, as commands and the reading of their replies.
+//!
+//! Keys: `resolve:journal:totals:HOUR`, a hash `name -> count` that expires when
+//! [`journal::KEEP_HOURS`] have passed since the hour; `resolve:journal:clients:HOUR`, a hash
+//! `admitted:CLIENT` / `refused:CLIENT -> count` that expires after
+//! [`journal::CLIENT_HOURS`]; `resolve:journal:notes`, a list, newest first, trimmed to
+//! [`journal::KEEP_NOTES`]. (No rule's key can take these names: a rule named `journal` keys
+//! an address, `key:HASH` or `*`.) A request's entry is one `MULTI` … `EXEC` sent in one
+//! write: every `HINCRBY` and both `PEXPIREAT`s run together, alone, or none of them, and the
+//! expiry is set with the counts, so no key is left without one. Nothing needs sweeping.
+
+use std::collections::BTreeMap;
+
+use crate::core::journal::{self, ClientCount, Entry, HOUR_MS, KEEP_NOTES, Note, Row};
+use crate::store::redis::resp::{self, Reply};
+
+/// Fields of a clients hash fetched whole; bigger ones are read with `HSCAN`.
+pub const WHOLE_HASH: i64 = 20_000;
+/// Hours asked for in one exchange.
+pub const HOURS_AT_ONCE: u32 = 1_000;
+
+pub fn totals_key(hour: u32) -> String {
+    format!("resolve:journal:totals:{hour}")
+}
+
+pub fn clients_key(hour: u32) -> String {
+    format!("resolve:journal:clients:{hour}")
+}
+
+pub const NOTES_KEY: &str = "resolve:journal:notes";
+
+/// When the rows of `hour` may go, kept `hours` after it (ms since 1970).
+fn expires_at(hour: u32, hours: u32) -> String {
+    ((u64::from(hour) + u64::from(hours) + 1) * HOUR_MS).to_string()
+}
+
+/// The transaction that adds `entry`; empty when it adds nothing.
+pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
+    let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for name in &entry.totals {
+        *totals.entry(name).or_default() += 1;
+    }
+    if totals.is_empty() && entry.client.is_none() {
+        return Vec::new();
+    }
+    let mut out = vec![resp::encode(&[b"MULTI"])];
+    if !totals.is_empty() {
+        let key = totals_key(entry.hour);
+        for (name, n) in totals {
+            out.push(resp::encode(&[
+                b"HINCRBY",
+                key.as_bytes(),
+                name.as_bytes(),
+                n.to_string().as_bytes(),
+            ]));
+        }
+        let at = expires_at(entry.hour, journal::KEEP_HOURS);
+        out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
+    }
+    if let Some((client, count)) = &entry.client {
+        let key = clients_key(entry.hour);
+        let field = format!("{}:{client}", count.name());
+        out.push(resp::encode(&[
+            b"HINCRBY",
+            key.as_bytes(),
+            field.as_bytes(),
+            b"1",
+        ]));
+        let at = expires_at(entry.hour, journal::CLIENT_HOURS);
+        out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
+    }
+    out.push(resp::encode(&[b"EXEC"]));
+    out
+}
+
+/// The transaction that keeps `note` and trims the list.
+pub fn note_commands(note: &Note) -> Vec<Vec<u8>> {
+    let value = format!("{} {}", note.at_ms, note.text);
+    let last = (KEEP_NOTES - 1).to_string();
+    vec![
+        resp::encode(&[b"MULTI"]),
+        resp::encode(&[b"LPUSH", NOTES_KEY.as_bytes(), value.as_bytes()]),
+        resp::encode(&[b"LTRIM", NOTES_KEY.as_bytes(), b"0", last.as_bytes()]),
+        resp::encode(&[b"EXEC"]),
+    ]
+}
+
+/// Whether a transaction's last reply (`EXEC`'s) says every command ran.
+pub fn committed(exec: &Reply) -> Result<(), String> {
+    match exec {
+        Reply::Array(Some(items)) => match items.iter().find_map(|r| match r {
+            Reply::Error(e) => Some(e),
+            _ => None,
+        }) {
+            Some(e) => Err(format!("a command of the transaction failed: {e}")),
+            None => Ok(()),
+        },
+        other => Err(format!("EXEC answered {other:?}")),
+    }
+}
+
+/// The notes of an `LRANGE`, newest first.
+pub fn notes_from(reply: &Reply) -> Result<Vec<Note>, String> {
+    let Reply::Array(Some(items)) = reply else {
+        return Err(format!("LRANGE answered {reply:?}"));
+    };
+    items
+        .iter()
+        .map(|item| {
+            let Reply::Bulk(Some(bytes)) = item else {
+                return Err(format!("a note is {item:?}"));
+            };
+            let text = String::from_utf8_lossy(bytes);
+            let (at, text) = text.split_once(' ').ok_or("a note without its time")?;
+            Ok(Note {
+                at_ms: at.parse().map_err(|_| "a note without its time")?,
+                text: text.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The field-value pairs of an `HGETALL` (or the second half of an `HSCAN`).
+pub fn pairs(reply: &Reply) -> Result<Vec<(String, u64)>, String> {
+    let Reply::Array(Some(items)) = reply else {
+        return Err(format!("a hash answered {reply:?}"));
+    };
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [Reply::Bulk(Some(field)), Reply::Bulk(Some(value))] => Ok((
+                String::from_utf8_lossy(field).into_owned(),
+                String::from_utf8_lossy(value)
+                    .parse()
+                    .map_err(|_| "a count that is not a number")?,
+            )),
+            other => Err(format!("a hash field is {other:?}")),
+        })
+        .collect()
+}
+
+/// The rows of a clients hash's fields.
+pub fn client_rows(hour: u32, fields: Vec<(String, u64)>, out: &mut Vec<Row>) {
+    for (field, n) in fields {
+        if let Some((count, client)) = field.split_once(':')
+            && let Some(count) = ClientCount::from_name(count)
+        {
+            out.push(Row::Client {
+                hour,
+                client: client.to_owned(),
+                count,
+                n,
+            });
+        }
+    }
+}
+
+/// Milliseconds of the server's `TIME` reply.
+pub fn ms_from_time(reply: &Reply) -> Result<u64, String> {
+    let Reply::Array(Some(parts)) = reply else {
+        return Err(format!("TIME answered {reply:?}"));
+    };
+    let number = |i: usize| -> Option<u64> {
+        match parts.get(i)? {
+            Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).parse().ok(),
+            _ => None,
+        }
+    };
+    match (number(0), number(1)) {
+        (Some(s), Some(us)) => Ok(s * 1000 + us / 1000),
+        _ => Err(format!("TIME answered {reply:?}")),
+    }
+}
+
+/// The hours `from..to` where the store can hold anything at the server's hour `now`: none
+/// older than the totals are kept, and a day ahead at most (clocks of web servers that are
+/// ahead of the server's).
+pub fn hours_held(from: u32, to: u32, now: u32) -> std::ops::Range<u32> {
+    let oldest = now.saturating_sub(journal::KEEP_HOURS + 1);
+    from.max(oldest)..to.min(now.saturating_add(25))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(command: &[u8]) -> Vec<String> {
+        String::from_utf8_lossy(command)
+            .split("\r\n")
+            .filter(|w| !w.is_empty() && !w.starts_with(['*', '$']))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn an_entry_is_one_transaction_with_its_expiries() {
+        let entry = Entry {
+            hour: 10,
+            totals: vec!["requests".into(), "refused:ip".into(), "requests".into()],
+            client: Some(("2001:db8::/64".into(), ClientCount::Refused)),
+        };
+        let sent: Vec<Vec<String>> = add_commands(&entry).iter().map(|c| words(c)).collect();
+        let totals_end = ((10 + 9600 + 1) * HOUR_MS).to_string();
+        let clients_end = ((10 + 48 + 1) * HOUR_MS).to_string();
+        assert_eq!(
+            sent,
+            [
+                vec!["MULTI"],
+                vec!["HINCRBY", "resolve:journal:totals:10", "refused:ip", "1"],
+                vec!["HINCRBY", "resolve:journal:totals:10", "requests", "2"],
+                vec!["PEXPIREAT", "resolve:journal:totals:10", &totals_end],
+                vec![
+                    "HINCRBY",
+                    "resolve:journal:clients:10",
+                    "refused:2001:db8::/64",
+                    "1"
+                ],
+                vec!["PEXPIREAT", "resolve:journal:clients:10", &clients_end],
+                vec!["EXEC"],
+            ]
+        );
+        let nothing = Entry {
+            hour: 1,
+            totals: vec![],
+            client: None,
+        };
+        assert!(add_commands(&nothing).is_empty());
+    }
+
+    #[test]
+    fn client_fields_keep_the_colons_of_their_address() {
+        let mut rows = Vec::new();
+        client_rows(
+            3,
+            vec![
+                ("admitted:2001:db8::/64".into(), 2),
+                ("other:x".into(), 1),
+                ("nocolon".into(), 1),
+            ],
+            &mut rows,
+        );
+        assert_eq!(
+            rows,
+            [Row::Client {
+                hour: 3,
+                client: "2001:db8::/64".into(),
+                count: ClientCount::Admitted,
+                n: 2
+            }]
+        );
+    }
+
+    #[test]
+    fn only_hours_the_store_can_hold_are_asked_for() {
+        assert_eq!(hours_held(0, u32::MAX, 20_000), 10_399..20_025);
+        assert_eq!(hours_held(19_990, 20_001, 20_000), 19_990..20_001);
+    }
+}

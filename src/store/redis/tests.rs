@@ -1,0 +1,99 @@
+//! Tests of the Redis store, without a server or with a stand-in.
+
+use super::*;
+use crate::core::rule::{KeyKind, Rule};
+
+#[test]
+fn script_answers_become_decisions() {
+    let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60).unwrap();
+    let checks = [Check {
+        rule: &rule,
+        key: "k".into(),
+    }];
+    let ints = |v: &[i64]| Reply::Array(Some(v.iter().map(|i| Reply::Int(*i)).collect()));
+    assert_eq!(
+        decision_from(&ints(&[1, 0, 0, 5, 3, 59_001]), &checks).unwrap(),
+        Decision::Admit {
+            statuses: vec![RuleStatus {
+                remaining: 27,
+                reset_secs: 60
+            }],
+            at_ms: 5
+        }
+    );
+    assert_eq!(
+        decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks).unwrap(),
+        Decision::Refuse {
+            rule: 0,
+            retry_after_secs: 42,
+            statuses: vec![RuleStatus {
+                remaining: 0,
+                reset_secs: 42
+            }]
+        }
+    );
+    assert!(decision_from(&ints(&[0, 2, 1, 5, 30, 1]), &checks).is_err());
+    assert!(decision_from(&ints(&[1, 0, 0]), &checks).is_err());
+    assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
+}
+
+fn store_at(port: u16) -> RedisStore {
+    let text = format!(
+        r#"{{"store": {{"kind": "redis", "host": "127.0.0.1", "port": {port},
+            "connect_timeout_ms": 1000, "read_timeout_ms": 200}}}}"#
+    );
+    let config =
+        crate::config::Config::from_json(&text, std::path::Path::new("/nonexistent")).unwrap();
+    let crate::store::settings::StoreKind::Redis(settings) = config.store.kind else {
+        panic!("not a redis store");
+    };
+    RedisStore::new(*settings)
+}
+
+#[test]
+fn timeouts_name_the_setting_that_bounds_them() {
+    let s = store_at(6379);
+    let connect = io::Error::new(io::ErrorKind::TimedOut, "no connection within 1000 ms");
+    assert_eq!(
+        s.io_error(&connect, Phase::Connect).detail,
+        "redis store at 127.0.0.1:6379: no connection within 1000 ms (timed out: see store.connect_timeout_ms)"
+    );
+    for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
+        let read = s.io_error(&io::Error::new(kind, "x"), Phase::Exchange);
+        assert!(
+            read.detail
+                .ends_with(" (timed out: see store.read_timeout_ms)"),
+            "{}",
+            read.detail
+        );
+    }
+    let refused = s.io_error(
+        &io::Error::from(io::ErrorKind::ConnectionRefused),
+        Phase::Connect,
+    );
+    assert!(refused.detail.ends_with(" (is the server running?)"));
+    let garbage = io::Error::new(io::ErrorKind::InvalidData, "unknown reply type");
+    assert_eq!(
+        s.io_error(&garbage, Phase::Exchange).detail,
+        "redis store at 127.0.0.1:6379: the server sent something that is not the Redis protocol (unknown reply type)"
+    );
+}
+
+#[test]
+fn a_reply_without_its_line_end_is_a_read_timeout() {
+    let (target, server) = resp::answering(b"garbage without a line end");
+    let resp::Target::Tcp { port, .. } = target else {
+        unreachable!("a loopback port")
+    };
+    let s = store_at(port);
+    let e = s.call(resp::encode(&[b"PING"])).unwrap_err();
+    assert_eq!(
+        e.detail,
+        format!(
+            "redis store at 127.0.0.1:{port}: no complete reply within 200 ms (timed out: see store.read_timeout_ms)"
+        )
+    );
+    assert!(!e.detail.contains("os error"));
+    drop(s);
+    server.join().unwrap();
+}
