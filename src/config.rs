@@ -306,14 +306,7 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
-        admin::check_reserved(
-            rules
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (format!("rules[{i}].name"), r))
-                .chain(spend.iter().map(|r| ("spend".to_owned(), r))),
-        )?;
-        let admin = admin::admin(raw.admin, &store.kind, base)?;
+        let admin = admin::admin(raw.admin, &store.kind, base, &rules, &spend)?;
         let block = addr_list(raw.block, "block")?;
         let allow = addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(auto_block).transpose()?;
@@ -551,15 +544,6 @@ mod tests {
             (
                 r#"{"provider": {"kind": "http", "url": "https://a.example/x", "download": "/d", "timeout_ms": 120000}}"#,
                 "provider.timeout_ms",
-            ),
-            (r#"{"admin": {}}"#, "admin.password_hash"),
-            (
-                r#"{"admin": {"password_hash": "hunter2hunter2"}}"#,
-                "admin.password_hash",
-            ),
-            (
-                r#"{"rules": [{"name": "admin-signin", "key": "ip", "limit": 5, "window_secs": 60}]}"#,
-                "rules[0].name",
             ),
         ];
         for (text, field) in cases {

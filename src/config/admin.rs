@@ -24,12 +24,22 @@ pub struct Admin {
     pub data_dir: PathBuf,
 }
 
-/// The section checked. `base` is the configuration's directory.
+/// The section checked. `base` is the configuration's directory; `rules` and `spend` may not
+/// take the sign-in limit's name, dashboard or not.
 pub(crate) fn admin(
     raw: Option<RawAdmin>,
     store: &StoreKind,
     base: &Path,
+    rules: &[Rule],
+    spend: &[Rule],
 ) -> Result<Option<Admin>, ConfigError> {
+    check_reserved(
+        rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("rules[{i}].name"), r))
+            .chain(spend.iter().map(|r| ("spend".to_owned(), r))),
+    )?;
     let Some(raw) = raw else {
         return Ok(None);
     };
@@ -53,7 +63,7 @@ pub(crate) fn admin(
 
 /// The dashboard's sign-in limit counts in the same store as the rules: no rule may take its
 /// name, whose keys it would share.
-pub(crate) fn check_reserved<'r>(
+fn check_reserved<'r>(
     rules: impl IntoIterator<Item = (String, &'r Rule)>,
 ) -> Result<(), ConfigError> {
     for (field, rule) in rules {
@@ -77,6 +87,33 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_json(text, Path::new("/home/u/resolve"))
+    }
+
+    #[test]
+    fn mistakes_name_the_field() {
+        for (text, field) in [
+            (r#"{"admin": {}}"#, "admin.password_hash"),
+            (
+                r#"{"admin": {"password_hash": "hunter2hunter2"}}"#,
+                "admin.password_hash",
+            ),
+            (
+                r#"{"rules": [{"name": "admin-signin", "key": "ip", "limit": 5, "window_secs": 60}]}"#,
+                "rules[0].name",
+            ),
+            (
+                r#"{"spend": [{"name": "admin-signin", "limit": 5, "window_secs": 60}]}"#,
+                "spend",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e.field, field, "{text}: {e}");
+            assert!(e.message.len() > 10, "{e}");
+        }
+        // The password itself where its hash belongs: named, never quoted.
+        let e = parse(r#"{"admin": {"password": "my dashboard password"}}"#).unwrap_err();
+        assert!(e.message.contains("unknown field `password`"), "{e}");
+        assert!(!e.to_string().contains("my dashboard password"), "{e}");
     }
 
     #[test]
