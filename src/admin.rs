@@ -5,9 +5,11 @@
 //!
 //! The parts: [`password`] (Argon2id), [`server_key`] (the secret in the data directory),
 //! [`token`] (the signing key and tags), [`session`] (what the cookies and tokens hold),
-//! [`cookies`] (the headers), [`signin`] (the lock-out), [`page`] (the HTML and its headers).
+//! [`cookies`] (the headers), [`signin`] (the lock-out), [`page`] (the HTML and its headers),
+//! [`figures`] (what `resolve stats` shows, as HTML).
 
 pub mod cookies;
+pub mod figures;
 pub mod page;
 pub mod password;
 pub mod server_key;
@@ -435,14 +437,45 @@ impl Dashboard<'_> {
         }
     }
 
-    /// The dashboard itself.
+    /// The period asked for (`?since=24h`, `7d`, `30d`, as `resolve stats --since`), in
+    /// hours; the last 24 by default.
+    fn period(env: &Env) -> u32 {
+        let query = env.get("QUERY_STRING").unwrap_or_default();
+        form::raw_values(query, "since")
+            .first()
+            .and_then(|raw| std::str::from_utf8(raw).ok())
+            .and_then(|text| crate::stats::parse_since(text).ok())
+            .unwrap_or(24)
+    }
+
+    /// The dashboard itself: the figures of the period, then the configuration check.
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
+        let forms = crate::secret::all_forms(&self.config.secrets());
+        let hours = Self::period(ctx.env);
+        let mut sections =
+            match crate::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
+                Ok(stats) => figures::sections(&stats, ctx.frame.action),
+                Err(e) => {
+                    self.log.line(
+                        Level::Warn,
+                        &format!("the dashboard cannot read the usage journal: {e}"),
+                    );
+                    let text = format!(
+                        "The figures cannot be read right now: {}",
+                        crate::secret::mask(&e.to_string(), &forms)
+                    );
+                    format!(
+                        "{}<div class=\"result\"><div class=\"card error\"><p>{}</p></div></div>\n",
+                        figures::periods(ctx.frame.action, hours),
+                        crate::http::html::escape(&text)
+                    )
+                }
+            };
         let mut report = Vec::new();
         let ready = crate::check::report(self.config, &mut report);
         let report = String::from_utf8_lossy(&report);
-        let forms = crate::secret::all_forms(&self.config.secrets());
         let report = crate::secret::mask(&report, &forms);
-        let sections = page::report_section(&report, ready);
+        sections.push_str(&page::report_section(&report, ready));
         page::html(
             200,
             page::dashboard(

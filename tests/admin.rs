@@ -14,8 +14,13 @@ use support::{HttpClient, Request, Response, Site};
 
 const PASSWORD: &str = "correct horse battery staple";
 const TARGET: &str = "/cgi-bin/resolve/admin";
-/// What only the dashboard shows: the check's report and its effective configuration.
-const DATA: [&str; 2] = ["Configuration check", "effective configuration"];
+/// What only the dashboard shows: a figure, the chart, the check's report.
+const DATA: [&str; 4] = [
+    "<dt>Paid calls</dt>",
+    "Paid calls per hour",
+    "Configuration check",
+    "effective configuration",
+];
 
 fn hash() -> String {
     resolve::admin::password::hash(PASSWORD, b"a salt of sixtee").expect("hash")
@@ -169,6 +174,14 @@ fn hidden(page: &str, name: &str) -> String {
 #[test]
 fn the_right_password_shows_the_dashboard_and_signing_out_ends_it() {
     let site = site("admin-signin");
+    // Known traffic first: two paid calls.
+    for i in 0..2 {
+        let r = site.get(
+            &format!("/cgi-bin/resolve?link=https%3A%2F%2Fexample.com%2Ff{i}"),
+            "text/plain",
+        );
+        assert_eq!(r.status, 200, "{}", r.everything());
+    }
     let mut browser = Browser::new(&site);
     let r = browser.sign_in(PASSWORD);
     assert_eq!(r.status, 303, "{}", r.everything());
@@ -179,17 +192,22 @@ fn the_right_password_shows_the_dashboard_and_signing_out_ends_it() {
     for data in DATA {
         assert!(page.text().contains(data), "{data}:\n{}", page.everything());
     }
+    for figure in [
+        "<dt>Paid calls</dt><dd>2</dd>",
+        "<dt>Requests</dt><dd>2</dd>",
+        "<dt>Admitted</dt><dd>2</dd>",
+        "2 paid calls in this period",
+        "<rect class=\"bar\"",
+    ] {
+        assert!(page.text().contains(figure), "{figure}:\n{}", page.text());
+    }
     assert!(
         !page.everything().contains(support::config::TOKEN),
         "the provider token is masked"
     );
     assert!(!page.everything().contains(&hash()), "the hash is masked");
-    // The main endpoint is as it was: the dashboard took nothing from it.
-    let r = site.get(
-        "/cgi-bin/resolve?link=https%3A%2F%2Fexample.com%2Ff",
-        "text/plain",
-    );
-    assert_eq!(r.status, 200, "{}", r.everything());
+    // Looking at the dashboard counted nothing: the figures are the same.
+    assert!(browser.get().text().contains("<dt>Requests</dt><dd>2</dd>"));
 
     // Signing out: only with the page's token.
     let token = hidden(&page.text(), "csrf");

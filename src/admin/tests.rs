@@ -202,6 +202,8 @@ fn the_right_password_signs_in_and_the_page_shows_the_check_without_secrets() {
     let (r, page) = site.get(&mut jar);
     assert_eq!(r.status, 200);
     assert!(page.contains(DATA) && page.contains("Sign out"), "{page}");
+    assert!(page.contains("<dt>Paid calls</dt><dd>0</dd>"), "{page}");
+    assert!(page.contains("<title id=\"chart-title\">Paid calls per hour</title>"));
     assert!(
         page.contains("dashboard: on at /cgi-bin/resolve/admin"),
         "{page}"
@@ -408,6 +410,30 @@ fn a_changed_or_expired_cookie_gets_the_sign_in_form() {
     site.advance(1000);
     let (_, page) = site.get(&mut jar);
     assert!(!page.contains(DATA));
+}
+
+#[test]
+fn the_period_is_chosen_in_the_address() {
+    let site = site();
+    let mut jar = Jar::default();
+    site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
+    let page = |query: &str| {
+        let r = site.dashboard().answer(
+            &env("GET", &jar, "203.0.113.9").with("QUERY_STRING", query),
+            &mut std::io::empty(),
+        );
+        String::from_utf8(r.body).unwrap()
+    };
+    assert!(
+        page("since=7d").contains("href=\"/cgi-bin/resolve/admin?since=7d\" aria-current=\"page\"")
+    );
+    assert!(page("since=7d").contains("Paid calls per day"));
+    for odd in ["", "since=1w", "since=%zz", "since=24h&since=7d"] {
+        assert!(
+            page(odd).contains("href=\"/cgi-bin/resolve/admin?since=24h\" aria-current=\"page\""),
+            "{odd}"
+        );
+    }
 }
 
 #[test]
