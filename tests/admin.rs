@@ -197,7 +197,7 @@ fn the_right_password_shows_the_dashboard_and_signing_out_ends_it() {
         "<dt>Requests</dt><dd>2</dd>",
         "<dt>Admitted</dt><dd>2</dd>",
         "2 paid calls in this period",
-        "<rect class=\"bar\"",
+        "<rect class=\"column\"",
     ] {
         assert!(page.text().contains(figure), "{figure}:\n{}", page.text());
     }

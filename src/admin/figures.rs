@@ -199,7 +199,7 @@ pub fn chart(stats: &Stats) -> String {
         let x = f64::from(LEFT) + slot * i as f64 + slot * 0.1;
         let _ = writeln!(
             svg,
-            "<rect class=\"bar\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\">\
+            "<rect class=\"column\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\">\
              <title>{} UTC: {} paid calls</title></rect>",
             f64::from(base_y) - h,
             slot * 0.8,
@@ -445,7 +445,7 @@ mod tests {
     #[test]
     fn the_chart_has_a_bar_per_hour_and_says_what_it_shows() {
         let html = chart(&stats(24, &[1, 0, 5, 2]));
-        assert_eq!(html.matches("<rect class=\"bar\"").count(), 24);
+        assert_eq!(html.matches("<rect class=\"column\"").count(), 24);
         assert!(html.contains("<title id=\"chart-title\">Paid calls per hour</title>"));
         assert!(
             html.contains(
@@ -479,7 +479,7 @@ mod tests {
         paid[23] = 3;
         paid[24] = 4;
         let html = chart(&stats(7 * 24, &paid));
-        assert_eq!(html.matches("<rect class=\"bar\"").count(), 7, "{html}");
+        assert_eq!(html.matches("<rect class=\"column\"").count(), 7, "{html}");
         assert!(html.contains("Paid calls per day"));
         assert!(
             html.contains("<tr><td>2026-12-01</td><td class=\"n\">5</td></tr>"),

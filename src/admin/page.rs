@@ -78,8 +78,9 @@ pub fn see_other(frame: &Frame<'_>) -> Response {
     r
 }
 
-/// A whole page: title, the main part's HTML (already escaped), the owner's footer.
-pub fn document(title: &str, main: &str, frame: &Frame<'_>) -> String {
+/// A whole page: title, the main part's HTML (already escaped), the owner's footer. `narrow`
+/// for a page that is only a form, as wide as the public page.
+pub fn document(title: &str, main: &str, frame: &Frame<'_>, narrow: bool) -> String {
     let site = frame.page.and_then(|p| p.site_name.as_deref());
     let full_title = match site {
         Some(site) => format!("{} – {}", escape(title), escape(site)),
@@ -91,8 +92,9 @@ pub fn document(title: &str, main: &str, frame: &Frame<'_>) -> String {
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <meta name=\"robots\" content=\"noindex, nofollow\">\n\
          <title>{full_title}</title>\n<style>{}</style>\n</head>\n<body>\n\
-         <main class=\"admin\">\n{main}</main>\n{}<!-- resolve {} -->\n</body>\n</html>\n",
+         <main class=\"admin{}\">\n{main}</main>\n{}<!-- resolve {} -->\n</body>\n</html>\n",
         style_block(),
+        if narrow { " narrow" } else { "" },
         footer(frame.page),
         env!("CARGO_PKG_VERSION"),
     )
@@ -134,7 +136,7 @@ pub fn sign_in(frame: &Frame<'_>, token: &str, notice: Option<Notice<'_>>) -> St
         form_attributes(frame),
         escape(token),
     );
-    document("Sign in", &main, frame)
+    document("Sign in", &main, frame, true)
 }
 
 /// The dashboard page: its heading with the sign-out form, then `sections` (already HTML).
@@ -148,7 +150,7 @@ pub fn dashboard(frame: &Frame<'_>, sign_out_token: &str, sections: &str) -> Str
         form_attributes(frame),
         escape(sign_out_token),
     );
-    document("Dashboard", &main, frame)
+    document("Dashboard", &main, frame, false)
 }
 
 /// A refusal page with a way back: the sentence, and a link to the dashboard (or its sign-in).
@@ -160,20 +162,34 @@ pub fn refusal(frame: &Frame<'_>, title: &str, notice: Notice<'_>) -> String {
         notice_card(Some(notice)),
         escape(back)
     );
-    document(title, &main, frame)
+    document(title, &main, frame, true)
 }
 
-/// The configuration check's report, as `resolve check` prints it (secrets already masked).
+/// Where `resolve check`'s report turns to the effective configuration.
+const EFFECTIVE: &str = "effective configuration (secrets masked):\n";
+
+/// The configuration check's report, as `resolve check` prints it (secrets already masked):
+/// the findings, then the effective configuration, folded.
 pub fn report_section(report: &str, ready: bool) -> String {
+    let (findings, effective) = report.split_once(EFFECTIVE).unwrap_or((report, ""));
+    let folded = if effective.trim().is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<details>\n<summary>The effective configuration (secrets masked)</summary>\n\
+             <pre class=\"report\">{}</pre>\n</details>\n",
+            escape(effective.trim_end())
+        )
+    };
     format!(
         "<section aria-labelledby=\"check\">\n<h2 id=\"check\">Configuration check</h2>\n\
-         <p>{}</p>\n<pre class=\"report\">{}</pre>\n</section>\n",
+         <p>{}</p>\n<pre class=\"report\">{}</pre>\n{folded}</section>\n",
         if ready {
             "Ready: the site can answer requests."
         } else {
             "Not ready: fix the lines marked FAIL."
         },
-        escape(report.trim_end())
+        escape(findings.trim_end())
     )
 }
 
