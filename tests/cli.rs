@@ -1,5 +1,5 @@
 //! The command line as the owner meets it: `check`, `sweep`, `hash-key`, `hash-password`,
-//! `--help`, `--version`, mistakes.
+//! `serve` (with the dashboard), `--help`, `--version`, mistakes.
 
 mod support;
 
@@ -290,4 +290,62 @@ fn check_warns_about_exposed_secrets() {
     let home = TempDir::new("cli-private");
     let o = check_echo_site(home.path(), 0o600);
     assert!(!output_text(&o).contains("WARN"), "{}", output_text(&o));
+}
+
+#[test]
+fn serve_answers_the_dashboard_at_its_path() {
+    let dir = TempDir::new("cli-serve-admin");
+    let hash = resolve::admin::password::hash("correct horse battery staple", &[4; 16]).unwrap();
+    let config = dir.join("config.json");
+    let text = serde_json::json!({"provider": {"kind": "echo"},
+        "store": {"dir": dir.join("data")}, "admin": {"password_hash": hash}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let port = support::free_port();
+    let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("public");
+    let mut server = command(&[
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--public",
+        public.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let client = support::HttpClient::new(([127, 0, 0, 1], port).into());
+    let started = std::time::Instant::now();
+    let answer = loop {
+        match client.get("/cgi-bin/resolve/admin") {
+            Ok(r) => break r,
+            Err(e) if started.elapsed() < std::time::Duration::from_secs(20) => {
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("resolve serve did not answer: {e}"),
+        }
+    };
+    let link = client.get("/cgi-bin/resolve?link=https%3A%2F%2Fexample.com%2Ff");
+    let other = client.get("/cgi-bin/resolvex");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(answer.status, 200, "{}", answer.everything());
+    assert!(
+        answer.text().contains("Sign in to the dashboard"),
+        "{}",
+        answer.everything()
+    );
+    assert_eq!(answer.header("X-Frame-Options"), Some("DENY"));
+    assert!(
+        answer
+            .header("Set-Cookie")
+            .is_some_and(|c| c.contains("; Path=/cgi-bin/resolve/admin;")),
+        "{}",
+        answer.everything()
+    );
+    // The program's own address is as it was; a longer name is not the program.
+    assert_eq!(link.unwrap().status, 200);
+    assert_eq!(other.unwrap().status, 404);
 }
