@@ -114,7 +114,7 @@ impl Dashboard<'_> {
             action: action.as_deref(),
             page: Some(&self.config.page),
         };
-        let keys = match server_key::load_or_create(&admin.data_dir) {
+        let keys = match server_key::load_or_create(&self.config.data_dir) {
             Ok(secret) => Keys::derive(&secret, admin.password_hash.expose()),
             Err(e) => {
                 self.log.line(

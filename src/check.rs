@@ -134,24 +134,24 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
                  and set \"admin\": {{\"password_hash\": \"...\"}}; see README: Dashboard)"
             );
         }
-        Some(admin) => {
+        Some(_) => {
             let _ = writeln!(
                 out,
                 "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
                  /admin); {} failed sign-ins per address per {} s; its secret in {}",
                 crate::defaults::ADMIN_SIGNIN_FAILURES,
                 crate::defaults::ADMIN_SIGNIN_WINDOW_SECS,
-                admin
+                config
                     .data_dir
                     .join(crate::defaults::ADMIN_SECRET_FILE)
                     .display()
             );
-            if let Some(root) = web_root_in(&admin.data_dir) {
+            if let Some(root) = web_root_in(&config.data_dir) {
                 let _ = writeln!(
                     out,
                     "WARN dashboard: its data directory {} lies under the web root ({root}), so \
                      the dashboard refuses to sign anyone in: move it to ~/resolve/ratelimit",
-                    admin.data_dir.display()
+                    config.data_dir.display()
                 );
             }
         }

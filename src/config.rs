@@ -306,7 +306,7 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
-        let admin = admin::admin(raw.admin, &store.kind, base, &rules, &spend)?;
+        let admin = admin::admin(raw.admin, &rules, &spend)?;
         let block = addr_list(raw.block, "block")?;
         let allow = addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(auto_block).transpose()?;

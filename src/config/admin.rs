@@ -1,9 +1,6 @@
-//! `admin`: the owner's dashboard, on when the section holds a password hash. Where the
-//! dashboard keeps its secret: the file store's directory, else `ratelimit/` beside the
-//! configuration. The hash is a secret of its own (it would let a guesser work offline): never
-//! shown.
-
-use std::path::{Path, PathBuf};
+//! `admin`: the owner's dashboard, on when the section holds a password hash. The hash is a
+//! secret of its own (it would let a guesser work offline): never shown. The dashboard keeps
+//! its own secret in the data directory (`Config::data_dir`).
 
 use serde::Serialize;
 
@@ -12,24 +9,18 @@ use crate::config::raw::RawAdmin;
 use crate::core::rule::Rule;
 use crate::defaults;
 use crate::secret::Secret;
-use crate::store::settings::StoreKind;
 
 /// The dashboard's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Admin {
     /// Argon2id, in its standard PHC form (checked); masked wherever it is written.
     pub password_hash: Secret,
-    /// Where the server's secret for the dashboard's cookies is kept.
-    #[serde(skip)]
-    pub data_dir: PathBuf,
 }
 
-/// The section checked. `base` is the configuration's directory; `rules` and `spend` may not
-/// take the sign-in limit's name, dashboard or not.
+/// The section checked. `rules` and `spend` may not take the sign-in limit's name, dashboard
+/// or not.
 pub(crate) fn admin(
     raw: Option<RawAdmin>,
-    store: &StoreKind,
-    base: &Path,
     rules: &[Rule],
     spend: &[Rule],
 ) -> Result<Option<Admin>, ConfigError> {
@@ -51,13 +42,8 @@ pub(crate) fn admin(
         )
     })?;
     crate::admin::password::check_hash(hash.trim()).map_err(|e| err("admin.password_hash", e))?;
-    let data_dir = match store {
-        StoreKind::File { dir } => dir.clone(),
-        _ => base.join(defaults::DATA_DIR_NAME),
-    };
     Ok(Some(Admin {
         password_hash: Secret::new(hash.trim()),
-        data_dir,
     }))
 }
 
@@ -122,7 +108,7 @@ mod tests {
         let c = parse(&format!(r#"{{"admin": {{"password_hash": "{hash}"}}}}"#)).unwrap();
         let admin = c.admin.as_ref().expect("on");
         assert_eq!(admin.password_hash.expose(), hash);
-        assert_eq!(admin.data_dir, Path::new("/home/u/resolve/ratelimit"));
+        assert_eq!(c.data_dir, Path::new("/home/u/resolve/ratelimit"));
         assert!(c.secrets().contains(&hash), "masked in logs");
         let shown = c.masked_json().to_string();
         assert!(
@@ -136,10 +122,7 @@ mod tests {
                 "store": {{"kind": "redis", "url": "redis://127.0.0.1:6379/0"}}}}"#
         ))
         .unwrap();
-        assert_eq!(
-            c.admin.unwrap().data_dir,
-            Path::new("/home/u/resolve/ratelimit")
-        );
+        assert_eq!(c.data_dir, Path::new("/home/u/resolve/ratelimit"));
         assert_eq!(parse("{}").unwrap().admin, None, "off by default");
         let e = parse(r#"{"admin": {"password_hash": "$argon2id$v=19$m=1024,t=1,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA"}}"#).unwrap_err();
         assert!(
