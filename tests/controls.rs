@@ -46,17 +46,23 @@ fn stats(config: &Path) -> Value {
     serde_json::from_str(&command(config, &["stats", "--json"])).expect("JSON")
 }
 
-/// The three stores, each for one test body.
+/// The three stores, each for one test body. Database servers shared with the other tests of
+/// a loaded machine get time to answer, and a store failure refuses (503) rather than admits:
+/// exactness is about the limiter, and a failure must show, never pass for an admission.
 fn on_every_store(label: &str, body: impl Fn(Option<Value>, &str)) {
     body(None, &format!("{label}-file"));
     let db = MariaDb::start();
     body(
-        Some(json!({"kind": "mysql", "url": db.url()})),
+        Some(
+            json!({"kind": "mysql", "url": db.url(), "read_timeout_ms": 20000, "on_error": "deny"}),
+        ),
         &format!("{label}-mysql"),
     );
     let redis = Redis::start();
     body(
-        Some(json!({"kind": "redis", "url": redis.url()})),
+        Some(
+            json!({"kind": "redis", "url": redis.url(), "read_timeout_ms": 20000, "on_error": "deny"}),
+        ),
         &format!("{label}-redis"),
     );
 }
@@ -81,13 +87,14 @@ fn a_hundred_visitors_behind_one_cloudflare_edge_each_get_their_own_limit() {
             c["client"] = json!({"trusted_proxies": ["cloudflare"]});
         });
         // 100 visitors, 31 requests each, all from one edge: 30 admitted each.
-        let statuses = par_map(100 * 31, 8, |i| {
+        let results = par_map(100 * 31, 8, |i| {
             let visitor = format!("203.0.113.{}", i % 100);
-            ask(&s, "172.64.1.1", &[("CF-Connecting-IP", &visitor)]).0
+            ask(&s, "172.64.1.1", &[("CF-Connecting-IP", &visitor)])
         });
-        let admitted = statuses.iter().filter(|s| **s == 200).count();
-        let refused = statuses.iter().filter(|s| **s == 429).count();
-        assert_eq!((admitted, refused), (3000, 100), "{label}");
+        let admitted = results.iter().filter(|s| s.0 == 200).count();
+        let refused = results.iter().filter(|s| s.0 == 429).count();
+        let log: String = results.iter().map(|r| r.1.as_str()).collect();
+        assert_eq!((admitted, refused), (3000, 100), "{label}: {log}");
         assert_eq!(s.provider.calls(), 3000, "{label}");
         // The same header from an address that is not Cloudflare's is ignored.
         let forged: Vec<u16> = (0..31)
@@ -245,7 +252,8 @@ fn auto_block_triggers_at_exactly_the_threshold_under_concurrency() {
         // are refused either way (429 until the block lands, 403 after).
         let results = par_map(200, 16, |_| ask(&s, "192.0.2.44", &[]));
         let count = |code: u16| results.iter().filter(|r| r.0 == code).count();
-        assert_eq!(count(200), 5, "{label}");
+        let log: String = results.iter().map(|r| r.1.as_str()).collect();
+        assert_eq!(count(200), 5, "{label}: {log}");
         assert_eq!(count(200) + count(429) + count(403), 200, "{label}");
         assert!(count(429) >= 40, "{label}: {} refusals", count(429));
         let log: String = results.iter().map(|r| r.1.as_str()).collect();
