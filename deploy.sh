@@ -74,6 +74,9 @@ The configuration, written only when there is none yet:
                               outside any checkout); never taken on the command line
   --domain NAME               also: the site's own pages (https://NAME, https://www.NAME) are
                               the only ones allowed to use the program (allowed_origins)
+  --admin-password            also: turn the owner's dashboard on (/cgi-bin/resolve/admin) with
+                              a new random password, shown once before the upload; only its
+                              hash is written (needs a Linux x86_64 machine to hash it)
 
 Release archives (instead of deploying):
   --package DIR               build the binary and write into DIR the archives owners extract
@@ -99,7 +102,7 @@ account (public_html/cgi-bin is missing).
 Settings file: one `name = value` per line, names as the long options without the dashes
 (transport, target, host, user, port, identity, ssh-config, remote-home, web-root,
 password-file, ca-file, allow-plain-ftp, binary, no-install, create-cgi-bin, page-dir,
-endpoint, force, provider, token-file, url, domain);
+endpoint, force, provider, token-file, admin-password, url, domain);
 `#` starts a comment line; yes or no for switches. A password is never read from it: use
 password-file. See deploy.conf.example.
 
@@ -168,8 +171,8 @@ shq() {
 # ---------------------------------------------------------------------------------------------
 # Settings: flags first, then the settings file for whatever the flags left unset.
 
-SETTINGS_KEYS=" transport target host user port identity ssh-config remote-home web-root password-file ca-file allow-plain-ftp binary no-install create-cgi-bin page-dir endpoint force provider token-file url domain "
-SWITCH_KEYS=" allow-plain-ftp no-install create-cgi-bin force dry-run "
+SETTINGS_KEYS=" transport target host user port identity ssh-config remote-home web-root password-file ca-file allow-plain-ftp binary no-install create-cgi-bin page-dir endpoint force provider token-file admin-password url domain "
+SWITCH_KEYS=" allow-plain-ftp no-install create-cgi-bin force dry-run admin-password "
 
 var_name() {
     local k=${2//-/_}
@@ -348,11 +351,15 @@ site_origins() {
     printf '"https://%s", "https://www.%s"' "$d" "$d"
 }
 
-# Usage: starter_config DOMAIN PROVIDER TOKEN (PROVIDER and TOKEN empty for the echo provider).
+# Usage: starter_config DOMAIN PROVIDER TOKEN [ADMIN_HASH] (PROVIDER and TOKEN empty for the
+# echo provider; with ADMIN_HASH, the dashboard is on with that password hash).
 starter_config() {
-    local provider='{"kind": "echo"}'
+    local provider='{"kind": "echo"}' admin=""
     if [ -n "$2" ]; then
         provider="{\"preset\": \"$2\", \"token\": \"$3\"}"
+    fi
+    if [ -n "${4-}" ]; then
+        admin=$(printf ',\n  "admin": {"password_hash": "%s"}' "$4")
     fi
     cat <<JSON
 {
@@ -368,7 +375,7 @@ starter_config() {
   ],
   "allowed_origins": [$(site_origins "$1")],
   "client": {"ipv6_prefix": 64, "trusted_proxies": [], "forwarded_header": "X-Forwarded-For"},
-  "request": {"max_body_bytes": 8192}
+  "request": {"max_body_bytes": 8192}$admin
 }
 JSON
 }
@@ -880,14 +887,44 @@ write_new_config() {
     local out=$1
     (
         umask 077
-        starter_config "$DOMAIN" "$PROVIDER" "$TOKEN" >"$out"
+        starter_config "$DOMAIN" "$PROVIDER" "$TOKEN" "$ADMIN_HASH" >"$out"
     )
 }
 
 show_new_config() {
-    local shown=""
+    local shown="" admin=""
     [ -z "$PROVIDER" ] || shown="(the first line of $TOKEN_FILE)"
-    starter_config "$DOMAIN" "$PROVIDER" "$shown" | sed 's/^/        /'
+    [ "$ADMIN_PASSWORD" = no ] || admin="(the hash of a new random password, shown once)"
+    starter_config "$DOMAIN" "$PROVIDER" "$shown" "$admin" | sed 's/^/        /'
+}
+
+# --admin-password: a random password for the dashboard (120 bits from /dev/urandom, 20
+# characters of A-Z a-z 0-9 - _) and its hash, made by the binary about to be uploaded. The
+# password stays in this process (never on a command line, never in a file) until it is shown
+# once at the end; the configuration gets the hash only.
+ADMIN_PW=""
+ADMIN_HASH=""
+new_admin_password() {
+    local bin=$1
+    if [ "$(uname -sm)" != "Linux x86_64" ]; then
+        die "--admin-password hashes the password with the binary, which this machine cannot run: deploy without it, then on the host run resolve hash-password and add \"admin\": {\"password_hash\": \"THE HASH\"} to ~/resolve/config.json (README: Dashboard)"
+    fi
+    [ -r /dev/urandom ] || die "--admin-password needs /dev/urandom"
+    ADMIN_PW=$(head -c 15 /dev/urandom | base64 | tr '+/' '-_')
+    [[ $ADMIN_PW =~ ^[A-Za-z0-9_-]{20}$ ]] || die "could not make a random password"
+    ADMIN_HASH=$(printf '%s' "$ADMIN_PW" | env -u GATEWAY_INTERFACE -u RESOLVE_CONFIG "$bin" hash-password) ||
+        die "resolve hash-password failed (see above)"
+    [[ $ADMIN_HASH =~ ^\$argon2id\$[A-Za-z0-9+/=,\$]+$ ]] || die "resolve hash-password printed no hash"
+}
+
+# Shows the dashboard's password, this once.
+show_admin_password() {
+    local address=$1
+    step "the dashboard's password (shown this once: write it down now)"
+    note "$ADMIN_PW"
+    note "sign in at $address; only its hash is kept (admin.password_hash in ~/resolve/config.json)"
+    note "lost it? make a new hash with resolve hash-password and replace admin.password_hash (README: Dashboard)"
+    ADMIN_PW=""
 }
 
 check_new_config() {
@@ -1465,6 +1502,7 @@ PY
 make_package() {
     local out=$1 version name stage epoch f
     [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
+    [ "$ADMIN_PASSWORD" = no ] || usage_error "--package makes archives to share: they never hold a password (--admin-password); after installing, turn the dashboard on with resolve hash-password (README: Dashboard)"
     [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
     version=$(repo_version)
     [ -n "$version" ] || die "no version in Cargo.toml"
@@ -1545,6 +1583,7 @@ main() {
     CREATE_CGI_BIN=$(yes_no create-cgi-bin "$(setting create-cgi-bin no)")
     ALLOW_PLAIN_FTP=$(yes_no allow-plain-ftp "$(setting allow-plain-ftp no)")
     FORCE=$(yes_no force "$(setting force no)")
+    ADMIN_PASSWORD=$(yes_no admin-password "$(setting admin-password no)")
     WEB=$(setting web-root public_html)
     WEB=${WEB%/}
     PAGE_DIR=$(setting page-dir resolve)
@@ -1651,6 +1690,9 @@ main() {
     if [ -n "$PROVIDER" ] && [ "$CONFIG_EXISTS" = yes ]; then
         die "resolve/config.json exists, and deploy.sh never changes a configuration: to use $PROVIDER, edit it (cPanel File Manager: Edit; or over ssh) and set \"provider\": {\"preset\": \"$PROVIDER\", \"token\": \"YOUR-API-TOKEN\"}, then run resolve check; or move the file away and deploy again for a new one. Nothing was changed"
     fi
+    if [ "$ADMIN_PASSWORD" = yes ] && [ "$CONFIG_EXISTS" = yes ]; then
+        die "resolve/config.json exists, and deploy.sh never changes a configuration: to turn the dashboard on, run resolve hash-password (it reads the password on standard input) and add \"admin\": {\"password_hash\": \"THE HASH\"} to it (README: Dashboard). Nothing was changed"
+    fi
 
     if [ -n "$BINARY" ]; then
         step "use the prebuilt binary"
@@ -1664,9 +1706,17 @@ main() {
     fi
     if [ "$CONFIG_EXISTS" = no ]; then
         mkdir -p "$WORK/cfg"
+        if [ "$ADMIN_PASSWORD" = yes ] && [ "$DRY_RUN" = no ]; then
+            new_admin_password "$BINARY"
+        fi
         write_new_config "$WORK/cfg/config.json"
         if [ "$DRY_RUN" = no ]; then
             check_new_config "$WORK/cfg/config.json" "$BINARY"
+        fi
+        # Shown before the upload: a deployment that stops after installing the configuration
+        # must not leave a dashboard whose password nobody saw.
+        if [ -n "$ADMIN_PW" ]; then
+            show_admin_password "$(dashboard_url "$url")"
         fi
     fi
     if [ "$DRY_RUN" = no ]; then
@@ -1695,8 +1745,22 @@ main() {
     else
         note "open your site's address${page_url:+ followed by /$page_url} (pass --domain example.com to have it printed here)"
     fi
+    if [ -n "$ADMIN_HASH" ]; then
+        note "dashboard: $(dashboard_url "$url") (its password was shown above, once)"
+    elif [ "$ADMIN_PASSWORD" = yes ] && [ "$DRY_RUN" = yes ]; then
+        note "dashboard: $(dashboard_url "$url") (a deployment shows its new password once)"
+    fi
     note "settings: ~/resolve/config.json; limit data: ~/resolve/ratelimit/; installed files: ~/resolve/installed.txt"
     note "for cron (cPanel: Cron Jobs): */15 * * * * \$HOME/$WEB/cgi-bin/resolve sweep >/dev/null"
+}
+
+# The dashboard's address: the program's (always $WEB/cgi-bin/resolve) followed by /admin.
+dashboard_url() {
+    if [ -n "$1" ]; then
+        printf '%s/cgi-bin/resolve/admin' "${1%/}"
+    else
+        printf "your site's /cgi-bin/resolve/admin"
+    fi
 }
 
 endpoint_url() {

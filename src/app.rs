@@ -161,6 +161,20 @@ impl App<'_> {
                 head_only,
             };
         }
+        // The owner's dashboard (PATH_INFO /admin): its own answers, never counted as a visit.
+        if crate::admin::is_admin(env) {
+            use crate::core::clock::Clock;
+            let dashboard = crate::admin::Dashboard {
+                config: self.config,
+                store: self.store,
+                log: self.log,
+                now_ms: crate::core::clock::SystemClock.now_ms(),
+            };
+            return Answer {
+                response: dashboard.answer(env, body),
+                head_only,
+            };
+        }
         let frame = render::Frame::new(env.text("SCRIPT_NAME"), Some(&self.config.page));
         let mut tally = Tally::default();
         tally.add(Event::Request);

@@ -33,13 +33,33 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     if let Located::File(source) = located {
         warn_exposure(source.path(), "configuration", out);
     }
+    let mut ok = report(&config, out);
+    if let Some(link) = live {
+        ok &= live_call(&config, link, out);
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if ok {
+            "OK"
+        } else {
+            "NOT READY: fix the lines marked FAIL"
+        }
+    );
+    ok
+}
+
+/// The checks of a loaded configuration: the data directory, the store (reached, nothing
+/// counted), the provider, the limits, the dashboard and the effective configuration with its
+/// secrets masked. True when the site can serve requests. The dashboard shows this report too.
+pub fn report(config: &Config, out: &mut dyn Write) -> bool {
     if let crate::store::settings::StoreKind::File { dir } = &config.store.kind {
         warn_exposure(dir, "data directory", out);
     }
     let mut ok = true;
-    ok &= report_store(&config, out);
-    ok &= report_provider(&config, out);
-    warn_unsafe(&config, out);
+    ok &= report_store(config, out);
+    ok &= report_provider(config, out);
+    warn_unsafe(config, out);
     for rule in &config.spend {
         let _ = writeln!(
             out,
@@ -74,7 +94,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
             rule.key_template
         );
     }
-    report_controls(&config, out);
+    report_controls(config, out);
     let keys = &config.api_keys;
     let _ = writeln!(
         out,
@@ -96,24 +116,47 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
             );
         }
     }
+    report_dashboard(config, out);
     let _ = writeln!(
         out,
         "effective configuration (secrets masked):\n{}",
         serde_json::to_string_pretty(&config.masked_json()).unwrap_or_default()
     );
-    if let Some(link) = live {
-        ok &= live_call(&config, link, out);
-    }
-    let _ = writeln!(
-        out,
-        "{}",
-        if ok {
-            "OK"
-        } else {
-            "NOT READY: fix the lines marked FAIL"
-        }
-    );
     ok
+}
+
+/// Whether the dashboard is on, and where its secret is kept.
+fn report_dashboard(config: &Config, out: &mut dyn Write) {
+    match &config.admin {
+        None => {
+            let _ = writeln!(
+                out,
+                "dashboard: off (to turn it on, make a password hash with `resolve hash-password` \
+                 and set \"admin\": {{\"password_hash\": \"...\"}}; see README: Dashboard)"
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                out,
+                "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
+                 /admin); {} failed sign-ins per address per {} s; its secret in {}",
+                crate::defaults::ADMIN_SIGNIN_FAILURES,
+                crate::defaults::ADMIN_SIGNIN_WINDOW_SECS,
+                config
+                    .data_dir
+                    .join(crate::defaults::ADMIN_SECRET_FILE)
+                    .display()
+            );
+            if let Some(root) = web_root_in(&config.data_dir) {
+                let _ = writeln!(
+                    out,
+                    "WARN dashboard: its data directory {} lies under the web root ({root}), so \
+                     the dashboard refuses to sign anyone in: move it to ~/resolve/ratelimit",
+                    config.data_dir.display()
+                );
+            }
+        }
+    }
 }
 
 /// Shadow rules, trusted networks, block and allow lists, automatic blocks; and a warning when
@@ -222,14 +265,17 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
 /// Directory names that web hosts serve.
 const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
 
+/// The web root `path` lies under (by the names hosts give it), if it does.
+pub fn web_root_in(path: &std::path::Path) -> Option<&'static str> {
+    path.ancestors()
+        .filter_map(|a| a.file_name()?.to_str())
+        .find_map(|name| WEB_ROOTS.iter().find(|r| **r == name).copied())
+}
+
 /// Warns when secrets or counters could be read by other accounts or fetched over HTTP.
 fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
     use std::os::unix::fs::PermissionsExt;
-    if let Some(root) = path
-        .ancestors()
-        .filter_map(|a| a.file_name()?.to_str())
-        .find(|name| WEB_ROOTS.contains(name))
-    {
+    if let Some(root) = web_root_in(path) {
         let _ = writeln!(
             out,
             "WARN {what} {} lies under the web root ({root}): it may be fetched over HTTP; move it to ~/resolve/",

@@ -49,6 +49,10 @@ Commands:
   resolve hash-key
         Read an API key on standard input and print its SHA-256, the value
         api_keys.keys[].sha256 holds: echo -n 'THE-KEY' | resolve hash-key
+  resolve hash-password
+        Read the dashboard's password on standard input and print its Argon2id
+        hash, the value admin.password_hash holds (at least 12 characters):
+        printf '%s' 'THE PASSWORD' | resolve hash-password
   resolve --help | --version
 
 Configuration: --config FILE, else $RESOLVE_CONFIG, else ~/resolve/config.json
@@ -255,12 +259,35 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             println!("{}", crate::http::api_key::hash(key));
             Ok(ExitCode::SUCCESS)
         }
+        Some("hash-password") => {
+            parse_options(rest, &[])?;
+            println!("{}", hash_password(&mut std::io::stdin().lock())?);
+            Ok(ExitCode::SUCCESS)
+        }
         Some("serve") => {
             let options = parse_options(rest, &["--config", "--addr", "--public"])?;
             serve_command(&options)
         }
         Some(other) => Err(format!("unknown command {other:?}; see resolve --help")),
     }
+}
+
+/// The hash of the password on the first line of `input` (its line ending left out), refused
+/// when too short.
+fn hash_password(input: &mut dyn std::io::BufRead) -> Result<String, String> {
+    let mut line = String::new();
+    input
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the password: {e}"))?;
+    let password = line
+        .strip_suffix('\n')
+        .map_or(line.as_str(), |l| l.strip_suffix('\r').unwrap_or(l));
+    crate::admin::password::check_strength(password).map_err(|e| {
+        format!("{e}; nothing was made: printf '%s' 'THE PASSWORD' | resolve hash-password")
+    })?;
+    let salt = crate::random::secret_bytes::<16>()
+        .map_err(|e| format!("cannot read random bytes for the salt: {e}"))?;
+    crate::admin::password::hash(password, &salt)
 }
 
 fn serve_command(options: &Options) -> Result<ExitCode, String> {

@@ -1,6 +1,7 @@
 //! The configuration file: its JSON form, and the checked `Config` the program runs with. Every
 //! mistake is reported with the field and what to write instead, before any request is served.
 
+pub mod admin;
 pub mod api_keys;
 pub mod controls;
 pub mod error;
@@ -59,6 +60,8 @@ pub struct Config {
     pub fastcgi_max_requests: u32,
     /// The footer the owner shows visitors (site name, contact, terms link).
     pub page: page::Page,
+    /// The owner's dashboard at `/admin`: None (off) unless a password hash is set.
+    pub admin: Option<admin::Admin>,
     /// Where the program keeps its own small files whatever the store: the file store's
     /// directory, else `ratelimit/` beside the configuration. Outside the web root.
     pub data_dir: PathBuf,
@@ -206,6 +209,7 @@ impl Config {
             )
         })?;
         let page = page::page(raw.page)?;
+        let admin = admin::admin(raw.admin, &rules, &spend)?;
         let block = controls::addr_list(raw.block, "block")?;
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
@@ -227,6 +231,7 @@ impl Config {
             allowed_origins,
             fastcgi_max_requests,
             page,
+            admin,
             data_dir,
             journal: raw.journal.unwrap_or(defaults::JOURNAL),
             shadow_rules,

@@ -121,3 +121,30 @@ pub const REDIS_PORT: u16 = 6379;
 pub const REDIS_CONNECT_TIMEOUT_MS: u64 = 1_000;
 /// Time allowed for each Redis reply, in milliseconds.
 pub const REDIS_READ_TIMEOUT_MS: u64 = 1_000;
+
+/// The dashboard (`/admin`, on with `admin.password_hash`): how long a sign-in lasts, in
+/// seconds. A working day; the expiry is inside the signed cookie, not only its `Max-Age`.
+pub const ADMIN_SESSION_SECS: u64 = 12 * 3600;
+/// How long a sign-in form may stay open before it is sent, in seconds.
+pub const ADMIN_FORM_SECS: u64 = 2 * 3600;
+/// Failed sign-ins one client address may make per window before it must wait: a person who
+/// mistypes gets a few tries; a guesser gets 480 a day, against a slow hash.
+pub const ADMIN_SIGNIN_FAILURES: u32 = 5;
+/// That window, in seconds (15 minutes).
+pub const ADMIN_SIGNIN_WINDOW_SECS: u32 = 15 * 60;
+/// The name of that limit in the store (`resolve:admin-signin:ADDRESS`); no rule of the
+/// configuration may take it.
+pub const ADMIN_SIGNIN_RULE: &str = "admin-signin";
+/// Shortest password `resolve hash-password` accepts, in characters.
+pub const ADMIN_PASSWORD_MIN_CHARS: usize = 12;
+/// Argon2id costs of a new hash: memory in KiB, passes, lanes. OWASP's recommended setting
+/// (19 MiB, 2 passes): tens of milliseconds per sign-in, costly for a guesser with the hash.
+pub const ADMIN_HASH_MEMORY_KIB: u32 = 19 * 1024;
+pub const ADMIN_HASH_PASSES: u32 = 2;
+pub const ADMIN_HASH_LANES: u32 = 1;
+/// The file in the data directory that holds the server's secret for the dashboard's cookies
+/// (32 random bytes, mode 600, made on first use): without it, a copy of the configuration
+/// cannot sign a cookie. Removing it signs everyone out.
+pub const ADMIN_SECRET_FILE: &str = "admin-secret";
+/// Largest form the dashboard reads, in bytes (a password and a token).
+pub const ADMIN_MAX_BODY_BYTES: u64 = 4096;

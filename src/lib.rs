@@ -6,7 +6,8 @@
 //! - [`provider`]: the paid API described as data, and the HTTPS call.
 //! - [`store`]: where counters live (files, MySQL/MariaDB, Redis, memory), behind one trait.
 //! - [`config`]: the configuration file, checked into a [`config::Config`].
-//! - [`app`]: one request from start to answer; [`site`] what a running site holds.
+//! - [`app`]: one request from start to answer; [`site`] what a running site holds;
+//!   [`admin`] the owner's dashboard behind a password.
 //! - [`gateway`]: CGI, FastCGI and `resolve serve`, each turning its transport into a request.
 //! - [`cli`] and [`check`]: the command line and `resolve check`.
 //! - Shared by all: [`defaults`] (every default, in one place), [`secret`] and [`log`] (values
@@ -20,6 +21,7 @@
 // No unsafe code but one call in `gateway::signals`, which allows it for itself.
 #![deny(unsafe_code)]
 
+pub mod admin;
 pub mod app;
 pub mod blocks;
 pub mod check;

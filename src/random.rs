@@ -1,5 +1,5 @@
-//! Unpredictable numbers for sampling (which request sweeps), from the standard library's
-//! randomly seeded hasher: no dependency, no file to read.
+//! Unpredictable numbers: for sampling (which request sweeps), from the standard library's
+//! randomly seeded hasher (no dependency, no file to read); for secrets, from the kernel.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -14,6 +14,15 @@ pub fn u64() -> u64 {
     );
     h.write_u32(std::process::id());
     h.finish()
+}
+
+/// `N` bytes from the kernel's cryptographic generator (`/dev/urandom`), for secrets: keys,
+/// salts, nonces.
+pub fn secret_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
+    use std::io::Read;
+    let mut out = [0; N];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut out)?;
+    Ok(out)
 }
 
 /// True once in `n` calls on average (always for n <= 1).

@@ -1532,3 +1532,129 @@ fn shows_server_detail_on_error_and_a_lost_connection() {
     assert_eq!(lost.focus, "submit", "{lost:?}");
     h.axe("network-error");
 }
+
+#[test]
+fn the_dashboard_signs_in_shows_the_figures_and_the_chart_and_signs_out() {
+    const PASSWORD: &str = "correct horse battery staple";
+    let hash = resolve::admin::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
+    let h = Setup::new()
+        .config(move |c| c["admin"] = json!({ "password_hash": hash }))
+        .start();
+    // Two paid calls for the figures to show.
+    h.open_page();
+    assert!(h.submit(LINK).href.is_some());
+    assert!(h.submit("https://example.com/other.zip").href.is_some());
+
+    let admin = format!("{}/admin", h.endpoint());
+    let read = || {
+        h.web().script(
+            "var h = document.querySelector('h1'); \
+             return {h1: h ? h.textContent : '', path: location.pathname, \
+               text: document.body ? document.body.innerText : '', \
+               password: !!document.querySelector('form input[type=\"password\"][name=\"password\"]'), \
+               bars: document.querySelectorAll('svg.chart rect.column').length, \
+               chartName: (document.querySelector('svg.chart title') || {}).textContent || '', \
+               barFill: (function () { var b = document.querySelector('svg.chart rect.column'); \
+                 return b ? getComputedStyle(b).fill : ''; })(), \
+               background: getComputedStyle(document.body).backgroundColor};",
+        )
+    };
+    let page_is = |h1: &str| {
+        wait_for(&format!("the page {h1:?}"), Duration::from_secs(15), || {
+            let page = read();
+            if page["h1"] == h1 {
+                Ok(page)
+            } else {
+                Err(page.to_string())
+            }
+        })
+    };
+    h.web().open(&admin);
+    let form = page_is("Sign in to the dashboard");
+    assert_eq!(form["password"], true, "{form}");
+    assert_eq!(form["bars"], 0, "no data before signing in: {form}");
+    assert!(
+        !form["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Paid calls"),
+        "{form}"
+    );
+    assert_eq!(
+        form["background"], "rgb(247, 247, 245)",
+        "the page's look: {form}"
+    );
+    h.axe("dashboard-sign-in");
+
+    // A wrong password: said, and the form again.
+    h.web().type_into("#password", "not the right password");
+    h.web().click("#submit");
+    let wrong = wait_for("the refusal", Duration::from_secs(15), || {
+        let page = read();
+        if page["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Wrong password.")
+        {
+            Ok(page)
+        } else {
+            Err(page.to_string())
+        }
+    });
+    assert_eq!(wrong["password"], true, "{wrong}");
+    h.axe("dashboard-wrong-password");
+
+    h.web().type_into("#password", PASSWORD);
+    h.web().click("#submit");
+    let dashboard = page_is("Dashboard");
+    assert_eq!(dashboard["path"], "/cgi-bin/resolve/admin", "{dashboard}");
+    let text = dashboard["text"].as_str().unwrap_or_default();
+    for shown in [
+        "Paid calls",
+        "Cache hits (paid calls saved)",
+        "No spend limit is set",
+        "Top clients",
+        "Configuration check",
+        "2 paid calls in this period",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+    assert!(
+        !text.contains(support::config::TOKEN),
+        "the token is masked"
+    );
+    assert_eq!(dashboard["bars"], 24, "{dashboard}");
+    assert_eq!(dashboard["chartName"], "Paid calls per hour", "{dashboard}");
+    // The chart takes its colour from the stylesheet, which the page's policy lets apply.
+    assert_eq!(dashboard["barFill"], "rgb(11, 87, 208)", "{dashboard}");
+    let paid = h.web().script(
+        "var d = Array.prototype.find.call(document.querySelectorAll('.figures dt'), \
+         function (dt) { return dt.textContent === 'Paid calls'; }); \
+         return d ? d.nextElementSibling.textContent : null;",
+    );
+    assert_eq!(paid, "2");
+    h.axe("dashboard");
+    h.web().resize(390, 844);
+    let layout = h
+        .web()
+        .script("return {inner: window.innerWidth, scroll: document.documentElement.scrollWidth};");
+    assert!(
+        layout["scroll"].as_f64() <= layout["inner"].as_f64(),
+        "the dashboard scrolls sideways on a phone: {layout}"
+    );
+    h.axe("dashboard-phone");
+    h.web().resize(1280, 900);
+
+    // Signing out: the form again, and the dashboard is gone from this browser.
+    h.web().click("#sign-out");
+    let out = page_is("Sign in to the dashboard");
+    assert_eq!(out["bars"], 0, "{out}");
+    h.web().open(&admin);
+    let again = page_is("Sign in to the dashboard");
+    assert!(
+        !again["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Configuration check")
+    );
+}

@@ -1,4 +1,5 @@
-//! The command line as the owner meets it: `check`, `sweep`, `--help`, `--version`, mistakes.
+//! The command line as the owner meets it: `check`, `sweep`, `hash-key`, `hash-password`,
+//! `serve` (with the dashboard), `--help`, `--version`, mistakes.
 
 mod support;
 
@@ -21,7 +22,7 @@ fn resolve(args: &[&str], config: Option<&Path>) -> Output {
 fn help_and_version() {
     let o = resolve(&["--help"], None);
     assert!(o.status.success());
-    for command in ["serve", "check", "sweep", "hash-key"] {
+    for command in ["serve", "check", "sweep", "hash-key", "hash-password"] {
         assert!(
             output_text(&o).contains(&format!("resolve {command}")),
             "--help lists {command}"
@@ -55,6 +56,95 @@ fn hash_key_prints_the_sha256_of_the_key_on_stdin() {
         String::from_utf8_lossy(&o.stdout).trim(),
         "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
     );
+}
+
+/// `resolve hash-password` with `input` on its standard input.
+fn hash_password(input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = command(&["hash-password"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn hash_password_prints_a_salted_argon2id_hash_that_check_accepts() {
+    let o = hash_password(b"correct horse battery staple\n");
+    assert!(o.status.success(), "{}", output_text(&o));
+    let hash = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+    assert!(
+        hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+        "{hash}"
+    );
+    assert!(resolve::admin::password::verify(
+        &hash,
+        "correct horse battery staple"
+    ));
+    assert!(!resolve::admin::password::verify(
+        &hash,
+        "correct horse battery staple\n"
+    ));
+    // Salted: the same password twice makes two hashes.
+    let again = String::from_utf8_lossy(&hash_password(b"correct horse battery staple").stdout)
+        .trim()
+        .to_owned();
+    assert_ne!(again, hash);
+    assert!(resolve::admin::password::verify(
+        &again,
+        "correct horse battery staple"
+    ));
+
+    // The configuration takes it, and check says the dashboard is on (without showing it).
+    let dir = TempDir::new("cli-admin");
+    let config = dir.join("config.json");
+    let text = serde_json::json!({"provider": {"kind": "echo"}, "store": {"dir": "data"},
+        "admin": {"password_hash": hash}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let o = resolve(&["check", "--config", config.to_str().unwrap()], None);
+    let out = output_text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("dashboard: on at /cgi-bin/resolve/admin"),
+        "{out}"
+    );
+    assert!(out.contains("\"password_hash\": \"***\""), "{out}");
+    assert!(!out.contains(&hash), "{out}");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}}"#,
+    )
+    .unwrap();
+    let out = output_text(&resolve(
+        &["check", "--config", config.to_str().unwrap()],
+        None,
+    ));
+    assert!(out.contains("dashboard: off"), "{out}");
+}
+
+#[test]
+fn hash_password_refuses_empty_and_short_passwords() {
+    for (input, says) in [
+        (&b""[..], "empty"),
+        (b"\n", "empty"),
+        (b"hunter2\n", "7 characters: use at least 12"),
+    ] {
+        let o = hash_password(input);
+        assert_eq!(o.status.code(), Some(2), "{input:?}");
+        assert!(o.stdout.is_empty(), "nothing printed on standard output");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(says) && err.contains("nothing was made"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("hunter2"),
+            "the password is not repeated: {err}"
+        );
+    }
 }
 
 #[test]
@@ -200,4 +290,62 @@ fn check_warns_about_exposed_secrets() {
     let home = TempDir::new("cli-private");
     let o = check_echo_site(home.path(), 0o600);
     assert!(!output_text(&o).contains("WARN"), "{}", output_text(&o));
+}
+
+#[test]
+fn serve_answers_the_dashboard_at_its_path() {
+    let dir = TempDir::new("cli-serve-admin");
+    let hash = resolve::admin::password::hash("correct horse battery staple", &[4; 16]).unwrap();
+    let config = dir.join("config.json");
+    let text = serde_json::json!({"provider": {"kind": "echo"},
+        "store": {"dir": dir.join("data")}, "admin": {"password_hash": hash}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let port = support::free_port();
+    let public = Path::new(env!("CARGO_MANIFEST_DIR")).join("public");
+    let mut server = command(&[
+        "serve",
+        "--addr",
+        &format!("127.0.0.1:{port}"),
+        "--public",
+        public.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let client = support::HttpClient::new(([127, 0, 0, 1], port).into());
+    let started = std::time::Instant::now();
+    let answer = loop {
+        match client.get("/cgi-bin/resolve/admin") {
+            Ok(r) => break r,
+            Err(e) if started.elapsed() < std::time::Duration::from_secs(20) => {
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("resolve serve did not answer: {e}"),
+        }
+    };
+    let link = client.get("/cgi-bin/resolve?link=https%3A%2F%2Fexample.com%2Ff");
+    let other = client.get("/cgi-bin/resolvex");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(answer.status, 200, "{}", answer.everything());
+    assert!(
+        answer.text().contains("Sign in to the dashboard"),
+        "{}",
+        answer.everything()
+    );
+    assert_eq!(answer.header("X-Frame-Options"), Some("DENY"));
+    assert!(
+        answer
+            .header("Set-Cookie")
+            .is_some_and(|c| c.contains("; Path=/cgi-bin/resolve/admin;")),
+        "{}",
+        answer.everything()
+    );
+    // The program's own address is as it was; a longer name is not the program.
+    assert_eq!(link.unwrap().status, 200);
+    assert_eq!(other.unwrap().status, 404);
 }

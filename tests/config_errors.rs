@@ -110,3 +110,27 @@ fn an_unreadable_directory_still_logs_every_time() {
         assert!(text(&out.stderr).contains("cannot read the configuration"));
     }
 }
+
+#[test]
+fn a_broken_password_hash_names_the_field_and_the_fix() {
+    // A bcrypt hash where an Argon2id one belongs, on line 3.
+    let dir = TempDir::new("cfgerr-admin");
+    let config = config::write_text(
+        &dir,
+        "{\n  \"provider\": {\"kind\": \"echo\"},\n  \"admin\": {\"password_hash\": \"$2y$10$N9qo8uLOickgx2ZMRZoMye\"}\n}\n",
+    );
+    let out = request(&config);
+    assert!(text(&out.stdout).starts_with("Status: 503"));
+    let log = text(&out.stderr);
+    assert!(
+        log.contains(
+            "admin.password_hash (line 3, column 13): not a password hash in its standard form"
+        ),
+        "{log}"
+    );
+    assert!(log.contains("resolve hash-password"), "the fix: {log}");
+    assert!(
+        !log.contains("N9qo8uLOickgx2ZMRZoMye"),
+        "the value is not quoted: {log}"
+    );
+}

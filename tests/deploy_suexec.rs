@@ -1495,3 +1495,157 @@ fn a_provider_and_its_token_go_only_into_a_new_configuration() {
     assert!(!r.all().contains(SECRET), "{}", r.all());
     assert_untouched(&before, &user, "a refused deployment");
 }
+
+/// The cookies a `Set-Cookie` list gives, as a `Cookie` header (the removed ones left out).
+fn cookies_of(r: &Response, jar: &mut Vec<(String, String)>) -> String {
+    for (_, value) in r
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("Set-Cookie"))
+    {
+        let (name, rest) = value.split_once('=').expect("name=value");
+        jar.retain(|(n, _)| n != name);
+        if !value.contains("Max-Age=0") {
+            jar.push((name.to_owned(), rest.split(';').next().unwrap().to_owned()));
+        }
+    }
+    jar.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[test]
+fn admin_password_is_shown_once_and_only_its_hash_is_kept() {
+    require_root();
+    let suexec = SuexecLog::mark();
+    let user = HostUser::create(true);
+
+    // Archives to share never hold one; a dry run says where the hash would go, and makes none.
+    let dist = TempDir::new("admin-package");
+    let r = deploy(&[
+        "--package",
+        dist.path().to_str().unwrap(),
+        "--admin-password",
+    ]);
+    r.assert_exit(2);
+    r.warns(&["never hold a password"]);
+    let r = deploy(&local_args(
+        &user,
+        &["--admin-password", "--domain", "example.test", "--dry-run"],
+    ));
+    r.assert_ok();
+    r.says(&[
+        "\"admin\": {\"password_hash\": \"(the hash of a new random password, shown once)\"}",
+        "dashboard: https://example.test/cgi-bin/resolve/admin",
+    ]);
+    assert!(!r.stdout().contains("shown this once"), "{}", r.all());
+
+    let r = deploy(&local_args(
+        &user,
+        &["--admin-password", "--domain", "example.test"],
+    ));
+    r.assert_ok();
+    let out = r.stdout();
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("the dashboard's password (shown this once"))
+        .unwrap_or_else(|| panic!("no password shown:\n{}", r.all()));
+    let password = lines[at + 1].trim().to_owned();
+    assert!(
+        password.len() == 20
+            && password
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+        "{password:?}"
+    );
+    assert_eq!(
+        r.all().matches(&password).count(),
+        1,
+        "shown once:\n{}",
+        r.all()
+    );
+    r.says(&[
+        "sign in at https://example.test/cgi-bin/resolve/admin",
+        "dashboard: https://example.test/cgi-bin/resolve/admin (its password was shown above, once)",
+    ]);
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&fs::read(user.path("resolve/config.json")).unwrap()).unwrap();
+    let hash = cfg["admin"]["password_hash"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no hash in {cfg}"))
+        .to_owned();
+    assert!(resolve::admin::password::verify(&hash, &password), "{hash}");
+    let check = check_as(&user);
+    assert!(check.contains("dashboard: on"), "{check}");
+    assert!(!check.contains(&hash), "{check}");
+
+    // Signing in through suEXEC, as the owner's browser would, at the address in the bar.
+    let apache = apache_for(&user);
+    let client = apache.client();
+    let mut jar = Vec::new();
+    let form = client.get("/cgi-bin/resolve/admin").unwrap();
+    assert_status(&form, 200, &apache, &suexec);
+    assert!(
+        form.header("Set-Cookie")
+            .is_some_and(|c| c.contains("; Path=/cgi-bin/resolve/admin;")),
+        "{}",
+        form.everything()
+    );
+    let token = {
+        let text = form.text();
+        let at = text.find("name=\"csrf\" value=\"").expect("a token") + 19;
+        text[at..at + text[at..].find('"').unwrap()].to_owned()
+    };
+    let cookie = cookies_of(&form, &mut jar);
+    let signed_in = client
+        .send(
+            &Request::post_form(
+                "/cgi-bin/resolve/admin",
+                format!("action=signin&csrf={token}&password={password}"),
+            )
+            .header("Cookie", &cookie),
+        )
+        .unwrap();
+    assert_status(&signed_in, 303, &apache, &suexec);
+    let cookie = cookies_of(&signed_in, &mut jar);
+    let page = client
+        .send(&Request::get("/cgi-bin/resolve/admin").header("Cookie", &cookie))
+        .unwrap();
+    assert_status(&page, 200, &apache, &suexec);
+    assert!(
+        page.text().contains("Configuration check"),
+        "{}",
+        page.everything()
+    );
+    // The dashboard's secret was made by the account, private, outside the web root.
+    let secret = user.path("resolve/ratelimit/admin-secret");
+    assert_eq!(mode_of(&secret), 0o600);
+    assert_eq!(
+        fs::metadata(&secret).unwrap().uid(),
+        fs::metadata(&user.home).unwrap().uid()
+    );
+    // The password is in no file of the account.
+    for p in entries_under(&user.home) {
+        if p.is_file() {
+            let bytes = fs::read(&p).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&password),
+                "the password is in {}",
+                p.display()
+            );
+        }
+    }
+
+    // An existing configuration is never changed: said so, and nothing happens.
+    let before = listing(&user.home);
+    let r = deploy(&local_args(&user, &["--admin-password"]));
+    r.assert_exit(1);
+    r.warns(&[
+        "deploy.sh never changes a configuration",
+        "resolve hash-password",
+    ]);
+    assert!(!r.stdout().contains("shown this once"), "{}", r.all());
+    assert_untouched(&before, &user, "a refused deployment");
+}

@@ -76,6 +76,9 @@ impl Serialize for Config {
         if !self.page.is_empty() {
             map.serialize_entry("page", &self.page)?;
         }
+        if let Some(admin) = &self.admin {
+            map.serialize_entry("admin", admin)?;
+        }
         map.end()
     }
 }

@@ -18,10 +18,17 @@ pub(crate) struct RawConfig {
     pub(crate) allowed_origins: Option<Vec<String>>,
     pub(crate) fastcgi: Option<RawFastcgi>,
     pub(crate) page: Option<RawPage>,
+    pub(crate) admin: Option<RawAdmin>,
     pub(crate) journal: Option<bool>,
     pub(crate) block: Option<Vec<String>>,
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) auto_block: Option<RawAutoBlock>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAdmin {
+    pub(crate) password_hash: Option<String>,
 }
 
 #[derive(Deserialize)]

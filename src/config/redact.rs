@@ -27,7 +27,7 @@ pub(crate) fn without_quoted_value(message: &str) -> String {
     message.to_owned()
 }
 
-/// Every string under a key that holds secrets (`token`, `password`, `url`), anywhere in a
+/// Every string under a key that holds secrets (`token`, `password`, `url`, `password_hash`), anywhere in a
 /// configuration's JSON, so error messages about a malformed file can mask them.
 pub(crate) fn secret_strings(text: &str) -> Vec<String> {
     serde_json::from_str::<Value>(text)
@@ -35,7 +35,7 @@ pub(crate) fn secret_strings(text: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Every string under a `token`, `password` or `url` key in `v`.
+/// Every string under a `token`, `password`, `url` or `password_hash` key in `v`.
 pub(crate) fn secret_values(v: &Value) -> Vec<String> {
     fn walk(v: &Value, out: &mut Vec<String>) {
         match v {
@@ -43,8 +43,10 @@ pub(crate) fn secret_values(v: &Value) -> Vec<String> {
                 for (k, v) in map {
                     match v {
                         Value::String(s)
-                            if matches!(k.as_str(), "token" | "password" | "url")
-                                && !s.is_empty() =>
+                            if matches!(
+                                k.as_str(),
+                                "token" | "password" | "url" | "password_hash"
+                            ) && !s.is_empty() =>
                         {
                             out.push(s.clone());
                         }

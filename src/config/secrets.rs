@@ -21,6 +21,9 @@ impl Config {
                 secrets.push(pass.to_owned());
             }
         }
+        if let Some(admin) = &self.admin {
+            secrets.push(admin.password_hash.expose().to_owned());
+        }
         secrets.retain(|s| !s.is_empty());
         secrets
     }

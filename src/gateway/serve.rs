@@ -75,8 +75,12 @@ fn handle(stream: TcpStream, options: &ServeOptions) -> io::Result<()> {
         Err((status, why)) => return write_plain(&stream, status, &format!("{why}\n")),
     };
     let path = request.target.split('?').next().unwrap_or("/");
-    if path == SCRIPT_NAME {
-        run_cgi(&stream, &request, peer, local, options)
+    // `/cgi-bin/resolve/admin` runs the program too, with `/admin` as its PATH_INFO.
+    let path_info = path
+        .strip_prefix(SCRIPT_NAME)
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+    if let Some(path_info) = path_info {
+        run_cgi(&stream, &request, path_info, peer, local, options)
     } else {
         serve_file(&stream, &request, path, &options.public)
     }
@@ -160,6 +164,7 @@ fn passed_to_cgi(name: &str) -> bool {
 fn run_cgi(
     stream: &TcpStream,
     request: &Request,
+    path_info: &str,
     peer: SocketAddr,
     local: SocketAddr,
     options: &ServeOptions,
@@ -189,6 +194,9 @@ fn run_cgi(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    if !path_info.is_empty() {
+        cmd.env("PATH_INFO", path_info);
+    }
     for (name, value) in &request.headers {
         if name.eq_ignore_ascii_case("Content-Type") {
             cmd.env("CONTENT_TYPE", value);

@@ -177,7 +177,7 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
 }
 
 /// The page's stylesheet, inlined: the answer pages look like the page wherever it is installed.
-const STYLE: &str = include_str!("../../public/style.css");
+pub const STYLE: &str = include_str!("../../public/style.css");
 
 /// The answer pages' `Content-Security-Policy`: nothing loads, no script runs, the one style
 /// block (by its hash) applies, the form posts only to this site, no other site frames it.
@@ -195,7 +195,7 @@ fn content_security_policy() -> &'static str {
 }
 
 /// Standard base64 with padding (RFC 4648 section 4).
-fn base64(bytes: &[u8]) -> String {
+pub fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {

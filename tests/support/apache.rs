@@ -584,7 +584,9 @@ impl Apache {
                     self.startup_output()
                 ));
             }
-            if probe(self.addr()) {
+            // Answering is not enough: mod_cgid's daemon, which forks every CGI program, may
+            // not have made its socket yet, and a request then gets Apache's own 503.
+            if probe(self.addr()) && self.cgid_daemon_ready() {
                 return Ok(());
             }
             if Instant::now() >= until {
@@ -595,6 +597,16 @@ impl Apache {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether mod_cgid's daemon has made its socket (`ScriptSock`, with the server's pid
+    /// appended).
+    fn cgid_daemon_ready(&self) -> bool {
+        fs::read_dir(self.dir.join("run")).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("cgid.sock"))
+        })
     }
 
     fn signal(&self, sig: &str, target: &str) {

@@ -1,0 +1,491 @@
+//! The owner's dashboard at `/cgi-bin/resolve/admin` (PATH_INFO `/admin`), the same under CGI,
+//! FastCGI and `resolve serve`. Off (404) unless `admin.password_hash` is set. Behind a password
+//! form (POST only), a signed session cookie, CSRF tokens on every form and a limit on failed
+//! sign-ins per address; without a valid cookie it shows the sign-in form and nothing else.
+//!
+//! The parts: [`password`] (Argon2id), [`server_key`] (the secret in the data directory),
+//! [`token`] (the signing key and tags), [`session`] (what the cookies and tokens hold),
+//! [`cookies`] (the headers), [`signin`] (the lock-out), [`page`] (the HTML and its headers),
+//! [`figures`] (what `resolve stats` shows, as HTML).
+
+pub mod cookies;
+pub mod figures;
+pub mod page;
+pub mod password;
+pub mod server_key;
+pub mod session;
+pub mod signin;
+pub mod token;
+
+use std::io::Read;
+
+use crate::config::Config;
+use crate::defaults;
+use crate::http::form;
+use crate::http::render;
+use crate::http::request::{self, Env, Method};
+use crate::http::response::Response;
+use crate::log::{Level, Log};
+use crate::store::Store;
+use page::{Frame, Notice};
+use session::{FORM_COOKIE, SESSION_COOKIE, Session};
+use signin::Gate;
+use token::Keys;
+
+/// The PATH_INFO the dashboard answers at.
+pub const PATH_INFO: &str = "/admin";
+
+/// Whether a request is for the dashboard.
+pub fn is_admin(env: &Env) -> bool {
+    env.get("PATH_INFO") == Some(PATH_INFO.as_bytes())
+}
+
+/// The dashboard's path as the browser sees it, where its forms post and its cookies are kept:
+/// the requested path when it is plain and ends in `/admin` (a host that rewrites
+/// `/cgi-bin/...` to the account's own directory gives the program another SCRIPT_NAME than
+/// the one in the address bar), else the program's path followed by `/admin`.
+pub fn own_path(env: &Env) -> Option<String> {
+    let requested = env
+        .text("REQUEST_URI")
+        .and_then(|uri| uri.split(['?', '#']).next())
+        .filter(|path| path.ends_with(PATH_INFO));
+    match render::Frame::new(requested, None).action {
+        Some(path) => Some(path.to_owned()),
+        None => render::Frame::new(env.text("SCRIPT_NAME"), None)
+            .action
+            .map(|script| format!("{script}{PATH_INFO}")),
+    }
+}
+
+/// What one dashboard request needs, borrowed from the site that answers it.
+pub struct Dashboard<'a> {
+    pub config: &'a Config,
+    pub store: &'a dyn Store,
+    pub log: &'a dyn Log,
+    /// The time, in milliseconds since the Unix epoch.
+    pub now_ms: u64,
+}
+
+/// One request, as the dashboard reads it.
+struct Ctx<'e> {
+    env: &'e Env,
+    frame: Frame<'e>,
+    scope: cookies::Scope<'e>,
+    keys: Keys,
+}
+
+/// The fields of a form the dashboard sent.
+#[derive(Default)]
+struct Fields {
+    action: String,
+    csrf: String,
+    password: String,
+}
+
+impl Fields {
+    fn read(body: &[u8]) -> Fields {
+        let field = |name: &str| {
+            form::raw_values(body, name)
+                .first()
+                .and_then(|raw| form::decode(raw).ok())
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .unwrap_or_default()
+        };
+        Fields {
+            action: field("action"),
+            csrf: field("csrf"),
+            password: field("password"),
+        }
+    }
+}
+
+impl Dashboard<'_> {
+    fn now_secs(&self) -> u64 {
+        self.now_ms / 1000
+    }
+
+    /// Answers one request for `/admin`. `body` is read only for a POST, up to its length.
+    pub fn answer(&self, env: &Env, body: &mut dyn Read) -> Response {
+        let Some(admin) = &self.config.admin else {
+            return page::text(404, "Not found.");
+        };
+        let action = own_path(env);
+        let frame = Frame {
+            action: action.as_deref(),
+            page: Some(&self.config.page),
+        };
+        let keys = match server_key::load_or_create(&self.config.data_dir) {
+            Ok(secret) => Keys::derive(&secret, admin.password_hash.expose()),
+            Err(e) => {
+                self.log.line(
+                    Level::Error,
+                    &format!("the dashboard cannot sign anyone in: {e}"),
+                );
+                return page::html(
+                    503,
+                    page::refusal(
+                        &frame,
+                        "The dashboard is not available",
+                        Notice {
+                            kind: "error",
+                            text: "The dashboard cannot be used right now: the error log says why.",
+                        },
+                    ),
+                );
+            }
+        };
+        let ctx = Ctx {
+            env,
+            frame,
+            scope: cookies::Scope {
+                path: action.as_deref(),
+                secure: cookies::is_https(env),
+            },
+            keys,
+        };
+        let head = match request::parse_head(env, defaults::ADMIN_MAX_BODY_BYTES) {
+            Ok(head) => head,
+            Err(p) => {
+                let r = page::text(p.status, &p.detail);
+                return if p.status == 405 {
+                    r.header("Allow", request::ALLOWED_METHODS)
+                } else {
+                    r
+                };
+            }
+        };
+        if head.method != Method::Post {
+            return self.show(&ctx);
+        }
+        let mut bytes = Vec::new();
+        if let Err(e) = body.take(head.body_len).read_to_end(&mut bytes) {
+            return page::text(400, &format!("The form arrived incomplete: {e}."));
+        }
+        if bytes.len() as u64 != head.body_len {
+            return page::text(400, "The form arrived incomplete.");
+        }
+        let fields = Fields::read(&bytes);
+        match fields.action.as_str() {
+            "signout" => self.sign_out(&ctx, &fields),
+            _ => self.sign_in(&ctx, &fields),
+        }
+    }
+
+    /// The session the request's cookie holds, if it is signed and current.
+    fn session(&self, ctx: &Ctx<'_>) -> Option<Session> {
+        let cookie = cookies::get(ctx.env, SESSION_COOKIE)?;
+        session::open_session(
+            &ctx.keys,
+            cookie,
+            self.now_secs(),
+            defaults::ADMIN_SESSION_SECS,
+        )
+    }
+
+    /// GET: the dashboard for a signed-in owner; the sign-in form for anyone else.
+    fn show(&self, ctx: &Ctx<'_>) -> Response {
+        match self.session(ctx) {
+            Some(session) => self.dashboard(ctx, &session),
+            None => self.sign_in_form(ctx, 200, None),
+        }
+    }
+
+    /// The sign-in form, bound to the request's form cookie while it is current, else to a new
+    /// one. A session cookie that did not open is taken back.
+    fn sign_in_form(&self, ctx: &Ctx<'_>, status: u16, notice: Option<Notice<'_>>) -> Response {
+        let now = self.now_secs();
+        let life = defaults::ADMIN_FORM_SECS;
+        let kept = cookies::get(ctx.env, FORM_COOKIE)
+            .filter(|c| session::form_is_current(c, now, life))
+            .map(str::to_owned);
+        let (form_cookie, fresh) = match kept {
+            Some(c) => (c, false),
+            None => match crate::random::secret_bytes::<16>() {
+                Ok(nonce) => (session::new_form(now, life, &token::hex(&nonce)), true),
+                Err(e) => return self.no_randomness(ctx, &e),
+            },
+        };
+        let token = session::sign_in_token(&ctx.keys, &form_cookie);
+        let mut r = page::html(status, page::sign_in(&ctx.frame, &token, notice));
+        if fresh {
+            r = r.header(
+                "Set-Cookie",
+                cookies::set(ctx.scope, FORM_COOKIE, &form_cookie, life),
+            );
+        }
+        if cookies::get(ctx.env, SESSION_COOKIE).is_some() {
+            r = r.header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE));
+        }
+        r
+    }
+
+    fn no_randomness(&self, ctx: &Ctx<'_>, e: &std::io::Error) -> Response {
+        self.log.line(
+            Level::Error,
+            &format!("the dashboard cannot read random bytes (/dev/urandom): {e}"),
+        );
+        page::html(
+            503,
+            page::refusal(
+                &ctx.frame,
+                "The dashboard is not available",
+                Notice {
+                    kind: "error",
+                    text: "The dashboard cannot be used right now: the error log says why.",
+                },
+            ),
+        )
+    }
+
+    /// The client's address as the rules count it (an IPv6 client by its prefix).
+    fn identity(&self, env: &Env) -> Option<String> {
+        let forwarded = env
+            .header(&self.config.forwarded_header)
+            .and_then(|v| std::str::from_utf8(v).ok());
+        let connecting = self
+            .config
+            .client
+            .network_header()
+            .and_then(|h| env.header(h))
+            .and_then(|v| std::str::from_utf8(v).ok());
+        let address = self
+            .config
+            .client
+            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
+            .ok()?;
+        Some(self.config.client.identity(address))
+    }
+
+    /// POST with the password: the form's token, then the lock-out, then the password.
+    fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
+        let bound = cookies::get(ctx.env, FORM_COOKIE).is_some_and(|form_cookie| {
+            session::check_sign_in(
+                &ctx.keys,
+                form_cookie,
+                &fields.csrf,
+                self.now_secs(),
+                defaults::ADMIN_FORM_SECS,
+            )
+        });
+        if !bound {
+            return self.sign_in_form(
+                ctx,
+                403,
+                Some(Notice {
+                    kind: "error",
+                    text: "This sign-in form has expired or did not come from this site, so it \
+                           was not used. Here it is again: enter the password once more.",
+                }),
+            );
+        }
+        let Some(who) = self.identity(ctx.env) else {
+            return page::text(400, "The server could not tell who is asking.");
+        };
+        let rule = signin::rule();
+        let (at_ms, attempt, limit) = match signin::gate(self.store, &rule, &who) {
+            Ok(Gate::Open {
+                at_ms,
+                attempt,
+                limit,
+            }) => (at_ms, attempt, limit),
+            Ok(Gate::Shut { retry_after_secs }) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!(
+                        "dashboard sign-in refused for {who}: {} failed attempts within {} \
+                         minutes; the password was not checked; again in {retry_after_secs} s",
+                        rule.limit,
+                        rule.window_secs.get() / 60
+                    ),
+                );
+                let sentence = format!(
+                    "Too many failed sign-ins from your address. Please try again in {}.",
+                    render::wait_words(retry_after_secs)
+                );
+                return self
+                    .sign_in_form(
+                        ctx,
+                        429,
+                        Some(Notice {
+                            kind: "wait",
+                            text: &sentence,
+                        }),
+                    )
+                    .header("Retry-After", retry_after_secs.to_string());
+            }
+            Err(e) => {
+                self.log.line(
+                    Level::Error,
+                    &format!(
+                        "dashboard sign-in refused for {who}: the store cannot count sign-in \
+                         attempts: {e}"
+                    ),
+                );
+                return self
+                    .sign_in_form(
+                        ctx,
+                        503,
+                        Some(Notice {
+                            kind: "error",
+                            text: "Signing in is not possible right now. Please try again shortly.",
+                        }),
+                    )
+                    .header(
+                        "Retry-After",
+                        self.config.store.deny_retry_after_secs.to_string(),
+                    );
+            }
+        };
+        let hash = self
+            .config
+            .admin
+            .as_ref()
+            .map(|a| a.password_hash.expose())
+            .unwrap_or_default();
+        if !password::verify(hash, &fields.password) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard sign-in failed for {who}: wrong password (failure {attempt} of \
+                     {limit} allowed within {} minutes)",
+                    rule.window_secs.get() / 60
+                ),
+            );
+            let left = limit.saturating_sub(attempt);
+            let sentence = if left == 0 {
+                format!(
+                    "Wrong password. That was the last try for now: your address must wait up to \
+                     {} minutes before the next.",
+                    rule.window_secs.get() / 60
+                )
+            } else {
+                format!(
+                    "Wrong password. {left} more {} allowed before your address must wait.",
+                    if left == 1 { "try is" } else { "tries are" }
+                )
+            };
+            return self.sign_in_form(
+                ctx,
+                403,
+                Some(Notice {
+                    kind: "error",
+                    text: &sentence,
+                }),
+            );
+        }
+        if let Err(e) = signin::passed(self.store, &rule, &who, at_ms) {
+            self.log.line(
+                Level::Warn,
+                &format!("dashboard sign-in: giving back the attempt of {who} failed: {e}"),
+            );
+        }
+        let nonce = match crate::random::secret_bytes::<16>() {
+            Ok(n) => token::hex(&n),
+            Err(e) => return self.no_randomness(ctx, &e),
+        };
+        let cookie = session::new_session(
+            &ctx.keys,
+            self.now_secs(),
+            defaults::ADMIN_SESSION_SECS,
+            &nonce,
+        );
+        self.log
+            .line(Level::Notice, &format!("dashboard: signed in from {who}"));
+        page::see_other(&ctx.frame)
+            .header(
+                "Set-Cookie",
+                cookies::set(
+                    ctx.scope,
+                    SESSION_COOKIE,
+                    &cookie,
+                    defaults::ADMIN_SESSION_SECS,
+                ),
+            )
+            .header("Set-Cookie", cookies::clear(ctx.scope, FORM_COOKIE))
+    }
+
+    /// POST to sign out: only with the session's own token.
+    fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
+        match self.session(ctx) {
+            Some(s) if session::check_sign_out(&ctx.keys, &s, &fields.csrf) => {
+                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                self.log
+                    .line(Level::Notice, &format!("dashboard: signed out from {who}"));
+                page::see_other(&ctx.frame)
+                    .header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE))
+            }
+            Some(_) => page::html(
+                403,
+                page::refusal(
+                    &ctx.frame,
+                    "Not signed out",
+                    Notice {
+                        kind: "error",
+                        text: "This sign-out form did not come from your dashboard, so it was \
+                               not used: you are still signed in.",
+                    },
+                ),
+            ),
+            None => self.sign_in_form(
+                ctx,
+                403,
+                Some(Notice {
+                    kind: "error",
+                    text: "You were not signed in (or your sign-in had expired).",
+                }),
+            ),
+        }
+    }
+
+    /// The period asked for (`?since=24h`, `7d`, `30d`, as `resolve stats --since`), in
+    /// hours; the last 24 by default.
+    fn period(env: &Env) -> u32 {
+        let query = env.get("QUERY_STRING").unwrap_or_default();
+        form::raw_values(query, "since")
+            .first()
+            .and_then(|raw| std::str::from_utf8(raw).ok())
+            .and_then(|text| crate::stats::parse_since(text).ok())
+            .unwrap_or(24)
+    }
+
+    /// The dashboard itself: the figures of the period, then the configuration check.
+    fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
+        let forms = crate::secret::all_forms(&self.config.secrets());
+        let hours = Self::period(ctx.env);
+        let mut sections =
+            match crate::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
+                Ok(stats) => figures::sections(&stats, ctx.frame.action),
+                Err(e) => {
+                    self.log.line(
+                        Level::Warn,
+                        &format!("the dashboard cannot read the usage journal: {e}"),
+                    );
+                    let text = format!(
+                        "The figures cannot be read right now: {}",
+                        crate::secret::mask(&e.to_string(), &forms)
+                    );
+                    format!(
+                        "{}<div class=\"result\"><div class=\"card error\"><p>{}</p></div></div>\n",
+                        figures::periods(ctx.frame.action, hours),
+                        crate::http::html::escape(&text)
+                    )
+                }
+            };
+        let mut report = Vec::new();
+        let ready = crate::check::report(self.config, &mut report);
+        let report = String::from_utf8_lossy(&report);
+        let report = crate::secret::mask(&report, &forms);
+        sections.push_str(&page::report_section(&report, ready));
+        page::html(
+            200,
+            page::dashboard(
+                &ctx.frame,
+                &session::sign_out_token(&ctx.keys, session),
+                &sections,
+            ),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

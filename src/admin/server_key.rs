@@ -1,0 +1,155 @@
+//! The server's secret for the dashboard: 32 random bytes in a file of the data directory
+//! (mode 600, made on first use, never under the web root). With the password hash it makes the
+//! key that signs the dashboard's cookies, so a copy of the configuration alone cannot forge one.
+
+use std::fs;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::defaults;
+
+/// Bytes in the secret.
+pub const LEN: usize = 32;
+
+/// The secret kept in `dir`, made there when there is none yet. Two processes making it at
+/// once end up with the same one: each writes a file of its own and links it into place, and
+/// the one that comes second reads the first's.
+pub fn load_or_create(dir: &Path) -> Result<[u8; LEN], String> {
+    if let Some(root) = crate::check::web_root_in(dir) {
+        return Err(format!(
+            "the data directory {} lies under the web root ({root}), where the dashboard's secret \
+             could be fetched over HTTP: move it (store.dir) to ~/resolve/ratelimit",
+            dir.display()
+        ));
+    }
+    let path = dir.join(defaults::ADMIN_SECRET_FILE);
+    match read(&path) {
+        Err(e) if e.kind() == ErrorKind::NotFound => create(dir, &path)?,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Ok(secret) => return checked(&path, secret),
+    }
+    read(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|secret| checked(&path, secret))
+}
+
+fn read(path: &Path) -> std::io::Result<Vec<u8>> {
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(LEN);
+    Read::by_ref(&mut file)
+        .take(LEN as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+fn checked(path: &Path, bytes: Vec<u8>) -> Result<[u8; LEN], String> {
+    bytes.try_into().map_err(|_| {
+        format!(
+            "{} is damaged (it must hold {LEN} bytes): remove it, and a new one is made at the \
+             next sign-in (whoever was signed in must sign in again)",
+            path.display()
+        )
+    })
+}
+
+fn create(dir: &Path, path: &Path) -> Result<(), String> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let secret = crate::random::secret_bytes::<LEN>()
+        .map_err(|e| format!("cannot read random bytes for the dashboard's secret: {e}"))?;
+    let fresh = dir.join(format!(
+        ".{}.{}.{:x}",
+        defaults::ADMIN_SECRET_FILE,
+        std::process::id(),
+        crate::random::u64()
+    ));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&fresh)
+        .and_then(|mut f| {
+            f.write_all(&secret)?;
+            f.sync_all()
+        })
+        .and_then(|()| match fs::hard_link(&fresh, path) {
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            other => other,
+        });
+    let _ = fs::remove_file(&fresh);
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn temp(label: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "resolve-key-{label}-{}-{:x}",
+            std::process::id(),
+            crate::random::u64()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn made_once_private_and_kept() {
+        let dir = temp("made");
+        let data = dir.join("ratelimit");
+        let first = load_or_create(&data).unwrap();
+        let path = data.join(defaults::ADMIN_SECRET_FILE);
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(&data).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(load_or_create(&data).unwrap(), first, "kept");
+        assert_ne!(first, [0; LEN]);
+        // Only the secret is left: no temporary file.
+        assert_eq!(fs::read_dir(&data).unwrap().count(), 1);
+        // Damaged: said so, never replaced behind the owner's back.
+        fs::write(&path, b"short").unwrap();
+        assert!(load_or_create(&data).unwrap_err().contains("damaged"));
+        fs::remove_file(&path).unwrap();
+        assert_ne!(load_or_create(&data).unwrap(), first, "a new one");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn many_at_once_agree() {
+        let dir = temp("race");
+        let keys: Vec<[u8; LEN]> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| load_or_create(&dir).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.windows(2).all(|w| w[0] == w[1]));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn never_under_the_web_root() {
+        let dir = temp("web").join("public_html").join("data");
+        let e = load_or_create(&dir).unwrap_err();
+        assert!(e.contains("under the web root (public_html)"), "{e}");
+        assert!(!dir.exists());
+    }
+}
