@@ -16,10 +16,11 @@ use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
 use crate::log::{Level, Log};
+use crate::provider::Provider;
 use crate::provider::resolved::Resolved;
-use crate::provider::{Failure, Provider, ProviderError};
 use crate::store::settings::OnError;
 use crate::store::{Check, Store};
+use failures::{UNAVAILABLE, provider_problem};
 
 /// How often a request waiting for another's answer to the same link looks again.
 const CLAIM_POLL: Duration = Duration::from_millis(100);
@@ -595,63 +596,7 @@ pub const ACTION_NEEDED: &str = "ACTION NEEDED";
 /// The provider failure class of an answer refused because it holds the site's token.
 const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
-const UNAVAILABLE: &str =
-    "The download service is not available right now. Please try again later.";
-
-fn provider_problem(e: &ProviderError, link: &str) -> Problem {
-    let log = format!("provider call for {link:?} failed: {e}");
-    let refused =
-        |code: &'static str, detail: &str| Problem::new(422, code, detail).log(log.clone());
-    // Busy for now: again after the provider's own wait when it gave one, else `default_secs`.
-    let busy = |code: &'static str, detail: &str, default_secs| {
-        Problem::new(503, code, detail)
-            .retry_after(e.retry_after.unwrap_or(default_secs))
-            .log(log.clone())
-    };
-    match e.failure {
-        Failure::Rejected => {
-            let detail = match &e.message {
-                Some(m) if m.ends_with(['.', '!', '?']) => {
-                    format!("The provider could not resolve this link: {m}")
-                }
-                Some(m) => format!("The provider could not resolve this link: {m}."),
-                None => "The provider could not resolve this link (it may be dead, or its host unsupported).".to_owned(),
-            };
-            Problem::new(422, "link_refused", detail).log(log)
-        }
-        Failure::Unsupported => refused("unsupported_host", "This file host is not supported."),
-        Failure::DeadLink => refused("dead_link", "This file is no longer available: the link is dead."),
-        Failure::Password => refused("password_required", "This file is protected by a password."),
-        Failure::Temporary => busy(
-            "host_unavailable",
-            "The file host is unavailable for now. Please try again later.",
-            defaults::PROVIDER_TEMPORARY_RETRY_AFTER_SECS,
-        ),
-        Failure::RateLimited => busy(
-            "provider_busy",
-            "The download service is busy. Please try again shortly.",
-            defaults::PROVIDER_BUSY_RETRY_AFTER_SECS,
-        ),
-        Failure::Timeout => Problem::new(
-            504,
-            "provider_timeout",
-            "The download service took too long to answer. Please try again.",
-        )
-        .log(log),
-        Failure::Auth => Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
-            "ACTION NEEDED: the provider refused the site's credentials; check provider.token and the account: {log}"
-        )),
-        Failure::Quota => Problem::new(503, "provider_unavailable", UNAVAILABLE)
-            .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS)
-            .log(format!(
-                "ACTION NEEDED: the provider account has no quota left (traffic, links or fair use): {log}"
-            )),
-        Failure::Unavailable | Failure::BadAnswer | Failure::Unreachable => {
-            Problem::new(502, "provider_unavailable", UNAVAILABLE).log(log)
-        }
-    }
-}
-
+mod failures;
 mod guard;
 #[cfg(test)]
 mod tests;
