@@ -80,6 +80,7 @@ struct Fields {
     action: String,
     csrf: String,
     password: String,
+    client: String,
 }
 
 impl Fields {
@@ -95,6 +96,7 @@ impl Fields {
             action: field("action"),
             csrf: field("csrf"),
             password: field("password"),
+            client: field("client"),
         }
     }
 }
@@ -167,6 +169,7 @@ impl Dashboard<'_> {
         let fields = Fields::read(&bytes);
         match fields.action.as_str() {
             "signout" => self.sign_out(&ctx, &fields),
+            "block" => self.block(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }
@@ -437,6 +440,82 @@ impl Dashboard<'_> {
         }
     }
 
+    /// POST to block a client for a day, from the top clients' table: only with the session's
+    /// own token, and only an address or range.
+    fn block(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
+        let Some(session) = self.session(ctx) else {
+            return self.sign_in_form(
+                ctx,
+                403,
+                Some(Notice {
+                    kind: "error",
+                    text: "You were not signed in (or your sign-in had expired): nobody was blocked.",
+                }),
+            );
+        };
+        let refuse = |text: &'static str| {
+            page::html(
+                403,
+                page::refusal(
+                    &ctx.frame,
+                    "Nobody was blocked",
+                    Notice {
+                        kind: "error",
+                        text,
+                    },
+                ),
+            )
+        };
+        if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
+            return refuse("This form did not come from your dashboard, so it was not used.");
+        }
+        let Some(range) = crate::http::cidr::Cidr::parse(&fields.client) else {
+            return refuse("That is not an address or a range.");
+        };
+        let until = self
+            .now_ms
+            .saturating_add(defaults::ADMIN_BLOCK_SECS * 1000);
+        let block = crate::blocks::Block {
+            range,
+            until_ms: Some(until),
+            reason: "blocked from the dashboard".into(),
+            auto: false,
+        };
+        let now = self.now_ms;
+        match crate::blocks::update(self.store, now, |list| {
+            (crate::blocks::with(list, block, now), ())
+        }) {
+            Ok(()) => {
+                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                self.log.line(
+                    Level::Notice,
+                    &format!(
+                        "dashboard: {range} blocked until {} by the owner from {who} (`resolve unblock {range}` lifts it)",
+                        crate::core::calendar::iso(until)
+                    ),
+                );
+                page::see_other(&ctx.frame)
+            }
+            Err(e) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!("dashboard: blocking {range} failed: {e}"),
+                );
+                page::html(
+                    503,
+                    page::refusal(
+                        &ctx.frame,
+                        "Nobody was blocked",
+                        Notice {
+                            kind: "error",
+                            text: "The store could not be changed: the error log says why.",
+                        },
+                    ),
+                )
+            }
+        }
+    }
+
     /// The period asked for (`?since=24h`, `7d`, `30d`, as `resolve stats --since`), in
     /// hours; the last 24 by default.
     fn period(env: &Env) -> u32 {
@@ -454,7 +533,14 @@ impl Dashboard<'_> {
         let hours = Self::period(ctx.env);
         let mut sections =
             match crate::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
-                Ok(stats) => figures::sections(&stats, ctx.frame.action),
+                Ok(stats) => figures::sections(
+                    &stats,
+                    ctx.frame.action,
+                    Some(&figures::BlockForm {
+                        action: ctx.frame.action,
+                        csrf: &session::sign_out_token(&ctx.keys, session),
+                    }),
+                ),
                 Err(e) => {
                     self.log.line(
                         Level::Warn,

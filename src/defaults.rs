@@ -76,6 +76,10 @@ pub const MAX_LIST_ENTRIES: usize = 100_000;
 /// blocked scraper cannot flood the log.
 pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
 
+/// A block from the dashboard's top clients lasts a day: long enough to stop a scraper's run,
+/// short enough that a shared address is not shut out for good.
+pub const ADMIN_BLOCK_SECS: u64 = 24 * 3600;
+
 /// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
 /// it, for one small write per request.
 pub const JOURNAL: bool = true;

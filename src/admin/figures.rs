@@ -96,20 +96,48 @@ fn counts(caption: &str, what: &str, map: &BTreeMap<String, u64>) -> String {
     out
 }
 
-fn clients(caption: &str, list: &[ClientFigures]) -> String {
+/// Where a block button posts, and the session's form token it carries.
+pub struct BlockForm<'a> {
+    pub action: Option<&'a str>,
+    pub csrf: &'a str,
+}
+
+fn clients(caption: &str, list: &[ClientFigures], block: Option<&BlockForm<'_>>) -> String {
+    let extra = if block.is_some() {
+        "<th scope=\"col\"><span class=\"muted\">Block</span></th>"
+    } else {
+        ""
+    };
     let mut out = format!(
         "<table>\n<caption>{}</caption>\n<thead><tr><th scope=\"col\">Client</th>\
          <th scope=\"col\" class=\"n\">Admitted</th><th scope=\"col\" class=\"n\">Refused</th>\
-         </tr></thead>\n<tbody>\n",
+         {extra}</tr></thead>\n<tbody>\n",
         escape(caption)
     );
     if list.is_empty() {
         out.push_str("<tr><td colspan=\"3\">None in this period.</td></tr>\n");
     }
     for c in list {
+        let button = match block {
+            Some(form) if c.refused > 0 => format!(
+                "<td><form method=\"post\"{}>\
+                 <input type=\"hidden\" name=\"action\" value=\"block\">\
+                 <input type=\"hidden\" name=\"client\" value=\"{}\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+                 <button type=\"submit\" aria-label=\"Block {} for 24 hours\">Block 24 h</button>\
+                 </form></td>",
+                form.action
+                    .map_or(String::new(), |a| format!(" action=\"{}\"", escape(a))),
+                escape(&c.client),
+                escape(form.csrf),
+                escape(&c.client)
+            ),
+            Some(_) => "<td></td>".to_owned(),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{button}</tr>",
             escape(&c.client),
             number(c.admitted),
             number(c.refused)
@@ -240,7 +268,7 @@ pub fn chart(stats: &Stats) -> String {
 }
 
 /// Every section of the figures, in the order the page shows them.
-pub fn sections(stats: &Stats, action: Option<&str>) -> String {
+pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_>>) -> String {
     let f = &stats.figures;
     let from = calendar::iso(u64::from(f.from_hour) * HOUR_MS);
     let to = calendar::iso(u64::from(f.to_hour) * HOUR_MS);
@@ -337,10 +365,11 @@ pub fn sections(stats: &Stats, action: Option<&str>) -> String {
         "<section aria-labelledby=\"clients\">\n<h2 id=\"clients\">Top clients</h2>\n\
          <div class=\"tables\">\n",
     );
-    out.push_str(&clients("By refusals", &f.top_refused(TOP_CLIENTS)));
+    out.push_str(&clients("By refusals", &f.top_refused(TOP_CLIENTS), block));
     out.push_str(&clients(
         "By admitted requests",
         &f.top_admitted(TOP_CLIENTS),
+        None,
     ));
     out.push_str("</div>\n</section>\n");
 
@@ -423,7 +452,11 @@ mod tests {
 
     #[test]
     fn every_figure_is_shown_and_escaped() {
-        let html = sections(&stats(24, &[1, 0, 5, 2]), Some("/cgi-bin/resolve/admin"));
+        let html = sections(
+            &stats(24, &[1, 0, 5, 2]),
+            Some("/cgi-bin/resolve/admin"),
+            None,
+        );
         for shown in [
             "<dt>Paid calls</dt><dd>8</dd>",
             "<dt>Cache hits (paid calls saved)</dt><dd>7</dd>",

@@ -495,3 +495,68 @@ fn cookies_are_secure_over_https_and_other_methods_are_refused() {
     assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
     assert_eq!(r.header_value("X-Frame-Options"), Some("DENY"));
 }
+
+#[test]
+fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
+    let site = site();
+    // 192.0.2.66 refused twice (journaled as the request path does).
+    let hour = crate::core::journal::hour_of(START_MS);
+    for _ in 0..2 {
+        let entry = crate::core::journal::Entry::new(
+            START_MS,
+            Some("192.0.2.66"),
+            &[
+                crate::core::journal::Event::Request,
+                crate::core::journal::Event::Refused("ip".into()),
+            ],
+        );
+        assert_eq!(entry.hour, hour);
+        site.store.journal_add(&entry).unwrap();
+    }
+    let mut jar = Jar::default();
+    site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
+    let (_, page) = site.get(&mut jar);
+    assert!(
+        page.contains("name=\"client\" value=\"192.0.2.66\""),
+        "a block button for the refused client: {page}"
+    );
+    let token = hidden(&page, "csrf");
+    // Without the session's token, or signed out: nobody is blocked.
+    for body in [
+        "action=block&client=192.0.2.66".to_owned(),
+        "action=block&client=192.0.2.66&csrf=00".to_owned(),
+    ] {
+        let (r, _) = site.post(&mut jar, &body, "203.0.113.9");
+        assert_eq!(r.status, 403, "{body}");
+    }
+    let (r, _) = site.post(
+        &mut Jar::default(),
+        &format!("action=block&client=192.0.2.66&csrf={token}"),
+        "203.0.113.9",
+    );
+    assert_eq!(r.status, 403, "no session");
+    assert!(crate::blocks::read(&site.store).unwrap().is_empty());
+    let (r, _) = site.post(
+        &mut jar,
+        &format!("action=block&client=not-an-address&csrf={token}"),
+        "203.0.113.9",
+    );
+    assert_eq!(r.status, 403);
+    // With it: blocked for a day, logged.
+    let (r, _) = site.post(
+        &mut jar,
+        &format!("action=block&client=192.0.2.66&csrf={token}"),
+        "203.0.113.9",
+    );
+    assert_eq!(r.status, 303);
+    let list = crate::blocks::read(&site.store).unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].range.to_string(), "192.0.2.66/32");
+    assert_eq!(list[0].until_ms, Some(START_MS + 86_400_000));
+    assert!(
+        site.log()
+            .contains("dashboard: 192.0.2.66/32 blocked until"),
+        "{}",
+        site.log()
+    );
+}
