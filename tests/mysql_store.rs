@@ -985,3 +985,62 @@ fn a_refused_request_leaves_no_row_behind() {
         "the refusing rule's count is unchanged"
     );
 }
+
+#[test]
+fn journal_totals_spread_over_shards_are_folded_by_sweeps_without_losing_a_count() {
+    use resolve::core::journal::{Entry, Event, Figures, hour_of};
+    let db = MariaDb::start();
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": tcp_store(&db, db.port(), "deny"),
+        "rules": [rule("ip", "fixed", 5, 60)],
+    });
+    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let store = resolve::store::open::from_config(&config);
+    let now = hour_of(now_ms());
+    let (old, current) = (now - 3, now);
+    // This process adds to its shard; rows of eleven other shards stand for other processes.
+    for hour in [old, current] {
+        for _ in 0..4 {
+            let entry = Entry::new(
+                u64::from(hour) * 3_600_000 + 5,
+                Some("192.0.2.1"),
+                &[Event::Request, Event::Refused("ip".into())],
+            );
+            store.journal_add(&entry).unwrap();
+        }
+        for shard in 100..111 {
+            db.root_sql(&format!(
+                "INSERT INTO resolve_test.rate_journal (hour, kind, name, client, n) VALUES \
+                 ({hour}, 't', 'requests', 's{shard}', 3), ({hour}, 't', 'refused:ip', 's{shard}', 2)"
+            ));
+        }
+    }
+    let sum = |store: &dyn resolve::store::Store, hour: u32| {
+        let rows = store.journal_rows(hour, hour + 1).unwrap();
+        let f = Figures::from_rows(&rows, hour, hour + 1);
+        (f.requests, f.refused["ip"])
+    };
+    let rows_of = |hour: u32| {
+        number(
+            &db,
+            &format!(
+                "SELECT COUNT(*) FROM resolve_test.rate_journal WHERE kind = 't' AND hour = {hour}"
+            ),
+        )
+    };
+    let expected = (4 + 11 * 3, 4 + 11 * 2);
+    assert_eq!(sum(store.as_ref(), old), expected);
+    assert_eq!(rows_of(old), 24, "12 shards of 2 totals");
+    store.sweep(None).unwrap();
+    assert_eq!(sum(store.as_ref(), old), expected, "folded, nothing lost");
+    assert_eq!(rows_of(old), 2, "one row per total of a finished hour");
+    assert_eq!(sum(store.as_ref(), current), expected);
+    assert_eq!(rows_of(current), 24, "the running hour keeps its shards");
+    // A late request adds to a folded hour: a shard row again, folded by the next sweep.
+    let late = Entry::new(u64::from(old) * 3_600_000, None, &[Event::Request]);
+    store.journal_add(&late).unwrap();
+    store.sweep(None).unwrap();
+    assert_eq!(sum(store.as_ref(), old), (expected.0 + 1, expected.1));
+    assert_eq!(rows_of(old), 2);
+}

@@ -9,6 +9,13 @@
 //! concurrent requests add exactly; a deadlock rolls the statement back and it is tried again.
 //! Sweeps delete client rows and totals past [`Expiry`], 1000 rows per statement.
 //!
+//! Every request adds to its hour's totals, so those rows are the hottest of the store: a
+//! process adds to one of [`SHARDS`] rows of each total (its `client` column holds the shard,
+//! `s0` to `s15`, chosen at random per process), so concurrent requests rarely wait for one
+//! another's row lock. Readers add the shards up; sweeps fold the shards of finished hours
+//! into one row per total (`client` empty), under the rows' locks, so nothing is counted
+//! twice or lost.
+//!
 //! Notes are rows of `store.notes_table` (`rate_notes`); each insert deletes those past the
 //! newest [`KEEP_NOTES`].
 
@@ -35,12 +42,28 @@ fn hex(bytes: &[u8], out: &mut String) {
     out.push('\'');
 }
 
+/// Rows each hour's total is spread over.
+pub(crate) const SHARDS: u64 = 16;
+
+/// The shard this process adds its totals to.
+pub(crate) fn shard() -> String {
+    static SHARD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHARD
+        .get_or_init(|| format!("s{}", crate::random::u64() % SHARDS))
+        .clone()
+}
+
 /// The one statement that adds `entry` to `table`; None when the entry adds nothing.
 pub(crate) fn add_sql(table: &str, entry: &Entry) -> Option<String> {
+    add_sql_in(table, entry, &shard())
+}
+
+/// The same, adding the totals to shard `shard`.
+pub(crate) fn add_sql_in(table: &str, entry: &Entry, shard: &str) -> Option<String> {
     // (kind, name, client) -> n, in key order: every process locks the rows in one order.
     let mut rows: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
     for name in &entry.totals {
-        *rows.entry(("t", name, "")).or_default() += 1;
+        *rows.entry(("t", name, shard)).or_default() += 1;
     }
     if let Some((client, count)) = &entry.client {
         *rows.entry(("c", count.name(), client)).or_default() += 1;
@@ -126,6 +149,56 @@ pub(crate) fn notes(conn: &mut Conn, table: &str) -> Result<Vec<Note>, Failed> {
             text: String::from_utf8(text).unwrap_or_else(|e| lossy(e.as_bytes())),
         })
         .collect())
+}
+
+/// Folds the shards of the totals of hours before `before` into one row per total, at most
+/// `batch` shard rows in one transaction: the shard rows are read under their locks, their
+/// sums added to the folded rows and the shard rows deleted, all or nothing. Returns the shard
+/// rows folded.
+pub(crate) fn fold(conn: &mut Conn, table: &str, before: u32, batch: u32) -> Result<u64, Failed> {
+    let mut tx = conn.start_transaction(mysql::TxOpts::default())?;
+    let found: Vec<(u32, Vec<u8>, Vec<u8>, u64)> = tx.exec(
+        format!(
+            "SELECT hour, name, client, n FROM `{table}` WHERE hour < ? AND kind = 't' \
+             AND client <> '' ORDER BY hour, kind, name, client LIMIT {batch} FOR UPDATE"
+        ),
+        (before,),
+    )?;
+    if found.is_empty() {
+        tx.rollback()?;
+        return Ok(0);
+    }
+    let mut sums: BTreeMap<(u32, &[u8]), u64> = BTreeMap::new();
+    for (hour, name, _, n) in &found {
+        *sums.entry((*hour, name.as_slice())).or_default() += n;
+    }
+    let mut sql = format!("INSERT INTO `{table}` (hour, kind, name, client, n) VALUES ");
+    for (i, ((hour, name), n)) in sums.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        let _ = write!(sql, "({hour}, 't', ");
+        hex(name, &mut sql);
+        let _ = write!(sql, ", '', {n})");
+    }
+    sql.push_str(" ON DUPLICATE KEY UPDATE n = n + VALUES(n)");
+    tx.query_drop(sql)?;
+    let mut delete =
+        format!("DELETE FROM `{table}` WHERE kind = 't' AND (hour, name, client) IN (");
+    for (i, (hour, name, client, _)) in found.iter().enumerate() {
+        if i > 0 {
+            delete.push_str(", ");
+        }
+        let _ = write!(delete, "({hour}, ");
+        hex(name, &mut delete);
+        delete.push_str(", ");
+        hex(client, &mut delete);
+        delete.push(')');
+    }
+    delete.push(')');
+    tx.query_drop(delete)?;
+    tx.commit()?;
+    Ok(found.len() as u64)
 }
 
 /// What a sweep deletes from the journal at `now_ms`: statements of at most `batch` rows, each
