@@ -3,7 +3,9 @@
 # binary and a no-op CGI program that writes a fixed 429 (the floor of any process-per-request
 # program), then runs benches/apache.rs: Apache (mod_cgid, then mod_fcgid) with MariaDB, Redis and
 # a provider stand-in, driven by wrk, printing one table of requests/s, p50 and p99 with the
-# ratios to the floor, the peak memory of one CGI request and the binary's size. With
+# ratios to the floor, the peak memory of one CGI request and the binary's size. Beside them, the
+# PHP limiters an owner would keep instead (bench/php/) under PHP-FPM (pm static, 8 children)
+# behind mod_proxy_fcgi, on the same MariaDB, and resolve's ratios to them. With
 # --criterion it also runs the in-process criterion benches (benches/decisions.rs: decision time
 # per store, the file store with 10 to 100,000 keys, sweeping; benches/requests.rs: request
 # parsing and answer rendering).
@@ -30,6 +32,13 @@ need /usr/sbin/apache2 apache2
 need /usr/sbin/mariadbd mariadb-server
 need redis-server redis-server
 [ -e /usr/lib/apache2/modules/mod_fcgid.so ] || missing+=(libapache2-mod-fcgid)
+# Debian names the program after PHP's version (php-fpm8.2); the newest one installed.
+php_fpm=$(find /usr/sbin -maxdepth 1 -name 'php-fpm*' -type f | sort -V | tail -n 1)
+if [ -z "$php_fpm" ]; then
+    missing+=(php-fpm php-mysql)
+elif ! "$php_fpm" -m 2>/dev/null | grep -qx pdo_mysql; then
+    missing+=(php-mysql)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "bench: missing ${missing[*]} (apt-get install ${missing[*]})" >&2
     exit 1
@@ -53,6 +62,7 @@ chmod 755 "$work" "$work/noop"
 echo "binary: $binary ($(stat -c %s "$binary") bytes; $(file -b "$binary" | cut -d, -f1,4))"
 RESOLVE_BENCH_BINARY=$(realpath "$binary") \
     RESOLVE_BENCH_FLOOR="$work/noop" \
+    RESOLVE_BENCH_PHP_FPM="$php_fpm" \
     RESOLVE_BENCH_SECONDS="$SECONDS_PER_ROW" \
     RESOLVE_BENCH_CONNECTIONS="$CONNECTIONS" \
     cargo bench --quiet --bench apache

@@ -1,15 +1,21 @@
-//! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 path (with and without the usage journal) and the 200 path under mod_cgid and under mod_fcgid, each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program.
+//! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 path (with and without the usage journal) and the 200 path under mod_cgid and under mod_fcgid, and the 429 path of the PHP limiters an owner would keep instead (bench/php/, under PHP-FPM behind mod_proxy_fcgi, on the same MariaDB), each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; the ratios of resolve to the PHP limiters; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program and finds PHP-FPM.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use support::{Apache, MariaDb, Mode, Provider, Redis, Request, TempDir};
+use support::mariadb::Via;
+use support::process::ServerProcess;
+use support::{Apache, MariaDb, Mode, Provider, Redis, Request, TempDir, server_user};
 
 const LINK: &str = "link=https%3A%2F%2Fhost.example%2Ffile.zip";
+
+/// Keep-alive for wrk's connections, in every Apache of the bench.
+const KEEP_ALIVE: &str = "KeepAlive On\nMaxKeepAliveRequests 0\nLogLevel error\n";
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -100,6 +106,71 @@ fn wrk(url: &str, seconds: u64, connections: u32, expect_2xx: bool) -> (f64, f64
     (rps, p50, p99, problems)
 }
 
+/// The rows measured so far, and every run of the floor.
+struct Bench {
+    seconds: u64,
+    connections: u32,
+    rows: Vec<Row>,
+    floor_rps: Vec<f64>,
+}
+
+impl Bench {
+    /// Measures `path` on the Apache at `base` in rounds, each after a round of the floor
+    /// (`/cgi-bin/noop` on the same Apache), and keeps the row.
+    fn measure(
+        &mut self,
+        base: &str,
+        (store, server): (&'static str, &'static str),
+        path: &str,
+        label: &str,
+        expect_2xx: bool,
+    ) {
+        let (seconds, connections) = (self.seconds, self.connections);
+        let url = format!("{base}{path}");
+        let floor_url = format!("{base}/cgi-bin/noop");
+        // Warm up: files and tables created, caches filled.
+        wrk(&url, 3.min(seconds), connections, expect_2xx);
+        let mut samples = Vec::new();
+        for _ in 0..ROUNDS {
+            let per_round = seconds.div_ceil(ROUNDS).max(1);
+            let (floor, ..) = wrk(&floor_url, per_round, connections, false);
+            self.floor_rps.push(floor);
+            let sample = wrk(&url, per_round, connections, expect_2xx);
+            samples.push((sample.0 / floor, sample));
+        }
+        let ratio = median(samples.iter().map(|s| s.0).collect());
+        let rps = median(samples.iter().map(|s| s.1.0).collect());
+        let p50_ms = median(samples.iter().map(|s| s.1.1).collect());
+        let p99_ms = median(samples.iter().map(|s| s.1.2).collect());
+        let mut problems: Vec<String> = samples
+            .iter()
+            .map(|s| s.1.3.clone())
+            .filter(|p| !p.is_empty())
+            .collect();
+        problems.dedup();
+        eprintln!("{store:>5} {server:<9} {label:<28} {rps:>9.1} req/s {ratio:>6.2}x");
+        self.rows.push(Row {
+            store,
+            server,
+            path: label.to_string(),
+            rps,
+            p50_ms,
+            p99_ms,
+            ratio,
+            problems: problems.join("; "),
+        });
+    }
+
+    /// The ratio to the floor of the first row of `store` and `server` whose path ends with
+    /// `label`; NaN when there is none (a subset was measured).
+    fn ratio(&self, store: &str, server: &str, label: &str) -> f64 {
+        self.rows
+            .iter()
+            .find(|r| r.store == store && r.server == server && r.path.ends_with(label))
+            .map_or(f64::NAN, |r| r.ratio)
+    }
+}
+
 /// A configuration for `store`: the provider stand-in, and one rule.
 fn site_config(provider: &Provider, store: &Value, limit: u64) -> Value {
     json!({
@@ -139,19 +210,126 @@ fn peak_rss_kb(binary: &Path, config: &Path, remote_addr: &str) -> (u64, String)
     (kb, status)
 }
 
+/// PHP-FPM serving the PHP limiters of bench/php/ on a Unix socket in its own temp dir, the way
+/// an owner's PHP runs: Debian's php.ini (OPcache on), one static pool of 8 processes, the
+/// limiters' settings given as `env[...]` in the pool. Stopped on drop.
+struct PhpFpm {
+    process: ServerProcess,
+    dir: TempDir,
+    socket: PathBuf,
+}
+
+/// The pool's processes (`pm = static`).
+const PHP_FPM_CHILDREN: usize = 8;
+
+impl PhpFpm {
+    fn start(program: &Path, env: &[(&str, String)], data_dir: &Path, dir: TempDir) -> PhpFpm {
+        let scripts = dir.mkdir("php");
+        for name in ["file_limiter.php", "mysql_limiter.php"] {
+            let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("bench/php")
+                .join(name);
+            let text =
+                std::fs::read(&source).unwrap_or_else(|e| panic!("read {}: {e}", source.display()));
+            dir.write(&format!("php/{name}"), text);
+        }
+        assert!(scripts.is_dir());
+        let socket = dir.join("php-fpm.sock");
+        let d = dir.path().display();
+        let mut conf = format!(
+            "[global]\npid = {d}/php-fpm.pid\nerror_log = {d}/php-fpm.log\nlog_level = warning\n\
+             daemonize = no\n\n[bench]\nlisten = {}\nlisten.mode = 0660\npm = static\n\
+             pm.max_children = {PHP_FPM_CHILDREN}\nclear_env = yes\n\
+             php_admin_value[error_log] = {d}/php-errors.log\nphp_admin_flag[log_errors] = on\n",
+            socket.display()
+        );
+        // Root starts the pool for the account Apache runs as, which must reach the socket and
+        // owns the data directory.
+        if let Some(u) = server_user() {
+            conf.push_str(&format!(
+                "user = {0}\ngroup = {1}\nlisten.owner = {0}\nlisten.group = {1}\n",
+                u.name, u.group
+            ));
+        }
+        for (name, value) in env {
+            conf.push_str(&format!("env[{name}] = \"{value}\"\n"));
+        }
+        conf.push_str(&format!(
+            "env[ANCHOR_DATA_DIR] = \"{}\"\n",
+            data_dir.display()
+        ));
+        let conf = dir.write("php-fpm.conf", conf);
+        let mut process = ServerProcess::default();
+        process.spawn(
+            Command::new(program)
+                .arg("--nodaemonize")
+                .arg("--fpm-config")
+                .arg(&conf),
+            &dir.join("stdout.log"),
+        );
+        let mut fpm = PhpFpm {
+            process,
+            dir,
+            socket,
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while UnixStream::connect(&fpm.socket).is_err() {
+            if !fpm.process.is_running() || std::time::Instant::now() > until {
+                fpm.dir.keep();
+                panic!(
+                    "php-fpm did not start:\n{}{}",
+                    std::fs::read_to_string(fpm.dir.join("stdout.log")).unwrap_or_default(),
+                    std::fs::read_to_string(fpm.dir.join("php-fpm.log")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        fpm
+    }
+
+    /// Apache configuration serving the limiters as /php/NAME.php through mod_proxy_fcgi, as
+    /// Debian's php-fpm configuration for Apache does (a new connection to the pool per request).
+    fn apache_conf(&self) -> String {
+        let scripts = self.dir.join("php");
+        format!(
+            "Alias /php/ \"{0}/\"\n<Directory \"{0}\">\n    Require all granted\n    \
+             <FilesMatch \"\\.php$\">\n        \
+             SetHandler \"proxy:unix:{1}|fcgi://localhost\"\n    </FilesMatch>\n</Directory>\n",
+            scripts.display(),
+            self.socket.display()
+        )
+    }
+
+    /// PHP errors and the pool's log, for a failing check.
+    fn logs(&self) -> String {
+        ["php-fpm.log", "php-errors.log", "stdout.log"]
+            .iter()
+            .map(|f| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for PhpFpm {
+    fn drop(&mut self) {
+        self.process.stop(std::time::Duration::from_secs(10));
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is taken from the command line.
     let binary = required_file("RESOLVE_BENCH_BINARY");
     let floor = required_file("RESOLVE_BENCH_FLOOR");
+    let php_fpm = required_file("RESOLVE_BENCH_PHP_FPM");
     let seconds: u64 = env_or("RESOLVE_BENCH_SECONDS", 10);
     let connections: u32 = env_or("RESOLVE_BENCH_CONNECTIONS", 32);
-    // Subsets, for quicker looks: RESOLVE_BENCH_STORES=file,redis RESOLVE_BENCH_SERVERS=cgid
+    // Subsets, for quicker looks: RESOLVE_BENCH_STORES=file,redis RESOLVE_BENCH_SERVERS=cgid,fpm
     let only = |name: &str| -> Vec<String> {
         std::env::var(name)
             .map(|v| v.split(',').map(str::to_owned).collect())
             .unwrap_or_default()
     };
     let (only_stores, only_servers) = (only("RESOLVE_BENCH_STORES"), only("RESOLVE_BENCH_SERVERS"));
+    let wanted = |list: &[String], name: &str| list.is_empty() || list.iter().any(|o| o == name);
 
     // Keeps connections open, as real provider APIs do; keeps no requests.
     let provider = Provider::builder().keep_alive().without_recording().start();
@@ -168,16 +346,20 @@ fn main() {
         ("redis", json!({"kind": "redis", "url": redis.url()})),
     ];
 
-    let mut rows: Vec<Row> = Vec::new();
-    let mut rss: Vec<String> = Vec::new();
-    let mut floor_rps = Vec::new();
+    let mut bench = Bench {
+        seconds,
+        connections,
+        rows: Vec::new(),
+        floor_rps: Vec::new(),
+    };
+    let mut rss: Vec<(&'static str, &'static str, u64, String)> = Vec::new();
     let stores: Vec<_> = stores
         .into_iter()
-        .filter(|(name, _)| only_stores.is_empty() || only_stores.iter().any(|o| o == name))
+        .filter(|(name, _)| wanted(&only_stores, name))
         .collect();
     let modes: Vec<Mode> = [Mode::Cgid, Mode::Fcgid]
         .into_iter()
-        .filter(|m| only_servers.is_empty() || only_servers.iter().any(|o| o == m.name()))
+        .filter(|m| wanted(&only_servers, m.name()))
         .collect();
     for (store_name, store) in &stores {
         let limited = dir.write(
@@ -213,7 +395,7 @@ fn main() {
                     "<Location /cgi-bin/limited>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
                      <Location /cgi-bin/open>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
                      <Location /cgi-bin/unjournaled>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n\
-                     KeepAlive On\nMaxKeepAliveRequests 0\nLogLevel error\n\
+                     {KEEP_ALIVE}\
                      <IfModule mod_fcgid.c>\n    FcgidMaxProcesses {}\n    \
                      FcgidMaxProcessesPerClass {}\n</IfModule>\n",
                     limited.display(),
@@ -239,70 +421,122 @@ fn main() {
                 .expect("open request");
             assert_eq!(check.status, 200, "{}", check.everything());
 
-            let floor_url = format!("{base}/cgi-bin/noop");
-            let mut measure = |path: &str, label: String, expect_2xx: bool, store: &'static str| {
-                let url = format!("{base}{path}");
-                // Warm up: files and tables created, caches filled.
-                wrk(&url, 3.min(seconds), connections, expect_2xx);
-                let mut samples = Vec::new();
-                for _ in 0..ROUNDS {
-                    let per_round = seconds.div_ceil(ROUNDS).max(1);
-                    let (floor, ..) = wrk(&floor_url, per_round, connections, false);
-                    floor_rps.push(floor);
-                    let sample = wrk(&url, per_round, connections, expect_2xx);
-                    samples.push((sample.0 / floor, sample));
-                }
-                let ratio = median(samples.iter().map(|s| s.0).collect());
-                let rps = median(samples.iter().map(|s| s.1.0).collect());
-                let p50_ms = median(samples.iter().map(|s| s.1.1).collect());
-                let p99_ms = median(samples.iter().map(|s| s.1.2).collect());
-                let mut problems: Vec<String> = samples
-                    .iter()
-                    .map(|s| s.1.3.clone())
-                    .filter(|p| !p.is_empty())
-                    .collect();
-                problems.dedup();
-                eprintln!("{store:>5} {server:<9} {label:<22} {rps:>9.1} req/s {ratio:>6.2}x");
-                rows.push(Row {
-                    store,
-                    server,
-                    path: label,
-                    rps,
-                    p50_ms,
-                    p99_ms,
-                    ratio,
-                    problems: problems.join("; "),
-                });
-            };
             let (a, b) = match mode {
                 Mode::Cgid => ("(b)", "(c)"),
                 Mode::Fcgid => ("(d)", "(d)"),
             };
-            measure(
+            let row = (*store_name, server);
+            bench.measure(
+                &base,
+                row,
                 &format!("/cgi-bin/limited?{LINK}"),
-                format!("{a} resolve, 429"),
+                &format!("{a} resolve, 429"),
                 false,
-                store_name,
             );
-            measure(
+            bench.measure(
+                &base,
+                row,
                 &format!("/cgi-bin/unjournaled?{LINK}"),
-                format!("{a} resolve, 429, no journal"),
+                &format!("{a} resolve, 429, no journal"),
                 false,
-                store_name,
             );
-            measure(
+            bench.measure(
+                &base,
+                row,
                 &format!("/cgi-bin/open?{LINK}"),
-                format!("{b} resolve, 200"),
+                &format!("{b} resolve, 200"),
                 true,
-                store_name,
             );
         }
+        // The limited site's one request is spent already unless no server was measured: a
+        // first run spends it, so that the "429" figure is one.
+        peak_rss_kb(&binary, &limited, "127.0.0.1");
         for (path, config) in [("429", &limited), ("200", &open)] {
             let (kb, status) = peak_rss_kb(&binary, config, "127.0.0.1");
-            rss.push(format!("{store_name} {path}: {kb} kB ({status})"));
+            rss.push((store_name, path, kb, status));
         }
     }
 
+    // What an owner would keep instead: the PHP limiters under PHP-FPM, on the same MariaDB.
+    let php_stores: Vec<&'static str> = ["file", "mysql"]
+        .into_iter()
+        .filter(|s| wanted(&only_stores, s))
+        .collect();
+    let mut php_version = String::new();
+    if wanted(&only_servers, "fpm") && !php_stores.is_empty() {
+        db.user_sql(
+            Via::Tcp,
+            "CREATE TABLE IF NOT EXISTS rate_events (\
+             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+             rkey VARCHAR(120) NOT NULL, ts DATETIME NOT NULL, \
+             KEY ix_rate (rkey, ts)) ENGINE=InnoDB",
+        )
+        .expect("create rate_events");
+        let fpm_dir = TempDir::new("php-fpm");
+        let data = fpm_dir.server_dir("data");
+        let fpm = PhpFpm::start(
+            &php_fpm,
+            &[
+                // The limit is 1 a minute per address, so that the bench's client is over it.
+                ("ANCHOR_LIMIT", "1".to_string()),
+                ("ANCHOR_PROVIDER_URL", provider.url("/unrestrict")),
+                // The resolve rows' MariaDB, over TCP to 127.0.0.1 as theirs.
+                (
+                    "ANCHOR_MYSQL_DSN",
+                    format!(
+                        "mysql:host=127.0.0.1;port={};dbname={}",
+                        db.port(),
+                        db.database()
+                    ),
+                ),
+                ("ANCHOR_MYSQL_USER", db.user().to_string()),
+                ("ANCHOR_MYSQL_PASSWORD", db.password().to_string()),
+            ],
+            &data,
+            fpm_dir,
+        );
+        php_version = Command::new(&php_fpm)
+            .arg("-v")
+            .output()
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        let apache = Apache::builder("bench-php-fpm")
+            .mode(Mode::Cgid)
+            .module("proxy")
+            .module("proxy_fcgi")
+            .cgi("noop", &floor)
+            .conf(&fpm.apache_conf())
+            .conf(KEEP_ALIVE)
+            .start();
+        let base = apache.base_url();
+        let client = apache.client();
+        for store in &php_stores {
+            // Spend the one request a minute, then check the 429.
+            let target = format!("/php/{store}_limiter.php?{LINK}");
+            let first = client.send(&Request::get(&target)).expect("first request");
+            assert_eq!(first.status, 200, "{}\n{}", first.everything(), fpm.logs());
+            let check = client.send(&Request::get(&target)).expect("second request");
+            assert!(
+                check.status == 429 && check.header("Retry-After").is_some(),
+                "{}\n{}",
+                check.everything(),
+                fpm.logs()
+            );
+            let label = match *store {
+                "file" => "(e) PHP file limiter, 429",
+                _ => "(e) PHP MySQL limiter, 429",
+            };
+            bench.measure(&base, (store, "php-fpm"), &target, label, false);
+        }
+    }
+
+    let floor_rps = std::mem::take(&mut bench.floor_rps);
     let floor_spread = (
         floor_rps.iter().copied().fold(f64::INFINITY, f64::min),
         floor_rps.iter().copied().fold(0.0, f64::max),
@@ -319,10 +553,17 @@ fn main() {
         floor_spread.0,
         floor_spread.1
     );
+    if !php_version.is_empty() {
+        println!(
+            "php-fpm: {php_version}; pm static, {PHP_FPM_CHILDREN} children, behind \
+             mod_proxy_fcgi on a Unix socket; the limiters of bench/php/, 1 request a minute \
+             per address (one admitted a minute shows as an unexpected answer)"
+        );
+    }
     println!(
         "| store | server | program and path | req/s | p50 ms | p99 ms | x floor | notes |\n|---|---|---|---:|---:|---:|---:|---|"
     );
-    for r in &rows {
+    for r in &bench.rows {
         println!(
             "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {} |",
             r.store, r.server, r.path, r.rps, r.p50_ms, r.p99_ms, r.ratio, r.problems
@@ -333,40 +574,56 @@ fn main() {
         "static binary: {} bytes ({:.2} MB); peak RSS of one CGI request: {}",
         size,
         size as f64 / 1e6,
-        rss.join("; ")
+        rss.iter()
+            .map(|(store, path, kb, status)| format!("{store} {path}: {kb} kB ({status})"))
+            .collect::<Vec<_>>()
+            .join("; ")
     );
-    let ratio = |store: &str, server: &str, path: &str| {
-        rows.iter()
-            .find(|r| r.store == store && r.server == server && r.path.contains(path))
-            .map_or(f64::NAN, |r| r.ratio)
-    };
-    println!("targets:");
+    let ratio = |store: &str, server: &str| bench.ratio(store, server, "resolve, 429");
+    println!("targets (ratios of the rows' x floor, each measured in alternation with the floor):");
+    println!(
+        "  FastCGI 429, file store / PHP-FPM file limiter >= 2.5: {:.2} ({:.2}x / {:.2}x floor)",
+        ratio("file", "mod_fcgid") / bench.ratio("file", "php-fpm", "429"),
+        ratio("file", "mod_fcgid"),
+        bench.ratio("file", "php-fpm", "429"),
+    );
+    println!(
+        "  FastCGI 429, MySQL store / PHP-FPM MySQL limiter >= 2: {:.2} ({:.2}x / {:.2}x floor)",
+        ratio("mysql", "mod_fcgid") / bench.ratio("mysql", "php-fpm", "429"),
+        ratio("mysql", "mod_fcgid"),
+        bench.ratio("mysql", "php-fpm", "429"),
+    );
+    println!(
+        "  CGI 429, MySQL store >= 0.5x floor: {:.2}x",
+        ratio("mysql", "mod_cgid")
+    );
     println!(
         "  CGI 429, file store >= 0.9x floor: {:.2}x",
-        ratio("file", "mod_cgid", "429")
+        ratio("file", "mod_cgid")
+    );
+    println!(
+        "  Redis 429 (reported): CGI {:.2}x floor, FastCGI {:.2}x floor",
+        ratio("redis", "mod_cgid"),
+        ratio("redis", "mod_fcgid")
+    );
+    println!(
+        "  static binary < 5 MB: {:.2} MB; one CGI request < 4 MB: {}",
+        size as f64 / 1e6,
+        rss.iter()
+            .map(|(store, path, kb, _)| format!("{store} {path} {:.2} MB", *kb as f64 / 1024.0))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     for store in ["file", "mysql", "redis"] {
-        println!(
-            "  FastCGI 429, {store} store >= 4x floor: {:.2}x",
-            ratio(store, "mod_fcgid", "429")
-        );
-    }
-    for store in ["file", "mysql", "redis"] {
         for server in ["mod_cgid", "mod_fcgid"] {
-            let find = |label: &str| {
-                rows.iter()
-                    .find(|r| r.store == store && r.server == server && r.path.ends_with(label))
-                    .map_or(f64::NAN, |r| r.ratio)
-            };
-            let (with, without) = (find("resolve, 429"), find("429, no journal"));
+            let (with, without) = (
+                bench.ratio(store, server, "resolve, 429"),
+                bench.ratio(store, server, "429, no journal"),
+            );
             println!(
                 "  journal cost, 429 path, {store} {server} (<= 5%): {:+.1}% ({with:.2}x floor with, {without:.2}x without)",
                 (without / with - 1.0) * 100.0
             );
         }
     }
-    println!(
-        "  static binary <= 5 MB: {:.2} MB; one CGI request <= 4 MB: see peak RSS above",
-        size as f64 / 1e6
-    );
 }
