@@ -13,6 +13,7 @@
 //! `AT_MS TEXT` lines instead, oldest first.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use crate::core::journal::{ClientCount, KEEP_NOTES, Note, Row};
 use crate::store::file::record::checksum;
@@ -188,20 +189,14 @@ pub fn add(copy: &[u8], keys: &[String]) -> Result<Vec<u8>, Damage> {
                 *seen = true;
             }
         }
-        out.push_str(key);
-        out.push(' ');
-        out.push_str(&n.to_string());
-        out.push('\n');
+        let _ = writeln!(out, "{key} {n}");
     }
     let mut new: BTreeMap<&str, u64> = BTreeMap::new();
     for (k, _) in keys.iter().zip(&found).filter(|(_, seen)| !**seen) {
         *new.entry(k).or_default() += 1;
     }
     for (k, n) in new {
-        out.push_str(k);
-        out.push(' ');
-        out.push_str(&n.to_string());
-        out.push('\n');
+        let _ = writeln!(out, "{k} {n}");
     }
     Ok(out.into_bytes())
 }
@@ -249,10 +244,7 @@ pub fn rows(copy: &[u8], base: u32) -> Result<Vec<Row>, Damage> {
 pub fn totals(totals: &BTreeMap<(u32, String), u64>, base: u32) -> Vec<u8> {
     let mut out = String::new();
     for ((hour, name), n) in totals {
-        out.push_str(&total_key(hour - base, name));
-        out.push(' ');
-        out.push_str(&n.to_string());
-        out.push('\n');
+        let _ = writeln!(out, "{} {n}", total_key(hour - base, name));
     }
     out.into_bytes()
 }
