@@ -509,16 +509,23 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert!(
         output.contains("created table rate_counters")
             && output.contains("created table rate_events")
-            && output.contains("created table rate_cache"),
+            && output.contains("created table rate_cache")
+            && output.contains("created table rate_journal")
+            && output.contains("created table rate_notes"),
         "{output}"
     );
     assert_eq!(
         tables(),
-        BTreeSet::from([
-            "rate_cache".to_string(),
-            "rate_counters".to_string(),
-            "rate_events".to_string()
-        ])
+        BTreeSet::from(
+            [
+                "rate_cache",
+                "rate_counters",
+                "rate_events",
+                "rate_journal",
+                "rate_notes"
+            ]
+            .map(String::from)
+        )
     );
     assert_eq!(
         number(
@@ -547,7 +554,9 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert_eq!(code, 0, "{output}");
     assert!(
         output.contains("table rate_counters has the columns it needs")
-            && output.contains("table rate_events has the columns it needs"),
+            && output.contains("table rate_events has the columns it needs")
+            && output.contains("table rate_journal has the columns it needs")
+            && output.contains("table rate_notes has the columns it needs"),
         "{output}"
     );
     let shown = check_json(&output);
