@@ -395,8 +395,10 @@ impl Journal<'_> {
             }
         }
         let expiry = Expiry::at(now_ms);
+        // Some work in every sweep however short its time, so the journal never only grows.
+        let mut worked = false;
         for (day, files) in days {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if worked && deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(false);
             }
             let start = day.saturating_mul(24);
@@ -407,12 +409,16 @@ impl Journal<'_> {
                     report.removed += remove_unused(path)?;
                 }
                 report.removed += remove_unused(&self.day_path(day))?;
+                worked = true;
                 continue;
             }
             let due = files.hours.iter().any(|(h, _)| *h < expiry.clients_before)
                 || (files.has_file && start < expiry.totals_before);
             if due {
-                self.compact(day, &files.hours, expiry, report)?;
+                if !self.compact(day, &files.hours, expiry, deadline, report)? {
+                    return Ok(false);
+                }
+                worked = true;
             }
         }
         Ok(true)
@@ -420,65 +426,73 @@ impl Journal<'_> {
 
     /// Moves the day's hours past `CLIENT_HOURS` into its file (their totals; the client
     /// counts go), drops its totals past `KEEP_HOURS`, then deletes the hour files it holds.
+    /// Returns false when `deadline` came first (the hours moved so far stay moved: the mark
+    /// says up to where).
     fn compact(
         &self,
         day: u32,
         hours: &[(u32, PathBuf)],
         expiry: Expiry,
+        deadline: Option<Instant>,
         report: &mut SweepReport,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let base = day * 24;
         let day_lock = self.lock(&self.day_path(day), Lock::Exclusive)?;
-        let (header, copy) = match self.read(&day_lock.file, &day_lock.path)? {
-            Ok(read) => read,
-            Err(d) => {
-                let _ = damaged(&day_lock.path, d);
-                report.damaged += 1;
-                return Ok(());
-            }
+        let read = self.read(&day_lock.file, &day_lock.path)?;
+        let Ok((header, kept)) = read.and_then(|(h, copy)| Ok((h, record::rows(&copy, base)?)))
+        else {
+            let _ = damaged(&day_lock.path, Damage::Copy);
+            report.damaged += 1;
+            return Ok(true);
         };
         let mark = header.map_or(0, |h| h.mark).max(base);
-        let new_mark = mark.max(expiry.clients_before.min(base + 24));
+        let mut new_mark = mark.max(expiry.clients_before.min(base + 24));
         let mut totals: BTreeMap<(u32, String), u64> = BTreeMap::new();
-        let Ok(kept) = record::rows(&copy, base) else {
-            let _ = damaged(&day_lock.path, Damage::Line);
-            report.damaged += 1;
-            return Ok(());
-        };
         let before = kept.len();
         add_totals(&mut totals, kept, expiry);
-        let mut changed = totals.len() != before || new_mark != mark;
+        let mut changed = totals.len() != before;
+        let mut hours: Vec<&(u32, PathBuf)> = hours.iter().collect();
+        hours.sort();
         let mut done = Vec::new();
+        let mut current = None;
+        let mut complete = true;
         for (hour, path) in hours {
             if *hour < mark {
                 done.push(path); // a left-over: its counts are in the day's file
-            } else if *hour < new_mark {
-                let file = match open_ro(path) {
-                    Ok(f) => f,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(io_error("open", path, &e)),
-                };
-                lock_within(&file, path, Lock::Exclusive, self.timeout)?;
-                match self.read(&file, path)? {
-                    Ok((_, copy)) => match record::rows(&copy, *hour) {
-                        Ok(rows) => {
-                            add_totals(&mut totals, rows, expiry);
-                            done.push(path);
-                            changed = true;
-                        }
-                        Err(_) => {
-                            move_aside(path);
-                            report.damaged += 1;
-                        }
-                    },
-                    Err(_) => {
-                        move_aside(path);
-                        report.damaged += 1;
-                    }
+                continue;
+            }
+            if *hour >= new_mark {
+                continue;
+            }
+            if current != Some(*hour) {
+                // Whole hours at a time, and at least one per sweep.
+                if current.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+                    new_mark = *hour;
+                    complete = false;
+                    break;
+                }
+                current = Some(*hour);
+            }
+            let file = match open_ro(path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_error("open", path, &e)),
+            };
+            lock_within(&file, path, Lock::Exclusive, self.timeout)?;
+            let read = self.read(&file, path)?;
+            match read.and_then(|(_, copy)| record::rows(&copy, *hour)) {
+                Ok(rows) => {
+                    add_totals(&mut totals, rows, expiry);
+                    done.push(path);
+                    changed = true;
+                }
+                Err(_) => {
+                    move_aside(path);
+                    report.damaged += 1;
                 }
             }
         }
-        if changed {
+        if changed || new_mark != mark {
             let new = record::totals(&totals, base);
             self.write(&day_lock, header.as_ref(), &new, new_mark)?;
         }
@@ -489,7 +503,7 @@ impl Journal<'_> {
                 Err(e) => return Err(io_error("remove", path, &e)),
             }
         }
-        Ok(())
+        Ok(complete)
     }
 
     /// How many bytes the journal's files take (their lengths), for tests and `stats`.

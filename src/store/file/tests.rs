@@ -513,3 +513,40 @@ fn used_reads_counters_without_writing() {
     assert_eq!(store.used(&[check("resolve:ip:a")]).unwrap(), [0]);
     fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn a_bounded_sweep_moves_whole_hours_and_the_rest_later() {
+    let (dir, store) = journal_store("journal-budget");
+    let first = HOUR - HOUR % 24;
+    for hour in first..first + 6 {
+        for who in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+            store.clock.set_ms(u64::from(hour) * usage::HOUR_MS);
+            store.journal_add(&refused_entry(hour, who)).unwrap();
+        }
+    }
+    let totals = |store: &FileStore<FakeClock>| -> (Vec<(u32, String, u64)>, usize) {
+        let (clients, totals): (Vec<_>, Vec<_>) = journal_of(store, first, first + 6)
+            .into_iter()
+            .partition(|(_, name, _)| name.starts_with("client"));
+        (totals, clients.len())
+    };
+    let (want, clients) = totals(&store);
+    assert_eq!(clients, 18);
+    store
+        .clock
+        .set_ms(u64::from(first + 24 + 49) * usage::HOUR_MS);
+    // No time at all: one whole hour per sweep (its client counts gone), the totals whole.
+    let mut sweeps = 0;
+    while !store.sweep(Some(Duration::ZERO)).unwrap().complete {
+        sweeps += 1;
+        assert_eq!(
+            totals(&store),
+            (want.clone(), 18 - 3 * sweeps),
+            "sweep {sweeps}"
+        );
+    }
+    assert_eq!(sweeps, 5, "one hour each, the last one complete");
+    assert!(journal_files(&dir, "h").is_empty());
+    assert_eq!(journal_of(&store, first, first + 6), want);
+    fs::remove_dir_all(dir).unwrap();
+}
