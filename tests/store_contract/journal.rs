@@ -536,7 +536,7 @@ pub fn journal_size_of_a_busy_day(sut: &mut dyn StoreUnderTest) {
 /// counts, and with its totals only. None for the memory store, which has no size of its own.
 fn day_bound(store: &str) -> Option<(u64, u64)> {
     match store {
-        // Measured: 1.17 MB (1.57 MB of disk blocks), then 1.9 kB.
+        // Measured: 1.08 MB (1.57 MB of disk blocks), then 1.9 kB.
         "file" => Some((1_500_000, 10_000)),
         // InnoDB's pages, filled about half by keys that arrive out of order: 3.7 MB, 16 kB.
         "mysql" => Some((6_000_000, 64_000)),
