@@ -20,6 +20,7 @@ use resolve::app::App;
 use resolve::config::Config;
 use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
+use resolve::core::journal;
 use resolve::http::request::Env;
 use resolve::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
@@ -118,6 +119,26 @@ impl Store for Counted {
 
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
         self.store.cache_release(key, value)
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        self.store.used(checks)
+    }
+
+    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
+        self.store.journal_add(entry)
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError> {
+        self.store.journal_rows(from_hour, to_hour)
+    }
+
+    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
+        self.store.journal_note(note)
+    }
+
+    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError> {
+        self.store.journal_notes()
     }
 }
 
