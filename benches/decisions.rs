@@ -1,4 +1,4 @@
-//! Decision time per store, in process (criterion): a store kept open from one decision to the next, as one FastCGI process keeps it, and a store opened for a single decision (connect and decide), as each CGI request pays it; the file store with 10, 10,000 and 100,000 keys in its data directory; and a sweep within the 5 ms budget a request may spend on it. Starts its own MariaDB and Redis on loopback. Run: `cargo bench --bench decisions`.
+//! Decision time per store, in process (criterion): a store kept open from one decision to the next, as one FastCGI process keeps it, and a store opened for a single decision (connect and decide), as each CGI request pays it; the file store with 10, 10,000 and 100,000 keys in its data directory; a sweep within the 5 ms budget a request may spend on it; and a request's usage-journal entry in the file store, beside a decision. Starts its own MariaDB and Redis on loopback. Run: `cargo bench --bench decisions`.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -175,6 +175,56 @@ fn sweeping(c: &mut Criterion) {
     group.finish();
 }
 
+fn journal(c: &mut Criterion) {
+    use resolve::core::journal::{ClientCount, Entry, hour_of};
+    let mut group = c.benchmark_group("file store, a request's journal entry");
+    group.measurement_time(Duration::from_secs(3));
+    let dir = support::TempDir::new("bench-journal");
+    let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
+    let store = resolve::store::open::from_config(&cfg);
+    let hour = hour_of(resolve::core::clock::SystemClock.now_ms());
+    let entry = |n: u64| Entry {
+        hour,
+        totals: vec!["requests".into(), "refused:ip".into()],
+        client: Some((
+            format!("10.9.{}.{}", n >> 8 & 255, n & 255),
+            ClientCount::Refused,
+        )),
+    };
+    // Clients already in the hour: about 60 per shard file is a day of 10,000 clients seen in
+    // two hours each; 1,000 per file is 16,000 clients in one hour.
+    let mut added = 0;
+    for per_file in [60u64, 1_000] {
+        while added < per_file * 16 {
+            store.journal_add(&entry(added)).expect("add");
+            added += 1;
+        }
+        let mut n = 0;
+        group.bench_with_input(
+            BenchmarkId::new("clients per hour file", per_file),
+            &per_file,
+            |b, _| {
+                b.iter(|| {
+                    n = (n + 7919) % added;
+                    store.journal_add(&entry(n)).expect("add");
+                })
+            },
+        );
+    }
+    // Keys that exist already, as a client over its limit has one.
+    for n in 0..100 {
+        decide(store.as_ref(), &cfg, n);
+    }
+    let mut n = 0u64;
+    group.bench_function("the decision beside it", |b| {
+        b.iter(|| {
+            n = (n + 7919) % 100;
+            black_box(decide(store.as_ref(), &cfg, n))
+        })
+    });
+    group.finish();
+}
+
 /// A clock the benchmark sets while the store holds it.
 struct SharedClock(Rc<Cell<u64>>);
 
@@ -184,5 +234,5 @@ impl Clock for SharedClock {
     }
 }
 
-criterion_group!(benches, per_store, file_store_size, sweeping);
+criterion_group!(benches, per_store, file_store_size, sweeping, journal);
 criterion_main!(benches);

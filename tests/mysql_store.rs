@@ -928,7 +928,9 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert_eq!(code, 0, "{output}");
     assert!(
         output.contains("table rate_counters has the columns it needs")
-            && output.contains("table rate_events has the columns it needs"),
+            && output.contains("table rate_events has the columns it needs")
+            && output.contains("table rate_journal has the columns it needs")
+            && output.contains("table rate_notes has the columns it needs"),
         "{output}"
     );
     let shown = check_json(&output);

@@ -22,6 +22,12 @@
 //! | store_killed_under_load_and_restarted                  | yes (3) | yes (3)   | yes (3)   | yes (3)   |
 //! | slow_store_is_answered_within_its_bound                | -       | yes (4)   | yes       | yes       |
 //! | wrong_credentials_get_the_policy_answer_and_never_show | -       | -         | yes       | yes       |
+//! | journal_rows_round_trip                                | yes     | yes       | yes       | yes       |
+//! | journal_notes_newest_first_and_capped                  | yes     | yes       | yes       | yes       |
+//! | used_counts_without_counting                           | yes     | fixed (1) | yes       | yes       |
+//! | journal_sweep_lets_old_hours_go                        | yes (5) | yes (5)   | yes       | yes (2)   |
+//! | journal_exact_under_300_processes                      | threads | processes | processes | processes |
+//! | journal_size_of_a_busy_day                             | -       | yes (5)   | yes       | yes       |
 //!
 //! (1) The file store keeps fixed windows only: where a scenario has sliding windows, its test
 //! asserts that the configuration check refuses a sliding rule with the file store, and that the
@@ -31,7 +37,12 @@
 //! mount gone), then put back; MariaDB and Redis get a SIGKILL and a restart (MariaDB keeps its
 //! counts, Redis here has no persistence). (4) Slow: a key's file locked by another process.
 //! The memory store has no I/O to be slow and no credentials; the file store has no
-//! credentials (its permission faults are in storage_faults.rs).
+//! credentials (its permission faults are in storage_faults.rs). (5) Also with the clock moved
+//! on: two days, then 400 days.
+//!
+//! The journal's 300 processes are this test program run again
+//! (`journal_add_in_a_child_process`), each adding one entry through the library: the program
+//! itself does not journal yet.
 //!
 //! The scenarios through the program run it under a real Apache (mod_cgid: a process per
 //! request; mod_fcgid with RESOLVE_TEST_APACHE_MODE=fcgid), 300 requests at once meaning as
@@ -53,6 +64,8 @@ mod support;
 mod differential;
 #[path = "store_contract/handles.rs"]
 mod handles;
+#[path = "store_contract/journal.rs"]
+mod journal;
 #[path = "store_contract/served.rs"]
 mod served;
 #[path = "store_contract/sites.rs"]
@@ -139,4 +152,21 @@ contract! {
         for file, mysql, redis;
     wrong_credentials_get_the_policy_answer_and_never_show:
         served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
+    journal_rows_round_trip: journal::journal_rows_round_trip() for memory, file, mysql, redis;
+    journal_notes_newest_first_and_capped: journal::journal_notes_newest_first_and_capped()
+        for memory, file, mysql, redis;
+    used_counts_without_counting: journal::used_counts_without_counting()
+        for memory, file, mysql, redis;
+    journal_sweep_lets_old_hours_go: journal::journal_sweep_lets_old_hours_go()
+        for memory, file, mysql, redis;
+    journal_exact_under_300_processes: journal::journal_exact_under_300_processes()
+        for memory, file, mysql, redis;
+    journal_size_of_a_busy_day: journal::journal_size_of_a_busy_day() for file, mysql, redis;
+}
+
+/// Not a test by itself: the body of the processes `journal_exact_under_300_processes` starts
+/// (this program run again with `RESOLVE_TEST_JOURNAL_STORE`); without that, it does nothing.
+#[test]
+fn journal_add_in_a_child_process() {
+    journal::child_adds_one_entry();
 }

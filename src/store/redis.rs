@@ -441,21 +441,39 @@ impl Store for RedisStore {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
-        let now = self.server_ms()?;
-        let mut commands = Vec::with_capacity(2 * checks.len());
-        for c in checks {
-            let key = c.key.as_bytes();
-            commands.push(resp::encode(&[b"TYPE", key]));
-            commands.push(match c.rule.algorithm {
-                Algorithm::Fixed => resp::encode(&[b"HMGET", key, b"s", b"c"]),
-                // Records within the window ending now, as the script counts them.
-                Algorithm::Sliding => {
-                    let after = format!("({}", now.saturating_sub(c.rule.window_ms()));
-                    resp::encode(&[b"ZCOUNT", key, after.as_bytes(), b"+inf"])
-                }
-            });
-        }
+        // The time and each key's type, then a read of the keys of their rule's type (a key of
+        // the other type is one a decision would start afresh: it counts nothing).
+        let mut commands = vec![resp::encode(&[b"TIME"])];
+        commands.extend(
+            checks
+                .iter()
+                .map(|c| resp::encode(&[b"TYPE", c.key.as_bytes()])),
+        );
         let replies = self.exchange(&commands, false)?;
+        let now = journal::ms_from_time(&replies[0]).map_err(|e| self.odd(e))?;
+        let mut reads = Vec::new();
+        let mut read_for = Vec::with_capacity(checks.len());
+        for (c, kind) in checks.iter().zip(&replies[1..]) {
+            let key = c.key.as_bytes();
+            let read = match (c.rule.algorithm, kind) {
+                (Algorithm::Fixed, Reply::Simple(t)) if t == "hash" => {
+                    Some(resp::encode(&[b"HMGET", key, b"s", b"c"]))
+                }
+                // Records within the window ending now, as the script counts them.
+                (Algorithm::Sliding, Reply::Simple(t)) if t == "zset" => {
+                    let after = format!("({}", now.saturating_sub(c.rule.window_ms()));
+                    Some(resp::encode(&[b"ZCOUNT", key, after.as_bytes(), b"+inf"]))
+                }
+                _ => None,
+            };
+            read_for.push(read.is_some().then_some(reads.len()));
+            reads.extend(read);
+        }
+        let read = if reads.is_empty() {
+            Vec::new()
+        } else {
+            self.exchange(&reads, false)?
+        };
         let number = |r: &Reply| -> Option<u64> {
             match r {
                 Reply::Bulk(Some(b)) => String::from_utf8_lossy(b).parse().ok(),
@@ -463,30 +481,23 @@ impl Store for RedisStore {
                 _ => None,
             }
         };
-        checks
+        let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(checks
             .iter()
-            .zip(replies.chunks(2))
-            .map(|(c, pair)| {
-                let [Reply::Simple(kind), read] = pair else {
-                    return Err(self.odd(format!("TYPE answered {pair:?}")));
-                };
-                // A key of the other kind is one a decision would start afresh.
-                Ok(match (c.rule.algorithm, kind.as_str(), read) {
-                    (Algorithm::Fixed, "hash", Reply::Array(Some(v))) if v.len() == 2 => {
-                        let counter = number(&v[0]).zip(number(&v[1])).map(|(s, n)| Counter {
-                            start_ms: s,
-                            window_ms: c.rule.window_ms(),
-                            count: u32::try_from(n).unwrap_or(u32::MAX),
-                        });
-                        limiter::used(c.rule, &State::Fixed(counter), now)
-                    }
-                    (Algorithm::Sliding, "zset", r) => {
-                        number(r).map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
-                    }
-                    _ => 0,
-                })
+            .zip(read_for)
+            .map(|(c, at)| match (c.rule.algorithm, at.map(|i| &read[i])) {
+                (Algorithm::Fixed, Some(Reply::Array(Some(v)))) if v.len() == 2 => {
+                    let counter = number(&v[0]).zip(number(&v[1])).map(|(s, n)| Counter {
+                        start_ms: s,
+                        window_ms: c.rule.window_ms(),
+                        count: clamp(n),
+                    });
+                    limiter::used(c.rule, &State::Fixed(counter), now)
+                }
+                (Algorithm::Sliding, Some(r)) => number(r).map_or(0, clamp),
+                _ => 0,
             })
-            .collect()
+            .collect())
     }
 
     fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {

@@ -207,6 +207,12 @@ pub trait StoreUnderTest {
     /// The longest a request may take while the store fails: its own bound and the slack.
     fn failure_bound(&self, timeouts: Timeouts) -> Duration;
 
+    /// Bytes the usage journal takes in the backing store: all of it, or (`totals_only`) its
+    /// totals alone. None where there is no size to measure (the memory store).
+    fn journal_bytes(&self, _totals_only: bool) -> Option<u64> {
+        None
+    }
+
     /// For the memory store: the store itself, which sites then use in this process.
     fn in_process(&self) -> Option<MemoryStore<TestClock>> {
         None

@@ -301,3 +301,260 @@ fn a_zero_budget_sweep_stops_early() {
     assert_eq!(store.sweep(None).unwrap().removed, 50);
     fs::remove_dir_all(dir).unwrap();
 }
+
+/// One entry of `hour` for client `who`: a request and its refusal.
+fn refused_entry(hour: u32, who: &str) -> usage::Entry {
+    usage::Entry {
+        hour,
+        totals: vec!["requests".into(), "refused:ip".into()],
+        client: Some((who.into(), usage::ClientCount::Refused)),
+    }
+}
+
+/// The journal's rows of `from..to` as `(hour, name or client, count)`, sorted.
+fn journal_of(store: &FileStore<FakeClock>, from: u32, to: u32) -> Vec<(u32, String, u64)> {
+    let mut rows: Vec<(u32, String, u64)> = store
+        .journal_rows(from, to)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r {
+            usage::Row::Total { hour, name, count } => (hour, name, count),
+            usage::Row::Client {
+                hour, client, n, ..
+            } => (hour, format!("client {client}"), n),
+        })
+        .collect();
+    rows.sort();
+    // Totals of one hour are kept per shard: summed, as readers sum them.
+    rows.dedup_by(|b, a| {
+        let same = a.0 == b.0 && a.1 == b.1;
+        if same {
+            a.2 += b.2;
+        }
+        same
+    });
+    rows
+}
+
+/// The journal's files whose names start with `prefix`.
+fn journal_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir.join(journal::DIR_NAME))
+        .map(|e| {
+            e.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+const HOUR: u32 = 480_000;
+
+fn journal_store(name: &str) -> (PathBuf, FileStore<FakeClock>) {
+    let dir = tempdir(name);
+    let store = FileStore::new(
+        &dir,
+        FakeClock::at(u64::from(HOUR) * usage::HOUR_MS + 5),
+        Duration::from_secs(600),
+    );
+    (dir, store)
+}
+
+#[test]
+fn journal_files_are_private_and_a_crash_left_over_never_counts_twice() {
+    let (dir, store) = journal_store("journal-crash");
+    for who in ["192.0.2.1", "192.0.2.2", "192.0.2.1"] {
+        store.journal_add(&refused_entry(HOUR, who)).unwrap();
+    }
+    let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
+    assert_eq!(mode(&dir.join(journal::DIR_NAME)), 0o700);
+    let hours = journal_files(&dir, "h");
+    assert!(!hours.is_empty() && hours.iter().all(|p| mode(p) == 0o600));
+    let want = vec![
+        (HOUR, "client 192.0.2.1".to_owned(), 2),
+        (HOUR, "client 192.0.2.2".to_owned(), 1),
+        (HOUR, "refused:ip".to_owned(), 3),
+        (HOUR, "requests".to_owned(), 3),
+    ];
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1), want);
+    // Two days on, a sweep moves the hour into its day's file and deletes the hour's files.
+    let saved: Vec<(PathBuf, Vec<u8>)> = hours
+        .iter()
+        .map(|p| (p.clone(), fs::read(p).unwrap()))
+        .collect();
+    store.clock.advance_ms(49 * usage::HOUR_MS);
+    let report = store.sweep(None).unwrap();
+    assert_eq!(report.removed, hours.len() as u64);
+    assert!(journal_files(&dir, "h").is_empty());
+    assert_eq!(journal_files(&dir, "d").len(), 1);
+    let totals = want[2..].to_vec();
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
+    // A crash between writing the day's file and deleting the hour's: they are still there,
+    // ignored by readers, and deleted by the next sweep.
+    for (path, bytes) in &saved {
+        fs::write(path, bytes).unwrap();
+    }
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
+    store.sweep(None).unwrap();
+    assert!(journal_files(&dir, "h").is_empty());
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_journal_write_that_never_completed_leaves_the_counts_before_it() {
+    let (dir, store) = journal_store("journal-torn");
+    store
+        .journal_add(&refused_entry(HOUR, "192.0.2.1"))
+        .unwrap();
+    let path = journal_files(&dir, "h").remove(0);
+    let before = fs::read(&path).unwrap();
+    let live = journal_record::decode_header(&before).unwrap().unwrap();
+    // The next copy, cut short where it goes, its header never written: every cut reads as
+    // the counts before it.
+    let next = journal_record::place(Some(&live), live.len + 40) as usize;
+    for cut in [0, 1, 20, 39, 80] {
+        let mut torn = before.clone();
+        torn.resize(torn.len().max(next + cut), 0);
+        torn[next..next + cut].fill(b'x');
+        fs::write(&path, &torn).unwrap();
+        assert_eq!(
+            journal_of(&store, HOUR, HOUR + 1),
+            [
+                (HOUR, "client 192.0.2.1".to_owned(), 1),
+                (HOUR, "refused:ip".to_owned(), 1),
+                (HOUR, "requests".to_owned(), 1),
+            ],
+            "cut at {cut}"
+        );
+    }
+    store
+        .journal_add(&refused_entry(HOUR, "192.0.2.1"))
+        .unwrap();
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1)[0].2, 2);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn damaged_journal_files_are_moved_aside_and_reported() {
+    let (dir, store) = journal_store("journal-damaged");
+    let entry = refused_entry(HOUR, "192.0.2.1");
+    store.journal_add(&entry).unwrap();
+    let path = journal_files(&dir, "h").remove(0);
+    fs::write(&path, b"garbage").unwrap();
+    // A reader reports it and moves it aside; the journal reads on without it.
+    let e = store.journal_rows(HOUR, HOUR + 1).unwrap_err();
+    assert_eq!(e.kind, crate::store::StoreErrorKind::Corrupt, "{e}");
+    assert!(e.detail.contains(".damaged"), "{e}");
+    assert!(journal_of(&store, HOUR, HOUR + 1).is_empty());
+    // A writer likewise, then counts afresh.
+    store.journal_add(&entry).unwrap();
+    let header = journal_record::encode_header(&journal_record::Header {
+        off: 128,
+        len: 5,
+        mark: 0,
+        sum: 1,
+    });
+    fs::write(&path, header).unwrap();
+    let e = store.journal_add(&entry).unwrap_err();
+    assert_eq!(e.kind, crate::store::StoreErrorKind::Corrupt, "{e}");
+    store.journal_add(&entry).unwrap();
+    assert_eq!(journal_of(&store, HOUR, HOUR + 1)[0].2, 1);
+    // Damaged notes likewise.
+    store
+        .journal_note(&usage::Note {
+            at_ms: 1,
+            text: "ACTION NEEDED: x".into(),
+        })
+        .unwrap();
+    fs::write(dir.join(journal::DIR_NAME).join("notes"), b"junk").unwrap();
+    assert!(store.journal_notes().is_err());
+    assert_eq!(store.journal_notes().unwrap(), []);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_journal_directory_that_is_a_link_is_refused_never_followed() {
+    let (dir, store) = journal_store("journal-link");
+    let outside = tempdir("journal-link-outside");
+    std::os::unix::fs::symlink(&outside, dir.join(journal::DIR_NAME)).unwrap();
+    let e = store
+        .journal_add(&refused_entry(HOUR, "192.0.2.1"))
+        .unwrap_err();
+    assert!(e.detail.contains("symbolic link"), "{e}");
+    assert!(store.journal_rows(HOUR, HOUR + 1).is_err());
+    assert!(store.journal_notes().is_err());
+    assert!(store.sweep(None).unwrap().complete);
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing outside"
+    );
+    fs::remove_dir_all(dir).unwrap();
+    fs::remove_dir_all(outside).unwrap();
+}
+
+#[test]
+fn used_reads_counters_without_writing() {
+    let dir = tempdir("used");
+    let store = store_in(&dir);
+    let r = rule("ip", 3, 60);
+    let check = |key: &str| Check {
+        rule: &r,
+        key: key.into(),
+    };
+    decide_one(&store, &r, "resolve:ip:a").unwrap();
+    decide_one(&store, &r, "resolve:ip:a").unwrap();
+    assert_eq!(
+        store
+            .used(&[check("resolve:ip:a"), check("resolve:ip:b")])
+            .unwrap(),
+        [2, 0]
+    );
+    assert!(!store.path_for("resolve:ip:b").exists(), "nothing written");
+    store.clock.advance_ms(60_000);
+    assert_eq!(store.used(&[check("resolve:ip:a")]).unwrap(), [0]);
+    fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_bounded_sweep_moves_whole_hours_and_the_rest_later() {
+    let (dir, store) = journal_store("journal-budget");
+    let first = HOUR - HOUR % 24;
+    for hour in first..first + 6 {
+        for who in ["192.0.2.1", "192.0.2.2", "192.0.2.3"] {
+            store.clock.set_ms(u64::from(hour) * usage::HOUR_MS);
+            store.journal_add(&refused_entry(hour, who)).unwrap();
+        }
+    }
+    let totals = |store: &FileStore<FakeClock>| -> (Vec<(u32, String, u64)>, usize) {
+        let (clients, totals): (Vec<_>, Vec<_>) = journal_of(store, first, first + 6)
+            .into_iter()
+            .partition(|(_, name, _)| name.starts_with("client"));
+        (totals, clients.len())
+    };
+    let (want, clients) = totals(&store);
+    assert_eq!(clients, 18);
+    store
+        .clock
+        .set_ms(u64::from(first + 24 + 49) * usage::HOUR_MS);
+    // No time at all: one whole hour per sweep (its client counts gone), the totals whole.
+    let mut sweeps = 0;
+    while !store.sweep(Some(Duration::ZERO)).unwrap().complete {
+        sweeps += 1;
+        assert_eq!(
+            totals(&store),
+            (want.clone(), 18 - 3 * sweeps),
+            "sweep {sweeps}"
+        );
+    }
+    assert_eq!(sweeps, 5, "one hour each, the last one complete");
+    assert!(journal_files(&dir, "h").is_empty());
+    assert_eq!(journal_of(&store, first, first + 6), want);
+    fs::remove_dir_all(dir).unwrap();
+}

@@ -110,6 +110,23 @@ impl StoreUnderTest for InFiles {
         self.handle().path_for(key).exists()
     }
 
+    /// The lengths of the journal's files (on a day swept two days on, its totals alone). The
+    /// blocks they take on disk are printed too: each small file takes at least one.
+    fn journal_bytes(&self, _totals_only: bool) -> Option<u64> {
+        let blocks: u64 = fs::read_dir(self.data.join("journal"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let bytes = self.handle().journal_bytes().expect("the journal's size");
+        eprintln!("file store journal: {bytes} bytes in files, {blocks} bytes of disk blocks");
+        Some(bytes)
+    }
+
     /// The data directory goes away and a file takes its place, so that it cannot be made
     /// again (a mount that is gone): every request fails.
     fn kill(&mut self) {

@@ -84,6 +84,29 @@ impl StoreUnderTest for InMysql {
         )) > 0
     }
 
+    /// The journal table's data and index, as InnoDB counts them (pages of 16 kB); for its
+    /// totals alone, those of a copy holding only them.
+    fn journal_bytes(&self, totals_only: bool) -> Option<u64> {
+        let d = self.db.database();
+        let size = |table: &str| {
+            self.db.root_sql(&format!("ANALYZE TABLE `{d}`.`{table}`"));
+            self.number(&format!(
+                "SELECT data_length + index_length FROM information_schema.TABLES \
+                 WHERE table_schema = '{d}' AND table_name = '{table}'"
+            ))
+        };
+        if !totals_only {
+            return Some(size("rate_journal"));
+        }
+        self.db.root_sql(&format!(
+            "CREATE TABLE `{d}`.totals_alone LIKE `{d}`.rate_journal; \
+             INSERT INTO `{d}`.totals_alone SELECT * FROM `{d}`.rate_journal WHERE kind = 't'"
+        ));
+        let bytes = size("totals_alone");
+        self.db.root_sql(&format!("DROP TABLE `{d}`.totals_alone"));
+        Some(bytes)
+    }
+
     /// SIGKILL: no shutdown; InnoDB recovers at the next start.
     fn kill(&mut self) {
         self.db.kill();

@@ -81,6 +81,36 @@ impl StoreUnderTest for InRedis {
         self.int(&["EXISTS", key]) == 1
     }
 
+    /// `MEMORY USAGE` of every key of the journal (or of its totals alone).
+    fn journal_bytes(&self, totals_only: bool) -> Option<u64> {
+        let pattern = if totals_only {
+            "resolve:journal:totals:*"
+        } else {
+            "resolve:journal:*"
+        };
+        let mut cursor = "0".to_owned();
+        let mut bytes = 0;
+        loop {
+            let reply = self
+                .redis
+                .cmd(&["SCAN", &cursor, "MATCH", pattern, "COUNT", "1000"]);
+            let Resp::Array(Some(parts)) = reply else {
+                panic!("SCAN: {reply}");
+            };
+            let [next, Resp::Array(Some(keys))] = &parts[..] else {
+                panic!("SCAN answered {parts:?}");
+            };
+            for key in keys {
+                let key = key.as_text().expect("a key");
+                bytes += self.int(&["MEMORY", "USAGE", &key, "SAMPLES", "0"]);
+            }
+            cursor = next.as_text().expect("a cursor");
+            if cursor == "0" {
+                return Some(bytes);
+            }
+        }
+    }
+
     /// SIGKILL: every key is lost (no persistence).
     fn kill(&mut self) {
         self.redis.kill();
