@@ -286,18 +286,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_process_keeps_one_shard() {
+        let shard = shard();
+        assert_eq!(shard, super::shard());
+        let n: u64 = shard.strip_prefix('s').unwrap().parse().unwrap();
+        assert!(n < SHARDS);
+    }
+
+    #[test]
     fn an_entry_is_one_statement_with_its_rows_in_key_order() {
         let entry = Entry {
             hour: 7,
             totals: vec!["requests".into(), "refused:ip".into(), "requests".into()],
             client: Some(("203.0.113.7".into(), ClientCount::Refused)),
         };
+        // Totals go to the process's shard (`s3` = X'7333' here).
         assert_eq!(
-            add_sql("j", &entry).unwrap(),
+            add_sql_in("j", &entry, "s3").unwrap(),
             "INSERT INTO `j` (hour, kind, name, client, n) VALUES \
              (7, 'c', X'72656675736564', X'3230332e302e3131332e37', 1), \
-             (7, 't', X'726566757365643a6970', X'', 1), \
-             (7, 't', X'7265717565737473', X'', 2) \
+             (7, 't', X'726566757365643a6970', X'7333', 1), \
+             (7, 't', X'7265717565737473', X'7333', 2) \
              ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
         );
         let nothing = Entry {
