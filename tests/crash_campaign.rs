@@ -276,6 +276,10 @@ fn audit_files(data: &Path) -> String {
         .flatten()
     {
         let shard_name = shard.file_name().to_string_lossy().into_owned();
+        if shard_name == "journal" {
+            // The usage journal: read back through the store below, not a counter shard.
+            continue;
+        }
         assert!(
             shard_name.len() == 2 && shard_name.bytes().all(|b| b.is_ascii_hexdigit()),
             "file store: unexpected entry {} in the data directory",
@@ -317,9 +321,15 @@ fn audit_files(data: &Path) -> String {
             }
         }
     }
+    // The usage journal, written by the same killed processes, reads back whole.
+    let journal = FileStore::new(data, SystemClock, Duration::from_secs(600));
+    let now = resolve::core::journal::hour_of(now_ms());
+    let rows = resolve::store::Store::journal_rows(&journal, now - 2, now + 2)
+        .unwrap_or_else(|e| panic!("file store: the usage journal is unreadable: {e}"));
     format!(
         "{files} counter files in {shards} shards, all readable ({empty} empty: created by a \
-         process killed before its first write), none moved aside"
+         process killed before its first write), none moved aside; the journal's {} rows readable",
+        rows.len()
     )
 }
 
@@ -392,6 +402,19 @@ fn audit_redis(r: &Redis) -> String {
     let (mut n, mut gone) = (0, 0);
     for key in keys {
         let key = key.as_text().expect("a key name");
+        if key.starts_with("resolve:journal:") {
+            // The usage journal's hashes expire by themselves (the notes list is kept, trimmed).
+            let ttl: i64 = r
+                .cmd(&["PTTL", &key])
+                .as_text()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("redis: PTTL {key}"));
+            assert!(
+                ttl != -1 || key == "resolve:journal:notes",
+                "redis: {key} has no expiry"
+            );
+            continue;
+        }
         let (limit, window) = if key.starts_with("resolve:ip-hour:") {
             (HOUR_LIMIT, HOUR_SECS * 1000)
         } else if key.starts_with("resolve:ip:") {
