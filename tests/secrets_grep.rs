@@ -772,7 +772,13 @@ fn mysql_password_never_leaks_in_either_mode() {
     let mut cap = Capture::default();
     store_scenarios(&mut cap, "mysql", &secrets[1], &scenarios);
     // What the store holds.
-    for table in ["rate_counters", "rate_events", "rate_cache"] {
+    for table in [
+        "rate_counters",
+        "rate_events",
+        "rate_cache",
+        "rate_journal",
+        "rate_notes",
+    ] {
         let rows = db.root_sql(&format!("SELECT * FROM `{}`.`{table}`", db.database()));
         cap.add(format!("table {table}"), rows);
     }
@@ -858,6 +864,7 @@ fn redis_password_never_leaks_in_either_mode() {
             let value = match redis.cmd(&["TYPE", &key]).as_text().as_deref() {
                 Some("hash") => redis.cmd(&["HGETALL", &key]),
                 Some("zset") => redis.cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"]),
+                Some("list") => redis.cmd(&["LRANGE", &key, "0", "-1"]),
                 _ => redis.cmd(&["GET", &key]),
             };
             dump.push_str(&format!("{key}: {value}\n"));
