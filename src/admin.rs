@@ -242,20 +242,7 @@ impl Dashboard<'_> {
 
     /// The client's address as the rules count it (an IPv6 client by its prefix).
     fn identity(&self, env: &Env) -> Option<String> {
-        let forwarded = env
-            .header(&self.config.forwarded_header)
-            .and_then(|v| std::str::from_utf8(v).ok());
-        let connecting = self
-            .config
-            .client
-            .network_header()
-            .and_then(|h| env.header(h))
-            .and_then(|v| std::str::from_utf8(v).ok());
-        let address = self
-            .config
-            .client
-            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
-            .ok()?;
+        let address = self.config.client_address(env).ok()?;
         Some(self.config.client.identity(address))
     }
 

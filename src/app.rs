@@ -331,27 +331,14 @@ impl App<'_> {
             .config
             .api_keys
             .check(env.header(&self.config.api_keys.header))?;
-        let forwarded = env
-            .header(&self.config.forwarded_header)
-            .and_then(|v| std::str::from_utf8(v).ok());
-        let connecting = self
-            .config
-            .client
-            .network_header()
-            .and_then(|h| env.header(h))
-            .and_then(|v| std::str::from_utf8(v).ok());
-        let address = self
-            .config
-            .client
-            .client_address(env.text("REMOTE_ADDR"), forwarded, connecting)
-            .map_err(|e| {
-                Problem::new(
-                    400,
-                    "unknown_client",
-                    "The server could not tell who is asking.",
-                )
-                .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
-            })?;
+        let address = self.config.client_address(env).map_err(|e| {
+            Problem::new(
+                400,
+                "unknown_client",
+                "The server could not tell who is asking.",
+            )
+            .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
+        })?;
         let body = read_body(body, head.body_len)?;
         let link = request::parse_link(&head, env, &body)?;
         Ok(Asked {

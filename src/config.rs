@@ -118,6 +118,21 @@ impl Config {
         })
     }
 
+    /// The client's address for a request: REMOTE_ADDR, or what a trusted proxy's forwarded
+    /// header or a trusted network's own header names.
+    pub fn client_address(
+        &self,
+        env: &crate::http::request::Env,
+    ) -> Result<std::net::IpAddr, crate::http::identity::IdentityError> {
+        let text = |name: &str| env.header(name).and_then(|v| std::str::from_utf8(v).ok());
+        let connecting = self.client.network_header().and_then(text);
+        self.client.client_address(
+            env.text("REMOTE_ADDR"),
+            text(&self.forwarded_header),
+            connecting,
+        )
+    }
+
     /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
     pub fn budget(&self) -> &[Rule] {
         &self.spend[self.provider_rate_limits.min(self.spend.len())..]
