@@ -147,6 +147,7 @@ impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
+        self.store.begin_request();
         let key_header = &self.config.api_keys.header;
         // Programs identify themselves with a key: they get JSON whatever they accept.
         let format = if env.header(key_header).is_some() {

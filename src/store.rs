@@ -39,6 +39,11 @@ pub trait Store {
     /// is admitted, as one atomic step: concurrent requests never see each other's halves.
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError>;
 
+    /// Says that a request begins: a store with a time bound per request (MySQL) shares it
+    /// among all of that request's operations from here on. Commands that are not requests
+    /// never call it, and each of their operations has the bound to itself.
+    fn begin_request(&self) {}
+
     /// Removes keys whose windows ended long ago, spending at most `budget` (None: no bound).
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError>;
 

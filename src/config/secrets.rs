@@ -15,10 +15,10 @@ impl Config {
         if let StoreKind::Mysql(m) = &self.store.kind {
             secrets.extend(m.password.iter().map(|p| p.expose().to_owned()));
             if let Some(url) = &m.url
-                && let Ok(opts) = mysql::Opts::from_url(url.expose())
-                && let Some(pass) = opts.get_pass()
+                && let Ok(parts) = crate::store::mysql::settings::url_parts(url.expose())
+                && let Some(pass) = parts.password
             {
-                secrets.push(pass.to_owned());
+                secrets.push(pass);
             }
         }
         if let Some(admin) = &self.admin {

@@ -8,7 +8,7 @@ use crate::config::raw::RawStore;
 use crate::defaults;
 use crate::http::url::{self, UrlError};
 use crate::secret::Secret;
-use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::store::mysql::settings::{MysqlSettings, TsUnit, url_parts};
 use crate::store::redis::resp::Target;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::settings::{OnError, StoreConfig, StoreKind};
@@ -292,29 +292,21 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
 }
 
 fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
-    if let Some(url) = &raw.url
-        && let Err(e) = mysql::Opts::from_url(url)
-    {
-        // The message of a URL error can quote the URL, password included: say less.
-        let why = match e {
-            mysql::UrlError::UnsupportedScheme(_) => "it must start with mysql://",
-            mysql::UrlError::BadUrl | mysql::UrlError::ParseError(_) => "it is not a URL",
-            _ => "it has an unknown or invalid parameter",
-        };
-        return Err(err(
-            "store.url",
-            format!("{why}; write mysql://USER:PASSWORD@HOST:PORT/DATABASE"),
-        ));
-    }
+    let from_url = match &raw.url {
+        Some(url) => Some(url_parts(url).map_err(|why| {
+            err(
+                "store.url",
+                format!("{why}; write mysql://USER:PASSWORD@HOST:PORT/DATABASE"),
+            )
+        })?),
+        None => None,
+    };
     let url_has = |part: &str| {
-        raw.url
-            .as_deref()
-            .and_then(|u| mysql::Opts::from_url(u).ok())
-            .is_some_and(|o| match part {
-                "user" => o.get_user().is_some(),
-                "database" => o.get_db_name().is_some(),
-                _ => false,
-            })
+        from_url.as_ref().is_some_and(|o| match part {
+            "user" => o.user.is_some(),
+            "database" => o.database.is_some(),
+            _ => false,
+        })
     };
     if raw.url.is_none() && raw.host.is_none() && raw.socket.is_none() {
         return Err(err(

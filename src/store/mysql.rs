@@ -22,34 +22,38 @@
 //! exact among themselves.
 //!
 //! The usage journal and its notes have tables of their own (`journal`).
+//!
+//! A refusal is decided on a plain read of the committed rows, without a transaction or a lock:
+//! counts only grow within a window (a refund aside, which may as well come after), so what is
+//! over the limit on that read is over it on any later one, and a refused request costs one round
+//! trip and writes nothing. Only a request that read as admitted takes the locks and decides
+//! again (`decide`). Statements are sent as text, several in one packet where they belong
+//! together, with every value a literal of digits or hexadecimal (`client`): nothing to escape.
 
-mod connect;
+mod auth;
+pub mod client;
+mod decide;
 mod errors;
 mod journal;
+pub mod packet;
 pub mod schema;
 pub mod settings;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
-
-use mysql::prelude::Queryable;
-use mysql::{Conn, Opts, OptsBuilder, SslOpts, TxOpts, Value};
 
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
-use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::mysql::settings::MysqlSettings;
+use crate::store::mysql::settings::{MysqlSettings, url_parts};
 use crate::store::{Check, Store, StoreError, SweepReport};
-use connect::connect_within;
+use client::{Conn, Params, Place};
 use errors::{
     Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
     explain,
 };
-use schema::{
-    KeyNeeds, NOW_MS, check_tables, create_tables_sql, like_prefix, ms_to_ts, ts_param, ts_read,
-    ts_to_ms,
-};
+use schema::{KeyNeeds, NOW_MS, check_tables, create_tables_sql, like_prefix, ms_to_ts, ts_param};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
 /// (both roll the transaction back, so a retry cannot double-count). A table shared with a PHP
@@ -58,6 +62,9 @@ use schema::{
 const ATTEMPTS: usize = 8;
 /// Rows one sweep statement deletes at most, so no statement holds locks for long.
 const SWEEP_BATCH: u32 = 1000;
+/// How long creating the tables may take: once per installation, and a loaded server can take
+/// seconds over five `CREATE TABLE`s, far more than a request's read timeout.
+const CREATE_BUDGET: Duration = Duration::from_secs(20);
 
 pub struct MysqlStore {
     settings: MysqlSettings,
@@ -68,6 +75,9 @@ pub struct MysqlStore {
     /// configured window).
     needs: KeyNeeds,
     conn: RefCell<Option<Conn>>,
+    /// While a request is served: when its first operation began (None until then). All of a
+    /// request's operations together stay within [`MysqlStore::bound`] of it.
+    request: Cell<Option<Option<Instant>>>,
 }
 
 impl MysqlStore {
@@ -79,59 +89,43 @@ impl MysqlStore {
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
             needs: KeyNeeds::of(rules),
             conn: RefCell::new(None),
+            request: Cell::new(None),
         }
     }
 
-    fn opts(&self) -> Result<Opts, StoreError> {
+    /// Where and as whom to connect: the fields of the store, over the parts of its URL.
+    fn params(&self) -> Result<Params, StoreError> {
         let s = &self.settings;
-        let base = match &s.url {
-            Some(url) => OptsBuilder::from_opts(
-                Opts::from_url(url.expose())
-                    .map_err(|_| StoreError::unavailable("store.url is not a mysql:// URL"))?,
-            ),
-            None => OptsBuilder::new(),
+        let url = match &s.url {
+            Some(url) => url_parts(url.expose())
+                .map_err(|_| StoreError::unavailable("store.url is not a mysql:// URL"))?,
+            None => Default::default(),
         };
-        let mut b = base
-            .tcp_connect_timeout(Some(s.connect_timeout))
-            .read_timeout(Some(s.read_timeout))
-            .write_timeout(Some(s.read_timeout))
-            // A TCP connection to localhost must stay TCP: the socket may be another server's.
-            .prefer_socket(false)
-            // Each CGI process prepares a statement once: no cache to keep.
-            .stmt_cache_size(Some(16))
-            // Known, so the driver does not ask the server for it at every connection (a
-            // round trip per CGI request). Our packets are a few hundred bytes; 4 MiB is the
-            // smallest default of the servers we support (MySQL 5.7).
-            .max_allowed_packet(Some(4 << 20))
-            .init(vec![
-                format!(
-                    "SET SESSION innodb_lock_wait_timeout = {}",
-                    s.read_timeout.as_secs().max(1)
-                ),
-                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_owned(),
-            ]);
-        if let Some(h) = &s.host {
-            b = b.ip_or_hostname(Some(h.clone()));
-        }
-        if let Some(p) = s.port {
-            b = b.tcp_port(p);
-        }
-        if let Some(sock) = &s.socket {
-            b = b.socket(Some(sock.display().to_string()));
-        }
-        if let Some(u) = &s.user {
-            b = b.user(Some(u.clone()));
-        }
-        if let Some(p) = &s.password {
-            b = b.pass(Some(p.expose().to_owned()));
-        }
-        if let Some(d) = &s.database {
-            b = b.db_name(Some(d.clone()));
-        }
-        if s.tls {
-            b = b.ssl_opts(Some(SslOpts::default()));
-        }
-        Ok(b.into())
+        let place = match s.socket.clone().or(url.socket) {
+            Some(path) => Place::Unix(path),
+            None => Place::Tcp {
+                host: s
+                    .host
+                    .clone()
+                    .or(url.host)
+                    .unwrap_or_else(|| "127.0.0.1".to_owned()),
+                port: s.port.or(url.port).unwrap_or(crate::defaults::MYSQL_PORT),
+            },
+        };
+        Ok(Params {
+            place,
+            user: s.user.clone().or(url.user).unwrap_or_default(),
+            password: s
+                .password
+                .as_ref()
+                .map(|p| p.expose().to_owned())
+                .or(url.password)
+                .unwrap_or_default(),
+            database: s.database.clone().or(url.database),
+            tls: s.tls,
+            connect_timeout: s.connect_timeout,
+            read_timeout: s.read_timeout,
+        })
     }
 
     /// The time one request may spend on the store: connecting may take the connect timeout,
@@ -142,16 +136,31 @@ impl MysqlStore {
 
     /// Where the server is, as log lines name it.
     fn place(&self) -> String {
-        let s = &self.settings;
-        match (&s.socket, &s.host) {
-            (Some(sock), _) => format!("socket {}", sock.display()),
-            (None, Some(h)) => format!("{h}:{}", s.port.unwrap_or(crate::defaults::MYSQL_PORT)),
-            (None, None) => "the server in store.url".to_owned(),
+        match self.params().map(|p| p.place) {
+            Ok(Place::Unix(sock)) => format!("socket {}", sock.display()),
+            Ok(Place::Tcp { host, port }) => format!("{host}:{port}"),
+            Err(_) => "the server in store.url".to_owned(),
         }
     }
 
-    fn describe(&self, e: &mysql::Error, phase: Phase) -> String {
+    fn describe(&self, e: &client::Error, phase: Phase) -> String {
         format!("mysql store at {}: {}", self.place(), explain(e, phase))
+    }
+
+    fn too_slow(&self, what: &str) -> StoreError {
+        StoreError::unavailable(format!(
+            "mysql store at {}: the server answered too slowly: {what} within {} ms (store.connect_timeout_ms + 2 x store.read_timeout_ms)",
+            self.place(),
+            self.bound().as_millis()
+        ))
+    }
+
+    fn out_of_time(&self) -> StoreError {
+        StoreError::unavailable(format!(
+            "mysql store at {}: the server answered too slowly (more than {} ms for one request; see store.read_timeout_ms)",
+            self.place(),
+            self.bound().as_millis()
+        ))
     }
 
     /// Runs `work` on the connection (opening one if needed), creating the tables when they are
@@ -161,7 +170,19 @@ impl MysqlStore {
         &self,
         mut work: impl FnMut(&mut Conn, &Deadline) -> Result<T, Failed>,
     ) -> Result<T, StoreError> {
-        let deadline = Deadline(Instant::now() + self.bound());
+        let now = Instant::now();
+        let began = match self.request.get() {
+            Some(None) => {
+                self.request.set(Some(Some(now)));
+                now
+            }
+            Some(Some(began)) => began,
+            None => now,
+        };
+        let mut deadline = Deadline(began + self.bound());
+        if deadline.check().is_err() {
+            return Err(self.out_of_time());
+        }
         let mut slot = self.conn.borrow_mut();
         let mut created = false;
         let mut attempt = 0;
@@ -173,26 +194,25 @@ impl MysqlStore {
         loop {
             attempt += 1;
             if slot.is_none() {
-                let budget = deadline.0.saturating_duration_since(Instant::now());
-                let conn = connect_within(self.opts()?, budget).map_err(|f| {
-                    StoreError::unavailable(match f {
-                        Failed::Db(e) => self.describe(&e, Phase::Connect),
-                        Failed::OutOfTime => format!(
-                            "mysql store at {}: the server answered too slowly: no complete handshake within {} ms (store.connect_timeout_ms + 2 x store.read_timeout_ms)",
-                            self.place(),
-                            self.bound().as_millis()
-                        ),
-                    })
+                let conn = Conn::open(&self.params()?, deadline.0).map_err(|e| {
+                    if deadline.check().is_err() {
+                        self.too_slow("no complete handshake")
+                    } else {
+                        StoreError::unavailable(self.describe(&e, Phase::Connect))
+                    }
                 })?;
                 *slot = Some(conn);
             }
             let conn = slot.as_mut().expect("connected above");
+            conn.set_deadline(Some(deadline.0));
             match work(conn, &deadline) {
                 Ok(v) => return Ok(v),
                 Err(f) if f.code() == Some(ER_NO_SUCH_TABLE) && !created => {
                     created = true;
+                    conn.set_timeout(CREATE_BUDGET);
+                    conn.set_deadline(Some(Instant::now() + CREATE_BUDGET));
                     for sql in create_tables_sql(&self.settings) {
-                        if let Err(e) = conn.query_drop(sql) {
+                        if let Err(e) = conn.query(&sql) {
                             let detail = self.describe(&e, Phase::Work);
                             *slot = None;
                             return Err(StoreError::unavailable(format!(
@@ -200,6 +220,8 @@ impl MysqlStore {
                             )));
                         }
                     }
+                    conn.set_timeout(self.settings.read_timeout);
+                    deadline = Deadline(Instant::now() + self.bound());
                 }
                 Err(f)
                     if matches!(f.code(), Some(ER_LOCK_DEADLOCK | ER_DUP_ENTRY))
@@ -211,187 +233,25 @@ impl MysqlStore {
                 Err(Failed::OutOfTime) => {
                     // The transaction may still be open on this connection: drop it.
                     *slot = None;
-                    return Err(StoreError::unavailable(format!(
-                        "mysql store at {}: the server answered too slowly (more than {} ms for one request; see store.read_timeout_ms)",
-                        self.place(),
-                        self.bound().as_millis()
-                    )));
+                    return Err(self.out_of_time());
                 }
-                Err(Failed::Db(error))
-                    if kept && connection_gone(&error) && deadline.check().is_ok() =>
-                {
+                Err(Failed::Db(_)) if deadline.check().is_err() => {
+                    *slot = None;
+                    return Err(self.out_of_time());
+                }
+                Err(Failed::Db(error)) if kept && connection_gone(&error) => {
                     kept = false;
                     *slot = None;
                 }
                 Err(Failed::Db(error)) => {
                     let detail = self.describe(&error, Phase::Work);
-                    if !matches!(error, mysql::Error::MySqlError(_)) {
+                    if !matches!(error, client::Error::Server(_)) {
                         *slot = None;
                     }
                     return Err(StoreError::unavailable(detail));
                 }
             }
         }
-    }
-
-    fn decide_on(
-        &self,
-        conn: &mut Conn,
-        deadline: &Deadline,
-        checks: &[Check<'_>],
-    ) -> Result<Decision, Failed> {
-        let s = &self.settings;
-        let mut order: Vec<usize> = (0..checks.len()).collect();
-        order.sort_by(|a, b| checks[*a].key.cmp(&checks[*b].key));
-        let sliding = checks
-            .iter()
-            .any(|c| c.rule.algorithm == Algorithm::Sliding);
-
-        // Statements are prepared before the transaction: while the rows are locked, every
-        // round trip is one that other requests for the key wait on.
-        deadline.check()?;
-        let placeholders = vec!["(?, 0, 0, 0, 0)"; checks.len()].join(", ");
-        let lock_rows = conn.prep(format!(
-            "INSERT INTO `{}` (rkey, start_ms, window_ms, count, expires_ms) VALUES {placeholders} \
-             ON DUPLICATE KEY UPDATE count = count",
-            s.counter_table
-        ))?;
-        let in_list = vec!["?"; checks.len()].join(", ");
-        let read_rows = conn.prep(format!(
-            "SELECT rkey, start_ms, window_ms, count, {NOW_MS} \
-             FROM `{}` WHERE rkey IN ({in_list})",
-            s.counter_table
-        ))?;
-        let write_counter = conn.prep(format!(
-            "UPDATE `{}` SET start_ms = ?, window_ms = ?, count = ?, expires_ms = ? WHERE rkey = ?",
-            s.counter_table
-        ))?;
-        let sliding_statements = if sliding {
-            let (ts, read) = (ts_param(s.events_ts), ts_read(s.events_ts));
-            // A bound from `ms_to_ts` can take in rows just outside the window (a whole second
-            // of them): the limiter counts only those within.
-            Some((
-                conn.prep(format!(
-                    "SELECT {read} FROM `{}` WHERE rkey = ? AND ts >= {ts} ORDER BY ts",
-                    s.events_table
-                ))?,
-                conn.prep(format!(
-                    "INSERT INTO `{}` (rkey, ts) VALUES (?, {ts})",
-                    s.events_table
-                ))?,
-                conn.prep(format!(
-                    "DELETE FROM `{}` WHERE rkey = ? AND ts < {ts}",
-                    s.events_table
-                ))?,
-            ))
-        } else {
-            None
-        };
-
-        deadline.check()?;
-        // READ COMMITTED is the session's (set when connecting): no extra round trip here.
-        let mut tx = conn.start_transaction(TxOpts::default())?;
-        deadline.check()?;
-        // Lock (creating if needed) every key's row, in key order.
-        let keys: Vec<Value> = order
-            .iter()
-            .map(|i| checks[*i].key.clone().into())
-            .collect();
-        tx.exec_drop(&lock_rows, keys.clone())?;
-        deadline.check()?;
-        let rows: Vec<(String, u64, u64, u32, u64)> = tx.exec(&read_rows, keys)?;
-        let now_ms = rows.first().map_or(0, |r| r.4);
-        let mut states = Vec::with_capacity(checks.len());
-        for check in checks {
-            let row = rows.iter().find(|r| r.0 == check.key);
-            let state = match check.rule.algorithm {
-                Algorithm::Fixed => State::Fixed(row.and_then(|r| {
-                    (r.1 > 0).then_some(Counter {
-                        start_ms: r.1,
-                        window_ms: r.2,
-                        count: r.3,
-                    })
-                })),
-                Algorithm::Sliding => {
-                    deadline.check()?;
-                    let since = now_ms.saturating_sub(check.rule.window_ms());
-                    let (select_times, _, _) = sliding_statements
-                        .as_ref()
-                        .expect("prepared for sliding rules");
-                    let times: Vec<i64> = tx.exec(
-                        select_times,
-                        (check.key.as_str(), ms_to_ts(s.events_ts, since)),
-                    )?;
-                    State::Sliding(
-                        times
-                            .into_iter()
-                            .map(|t| ts_to_ms(s.events_ts, t))
-                            .collect(),
-                    )
-                }
-            };
-            states.push(state);
-        }
-
-        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
-        let outcome = limiter::decide(&rules, &states, now_ms);
-        for ((check, write), status) in checks
-            .iter()
-            .zip(&outcome.writes)
-            .zip(outcome.decision.statuses())
-        {
-            deadline.check()?;
-            match write {
-                Write::Keep => {}
-                Write::Counter(c) => tx.exec_drop(
-                    &write_counter,
-                    (
-                        c.start_ms,
-                        c.window_ms,
-                        c.count,
-                        c.end_ms(),
-                        check.key.as_str(),
-                    ),
-                )?,
-                Write::Append => {
-                    let window = check.rule.window_ms();
-                    let (_, insert_event, delete_old) = sliding_statements
-                        .as_ref()
-                        .expect("prepared for sliding rules");
-                    tx.exec_drop(
-                        insert_event,
-                        (check.key.as_str(), ms_to_ts(s.events_ts, now_ms)),
-                    )?;
-                    tx.exec_drop(
-                        delete_old,
-                        (
-                            check.key.as_str(),
-                            ms_to_ts(s.events_ts, now_ms.saturating_sub(window)),
-                        ),
-                    )?;
-                    // The lock row remembers when the key was last used, for sweeps.
-                    let used = check.rule.limit.get() - status.remaining;
-                    tx.exec_drop(
-                        &write_counter,
-                        (
-                            now_ms,
-                            window,
-                            used,
-                            now_ms.saturating_add(window),
-                            check.key.as_str(),
-                        ),
-                    )?;
-                }
-            }
-        }
-        deadline.check()?;
-        if outcome.decision.is_admit() {
-            tx.commit()?;
-        } else {
-            // A refused request writes nothing: not even the empty row that locked a new key.
-            tx.rollback()?;
-        }
-        Ok(outcome.decision)
     }
 
     /// Checks both tables exist with the columns the queries need, creating missing ones.
@@ -412,27 +272,40 @@ impl MysqlStore {
         ttl: Duration,
         on_duplicate: &str,
     ) -> Result<u64, StoreError> {
-        let table = &self.settings.cache_table;
         let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self.with_conn(|conn, _| {
-            conn.exec_drop(
-                format!(
-                    "INSERT INTO `{table}` (ckey, expires_ms, value) VALUES (?, {NOW_MS} + ?, ?) \
-                     ON DUPLICATE KEY UPDATE {on_duplicate}"
-                ),
-                (key, ttl_ms, value),
-            )?;
-            Ok(conn.affected_rows())
-        })
+        let mut sql = format!(
+            "INSERT INTO `{}` (ckey, expires_ms, value) VALUES (",
+            self.settings.cache_table
+        );
+        client::text(key, &mut sql);
+        let _ = write!(sql, ", {NOW_MS} + {ttl_ms}, ");
+        client::hex(value, &mut sql);
+        let _ = write!(sql, ") ON DUPLICATE KEY UPDATE {on_duplicate}");
+        self.with_conn(|conn, _| Ok(one(conn.query(&sql)?).affected))
+    }
+
+    /// Runs one statement and returns the rows it affected.
+    fn run(&self, sql: &str) -> Result<u64, StoreError> {
+        self.with_conn(|conn, _| Ok(one(conn.query(sql)?).affected))
     }
 }
 
+/// The answer of a query of one statement.
+fn one(mut answers: Vec<client::Answer>) -> client::Answer {
+    answers.pop().unwrap_or_default()
+}
+
 impl Store for MysqlStore {
+    fn begin_request(&self) {
+        self.request.set(Some(None));
+    }
+
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
-        self.with_conn(|conn, deadline| self.decide_on(conn, deadline, checks))
+        let s = &self.settings;
+        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, checks))
     }
 
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
@@ -441,29 +314,18 @@ impl Store for MysqlStore {
         let grace = self.grace_ms;
         let longest = self.needs.longest_sliding_ms;
         self.with_conn(|conn, _| {
-            let now_ms: u64 = conn.query_first(format!("SELECT {NOW_MS}"))?.unwrap_or(0);
+            let now_ms: u64 = match one(conn.query(&format!("SELECT {NOW_MS}"))?)
+                .rows
+                .first()
+                .and_then(|r| r.first())
+            {
+                Some(v) => client::num(v)?,
+                None => 0,
+            };
             let mut report = SweepReport {
                 complete: true,
                 ..SweepReport::default()
             };
-            let counters = format!(
-                "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
-                s.counter_table
-            );
-            // Only resolve's keys: a shared table's other rows belong to another program.
-            let events = format!(
-                "DELETE FROM `{}` WHERE ts < {} AND rkey LIKE ? ESCAPE '!' LIMIT {SWEEP_BATCH}",
-                s.events_table,
-                ts_param(s.events_ts)
-            );
-            let cache = format!(
-                "DELETE FROM `{}` WHERE expires_ms < ? LIMIT {SWEEP_BATCH}",
-                s.cache_table
-            );
-            let events_before = ms_to_ts(
-                s.events_ts,
-                now_ms.saturating_sub(longest.saturating_add(grace)),
-            );
             // Finished hours' totals first: one row each instead of one per shard.
             let finished = crate::core::journal::hour_of(now_ms).saturating_sub(1);
             loop {
@@ -477,28 +339,41 @@ impl Store for MysqlStore {
                     break;
                 }
             }
+            let events_before = ms_to_ts(
+                s.events_ts,
+                now_ms.saturating_sub(longest.saturating_add(grace)),
+            );
             let [journal_clients, journal_totals] =
                 journal::sweep_jobs(&s.journal_table, now_ms, SWEEP_BATCH);
-            let mut jobs: Vec<(&str, Vec<Value>)> = vec![
-                (&counters, vec![now_ms.saturating_sub(grace).into()]),
-                (&cache, vec![now_ms.into()]),
-                (&journal_clients.0, vec![journal_clients.1.into()]),
-                (&journal_totals.0, vec![journal_totals.1.into()]),
+            let mut jobs = vec![
+                format!(
+                    "DELETE FROM `{}` WHERE expires_ms < {} LIMIT {SWEEP_BATCH}",
+                    s.counter_table,
+                    now_ms.saturating_sub(grace)
+                ),
+                format!(
+                    "DELETE FROM `{}` WHERE expires_ms < {now_ms} LIMIT {SWEEP_BATCH}",
+                    s.cache_table
+                ),
+                journal_clients,
+                journal_totals,
             ];
+            // Only resolve's keys: a shared table's other rows belong to another program.
             for prefix in &self.needs.prefixes {
-                jobs.push((
-                    &events,
-                    vec![events_before.into(), like_prefix(prefix).into()],
+                jobs.push(format!(
+                    "DELETE FROM `{}` WHERE ts < {} AND rkey LIKE {} ESCAPE '!' LIMIT {SWEEP_BATCH}",
+                    s.events_table,
+                    ts_param(s.events_ts).replace('?', &events_before.to_string()),
+                    client::text_lit(&like_prefix(prefix))
                 ));
             }
-            for (sql, params) in jobs {
+            for sql in jobs {
                 loop {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
                         report.complete = false;
                         return Ok(report);
                     }
-                    conn.exec_drop(sql, params.clone())?;
-                    let n = conn.affected_rows();
+                    let n = one(conn.query(&sql)?).affected;
                     report.removed += n;
                     if n < u64::from(SWEEP_BATCH) {
                         break;
@@ -511,8 +386,14 @@ impl Store for MysqlStore {
 
     fn probe(&self) -> Result<String, StoreError> {
         let report = self.init_tables()?;
-        let version: String = self
-            .with_conn(|conn, _| Ok(conn.query_first("SELECT VERSION()")?.unwrap_or_default()))?;
+        let version = self.with_conn(|conn, _| {
+            Ok(one(conn.query("SELECT VERSION()")?)
+                .rows
+                .first()
+                .and_then(|r| r.first())
+                .map(|v| String::from_utf8_lossy(&client::bytes(v)).into_owned())
+                .unwrap_or_default())
+        })?;
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
         }
@@ -530,41 +411,60 @@ impl Store for MysqlStore {
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        if checks.is_empty() {
+            return Ok(());
+        }
         let s = &self.settings;
-        self.with_conn(|conn, deadline| {
-            for c in checks {
-                deadline.check()?;
-                match c.rule.algorithm {
-                    // One statement: atomic on its row, and only within the same window.
-                    Algorithm::Fixed => conn.exec_drop(
-                        format!(
-                            "UPDATE `{}` SET count = count - 1 \
-                             WHERE rkey = ? AND count > 0 AND start_ms <= ? AND expires_ms > ?",
-                            s.counter_table
-                        ),
-                        (c.key.as_str(), at_ms, at_ms),
-                    )?,
-                    Algorithm::Sliding => conn.exec_drop(
-                        format!(
-                            "DELETE FROM `{}` WHERE rkey = ? AND ts = {} LIMIT 1",
-                            s.events_table,
-                            ts_param(s.events_ts)
-                        ),
-                        (c.key.as_str(), ms_to_ts(s.events_ts, at_ms)),
-                    )?,
+        // One statement per check, each atomic on its rows, all in one round trip.
+        let mut sql = String::new();
+        for c in checks {
+            if !sql.is_empty() {
+                sql.push_str("; ");
+            }
+            match c.rule.algorithm {
+                // Only within the same window.
+                Algorithm::Fixed => {
+                    let _ = write!(
+                        sql,
+                        "UPDATE `{}` SET count = count - 1 WHERE count > 0 AND start_ms <= {at_ms} \
+                         AND expires_ms > {at_ms} AND rkey = ",
+                        s.counter_table
+                    );
+                    client::text(&c.key, &mut sql);
+                }
+                Algorithm::Sliding => {
+                    let _ = write!(
+                        sql,
+                        "DELETE FROM `{}` WHERE ts = {} AND rkey = ",
+                        s.events_table,
+                        ts_param(s.events_ts)
+                            .replace('?', &ms_to_ts(s.events_ts, at_ms).to_string())
+                    );
+                    client::text(&c.key, &mut sql);
+                    sql.push_str(" LIMIT 1");
                 }
             }
+        }
+        self.with_conn(|conn, _| {
+            conn.query(&sql)?;
             Ok(())
         })
     }
 
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let table = &self.settings.cache_table;
+        let mut sql = format!(
+            "SELECT value FROM `{}` WHERE ckey = ",
+            self.settings.cache_table
+        );
+        client::text(key, &mut sql);
+        let _ = write!(sql, " AND expires_ms > {NOW_MS}");
         self.with_conn(|conn, _| {
-            Ok(conn.exec_first(
-                format!("SELECT value FROM `{table}` WHERE ckey = ? AND expires_ms > {NOW_MS}"),
-                (key,),
-            )?)
+            Ok(one(conn.query(&sql)?)
+                .rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .map(|v| v.unwrap_or_default()))
         })
     }
 
@@ -584,14 +484,12 @@ impl Store for MysqlStore {
     }
 
     fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let table = &self.settings.cache_table;
-        self.with_conn(|conn, _| {
-            conn.exec_drop(
-                format!("DELETE FROM `{table}` WHERE ckey = ? AND value = ?"),
-                (key, value),
-            )?;
-            Ok(())
-        })
+        let mut sql = format!("DELETE FROM `{}` WHERE ckey = ", self.settings.cache_table);
+        client::text(key, &mut sql);
+        sql.push_str(" AND value = ");
+        client::hex(value, &mut sql);
+        self.run(&sql)?;
+        Ok(())
     }
 
     fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
@@ -608,7 +506,16 @@ impl Store for MysqlStore {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_conn(|conn, _| journal::used(conn, &self.settings, checks))
+        let s = &self.settings;
+        let sql = decide::read_sql(s, checks);
+        self.with_conn(|conn, _| {
+            let (now_ms, states) = decide::states(s, checks, &conn.query(&sql)?)?;
+            Ok(checks
+                .iter()
+                .zip(&states)
+                .map(|(c, state)| crate::core::limiter::used(c.rule, state, now_ms))
+                .collect())
+        })
     }
 
     fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
@@ -616,7 +523,8 @@ impl Store for MysqlStore {
             return Ok(());
         };
         // One statement, atomic by itself: a deadlock rolls it back and it is sent again.
-        self.with_conn(|conn, _| Ok(conn.query_drop(&sql)?))
+        self.run(&sql)?;
+        Ok(())
     }
 
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {

@@ -4,6 +4,8 @@
 
 use std::time::Instant;
 
+use crate::store::mysql::client::Error;
+
 /// MySQL error codes handled specially.
 pub(crate) const ER_DUP_ENTRY: u16 = 1062;
 pub(crate) const ER_LOCK_DEADLOCK: u16 = 1213;
@@ -15,29 +17,14 @@ pub(crate) const CONNECTION_ENDED: [u16; 4] = [1053, 1927, 4031, 2013];
 /// Whether `error` says that a kept connection is gone (the server restarted or dropped it while
 /// the process waited between requests) rather than that the server could not do the work. A
 /// timeout is not one of them: the time is spent.
-pub(crate) fn connection_gone(error: &mysql::Error) -> bool {
-    let gone = |kind: std::io::ErrorKind| {
-        use std::io::ErrorKind::*;
-        matches!(
-            kind,
-            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected
-        )
-    };
+pub(crate) fn connection_gone(error: &Error) -> bool {
+    use std::io::ErrorKind::*;
     match error {
-        mysql::Error::IoError(io) => gone(io.kind()),
-        mysql::Error::CodecError(c) => {
-            let text = c.to_string();
-            [
-                "broken pipe",
-                "reset by peer",
-                "unexpected end of file",
-                "failed to fill whole buffer",
-                "connection aborted",
-            ]
-            .iter()
-            .any(|w| text.to_ascii_lowercase().contains(w))
-        }
-        mysql::Error::MySqlError(e) => CONNECTION_ENDED.contains(&e.code),
+        Error::Io(io) => matches!(
+            io.kind(),
+            UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe | NotConnected
+        ),
+        Error::Server(e) => CONNECTION_ENDED.contains(&e.code),
         _ => false,
     }
 }
@@ -50,11 +37,10 @@ pub(crate) enum Phase {
     Work,
 }
 
-/// What went wrong, in one readable sentence with the setting to look at: never the driver's
-/// Debug-like form (`CodecError { … }`).
-pub(crate) fn explain(e: &mysql::Error, phase: Phase) -> String {
+/// What went wrong, in one readable sentence with the setting to look at.
+pub(crate) fn explain(e: &Error, phase: Phase) -> String {
     match e {
-        mysql::Error::MySqlError(m) => {
+        Error::Server(m) => {
             let hint = match m.code {
                 1045 => " (check store.user and store.password)",
                 1049 => " (check store.database)",
@@ -63,35 +49,11 @@ pub(crate) fn explain(e: &mysql::Error, phase: Phase) -> String {
             };
             format!("error {}: {}{hint}", m.code, m.message)
         }
-        mysql::Error::IoError(io) => explain_io(io, phase),
-        // The codec's own error type is not exported: its I/O error is reached as its source.
-        mysql::Error::CodecError(c) => {
-            match std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>()) {
-                Some(io) => explain_io(io, phase),
-                None => format!(
-                    "the server sent something that is not the MySQL protocol ({})",
-                    lower_first(&c.to_string())
-                ),
-            }
-        }
-        // The driver's word for a TCP connect that timed out.
-        mysql::Error::DriverError(mysql::DriverError::ConnectTimeout) => {
-            explain_io(&std::io::ErrorKind::TimedOut.into(), Phase::Connect)
-        }
-        mysql::Error::DriverError(d @ mysql::DriverError::CouldNotConnect(_)) => format!(
-            "{} (is the server running and reachable? see store.host and store.port)",
-            lower_first(&d.to_string())
+        Error::Io(io) => explain_io(io, phase),
+        Error::Protocol(what) => format!(
+            "the server sent something that is not the MySQL protocol ({what}; is it a MySQL or MariaDB server? see store.host and store.port)"
         ),
-        mysql::Error::DriverError(d) => format!(
-            "{} (is it a MySQL or MariaDB server? see store.host and store.port)",
-            lower_first(&d.to_string())
-        ),
-        // Its text may quote the URL, password included.
-        mysql::Error::UrlError(_) => "store.url is not a valid mysql:// URL".to_owned(),
-        // The others' Display is `Name { message }`: their source says it plainly.
-        other => {
-            std::error::Error::source(other).map_or_else(|| other.to_string(), ToString::to_string)
-        }
+        Error::Unsupported(what) => what.clone(),
     }
 }
 
@@ -110,32 +72,23 @@ pub(crate) fn explain_io(io: &std::io::Error, phase: Phase) -> String {
     }
 }
 
-/// `Packet too large` as `packet too large`, to continue a sentence.
-pub(crate) fn lower_first(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
 /// A failure: the server's, or the request's time running out.
 pub(crate) enum Failed {
-    Db(mysql::Error),
+    Db(Error),
     OutOfTime,
 }
 
 impl Failed {
     pub(crate) fn code(&self) -> Option<u16> {
         match self {
-            Failed::Db(mysql::Error::MySqlError(e)) => Some(e.code),
+            Failed::Db(Error::Server(e)) => Some(e.code),
             _ => None,
         }
     }
 }
 
-impl From<mysql::Error> for Failed {
-    fn from(error: mysql::Error) -> Failed {
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
         Failed::Db(error)
     }
 }
@@ -151,5 +104,14 @@ impl Deadline {
         } else {
             Ok(())
         }
+    }
+}
+
+/// `Connection refused` as `connection refused`, to continue a sentence.
+pub(crate) fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

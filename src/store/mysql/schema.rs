@@ -1,10 +1,8 @@
 //! The store's five tables: how they are created, their columns and what `check` finds wrong
 //! with them, and how the `events` table's `ts` column maps to milliseconds.
 
-use mysql::Conn;
-use mysql::prelude::Queryable;
-
 use crate::core::rule::{Algorithm, Rule};
+use crate::store::mysql::client::{self, Conn};
 use crate::store::mysql::errors::Failed;
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 
@@ -180,14 +178,28 @@ pub(crate) fn check_tables(
         (&s.journal_table, &JOURNAL_COLUMNS[..], &create[3]),
         (&s.notes_table, &NOTES_COLUMNS[..], &create[4]),
     ] {
-        let typed: Vec<(String, String, Option<u64>)> = conn.exec(
+        let mut typed: Vec<(String, String, Option<u64>)> = Vec::new();
+        let found = conn.query(&format!(
             "SELECT COLUMN_NAME, DATA_TYPE, CHARACTER_MAXIMUM_LENGTH \
              FROM information_schema.COLUMNS \
-             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-            (table.as_str(),),
-        )?;
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {}",
+            client::text_lit(table)
+        ))?;
+        for r in found.into_iter().flat_map(|a| a.rows) {
+            let [name, data_type, len] = r.as_slice() else {
+                return Err(Failed::Db(client::Error::Protocol(
+                    "a column row of other columns",
+                )));
+            };
+            let text = |v| String::from_utf8_lossy(&client::bytes(v)).into_owned();
+            let len = match len {
+                None => None,
+                Some(_) => Some(client::num(len)?),
+            };
+            typed.push((text(name), text(data_type), len));
+        }
         if typed.is_empty() {
-            conn.query_drop(sql.as_str())?;
+            conn.query(sql.as_str())?;
             report.push(format!("created table {table}"));
             continue;
         }

@@ -67,3 +67,68 @@ fn url_without_password<S: Serializer>(url: &Option<Secret>, s: S) -> Result<S::
         },
     }
 }
+
+/// What a `mysql://USER:PASSWORD@HOST:PORT/DATABASE[?socket=PATH]` URL says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UrlParts {
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub socket: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub database: Option<String>,
+}
+
+/// Reads a store URL. The error says why in words that never quote the URL (it may hold the
+/// password).
+pub fn url_parts(text: &str) -> Result<UrlParts, &'static str> {
+    let url = crate::http::url::parse(text, &["mysql"]).map_err(|e| match e {
+        crate::http::url::UrlError::Scheme => "it must start with mysql://",
+        _ => "it is not a URL",
+    })?;
+    let mut parts = UrlParts {
+        host: Some(url.host_text()),
+        port: url.port(),
+        user: url.username(),
+        password: url.password(),
+        ..UrlParts::default()
+    };
+    let db = url.path().trim_start_matches('/');
+    if !db.is_empty() {
+        let decoded = crate::http::form::percent_decode(db.as_bytes())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or("its database name is not valid percent-encoded UTF-8")?;
+        parts.database = Some(decoded);
+    }
+    for (name, value) in url.query_pairs() {
+        match name.as_str() {
+            "socket" => parts.socket = Some(PathBuf::from(value)),
+            _ => return Err("it has a parameter other than socket (use store.tls for TLS)"),
+        }
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_give_their_parts() {
+        let p = url_parts("mysql://u%40x:p%3Aw@db.example:3307/site%5Fdb").unwrap();
+        assert_eq!(p.host.as_deref(), Some("db.example"));
+        assert_eq!(p.port, Some(3307));
+        assert_eq!(p.user.as_deref(), Some("u@x"));
+        assert_eq!(p.password.as_deref(), Some("p:w"));
+        assert_eq!(p.database.as_deref(), Some("site_db"));
+        let s = url_parts("mysql://u:p@localhost/d?socket=%2Frun%2Fmysqld.sock").unwrap();
+        assert_eq!(s.socket, Some(PathBuf::from("/run/mysqld.sock")));
+        assert_eq!(
+            url_parts("http://u:p@h/d"),
+            Err("it must start with mysql://")
+        );
+        assert!(url_parts("mysql://u:p@h/d?ssl=1").is_err());
+        assert_eq!(url_parts("mysql://h").unwrap().database, None);
+    }
+}

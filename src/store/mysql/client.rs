@@ -1,0 +1,524 @@
+//! A small MySQL/MariaDB client: connecting over TCP (optionally TLS) or a Unix socket,
+//! authenticating, and text queries that may hold several statements, every read and write
+//! bounded by the read timeout and by the request's deadline. Enough for the store's few
+//! statements; nothing is compiled or allocated at start beyond one buffer.
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::store::mysql::auth;
+use crate::store::mysql::packet::{self, Malformed, ServerError, Value};
+
+/// The most bytes one query's answer may hold, all its rows together.
+const MAX_ANSWER: usize = 8 << 20;
+/// The most columns of one result.
+const MAX_COLUMNS: u64 = 256;
+/// Authentication exchanges after the handshake response, at most (a switch, then a request
+/// for the full password, then its answer).
+const MAX_AUTH_ROUNDS: usize = 4;
+
+/// Where the server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Tcp { host: String, port: u16 },
+    Unix(PathBuf),
+}
+
+/// Everything needed to open a connection.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub place: Place,
+    pub user: String,
+    pub password: String,
+    pub database: Option<String>,
+    pub tls: bool,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+/// Why a connection or a query failed.
+#[derive(Debug)]
+pub enum Error {
+    /// The server's ERR packet.
+    Server(ServerError),
+    Io(io::Error),
+    /// Bytes that are not the MySQL protocol.
+    Protocol(&'static str),
+    /// The server asks for something this client does not do; the text says what to change.
+    Unsupported(String),
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Io(e)
+    }
+}
+
+impl From<Malformed> for Error {
+    fn from(m: Malformed) -> Error {
+        Error::Protocol(m.0)
+    }
+}
+
+/// One statement's result: its rows (none for a statement that returns no result set) and the
+/// rows it affected.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub rows: Vec<Vec<Value>>,
+    pub affected: u64,
+}
+
+/// A socket whose reads and writes each wait at most the read timeout, and never past the
+/// deadline when one is set.
+struct Socket {
+    inner: Inner,
+    timeout: Duration,
+    deadline: Option<Instant>,
+    armed: Option<Duration>,
+}
+
+enum Inner {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Socket {
+    fn arm(&mut self) -> io::Result<()> {
+        let want = match self.deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                left.min(self.timeout)
+            }
+            None => self.timeout,
+        };
+        if self.armed != Some(want) {
+            match &self.inner {
+                Inner::Tcp(s) => {
+                    s.set_read_timeout(Some(want))?;
+                    s.set_write_timeout(Some(want))?;
+                }
+                Inner::Unix(s) => {
+                    s.set_read_timeout(Some(want))?;
+                    s.set_write_timeout(Some(want))?;
+                }
+            }
+            self.armed = Some(want);
+        }
+        Ok(())
+    }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.arm()?;
+        match &mut self.inner {
+            Inner::Tcp(s) => s.read(buf),
+            Inner::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.arm()?;
+        match &mut self.inner {
+            Inner::Tcp(s) => s.write(buf),
+            Inner::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Stream {
+    Plain(Socket),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, Socket>>),
+}
+
+impl Stream {
+    fn socket(&mut self) -> &mut Socket {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => t.get_mut(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// An open, authenticated connection.
+pub struct Conn {
+    stream: BufReader<Stream>,
+    seq: u8,
+    capabilities: u32,
+    /// The server's version as its greeting gave it.
+    pub version: String,
+}
+
+impl Conn {
+    /// Connects and authenticates, all of it before `deadline`.
+    pub fn open(p: &Params, deadline: Instant) -> Result<Conn, Error> {
+        let inner = match &p.place {
+            Place::Tcp { host, port } => {
+                let mut last = None;
+                let mut found = None;
+                for addr in (host.as_str(), *port).to_socket_addrs()? {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::from(io::ErrorKind::TimedOut).into());
+                    }
+                    match TcpStream::connect_timeout(&addr, p.connect_timeout.min(left)) {
+                        Ok(s) => {
+                            found = Some(s);
+                            break;
+                        }
+                        Err(e) => last = Some(e),
+                    }
+                }
+                let s = found.ok_or_else(|| {
+                    last.unwrap_or_else(|| io::Error::other("the host name has no address"))
+                })?;
+                s.set_nodelay(true)?;
+                Inner::Tcp(s)
+            }
+            Place::Unix(path) => Inner::Unix(UnixStream::connect(path)?),
+        };
+        let mut socket = Socket {
+            inner,
+            timeout: p.read_timeout,
+            deadline: Some(deadline),
+            armed: None,
+        };
+        // The greeting, and the TLS request if any, are read and written on the socket itself:
+        // TLS takes the socket over before anything is buffered.
+        let first = raw_packet(&mut socket, 0)?;
+        if first.first() == Some(&0xFF) {
+            return Err(Error::Server(packet::server_error(&first)?));
+        }
+        let greeting = packet::greeting(&first)?;
+        if greeting.capabilities & packet::REQUIRED != packet::REQUIRED {
+            return Err(Error::Unsupported(format!(
+                "the server ({}) is older than MySQL 5.5 or MariaDB 5.5",
+                greeting.version
+            )));
+        }
+        let mut caps = packet::WANTED & greeting.capabilities;
+        if p.database.is_some() {
+            caps |= packet::CONNECT_WITH_DB;
+        }
+        let (stream, seq, secure) = match &p.place {
+            Place::Unix(_) => (Stream::Plain(socket), 1, true),
+            Place::Tcp { host, .. } if p.tls => {
+                if greeting.capabilities & packet::SSL == 0 {
+                    return Err(Error::Unsupported(
+                        "the server does not offer TLS: set store.tls to false, or enable TLS on the server".to_owned(),
+                    ));
+                }
+                caps |= packet::SSL;
+                write_raw(&mut socket, 1, &packet::tls_request(caps))?;
+                (start_tls(socket, host)?, 2, true)
+            }
+            Place::Tcp { .. } => (Stream::Plain(socket), 1, false),
+        };
+        let mut conn = Conn {
+            stream: BufReader::with_capacity(8192, stream),
+            seq,
+            capabilities: caps,
+            version: greeting.version.clone(),
+        };
+        conn.authenticate(p, &greeting, secure)?;
+        Ok(conn)
+    }
+
+    /// Bounds the next reads and writes by `deadline` (None: by the read timeout alone).
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.stream.get_mut().socket().deadline = deadline;
+    }
+
+    /// Each read and write may wait this long.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.stream.get_mut().socket().timeout = timeout;
+    }
+
+    fn authenticate(
+        &mut self,
+        p: &Params,
+        greeting: &packet::Greeting,
+        secure: bool,
+    ) -> Result<(), Error> {
+        let mut plugin = greeting.plugin.clone();
+        let mut salt = greeting.scramble.clone();
+        // A method this client does not speak is answered as the native one: the server then
+        // names the user's method in an authentication switch.
+        if auth::scramble(&plugin, b"x", &salt).is_none() {
+            plugin = auth::NATIVE.to_owned();
+        }
+        let reply = auth::scramble(&plugin, p.password.as_bytes(), &salt).unwrap_or_default();
+        self.write_packet(&packet::handshake_response(
+            self.capabilities,
+            &p.user,
+            &reply,
+            p.database.as_deref(),
+            &plugin,
+        ))?;
+        for _ in 0..MAX_AUTH_ROUNDS {
+            let answer = self.read_packet()?;
+            match answer.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xFF) => return Err(Error::Server(packet::server_error(&answer)?)),
+                // Authentication switch: another method, with a new scramble.
+                Some(0xFE) => {
+                    let mut f = packet::Fields(&answer[1..]);
+                    plugin = String::from_utf8_lossy(f.nul_terminated()).into_owned();
+                    let data = f.rest();
+                    salt = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+                    let reply = auth::scramble(&plugin, p.password.as_bytes(), &salt)
+                        .ok_or_else(|| {
+                            Error::Unsupported(format!(
+                                "store.user authenticates with {plugin}, which resolve does not speak: use mysql_native_password or caching_sha2_password for this user"
+                            ))
+                        })?;
+                    self.write_packet(&reply)?;
+                }
+                // caching_sha2_password: 3 = the scramble matched the server's cache; 4 = the
+                // server needs the password itself.
+                Some(0x01) if plugin == auth::CACHING_SHA2 => match answer.get(1) {
+                    Some(3) => {}
+                    Some(4) if secure => {
+                        let mut clear = p.password.as_bytes().to_vec();
+                        clear.push(0);
+                        self.write_packet(&clear)?;
+                    }
+                    Some(4) => {
+                        return Err(Error::Unsupported(
+                            "the server wants the password itself (caching_sha2_password, first sign-in since it started), which resolve sends only over TLS or a Unix socket: set store.tls to true or use store.socket".to_owned(),
+                        ));
+                    }
+                    _ => return Err(Error::Protocol("an unknown caching_sha2_password step")),
+                },
+                _ => return Err(Error::Protocol("an unexpected packet during sign-in")),
+            }
+        }
+        Err(Error::Protocol("sign-in did not end"))
+    }
+
+    /// Runs `sql` (one statement, or several separated by `;`) and returns each statement's
+    /// answer. An error of a statement ends the batch: the statements after it do not run.
+    pub fn query(&mut self, sql: &str) -> Result<Vec<Answer>, Error> {
+        self.seq = 0;
+        self.write_packet(&packet::query(sql))?;
+        let mut answers = Vec::new();
+        let mut budget = MAX_ANSWER;
+        loop {
+            let first = self.read_packet()?;
+            let more = match first.first() {
+                Some(0x00) => {
+                    let done = packet::ok(&first)?;
+                    answers.push(Answer {
+                        rows: Vec::new(),
+                        affected: done.affected,
+                    });
+                    done.status & packet::MORE_RESULTS != 0
+                }
+                Some(0xFF) => return Err(Error::Server(packet::server_error(&first)?)),
+                Some(0xFB) => return Err(Error::Protocol("the server asked for a local file")),
+                Some(_) => {
+                    let columns = packet::Fields(&first).lenenc()?;
+                    if columns == 0 || columns > MAX_COLUMNS {
+                        return Err(Error::Protocol("a result with too many columns"));
+                    }
+                    for _ in 0..columns {
+                        self.read_packet()?;
+                    }
+                    if self.capabilities & packet::DEPRECATE_EOF == 0 {
+                        packet::eof(&self.read_packet()?)?;
+                    }
+                    let mut rows = Vec::new();
+                    let done = loop {
+                        let p = self.read_packet()?;
+                        if packet::ends_rows(&p) {
+                            break if self.capabilities & packet::DEPRECATE_EOF == 0 {
+                                packet::eof(&p)?
+                            } else {
+                                packet::ok(&p)?
+                            };
+                        }
+                        if p.first() == Some(&0xFF) {
+                            return Err(Error::Server(packet::server_error(&p)?));
+                        }
+                        budget = budget
+                            .checked_sub(p.len())
+                            .ok_or(Error::Protocol("an answer larger than 8 MiB"))?;
+                        rows.push(packet::row(&p, columns as usize)?);
+                    };
+                    answers.push(Answer { rows, affected: 0 });
+                    done.status & packet::MORE_RESULTS != 0
+                }
+                None => return Err(Error::Protocol("an empty packet")),
+            };
+            if !more {
+                return Ok(answers);
+            }
+        }
+    }
+
+    fn read_packet(&mut self) -> Result<Vec<u8>, Error> {
+        let mut header = [0u8; 4];
+        self.stream.read_exact(&mut header)?;
+        let len = packet::header_len(&header)?;
+        if header[3] != self.seq {
+            return Err(Error::Protocol("a packet out of sequence"));
+        }
+        self.seq = self.seq.wrapping_add(1);
+        let mut payload = vec![0u8; len];
+        // Most answers are in the buffer already: one copy, no read.
+        let buffered = self.stream.buffer().len().min(len);
+        payload[..buffered].copy_from_slice(&self.stream.buffer()[..buffered]);
+        self.stream.consume(buffered);
+        self.stream.read_exact(&mut payload[buffered..])?;
+        Ok(payload)
+    }
+
+    fn write_packet(&mut self, payload: &[u8]) -> Result<(), Error> {
+        if payload.len() >= packet::CONTINUED {
+            return Err(Error::Protocol("a statement of 16 MiB or more"));
+        }
+        let mut out = Vec::with_capacity(payload.len() + 4);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+        out.push(self.seq);
+        out.extend_from_slice(payload);
+        self.seq = self.seq.wrapping_add(1);
+        let stream = self.stream.get_mut();
+        stream.write_all(&out)?;
+        stream.flush()?;
+        Ok(())
+    }
+}
+
+/// Reads one packet from the socket itself, unbuffered: the greeting, before TLS may start.
+fn raw_packet(socket: &mut Socket, seq: u8) -> Result<Vec<u8>, Error> {
+    let mut header = [0u8; 4];
+    socket.read_exact(&mut header)?;
+    let len = packet::header_len(&header)?;
+    if header[3] != seq {
+        return Err(Error::Protocol("a packet out of sequence"));
+    }
+    let mut payload = vec![0u8; len];
+    socket.read_exact(&mut payload)?;
+    Ok(payload)
+}
+
+fn write_raw(socket: &mut Socket, seq: u8, payload: &[u8]) -> Result<(), Error> {
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+    out.push(seq);
+    out.extend_from_slice(payload);
+    socket.write_all(&out)?;
+    Ok(())
+}
+
+/// TLS over `socket`, the server's certificate checked against the public roots for `host`.
+fn start_tls(socket: Socket, host: &str) -> Result<Stream, Error> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| Error::Unsupported(format!("TLS: {e}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|_| Error::Unsupported(format!("TLS: {host} is not a server name")))?;
+    let tls = rustls::ClientConnection::new(Arc::new(config), name)
+        .map_err(|e| Error::Unsupported(format!("TLS: {e}")))?;
+    Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(tls, socket))))
+}
+
+/// `X'…'`: any bytes as an SQL literal, with nothing to escape.
+pub fn hex(bytes: &[u8], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2 + 3);
+    out.push_str("X'");
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out.push('\'');
+}
+
+/// Text as an SQL string literal in utf8mb4 (which the column's own character set and
+/// collation then take over, so its index serves), with nothing to escape.
+pub fn text(s: &str, out: &mut String) {
+    out.push_str("_utf8mb4 ");
+    hex(s.as_bytes(), out);
+}
+
+/// The same, as a new string.
+pub fn text_lit(s: &str) -> String {
+    let mut out = String::new();
+    text(s, &mut out);
+    out
+}
+
+/// A value as a number; a protocol error when it is NULL or not one.
+pub fn num<T: std::str::FromStr>(v: &Value) -> Result<T, Error> {
+    v.as_deref()
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .and_then(|s| s.parse().ok())
+        .ok_or(Error::Protocol("a value that is not the number expected"))
+}
+
+/// A value's bytes (NULL as none).
+pub fn bytes(v: &Value) -> Vec<u8> {
+    v.clone().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_need_no_escaping() {
+        let mut s = String::new();
+        hex(b"a'\\\0", &mut s);
+        assert_eq!(s, "X'61275c00'");
+        assert_eq!(text_lit("ip:1"), "_utf8mb4 X'69703a31'");
+        assert_eq!(num::<u64>(&Some(b"42".to_vec())).unwrap(), 42);
+        assert!(num::<u64>(&None).is_err());
+        assert!(num::<u64>(&Some(b"x".to_vec())).is_err());
+    }
+}
