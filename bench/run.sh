@@ -36,7 +36,7 @@ need redis-server redis-server
 php_fpm=$(find /usr/sbin -maxdepth 1 -name 'php-fpm*' -type f | sort -V | tail -n 1)
 if [ -z "$php_fpm" ]; then
     missing+=(php-fpm php-mysql)
-elif ! "$php_fpm" -m 2>/dev/null | grep -qx pdo_mysql; then
+elif ! "$php_fpm" -m 2>/dev/null | grep -x pdo_mysql >/dev/null; then
     missing+=(php-mysql)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
