@@ -989,60 +989,62 @@ fn a_refused_request_leaves_no_row_behind() {
 }
 
 #[test]
-fn journal_totals_spread_over_shards_are_folded_by_sweeps_without_losing_a_count() {
+fn the_journal_table_is_myisam_and_one_made_innodb_by_hand_works_alike() {
     use resolve::core::journal::{Entry, Event, Figures, hour_of};
     let db = MariaDb::start();
-    let config = json!({
-        "provider": {"kind": "echo"},
-        "store": tcp_store(&db, db.port(), "deny"),
-        "rules": [rule("ip", "fixed", 5, 60)],
-    });
-    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-    let store = resolve::store::open::from_config(&config);
-    let now = hour_of(now_ms());
-    let (old, current) = (now - 3, now);
-    // This process adds to its shard; rows of eleven other shards stand for other processes.
-    for hour in [old, current] {
-        for _ in 0..4 {
-            let entry = Entry::new(
-                u64::from(hour) * 3_600_000 + 5,
-                Some("192.0.2.1"),
-                &[Event::Request, Event::Refused("ip".into())],
-            );
+    let store_json = tcp_store(&db, db.port(), "deny");
+    let open = |journal_table: &str| {
+        let mut store = store_json.clone();
+        store["journal_table"] = json!(journal_table);
+        let config = json!({
+            "provider": {"kind": "echo"},
+            "store": store,
+            "rules": [rule("ip", "fixed", 5, 60)],
+        });
+        let config =
+            resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+        resolve::store::open::from_config(&config)
+    };
+    // An owner's own InnoDB table of the same shape, made before resolve first ran.
+    db.root_sql(
+        "CREATE TABLE resolve_test.journal_innodb (hour INT UNSIGNED NOT NULL, \
+         kind CHAR(1) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, name VARBINARY(191) NOT NULL, \
+         client VARBINARY(191) NOT NULL, n BIGINT UNSIGNED NOT NULL, \
+         PRIMARY KEY (hour, kind, name, client)) ENGINE=InnoDB",
+    );
+    let hour = hour_of(now_ms());
+    for (table, engine) in [("rate_journal", "MyISAM"), ("journal_innodb", "InnoDB")] {
+        let store = open(table);
+        for i in 0..7u64 {
+            let events = if i < 3 {
+                vec![Event::Request, Event::Admitted]
+            } else {
+                vec![Event::Request, Event::Refused("ip".into())]
+            };
+            let entry = Entry::new(u64::from(hour) * 3_600_000 + i, Some("192.0.2.1"), &events);
             store.journal_add(&entry).unwrap();
         }
-        for shard in 100..111 {
+        let f = Figures::from_rows(&store.journal_rows(hour, hour + 1).unwrap(), hour, hour + 1);
+        assert_eq!(
+            (f.requests, f.admitted, f.refused["ip"]),
+            (7, 3, 4),
+            "{table}"
+        );
+        assert_eq!(
             db.root_sql(&format!(
-                "INSERT INTO resolve_test.rate_journal (hour, kind, name, client, n) VALUES \
-                 ({hour}, 't', 'requests', 's{shard}', 3), ({hour}, 't', 'refused:ip', 's{shard}', 2)"
-            ));
-        }
-    }
-    let sum = |store: &dyn resolve::store::Store, hour: u32| {
-        let rows = store.journal_rows(hour, hour + 1).unwrap();
-        let f = Figures::from_rows(&rows, hour, hour + 1);
-        (f.requests, f.refused["ip"])
-    };
-    let rows_of = |hour: u32| {
-        number(
-            &db,
-            &format!(
-                "SELECT COUNT(*) FROM resolve_test.rate_journal WHERE kind = 't' AND hour = {hour}"
+                "SELECT ENGINE FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = 'resolve_test' AND TABLE_NAME = '{table}'"
+            ))
+            .trim(),
+            engine
+        );
+        assert_eq!(
+            number(
+                &db,
+                &format!("SELECT COUNT(*) FROM resolve_test.`{table}` WHERE kind = 't'")
             ),
-        )
-    };
-    let expected = (4 + 11 * 3, 4 + 11 * 2);
-    assert_eq!(sum(store.as_ref(), old), expected);
-    assert_eq!(rows_of(old), 24, "12 shards of 2 totals");
-    store.sweep(None).unwrap();
-    assert_eq!(sum(store.as_ref(), old), expected, "folded, nothing lost");
-    assert_eq!(rows_of(old), 2, "one row per total of a finished hour");
-    assert_eq!(sum(store.as_ref(), current), expected);
-    assert_eq!(rows_of(current), 24, "the running hour keeps its shards");
-    // A late request adds to a folded hour: a shard row again, folded by the next sweep.
-    let late = Entry::new(u64::from(old) * 3_600_000, None, &[Event::Request]);
-    store.journal_add(&late).unwrap();
-    store.sweep(None).unwrap();
-    assert_eq!(sum(store.as_ref(), old), (expected.0 + 1, expected.1));
-    assert_eq!(rows_of(old), 2);
+            3,
+            "{table}: one row per total of the hour: requests, admitted, refused:ip"
+        );
+    }
 }

@@ -326,19 +326,6 @@ impl Store for MysqlStore {
                 complete: true,
                 ..SweepReport::default()
             };
-            // Finished hours' totals first: one row each instead of one per shard.
-            let finished = crate::core::journal::hour_of(now_ms).saturating_sub(1);
-            loop {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    report.complete = false;
-                    return Ok(report);
-                }
-                let folded = journal::fold(conn, &s.journal_table, finished, SWEEP_BATCH)?;
-                report.removed += folded;
-                if folded < u64::from(SWEEP_BATCH) {
-                    break;
-                }
-            }
             let events_before = ms_to_ts(
                 s.events_ts,
                 now_ms.saturating_sub(longest.saturating_add(grace)),
@@ -509,7 +496,7 @@ impl Store for MysqlStore {
         let s = &self.settings;
         let sql = decide::read_sql(s, checks);
         self.with_conn(|conn, _| {
-            let (now_ms, states) = decide::states(s, checks, &conn.query(&sql)?)?;
+            let (now_ms, states) = decide::states(s, checks, conn.query(&sql)?.first())?;
             Ok(checks
                 .iter()
                 .zip(&states)

@@ -11,17 +11,18 @@ use crate::store::Check;
 use crate::store::mysql::client::{self, Answer, Conn};
 use crate::store::mysql::errors::{Deadline, Failed};
 use crate::store::mysql::schema::{NOW_MS, ms_to_ts, ts_param, ts_read, ts_to_ms};
-use crate::store::mysql::settings::MysqlSettings;
+use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 
-/// Statements that read what a decision needs, answered in this order: the server's time kept
-/// in `@now` (an OK), that time, the fixed and sliding keys' counter rows, then each sliding
-/// check's times in the order of `checks`. Sliding times are read from a bound a second
-/// earlier than the window when `ts` holds seconds: the limiter counts only those within.
+/// One statement that reads what a decision needs, one row per fact, tagged in its first
+/// column: `0` the server's time (always there), `1` a key's counter row, `2 + i` a time of
+/// the `i`-th sliding check. One statement, so one time (`NOW(3)` is fixed within it) for
+/// the rows and the sliding windows' bounds alike, and the server parses and plans once.
+/// Sliding times are read from a bound a second earlier where `ts` holds seconds: the limiter
+/// counts only those within.
 pub(crate) fn read_sql(s: &MysqlSettings, checks: &[Check<'_>]) -> String {
-    let mut sql = format!("SET @now := {NOW_MS}; SELECT @now; ");
-    let _ = write!(
-        sql,
-        "SELECT rkey, start_ms, window_ms, count FROM `{}` WHERE rkey IN (",
+    let mut sql = format!(
+        "SELECT 0, NULL, {NOW_MS}, 0, 0 UNION ALL \
+         SELECT 1, rkey, start_ms, window_ms, count FROM `{}` WHERE rkey IN (",
         s.counter_table
     );
     for (i, c) in checks.iter().enumerate() {
@@ -32,59 +33,67 @@ pub(crate) fn read_sql(s: &MysqlSettings, checks: &[Check<'_>]) -> String {
     }
     sql.push(')');
     let read = ts_read(s.events_ts);
-    for c in checks
+    for (i, c) in checks
         .iter()
         .filter(|c| c.rule.algorithm == Algorithm::Sliding)
+        .enumerate()
     {
-        let since = format!("CAST(@now AS SIGNED) - {}", c.rule.window_ms());
+        let since = format!("CAST({NOW_MS} AS SIGNED) - {}", c.rule.window_ms());
         let bound = match s.events_ts {
-            crate::store::mysql::settings::TsUnit::Millis => since,
-            _ => format!("({since}) DIV 1000"),
+            TsUnit::Millis => since,
+            TsUnit::Seconds | TsUnit::DateTime => format!("({since}) DIV 1000"),
         };
         let _ = write!(
             sql,
-            "; SELECT {read} FROM `{}` WHERE rkey = ",
+            " UNION ALL SELECT {}, NULL, {read}, 0, 0 FROM `{}` WHERE rkey = ",
+            i + 2,
             s.events_table
         );
         client::text(&c.key, &mut sql);
         let _ = write!(
             sql,
-            " AND ts >= {} ORDER BY ts",
+            " AND ts >= {}",
             ts_param(s.events_ts).replace('?', &bound)
         );
     }
     sql
 }
 
-/// The server's time and each check's state from the answers to [`read_sql`].
+/// The server's time and each check's state from the answer to [`read_sql`].
 pub(crate) fn states(
     s: &MysqlSettings,
     checks: &[Check<'_>],
-    answers: &[Answer],
+    answer: Option<&Answer>,
 ) -> Result<(u64, Vec<State>), Failed> {
-    let short = || Failed::Db(client::Error::Protocol("fewer answers than statements"));
-    let now_ms: u64 = client::num(
-        answers
-            .get(1)
-            .and_then(|a| a.rows.first())
-            .and_then(|r| r.first())
-            .ok_or_else(short)?,
-    )?;
+    let odd = || Failed::Db(client::Error::Protocol("a decision's read of other rows"));
+    let mut now_ms = None;
     let mut counters = Vec::new();
-    for r in &answers.get(2).ok_or_else(short)?.rows {
-        let [key, start, window, count] = r.as_slice() else {
-            return Err(short());
+    let mut times: Vec<Vec<u64>> = Vec::new();
+    for r in &answer.ok_or_else(odd)?.rows {
+        let [tag, key, a, b, c] = r.as_slice() else {
+            return Err(odd());
         };
-        counters.push((
-            client::bytes(key),
-            Counter {
-                start_ms: client::num(start)?,
-                window_ms: client::num(window)?,
-                count: client::num(count)?,
-            },
-        ));
+        match client::num::<usize>(tag)? {
+            0 => now_ms = Some(client::num(a)?),
+            1 => counters.push((
+                client::bytes(key),
+                Counter {
+                    start_ms: client::num(a)?,
+                    window_ms: client::num(b)?,
+                    count: client::num(c)?,
+                },
+            )),
+            n => {
+                let i = n - 2;
+                if times.len() <= i {
+                    times.resize(i + 1, Vec::new());
+                }
+                times[i].push(ts_to_ms(s.events_ts, client::num(a)?));
+            }
+        }
     }
-    let mut sliding = answers.iter().skip(3);
+    let now_ms = now_ms.ok_or_else(odd)?;
+    let mut sliding = times.into_iter();
     let mut states = Vec::with_capacity(checks.len());
     for c in checks {
         states.push(match c.rule.algorithm {
@@ -95,12 +104,8 @@ pub(crate) fn states(
                     .map(|(_, counter)| *counter),
             ),
             Algorithm::Sliding => {
-                let times = sliding.next().ok_or_else(short)?;
-                let mut ms = Vec::with_capacity(times.rows.len());
-                for r in &times.rows {
-                    let t: i64 = client::num(r.first().ok_or_else(short)?)?;
-                    ms.push(ts_to_ms(s.events_ts, t));
-                }
+                let mut ms = sliding.next().unwrap_or_default();
+                ms.sort_unstable();
                 State::Sliding(ms)
             }
         });
@@ -117,7 +122,7 @@ pub(crate) fn decide(
 ) -> Result<Decision, Failed> {
     let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
     let read = read_sql(s, checks);
-    let (now_ms, read_states) = states(s, checks, &conn.query(&read)?)?;
+    let (now_ms, read_states) = states(s, checks, conn.query(&read)?.first())?;
     let first = limiter::decide(&rules, &read_states, now_ms);
     if !first.decision.is_admit() {
         return Ok(first.decision);
@@ -147,7 +152,7 @@ pub(crate) fn decide(
     sql.push_str(" ON DUPLICATE KEY UPDATE count = count; ");
     sql.push_str(&read);
     let answers = in_transaction(conn, &sql)?;
-    let (now_ms, locked_states) = states(s, checks, answers.get(4..).unwrap_or_default())?;
+    let (now_ms, locked_states) = states(s, checks, answers.get(4))?;
     let outcome = limiter::decide(&rules, &locked_states, now_ms);
     if let Err(e) = deadline.check() {
         let _ = conn.query("ROLLBACK");

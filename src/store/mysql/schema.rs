@@ -140,7 +140,7 @@ pub fn create_tables_sql(s: &MysqlSettings) -> [String; 5] {
              name VARBINARY(191) NOT NULL, \
              client VARBINARY(191) NOT NULL, \
              n BIGINT UNSIGNED NOT NULL, \
-             PRIMARY KEY (hour, kind, name, client)) ENGINE=InnoDB",
+             PRIMARY KEY (hour, kind, name, client)) ENGINE=MyISAM",
             s.journal_table
         ),
         format!(
