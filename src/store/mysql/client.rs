@@ -15,6 +15,8 @@ use crate::store::mysql::packet::{self, Malformed, ServerError, Value};
 
 /// The most bytes one query's answer may hold, all its rows together.
 const MAX_ANSWER: usize = 8 << 20;
+/// The most statements' answers to one query.
+const MAX_STATEMENTS: usize = 1024;
 /// The most columns of one result.
 const MAX_COLUMNS: u64 = 256;
 /// Authentication exchanges after the handshake response, at most (a switch, then a request
@@ -339,59 +341,8 @@ impl Conn {
     pub fn query(&mut self, sql: &str) -> Result<Vec<Answer>, Error> {
         self.seq = 0;
         self.write_packet(&packet::query(sql))?;
-        let mut answers = Vec::new();
-        let mut budget = MAX_ANSWER;
-        loop {
-            let first = self.read_packet()?;
-            let more = match first.first() {
-                Some(0x00) => {
-                    let done = packet::ok(&first)?;
-                    answers.push(Answer {
-                        rows: Vec::new(),
-                        affected: done.affected,
-                    });
-                    done.status & packet::MORE_RESULTS != 0
-                }
-                Some(0xFF) => return Err(Error::Server(packet::server_error(&first)?)),
-                Some(0xFB) => return Err(Error::Protocol("the server asked for a local file")),
-                Some(_) => {
-                    let columns = packet::Fields(&first).lenenc()?;
-                    if columns == 0 || columns > MAX_COLUMNS {
-                        return Err(Error::Protocol("a result with too many columns"));
-                    }
-                    for _ in 0..columns {
-                        self.read_packet()?;
-                    }
-                    if self.capabilities & packet::DEPRECATE_EOF == 0 {
-                        packet::eof(&self.read_packet()?)?;
-                    }
-                    let mut rows = Vec::new();
-                    let done = loop {
-                        let p = self.read_packet()?;
-                        if packet::ends_rows(&p) {
-                            break if self.capabilities & packet::DEPRECATE_EOF == 0 {
-                                packet::eof(&p)?
-                            } else {
-                                packet::ok(&p)?
-                            };
-                        }
-                        if p.first() == Some(&0xFF) {
-                            return Err(Error::Server(packet::server_error(&p)?));
-                        }
-                        budget = budget
-                            .checked_sub(p.len())
-                            .ok_or(Error::Protocol("an answer larger than 8 MiB"))?;
-                        rows.push(packet::row(&p, columns as usize)?);
-                    };
-                    answers.push(Answer { rows, affected: 0 });
-                    done.status & packet::MORE_RESULTS != 0
-                }
-                None => return Err(Error::Protocol("an empty packet")),
-            };
-            if !more {
-                return Ok(answers);
-            }
-        }
+        let capabilities = self.capabilities;
+        answers(capabilities, || self.read_packet())
     }
 
     fn read_packet(&mut self) -> Result<Vec<u8>, Error> {
@@ -424,6 +375,71 @@ impl Conn {
         stream.write_all(&out)?;
         stream.flush()?;
         Ok(())
+    }
+}
+
+/// Reads the answers to one query from the packets `next` gives, for a connection with
+/// `capabilities`: one per statement, until one says no more follow. Bounded: at most
+/// [`MAX_COLUMNS`] columns and [`MAX_ANSWER`] bytes of rows.
+pub fn answers(
+    capabilities: u32,
+    mut next: impl FnMut() -> Result<Vec<u8>, Error>,
+) -> Result<Vec<Answer>, Error> {
+    let mut answers = Vec::new();
+    let mut budget = MAX_ANSWER;
+    loop {
+        let first = next()?;
+        let more = match first.first() {
+            Some(0x00) => {
+                let done = packet::ok(&first)?;
+                answers.push(Answer {
+                    rows: Vec::new(),
+                    affected: done.affected,
+                });
+                done.status & packet::MORE_RESULTS != 0
+            }
+            Some(0xFF) => return Err(Error::Server(packet::server_error(&first)?)),
+            Some(0xFB) => return Err(Error::Protocol("the server asked for a local file")),
+            Some(_) => {
+                let columns = packet::Fields(&first).lenenc()?;
+                if columns == 0 || columns > MAX_COLUMNS {
+                    return Err(Error::Protocol("a result with too many columns"));
+                }
+                for _ in 0..columns {
+                    next()?;
+                }
+                if capabilities & packet::DEPRECATE_EOF == 0 {
+                    packet::eof(&next()?)?;
+                }
+                let mut rows = Vec::new();
+                let done = loop {
+                    let p = next()?;
+                    if packet::ends_rows(&p) {
+                        break if capabilities & packet::DEPRECATE_EOF == 0 {
+                            packet::eof(&p)?
+                        } else {
+                            packet::ok(&p)?
+                        };
+                    }
+                    if p.first() == Some(&0xFF) {
+                        return Err(Error::Server(packet::server_error(&p)?));
+                    }
+                    budget = budget
+                        .checked_sub(p.len())
+                        .ok_or(Error::Protocol("an answer larger than 8 MiB"))?;
+                    rows.push(packet::row(&p, columns as usize)?);
+                };
+                answers.push(Answer { rows, affected: 0 });
+                done.status & packet::MORE_RESULTS != 0
+            }
+            None => return Err(Error::Protocol("an empty packet")),
+        };
+        if !more {
+            return Ok(answers);
+        }
+        if answers.len() >= MAX_STATEMENTS {
+            return Err(Error::Protocol("more answers than statements"));
+        }
     }
 }
 
@@ -522,3 +538,7 @@ mod tests {
         assert!(num::<u64>(&Some(b"x".to_vec())).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "client/tests.rs"]
+mod conversation;

@@ -35,8 +35,9 @@ pub const MORE_RESULTS: u16 = 1 << 3;
 
 /// utf8mb4_general_ci: known to every server with utf8mb4 (MySQL 5.5.3, MariaDB 5.5 on).
 pub const UTF8MB4: u8 = 45;
-/// The largest packet this client says it accepts.
-pub const MAX_ALLOWED_PACKET: u32 = 1 << 24;
+/// The largest packet this client accepts, and says it does: the store's rows are small, and
+/// a hostile or broken server cannot make it allocate more.
+pub const MAX_ALLOWED_PACKET: u32 = 4 << 20;
 /// A payload of this length is continued in the next packet: never needed by this client,
 /// whose statements and answers are far smaller, so refused.
 pub const CONTINUED: usize = 0xFF_FFFF;
@@ -334,8 +335,10 @@ pub fn split(mut bytes: &[u8]) -> Result<Split<'_>, Malformed> {
 /// The payload length a 4-byte packet header announces.
 pub fn header_len(header: &[u8]) -> Result<usize, Malformed> {
     let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-    if len == CONTINUED {
-        return Err(Malformed("a packet larger than max_allowed_packet, 16 MiB"));
+    if len > MAX_ALLOWED_PACKET as usize {
+        return Err(Malformed(
+            "a packet larger than the 4 MiB this client accepts (its max_allowed_packet)",
+        ));
     }
     Ok(len)
 }

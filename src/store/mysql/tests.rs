@@ -101,7 +101,7 @@ fn codec_errors_are_said_in_words() {
     assert_eq!(
         e.detail,
         format!(
-            "mysql store at 127.0.0.1:{port}: the server sent something that is not the MySQL protocol (a packet larger than max_allowed_packet, 16 MiB; is it a MySQL or MariaDB server? see store.host and store.port)"
+            "mysql store at 127.0.0.1:{port}: the server sent something that is not the MySQL protocol (a packet larger than the 4 MiB this client accepts (its max_allowed_packet); is it a MySQL or MariaDB server? see store.host and store.port)"
         )
     );
 }
