@@ -469,7 +469,8 @@ impl Dashboard<'_> {
             auto: false,
         };
         let now = self.now_ms;
-        match crate::blocks::update(self.store, now, |list| {
+        let copy = crate::blocks::copy_path(self.config);
+        match crate::blocks::update(self.store, copy.as_deref(), now, |list| {
             (crate::blocks::with(list, block, now), ())
         }) {
             Ok(()) => {

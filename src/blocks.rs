@@ -1,14 +1,23 @@
 //! Temporary blocks kept in the store, so every web server sharing it obeys them: added by
 //! `resolve block` (or by `auto_block`), listed by `resolve blocks`, removed by `resolve
 //! unblock` or by their expiry. The list is one small entry of the store's cache, changed only
-//! under a lock taken with the store's atomic claim; requests read it once each.
+//! under a lock taken with the store's atomic claim.
+//!
+//! Requests read it once each. Where the store is a server (MySQL, Redis), they read a copy in
+//! the data directory (`blocks.copy`), fetched again from the store when it is older than
+//! [`defaults::BLOCKS_COPY_SECS`]: a file read instead of a round trip on every request. A
+//! change made here (`resolve block`, `unblock`, the dashboard, `auto_block`) rewrites this
+//! server's copy at once; other servers sharing the store follow within those seconds.
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use std::path::{Path, PathBuf};
+
 use crate::config::Config;
 use crate::core::calendar;
 use crate::core::clock::{Clock, SystemClock};
+use crate::defaults;
 use crate::http::cidr::Cidr;
 use crate::store::{Store, StoreError};
 
@@ -145,10 +154,67 @@ pub fn read(store: &dyn Store) -> Result<Vec<Block>, StoreError> {
         .unwrap_or_default())
 }
 
+/// Where this server keeps its copy of the list: in the data directory when the store is a
+/// server; None when the store is read locally anyway (files, memory).
+pub fn copy_path(config: &Config) -> Option<PathBuf> {
+    use crate::store::settings::StoreKind;
+    match config.store.kind {
+        StoreKind::Mysql(_) | StoreKind::Redis(_) => {
+            Some(config.data_dir.join(defaults::BLOCKS_COPY))
+        }
+        _ => None,
+    }
+}
+
+/// The list for a request at `now_ms`: from the copy at `copy` while it is fresh, else from
+/// the store (and the copy written again). A copy that cannot be read or written only costs
+/// the round trip.
+pub fn read_for_request(
+    store: &dyn Store,
+    copy: Option<&Path>,
+    now_ms: u64,
+) -> Result<Vec<Block>, StoreError> {
+    let Some(path) = copy else {
+        return read(store);
+    };
+    if let Ok(bytes) = std::fs::read(path)
+        && let Some(list) = fresh_copy(&bytes, now_ms)
+    {
+        return Ok(list);
+    }
+    let list = read(store)?;
+    keep_copy(path, &list, now_ms);
+    Ok(list)
+}
+
+/// The list in a copy fetched less than [`defaults::BLOCKS_COPY_SECS`] before `now_ms`.
+fn fresh_copy(bytes: &[u8], now_ms: u64) -> Option<Vec<Block>> {
+    let at = bytes.iter().position(|&b| b == b'\n')?;
+    let fetched: u64 = std::str::from_utf8(bytes[..at].strip_prefix(b"fetched ")?)
+        .ok()?
+        .parse()
+        .ok()?;
+    let age = now_ms.checked_sub(fetched)?;
+    (age < defaults::BLOCKS_COPY_SECS * 1000).then(|| decode(&bytes[at + 1..]))
+}
+
+/// Writes the copy whole under a new name, then moves it in place: a reader sees the old copy
+/// or the new one.
+fn keep_copy(path: &Path, list: &[Block], now_ms: u64) {
+    let mut bytes = format!("fetched {now_ms}\n").into_bytes();
+    bytes.extend_from_slice(&encode(list));
+    let tmp = path.with_extension(format!("{:016x}", crate::random::u64()));
+    if std::fs::write(&tmp, &bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
 /// Changes the stored list with `change` under the lock, so concurrent changes (two `resolve
 /// block` commands, automatic blocks from many requests) all take effect.
+/// This server's copy (`copy`) is written again with the new list.
 pub fn update<T>(
     store: &dyn Store,
+    copy: Option<&Path>,
     now_ms: u64,
     change: impl FnOnce(Vec<Block>) -> (Vec<Block>, T),
 ) -> Result<T, StoreError> {
@@ -170,6 +236,9 @@ pub fn update<T>(
             (false, Some(until)) => Duration::from_millis(until.saturating_sub(now_ms).max(1000)),
         };
         store.cache_put(LIST_KEY, &encode(&list), ttl)?;
+        if let Some(path) = copy {
+            keep_copy(path, &list, now_ms);
+        }
         Ok(out)
     })();
     store.cache_release(LOCK_KEY, token.as_bytes())?;
@@ -179,6 +248,7 @@ pub fn update<T>(
 /// `resolve block` and `resolve unblock`: the line to print, or what went wrong.
 pub fn command(
     store: &dyn Store,
+    copy: Option<&Path>,
     verb: &str,
     target: &str,
     duration: Option<&str>,
@@ -190,7 +260,7 @@ pub fn command(
     let now = SystemClock.now_ms();
     let failed = |e: StoreError| format!("the store could not be changed: {e}");
     if verb == "unblock" {
-        let had = update(store, now, |list| without(list, range, now)).map_err(failed)?;
+        let had = update(store, copy, now, |list| without(list, range, now)).map_err(failed)?;
         return Ok(if had {
             format!("unblocked {range}")
         } else {
@@ -207,7 +277,7 @@ pub fn command(
         reason: clean_reason(reason.unwrap_or("blocked by the owner")),
         auto: false,
     };
-    update(store, now, |list| (with(list, block, now), ())).map_err(failed)?;
+    update(store, copy, now, |list| (with(list, block, now), ())).map_err(failed)?;
     Ok(match until_ms {
         Some(ms) => format!("blocked {range} until {} (UTC)", calendar::iso(ms)),
         None => format!("blocked {range} until `resolve unblock {range}`"),
@@ -345,11 +415,65 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..20 {
                         let b = block(&format!("10.{t}.0.{i}"), None);
-                        update(&store, 0, |list| (with(list, b, 0), ())).unwrap();
+                        update(&store, None, 0, |list| (with(list, b, 0), ())).unwrap();
                     }
                 });
             }
         });
         assert_eq!(read(&store).unwrap().len(), 160);
+    }
+
+    #[test]
+    fn a_copy_serves_for_seconds_and_a_change_here_rewrites_it() {
+        let store = MemoryStore::new(SystemClock, Duration::ZERO);
+        let dir = std::env::temp_dir().join(format!("resolve-blocks-copy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join(defaults::BLOCKS_COPY);
+        let _ = std::fs::remove_file(&copy);
+        let t0 = 1_000_000;
+        let ranges = |list: Vec<Block>| -> Vec<String> {
+            list.iter().map(|b| b.range.to_string()).collect()
+        };
+        let a = block("192.0.2.1", None);
+        update(&store, Some(&copy), t0, |l| (with(l, a, t0), ())).unwrap();
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), t0).unwrap()),
+            ["192.0.2.1/32"]
+        );
+        // Another server adds a block: seen here once the copy is 5 s old.
+        let b = block("192.0.2.2", None);
+        let both = with(read(&store).unwrap(), b, t0);
+        store.cache_put(LIST_KEY, &encode(&both), FOREVER).unwrap();
+        let late = t0 + defaults::BLOCKS_COPY_SECS * 1000;
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), late - 1).unwrap()).len(),
+            1
+        );
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), late).unwrap()).len(),
+            2
+        );
+        // A change made here is in the copy at once.
+        let range = Cidr::parse("192.0.2.1").unwrap();
+        update(&store, Some(&copy), late + 1, |l| {
+            without(l, range, late + 1)
+        })
+        .unwrap();
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), late + 2).unwrap()),
+            ["192.0.2.2/32"]
+        );
+        // A damaged copy, or one from the future, is read past.
+        std::fs::write(&copy, b"fetched x\n").unwrap();
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), late + 3).unwrap()).len(),
+            1
+        );
+        std::fs::write(&copy, format!("fetched {}\n", late * 2)).unwrap();
+        assert_eq!(
+            ranges(read_for_request(&store, Some(&copy), late + 4).unwrap()).len(),
+            1
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -227,6 +227,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let store = crate::store::open::from_config(&config);
             crate::blocks::command(
                 store.as_ref(),
+                crate::blocks::copy_path(&config).as_deref(),
                 verb,
                 &target,
                 options.duration.as_deref(),

@@ -88,6 +88,11 @@ pub const JOURNAL: bool = true;
 pub const JOURNAL_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file in the data directory whose time stamp says when that was last logged.
 pub const JOURNAL_ERROR_STAMP: &str = ".journal-error-logged";
+/// This server's copy of the store's block list (MySQL, Redis), in the data directory.
+pub const BLOCKS_COPY: &str = "blocks.copy";
+/// How long a request trusts that copy before reading the list from the store again: a block
+/// made on another server sharing the store applies here within this time.
+pub const BLOCKS_COPY_SECS: u64 = 5;
 
 /// The longest a request waits for another process's lock on a file of the file store
 /// (`store.lock_timeout_ms`). Requests hold a lock for microseconds; only a stuck process or

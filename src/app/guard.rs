@@ -29,8 +29,10 @@ impl App<'_> {
         let why = if self.config.block.contains(asked.address) {
             "it is in the configuration's block list".to_owned()
         } else {
-            let list = blocks::read(self.store)?;
-            match blocks::find(&list, asked.address, SystemClock.now_ms()) {
+            let now = SystemClock.now_ms();
+            let copy = blocks::copy_path(self.config);
+            let list = blocks::read_for_request(self.store, copy.as_deref(), now)?;
+            match blocks::find(&list, asked.address, now) {
                 Some(block) => describe(block),
                 None => return Ok(None),
             }
@@ -106,7 +108,10 @@ impl App<'_> {
             ),
             auto: true,
         };
-        match blocks::update(self.store, now, |list| (blocks::with(list, block, now), ())) {
+        let copy = blocks::copy_path(self.config);
+        match blocks::update(self.store, copy.as_deref(), now, |list| {
+            (blocks::with(list, block, now), ())
+        }) {
             Ok(()) => {
                 tally.add(Event::AutoBlocked);
                 self.log.line(

@@ -149,7 +149,7 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
         reason: "scraper".into(),
         auto: false,
     };
-    blocks::update(&b.store, now, |l| {
+    blocks::update(&b.store, None, now, |l| {
         let l = blocks::with(l, block("192.0.2.0/24", Some(now + 60_000)), now);
         (
             blocks::with(l, block("198.51.100.1", Some(now - 1)), now),
@@ -160,7 +160,7 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
     assert_eq!(b.from("192.0.2.50"), 403);
     assert_eq!(b.from("198.51.100.1"), 200, "an ended block");
     assert_eq!(b.lines("by resolve block: scraper"), 1);
-    blocks::update(&b.store, now, |l| {
+    blocks::update(&b.store, None, now, |l| {
         blocks::without(
             l,
             crate::http::cidr::Cidr::parse("192.0.2.0/24").unwrap(),
