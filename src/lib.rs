@@ -12,7 +12,7 @@
 //! - [`cli`] and [`check`]: the command line and `resolve check`.
 //! - Shared by all: [`defaults`] (every default, in one place), [`secret`] and [`log`] (values
 //!   never shown, and the owner's log that masks them), [`show`] (how the effective
-//!   configuration is written), [`random`] (sampling).
+//!   configuration is written), [`random`] (sampling), [`hex`] (hex text of bytes).
 //!
 //! The library is the binary's, not a published API (`publish = false`): every layer is public
 //! so that the integration tests, the benchmarks and the fuzz targets can drive it directly,
@@ -30,6 +30,7 @@ pub mod config;
 pub mod core;
 pub mod defaults;
 pub mod gateway;
+pub mod hex;
 pub mod http;
 pub mod log;
 pub mod provider;
