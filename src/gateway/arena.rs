@@ -10,7 +10,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Bytes of the arena. It lies in `.bss`, so only the pages a request touches take memory:
 /// a 429 uses some tens of kilobytes; a provider call over TLS spills to the system allocator.
@@ -25,8 +25,10 @@ struct Arena(UnsafeCell<[u8; ARENA_BYTES]>);
 unsafe impl Sync for Arena {}
 
 static ARENA: Arena = Arena(UnsafeCell::new([0; ARENA_BYTES]));
-/// Offset of the first free byte of the arena.
-static NEXT: AtomicUsize = AtomicUsize::new(0);
+/// The offset of the first free byte (low 32 bits) and the highest offset ever handed out
+/// (high 32 bits), changed together: bytes past the second were never written, so they are
+/// still the zeros of `.bss`, and a zeroed block there needs no writing (nor its pages).
+static STATE: AtomicU64 = AtomicU64::new(0);
 /// Whether new blocks come from the arena (set once, by a CGI process).
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -52,10 +54,42 @@ fn offset_of(ptr: *mut u8) -> Option<usize> {
     (off < ARENA_BYTES).then_some(off)
 }
 
-/// A block of `layout` from the arena, or None when it has no room.
-fn bump(layout: Layout) -> Option<*mut u8> {
-    let mut next = NEXT.load(Ordering::Relaxed);
+fn pack(next: usize, high: usize) -> u64 {
+    // Both are at most ARENA_BYTES, far below 2^32.
+    ((high as u64) << 32) | next as u64
+}
+
+fn unpack(state: u64) -> (usize, usize) {
+    ((state & 0xffff_ffff) as usize, (state >> 32) as usize)
+}
+
+/// Moves the first free byte from `from` to `to` if it is still at `from` (the block ending
+/// there is the latest), keeping the high-water mark up to date. False when it was not.
+fn move_next(from: usize, to: usize) -> bool {
+    let mut state = STATE.load(Ordering::Relaxed);
     loop {
+        let (next, high) = unpack(state);
+        if next != from {
+            return false;
+        }
+        match STATE.compare_exchange_weak(
+            state,
+            pack(to, high.max(to)),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return true,
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// A block of `layout` from the arena, with the offset from which its bytes were never handed
+/// out before; None when the arena has no room.
+fn bump(layout: Layout) -> Option<(*mut u8, usize)> {
+    let mut state = STATE.load(Ordering::Relaxed);
+    loop {
+        let (next, high) = unpack(state);
         // The base is page-aligned and alignments are powers of two, at most a page for any
         // type of this program (a larger one simply finds no room here).
         let start = next.checked_add(layout.align() - 1)? & !(layout.align() - 1);
@@ -63,10 +97,18 @@ fn bump(layout: Layout) -> Option<*mut u8> {
         if end > ARENA_BYTES || layout.align() > 4096 {
             return None;
         }
-        match NEXT.compare_exchange_weak(next, end, Ordering::Relaxed, Ordering::Relaxed) {
+        match STATE.compare_exchange_weak(
+            state,
+            pack(end, high.max(end)),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
             // The arena's provenance carries over to the block (`wrapping_add` on its pointer).
-            Ok(_) => return Some(ARENA.0.get().cast::<u8>().wrapping_add(start)),
-            Err(now) => next = now,
+            Ok(_) => {
+                let ptr = ARENA.0.get().cast::<u8>().wrapping_add(start);
+                return Some((ptr, high.max(start)));
+            }
+            Err(now) => state = now,
         }
     }
 }
@@ -78,7 +120,7 @@ fn bump(layout: Layout) -> Option<*mut u8> {
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if ON.load(Ordering::Relaxed)
-            && let Some(ptr) = bump(layout)
+            && let Some((ptr, _)) = bump(layout)
         {
             return ptr;
         }
@@ -88,11 +130,15 @@ unsafe impl GlobalAlloc for Allocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if ON.load(Ordering::Relaxed)
-            && let Some(ptr) = bump(layout)
+            && let Some((ptr, fresh)) = bump(layout)
         {
-            // A block given back to the arena may be handed out again: zero it.
-            // SAFETY: the block is `layout.size()` bytes, just handed out.
-            unsafe { ptr.write_bytes(0, layout.size()) };
+            // Bytes handed out before (and given back) may hold anything: those are zeroed.
+            // The rest are still the zeros of `.bss`, and their pages stay untouched until
+            // used (a read buffer mostly unfilled).
+            let start = ptr as usize - base();
+            let dirty = fresh.saturating_sub(start).min(layout.size());
+            // SAFETY: the block is `layout.size()` bytes, just handed out; `dirty` is no more.
+            unsafe { ptr.write_bytes(0, dirty) };
             return ptr;
         }
         // SAFETY: the caller's guarantees for `layout` are `System`'s.
@@ -104,12 +150,7 @@ unsafe impl GlobalAlloc for Allocator {
             // The latest block goes back to the arena (a string built and dropped at once);
             // any other stays used until the process exits.
             Some(off) => {
-                let _ = NEXT.compare_exchange(
-                    off + layout.size(),
-                    off,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                move_next(off + layout.size(), off);
             }
             // SAFETY: not the arena's, so `System` handed it out with this layout.
             None => unsafe { System.dealloc(ptr, layout) },
@@ -125,9 +166,7 @@ unsafe impl GlobalAlloc for Allocator {
         let end = off + layout.size();
         if let Some(new_end) = off.checked_add(new_size)
             && new_end <= ARENA_BYTES
-            && NEXT
-                .compare_exchange(end, new_end, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+            && move_next(end, new_end)
         {
             return ptr;
         }
@@ -158,5 +197,25 @@ mod tests {
         // Tests never turn the arena on: every block is the system allocator's.
         let mut b = Box::new(7u64);
         assert_eq!(offset_of((&raw mut *b).cast()), None);
+    }
+
+    #[test]
+    fn blocks_are_aligned_distinct_and_the_latest_goes_back() {
+        // Only this test takes blocks from the arena (it is never on in tests), directly.
+        let layout = |size, align| Layout::from_size_align(size, align).unwrap();
+        let (a, fresh_a) = bump(layout(3, 1)).unwrap();
+        let (b, fresh_b) = bump(layout(16, 8)).unwrap();
+        let (off_a, off_b) = (offset_of(a).unwrap(), offset_of(b).unwrap());
+        assert_eq!(off_b % 8, 0);
+        assert!(off_b >= off_a + 3);
+        assert_eq!((fresh_a, fresh_b), (off_a, off_b));
+        // b is the latest: given back, its bytes are handed out again, and known to be used.
+        assert!(move_next(off_b + 16, off_b));
+        let (c, fresh_c) = bump(layout(16, 8)).unwrap();
+        assert_eq!((offset_of(c), fresh_c), (Some(off_b), off_b + 16));
+        // a is not the latest any more: it stays used.
+        assert!(!move_next(off_a + 3, off_a));
+        assert!(bump(layout(ARENA_BYTES, 1)).is_none());
+        assert!(bump(layout(8, 8192)).is_none());
     }
 }
