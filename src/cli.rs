@@ -116,6 +116,8 @@ pub fn main() -> ExitCode {
         return crate::gateway::fastcgi::process::run(listener);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
+        // One request, then exit: memory comes from the arena.
+        crate::gateway::arena::use_for_this_process();
         crate::gateway::cgi::run();
         return ExitCode::SUCCESS;
     }

@@ -2,6 +2,7 @@
 //! or `resolve serve` on this machine. Each gateway turns its transport into the same request
 //! and writes the same answer.
 
+pub mod arena;
 pub mod cgi;
 pub mod fastcgi;
 pub mod serve;

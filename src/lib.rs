@@ -12,13 +12,14 @@
 //! - [`cli`] and [`check`]: the command line and `resolve check`.
 //! - Shared by all: [`defaults`] (every default, in one place), [`secret`] and [`log`] (values
 //!   never shown, and the owner's log that masks them), [`show`] (how the effective
-//!   configuration is written), [`random`] (sampling).
+//!   configuration is written), [`random`] (sampling), [`hex`] (hex text of bytes).
 //!
 //! The library is the binary's, not a published API (`publish = false`): every layer is public
 //! so that the integration tests, the benchmarks and the fuzz targets can drive it directly,
 //! and `tests/layout.rs` keeps the layers honest (no import cycles; a core without I/O that
 //! imports nothing from the rest).
-// No unsafe code but one call in `gateway::signals`, which allows it for itself.
+// No unsafe code but one call in `gateway::signals` and the allocator in `gateway::arena`, which
+// allow it for themselves.
 #![deny(unsafe_code)]
 
 pub mod admin;
@@ -30,6 +31,7 @@ pub mod config;
 pub mod core;
 pub mod defaults;
 pub mod gateway;
+pub mod hex;
 pub mod http;
 pub mod log;
 pub mod provider;

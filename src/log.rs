@@ -79,18 +79,29 @@ pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
 /// Writes to standard error.
 #[derive(Debug, Default)]
 pub struct StderrLog {
+    /// The secrets to mask, as the configuration holds them.
     secrets: Vec<String>,
+    /// Every form of them ([`crate::secret::all_forms`]), made at the first line: most CGI
+    /// requests log nothing.
+    forms: std::sync::OnceLock<Vec<String>>,
 }
 
 impl StderrLog {
-    pub fn new(secrets: Vec<String>) -> StderrLog {
-        StderrLog { secrets }
+    /// A log that masks `secrets` in every form.
+    pub fn masking(secrets: Vec<String>) -> StderrLog {
+        StderrLog {
+            secrets,
+            forms: std::sync::OnceLock::new(),
+        }
     }
 }
 
 impl Log for StderrLog {
     fn line(&self, level: Level, message: &str) {
-        let line = format_line(level, message, &self.secrets);
+        let forms = self
+            .forms
+            .get_or_init(|| crate::secret::all_forms(&self.secrets));
+        let line = format_line(level, message, forms);
         // One write per line, so lines of concurrent processes do not interleave.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }

@@ -36,7 +36,7 @@ impl Site {
         };
         Site {
             // Every form of every secret: a provider echoes a token percent-encoded or quoted.
-            log: StderrLog::new(crate::secret::all_forms(&config.secrets())),
+            log: StderrLog::masking(config.secrets()),
             store: crate::store::open::from_config(&config),
             provider,
             config,

@@ -39,10 +39,7 @@ pub struct ClientKey<'a> {
 
 /// SHA-256 of a key, lowercase hex: what the configuration stores.
 pub fn hash(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::lower(&Sha256::digest(key.as_bytes()))
 }
 
 /// Longest key accepted, in bytes.

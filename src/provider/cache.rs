@@ -22,7 +22,7 @@ pub fn normalise(link: &str) -> String {
 /// The store key of a link's cached answer.
 pub fn key(link: &str) -> String {
     let digest = Sha256::digest(normalise(link).as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::hex::lower(&digest);
     format!("resolve:cache:{hex}")
 }
 

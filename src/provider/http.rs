@@ -12,23 +12,30 @@ use crate::provider::{Failure, Provider, ProviderError};
 
 pub struct HttpProvider {
     spec: HttpSpec,
-    agent: ureq::Agent,
+    /// Made at the first call: a CGI request that is refused never needs it.
+    agent: std::sync::OnceLock<ureq::Agent>,
 }
 
 impl HttpProvider {
     pub fn new(spec: HttpSpec) -> HttpProvider {
-        let config = ureq::Agent::config_builder()
-            .timeout_connect(Some(spec.connect_timeout))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
-            .proxy(None)
-            .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
-            .build();
         HttpProvider {
             spec,
-            agent: config.into(),
+            agent: std::sync::OnceLock::new(),
         }
+    }
+
+    fn agent(&self) -> &ureq::Agent {
+        self.agent.get_or_init(|| {
+            ureq::Agent::config_builder()
+                .timeout_connect(Some(self.spec.connect_timeout))
+                .http_status_as_error(false)
+                .max_redirects(0)
+                // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
+                .proxy(None)
+                .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .into()
+        })
     }
 
     fn call(
@@ -47,8 +54,8 @@ impl HttpProvider {
         let query = render(&step.query)?;
         let form = render(&step.form)?;
         Ok(match step.method {
-            HttpMethod::Get => prepared(self.agent.get(&url), &query, &headers, timeout).call(),
-            HttpMethod::Post => prepared(self.agent.post(&url), &query, &headers, timeout)
+            HttpMethod::Get => prepared(self.agent().get(&url), &query, &headers, timeout).call(),
+            HttpMethod::Post => prepared(self.agent().post(&url), &query, &headers, timeout)
                 .send_form(form.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
         })
     }

@@ -97,7 +97,7 @@ impl<C: Clock> FileStore<C> {
     /// The file that holds `key`.
     pub fn path_for(&self, key: &str) -> PathBuf {
         let digest = Sha256::digest(key.as_bytes());
-        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let name = crate::hex::lower(&digest);
         self.dir.join(&name[..2]).join(name)
     }
 
