@@ -1048,3 +1048,34 @@ fn the_journal_table_is_myisam_and_one_made_innodb_by_hand_works_alike() {
         );
     }
 }
+
+#[test]
+fn a_connection_that_ends_says_so_and_the_server_counts_no_aborted_client() {
+    // Without COM_QUIT, MariaDB counts every CGI request's connection as aborted and writes a
+    // warning for it to its error log.
+    let db = MariaDb::start();
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": tcp_store(&db, db.port(), "deny"),
+        "rules": [rule("ip", "fixed", 2, 60)],
+    });
+    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let aborted = || {
+        number(
+            &db,
+            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+             WHERE VARIABLE_NAME = 'ABORTED_CLIENTS'",
+        )
+    };
+    let before = aborted();
+    for i in 0..5 {
+        let store = resolve::store::open::from_config(&config);
+        let check = Check {
+            rule: &config.rules[0],
+            key: "resolve:ip:192.0.2.9".to_owned(),
+        };
+        let decision = store.decide(&[check]).unwrap();
+        assert_eq!(decision.is_admit(), i < 2, "request {i}: {decision:?}");
+    }
+    assert_eq!(aborted(), before, "connections counted as aborted");
+}

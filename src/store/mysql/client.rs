@@ -378,6 +378,20 @@ impl Conn {
     }
 }
 
+/// A connection that ends says so (COM_QUIT), without waiting for anything: a server otherwise
+/// counts it as aborted (`Aborted_clients`) and, as MariaDB does by default, writes a warning
+/// to its error log for each one: one a CGI request.
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.seq = 0;
+        let _ = self.write_packet(&[0x01]);
+        if let Stream::Tls(tls) = self.stream.get_mut() {
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    }
+}
+
 /// Reads the answers to one query from the packets `next` gives, for a connection with
 /// `capabilities`: one per statement, until one says no more follow. Bounded: at most
 /// [`MAX_COLUMNS`] columns and [`MAX_ANSWER`] bytes of rows.

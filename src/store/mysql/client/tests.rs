@@ -200,7 +200,7 @@ fn caching_sha2_never_sends_the_password_over_plain_tcp() {
             assert!(why.contains("store.tls"), "{why}");
             assert!(!why.contains(PASSWORD));
         }
-        other => panic!("{:?}", other.map(|c| c.version)),
+        other => panic!("{:?}", other.map(|c| c.version.clone())),
     }
 }
 
@@ -254,7 +254,7 @@ fn an_authentication_switch_is_followed_and_a_wrong_password_named() {
     });
     match open(place, "wrong") {
         Err(Error::Server(e)) => assert_eq!(e.code, 1045),
-        other => panic!("{:?}", other.map(|c| c.version)),
+        other => panic!("{:?}", other.map(|c| c.version.clone())),
     }
 }
 
@@ -269,7 +269,7 @@ fn a_method_it_does_not_speak_is_named() {
     });
     match open(place, PASSWORD) {
         Err(Error::Unsupported(why)) => assert!(why.contains("client_ed25519"), "{why}"),
-        other => panic!("{:?}", other.map(|c| c.version)),
+        other => panic!("{:?}", other.map(|c| c.version.clone())),
     }
 }
 
