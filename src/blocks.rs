@@ -203,8 +203,18 @@ fn fresh_copy(bytes: &[u8], now_ms: u64) -> Option<Vec<Block>> {
 fn keep_copy(path: &Path, list: &[Block], now_ms: u64) {
     let mut bytes = format!("fetched {now_ms}\n").into_bytes();
     bytes.extend_from_slice(&encode(list));
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let tmp = path.with_extension(format!("{:016x}", crate::random::u64()));
-    if std::fs::write(&tmp, &bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
+    // Readable by the site's account alone, like the store's own files; a new name each time,
+    // never an existing file (nor a link planted there).
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&bytes));
+    if written.is_err() || std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
 }
@@ -440,6 +450,9 @@ mod tests {
             ranges(read_for_request(&store, Some(&copy), t0).unwrap()),
             ["192.0.2.1/32"]
         );
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&copy).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
         // Another server adds a block: seen here once the copy is 5 s old.
         let b = block("192.0.2.2", None);
         let both = with(read(&store).unwrap(), b, t0);
