@@ -53,7 +53,7 @@ use errors::{
     Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
     explain,
 };
-use schema::{KeyNeeds, NOW_MS, check_tables, create_tables_sql, like_prefix, ms_to_ts, ts_param};
+use schema::{KeyNeeds, NOW_MS, check_tables, create_tables_sql, like_prefix, ts_at};
 
 /// How many times a decision is tried when the server reports a deadlock or a duplicate key
 /// (both roll the transaction back, so a retry cannot double-count). A table shared with a PHP
@@ -326,10 +326,7 @@ impl Store for MysqlStore {
                 complete: true,
                 ..SweepReport::default()
             };
-            let events_before = ms_to_ts(
-                s.events_ts,
-                now_ms.saturating_sub(longest.saturating_add(grace)),
-            );
+            let events_before = now_ms.saturating_sub(longest.saturating_add(grace));
             let [journal_clients, journal_totals] =
                 journal::sweep_jobs(&s.journal_table, now_ms, SWEEP_BATCH);
             let mut jobs = vec![
@@ -350,7 +347,7 @@ impl Store for MysqlStore {
                 jobs.push(format!(
                     "DELETE FROM `{}` WHERE ts < {} AND rkey LIKE {} ESCAPE '!' LIMIT {SWEEP_BATCH}",
                     s.events_table,
-                    ts_param(s.events_ts).replace('?', &events_before.to_string()),
+                    ts_at(s.events_ts, events_before),
                     client::text_lit(&like_prefix(prefix))
                 ));
             }
@@ -424,8 +421,7 @@ impl Store for MysqlStore {
                         sql,
                         "DELETE FROM `{}` WHERE ts = {} AND rkey = ",
                         s.events_table,
-                        ts_param(s.events_ts)
-                            .replace('?', &ms_to_ts(s.events_ts, at_ms).to_string())
+                        ts_at(s.events_ts, at_ms)
                     );
                     client::text(&c.key, &mut sql);
                     sql.push_str(" LIMIT 1");

@@ -3,7 +3,7 @@
 //! bounded by the read timeout and by the request's deadline. Enough for the store's few
 //! statements; nothing is compiled or allocated at start beyond one buffer.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -225,7 +225,7 @@ impl Conn {
         };
         // The greeting, and the TLS request if any, are read and written on the socket itself:
         // TLS takes the socket over before anything is buffered.
-        let first = raw_packet(&mut socket, 0)?;
+        let first = read_frame(&mut socket, 0)?;
         if first.first() == Some(&0xFF) {
             return Err(Error::Server(packet::server_error(&first)?));
         }
@@ -249,7 +249,7 @@ impl Conn {
                     ));
                 }
                 caps |= packet::SSL;
-                write_raw(&mut socket, 1, &packet::tls_request(caps))?;
+                write_frame(&mut socket, 1, &packet::tls_request(caps))?;
                 (start_tls(socket, host)?, 2, true)
             }
             Place::Tcp { .. } => (Stream::Plain(socket), 1, false),
@@ -346,34 +346,16 @@ impl Conn {
     }
 
     fn read_packet(&mut self) -> Result<Vec<u8>, Error> {
-        let mut header = [0u8; 4];
-        self.stream.read_exact(&mut header)?;
-        let len = packet::header_len(&header)?;
-        if header[3] != self.seq {
-            return Err(Error::Protocol("a packet out of sequence"));
-        }
+        let payload = read_frame(&mut self.stream, self.seq)?;
         self.seq = self.seq.wrapping_add(1);
-        let mut payload = vec![0u8; len];
-        // Most answers are in the buffer already: one copy, no read.
-        let buffered = self.stream.buffer().len().min(len);
-        payload[..buffered].copy_from_slice(&self.stream.buffer()[..buffered]);
-        self.stream.consume(buffered);
-        self.stream.read_exact(&mut payload[buffered..])?;
         Ok(payload)
     }
 
     fn write_packet(&mut self, payload: &[u8]) -> Result<(), Error> {
-        if payload.len() >= packet::CONTINUED {
-            return Err(Error::Protocol("a statement of 16 MiB or more"));
-        }
-        let mut out = Vec::with_capacity(payload.len() + 4);
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
-        out.push(self.seq);
-        out.extend_from_slice(payload);
-        self.seq = self.seq.wrapping_add(1);
         let stream = self.stream.get_mut();
-        stream.write_all(&out)?;
+        write_frame(stream, self.seq, payload)?;
         stream.flush()?;
+        self.seq = self.seq.wrapping_add(1);
         Ok(())
     }
 }
@@ -457,25 +439,30 @@ pub fn answers(
     }
 }
 
-/// Reads one packet from the socket itself, unbuffered: the greeting, before TLS may start.
-fn raw_packet(socket: &mut Socket, seq: u8) -> Result<Vec<u8>, Error> {
+/// Reads one packet whose sequence id must be `seq`: from the buffered stream, or from the
+/// socket itself for the greeting (before TLS may start, nothing may be buffered).
+fn read_frame(from: &mut impl Read, seq: u8) -> Result<Vec<u8>, Error> {
     let mut header = [0u8; 4];
-    socket.read_exact(&mut header)?;
+    from.read_exact(&mut header)?;
     let len = packet::header_len(&header)?;
     if header[3] != seq {
         return Err(Error::Protocol("a packet out of sequence"));
     }
     let mut payload = vec![0u8; len];
-    socket.read_exact(&mut payload)?;
+    from.read_exact(&mut payload)?;
     Ok(payload)
 }
 
-fn write_raw(socket: &mut Socket, seq: u8, payload: &[u8]) -> Result<(), Error> {
+/// Writes `payload` as one packet with sequence id `seq`, in one write.
+fn write_frame(to: &mut impl Write, seq: u8, payload: &[u8]) -> Result<(), Error> {
+    if payload.len() >= packet::CONTINUED {
+        return Err(Error::Protocol("a statement of 16 MiB or more"));
+    }
     let mut out = Vec::with_capacity(payload.len() + 4);
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
     out.push(seq);
     out.extend_from_slice(payload);
-    socket.write_all(&out)?;
+    to.write_all(&out)?;
     Ok(())
 }
 
@@ -500,13 +487,8 @@ fn start_tls(socket: Socket, host: &str) -> Result<Stream, Error> {
 
 /// `X'…'`: any bytes as an SQL literal, with nothing to escape.
 pub fn hex(bytes: &[u8], out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(bytes.len() * 2 + 3);
     out.push_str("X'");
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
+    out.push_str(&crate::hex::lower(bytes));
     out.push('\'');
 }
 
@@ -530,6 +512,15 @@ pub fn num<T: std::str::FromStr>(v: &Value) -> Result<T, Error> {
         .and_then(|b| std::str::from_utf8(b).ok())
         .and_then(|s| s.parse().ok())
         .ok_or(Error::Protocol("a value that is not the number expected"))
+}
+
+/// A row's values as an array of `N`: a protocol error (naming `what`) when it has another
+/// number of columns.
+pub fn columns<'a, const N: usize>(
+    row: &'a [Value],
+    what: &'static str,
+) -> Result<&'a [Value; N], Error> {
+    row.try_into().map_err(|_| Error::Protocol(what))
 }
 
 /// A value's bytes (NULL as none).

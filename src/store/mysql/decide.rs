@@ -10,7 +10,7 @@ use crate::core::rule::{Algorithm, Rule};
 use crate::store::Check;
 use crate::store::mysql::client::{self, Answer, Conn};
 use crate::store::mysql::errors::{Deadline, Failed};
-use crate::store::mysql::schema::{NOW_MS, ms_to_ts, ts_param, ts_read, ts_to_ms};
+use crate::store::mysql::schema::{NOW_MS, ts_at, ts_read, ts_sql, ts_to_ms};
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
 
 /// One statement that reads what a decision needs, one row per fact, tagged in its first
@@ -50,11 +50,7 @@ pub(crate) fn read_sql(s: &MysqlSettings, checks: &[Check<'_>]) -> String {
             s.events_table
         );
         client::text(&c.key, &mut sql);
-        let _ = write!(
-            sql,
-            " AND ts >= {}",
-            ts_param(s.events_ts).replace('?', &bound)
-        );
+        let _ = write!(sql, " AND ts >= {}", ts_sql(s.events_ts, &bound));
     }
     sql
 }
@@ -70,9 +66,7 @@ pub(crate) fn states(
     let mut counters = Vec::new();
     let mut times: Vec<Vec<u64>> = Vec::new();
     for r in &answer.ok_or_else(odd)?.rows {
-        let [tag, key, a, b, c] = r.as_slice() else {
-            return Err(odd());
-        };
+        let [tag, key, a, b, c] = client::columns(r, "a decision's read of other rows")?;
         match client::num::<usize>(tag)? {
             0 => now_ms = Some(client::num(a)?),
             1 => counters.push((
@@ -176,19 +170,20 @@ pub(crate) fn decide(
             }
             Write::Append => {
                 let window = check.rule.window_ms();
-                let ts = |ms: u64| {
-                    ts_param(s.events_ts).replace('?', &ms_to_ts(s.events_ts, ms).to_string())
-                };
                 let _ = write!(sql, "INSERT INTO `{}` (rkey, ts) VALUES (", s.events_table);
                 client::text(&check.key, &mut sql);
                 let _ = write!(
                     sql,
                     ", {}); DELETE FROM `{}` WHERE rkey = ",
-                    ts(now_ms),
+                    ts_at(s.events_ts, now_ms),
                     s.events_table
                 );
                 client::text(&check.key, &mut sql);
-                let _ = write!(sql, " AND ts < {}; ", ts(now_ms.saturating_sub(window)));
+                let _ = write!(
+                    sql,
+                    " AND ts < {}; ",
+                    ts_at(s.events_ts, now_ms.saturating_sub(window))
+                );
                 // The lock row remembers when the key was last used, for sweeps.
                 let used = check.rule.limit.get() - status.remaining;
                 update_counter(s, &check.key, now_ms, window, used, &mut sql);

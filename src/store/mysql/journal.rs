@@ -64,11 +64,7 @@ pub(crate) fn rows(conn: &mut Conn, table: &str, from: u32, to: u32) -> Result<V
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap_or_else(|e| lossy(e.as_bytes()));
     let mut out = Vec::new();
     for r in found.into_iter().flat_map(|a| a.rows) {
-        let [hour, kind, name, who, n] = r.as_slice() else {
-            return Err(Failed::Db(client::Error::Protocol(
-                "a journal row of other columns",
-            )));
-        };
+        let [hour, kind, name, who, n] = client::columns(&r, "a journal row of other columns")?;
         let (hour, n): (u32, u64) = (client::num(hour)?, client::num(n)?);
         let (name, who) = (text(client::bytes(name)), text(client::bytes(who)));
         match client::bytes(kind).as_slice() {
@@ -121,11 +117,7 @@ pub(crate) fn notes(conn: &mut Conn, table: &str) -> Result<Vec<Note>, Failed> {
     ))?;
     let mut out = Vec::new();
     for r in found.into_iter().flat_map(|a| a.rows) {
-        let [at_ms, text] = r.as_slice() else {
-            return Err(Failed::Db(client::Error::Protocol(
-                "a note row of other columns",
-            )));
-        };
+        let [at_ms, text] = client::columns(&r, "a note row of other columns")?;
         out.push(Note {
             at_ms: client::num(at_ms)?,
             text: String::from_utf8(client::bytes(text)).unwrap_or_else(|e| lossy(e.as_bytes())),

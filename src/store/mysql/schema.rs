@@ -17,7 +17,7 @@ pub(crate) const NOW_MS: &str = "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS UN
 const OFFSET: &str = "TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())";
 
 /// A time in milliseconds as a `ts` parameter: itself for `ms`; its second (rounded down) for
-/// `s` and for `datetime`, which [`ts_param`] writes as the server's local time.
+/// `s` and for `datetime`, which [`ts_sql`] writes as the server's local time.
 pub(crate) fn ms_to_ts(unit: TsUnit, ms: u64) -> i64 {
     let v = match unit {
         TsUnit::Millis => ms,
@@ -38,17 +38,23 @@ pub(crate) fn ts_to_ms(unit: TsUnit, ts: i64) -> u64 {
     }
 }
 
-/// SQL for a `ts` value from a parameter made by [`ms_to_ts`]. A `DATETIME` is the server's
-/// local time, as `NOW()` writes it: the Unix second plus the time zone's offset now, counted
+/// SQL for a `ts` value from `value`, an SQL expression of what [`ms_to_ts`] makes. A
+/// `DATETIME` is the server's local time, as `NOW()` writes it: the Unix second plus the time
+/// zone's offset now, counted
 /// from 1970-01-01 00:00:00 by calendar alone (no conversion that could fall into a daylight
 /// saving gap), so that resolve and the PHP code do the same arithmetic on the same values.
-pub(crate) fn ts_param(unit: TsUnit) -> String {
+pub(crate) fn ts_sql(unit: TsUnit, value: &str) -> String {
     match unit {
-        TsUnit::Millis | TsUnit::Seconds => "?".to_owned(),
+        TsUnit::Millis | TsUnit::Seconds => value.to_owned(),
         TsUnit::DateTime => {
-            format!("TIMESTAMPADD(SECOND, ? + {OFFSET}, TIMESTAMP'1970-01-01 00:00:00')")
+            format!("TIMESTAMPADD(SECOND, {value} + {OFFSET}, TIMESTAMP'1970-01-01 00:00:00')")
         }
     }
+}
+
+/// SQL for the `ts` of the time `ms`: [`ts_sql`] of [`ms_to_ts`].
+pub(crate) fn ts_at(unit: TsUnit, ms: u64) -> String {
+    ts_sql(unit, &ms_to_ts(unit, ms).to_string())
 }
 
 /// SQL that reads `ts` as [`ts_to_ms`] takes it: the number itself, or a `DATETIME` back in
@@ -186,11 +192,7 @@ pub(crate) fn check_tables(
             client::text_lit(table)
         ))?;
         for r in found.into_iter().flat_map(|a| a.rows) {
-            let [name, data_type, len] = r.as_slice() else {
-                return Err(Failed::Db(client::Error::Protocol(
-                    "a column row of other columns",
-                )));
-            };
+            let [name, data_type, len] = client::columns(&r, "a column row of other columns")?;
             let text = |v| String::from_utf8_lossy(&client::bytes(v)).into_owned();
             let len = match len {
                 None => None,
