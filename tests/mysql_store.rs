@@ -1079,3 +1079,35 @@ fn a_connection_that_ends_says_so_and_the_server_counts_no_aborted_client() {
     }
     assert_eq!(aborted(), before, "connections counted as aborted");
 }
+
+#[test]
+fn a_refusal_takes_no_lock_and_answers_while_another_holds_the_keys_row() {
+    // Refusals are decided on a plain read: a row locked by another transaction (an admission
+    // in progress, an owner's query) does not hold them up. Deciding under the lock would wait
+    // for it past the store's lock wait timeout and fail.
+    let db = MariaDb::start();
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": tcp_store(&db, db.port(), "deny"),
+        "rules": [rule("ip", "fixed", 1, 600)],
+    });
+    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let store = resolve::store::open::from_config(&config);
+    let check = || Check {
+        rule: &config.rules[0],
+        key: "resolve:ip:192.0.2.5".to_owned(),
+    };
+    assert!(store.decide(&[check()]).unwrap().is_admit());
+    let mut holder = Php::connect(&db);
+    holder.sql(&format!(
+        "START TRANSACTION; SELECT count FROM {}.rate_counters \
+         WHERE rkey = 'resolve:ip:192.0.2.5' FOR UPDATE",
+        db.database()
+    ));
+    let refused = store.decide(&[check()]);
+    holder.sql("ROLLBACK");
+    assert!(
+        matches!(refused, Ok(Decision::Refuse { .. })),
+        "{refused:?}"
+    );
+}
