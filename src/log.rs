@@ -124,10 +124,27 @@ impl Log for MemoryLog {
 
 /// True when nothing was logged under `stamp` within `interval`: the caller logs, and the stamp
 /// (a file's modification time) moves to now. Every process shares the stamp, so a problem
-/// that every request meets is logged once per interval, not once per request. When the stamp
-/// cannot be kept (no write access, not a regular file), the answer is true: a line too many
-/// beats a line lost.
+/// that every request meets is logged once per interval, not once per request. A missing
+/// directory for the stamp (the data directory of a MySQL or Redis store, made on first use) is
+/// made, mode 700, one level only. When the stamp still cannot be kept (no write access, not a
+/// regular file), the answer is true: a line too many beats a line lost.
 pub fn once_in(stamp: &Path, interval: Duration) -> bool {
+    match stamp_says(stamp, interval) {
+        Ok(answer) => answer,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::os::unix::fs::DirBuilderExt;
+            if let Some(dir) = stamp.parent() {
+                // Another process may make it first: either way it is there now.
+                let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+            }
+            stamp_says(stamp, interval).unwrap_or(true)
+        }
+        Err(_) => true,
+    }
+}
+
+/// [`once_in`] where the stamp's directory exists; the error when it could not be opened.
+fn stamp_says(stamp: &Path, interval: Duration) -> std::io::Result<bool> {
     use std::os::unix::fs::OpenOptionsExt;
     let open = |create: bool| {
         std::fs::OpenOptions::new()
@@ -138,18 +155,15 @@ pub fn once_in(stamp: &Path, interval: Duration) -> bool {
     };
     let file = match open(true) {
         // The first time: its time stamp is now.
-        Ok(_) => return true,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match open(false) {
-            Ok(file) => file,
-            Err(_) => return true,
-        },
-        Err(_) => return true,
+        Ok(_) => return Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open(false)?,
+        Err(e) => return Err(e),
     };
     match file.try_lock() {
         Ok(()) => {}
         // Another process is deciding right now: it logs, if anyone does.
-        Err(std::fs::TryLockError::WouldBlock) => return false,
-        Err(_) => return true,
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(_) => return Ok(true),
     }
     let now = SystemTime::now();
     let age = file
@@ -158,10 +172,10 @@ pub fn once_in(stamp: &Path, interval: Duration) -> bool {
         .ok()
         .and_then(|at| now.duration_since(at).ok());
     match age {
-        Some(age) if age < interval => false,
+        Some(age) if age < interval => Ok(false),
         _ => {
             let _ = file.set_modified(now);
-            true
+            Ok(true)
         }
     }
 }
@@ -246,9 +260,20 @@ mod tests {
             .unwrap();
         assert!(once_in(&stamp, minute));
         assert!(!once_in(&stamp, minute));
-        // No place to keep a stamp: every time.
-        assert!(once_in(&dir.join("missing/stamp"), minute));
-        assert!(once_in(&dir.join("missing/stamp"), minute));
+        // A directory that is not there yet (a MySQL or Redis store's data directory) is
+        // made: once, then not again.
+        let missing = dir.join("missing");
+        assert!(once_in(&missing.join("stamp"), minute), "the first time");
+        assert!(!once_in(&missing.join("stamp"), minute));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&missing).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // No place to keep a stamp (two levels missing; a file where the directory should
+        // be): every time.
+        for stamp in [dir.join("a/b/stamp"), stamp.join("stamp")] {
+            assert!(once_in(&stamp, minute), "{}", stamp.display());
+            assert!(once_in(&stamp, minute), "{}", stamp.display());
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
