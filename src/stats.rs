@@ -114,14 +114,6 @@ impl Stats {
         })
     }
 
-    /// The spend limits at or past `percent` of their limit.
-    pub fn spend_over(&self, percent: u32) -> Vec<&SpendUse> {
-        self.spend
-            .iter()
-            .filter(|s| u64::from(s.used) * 100 >= u64::from(s.limit) * u64::from(percent))
-            .collect()
-    }
-
     /// The notes made within the period.
     pub fn notes_in_period(&self) -> Vec<&Note> {
         let from_ms = u64::from(self.figures.from_hour) * HOUR_MS;
