@@ -151,6 +151,7 @@ mod tests {
             hours: 24,
             now_ms: u64::from(DAY + 24 + 3) * HOUR_MS,
             figures: Figures::from_rows(rows, DAY, DAY + 24),
+            totals: rows.to_vec(),
             spend,
             notes,
         }

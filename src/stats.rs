@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::core::calendar;
-use crate::core::journal::{self, ClientFigures, Figures, HOUR_MS, Note};
+use crate::core::journal::{self, ClientFigures, Figures, HOUR_MS, Note, Row};
 use crate::store::{Check, Store, StoreError};
 
 /// Clients listed by refusals, and by admitted requests.
@@ -54,6 +54,9 @@ pub struct Stats {
     pub hours: u32,
     pub now_ms: u64,
     pub figures: Figures,
+    /// The period's totals as the journal returned them, hour by hour: what the figures per
+    /// hour, day and month are cut from.
+    pub totals: Vec<Row>,
     pub spend: Vec<SpendUse>,
     pub notes: Vec<Note>,
 }
@@ -105,10 +108,14 @@ impl Stats {
                 left: rule.limit.get().saturating_sub(used),
             })
             .collect();
+        let figures = Figures::from_rows(&rows, from, to);
+        let mut totals = rows;
+        totals.retain(|row| matches!(row, Row::Total { .. }));
         Ok(Stats {
             hours,
             now_ms,
-            figures: Figures::from_rows(&rows, from, to),
+            figures,
+            totals,
             spend,
             notes: store.journal_notes()?,
         })
@@ -124,8 +131,18 @@ impl Stats {
             .collect()
     }
 
-    /// The documented JSON form (README, "Usage and money"): its fields only ever gain
-    /// siblings.
+    /// The period's figures per UTC hour, day or month (`Stretch`), oldest first, the first
+    /// and the last as far as the period reaches.
+    pub fn per(&self, stretch: Stretch) -> Vec<Figures> {
+        let (from, to) = (self.figures.from_hour, self.figures.to_hour);
+        match stretch {
+            Stretch::Hour => Figures::split(&self.totals, from, to, |h| h),
+            Stretch::Day => Figures::split(&self.totals, from, to, journal::day_start),
+            Stretch::Month => Figures::split(&self.totals, from, to, journal::month_start),
+        }
+    }
+
+    /// The documented JSON form (docs/usage.md): its fields only ever gain siblings.
     pub fn json(&self) -> serde_json::Value {
         let f = &self.figures;
         let clients = |list: Vec<ClientFigures>| -> Vec<serde_json::Value> {
@@ -171,6 +188,9 @@ impl Stats {
             "top_clients": clients(f.top_refused(TOP_CLIENTS)),
             "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
             "paid_per_hour": per_hour,
+            "per_hour": self.per(Stretch::Hour).iter().map(|f| stretch_json(Stretch::Hour, f)).collect::<Vec<_>>(),
+            "per_day": self.per(Stretch::Day).iter().map(|f| stretch_json(Stretch::Day, f)).collect::<Vec<_>>(),
+            "per_month": self.per(Stretch::Month).iter().map(|f| stretch_json(Stretch::Month, f)).collect::<Vec<_>>(),
             "action_needed": self.notes.iter().map(|n| serde_json::json!({
                 "at": calendar::iso(n.at_ms), "text": n.text,
             })).collect::<Vec<_>>(),
@@ -241,6 +261,32 @@ impl Stats {
                  client.trusted_proxies: add \"{name}\" there (`resolve check`)"
             ));
         }
+        // Longer periods, day by day (and month by month when they hold several).
+        let mut stretches = Vec::new();
+        if self.hours > 48 {
+            stretches.push(("Per day (UTC):", Stretch::Day));
+        }
+        if self.hours > 62 * 24 {
+            stretches.push(("Per month (UTC):", Stretch::Month));
+        }
+        for (title, stretch) in stretches {
+            line(String::new());
+            line(format!(
+                "{title:<16}{:>12}{:>12}{:>12}{:>12}{:>12}",
+                "paid calls", "cache hits", "requests", "admitted", "refused"
+            ));
+            for f in self.per(stretch) {
+                line(format!(
+                    "  {:<14}{:>12}{:>12}{:>12}{:>12}{:>12}",
+                    stretch.label(f.from_hour).1,
+                    f.paid_calls,
+                    f.cache_hits,
+                    f.requests,
+                    f.admitted,
+                    f.refused_total()
+                ));
+            }
+        }
         line(String::new());
         if self.spend.is_empty() {
             line("Spend limits: none set (\"spend\" in the configuration)".into());
@@ -288,6 +334,47 @@ impl Stats {
     }
 }
 
+/// A stretch of the calendar the figures are cut into (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stretch {
+    Hour,
+    Day,
+    Month,
+}
+
+impl Stretch {
+    /// The field that names it in the JSON form, and its name: `"day": "2026-12-01"`.
+    fn label(self, hour: u32) -> (&'static str, String) {
+        let at = u64::from(hour) * HOUR_MS;
+        match self {
+            Stretch::Hour => ("hour", calendar::iso(at)),
+            Stretch::Day => ("day", calendar::date(at)),
+            Stretch::Month => ("month", calendar::date(at)[..7].to_owned()),
+        }
+    }
+}
+
+/// One hour's, day's or month's figures in the JSON form: its name, the hours of it the period
+/// holds, and the period's counts.
+fn stretch_json(stretch: Stretch, f: &Figures) -> serde_json::Value {
+    let (field, name) = stretch.label(f.from_hour);
+    let mut out = serde_json::json!({
+        "hours": f.to_hour - f.from_hour,
+        "requests": f.requests,
+        "admitted": f.admitted,
+        "paid_calls": f.paid_calls,
+        "cache_hits": f.cache_hits,
+        "refunds": f.refunds,
+        "refused": f.refused,
+        "refused_total": f.refused_total(),
+        "spend_refused": f.spend_refused,
+        "provider_failures": f.provider_failures,
+        "bad_requests": f.bad_requests,
+    });
+    out[field] = name.into();
+    out
+}
+
 /// A window in words: `day`, `30 days`, `hour`, `90 seconds`.
 pub fn window_words(secs: u32) -> String {
     let (n, unit) = match secs {
@@ -323,6 +410,108 @@ mod tests {
         assert_eq!(window_words(3_600), "hour");
         assert_eq!(window_words(120), "2 minutes");
         assert_eq!(window_words(90), "90 seconds");
+    }
+
+    fn total(hour: u32, name: &str, count: u64) -> Row {
+        Row::Total {
+            hour,
+            name: name.into(),
+            count,
+        }
+    }
+
+    /// The last `hours` hours to 2026-12-03 06:00 UTC, with these rows.
+    fn stats(hours: u32, rows: Vec<Row>) -> Stats {
+        let to = 1_796_083_200 / 3600 + 2 * 24 + 6;
+        let from = to - hours;
+        Stats {
+            hours,
+            now_ms: u64::from(to) * HOUR_MS - 1,
+            figures: Figures::from_rows(&rows, from, to),
+            totals: rows,
+            spend: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn figures_per_hour_day_and_month() {
+        let dec_1 = 1_796_083_200 / 3600;
+        let s = stats(
+            7 * 24,
+            vec![
+                total(dec_1 - 20, "paid", 2),
+                total(dec_1 - 20, "refused:ip", 1),
+                total(dec_1 + 1, "paid", 3),
+                total(dec_1 + 2, "provider_failure:timeout", 1),
+                total(dec_1 + 24, "cache_hits", 4),
+                total(dec_1 + 24, "bad:bad_link", 1),
+            ],
+        );
+        let json = s.json();
+        let days = json["per_day"].as_array().unwrap();
+        assert_eq!(days.len(), 8, "Nov 26 06:00 to Dec 3 06:00");
+        assert_eq!(days[0]["day"], "2026-11-26");
+        assert_eq!(days[0]["hours"], 18);
+        assert_eq!(
+            days[4],
+            serde_json::json!({
+                "day": "2026-11-30", "hours": 24, "requests": 0, "admitted": 0,
+                "paid_calls": 2, "cache_hits": 0, "refunds": 0, "refused": {"ip": 1},
+                "refused_total": 1, "spend_refused": {}, "provider_failures": {},
+                "bad_requests": {},
+            })
+        );
+        assert_eq!(days[5]["paid_calls"], 3);
+        assert_eq!(
+            days[5]["provider_failures"],
+            serde_json::json!({"timeout": 1})
+        );
+        assert_eq!(days[6]["cache_hits"], 4);
+        assert_eq!(days[6]["bad_requests"], serde_json::json!({"bad_link": 1}));
+        assert_eq!(days[7]["day"], "2026-12-03");
+        assert_eq!(days[7]["hours"], 6);
+        let months = json["per_month"].as_array().unwrap();
+        let months: Vec<(&str, u64, u64)> = months
+            .iter()
+            .map(|m| {
+                (
+                    m["month"].as_str().unwrap(),
+                    m["hours"].as_u64().unwrap(),
+                    m["paid_calls"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(months, [("2026-11", 114, 2), ("2026-12", 54, 3)]);
+        let hours = json["per_hour"].as_array().unwrap();
+        assert_eq!(hours.len(), 168);
+        assert_eq!(hours[0]["hour"], "2026-11-26T06:00:00Z");
+        assert_eq!(hours[114 + 1]["hour"], "2026-12-01T01:00:00Z");
+        assert_eq!(hours[114 + 1]["paid_calls"], 3);
+        let per_hour_paid: u64 = hours
+            .iter()
+            .map(|h| h["paid_calls"].as_u64().unwrap())
+            .sum();
+        assert_eq!(per_hour_paid, json["paid_calls"].as_u64().unwrap());
+
+        // In words: day by day past two days, month by month past two months.
+        let text = s.text();
+        assert!(text.contains("Per day (UTC):"), "{text}");
+        assert!(
+            text.contains(
+                "  2026-11-30               2           0           0           0           1\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("Per month"), "{text}");
+        assert!(!stats(24, Vec::new()).text().contains("Per day"));
+        let year = stats(400 * 24, Vec::new());
+        assert_eq!(
+            year.json()["per_month"].as_array().unwrap().len(),
+            15,
+            "Oct 2025 to Dec 2026"
+        );
+        assert!(year.text().contains("  2026-11        "), "{}", year.text());
     }
 
     #[test]

@@ -428,6 +428,7 @@ mod tests {
             hours,
             now_ms: u64::from(DAY_START + hours) * HOUR_MS,
             figures,
+            totals: Vec::new(),
             spend: vec![SpendUse {
                 name: "day".into(),
                 limit: 100,

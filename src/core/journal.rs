@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::calendar;
+
 /// Milliseconds in one hour.
 pub const HOUR_MS: u64 = 3_600_000;
 /// Hours the per-client counts are kept: today and yesterday (UTC) whatever the hour now.
@@ -27,6 +29,13 @@ pub fn hour_of(at_ms: u64) -> u32 {
 /// The first hour of the UTC day `hour` falls in.
 pub fn day_start(hour: u32) -> u32 {
     hour - hour % 24
+}
+
+/// The first hour of the UTC month `hour` falls in.
+pub fn month_start(hour: u32) -> u32 {
+    let day = hour / 24;
+    let (_, _, day_of_month) = calendar::date_of_day(i64::from(day));
+    (day - (day_of_month - 1)) * 24
 }
 
 /// Whether a client was admitted or refused by the rules, for its per-client counts.
@@ -244,6 +253,37 @@ impl Figures {
         f
     }
 
+    /// The figures of `from..to` cut where `start_of` changes ([`day_start`],
+    /// [`month_start`], or each hour its own): one for each day or month the period touches,
+    /// in order, the first and the last as far as the period reaches. Without client counts.
+    pub fn split(
+        rows: &[Row],
+        from_hour: u32,
+        to_hour: u32,
+        start_of: impl Fn(u32) -> u32,
+    ) -> Vec<Figures> {
+        let mut stretches: Vec<(u32, u32)> = Vec::new();
+        for hour in from_hour..to_hour {
+            match stretches.last_mut() {
+                Some((start, end)) if start_of(*start) == start_of(hour) => *end = hour + 1,
+                _ => stretches.push((hour, hour + 1)),
+            }
+        }
+        let mut groups: Vec<Vec<Row>> = vec![Vec::new(); stretches.len()];
+        for row in rows {
+            if let Row::Total { hour, .. } = row
+                && (from_hour..to_hour).contains(hour)
+            {
+                groups[stretches.partition_point(|(_, end)| end <= hour)].push(row.clone());
+            }
+        }
+        stretches
+            .iter()
+            .zip(groups)
+            .map(|((from, to), rows)| Figures::from_rows(&rows, *from, *to))
+            .collect()
+    }
+
     fn add_total(&mut self, name: &str, count: u64) {
         let into = |map: &mut BTreeMap<String, u64>, key: &str| {
             *map.entry(key.to_owned()).or_default() += count;
@@ -454,6 +494,51 @@ mod tests {
             [("b".into(), 5, 3), ("a".into(), 2, 3)]
         );
         assert_eq!(names(f.top_admitted(10)).len(), 3);
+    }
+
+    #[test]
+    fn a_period_splits_into_days_and_months_as_far_as_it_reaches() {
+        // 2024-01-30 22:00 UTC to 2024-03-01 02:00 UTC: a leap year's February between.
+        let jan_30 = 19_752 * 24;
+        let (from, to) = (jan_30 + 22, jan_30 + 31 * 24 + 2);
+        assert_eq!(month_start(jan_30 + 5), 19_723 * 24, "2024-01-01");
+        assert_eq!(month_start(jan_30 + 2 * 24), 19_754 * 24, "2024-02-01");
+        assert_eq!(month_start(jan_30 + 31 * 24), 19_783 * 24, "2024-03-01");
+        let rows = [
+            total(from - 1, "paid", 100),
+            total(from, "paid", 1),
+            total(from + 1, "refused:ip", 2),
+            total(jan_30 + 24, "paid", 3),
+            total(jan_30 + 24 + 23, "requests", 4),
+            total(jan_30 + 31 * 24, "paid", 5),
+            total(to, "paid", 1000),
+            client(from, "a", ClientCount::Admitted, 7),
+        ];
+        let days = Figures::split(&rows, from, to, day_start);
+        assert_eq!(days.len(), 32, "Jan 30 and 31, 29 days of February, Mar 1");
+        assert_eq!((days[0].from_hour, days[0].to_hour), (from, jan_30 + 24));
+        assert_eq!((days[0].paid_calls, days[0].refused_total()), (1, 2));
+        assert_eq!((days[1].paid_calls, days[1].requests), (3, 4));
+        assert!(days[0].clients.is_empty(), "no client counts");
+        assert_eq!((days[31].from_hour, days[31].to_hour), (to - 2, to));
+        assert_eq!(days[31].paid_calls, 5);
+        let months = Figures::split(&rows, from, to, month_start);
+        let spans: Vec<(u32, u32)> = months.iter().map(|m| (m.from_hour, m.to_hour)).collect();
+        assert_eq!(
+            spans,
+            [
+                (from, 19_754 * 24),
+                (19_754 * 24, 19_783 * 24),
+                (19_783 * 24, to)
+            ]
+        );
+        let paid: Vec<u64> = months.iter().map(|m| m.paid_calls).collect();
+        assert_eq!(paid, [4, 0, 5]);
+        let hours = Figures::split(&rows, from, from + 3, |h| h);
+        let paid: Vec<u64> = hours.iter().map(|h| h.paid_calls).collect();
+        assert_eq!(paid, [1, 0, 3]);
+        assert_eq!(hours[1].refused["ip"], 2);
+        assert!(Figures::split(&rows, from, from, day_start).is_empty());
     }
 
     #[test]
