@@ -41,8 +41,9 @@
 //! on: two days, then 400 days.
 //!
 //! The journal's 300 processes are this test program run again
-//! (`journal_add_in_a_child_process`), each adding one entry through the library: the program
-//! itself does not journal yet.
+//! (`journal_add_in_a_child_process`), each adding one entry through the library, so that the
+//! store is tested alone; the program's own journal entries, through Apache, are counted in
+//! usage.rs.
 //!
 //! The scenarios through the program run it under a real Apache (mod_cgid: a process per
 //! request; mod_fcgid with RESOLVE_TEST_APACHE_MODE=fcgid), 300 requests at once meaning as
