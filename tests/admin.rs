@@ -10,20 +10,15 @@ use std::time::Duration;
 use resolve::admin::session::{self, FORM_COOKIE, SESSION_COOKIE};
 use resolve::admin::token::Keys;
 use serde_json::json;
-use support::{HttpClient, Request, Response, Site};
+use support::dashboard::{
+    Browser, DATA, TARGET, assert_guarded, assert_no_data, assert_sign_in_form, hidden,
+};
+use support::{Request, Site};
 
 const PASSWORD: &str = "correct horse battery staple";
-const TARGET: &str = "/cgi-bin/resolve/admin";
-/// What only the dashboard shows: a figure, the chart, the check's report.
-const DATA: [&str; 4] = [
-    "<dt>Paid calls</dt>",
-    "Paid calls per hour",
-    "Configuration check",
-    "effective configuration",
-];
 
 fn hash() -> String {
-    resolve::admin::password::hash(PASSWORD, b"a salt of sixtee").expect("hash")
+    support::dashboard::password_hash(PASSWORD)
 }
 
 fn site(label: &str) -> Site {
@@ -31,144 +26,6 @@ fn site(label: &str) -> Site {
     Site::builder(label)
         .config(move |c| c["admin"] = json!({ "password_hash": hash }))
         .start()
-}
-
-/// The headers every dashboard answer carries, whatever its status.
-fn assert_guarded(r: &Response) {
-    let csp = r.header("Content-Security-Policy").unwrap_or_default();
-    for part in [
-        "default-src 'none'",
-        "style-src 'sha256-",
-        "form-action 'self'",
-        "frame-ancestors 'none'",
-    ] {
-        assert!(csp.contains(part), "{part} in {csp:?}:\n{}", r.everything());
-    }
-    for (name, value) in [
-        ("Cache-Control", "no-store"),
-        ("X-Frame-Options", "DENY"),
-        ("Referrer-Policy", "no-referrer"),
-        ("X-Content-Type-Options", "nosniff"),
-    ] {
-        assert_eq!(r.header(name), Some(value), "{name}:\n{}", r.everything());
-    }
-}
-
-fn assert_no_data(r: &Response) {
-    for data in DATA {
-        assert!(
-            !r.text().contains(data),
-            "{data} shown:\n{}",
-            r.everything()
-        );
-    }
-}
-
-fn assert_sign_in_form(r: &Response) {
-    assert!(
-        r.text().contains("type=\"password\"") && r.text().contains("name=\"csrf\""),
-        "{}",
-        r.everything()
-    );
-    assert_no_data(r);
-}
-
-/// A browser: a client that keeps the cookies it is given.
-struct Browser {
-    client: HttpClient,
-    cookies: Vec<(String, String)>,
-}
-
-impl Browser {
-    fn new(site: &Site) -> Browser {
-        Browser {
-            client: site.client(),
-            cookies: Vec::new(),
-        }
-    }
-
-    fn from(site: &Site, address: &str) -> Browser {
-        Browser {
-            client: site.client().bind_source(address),
-            cookies: Vec::new(),
-        }
-    }
-
-    fn cookie(&self, name: &str) -> Option<&str> {
-        self.cookies
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn set_cookie(&mut self, name: &str, value: &str) {
-        self.cookies.retain(|(n, _)| n != name);
-        self.cookies.push((name.to_owned(), value.to_owned()));
-    }
-
-    fn send(&mut self, mut request: Request) -> Response {
-        if !self.cookies.is_empty() {
-            let header: Vec<String> = self
-                .cookies
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            request = request.header("Cookie", &header.join("; "));
-        }
-        let r = self
-            .client
-            .send(&request)
-            .unwrap_or_else(|e| panic!("{} {}: {e}", request.method, request.target));
-        assert_guarded(&r);
-        for (_, value) in r
-            .headers
-            .iter()
-            .filter(|(k, _)| k.eq_ignore_ascii_case("Set-Cookie"))
-        {
-            assert!(
-                value.contains("; HttpOnly")
-                    && value.contains("; SameSite=Strict")
-                    && value.contains(&format!("; Path={TARGET}")),
-                "{value}"
-            );
-            let (name, rest) = value.split_once('=').expect("name=value");
-            let cookie = rest.split(';').next().unwrap_or_default();
-            self.cookies.retain(|(n, _)| n != name);
-            if !value.contains("Max-Age=0") {
-                self.cookies.push((name.to_owned(), cookie.to_owned()));
-            }
-        }
-        r
-    }
-
-    fn get(&mut self) -> Response {
-        self.send(Request::get(TARGET).header("Accept", "text/html"))
-    }
-
-    fn post(&mut self, body: &str) -> Response {
-        self.send(Request::post_form(TARGET, body.to_owned()))
-    }
-
-    /// Opens the sign-in form and sends `password` with the form's token.
-    fn sign_in(&mut self, password: &str) -> Response {
-        let form = self.get();
-        assert_sign_in_form(&form);
-        let token = hidden(&form.text(), "csrf");
-        self.post(&format!(
-            "action=signin&csrf={token}&password={}",
-            password.replace(' ', "+")
-        ))
-    }
-}
-
-/// The value of hidden field `name` in a page.
-fn hidden(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let at = page
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no {name} field in\n{page}"));
-    let rest = &page[at + marker.len()..];
-    rest[..rest.find('"').expect("closing quote")].to_owned()
 }
 
 #[test]

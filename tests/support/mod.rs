@@ -1,4 +1,4 @@
-//! The support kit shared by the integration tests: a cPanel-style account under suEXEC; temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
+//! The support kit shared by the integration tests: a cPanel-style account under suEXEC; temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); a browser for the owner's dashboard; MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
 #![allow(dead_code, unused_imports)]
 
 pub mod account;
@@ -6,6 +6,7 @@ pub mod apache;
 pub mod cgi;
 pub mod client;
 pub mod config;
+pub mod dashboard;
 pub mod delay_proxy;
 pub mod fcgi;
 pub mod http;
