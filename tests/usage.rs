@@ -1,44 +1,144 @@
 //! The owner's figures are exact: known traffic through Apache (admitted, refused by each rule,
-//! cache hits, provider failures of each class, a spend refusal, a bad request), then
-//! `resolve stats --json` and `resolve report` compared number by number, on every store.
+//! cache hits, a provider failure of every class, a refund, a spend refusal, a bad request),
+//! then `resolve stats --json`, the text form, the dashboard and `resolve report` compared
+//! number by number, on every store. Yesterday's report reads the same traffic again, moved a
+//! day back through the store's own `journal_add`: the program has no clock to move.
 
 mod support;
 
-use serde_json::{Value, json};
-use support::config::{TOKEN, rule};
-use support::{MariaDb, Provider, Redis, Reply, Request, Site, binary};
+#[path = "usage/dashboard.rs"]
+mod dashboard;
+#[path = "usage/yesterday.rs"]
+mod yesterday;
 
-/// The stand-in: `/ok-N` resolves, `/dead` is refused, `/auth` refuses the site's token,
-/// `/busy` is a server error.
+use resolve::store::Store;
+use serde_json::{Value, json};
+use std::os::unix::process::CommandExt;
+use support::config::{TOKEN, http_provider, rule};
+use support::delay_proxy::Mode as ProxyMode;
+
+use support::system::{give_to_server_user, server_user};
+use support::{DelayProxy, MariaDb, Provider, Redis, Reply, Request, Site, binary};
+
+/// The dashboard's password in every site of these tests.
+pub const PASSWORD: &str = "a password for the usage tests";
+
+/// Every provider failure class the program knows that an answer of the provider makes, the
+/// stand-in's link for it (`https://host.example/fail/CLASS`) and the status the visitor gets.
+/// The twelfth class, `unreachable`, is no answer at all: the proxy in front refuses the
+/// connection.
+pub const FAILURES: [(&str, u16); 12] = [
+    ("dead_link", 422),
+    ("unsupported", 422),
+    ("password", 422),
+    ("rejected", 422),
+    ("temporary", 503),
+    ("rate_limit", 503),
+    ("quota", 503),
+    ("auth", 502),
+    ("unavailable", 502),
+    ("bad_answer", 502),
+    ("timeout", 504),
+    ("secret_in_answer", 502),
+];
+
+/// The stand-in's answer for the link `fail/CLASS`, in the words a provider would use.
+fn failure_reply(class: &str) -> Option<Reply> {
+    Some(match class {
+        "dead_link" => Reply::json(404, json!({"error": "gone", "code": "DEAD"})),
+        "unsupported" => Reply::json(400, json!({"error": "unknown host", "code": "NOHOST"})),
+        "password" => Reply::json(400, json!({"error": "locked", "code": "PASSWORD"})),
+        "rejected" => Reply::json(404, json!({"error": "file not found"})),
+        "temporary" => Reply::json(503, json!({"error": "host down", "code": "HOSTDOWN"})),
+        "rate_limit" => Reply::json(429, json!({"error": "slow down"})),
+        "quota" => Reply::json(403, json!({"error": "no traffic left", "code": "QUOTA"})),
+        "auth" => Reply::json(401, json!({"error": "bad token"})),
+        "unavailable" => Reply::json(503, json!({"error": "down"})),
+        "bad_answer" => Reply::raw(200, "text/html", "<h1>Maintenance</h1>"),
+        "timeout" => Reply::Hang,
+        "secret_in_answer" => Reply::ok(json!({
+            "download": format!("https://cdn.test/file?key={TOKEN}"), "filename": "f"
+        })),
+        _ => return None,
+    })
+}
+
+/// The stand-in: `fail/CLASS` fails as `failure_reply` says, anything else resolves.
 fn provider() -> Provider {
     Provider::start_with(Reply::with(|call| {
         let link = call.form("link").unwrap_or_default().to_owned();
-        match link.rsplit('/').next().unwrap_or_default() {
-            "dead" => Reply::json(404, json!({"error": "file not found"})),
-            "auth" => Reply::json(401, json!({"error": "bad token"})),
-            "busy" => Reply::json(503, json!({"error": "down"})),
-            n => Reply::ok(json!({"download": format!("https://cdn.test/{n}"), "filename": "f"})),
+        let last = link.rsplit('/').next().unwrap_or_default();
+        match link
+            .contains("/fail/")
+            .then(|| failure_reply(last))
+            .flatten()
+        {
+            Some(reply) => reply,
+            None => {
+                Reply::ok(json!({"download": format!("https://cdn.test/{last}"), "filename": "f"}))
+            }
         }
     }))
 }
 
-fn site(label: &str, store: Option<Value>) -> Site {
+/// A site under test with the proxy between it and the stand-in.
+pub struct Figured {
+    pub site: Site,
+    pub proxy: DelayProxy,
+}
+
+/// The site whose figures are checked: `ip` 4 and `all` 22 a minute, a spend limit of 15 a
+/// day, the cache, the dashboard, and the stand-in behind a proxy (which can refuse
+/// connections), with the error codes that make each class.
+pub fn site(label: &str, store: Option<Value>) -> Figured {
+    site_with(
+        label,
+        store,
+        vec![rule("ip", "ip", 4, 60), rule("all", "global", 22, 60)],
+    )
+}
+
+/// The same with these rules.
+pub fn site_with(label: &str, store: Option<Value>, rules: Vec<Value>) -> Figured {
+    let stand_in = provider();
+    let proxy = DelayProxy::start(stand_in.addr());
+    let url = format!("http://{}/unrestrict", proxy.addr());
+    let hash = support::dashboard::password_hash(PASSWORD);
     let mut b = Site::builder(label)
-        .provider(provider())
-        .rules(vec![rule("ip", "ip", 4, 60), rule("all", "global", 12, 60)]);
+        .provider(stand_in)
+        .provider_section(move |_| {
+            let mut p = http_provider(&url);
+            p["error_code"] = json!("/code");
+            p["error_message"] = json!("/error");
+            p["errors"] = json!({
+                "dead_link": ["DEAD"], "unsupported": ["NOHOST"], "password": ["PASSWORD"],
+                "temporary": ["HOSTDOWN"], "quota": ["QUOTA"]
+            });
+            p["connect_timeout_ms"] = json!(1000);
+            p["timeout_ms"] = json!(1500);
+            p
+        })
+        .rules(rules);
     if let Some(store) = store {
         b = b.store(store);
     }
-    b.config(|c| {
-        c["spend"] = json!([{"name": "day", "limit": 6, "window_secs": 86400}]);
-        c["cache"] = json!({"ttl_secs": 600});
-        c["client"] = json!({"trusted_proxies": ["127.0.0.1"]});
-    })
-    .start()
+    let site = b
+        .config(move |c| {
+            c["spend"] = json!([{"name": "day", "limit": 15, "window_secs": 86400}]);
+            c["cache"] = json!({"ttl_secs": 600});
+            c["client"] = json!({"trusted_proxies": ["127.0.0.1"]});
+            c["admin"] = json!({ "password_hash": hash });
+        })
+        .start();
+    // The site's account owns the directory of its configuration, as it owns its home: the
+    // data directory of a MySQL or Redis store (`ratelimit/` beside the configuration) is
+    // made there when first needed.
+    give_to_server_user(site.dir.path());
+    Figured { site, proxy }
 }
 
-/// One request from `client` for `link`; the status.
-fn ask(site: &Site, client: &str, method: &str, link: &str) -> u16 {
+/// One request from `client` for `https://host.example/LINK`; the status.
+pub fn ask(site: &Site, client: &str, method: &str, link: &str) -> u16 {
     let target = format!(
         "/cgi-bin/resolve?link={}",
         support::urlenc::encode(&format!("https://host.example/{link}"))
@@ -53,17 +153,23 @@ fn ask(site: &Site, client: &str, method: &str, link: &str) -> u16 {
 }
 
 /// The traffic whose figures every store must report.
-fn drive(site: &Site) {
-    let a = |c, link| ask(site, c, "GET", link);
-    // 10.0.0.1: one paid call, three cache hits, two refused by `ip`.
+fn drive(f: &Figured) {
+    let site = &f.site;
+    let a = |c: &str, link: &str| ask(site, c, "GET", link);
+    // 10.0.0.1: one paid call, three cache hits, two refused by `ip`; 10.0.0.2: one paid call.
     let statuses: Vec<u16> = (0..6).map(|_| a("10.0.0.1", "ok-1")).collect();
     assert_eq!(statuses, [200, 200, 200, 200, 429, 429]);
-    // 10.0.0.2: a dead link, the token refused, a server error, one resolved: four paid.
-    assert_eq!(a("10.0.0.2", "dead"), 422);
-    assert_eq!(a("10.0.0.2", "auth"), 502);
-    assert_eq!(a("10.0.0.2", "busy"), 502);
     assert_eq!(a("10.0.0.2", "ok-2"), 200);
-    // 10.0.0.3: the sixth paid call, then the budget refuses.
+    // A failure of each class, each from a client of its own: twelve paid calls.
+    for (i, (class, status)) in FAILURES.iter().enumerate() {
+        let client = format!("10.0.1.{}", i + 1);
+        assert_eq!(a(&client, &format!("fail/{class}")), *status, "{class}");
+    }
+    // No connection at all: not paid, and the spend limit gets its count back.
+    f.proxy.set_mode(ProxyMode::Refuse);
+    assert_eq!(a("10.0.1.99", "ok-unreachable"), 502);
+    f.proxy.set_mode(ProxyMode::Forward);
+    // 10.0.0.3: the fifteenth paid call, then the budget refuses.
     assert_eq!(a("10.0.0.3", "ok-3"), 200);
     assert_eq!(a("10.0.0.3", "ok-4"), 503);
     // 10.0.0.4: not a link.
@@ -76,29 +182,60 @@ fn drive(site: &Site) {
         )
         .unwrap();
     assert_eq!(bad.status, 400);
-    // 10.0.0.5: three HEADs, counted by the rules only (all: 12); 10.0.0.6 refused by `all`.
+    // 10.0.0.5: three HEADs, counted by the rules only (all: 22); 10.0.0.6 refused by `all`.
     for _ in 0..3 {
         assert_eq!(ask(site, "10.0.0.5", "HEAD", "ok-5"), 200);
     }
     assert_eq!(ask(site, "10.0.0.6", "HEAD", "ok-6"), 429);
     assert_eq!(
         site.provider.calls(),
-        6,
-        "six paid calls reached the stand-in"
+        15,
+        "fifteen paid calls reached the stand-in"
     );
 }
 
-fn command(site: &Site, args: &[&str]) -> String {
-    let out = std::process::Command::new(binary())
-        .args(args)
-        .arg("--config")
-        .arg(&site.config_path)
-        .env_remove("RESOLVE_CONFIG")
-        .output()
-        .expect("run resolve");
+/// `resolve ARGS --config` the site's configuration: its standard output, or a panic with its
+/// standard error.
+pub fn command(site: &support::Setup, args: &[&str]) -> String {
+    let out = run(site, args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
     String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// `resolve ARGS --config` the site's configuration, whatever comes of it: run by the account
+/// the site's requests run as (the server's when the tests run as root), as its owner would,
+/// so that the files it makes in the file store are the site's own.
+pub fn run(site: &support::Setup, args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new(binary());
+    command
+        .args(args)
+        .arg("--config")
+        .arg(&site.config_path)
+        .env_remove("RESOLVE_CONFIG");
+    if let Some(u) = server_user() {
+        command.uid(u.uid).gid(u.gid);
+    }
+    command.output().expect("run resolve")
+}
+
+/// The site's store, opened through the library as the program opens it. What `change` does
+/// through it is done by this process; the files it leaves in the data directory are given to
+/// the site's account afterwards, as if the site had made them.
+pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&dyn Store) -> T) -> T {
+    let text = std::fs::read_to_string(&site.config_path).expect("the configuration");
+    let base = site.config_path.parent().expect("its directory");
+    let config = resolve::config::Config::from_json(&text, base).expect("a valid configuration");
+    let out = change(resolve::store::open::from_config(&config).as_ref());
+    for path in support::temp::entries_under(&site.data) {
+        give_to_server_user(&path);
+    }
+    out
+}
+
+/// `resolve stats --json` (the last 24 hours).
+pub fn stats_json(site: &Site) -> Value {
+    serde_json::from_str(&command(site, &["stats", "--json"])).expect("stats --json is JSON")
 }
 
 fn expect_figures(site: &Site) {
@@ -109,33 +246,37 @@ fn expect_figures(site: &Site) {
             .as_u64()
             .unwrap_or_else(|| panic!("{field}: {s:#}"))
     };
-    assert_eq!(n("requests"), 17, "{s:#}");
-    assert_eq!(n("admitted"), 12, "{s:#}");
-    assert_eq!(n("paid_calls"), 6, "{s:#}");
+    assert_eq!(n("requests"), 27, "{s:#}");
+    assert_eq!(n("admitted"), 22, "{s:#}");
+    assert_eq!(n("paid_calls"), 15, "{s:#}");
     assert_eq!(n("cache_hits"), 3, "{s:#}");
     assert_eq!(n("paid_calls_saved"), 3);
-    assert_eq!(n("refunds"), 0);
+    assert_eq!(n("refunds"), 1, "the refused connection was refunded");
     assert_eq!(s["refused"], json!({"ip": 2, "all": 1}));
     assert_eq!(n("refused_total"), 3);
     assert_eq!(s["spend_refused"], json!({"day": 1}));
-    assert_eq!(
-        s["provider_failures"],
-        json!({"rejected": 1, "auth": 1, "unavailable": 1})
-    );
+    let mut failures: serde_json::Map<String, Value> = FAILURES
+        .iter()
+        .map(|(class, _)| ((*class).to_owned(), json!(1)))
+        .collect();
+    failures.insert("unreachable".into(), json!(1));
+    assert_eq!(s["provider_failures"], Value::Object(failures), "{s:#}");
     assert_eq!(s["bad_requests"], json!({"bad_link": 1}), "{s:#}");
     assert_eq!(
         s["spend"],
-        json!([{"name": "day", "limit": 6, "window_secs": 86400, "used": 6, "left": 0}])
+        json!([{"name": "day", "limit": 15, "window_secs": 86400, "used": 15, "left": 0}])
     );
     let top = s["top_clients"].as_array().unwrap();
     assert_eq!(
-        top[..2],
+        top[..4],
         [
             json!({"client": "10.0.0.1", "admitted": 4, "refused": 2}),
             json!({"client": "10.0.0.6", "admitted": 0, "refused": 1}),
+            json!({"client": "10.0.0.5", "admitted": 3, "refused": 0}),
+            json!({"client": "10.0.0.2", "admitted": 1, "refused": 0}),
         ]
     );
-    assert_eq!(top.len(), 5, "every client with a count: {top:?}");
+    assert_eq!(top.len(), 10, "the top ten of 18 clients: {top:?}");
     assert_eq!(
         s["top_admitted"][0],
         json!({"client": "10.0.0.1", "admitted": 4, "refused": 2})
@@ -146,64 +287,83 @@ fn expect_figures(site: &Site) {
         .iter()
         .map(|h| h["paid_calls"].as_u64().unwrap())
         .sum();
-    assert_eq!(per_hour, 6);
+    assert_eq!(per_hour, 15);
     assert_eq!(s["paid_per_hour"].as_array().unwrap().len(), 24);
+    // The same by day: the day or two the last 24 hours touch add up to the period.
+    let days = s["per_day"].as_array().unwrap();
+    for field in [
+        "requests",
+        "admitted",
+        "paid_calls",
+        "cache_hits",
+        "refunds",
+    ] {
+        let sum: u64 = days.iter().map(|d| d[field].as_u64().unwrap()).sum();
+        assert_eq!(sum, n(field), "{field} by day: {days:?}");
+    }
     let notes = s["action_needed"].as_array().unwrap();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    let note = notes[0]["text"].as_str().unwrap();
-    assert!(note.starts_with("ACTION NEEDED"), "{note}");
+    let texts: Vec<&str> = notes.iter().map(|n| n["text"].as_str().unwrap()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    // Newest first: the credentials were refused after the quota ran out.
+    assert!(texts[0].starts_with("ACTION NEEDED: the provider refused the site's credentials"));
+    assert!(texts[1].starts_with("ACTION NEEDED: the provider account has no quota left"));
     assert!(!text.contains(TOKEN), "no secret in the figures");
 
     // The same in words, for people.
     let words = command(site, &["stats", "--since", "7d"]);
     for expected in [
-        "Paid calls:        6",
+        "Paid calls:        15",
         "Cache hits:        3 (paid calls saved)",
+        "Refunds:           1 (calls that never reached the provider)",
         "Refused (429):     3 (all 1, ip 2)",
         "Spend refusals:    1 (day 1)",
-        "day: 6 of 6 per day used, 0 left",
+        "Provider failures: 13 (auth 1, bad_answer 1, dead_link 1, password 1, quota 1, \
+         rate_limit 1, rejected 1, secret_in_answer 1, temporary 1, timeout 1, unavailable 1, \
+         unreachable 1, unsupported 1)",
+        "day: 15 of 15 per day used, 0 left",
         "10.0.0.1",
         "ACTION NEEDED: the provider refused the site's credentials",
+        "Per day (UTC):",
     ] {
         assert!(words.contains(expected), "{expected:?} in\n{words}");
     }
-    // Yesterday (UTC) had nothing: the report says so, and stays silent for cron... unless a
-    // spend limit is used up now, which it is.
-    let report = command(site, &["report", "--only-problems"]);
-    assert!(
-        report.starts_with("WARNING: spend limit \"day\" is at 100% (6 of 6 per day used now)"),
-        "{report}"
-    );
-    assert!(!report.contains(TOKEN));
+    assert!(!words.contains(TOKEN));
+}
+
+/// Everything an owner is shown, for the traffic of `drive`.
+fn expect_everything(f: &Figured) {
+    expect_figures(&f.site);
+    dashboard::expect_the_figures_of_stats(&f.site);
+    yesterday::expect_the_report_of(&f.site);
 }
 
 #[test]
 fn file_store_figures_are_exact() {
-    let site = site("usage-file", None);
-    drive(&site);
-    expect_figures(&site);
+    let f = site("usage-file", None);
+    drive(&f);
+    expect_everything(&f);
 }
 
 #[test]
 fn mysql_store_figures_are_exact() {
     let db = MariaDb::start();
-    let site = site(
+    let f = site(
         "usage-mysql",
         Some(json!({"kind": "mysql", "url": db.url()})),
     );
-    drive(&site);
-    expect_figures(&site);
+    drive(&f);
+    expect_everything(&f);
 }
 
 #[test]
 fn redis_store_figures_are_exact() {
     let redis = Redis::start();
-    let site = site(
+    let f = site(
         "usage-redis",
         Some(json!({"kind": "redis", "url": redis.url()})),
     );
-    drive(&site);
-    expect_figures(&site);
+    drive(&f);
+    expect_everything(&f);
 }
 
 /// A day without problems: the report for cron prints nothing with `--only-problems`, and
