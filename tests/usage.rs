@@ -3,11 +3,18 @@
 //! then `resolve stats --json`, the text form, the dashboard and `resolve report` compared
 //! number by number, on every store. Yesterday's report reads the same traffic again, moved a
 //! day back through the store's own `journal_add`: the program has no clock to move.
+//!
+//! Beside them: `--since` from the command line (tests/usage/since.rs), and a journal that
+//! cannot be written changing no answer and logged once (tests/usage/failing.rs).
 
 mod support;
 
 #[path = "usage/dashboard.rs"]
 mod dashboard;
+#[path = "usage/failing.rs"]
+mod failing;
+#[path = "usage/since.rs"]
+mod since;
 #[path = "usage/yesterday.rs"]
 mod yesterday;
 
