@@ -1,4 +1,6 @@
 //! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 path (with and without the usage journal) and the 200 path under mod_cgid and under mod_fcgid, and the 429 path of the PHP limiters an owner would keep instead (bench/php/, under PHP-FPM behind mod_proxy_fcgi, on the same MariaDB), each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; the ratios of resolve to the PHP limiters; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program and finds PHP-FPM.
+//!
+//! With RESOLVE_BENCH_JOURNAL_COST=1 it measures only the 429 path with and without the journal (no 200 path, no PHP, no memory figures), and fails unless the journal counted every 429 that wrk saw answered: the short run of tests/run-all.sh (`bench/run.sh --journal-cost`). RESOLVE_BENCH_ROUNDS sets the rounds per row (5), RESOLVE_BENCH_STORES and RESOLVE_BENCH_SERVERS pick subsets; MariaDB, Redis and PHP-FPM are started only when a row needs them.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -46,7 +48,8 @@ struct Row {
     problems: String,
 }
 
-/// Rounds per row, each a run of the floor then one of the row.
+/// Rounds per row unless RESOLVE_BENCH_ROUNDS says, each a run of the floor then one of the
+/// row.
 const ROUNDS: u64 = 5;
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -68,8 +71,12 @@ fn millis(text: &str) -> f64 {
     number.parse::<f64>().map_or(f64::NAN, |n| n * factor)
 }
 
+/// What one run of wrk measured: requests per second, p50 and p99 in ms, what went wrong, and
+/// how many answers it counted.
+type Run = (f64, f64, f64, String, u64);
+
 /// Runs wrk against `url`; `expect_2xx` tells which answers are the expected ones.
-fn wrk(url: &str, seconds: u64, connections: u32, expect_2xx: bool) -> (f64, f64, f64, String) {
+fn wrk(url: &str, seconds: u64, connections: u32, expect_2xx: bool) -> Run {
     let out = Command::new("wrk")
         .args(["-t", "2", "-c", &connections.to_string()])
         .args(["-d", &format!("{seconds}s"), "--latency", url])
@@ -103,20 +110,22 @@ fn wrk(url: &str, seconds: u64, connections: u32, expect_2xx: bool) -> (f64, f64
     if let Some(errors) = field("Socket errors:") {
         problems.push_str(&format!("socket errors: {errors}"));
     }
-    (rps, p50, p99, problems)
+    (rps, p50, p99, problems, total)
 }
 
 /// The rows measured so far, and every run of the floor.
 struct Bench {
     seconds: u64,
     connections: u32,
+    rounds: u64,
     rows: Vec<Row>,
     floor_rps: Vec<f64>,
 }
 
 impl Bench {
     /// Measures `path` on the Apache at `base` in rounds, each after a round of the floor
-    /// (`/cgi-bin/noop` on the same Apache), and keeps the row.
+    /// (`/cgi-bin/noop` on the same Apache), and keeps the row. Returns how many answers of
+    /// `path` wrk counted, the warm-up's included.
     fn measure(
         &mut self,
         base: &str,
@@ -124,18 +133,19 @@ impl Bench {
         path: &str,
         label: &str,
         expect_2xx: bool,
-    ) {
-        let (seconds, connections) = (self.seconds, self.connections);
+    ) -> u64 {
+        let (seconds, connections, rounds) = (self.seconds, self.connections, self.rounds);
         let url = format!("{base}{path}");
         let floor_url = format!("{base}/cgi-bin/noop");
         // Warm up: files and tables created, caches filled.
-        wrk(&url, 3.min(seconds), connections, expect_2xx);
+        let mut answers = wrk(&url, 3.min(seconds), connections, expect_2xx).4;
         let mut samples = Vec::new();
-        for _ in 0..ROUNDS {
-            let per_round = seconds.div_ceil(ROUNDS).max(1);
+        for _ in 0..rounds {
+            let per_round = seconds.div_ceil(rounds).max(1);
             let (floor, ..) = wrk(&floor_url, per_round, connections, false);
             self.floor_rps.push(floor);
             let sample = wrk(&url, per_round, connections, expect_2xx);
+            answers += sample.4;
             samples.push((sample.0 / floor, sample));
         }
         let ratio = median(samples.iter().map(|s| s.0).collect());
@@ -159,6 +169,7 @@ impl Bench {
             ratio,
             problems: problems.join("; "),
         });
+        answers
     }
 
     /// The ratio to the floor of the first row of `store` and `server` whose path ends with
@@ -315,13 +326,34 @@ impl Drop for PhpFpm {
     }
 }
 
+/// The 429s the journal of the site configured in `config` counted for its `ip` rule over
+/// the last day, read by `resolve stats` run as the account the site runs as.
+fn journaled_refusals(binary: &Path, config: &Path) -> u64 {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(binary);
+    command.args(["stats", "--json", "--config"]).arg(config);
+    if let Some(u) = server_user() {
+        command.uid(u.uid).gid(u.gid);
+    }
+    let out = command.output().expect("run resolve stats");
+    assert!(
+        out.status.success(),
+        "resolve stats: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("stats --json is JSON");
+    stats["refused"]["ip"].as_u64().unwrap_or(0)
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is taken from the command line.
     let binary = required_file("RESOLVE_BENCH_BINARY");
     let floor = required_file("RESOLVE_BENCH_FLOOR");
-    let php_fpm = required_file("RESOLVE_BENCH_PHP_FPM");
     let seconds: u64 = env_or("RESOLVE_BENCH_SECONDS", 10);
     let connections: u32 = env_or("RESOLVE_BENCH_CONNECTIONS", 32);
+    let rounds: u64 = env_or("RESOLVE_BENCH_ROUNDS", ROUNDS).max(1);
+    // Only the journal's cost on the 429 path, checked to be a measurement of the journal.
+    let journal_cost = std::env::var("RESOLVE_BENCH_JOURNAL_COST").is_ok_and(|v| v == "1");
     // Subsets, for quicker looks: RESOLVE_BENCH_STORES=file,redis RESOLVE_BENCH_SERVERS=cgid,fpm
     let only = |name: &str| -> Vec<String> {
         std::env::var(name)
@@ -330,38 +362,46 @@ fn main() {
     };
     let (only_stores, only_servers) = (only("RESOLVE_BENCH_STORES"), only("RESOLVE_BENCH_SERVERS"));
     let wanted = |list: &[String], name: &str| list.is_empty() || list.iter().any(|o| o == name);
+    let with_php = !journal_cost && wanted(&only_servers, "fpm");
+    let php_fpm = with_php.then(|| required_file("RESOLVE_BENCH_PHP_FPM"));
 
     // Keeps connections open, as real provider APIs do; keeps no requests.
     let provider = Provider::builder().keep_alive().without_recording().start();
-    let db = MariaDb::builder("bench").max_connections(400).start();
-    let redis = Redis::start();
+    // The servers only for the rows that need them.
+    let db = wanted(&only_stores, "mysql")
+        .then(|| MariaDb::builder("bench").max_connections(400).start());
+    let redis = wanted(&only_stores, "redis").then(Redis::start);
     let dir = TempDir::new("bench");
-    let stores: Vec<(&'static str, Value)> = vec![
+    let mut stores: Vec<(&'static str, Value)> = Vec::new();
+    if wanted(&only_stores, "file") {
         // Production defaults otherwise: one request in 100 sweeps, for at most 5 ms.
-        (
+        stores.push((
             "file",
             json!({"kind": "file", "dir": dir.server_dir("data")}),
-        ),
-        ("mysql", json!({"kind": "mysql", "url": db.url()})),
-        ("redis", json!({"kind": "redis", "url": redis.url()})),
-    ];
+        ));
+    }
+    if let Some(db) = &db {
+        stores.push(("mysql", json!({"kind": "mysql", "url": db.url()})));
+    }
+    if let Some(redis) = &redis {
+        stores.push(("redis", json!({"kind": "redis", "url": redis.url()})));
+    }
 
     let mut bench = Bench {
         seconds,
         connections,
+        rounds,
         rows: Vec::new(),
         floor_rps: Vec::new(),
     };
     let mut rss: Vec<(&'static str, &'static str, u64, String)> = Vec::new();
-    let stores: Vec<_> = stores
-        .into_iter()
-        .filter(|(name, _)| wanted(&only_stores, name))
-        .collect();
     let modes: Vec<Mode> = [Mode::Cgid, Mode::Fcgid]
         .into_iter()
         .filter(|m| wanted(&only_servers, m.name()))
         .collect();
     for (store_name, store) in &stores {
+        // The 429s of the journaled site that wrk counted, over every server so far.
+        let mut answered_429s = 0;
         let limited = dir.write(
             &format!("{store_name}-limited.json"),
             site_config(&provider, store, 1).to_string(),
@@ -426,7 +466,7 @@ fn main() {
                 Mode::Fcgid => ("(d)", "(d)"),
             };
             let row = (*store_name, server);
-            bench.measure(
+            answered_429s += bench.measure(
                 &base,
                 row,
                 &format!("/cgi-bin/limited?{LINK}"),
@@ -440,13 +480,37 @@ fn main() {
                 &format!("{a} resolve, 429, no journal"),
                 false,
             );
-            bench.measure(
-                &base,
-                row,
-                &format!("/cgi-bin/open?{LINK}"),
-                &format!("{b} resolve, 200"),
-                true,
-            );
+            // Still the answer measured: a 429 each.
+            for path in ["limited", "unjournaled"] {
+                let check = client
+                    .send(&Request::get(&format!("/cgi-bin/{path}?{LINK}")))
+                    .expect("a request after the rows");
+                assert_eq!(check.status, 429, "{path}: {}", check.everything());
+            }
+            if !journal_cost {
+                bench.measure(
+                    &base,
+                    row,
+                    &format!("/cgi-bin/open?{LINK}"),
+                    &format!("{b} resolve, 200"),
+                    true,
+                );
+            }
+            // The journal counted every 429 of the journaled site that wrk saw answered (and
+            // the one of the check before): else the row did not measure what it says.
+            let counted = journaled_refusals(&binary, &limited);
+            let seen = answered_429s + 1;
+            if counted < seen {
+                let message = format!(
+                    "{store_name} {server}: the journal counted {counted} 429s of the journaled \
+                     site, wrk saw {seen} answered"
+                );
+                assert!(!journal_cost, "{message}");
+                eprintln!("note: {message}");
+            }
+        }
+        if journal_cost {
+            continue;
         }
         // The limited site's one request is spent already unless no server was measured: a
         // first run spends it, so that the "429" figure is one.
@@ -463,24 +527,23 @@ fn main() {
         .filter(|s| wanted(&only_stores, s))
         .collect();
     let mut php_version = String::new();
-    if wanted(&only_servers, "fpm") && !php_stores.is_empty() {
-        db.user_sql(
-            Via::Tcp,
-            "CREATE TABLE IF NOT EXISTS rate_events (\
-             id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
-             rkey VARCHAR(120) NOT NULL, ts DATETIME NOT NULL, \
-             KEY ix_rate (rkey, ts)) ENGINE=InnoDB",
-        )
-        .expect("create rate_events");
-        let fpm_dir = TempDir::new("php-fpm");
-        let data = fpm_dir.server_dir("data");
-        let fpm = PhpFpm::start(
-            &php_fpm,
-            &[
-                // The limit is 1 a minute per address, so that the bench's client is over it.
-                ("ANCHOR_LIMIT", "1".to_string()),
-                ("ANCHOR_PROVIDER_URL", provider.url("/unrestrict")),
-                // The resolve rows' MariaDB, over TCP to 127.0.0.1 as theirs.
+    if let Some(php_fpm) = php_fpm.filter(|_| !php_stores.is_empty()) {
+        let mut env = vec![
+            // The limit is 1 a minute per address, so that the bench's client is over it.
+            ("ANCHOR_LIMIT", "1".to_string()),
+            ("ANCHOR_PROVIDER_URL", provider.url("/unrestrict")),
+        ];
+        if let Some(db) = &db {
+            db.user_sql(
+                Via::Tcp,
+                "CREATE TABLE IF NOT EXISTS rate_events (\
+                 id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, \
+                 rkey VARCHAR(120) NOT NULL, ts DATETIME NOT NULL, \
+                 KEY ix_rate (rkey, ts)) ENGINE=InnoDB",
+            )
+            .expect("create rate_events");
+            // The resolve rows' MariaDB, over TCP to 127.0.0.1 as theirs.
+            env.extend([
                 (
                     "ANCHOR_MYSQL_DSN",
                     format!(
@@ -491,10 +554,11 @@ fn main() {
                 ),
                 ("ANCHOR_MYSQL_USER", db.user().to_string()),
                 ("ANCHOR_MYSQL_PASSWORD", db.password().to_string()),
-            ],
-            &data,
-            fpm_dir,
-        );
+            ]);
+        }
+        let fpm_dir = TempDir::new("php-fpm");
+        let data = fpm_dir.server_dir("data");
+        let fpm = PhpFpm::start(&php_fpm, &env, &data, fpm_dir);
         php_version = Command::new(&php_fpm)
             .arg("-v")
             .output()
@@ -545,10 +609,10 @@ fn main() {
     let size = std::fs::metadata(&binary).map(|m| m.len()).unwrap_or(0);
     println!();
     println!(
-        "Apache 2.4 event MPM, wrk -t2 -c{connections}, {ROUNDS} rounds of {} s per row each after \
+        "Apache 2.4 event MPM, wrk -t2 -c{connections}, {rounds} rounds of {} s per row each after \
          a round of the floor, keep-alive, loopback, {} cores; the floor: median {floor:.0} req/s \
          (runs from {:.0} to {:.0}); x floor: the median of the rounds' ratios",
-        seconds.div_ceil(ROUNDS).max(1),
+        seconds.div_ceil(rounds).max(1),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         floor_spread.0,
         floor_spread.1
@@ -570,6 +634,10 @@ fn main() {
         );
     }
     println!();
+    if journal_cost {
+        journal_costs(&bench, true);
+        return;
+    }
     println!(
         "static binary: {} bytes ({:.2} MB); peak RSS of one CGI request: {}",
         size,
@@ -614,15 +682,33 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    journal_costs(&bench, false);
+}
+
+/// What the journal costs the 429 path: x floor without it against with it, from the same
+/// run. `measured_only`: the pairs of store and server measured, each with a figure.
+fn journal_costs(bench: &Bench, measured_only: bool) {
     for store in ["file", "mysql", "redis"] {
         for server in ["mod_cgid", "mod_fcgid"] {
             let (with, without) = (
                 bench.ratio(store, server, "resolve, 429"),
                 bench.ratio(store, server, "429, no journal"),
             );
+            let measured = bench
+                .rows
+                .iter()
+                .any(|r| r.store == store && r.server == server);
+            if measured_only && !measured {
+                continue;
+            }
+            let cost = (without / with - 1.0) * 100.0;
             println!(
-                "  journal cost, 429 path, {store} {server} (<= 5%): {:+.1}% ({with:.2}x floor with, {without:.2}x without)",
-                (without / with - 1.0) * 100.0
+                "  journal cost, 429 path, {store} {server} (<= 5%): {cost:+.1}% ({with:.2}x floor \
+                 with, {without:.2}x without)"
+            );
+            assert!(
+                !measured_only || cost.is_finite(),
+                "{store} {server}: no figure, the rows did not measure"
             );
         }
     }
