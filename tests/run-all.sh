@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: installs missing test dependencies (as root, Debian), then runs
 # formatting, lints, every test (real Apache with suEXEC, MariaDB, Redis, Chromium, sshd and an
-# FTPS server where the tests need them), the static musl release build and its checks.
+# FTPS server where the tests need them), the static musl release build and its checks, and
+# what the usage journal costs that binary's CGI 429 path (a figure printed, never judged).
 #
 # The tests under Apache run twice: with the binary under mod_cgid (CGI), then under mod_fcgid
 # (FastCGI, RESOLVE_TEST_APACHE_MODE=fcgid).
@@ -35,6 +36,7 @@ APT_PACKAGES=(
     unzip
     procps
     ca-certificates
+    wrk
 )
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -176,6 +178,13 @@ main() {
     step "release build for $MUSL_TARGET"
     CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --release --target "$MUSL_TARGET"
     check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
+
+    # The benchmark's figure for the journal: the release binary's 429 under mod_cgid with the
+    # file store, with and without the journal, for a few seconds. A busy machine moves the
+    # figure, so it is printed and not judged; the step fails only when the bench breaks (or
+    # the journal did not count the 429s it answered).
+    step "the usage journal's cost on the CGI 429 path (file store, mod_cgid; a figure, not a check)"
+    bash bench/run.sh --journal-cost </dev/null
 
     step "fuzzing: every target for 8 s (installs cargo-fuzz; fails on any crash)"
     bash fuzz/run.sh 8 </dev/null
