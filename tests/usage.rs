@@ -32,7 +32,7 @@ pub const PASSWORD: &str = "a password for the usage tests";
 
 /// Every provider failure class the program knows that an answer of the provider makes, the
 /// stand-in's link for it (`https://host.example/fail/CLASS`) and the status the visitor gets.
-/// The twelfth class, `unreachable`, is no answer at all: the proxy in front refuses the
+/// The thirteenth class, `unreachable`, is no answer at all: the proxy in front refuses the
 /// connection.
 pub const FAILURES: [(&str, u16); 12] = [
     ("dead_link", 422),
