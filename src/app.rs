@@ -383,11 +383,8 @@ impl App<'_> {
                     at_ms,
                 })))
             }
-            Ok(Decision::Refuse {
-                rule,
-                retry_after_secs,
-                ..
-            }) if rule >= rules.len() => {
+            Ok(ref decision @ Decision::Refuse { rule, .. }) if rule >= rules.len() => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
                 // The site's own budget: nothing the visitor did.
                 tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
                 Err(Problem::new(
@@ -404,13 +401,8 @@ impl App<'_> {
                     all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
                 )))
             }
-            Ok(
-                ref decision @ Decision::Refuse {
-                    rule,
-                    retry_after_secs,
-                    ..
-                },
-            ) => {
+            Ok(ref decision @ Decision::Refuse { rule, .. }) => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,

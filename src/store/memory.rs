@@ -461,9 +461,7 @@ mod tests {
         store.clock().advance_ms(4_000);
         assert!(store.decide(&c).unwrap().is_admit());
         match store.decide(&c).unwrap() {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 6),
+            Decision::Refuse { wait_ms, .. } => assert_eq!(wait_ms, 6_000),
             other => panic!("{other:?}"),
         }
         store.refund(&c, first).unwrap();
