@@ -185,11 +185,12 @@ fn journal(c: &mut Criterion) {
     let hour = hour_of(resolve::core::clock::SystemClock.now_ms());
     let entry = |n: u64| Entry {
         hour,
-        totals: vec!["requests".into(), "refused:ip".into()],
-        client: Some((
+        totals: vec![("requests".into(), 1), ("refused:ip".into(), 1)],
+        clients: vec![(
             format!("10.9.{}.{}", n >> 8 & 255, n & 255),
             ClientCount::Refused,
-        )),
+            1,
+        )],
     };
     // Clients already in the hour: about 60 per shard file is a day of 10,000 clients seen in
     // two hours each; 1,000 per file is 16,000 clients in one hour.

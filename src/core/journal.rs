@@ -30,7 +30,7 @@ pub fn day_start(hour: u32) -> u32 {
 }
 
 /// Whether a client was admitted or refused by the rules, for its per-client counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ClientCount {
     Admitted,
     Refused,
@@ -108,13 +108,16 @@ impl Event {
     }
 }
 
-/// What one request adds to the journal: one to each total of its hour, and one to its
-/// client's admitted or refused count.
+/// What is added to the journal for one hour: an amount to each named total, and to each
+/// client's admitted or refused count. One request adds one to each of its totals and to its
+/// client's count; a [`Batch`] adds many requests' at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     pub hour: u32,
-    pub totals: Vec<String>,
-    pub client: Option<(String, ClientCount)>,
+    /// Each total's name and what is added to it.
+    pub totals: Vec<(String, u64)>,
+    /// Each client, which of its counts, and what is added to it.
+    pub clients: Vec<(String, ClientCount, u64)>,
 }
 
 impl Entry {
@@ -128,9 +131,83 @@ impl Entry {
         });
         Entry {
             hour: hour_of(at_ms),
-            totals: events.iter().map(Event::name).collect(),
-            client: client.zip(count).map(|(c, n)| (c.to_owned(), n)),
+            totals: events.iter().map(|e| (e.name(), 1)).collect(),
+            clients: client
+                .zip(count)
+                .map(|(c, n)| (c.to_owned(), n, 1))
+                .into_iter()
+                .collect(),
         }
+    }
+
+    /// Whether it adds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.totals.is_empty() && self.clients.is_empty()
+    }
+}
+
+/// Requests' entries gathered in memory to be added in one go: the sums per hour, each name
+/// and client once. What a long-lived process keeps between writes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    hours: BTreeMap<u32, Sums>,
+    entries: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Sums {
+    totals: BTreeMap<String, u64>,
+    clients: BTreeMap<(String, ClientCount), u64>,
+}
+
+impl Batch {
+    /// Adds an entry's amounts.
+    pub fn add(&mut self, entry: &Entry) {
+        if entry.is_empty() {
+            return;
+        }
+        let sums = self.hours.entry(entry.hour).or_default();
+        for (name, n) in &entry.totals {
+            *sums.totals.entry(name.clone()).or_default() += n;
+        }
+        for (client, count, n) in &entry.clients {
+            *sums.clients.entry((client.clone(), *count)).or_default() += n;
+        }
+        self.entries += 1;
+    }
+
+    /// How many entries were added since the batch was last taken.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Distinct totals and client counts held: what bounds its memory.
+    pub fn len(&self) -> usize {
+        self.hours
+            .values()
+            .map(|s| s.totals.len() + s.clients.len())
+            .sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hours.is_empty()
+    }
+
+    /// The sums as one entry per hour, oldest first, leaving the batch empty.
+    pub fn take(&mut self) -> Vec<Entry> {
+        self.entries = 0;
+        std::mem::take(&mut self.hours)
+            .into_iter()
+            .map(|(hour, sums)| Entry {
+                hour,
+                totals: sums.totals.into_iter().collect(),
+                clients: sums
+                    .clients
+                    .into_iter()
+                    .map(|((client, count), n)| (client, count, n))
+                    .collect(),
+            })
+            .collect()
     }
 }
 
@@ -354,20 +431,68 @@ mod tests {
             ],
         );
         assert_eq!(e.hour, 5);
-        assert_eq!(e.totals, ["requests", "refused:ip", "refused:burst"]);
-        assert_eq!(e.client, Some(("203.0.113.7".into(), ClientCount::Refused)));
+        assert_eq!(e.totals, ones(&["requests", "refused:ip", "refused:burst"]));
+        assert_eq!(e.clients, [("203.0.113.7".into(), ClientCount::Refused, 1)]);
         let bad = Entry::new(
             0,
             Some("203.0.113.7"),
             &[Event::Request, Event::Bad("x".into())],
         );
         assert_eq!(
-            bad.client, None,
+            bad.clients,
+            [],
             "a bad request is neither admitted nor refused"
         );
         let admitted = Entry::new(0, None, &[Event::Request, Event::Admitted, Event::Paid]);
-        assert_eq!(admitted.client, None, "no client known, nothing per client");
-        assert_eq!(admitted.totals, ["requests", "admitted", "paid"]);
+        assert_eq!(admitted.clients, [], "no client known, nothing per client");
+        assert_eq!(admitted.totals, ones(&["requests", "admitted", "paid"]));
+    }
+
+    fn ones(names: &[&str]) -> Vec<(String, u64)> {
+        names.iter().map(|n| ((*n).to_owned(), 1)).collect()
+    }
+
+    #[test]
+    fn a_batch_sums_entries_per_hour_and_empties_when_taken() {
+        let mut batch = Batch::default();
+        let refused = [Event::Request, Event::Refused("ip".into())];
+        for i in 0..3 {
+            batch.add(&Entry::new(5 * H + i, Some("a"), &refused));
+        }
+        batch.add(&Entry::new(
+            5 * H,
+            Some("b"),
+            &[Event::Request, Event::Admitted],
+        ));
+        batch.add(&Entry::new(6 * H, Some("a"), &refused));
+        batch.add(&Entry::new(6 * H, None, &[]));
+        assert_eq!(batch.entries(), 5, "an empty entry adds nothing");
+        assert_eq!(batch.len(), 5 + 3);
+        let entries = batch.take();
+        assert!(batch.is_empty());
+        assert_eq!(batch.entries(), 0);
+        assert_eq!(
+            entries,
+            [
+                Entry {
+                    hour: 5,
+                    totals: vec![
+                        ("admitted".into(), 1),
+                        ("refused:ip".into(), 3),
+                        ("requests".into(), 4)
+                    ],
+                    clients: vec![
+                        ("a".into(), ClientCount::Refused, 3),
+                        ("b".into(), ClientCount::Admitted, 1)
+                    ],
+                },
+                Entry {
+                    hour: 6,
+                    totals: vec![("refused:ip".into(), 1), ("requests".into(), 1)],
+                    clients: vec![("a".into(), ClientCount::Refused, 1)],
+                },
+            ]
+        );
     }
 
     #[test]

@@ -304,14 +304,14 @@ impl<C: Clock> Store for MemoryStore<C> {
     fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
-        for name in &entry.totals {
-            *data.totals.entry((entry.hour, name.clone())).or_default() += 1;
+        for (name, n) in &entry.totals {
+            *data.totals.entry((entry.hour, name.clone())).or_default() += n;
         }
-        if let Some((client, count)) = &entry.client {
+        for (client, count, n) in &entry.clients {
             *data
                 .clients
                 .entry((entry.hour, client.clone(), count.name()))
-                .or_default() += 1;
+                .or_default() += n;
         }
         Ok(())
     }
