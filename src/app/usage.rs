@@ -24,6 +24,14 @@ impl App<'_> {
         }
     }
 
+    /// Writes the journal entries the store holds back (a FastCGI process's), logging a
+    /// failure as a request's would be.
+    pub fn flush_journal(&self) {
+        if let Err(e) = self.store.flush() {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
     /// Keeps an `ACTION NEEDED` line in the store for `stats`, `report` and the dashboard.
     pub(super) fn note(&self, text: &str) {
         if !self.config.journal {
