@@ -5,6 +5,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
@@ -62,6 +63,9 @@ pub struct App<'a> {
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
     pub log: &'a dyn Log,
+    /// The time of the request's blocks, automatic blocks and journal entry: the system's
+    /// clock, or a test's.
+    pub clock: &'a dyn Clock,
 }
 
 /// A request read and checked, before anything is counted.
@@ -165,12 +169,11 @@ impl App<'_> {
         }
         // The owner's dashboard (PATH_INFO /admin): its own answers, never counted as a visit.
         if crate::admin::is_admin(env) {
-            use crate::core::clock::Clock;
             let dashboard = crate::admin::Dashboard {
                 config: self.config,
                 store: self.store,
                 log: self.log,
-                now_ms: crate::core::clock::SystemClock.now_ms(),
+                now_ms: self.clock.now_ms(),
             };
             return Answer {
                 response: dashboard.answer(env, body),

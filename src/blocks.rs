@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::core::calendar;
-use crate::core::clock::{Clock, SystemClock};
+use crate::core::clock::Clock;
 use crate::defaults;
 use crate::http::cidr::Cidr;
 use crate::store::{Store, StoreError};
@@ -255,10 +255,12 @@ pub fn update<T>(
     result
 }
 
-/// `resolve block` and `resolve unblock`: the line to print, or what went wrong.
+/// `resolve block` and `resolve unblock` at the time `clock` tells: the line to print, or what
+/// went wrong.
 pub fn command(
     store: &dyn Store,
     copy: Option<&Path>,
+    clock: &dyn Clock,
     verb: &str,
     target: &str,
     duration: Option<&str>,
@@ -267,7 +269,7 @@ pub fn command(
     let range = Cidr::parse(target).ok_or_else(|| {
         format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
     })?;
-    let now = SystemClock.now_ms();
+    let now = clock.now_ms();
     let failed = |e: StoreError| format!("the store could not be changed: {e}");
     if verb == "unblock" {
         let had = update(store, copy, now, |list| without(list, range, now)).map_err(failed)?;
@@ -294,9 +296,10 @@ pub fn command(
     })
 }
 
-/// `resolve blocks`: the store's blocks in force, then the configuration's lists.
-pub fn listing(store: &dyn Store, config: &Config) -> Result<String, String> {
-    let now = SystemClock.now_ms();
+/// `resolve blocks`: the store's blocks in force at the time `clock` tells, then the
+/// configuration's lists.
+pub fn listing(store: &dyn Store, config: &Config, clock: &dyn Clock) -> Result<String, String> {
+    let now = clock.now_ms();
     let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
     let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
     let mut out = String::new();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::app::App;
 use crate::blocks;
 use crate::config::Config;
-use crate::core::clock::{Clock, SystemClock};
+use crate::core::clock::{Clock, FakeClock};
 use crate::core::journal::{self, Figures};
 use crate::http::request::Env;
 use crate::log::MemoryLog;
@@ -33,9 +33,14 @@ fn config(text: &str) -> Config {
     Config::from_json(text, Path::new("/nonexistent")).unwrap()
 }
 
+/// When every bench starts: 2023-11-14T22:13:20Z.
+const START_MS: u64 = 1_700_000_000_000;
+
+/// A configuration, a store in memory and the requests' clock, which is the store's: it moves
+/// only when a test moves it.
 struct Bench {
     cfg: Config,
-    store: MemoryStore<SystemClock>,
+    store: MemoryStore<FakeClock>,
     provider: Counting,
     log: MemoryLog,
 }
@@ -44,20 +49,31 @@ impl Bench {
     fn new(cfg: &str) -> Bench {
         Bench {
             cfg: config(cfg),
-            store: MemoryStore::new(SystemClock, Duration::ZERO),
+            store: MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO),
             provider: Counting(Cell::new(0)),
             log: MemoryLog::default(),
         }
     }
 
-    fn ask(&self, env: Env) -> u16 {
-        let app = App {
+    fn app(&self) -> App<'_> {
+        App {
             config: &self.cfg,
             store: &self.store,
             provider: Some(&self.provider),
             log: &self.log,
-        };
-        app.handle(&env, &mut std::io::empty()).response.status
+            clock: self.store.clock(),
+        }
+    }
+
+    fn ask(&self, env: Env) -> u16 {
+        self.app()
+            .handle(&env, &mut std::io::empty())
+            .response
+            .status
+    }
+
+    fn clock(&self) -> &FakeClock {
+        self.store.clock()
     }
 
     fn from(&self, addr: &str) -> u16 {
@@ -65,7 +81,7 @@ impl Bench {
     }
 
     fn figures(&self) -> Figures {
-        let now = journal::hour_of(SystemClock.now_ms());
+        let now = journal::hour_of(self.clock().now_ms());
         let rows = self.store.journal_rows(now - 1, now + 2).unwrap();
         Figures::from_rows(&rows, now - 1, now + 2)
     }
@@ -142,7 +158,7 @@ fn allowed_clients_skip_ip_rules_but_not_the_others() {
 #[test]
 fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
     let b = Bench::new(r#"{}"#);
-    let now = SystemClock.now_ms();
+    let now = b.clock().now_ms();
     let block = |range: &str, until_ms| blocks::Block {
         range: crate::http::cidr::Cidr::parse(range).unwrap(),
         until_ms,
@@ -172,6 +188,49 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
 }
 
 #[test]
+fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_reason() {
+    const DAY_MS: u64 = 24 * 3_600_000;
+    let b =
+        Bench::new(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}]}"#);
+    let command = |verb, target, duration, reason| {
+        blocks::command(&b.store, None, b.clock(), verb, target, duration, reason).unwrap()
+    };
+    let listing = || blocks::listing(&b.store, &b.cfg, b.clock()).unwrap();
+    assert_eq!(
+        command("block", "192.0.2.0/24", Some("24h"), Some("scraper")),
+        "blocked 192.0.2.0/24 until 2023-11-15T22:13:20Z (UTC)"
+    );
+    assert_eq!(
+        command("block", "2001:db8::7", None, None),
+        "blocked 2001:db8::7/128 until `resolve unblock 2001:db8::7/128`"
+    );
+    let listed = listing();
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            format!(
+                "{:<43} until 2023-11-15T22:13:20Z resolve block: scraper",
+                "192.0.2.0/24"
+            ),
+            format!(
+                "{:<43} {:<26} resolve block: blocked by the owner",
+                "2001:db8::7/128", "until unblocked"
+            ),
+        ],
+        "{listed}"
+    );
+    b.clock().set_ms(START_MS + DAY_MS - 1);
+    assert_eq!(b.from("192.0.2.9"), 403, "a millisecond before its end");
+    assert!(listing().contains("192.0.2.0/24"));
+    b.clock().set_ms(START_MS + DAY_MS);
+    assert_eq!(b.from("192.0.2.9"), 200, "ended at 24 h");
+    assert!(!listing().contains("192.0.2.0/24"), "{}", listing());
+    assert_eq!(b.from("2001:db8::7"), 403, "no end");
+    assert_eq!(b.from("2001:db8::8"), 200, "one address, not its /64");
+}
+
+#[test]
 fn auto_block_triggers_at_exactly_the_threshold() {
     let b = Bench::new(
         r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
@@ -184,9 +243,7 @@ fn auto_block_triggers_at_exactly_the_threshold() {
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].range.to_string(), "192.0.2.9/32");
     assert!(list[0].auto);
-    let until = list[0].until_ms.unwrap();
-    let expected = SystemClock.now_ms() + 3_600_000;
-    assert!(until <= expected && until + 60_000 > expected, "{until}");
+    assert_eq!(list[0].until_ms, Some(START_MS + 3_600_000));
     assert_eq!(
         b.lines("blocked 192.0.2.9 for 3600 s: 5 refusals within 600 s"),
         1
@@ -203,12 +260,7 @@ fn a_shadow_rule_refuses_nothing_and_reports_what_it_would_have() {
         r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60},
                       {"name": "tight", "key": "ip", "limit": 10, "window_secs": 60, "mode": "shadow"}]}"#,
     );
-    let app = App {
-        config: &b.cfg,
-        store: &b.store,
-        provider: Some(&b.provider),
-        log: &b.log,
-    };
+    let app = b.app();
     let mut remaining = Vec::new();
     for _ in 0..50 {
         let a = app.handle(&get("192.0.2.1"), &mut std::io::empty());
