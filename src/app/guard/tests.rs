@@ -107,12 +107,13 @@ fn get(addr: &str) -> Env {
 fn listed_addresses_and_ranges_get_403_before_anything_is_counted() {
     let b = Bench::new(
         r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}],
-            "block": ["192.0.2.7", "198.51.100.0/24", "2001:db8:bad::/48"]}"#,
+            "block": ["192.0.2.7", "198.51.100.0/24", "2001:db8:bad::/48", "2001:db8:cafe::7"]}"#,
     );
     for addr in [
         "192.0.2.7",
         "198.51.100.200",
         "2001:db8:bad:1::9",
+        "2001:db8:cafe::7",
         "::ffff:192.0.2.7",
     ] {
         for _ in 0..3 {
@@ -120,39 +121,90 @@ fn listed_addresses_and_ranges_get_403_before_anything_is_counted() {
         }
     }
     assert_eq!(b.provider.0.get(), 0, "nothing spent");
-    // Three clients (the mapped address is 192.0.2.7): only their log throttles' keys.
-    assert_eq!(b.store.key_count(), 3, "no counter");
+    // Four clients (the mapped address is 192.0.2.7): only their log throttles' keys.
+    assert_eq!(b.store.key_count(), 4, "no counter");
     assert_eq!(b.from("192.0.2.8"), 200);
     assert_eq!(b.from("2001:db8:bad0::1"), 200);
+    assert_eq!(b.from("2001:db8:cafe::8"), 200, "the address, not its /64");
     // One line per client per minute.
     assert_eq!(
         b.lines("blocked, it is in the configuration's block list"),
-        3
+        4
     );
-    assert_eq!(b.figures().blocked, 12);
+    assert_eq!(b.figures().blocked, 15);
+    // The answer is one sentence, whatever the client accepts.
+    let sentence = "Requests from your address are blocked on this service.";
+    let answer = |accept: &str| {
+        let env = get("2001:db8:cafe::7").with("HTTP_ACCEPT", accept);
+        b.app().handle(&env, &mut std::io::empty()).response
+    };
+    let text = answer("text/plain");
+    assert_eq!(text.status, 403);
+    assert_eq!(String::from_utf8_lossy(&text.body), format!("{sentence}\n"));
+    let json: serde_json::Value = serde_json::from_slice(&answer("application/json").body).unwrap();
+    assert_eq!(
+        (json["code"].as_str(), json["detail"].as_str()),
+        (Some("blocked"), Some(sentence))
+    );
 }
 
+/// An allowed client, past its `ip` rule, against a global rule, an `api_key` rule and a spend
+/// limit: each still refuses it, and each alone (the others are out of reach).
 #[test]
 fn allowed_clients_skip_ip_rules_but_not_the_others() {
-    let b = Bench::new(
-        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60},
-                      {"name": "all", "key": "global", "limit": 6, "window_secs": 60}],
-            "spend": [{"name": "day", "limit": 5, "window_secs": 86400}],
-            "allow": ["203.0.113.0/24", "2001:db8:1::/48"]}"#,
+    let allow = r#""allow": ["203.0.113.0/24", "2001:db8:1::/48", "192.0.2.200", "2001:db8:2::5"]"#;
+    let ip = r#"{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}"#;
+    let four =
+        |b: &Bench, env: &dyn Fn() -> Env| -> Vec<u16> { (0..4).map(|_| b.ask(env())).collect() };
+
+    let global = Bench::new(&format!(
+        r#"{{"rules": [{ip}, {{"name": "all", "key": "global", "limit": 5, "window_secs": 60}}], {allow}}}"#
+    ));
+    assert_eq!(
+        four(&global, &|| get("203.0.113.9")),
+        [200; 4],
+        "no ip limit for the office"
     );
-    let statuses: Vec<u16> = (0..4).map(|_| b.from("203.0.113.9")).collect();
-    assert_eq!(statuses, [200, 200, 200, 200], "no ip limit for the office");
-    assert_eq!(b.from("2001:db8:1:2::1"), 200);
-    // The budget still holds: the sixth paid call is refused whoever asks.
-    assert_eq!(b.from("203.0.113.10"), 503);
-    assert_eq!(b.provider.0.get(), 5);
-    // Others keep their ip limit.
-    let other = Bench::new(
-        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
-            "allow": ["203.0.113.0/24"]}"#,
+    assert_eq!(global.from("2001:db8:1:2::1"), 200);
+    assert_eq!(
+        global.from("203.0.113.10"),
+        429,
+        "the site-wide limit holds"
     );
-    let statuses: Vec<u16> = (0..3).map(|_| other.from("198.51.100.1")).collect();
-    assert_eq!(statuses, [200, 200, 429]);
+    assert_eq!(global.figures().refused["all"], 1);
+
+    let per_key = Bench::new(&format!(
+        r#"{{"rules": [{ip}, {{"name": "per-key", "key": "api_key", "limit": 3, "window_secs": 60}}], {allow}}}"#
+    ));
+    let keyed = || get("203.0.113.9").with("HTTP_X_API_KEY", "partner-key");
+    assert_eq!(
+        four(&per_key, &keyed),
+        [200, 200, 200, 429],
+        "the key's limit holds"
+    );
+    assert_eq!(per_key.figures().refused["per-key"], 1);
+    assert_eq!(
+        four(&per_key, &|| get("203.0.113.9")),
+        [200; 4],
+        "no ip limit without the key"
+    );
+
+    let spend = Bench::new(&format!(
+        r#"{{"rules": [{ip}], "spend": [{{"name": "day", "limit": 5, "window_secs": 86400}}], {allow}}}"#
+    ));
+    let statuses: Vec<u16> = (0..6).map(|_| spend.from("203.0.113.9")).collect();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 503], "the budget holds");
+    assert_eq!(spend.provider.0.get(), 5);
+
+    // Single addresses of both families are allowed, their neighbours are not.
+    let b = Bench::new(&format!(r#"{{"rules": [{ip}], {allow}}}"#));
+    for addr in ["192.0.2.200", "2001:db8:2::5"] {
+        assert_eq!(four(&b, &|| get(addr)), [200; 4], "{addr}");
+    }
+    for addr in ["192.0.2.201", "2001:db8:2::6", "198.51.100.1"] {
+        let statuses: Vec<u16> = (0..3).map(|_| b.from(addr)).collect();
+        assert_eq!(statuses, [200, 200, 429], "{addr} keeps its ip limit");
+    }
 }
 
 #[test]
