@@ -86,10 +86,11 @@ struct Admitted {
 }
 
 /// What the decision means: go on (None when the store failed and the policy is to answer
-/// anyway), or this answer and nothing else.
+/// anyway), or this 429 and nothing else; `by_client` when a rule counting this client (its
+/// address or its key) refused it, not only a site-wide one.
 enum Verdict {
     Admitted(Option<Admitted>),
-    Refused(Response),
+    Refused { response: Response, by_client: bool },
 }
 
 /// What the journal will count of this request: what happened, and to which client.
@@ -277,8 +278,14 @@ impl App<'_> {
         let store_up = decided.is_ok();
         let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
             Verdict::Admitted(admitted) => admitted,
-            Verdict::Refused(response) => {
-                self.count_refusal(&asked, tally);
+            Verdict::Refused {
+                response,
+                by_client,
+            } => {
+                // A busy site refuses everyone by its global rules: no reason to block anyone.
+                if by_client {
+                    self.count_refusal(&asked, tally);
+                }
                 return Ok(response);
             }
         };
@@ -411,9 +418,15 @@ impl App<'_> {
                 ref decision @ Decision::Refuse {
                     rule,
                     retry_after_secs,
-                    ..
+                    ref statuses,
                 },
             ) => {
+                // A rule refuses exactly when none of its window is left. The statuses begin
+                // with the client's rules.
+                let by_client = rules
+                    .iter()
+                    .zip(statuses)
+                    .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0);
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
@@ -426,7 +439,10 @@ impl App<'_> {
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));
-                Ok(Verdict::Refused(response))
+                Ok(Verdict::Refused {
+                    response,
+                    by_client,
+                })
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {

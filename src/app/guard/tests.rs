@@ -306,6 +306,56 @@ fn auto_block_triggers_at_exactly_the_threshold() {
     assert_eq!(b.from("192.0.2.10"), 200, "others are not blocked");
 }
 
+/// `auto_block` counts the refusals of the rules that count the client (`ip`, `api_key`), not
+/// those of a busy site's `global` rules, which refuse everyone alike.
+#[test]
+fn auto_block_counts_refusals_by_the_clients_own_rules_only() {
+    let auto = r#""auto_block": {"refusals": 3, "window_secs": 600, "block_secs": 3600}"#;
+    let busy = Bench::new(&format!(
+        r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}},
+                       {{"name": "site", "key": "global", "limit": 2, "window_secs": 60}}], {auto}}}"#
+    ));
+    let statuses: Vec<u16> = (0..10).map(|_| busy.from("192.0.2.1")).collect();
+    assert_eq!(statuses, [200, 200, 429, 429, 429, 429, 429, 429, 429, 429]);
+    for visitor in ["192.0.2.2", "2001:db8::1"] {
+        let statuses: Vec<u16> = (0..5).map(|_| busy.from(visitor)).collect();
+        assert_eq!(statuses, [429; 5], "{visitor} is not blocked");
+    }
+    assert!(blocks::read(&busy.store).unwrap().is_empty());
+    let f = busy.figures();
+    assert_eq!((f.auto_blocks, f.refused["site"]), (0, 18));
+
+    // Refused by its ip rule and the site's at once (the site's, with the longer wait, is the
+    // one named): a refusal of its own.
+    let both = Bench::new(&format!(
+        r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}},
+                       {{"name": "site", "key": "global", "limit": 3, "window_secs": 3600}}], {auto}}}"#
+    ));
+    let mut statuses: Vec<u16> = (0..4).map(|_| both.from("192.0.2.1")).collect();
+    statuses.push(both.from("192.0.2.2"));
+    statuses.extend((0..3).map(|_| both.from("192.0.2.1")));
+    assert_eq!(statuses, [200, 200, 429, 429, 200, 429, 403, 403]);
+    let f = both.figures();
+    assert_eq!(
+        (f.refused["ip"], f.refused["site"], f.auto_blocks),
+        (2, 1, 1)
+    );
+
+    // An api_key rule counts the client too.
+    let keyed = Bench::new(&format!(
+        r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}},
+                       {{"name": "per-key", "key": "api_key", "limit": 1, "window_secs": 60}}], {auto}}}"#
+    ));
+    let statuses: Vec<u16> = (0..5)
+        .map(|_| keyed.ask(get("192.0.2.9").with("HTTP_X_API_KEY", "partner-key")))
+        .collect();
+    assert_eq!(statuses, [200, 429, 429, 429, 403]);
+    assert_eq!(
+        blocks::read(&keyed.store).unwrap()[0].range.to_string(),
+        "192.0.2.9/32"
+    );
+}
+
 #[test]
 fn a_shadow_rule_refuses_nothing_and_reports_what_it_would_have() {
     let b = Bench::new(
