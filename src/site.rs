@@ -63,6 +63,7 @@ impl Site {
             store: self.store.as_ref(),
             provider: self.provider.as_deref(),
             log: &self.log,
+            clock: &crate::core::clock::SystemClock,
         }
     }
 }
