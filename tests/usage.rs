@@ -168,7 +168,7 @@ fn expect_figures(site: &Site) {
     assert_eq!(notes.len(), 1, "{notes:?}");
     let note = notes[0]["text"].as_str().unwrap();
     assert!(note.starts_with("ACTION NEEDED"), "{note}");
-    assert!(!text.contains(TOKEN), "no secret in the figures");
+    assert!(!s.to_string().contains(TOKEN), "no secret in the figures");
 
     // The same in words, for people.
     let words = command(site, &["stats", "--since", "7d"]);
