@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
-use crate::core::key::{KeyTemplate, Placeholder};
+use crate::core::key::{KeyTemplate, Placeholder, RESERVED_PREFIXES};
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
 use crate::store::mysql::schema::KEY_COLUMN_LEN;
@@ -115,7 +115,8 @@ pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
 }
 
 /// A rule's `key_template`: placeholders it knows, the one of its key kind, text before it (the
-/// prefix sweeps look for), and keys that fit the store's key column.
+/// prefix sweeps look for), no key that could be one of resolve's own, and keys that fit the
+/// store's key column.
 fn key_template(
     text: &str,
     kind: KeyKind,
@@ -171,6 +172,17 @@ fn key_template(
             field,
             format!(
                 "starts with a placeholder: begin with text, e.g. {example}; sweeps delete only rows whose keys start with it"
+            ),
+        ));
+    }
+    if let Some(reserved) = RESERVED_PREFIXES
+        .into_iter()
+        .find(|p| template.can_start_with(rule.as_str(), p))
+    {
+        return Err(err(
+            field,
+            format!(
+                "can make keys that start with {reserved:?}, which resolve keeps for its own records (the block list, cached answers, the usage journal, counts of refusals and sign-ins): begin it with other text, e.g. {example}"
             ),
         ));
     }
@@ -298,6 +310,25 @@ mod tests {
             ),
             ("global", "all:{ip}", "counts the whole site: remove it"),
             ("ip", "{ip}:resolve", "begin with text"),
+            ("ip", "resolve:~{ip}", "start with \"resolve:~\""),
+            ("ip", "resolve:~{rule}:{ip}", "start with \"resolve:~\""),
+            ("ip", "resolve:cache:{ip}", "start with \"resolve:cache:\""),
+            (
+                "ip",
+                "resolve:journal:{ip}",
+                "start with \"resolve:journal:\"",
+            ),
+            (
+                "ip",
+                "resolve:admin-signin:{ip}",
+                "start with \"resolve:admin-signin:\"",
+            ),
+            (
+                "api_key",
+                "resolve:{api_key}:x",
+                "start with \"resolve:cache:\"",
+            ),
+            ("global", "resolve:~blocks", "start with \"resolve:~\""),
             (
                 "ip",
                 &format!("{}{{ip}}", "x".repeat(149)),
@@ -334,6 +365,13 @@ mod tests {
             "{}",
             e.message
         );
+        // Text of resolve's own keys that no address or key id could follow is fine.
+        rules(
+            r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "resolve:{ip}"},
+                {"name": "b", "key": "api_key", "limit": 9, "window_secs": 9, "key_template": "resolve:{api_key}"},
+                {"name": "cache", "key": "ip", "limit": 9, "window_secs": 9}]"#,
+        )
+        .unwrap();
         // With the rule's name in them, or counting by something else, keys differ.
         rules(
             r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "r:{rule}:{ip}"},
