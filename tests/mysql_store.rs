@@ -648,6 +648,57 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
 }
 
 #[test]
+fn an_api_key_rule_writes_the_keys_hash_or_its_listed_name() {
+    // `{api_key}` is never the key itself: a key that no list names is written as `sha256:` and
+    // 16 hex digits of its SHA-256; a listed key as its name, which can be the account id the
+    // PHP code writes (`'login:' . $accountId`).
+    let db = php_database("php-api-key");
+    let provider = Provider::start();
+    let mut login = rule("login", "sliding", 5, 60);
+    login["key"] = "api_key".into();
+    login["key_template"] = "login:{api_key}".into();
+    let key = "k-7Hq2-a-programs-secret";
+    let sha256 = resolve::http::api_key::hash(key);
+    let any = ConfigFile::new(
+        "mysql-php-key-any",
+        &config::site_config(&provider, php_store(&db), vec![login.clone()]),
+    );
+    let mut value = config::site_config(&provider, php_store(&db), vec![login]);
+    value["api_keys"] = json!({"keys": [{"name": "42", "sha256": sha256}]});
+    let listed = ConfigFile::new("mysql-php-key-listed", &value);
+    for (cfg, requests) in [(&any, 2), (&listed, 3)] {
+        for i in 0..requests {
+            let out = Cgi::new("GET", link_param(&link(i)))
+                .config(&cfg.path)
+                .var("REMOTE_ADDR", "192.0.2.30")
+                .header("X-API-Key", key)
+                .run();
+            assert_eq!(out.answer().status, 200, "{}", out.describe());
+        }
+    }
+    let rows = column(
+        &db,
+        "SELECT CONCAT(rkey, ' ', COUNT(*)) FROM resolve_test.rate_events GROUP BY rkey",
+    );
+    eprintln!("rows per key, written with the key {key:?}: {rows:?}");
+    assert_eq!(
+        rows,
+        BTreeSet::from([
+            format!("login:sha256:{} 2", &sha256[..16]),
+            "login:42 3".to_owned()
+        ])
+    );
+    let everything = db.root_sql("SELECT rkey FROM resolve_test.rate_events");
+    assert!(!everything.contains(key), "{everything}");
+    assert_eq!(
+        Php::connect(&db).count("login:42", 60),
+        3,
+        "the PHP code's count"
+    );
+    assert_eq!(provider.calls(), 5);
+}
+
+#[test]
 fn resolve_and_php_inserts_at_once_never_let_resolve_past_the_limit() {
     // 300 requests for one address at once, split between resolve (CGI processes under
     // Apache) and the PHP code (count, then insert when under the limit, each on its own
