@@ -465,7 +465,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     );
     assert_eq!(code, 1, "{output}");
     assert!(
-        output.contains("WRONG SHAPE") && output.contains("php_hits lacks ts"),
+        output.contains("WRONG SHAPE") && output.contains("table php_hits: it lacks ts"),
         "{output}"
     );
     assert!(!output.contains(db.password()), "{output}");
@@ -645,6 +645,64 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
         site.error_log()
     );
     eprintln!("PHP DATETIME test: {} ms", ms(began.elapsed()));
+}
+
+#[test]
+fn check_finds_keys_too_long_for_the_php_tables_rkey_and_names_every_problem() {
+    // The PHP table's rkey holds 120 characters; this template's keys reach 80 + 43 (the
+    // longest IPv6 prefix written out), within resolve's own 191 but not within the table's.
+    let db = php_database("php-key-len");
+    let provider = Provider::start();
+    let text = format!("resolve:{}:", "x".repeat(71));
+    let mut long = php_rule("ip", 30, 60);
+    long["key_template"] = format!("{text}{{ip}}").into();
+    let too_long = "its rkey column holds 120 characters, but rule ip writes keys of up to 123 \
+                    (see its key_template): shorten the template, or widen the column: \
+                    ALTER TABLE `rate_events` MODIFY rkey VARCHAR(191) NOT NULL";
+    let cfg = ConfigFile::new(
+        "mysql-php-key-len",
+        &config::site_config(&provider, php_store(&db), vec![long.clone()]),
+    );
+    let (code, output) = resolve_command("check", &cfg.path);
+    eprintln!(
+        "check: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains(&format!("WRONG SHAPE: table rate_events: {too_long}")),
+        "{output}"
+    );
+
+    // Without events_ts as well: both problems in one run.
+    let mut unset = php_store(&db);
+    unset.as_object_mut().expect("store").remove("events_ts");
+    let both = ConfigFile::new(
+        "mysql-php-key-len-ts",
+        &config::site_config(&provider, unset, vec![long]),
+    );
+    let (code, output) = resolve_command("check", &both.path);
+    eprintln!(
+        "check without events_ts: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains(&format!(
+            "WRONG SHAPE: table rate_events: its ts column is datetime: set store.events_ts to \
+             \"datetime\" (rows written with NOW(), in the server's time zone); and {too_long}"
+        )),
+        "{output}"
+    );
+
+    // The fix it names works.
+    db.root_sql("ALTER TABLE resolve_test.rate_events MODIFY rkey VARCHAR(191) NOT NULL");
+    let (code, output) = resolve_command("check", &cfg.path);
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("table rate_events has the columns it needs"),
+        "{output}"
+    );
 }
 
 #[test]

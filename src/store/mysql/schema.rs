@@ -225,14 +225,22 @@ pub(crate) fn check_tables(
             .and_then(|c| c.2)
             .zip(longest.as_ref())
             .and_then(|(len, longest)| key_problem(table, len, longest));
-        if let Some(problem) = ts_problem.or(key_problem) {
-            report.push(format!("WRONG SHAPE: table {table}: {problem}"));
-        } else if missing.is_empty() {
+        // Every problem at once, so that one run of `check` names all there is to fix.
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "it lacks {}: rename it and let resolve create its own, or set another table name",
+                missing.join(", ")
+            ));
+        }
+        problems.extend(ts_problem);
+        problems.extend(key_problem);
+        if problems.is_empty() {
             report.push(format!("table {table} has the columns it needs"));
         } else {
             report.push(format!(
-                "WRONG SHAPE: table {table} lacks {}: rename it and let resolve create its own, or set another table name",
-                missing.join(", ")
+                "WRONG SHAPE: table {table}: {}",
+                problems.join("; and ")
             ));
         }
     }
