@@ -877,7 +877,7 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
     let provider = Provider::start();
     let mut php = Php::connect(&db);
     // Rows of resolve's keys at these ages (seconds), and of keys that are the PHP code's alone.
-    for age in [1, 550, 610, 4000] {
+    for age in [1, 550, 650, 4000] {
         php.sql(&format!(
             "INSERT INTO rate_events (rkey, ts) VALUES ('resolve:192.0.2.1', NOW() - INTERVAL {age} SECOND)"
         ));
@@ -890,15 +890,24 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
     store["sweep_grace_secs"] = 0.into();
     let mut burst = rule("burst", "sliding", 5, 60);
     burst["key_template"] = "resolve:{rule}:{ip}".into();
+    // The longest window is a shadow rule's: its rows are kept as long as an enforced rule's.
+    let mut watch = rule("watch", "sliding", 100, 700);
+    watch["mode"] = "shadow".into();
     let cfg = ConfigFile::new(
         "mysql-php-sweep",
-        &config::site_config(&provider, store, vec![php_rule("ip", 30, 600), burst]),
+        &config::site_config(
+            &provider,
+            store,
+            vec![php_rule("ip", 30, 600), burst, watch],
+        ),
     );
     let (code, output) = resolve_command("check", &cfg.path);
     assert_eq!(code, 0, "{output}");
-    let note = "sweeps delete rows of rate_events whose keys start with resolve: once older than \
-                600 s (the longest sliding window plus store.sweep_grace_secs): a PHP limiter's \
-                longer window over those keys is shortened to 600 s";
+    let note = "rows of rate_events are kept 700 s (the longest sliding window plus \
+                store.sweep_grace_secs), then deleted by admissions of their key and by sweeps \
+                of keys that start with resolve:, so a PHP limiter's longer window over those \
+                keys is shortened to 700 s; rows under keys of rules without a key_template \
+                (resolve:RULE:…) are deleted by admissions once out of their rule's window";
     assert!(output.contains(note), "{output}");
     let (code, output) = resolve_command("sweep", &cfg.path);
     eprintln!("resolve sweep: {}", output.trim());
@@ -915,6 +924,7 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
             [
                 "resolve:192.0.2.1 0",
                 "resolve:192.0.2.1 550",
+                "resolve:192.0.2.1 650",
                 "login:42 4000",
                 "resolve_x:192.0.2.1 4000",
             ]
@@ -927,9 +937,11 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
 fn datetime_rows_age_out_and_refunds_take_one_back() {
     // The store itself on the PHP table: a short window, so that rows age out in the test.
     let db = php_database("php-age");
+    let mut store = php_store(&db);
+    store["sweep_grace_secs"] = 0.into();
     let config = json!({
         "provider": {"kind": "echo"},
-        "store": php_store(&db),
+        "store": store,
         "rules": [php_rule("ip", 2, 2)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
@@ -967,8 +979,55 @@ fn datetime_rows_age_out_and_refunds_take_one_back() {
     assert_eq!(
         number(&db, "SELECT COUNT(*) FROM resolve_test.rate_events"),
         1,
-        "each admission deletes the key's rows that left the window"
+        "each admission deletes the key's rows older than the longest window and the grace"
     );
+}
+
+#[test]
+fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() {
+    // Two sliding rules count one key, `resolve:ADDRESS`, with different windows: `short` (2 s)
+    // on one site, `long` (60 s, 3 requests) on another sharing the table, as the PHP code may
+    // count it too. An admission of `short` deletes only the key's rows older than its site's
+    // longest sliding window plus store.sweep_grace_secs (600 s by default), so `long` still
+    // counts its three and refuses.
+    let db = php_database("php-prune");
+    let open = |rule: Value| {
+        let value = json!({"provider": {"kind": "echo"}, "store": php_store(&db), "rules": [rule]});
+        let config = resolve::config::Config::from_json(&value.to_string(), Path::new("/"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let store = resolve::store::open::from_config(&config);
+        (config, store)
+    };
+    let (short_config, short_site) = open(php_rule("short", 5, 2));
+    let (long_config, long_site) = open(php_rule("long", 3, 60));
+    fn check(config: &resolve::config::Config) -> [Check<'_>; 1] {
+        let rule = &config.rules[0];
+        [Check {
+            rule,
+            key: rule.key_for("192.0.2.9"),
+        }]
+    }
+    let (short, long) = (check(&short_config), check(&long_config));
+    let admitted = |store: &dyn resolve::store::Store, checks: &[Check<'_>]| {
+        store.decide(checks).expect("the store decides").is_admit()
+    };
+    let firsts: Vec<bool> = (0..4)
+        .map(|_| admitted(long_site.as_ref(), &long))
+        .collect();
+    assert_eq!(firsts, [true, true, true, false]);
+    // Whole seconds: the three rows are more than 2 s old once 3 s have passed.
+    std::thread::sleep(Duration::from_millis(3100));
+    assert!(admitted(short_site.as_ref(), &short), "nothing within 2 s");
+    let mut php = Php::connect(&db);
+    let counted = php.count("resolve:192.0.2.9", 60);
+    let long_admits = admitted(long_site.as_ref(), &long);
+    eprintln!(
+        "after an admission of the 2 s rule: the 60 s window counts {counted} rows; the 60 s rule \
+         with 3 requests {}",
+        if long_admits { "admits" } else { "refuses" }
+    );
+    assert_eq!(counted, 4, "the 60 s rule's rows were deleted");
+    assert!(!long_admits, "the 60 s rule admitted past its limit");
 }
 
 // ---------------------------------------------------------------------------------------------
