@@ -346,6 +346,14 @@ mod tests {
     use crate::core::clock::SystemClock;
     use crate::store::memory::MemoryStore;
 
+    #[test]
+    fn its_keys_are_among_those_no_rule_may_make() {
+        for key in [LIST_KEY, LOCK_KEY] {
+            let reserved = crate::core::key::RESERVED_PREFIXES;
+            assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
+        }
+    }
+
     fn block(range: &str, until_ms: Option<u64>) -> Block {
         Block {
             range: Cidr::parse(range).unwrap(),

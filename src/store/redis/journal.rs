@@ -186,6 +186,14 @@ pub fn hours_held(from: u32, to: u32, now: u32) -> std::ops::Range<u32> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn its_keys_are_among_those_no_rule_may_make() {
+        for key in [totals_key(10), clients_key(10), NOTES_KEY.to_owned()] {
+            let reserved = crate::core::key::RESERVED_PREFIXES;
+            assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
+        }
+    }
+
     fn words(command: &[u8]) -> Vec<String> {
         String::from_utf8_lossy(command)
             .split("\r\n")
