@@ -5,6 +5,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
+use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
@@ -62,6 +63,9 @@ pub struct App<'a> {
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
     pub log: &'a dyn Log,
+    /// The time of the request's blocks, automatic blocks and journal entry: the system's
+    /// clock, or a test's.
+    pub clock: &'a dyn Clock,
 }
 
 /// A request read and checked, before anything is counted.
@@ -82,10 +86,11 @@ struct Admitted {
 }
 
 /// What the decision means: go on (None when the store failed and the policy is to answer
-/// anyway), or this answer and nothing else.
+/// anyway), or this 429 and nothing else; `by_client` when a rule counting this client (its
+/// address or its key) refused it, not only a site-wide one.
 enum Verdict {
     Admitted(Option<Admitted>),
-    Refused(Response),
+    Refused { response: Response, by_client: bool },
 }
 
 /// What the journal will count of this request: what happened, and to which client.
@@ -165,12 +170,11 @@ impl App<'_> {
         }
         // The owner's dashboard (PATH_INFO /admin): its own answers, never counted as a visit.
         if crate::admin::is_admin(env) {
-            use crate::core::clock::Clock;
             let dashboard = crate::admin::Dashboard {
                 config: self.config,
                 store: self.store,
                 log: self.log,
-                now_ms: crate::core::clock::SystemClock.now_ms(),
+                now_ms: self.clock.now_ms(),
             };
             return Answer {
                 response: dashboard.answer(env, body),
@@ -274,8 +278,14 @@ impl App<'_> {
         let store_up = decided.is_ok();
         let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
             Verdict::Admitted(admitted) => admitted,
-            Verdict::Refused(response) => {
-                self.count_refusal(&asked, tally);
+            Verdict::Refused {
+                response,
+                by_client,
+            } => {
+                // A busy site refuses everyone by its global rules: no reason to block anyone.
+                if by_client {
+                    self.count_refusal(&asked, tally);
+                }
                 return Ok(response);
             }
         };
@@ -383,11 +393,8 @@ impl App<'_> {
                     at_ms,
                 })))
             }
-            Ok(Decision::Refuse {
-                rule,
-                retry_after_secs,
-                ..
-            }) if rule >= rules.len() => {
+            Ok(ref decision @ Decision::Refuse { rule, .. }) if rule >= rules.len() => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
                 // The site's own budget: nothing the visitor did.
                 tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
                 Err(Problem::new(
@@ -406,11 +413,16 @@ impl App<'_> {
             }
             Ok(
                 ref decision @ Decision::Refuse {
-                    rule,
-                    retry_after_secs,
-                    ..
+                    rule, ref statuses, ..
                 },
             ) => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
+                // A rule refuses exactly when none of its window is left. The statuses begin
+                // with the client's rules.
+                let by_client = rules
+                    .iter()
+                    .zip(statuses)
+                    .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0);
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
@@ -423,7 +435,10 @@ impl App<'_> {
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));
-                Ok(Verdict::Refused(response))
+                Ok(Verdict::Refused {
+                    response,
+                    by_client,
+                })
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::core::calendar;
-use crate::core::clock::{Clock, SystemClock};
+use crate::core::clock::Clock;
 use crate::defaults;
 use crate::http::cidr::Cidr;
 use crate::store::{Store, StoreError};
@@ -30,7 +30,9 @@ const LOCK_TTL: Duration = Duration::from_secs(10);
 /// How long a change waits for the lock.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// The list holds at most this many blocks (about 60 KB, what every store's cache value
-/// takes); a new block then replaces the one that ends soonest.
+/// takes). Past it, the oldest automatic block makes way; only when none is left does an
+/// owner's block, the one that ends soonest: a flood of automatic blocks never pushes out the
+/// owner's.
 pub const MAX_BLOCKS: usize = 500;
 /// Longest reason kept, in characters.
 pub const MAX_REASON: usize = 200;
@@ -103,17 +105,25 @@ pub fn find(list: &[Block], ip: IpAddr, now_ms: u64) -> Option<&Block> {
         .find(|b| b.live_at(now_ms) && b.range.contains(ip))
 }
 
-/// `list` with `block` added (replacing a block of the same range), ended blocks dropped, and
-/// at most [`MAX_BLOCKS`] kept (those that end last).
+/// `list` with `block` added at its end (replacing a block of the same range), ended blocks
+/// dropped, and at most [`MAX_BLOCKS`] kept. The list is in the order blocks were set, so the
+/// first automatic block is the oldest: automatic blocks go first, oldest first, then the
+/// owner's, the one that ends soonest first.
 pub fn with(list: Vec<Block>, block: Block, now_ms: u64) -> Vec<Block> {
     let mut out: Vec<Block> = list
         .into_iter()
         .filter(|b| b.live_at(now_ms) && b.range != block.range)
         .collect();
     out.push(block);
-    if out.len() > MAX_BLOCKS {
-        out.sort_by_key(|b| std::cmp::Reverse(b.until_ms.unwrap_or(u64::MAX)));
-        out.truncate(MAX_BLOCKS);
+    while out.len() > MAX_BLOCKS {
+        let oldest_auto = out.iter().position(|b| b.auto);
+        let ends_soonest = || (0..out.len()).min_by_key(|&i| out[i].until_ms.unwrap_or(u64::MAX));
+        match oldest_auto.or_else(ends_soonest) {
+            Some(i) => {
+                out.remove(i);
+            }
+            None => break,
+        }
     }
     out
 }
@@ -255,10 +265,12 @@ pub fn update<T>(
     result
 }
 
-/// `resolve block` and `resolve unblock`: the line to print, or what went wrong.
+/// `resolve block` and `resolve unblock` at the time `clock` tells: the line to print, or what
+/// went wrong.
 pub fn command(
     store: &dyn Store,
     copy: Option<&Path>,
+    clock: &dyn Clock,
     verb: &str,
     target: &str,
     duration: Option<&str>,
@@ -267,7 +279,7 @@ pub fn command(
     let range = Cidr::parse(target).ok_or_else(|| {
         format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
     })?;
-    let now = SystemClock.now_ms();
+    let now = clock.now_ms();
     let failed = |e: StoreError| format!("the store could not be changed: {e}");
     if verb == "unblock" {
         let had = update(store, copy, now, |list| without(list, range, now)).map_err(failed)?;
@@ -294,9 +306,10 @@ pub fn command(
     })
 }
 
-/// `resolve blocks`: the store's blocks in force, then the configuration's lists.
-pub fn listing(store: &dyn Store, config: &Config) -> Result<String, String> {
-    let now = SystemClock.now_ms();
+/// `resolve blocks`: the store's blocks in force at the time `clock` tells, then the
+/// configuration's lists.
+pub fn listing(store: &dyn Store, config: &Config, clock: &dyn Clock) -> Result<String, String> {
+    let now = clock.now_ms();
     let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
     let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
     let mut out = String::new();
@@ -332,6 +345,14 @@ mod tests {
     use super::*;
     use crate::core::clock::SystemClock;
     use crate::store::memory::MemoryStore;
+
+    #[test]
+    fn its_keys_are_among_those_no_rule_may_make() {
+        for key in [LIST_KEY, LOCK_KEY] {
+            let reserved = crate::core::key::RESERVED_PREFIXES;
+            assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
+        }
+    }
 
     fn block(range: &str, until_ms: Option<u64>) -> Block {
         Block {
@@ -403,6 +424,63 @@ mod tests {
         }
         assert_eq!(list.len(), MAX_BLOCKS);
         assert!(list.iter().all(|b| b.until_ms.unwrap() >= 1_010));
+    }
+
+    #[test]
+    fn a_flood_of_automatic_blocks_never_pushes_out_the_owners() {
+        let auto = |i: usize| Block {
+            auto: true,
+            ..block(&format!("10.1.{}.{}", i / 256, i % 256), Some(9_000_000))
+        };
+        let ranges = |list: &[Block], auto: bool| -> Vec<String> {
+            list.iter()
+                .filter(|b| b.auto == auto)
+                .map(|b| b.range.to_string())
+                .collect()
+        };
+        // 400 of the owner's blocks, ending before any automatic one, and 100 automatic.
+        let mut list = Vec::new();
+        for i in 0..400 {
+            list = with(
+                list,
+                block(&format!("10.0.{}.{}", i / 256, i % 256), Some(1_000 + i)),
+                0,
+            );
+        }
+        let owners = ranges(&list, false);
+        for i in 0..100 {
+            list = with(list, auto(i), 0);
+        }
+        assert_eq!(list.len(), MAX_BLOCKS);
+        // 300 more automatic blocks: each pushes out the oldest automatic one.
+        for i in 100..400 {
+            list = with(list, auto(i), 0);
+        }
+        assert_eq!(list.len(), MAX_BLOCKS);
+        assert_eq!(ranges(&list, false), owners, "every owner's block kept");
+        let autos: Vec<String> = (300..400).map(|i| auto(i).range.to_string()).collect();
+        assert_eq!(
+            ranges(&list, true),
+            autos,
+            "the newest 100 automatic blocks"
+        );
+        // The owner's blocks push out automatic ones too, and only then each other.
+        for i in 400..501 {
+            list = with(
+                list,
+                block(&format!("10.0.{}.{}", i / 256, i % 256), Some(1_000 + i)),
+                0,
+            );
+        }
+        assert_eq!(list.len(), MAX_BLOCKS);
+        assert!(ranges(&list, true).is_empty());
+        assert!(
+            !ranges(&list, false).contains(&"10.0.0.0/32".to_owned()),
+            "ended soonest"
+        );
+        // With no automatic block left, a new automatic block is the one that makes way.
+        let before = list.clone();
+        assert_eq!(with(list, auto(999), 0), before);
     }
 
     #[test]

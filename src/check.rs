@@ -172,7 +172,7 @@ fn report_controls(config: &Config, out: &mut dyn Write) {
     for cdn in &config.client.trusted_networks {
         let _ = writeln!(
             out,
-            "client: {}'s edges are trusted by name ({} ranges as published on {}; the visitor's address is read from {} on requests from them only)",
+            "client: {}'s edges are trusted by name ({} ranges, its published lists as taken on {}; the visitor's address is read from {} on requests from them only)",
             cdn.name(),
             cdn.ranges().count(),
             cdn.ranges_date(),

@@ -230,6 +230,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             crate::blocks::command(
                 store.as_ref(),
                 crate::blocks::copy_path(&config).as_deref(),
+                &crate::core::clock::SystemClock,
                 verb,
                 &target,
                 options.duration.as_deref(),
@@ -244,7 +245,10 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
             let store = crate::store::open::from_config(&config);
-            print!("{}", crate::blocks::listing(store.as_ref(), &config)?);
+            print!(
+                "{}",
+                crate::blocks::listing(store.as_ref(), &config, &crate::core::clock::SystemClock)?
+            );
             Ok(ExitCode::SUCCESS)
         }
         Some("hash-key") => {

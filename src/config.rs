@@ -162,7 +162,7 @@ impl Config {
         let store = store::store(raw.store, base)?;
         let (rules, shadow_rules) = match raw.rules {
             None => (vec![default_rule()], Vec::new()),
-            Some(list) => rules::site_rules(list)?,
+            Some(list) => rules::site_rules(list, &spend)?,
         };
         rules::check_algorithms(&rules, &store.kind)?;
         rules::check_algorithms(&shadow_rules, &store.kind)?;

@@ -101,6 +101,20 @@ pub const FILE_LOCK_TIMEOUT_MS: u32 = 2000;
 
 /// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
 pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
+/// The longest a FastCGI process holds its requests' journal entries before writing them as
+/// one sum (and when it is idle, sooner): `stats` lags by at most about this much.
+pub const FASTCGI_JOURNAL_HOLD_MS: u64 = 1000;
+/// Distinct totals and client counts a FastCGI process holds at most before writing them.
+pub const FASTCGI_JOURNAL_HOLD_ROWS: usize = 4096;
+/// The longest a FastCGI process answers a client it saw refused from its memory, without
+/// asking the store again (never past the refusal's end): a paid call taken back by another
+/// process frees a place here at most this much later.
+pub const FASTCGI_REFUSAL_MEMORY_MS: u64 = 1000;
+/// Refusals a FastCGI process remembers at once.
+pub const FASTCGI_REFUSALS_REMEMBERED: usize = 1024;
+/// How often an idle FastCGI process wakes to write what it holds, and to see whether it was
+/// asked to stop.
+pub const FASTCGI_IDLE_TICK_MS: u64 = 1000;
 
 /// Address `resolve serve` listens on.
 pub const SERVE_ADDR: &str = "127.0.0.1:8080";

@@ -289,6 +289,32 @@ mod tests {
     }
 
     #[test]
+    fn the_report_shows_automatic_blocks_and_what_shadow_rules_would_have_refused() {
+        let s = stats(
+            &[
+                total("requests", 500),
+                total("blocked", 30),
+                total("auto_blocked", 3),
+                total("would_refuse:tight", 120),
+            ],
+            vec![],
+            vec![],
+        );
+        let text = render(&s, false).unwrap();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        assert!(
+            has("Blocked (403):     30 (3 clients blocked automatically)"),
+            "{text}"
+        );
+        assert!(
+            has("Shadow rules:      120 would have been refused (tight 120)"),
+            "{text}"
+        );
+        // Neither is a problem to act on: a quiet day for `--only-problems`.
+        assert_eq!(render(&s, true), None);
+    }
+
+    #[test]
     fn an_action_note_alone_is_a_problem_but_not_one_from_another_day() {
         let note = |hour: u32| Note {
             at_ms: u64::from(hour) * HOUR_MS,

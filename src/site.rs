@@ -28,7 +28,20 @@ pub struct Site {
 }
 
 impl Site {
+    /// A site for one request (CGI).
     pub fn new(config: Config) -> Site {
+        let store = crate::store::open::from_config(&config);
+        Site::with_store(config, store)
+    }
+
+    /// A site for a process that answers request after request (FastCGI): its store holds
+    /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
+    pub fn long_lived(config: Config) -> Site {
+        let store = crate::store::open::from_config(&config);
+        Site::with_store(config, Box::new(crate::store::held::HeldStore::new(store)))
+    }
+
+    fn with_store(config: Config, store: Box<dyn Store>) -> Site {
         let provider: Option<Box<dyn Provider>> = match &config.provider {
             None => None,
             Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
@@ -37,7 +50,7 @@ impl Site {
         Site {
             // Every form of every secret: a provider echoes a token percent-encoded or quoted.
             log: StderrLog::masking(config.secrets()),
-            store: crate::store::open::from_config(&config),
+            store,
             provider,
             config,
         }
@@ -50,6 +63,7 @@ impl Site {
             store: self.store.as_ref(),
             provider: self.provider.as_deref(),
             log: &self.log,
+            clock: &crate::core::clock::SystemClock,
         }
     }
 }

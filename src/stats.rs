@@ -244,8 +244,10 @@ impl Stats {
         }
         if f.blocked > 0 || f.auto_blocks > 0 {
             line(format!(
-                "Blocked (403):     {} ({} clients blocked automatically)",
-                f.blocked, f.auto_blocks
+                "Blocked (403):     {} ({} client{} blocked automatically)",
+                f.blocked,
+                f.auto_blocks,
+                if f.auto_blocks == 1 { "" } else { "s" }
             ));
         }
         if !f.would_refuse.is_empty() {
@@ -402,6 +404,57 @@ fn by(map: &std::collections::BTreeMap<String, u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The figures of a day holding these totals.
+    fn with_totals(totals: &[(&str, u64)]) -> Stats {
+        let day = 20_000 * 24;
+        let rows: Vec<Row> = totals
+            .iter()
+            .map(|&(name, count)| Row::Total {
+                hour: day + 1,
+                name: name.into(),
+                count,
+            })
+            .collect();
+        Stats {
+            hours: 24,
+            now_ms: u64::from(day + 24) * HOUR_MS,
+            figures: Figures::from_rows(&rows, day, day + 24),
+            totals: rows,
+            spend: vec![],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn the_text_shows_blocks_automatic_blocks_and_what_shadow_rules_would_refuse() {
+        let text = with_totals(&[
+            ("blocked", 12),
+            ("auto_blocked", 2),
+            ("would_refuse:tight", 40),
+            ("would_refuse:night", 3),
+        ])
+        .text();
+        let has = |line: &str| text.lines().any(|l| l == line);
+        assert!(
+            has("Blocked (403):     12 (2 clients blocked automatically)"),
+            "{text}"
+        );
+        assert!(
+            has("Shadow rules:      43 would have been refused (night 3, tight 40)"),
+            "{text}"
+        );
+        let one = with_totals(&[("blocked", 1), ("auto_blocked", 1)]).text();
+        assert!(
+            one.contains("Blocked (403):     1 (1 client blocked automatically)\n"),
+            "{one}"
+        );
+        let quiet = with_totals(&[("paid", 3)]).text();
+        assert!(
+            !quiet.contains("Blocked") && !quiet.contains("Shadow"),
+            "{quiet}"
+        );
+    }
 
     #[test]
     fn windows_in_words() {

@@ -2,6 +2,7 @@
 //! stores themselves are in the modules below; `open` builds the one the configuration names.
 
 pub mod file;
+pub mod held;
 pub mod memory;
 pub mod mysql;
 pub mod open;
@@ -85,6 +86,12 @@ pub trait Store {
 
     /// The kept notes, newest first.
     fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError>;
+
+    /// Writes whatever the store holds back (a FastCGI process's journal entries, see
+    /// [`held`]); the others hold nothing back.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// What kind of failure a store had.

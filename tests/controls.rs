@@ -26,6 +26,22 @@ fn ask(setup: &Setup, remote: &str, headers: &[(&str, &str)]) -> (u16, String) {
     (out.answer().status, out.stderr)
 }
 
+/// What a blocked client reads, whatever the store and the list.
+const BLOCKED: &str = "Requests from your address are blocked on this service.";
+
+/// The body of one plain-text answer to `remote`, with its status.
+fn ask_text(setup: &Setup, remote: &str) -> (u16, String) {
+    let cgi = Cgi::new("GET", LINK)
+        .var("REMOTE_ADDR", remote)
+        .header("Accept", "text/plain");
+    let out = setup.run(cgi);
+    let answer = out.answer();
+    (
+        answer.status,
+        String::from_utf8_lossy(&answer.body).into_owned(),
+    )
+}
+
 fn command(config: &Path, args: &[&str]) -> String {
     let out = Command::new(binary())
         .args(args)
@@ -162,8 +178,12 @@ fn untrusted_cloudflare_edges_are_counted_and_check_says_the_fix() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    // The day the shipped ranges were taken from Cloudflare's lists, as the source has it.
+    let date = resolve::http::cdn::CLOUDFLARE_RANGES_DATE;
     assert!(
-        text.contains("cloudflare's edges are trusted by name (22 ranges as published on"),
+        text.contains(&format!(
+            "cloudflare's edges are trusted by name (22 ranges, its published lists as taken on {date};"
+        )),
         "{text}"
     );
 }
@@ -172,11 +192,26 @@ fn untrusted_cloudflare_edges_are_counted_and_check_says_the_fix() {
 fn block_and_allow_lists_by_address_and_range_before_any_count_or_call() {
     on_every_store("lists", |store, label| {
         let s = setup(label, store, vec![rule("ip", "ip", 2, 3600)], |c| {
-            c["block"] = json!(["192.0.2.7", "198.51.100.0/24", "2001:db8:bad::/48"]);
-            c["allow"] = json!(["203.0.113.0/24", "2001:db8:600d::/48"]);
+            c["block"] = json!([
+                "192.0.2.7",
+                "198.51.100.0/24",
+                "2001:db8:bad::/48",
+                "2001:db8:dead::7"
+            ]);
+            c["allow"] = json!([
+                "203.0.113.0/24",
+                "2001:db8:600d::/48",
+                "192.0.2.200",
+                "2001:db8:700d::5"
+            ]);
         });
         let mut log = String::new();
-        for addr in ["192.0.2.7", "198.51.100.77", "2001:db8:bad:1::9"] {
+        for addr in [
+            "192.0.2.7",
+            "198.51.100.77",
+            "2001:db8:bad:1::9",
+            "2001:db8:dead::7",
+        ] {
             for _ in 0..5 {
                 let (status, stderr) = ask(&s, addr, &[]);
                 assert_eq!(status, 403, "{label} {addr}");
@@ -188,21 +223,39 @@ fn block_and_allow_lists_by_address_and_range_before_any_count_or_call() {
         assert_eq!(
             log.matches("blocked, it is in the configuration's block list")
                 .count(),
-            3,
+            4,
             "{label}: {log}"
         );
-        for addr in ["203.0.113.5", "2001:db8:600d:1::1"] {
+        assert_eq!(
+            ask_text(&s, "2001:db8:dead::7"),
+            (403, format!("{BLOCKED}\n")),
+            "{label}: one sentence"
+        );
+        for addr in [
+            "203.0.113.5",
+            "2001:db8:600d:1::1",
+            "192.0.2.200",
+            "2001:db8:700d::5",
+        ] {
             let statuses: Vec<u16> = (0..4).map(|_| ask(&s, addr, &[]).0).collect();
             assert_eq!(
                 statuses, [200; 4],
                 "{label} {addr}: allowed past the ip rule"
             );
         }
-        let statuses: Vec<u16> = (0..3).map(|_| ask(&s, "192.0.2.8", &[]).0).collect();
-        assert_eq!(statuses, [200, 200, 429], "{label}");
+        // Neighbours of single addresses are neither blocked nor allowed.
+        for addr in [
+            "192.0.2.8",
+            "192.0.2.201",
+            "2001:db8:dead::8",
+            "2001:db8:700d::6",
+        ] {
+            let statuses: Vec<u16> = (0..3).map(|_| ask(&s, addr, &[]).0).collect();
+            assert_eq!(statuses, [200, 200, 429], "{label} {addr}");
+        }
         let st = stats(&s.config_path);
-        assert_eq!(st["blocked"], 15, "{label}");
-        assert_eq!(st["paid_calls"], 10, "{label}");
+        assert_eq!(st["blocked"], 21, "{label}");
+        assert_eq!(st["paid_calls"], 24, "{label}");
     });
 }
 
@@ -221,12 +274,27 @@ fn a_temporary_block_ends_on_time_and_unblock_lifts_one_at_once() {
                 "scraper",
             ],
         );
-        assert!(said.starts_with("blocked 192.0.2.0/24 until "), "{said}");
+        let until = said
+            .strip_prefix("blocked 192.0.2.0/24 until ")
+            .and_then(|rest| rest.strip_suffix(" (UTC)\n"))
+            .unwrap_or_else(|| panic!("{said}"));
         command(&s.config_path, &["block", "2001:db8::/32"]);
+        // Range, end and who set it with the reason, in columns.
         let listed = command(&s.config_path, &["blocks"]);
-        assert!(
-            listed.contains("192.0.2.0/24") && listed.contains("resolve block: scraper"),
-            "{listed}"
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(
+            lines[..2],
+            [
+                format!(
+                    "{:<43} until {until} resolve block: scraper",
+                    "192.0.2.0/24"
+                ),
+                format!(
+                    "{:<43} {:<26} resolve block: blocked by the owner",
+                    "2001:db8::/32", "until unblocked"
+                ),
+            ],
+            "{label}: {listed}"
         );
         assert_eq!(ask(&s, "192.0.2.9", &[]).0, 403, "{label}");
         assert_eq!(ask(&s, "2001:db8:1::1", &[]).0, 403, "{label}");
@@ -265,6 +333,11 @@ fn auto_block_triggers_at_exactly_the_threshold_under_concurrency() {
         assert_eq!(ask(&s, "192.0.2.44", &[]).0, 403, "{label}");
         let st = stats(&s.config_path);
         assert_eq!(st["auto_blocks"], 1, "{label}");
+        let text = command(&s.config_path, &["stats"]);
+        assert!(
+            text.contains("(1 client blocked automatically)"),
+            "{label}: {text}"
+        );
         assert!(command(&s.config_path, &["blocks"]).contains("192.0.2.44/32"));
         assert_eq!(s.provider.calls(), 5, "{label}");
     });
@@ -289,6 +362,11 @@ fn a_shadow_rule_over_a_burst_refuses_nothing_and_reports_exactly() {
         assert_eq!(s.provider.calls(), 300, "{label}");
         let st = stats(&s.config_path);
         assert_eq!(st["would_refuse"], json!({"tight": 270}), "{label}");
+        let text = command(&s.config_path, &["stats"]);
+        assert!(
+            text.contains("Shadow rules:      270 would have been refused (tight 270)\n"),
+            "{label}: {text}"
+        );
         assert_eq!(st["refused"], json!({}), "{label}");
         let log: String = results.iter().map(|r| r.1.as_str()).collect();
         assert_eq!(

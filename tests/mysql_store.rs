@@ -465,7 +465,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     );
     assert_eq!(code, 1, "{output}");
     assert!(
-        output.contains("WRONG SHAPE") && output.contains("php_hits lacks ts"),
+        output.contains("WRONG SHAPE") && output.contains("table php_hits: it lacks ts"),
         "{output}"
     );
     assert!(!output.contains(db.password()), "{output}");
@@ -648,6 +648,115 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
 }
 
 #[test]
+fn check_finds_keys_too_long_for_the_php_tables_rkey_and_names_every_problem() {
+    // The PHP table's rkey holds 120 characters; this template's keys reach 80 + 43 (the
+    // longest IPv6 prefix written out), within resolve's own 191 but not within the table's.
+    let db = php_database("php-key-len");
+    let provider = Provider::start();
+    let text = format!("resolve:{}:", "x".repeat(71));
+    let mut long = php_rule("ip", 30, 60);
+    long["key_template"] = format!("{text}{{ip}}").into();
+    let too_long = "its rkey column holds 120 characters, but rule ip writes keys of up to 123 \
+                    (see its key_template): shorten the template, or widen the column: \
+                    ALTER TABLE `rate_events` MODIFY rkey VARCHAR(191) NOT NULL";
+    let cfg = ConfigFile::new(
+        "mysql-php-key-len",
+        &config::site_config(&provider, php_store(&db), vec![long.clone()]),
+    );
+    let (code, output) = resolve_command("check", &cfg.path);
+    eprintln!(
+        "check: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains(&format!("WRONG SHAPE: table rate_events: {too_long}")),
+        "{output}"
+    );
+
+    // Without events_ts as well: both problems in one run.
+    let mut unset = php_store(&db);
+    unset.as_object_mut().expect("store").remove("events_ts");
+    let both = ConfigFile::new(
+        "mysql-php-key-len-ts",
+        &config::site_config(&provider, unset, vec![long]),
+    );
+    let (code, output) = resolve_command("check", &both.path);
+    eprintln!(
+        "check without events_ts: {}",
+        output.lines().find(|l| l.contains("store:")).unwrap_or("")
+    );
+    assert_eq!(code, 1, "{output}");
+    assert!(
+        output.contains(&format!(
+            "WRONG SHAPE: table rate_events: its ts column is datetime: set store.events_ts to \
+             \"datetime\" (rows written with NOW(), in the server's time zone); and {too_long}"
+        )),
+        "{output}"
+    );
+
+    // The fix it names works.
+    db.root_sql("ALTER TABLE resolve_test.rate_events MODIFY rkey VARCHAR(191) NOT NULL");
+    let (code, output) = resolve_command("check", &cfg.path);
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("table rate_events has the columns it needs"),
+        "{output}"
+    );
+}
+
+#[test]
+fn an_api_key_rule_writes_the_keys_hash_or_its_listed_name() {
+    // `{api_key}` is never the key itself: a key that no list names is written as `sha256:` and
+    // 16 hex digits of its SHA-256; a listed key as its name, which can be the account id the
+    // PHP code writes (`'login:' . $accountId`).
+    let db = php_database("php-api-key");
+    let provider = Provider::start();
+    let mut login = rule("login", "sliding", 5, 60);
+    login["key"] = "api_key".into();
+    login["key_template"] = "login:{api_key}".into();
+    let key = "k-7Hq2-a-programs-secret";
+    let sha256 = resolve::http::api_key::hash(key);
+    let any = ConfigFile::new(
+        "mysql-php-key-any",
+        &config::site_config(&provider, php_store(&db), vec![login.clone()]),
+    );
+    let mut value = config::site_config(&provider, php_store(&db), vec![login]);
+    value["api_keys"] = json!({"keys": [{"name": "42", "sha256": sha256}]});
+    let listed = ConfigFile::new("mysql-php-key-listed", &value);
+    for (cfg, requests) in [(&any, 2), (&listed, 3)] {
+        for i in 0..requests {
+            let out = Cgi::new("GET", link_param(&link(i)))
+                .config(&cfg.path)
+                .var("REMOTE_ADDR", "192.0.2.30")
+                .header("X-API-Key", key)
+                .run();
+            assert_eq!(out.answer().status, 200, "{}", out.describe());
+        }
+    }
+    let rows = column(
+        &db,
+        "SELECT CONCAT(rkey, ' ', COUNT(*)) FROM resolve_test.rate_events GROUP BY rkey",
+    );
+    eprintln!("rows per key, written with the key {key:?}: {rows:?}");
+    assert_eq!(
+        rows,
+        BTreeSet::from([
+            format!("login:sha256:{} 2", &sha256[..16]),
+            "login:42 3".to_owned()
+        ])
+    );
+    let everything = db.root_sql("SELECT rkey FROM resolve_test.rate_events");
+    assert!(!everything.contains(key), "{everything}");
+    assert_eq!(
+        Php::connect(&db).count("login:42", 60),
+        3,
+        "the PHP code's count"
+    );
+    assert_eq!(provider.calls(), 5);
+}
+
+#[test]
 fn resolve_and_php_inserts_at_once_never_let_resolve_past_the_limit() {
     // 300 requests for one address at once, split between resolve (CGI processes under
     // Apache) and the PHP code (count, then insert when under the limit, each on its own
@@ -768,7 +877,7 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
     let provider = Provider::start();
     let mut php = Php::connect(&db);
     // Rows of resolve's keys at these ages (seconds), and of keys that are the PHP code's alone.
-    for age in [1, 550, 610, 4000] {
+    for age in [1, 550, 650, 4000] {
         php.sql(&format!(
             "INSERT INTO rate_events (rkey, ts) VALUES ('resolve:192.0.2.1', NOW() - INTERVAL {age} SECOND)"
         ));
@@ -781,15 +890,24 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
     store["sweep_grace_secs"] = 0.into();
     let mut burst = rule("burst", "sliding", 5, 60);
     burst["key_template"] = "resolve:{rule}:{ip}".into();
+    // The longest window is a shadow rule's: its rows are kept as long as an enforced rule's.
+    let mut watch = rule("watch", "sliding", 100, 700);
+    watch["mode"] = "shadow".into();
     let cfg = ConfigFile::new(
         "mysql-php-sweep",
-        &config::site_config(&provider, store, vec![php_rule("ip", 30, 600), burst]),
+        &config::site_config(
+            &provider,
+            store,
+            vec![php_rule("ip", 30, 600), burst, watch],
+        ),
     );
     let (code, output) = resolve_command("check", &cfg.path);
     assert_eq!(code, 0, "{output}");
-    let note = "sweeps delete rows of rate_events whose keys start with resolve: once older than \
-                600 s (the longest sliding window plus store.sweep_grace_secs): a PHP limiter's \
-                longer window over those keys is shortened to 600 s";
+    let note = "rows of rate_events are kept 700 s (the longest sliding window plus \
+                store.sweep_grace_secs), then deleted by admissions of their key and by sweeps \
+                of keys that start with resolve:, so a PHP limiter's longer window over those \
+                keys is shortened to 700 s; rows under keys of rules without a key_template \
+                (resolve:RULE:…) are deleted by admissions once out of their rule's window";
     assert!(output.contains(note), "{output}");
     let (code, output) = resolve_command("sweep", &cfg.path);
     eprintln!("resolve sweep: {}", output.trim());
@@ -806,6 +924,7 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
             [
                 "resolve:192.0.2.1 0",
                 "resolve:192.0.2.1 550",
+                "resolve:192.0.2.1 650",
                 "login:42 4000",
                 "resolve_x:192.0.2.1 4000",
             ]
@@ -818,9 +937,11 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
 fn datetime_rows_age_out_and_refunds_take_one_back() {
     // The store itself on the PHP table: a short window, so that rows age out in the test.
     let db = php_database("php-age");
+    let mut store = php_store(&db);
+    store["sweep_grace_secs"] = 0.into();
     let config = json!({
         "provider": {"kind": "echo"},
-        "store": php_store(&db),
+        "store": store,
         "rules": [php_rule("ip", 2, 2)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
@@ -837,10 +958,8 @@ fn datetime_rows_age_out_and_refunds_take_one_back() {
     };
     assert!(first.is_admit());
     assert_eq!(php.count("resolve:192.0.2.5", 2), 2);
-    let Decision::Refuse {
-        retry_after_secs, ..
-    } = store.decide(&checks).unwrap()
-    else {
+    let third = store.decide(&checks).unwrap();
+    let Some(retry_after_secs) = third.retry_after_secs() else {
         panic!("the third request is over the limit");
     };
     // Stamped with whole seconds: the first row counts until the end of its second + 2 s.
@@ -858,8 +977,55 @@ fn datetime_rows_age_out_and_refunds_take_one_back() {
     assert_eq!(
         number(&db, "SELECT COUNT(*) FROM resolve_test.rate_events"),
         1,
-        "each admission deletes the key's rows that left the window"
+        "each admission deletes the key's rows older than the longest window and the grace"
     );
+}
+
+#[test]
+fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() {
+    // Two sliding rules count one key, `resolve:ADDRESS`, with different windows: `short` (2 s)
+    // on one site, `long` (60 s, 3 requests) on another sharing the table, as the PHP code may
+    // count it too. An admission of `short` deletes only the key's rows older than its site's
+    // longest sliding window plus store.sweep_grace_secs (600 s by default), so `long` still
+    // counts its three and refuses.
+    let db = php_database("php-prune");
+    let open = |rule: Value| {
+        let value = json!({"provider": {"kind": "echo"}, "store": php_store(&db), "rules": [rule]});
+        let config = resolve::config::Config::from_json(&value.to_string(), Path::new("/"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let store = resolve::store::open::from_config(&config);
+        (config, store)
+    };
+    let (short_config, short_site) = open(php_rule("short", 5, 2));
+    let (long_config, long_site) = open(php_rule("long", 3, 60));
+    fn check(config: &resolve::config::Config) -> [Check<'_>; 1] {
+        let rule = &config.rules[0];
+        [Check {
+            rule,
+            key: rule.key_for("192.0.2.9"),
+        }]
+    }
+    let (short, long) = (check(&short_config), check(&long_config));
+    let admitted = |store: &dyn resolve::store::Store, checks: &[Check<'_>]| {
+        store.decide(checks).expect("the store decides").is_admit()
+    };
+    let firsts: Vec<bool> = (0..4)
+        .map(|_| admitted(long_site.as_ref(), &long))
+        .collect();
+    assert_eq!(firsts, [true, true, true, false]);
+    // Whole seconds: the three rows are more than 2 s old once 3 s have passed.
+    std::thread::sleep(Duration::from_millis(3100));
+    assert!(admitted(short_site.as_ref(), &short), "nothing within 2 s");
+    let mut php = Php::connect(&db);
+    let counted = php.count("resolve:192.0.2.9", 60);
+    let long_admits = admitted(long_site.as_ref(), &long);
+    eprintln!(
+        "after an admission of the 2 s rule: the 60 s window counts {counted} rows; the 60 s rule \
+         with 3 requests {}",
+        if long_admits { "admits" } else { "refuses" }
+    );
+    assert_eq!(counted, 4, "the 60 s rule's rows were deleted");
+    assert!(!long_admits, "the 60 s rule admitted past its limit");
 }
 
 // ---------------------------------------------------------------------------------------------

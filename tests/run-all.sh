@@ -36,6 +36,13 @@ APT_PACKAGES=(
     unzip
     procps
     ca-certificates
+    # ip and curl: the client in a network namespace (tests/controls.rs)
+    iproute2
+    curl
+    # setpriv and runuser (tests/storage_faults.rs, the suEXEC account), mount and umount
+    util-linux
+    mount
+    # the journal's cost on the CGI 429 path (bench/run.sh --journal-cost)
     wrk
 )
 

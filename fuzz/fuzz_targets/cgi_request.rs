@@ -325,6 +325,7 @@ fuzz_target!(|data: &[u8]| {
             store: &store,
             provider: config.provider.as_ref().map(|_| &provider as &dyn Provider),
             log: &log,
+            clock: store.store.clock(),
         };
         let (decisions, calls) = (store.decisions.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));

@@ -51,9 +51,9 @@ pub fn gate(store: &dyn Store, rule: &Rule, identity: &str) -> Result<Gate, Stor
                 limit,
             }
         }
-        Decision::Refuse {
-            retry_after_secs, ..
-        } => Gate::Shut { retry_after_secs },
+        refused @ Decision::Refuse { .. } => Gate::Shut {
+            retry_after_secs: refused.retry_after_secs().unwrap_or(1),
+        },
     })
 }
 

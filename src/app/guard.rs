@@ -5,7 +5,6 @@
 
 use crate::app::{App, Asked, Tally};
 use crate::blocks::{self, Block};
-use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{Algorithm, KeyKind, Rule};
@@ -29,7 +28,7 @@ impl App<'_> {
         let why = if self.config.block.contains(asked.address) {
             "it is in the configuration's block list".to_owned()
         } else {
-            let now = SystemClock.now_ms();
+            let now = self.clock.now_ms();
             let copy = blocks::copy_path(self.config);
             let list = blocks::read_for_request(self.store, copy.as_deref(), now)?;
             match blocks::find(&list, asked.address, now) {
@@ -66,8 +65,10 @@ impl App<'_> {
         }
     }
 
-    /// After a 429: counts the client's refusals, and blocks it when they reach `auto_block`'s
-    /// threshold (exactly once: the refusal that fills the count).
+    /// After a 429 by a rule that counts the client (`ip` or `api_key`; a site-wide `global`
+    /// rule refuses everyone alike when the site is busy): counts the client's refusals, and
+    /// blocks it when they reach `auto_block`'s threshold (exactly once: the refusal that fills
+    /// the count).
     pub(super) fn count_refusal(&self, asked: &Asked<'_>, tally: &mut Tally) {
         let Some(auto) = self.config.auto_block else {
             return;
@@ -98,7 +99,7 @@ impl App<'_> {
         let Some(range) = Cidr::parse(&asked.identity) else {
             return;
         };
-        let now = SystemClock.now_ms();
+        let now = self.clock.now_ms();
         let block = Block {
             range,
             until_ms: Some(now + u64::from(auto.block_secs) * 1000),

@@ -69,6 +69,7 @@ fn run(
         store,
         provider: Some(provider),
         log: &log,
+        clock: &SystemClock,
     };
     let answer = app.handle(env, &mut std::io::empty());
     (answer, log)
@@ -176,6 +177,7 @@ fn short_bodies_are_refused() {
         store: &s,
         provider: Some(&p),
         log: &log,
+        clock: &SystemClock,
     };
     let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
     assert_eq!(a.response.status, 400);
@@ -213,6 +215,7 @@ fn without_a_provider_every_request_gets_503() {
         store: &s,
         provider: None,
         log: &log,
+        clock: &SystemClock,
     };
     let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
     assert_eq!(a.response.status, 503);

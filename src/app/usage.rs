@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use crate::app::{App, Tally};
-use crate::core::clock::{Clock, SystemClock};
 use crate::core::journal;
 use crate::defaults;
 use crate::log::Level;
@@ -18,8 +17,16 @@ impl App<'_> {
             return;
         }
         let entry =
-            journal::Entry::new(SystemClock.now_ms(), tally.client.as_deref(), &tally.events);
+            journal::Entry::new(self.clock.now_ms(), tally.client.as_deref(), &tally.events);
         if let Err(e) = self.store.journal_add(&entry) {
+            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        }
+    }
+
+    /// Writes the journal entries the store holds back (a FastCGI process's), logging a
+    /// failure as a request's would be.
+    pub fn flush_journal(&self) {
+        if let Err(e) = self.store.flush() {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -31,7 +38,7 @@ impl App<'_> {
         }
         let forms = crate::secret::all_forms(&self.config.secrets());
         let note = journal::Note {
-            at_ms: SystemClock.now_ms(),
+            at_ms: self.clock.now_ms(),
             text: crate::secret::mask(text, &forms).into_owned(),
         };
         if let Err(e) = self.store.journal_note(&note) {

@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
-use crate::core::key::{KeyTemplate, Placeholder};
+use crate::core::key::{KeyTemplate, Placeholder, RESERVED_PREFIXES};
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::defaults;
 use crate::store::mysql::schema::KEY_COLUMN_LEN;
@@ -14,7 +14,9 @@ use crate::store::settings::StoreKind;
 /// Longest window a rule may have: a year.
 const MAX_WINDOW_SECS: u64 = 366 * 24 * 3600;
 
-pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
+/// The rules of `list`; `taken` are rules of other lists counted in the same store (the spend
+/// limits), whose keys no rule of the list may make either.
+pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, ConfigError> {
     if list.len() > 16 {
         return Err(err("rules", "at most 16 rules"));
     }
@@ -44,15 +46,26 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
             Some(text) => key_template(text, key, &name, &at("key_template"))?,
         };
         // Identities written as marks no address or key holds: equal keys, equal templates.
+        // Two rules on one key would each prune, expire or count it by their own window and
+        // algorithm (and a request counted by both would be recorded twice): no store can keep
+        // both exact, so each rule counts under keys of its own.
         let mark = |kind: KeyKind| format!("\0{}", kind.as_str());
-        if let Some(j) = out.iter().position(|o| {
+        let same = |o: &Rule| {
             o.key_template.expand(o.name.as_str(), &mark(o.key))
                 == key_template.expand(name.as_str(), &mark(key))
-        }) {
+        };
+        let other = match out.iter().position(same) {
+            Some(j) => Some(format!("rules[{j}]")),
+            None => taken
+                .iter()
+                .find(|o| same(o))
+                .map(|o| format!("the spend limit {:?}", o.name.as_str())),
+        };
+        if let Some(other) = other {
             return Err(err(
                 at("key_template"),
                 format!(
-                    "makes the same keys as rules[{j}]: add {{rule}} or other text, so that each rule counts on its own"
+                    "makes the same keys as {other}: add {{rule}} or other text, so that each rule counts on its own"
                 ),
             ));
         }
@@ -70,7 +83,10 @@ pub(crate) fn rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
 
 /// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count
 /// and report what they would refuse without refusing anything.
-pub(crate) fn site_rules(list: Vec<RawRule>) -> Result<(Vec<Rule>, Vec<Rule>), ConfigError> {
+pub(crate) fn site_rules(
+    list: Vec<RawRule>,
+    spend: &[Rule],
+) -> Result<(Vec<Rule>, Vec<Rule>), ConfigError> {
     let mut shadow = Vec::with_capacity(list.len());
     for (i, r) in list.iter().enumerate() {
         shadow.push(match r.mode.as_deref() {
@@ -84,7 +100,7 @@ pub(crate) fn site_rules(list: Vec<RawRule>) -> Result<(Vec<Rule>, Vec<Rule>), C
             }
         });
     }
-    let all = rules(list)?;
+    let all = rules(list, spend)?;
     let (shadowed, enforced): (Vec<_>, Vec<_>) =
         all.into_iter().zip(shadow).partition(|(_, shadow)| *shadow);
     Ok((
@@ -101,7 +117,7 @@ pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
             "shadow rules are site rules only: move the rule to the top-level \"rules\"",
         ));
     }
-    rules(list)
+    rules(list, &[])
 }
 
 /// How the keys of a rule that counts by `kind` are written when it names no template.
@@ -115,7 +131,8 @@ pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
 }
 
 /// A rule's `key_template`: placeholders it knows, the one of its key kind, text before it (the
-/// prefix sweeps look for), and keys that fit the store's key column.
+/// prefix sweeps look for), no key that could be one of resolve's own, and keys that fit the
+/// store's key column.
 fn key_template(
     text: &str,
     kind: KeyKind,
@@ -171,6 +188,17 @@ fn key_template(
             field,
             format!(
                 "starts with a placeholder: begin with text, e.g. {example}; sweeps delete only rows whose keys start with it"
+            ),
+        ));
+    }
+    if let Some(reserved) = RESERVED_PREFIXES
+        .into_iter()
+        .find(|p| template.can_start_with(rule.as_str(), p))
+    {
+        return Err(err(
+            field,
+            format!(
+                "can make keys that start with {reserved:?}, which resolve keeps for its own records (the block list, cached answers, the usage journal, counts of refusals and sign-ins): begin it with other text, e.g. {example}"
             ),
         ));
     }
@@ -298,6 +326,25 @@ mod tests {
             ),
             ("global", "all:{ip}", "counts the whole site: remove it"),
             ("ip", "{ip}:resolve", "begin with text"),
+            ("ip", "resolve:~{ip}", "start with \"resolve:~\""),
+            ("ip", "resolve:~{rule}:{ip}", "start with \"resolve:~\""),
+            ("ip", "resolve:cache:{ip}", "start with \"resolve:cache:\""),
+            (
+                "ip",
+                "resolve:journal:{ip}",
+                "start with \"resolve:journal:\"",
+            ),
+            (
+                "ip",
+                "resolve:admin-signin:{ip}",
+                "start with \"resolve:admin-signin:\"",
+            ),
+            (
+                "api_key",
+                "resolve:{api_key}:x",
+                "start with \"resolve:cache:\"",
+            ),
+            ("global", "resolve:~blocks", "start with \"resolve:~\""),
             (
                 "ip",
                 &format!("{}{{ip}}", "x".repeat(149)),
@@ -331,6 +378,35 @@ mod tests {
         assert_eq!(e.field, "rules[1].key_template");
         assert!(
             e.message.contains("the same keys as rules[0]"),
+            "{}",
+            e.message
+        );
+        // Text of resolve's own keys that no address or key id could follow is fine.
+        rules(
+            r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "resolve:{ip}"},
+                {"name": "b", "key": "api_key", "limit": 9, "window_secs": 9, "key_template": "resolve:{api_key}"},
+                {"name": "cache", "key": "ip", "limit": 9, "window_secs": 9}]"#,
+        )
+        .unwrap();
+        // A shadow rule is counted in the same store; so are spend limits (`resolve:NAME:*`).
+        let e = rules(
+            r#"[{"name": "a", "key": "ip", "limit": 1, "window_secs": 1, "key_template": "resolve:{ip}"},
+                {"name": "b", "key": "ip", "algorithm": "sliding", "limit": 9, "window_secs": 9,
+                 "key_template": "resolve:{ip}", "mode": "shadow"}]"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "rules[1].key_template");
+        let e = Config::from_json(
+            r#"{"spend": [{"name": "day", "limit": 100, "window_secs": 86400}],
+                "rules": [{"name": "all", "key": "global", "limit": 9, "window_secs": 60,
+                           "key_template": "resolve:day:*"}]}"#,
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "rules[0].key_template");
+        assert!(
+            e.message
+                .contains("the same keys as the spend limit \"day\": add {rule}"),
             "{}",
             e.message
         );

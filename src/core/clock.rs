@@ -46,3 +46,10 @@ impl Clock for FakeClock {
         self.now.get()
     }
 }
+
+/// One clock shared by several owners (a store and what sits in front of it, in tests).
+impl<C: Clock + ?Sized> Clock for std::rc::Rc<C> {
+    fn now_ms(&self) -> u64 {
+        (**self).now_ms()
+    }
+}

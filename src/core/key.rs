@@ -34,6 +34,38 @@ impl Placeholder {
         format!("{{{}}}", self.name())
     }
 
+    /// Whether `s` could be a whole value of this placeholder: an address's characters
+    /// (digits, lowercase hex, `.`, `:`, `/`), or a key's id (a listed key's name, 1 to 32 of
+    /// `a-z 0-9 _ -`, or `sha256:` and 16 hex digits). `{rule}` is written out before it is
+    /// asked.
+    fn could_be(self, s: &str) -> bool {
+        match self {
+            Placeholder::Rule => false,
+            Placeholder::Ip => !s.is_empty() && self.could_begin(s),
+            Placeholder::ApiKey => {
+                (!s.is_empty() && key_name(s))
+                    || s.strip_prefix(HASHED)
+                        .is_some_and(|h| h.len() == 16 && hex(h))
+            }
+        }
+    }
+
+    /// Whether some value of this placeholder could start with `s`.
+    fn could_begin(self, s: &str) -> bool {
+        match self {
+            Placeholder::Rule => false,
+            Placeholder::Ip => s
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'a'..=b'f' | b'.' | b':' | b'/')),
+            Placeholder::ApiKey => {
+                key_name(s)
+                    || HASHED.starts_with(s)
+                    || s.strip_prefix(HASHED)
+                        .is_some_and(|h| h.len() <= 16 && hex(h))
+            }
+        }
+    }
+
     /// The longest value this placeholder takes, rule names aside: an IPv6 prefix written out
     /// (`ffff:…:ffff/128`, 39 + 4), a listed key's name (32; an unlisted key's `sha256:` and
     /// 16 hex digits is 23).
@@ -45,6 +77,30 @@ impl Placeholder {
         }
     }
 }
+
+/// What an unlisted API key's id starts with, before 16 hex digits of its hash.
+const HASHED: &str = "sha256:";
+
+/// At most 32 of `a-z 0-9 _ -`: a listed key's name, or the start of one.
+fn key_name(s: &str) -> bool {
+    s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn hex(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// What the keys resolve keeps for itself start with: the block list and its lock, counts of
+/// refusals and of log lines (`resolve:~…`), cached answers, the usage journal in Redis, and
+/// the dashboard's sign-in limit. A rule's template must make no key that starts so.
+pub const RESERVED_PREFIXES: [&str; 4] = [
+    "resolve:~",
+    "resolve:cache:",
+    "resolve:journal:",
+    "resolve:admin-signin:",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
@@ -160,6 +216,37 @@ impl KeyTemplate {
         out
     }
 
+    /// Whether some key rule `rule` makes with it could start with `prefix`: its text where
+    /// the template has text, a value a placeholder can take where it has one.
+    pub fn can_start_with(&self, rule: &str, prefix: &str) -> bool {
+        fn reach(parts: &[Part], rule: &str, p: &str) -> bool {
+            if p.is_empty() {
+                return true;
+            }
+            let Some((first, rest)) = parts.split_first() else {
+                return false;
+            };
+            let text = match first {
+                Part::Text(t) => t.as_str(),
+                Part::Slot(Placeholder::Rule) => rule,
+                Part::Slot(slot) => {
+                    // The value runs past the prefix, or ends within it and the rest follows.
+                    return slot.could_begin(p)
+                        || (1..p.len()).any(|k| {
+                            p.is_char_boundary(k)
+                                && slot.could_be(&p[..k])
+                                && reach(rest, rule, &p[k..])
+                        });
+                }
+            };
+            match p.strip_prefix(text) {
+                Some(after) => reach(rest, rule, after),
+                None => text.starts_with(p),
+            }
+        }
+        reach(&self.parts, rule, prefix)
+    }
+
     /// The longest key rule `rule` can make with it.
     pub fn longest_key(&self, rule: &str) -> usize {
         self.parts
@@ -215,6 +302,50 @@ mod tests {
         assert_eq!(longest_v6.len(), Placeholder::Ip.longest_identity());
         let k = KeyTemplate::parse("k:{api_key}").unwrap();
         assert_eq!(k.longest_key("any"), 2 + 32);
+    }
+
+    #[test]
+    fn keys_that_could_start_with_a_prefix_are_found() {
+        let could = |template: &str, rule: &str, prefix: &str| {
+            KeyTemplate::parse(template)
+                .unwrap()
+                .can_start_with(rule, prefix)
+        };
+        // Text alone decides.
+        assert!(could("resolve:~{ip}", "r", "resolve:~"));
+        assert!(could("resolve:{rule}:{ip}", "cache", "resolve:cache:"));
+        assert!(could("resolve:cache:x:{ip}", "r", "resolve:cache:"));
+        assert!(could("res{ip}", "r", "res"));
+        assert!(!could("resolve:{rule}:{ip}", "ip", "resolve:cache:"));
+        assert!(!could("login:{api_key}", "r", "resolve:"));
+        assert!(could("resolve:{rule}:*", "site", "resolve:site:*"));
+        assert!(!could("resolve:{rule}:*", "site", "resolve:site:*x"));
+        // An address never holds `~`, `h` or `j`.
+        assert!(!could("resolve:{ip}", "r", "resolve:~"));
+        assert!(!could("resolve:{ip}", "r", "resolve:cache:"));
+        assert!(!could("resolve:{ip}", "r", "resolve:journal:"));
+        assert!(could("resolve:{ip}", "r", "resolve:ca"));
+        assert!(could("resolve:{ip}", "r", "resolve:1.2"));
+        // A key's name can be `cache`, but holds no `:`; what follows it can.
+        assert!(!could("resolve:{api_key}", "r", "resolve:cache:"));
+        assert!(could("resolve:{api_key}:x", "r", "resolve:cache:"));
+        assert!(could("resolve:{api_key}", "r", "resolve:admin-signin"));
+        assert!(!could("resolve:{api_key}", "r", "resolve:admin-signin:"));
+        assert!(!could("resolve:{api_key}", "r", "resolve:~"));
+        // An unlisted key's id: `sha256:` and hex.
+        assert!(could("k:{api_key}", "r", "k:sha256:0a"));
+        assert!(!could("k:{api_key}", "r", "k:sha256:0g"));
+        assert!(could("k:{api_key}!", "r", "k:sha256:0123456789abcdef!"));
+        assert!(!could("k:{api_key}!", "r", "k:sha256:0123456789abcdef0!"));
+        for template in [
+            crate::defaults::KEY_TEMPLATE_IP,
+            crate::defaults::KEY_TEMPLATE_API_KEY,
+            crate::defaults::KEY_TEMPLATE_GLOBAL,
+        ] {
+            for prefix in RESERVED_PREFIXES {
+                assert!(!could(template, "ip", prefix), "{template} {prefix}");
+            }
+        }
     }
 
     #[test]

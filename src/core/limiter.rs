@@ -53,10 +53,6 @@ pub struct Outcome {
     pub writes: Vec<Write>,
 }
 
-fn ceil_secs(ms: u64) -> u32 {
-    u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)
-}
-
 /// The window of `rule` that is running at `now_ms`, if any. A counter from a clock that has
 /// since gone backwards stays in force rather than being reset.
 fn running(rule: &Rule, stored: Option<Counter>, now_ms: u64) -> Option<Counter> {
@@ -159,13 +155,13 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
             .zip(&standings)
             .map(|(r, s)| RuleStatus {
                 remaining: r.limit.get().saturating_sub(s.used),
-                reset_secs: ceil_secs(s.reset_ms),
+                reset_ms: s.reset_ms,
             })
             .collect();
         return Outcome {
             decision: Decision::Refuse {
                 rule,
-                retry_after_secs: ceil_secs(wait_ms).max(1),
+                wait_ms,
                 statuses,
             },
             now_ms,
@@ -193,7 +189,7 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
                 writes.push(Write::Counter(counter));
                 statuses.push(RuleStatus {
                     remaining,
-                    reset_secs: ceil_secs(counter.end_ms().saturating_sub(now_ms)),
+                    reset_ms: counter.end_ms().saturating_sub(now_ms),
                 });
             }
             Algorithm::Sliding => {
@@ -205,7 +201,7 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
                 };
                 statuses.push(RuleStatus {
                     remaining,
-                    reset_secs: ceil_secs(reset_ms),
+                    reset_ms,
                 });
             }
         }
@@ -293,11 +289,7 @@ mod tests {
     /// A refusal's rule and Retry-After; panics on an admission.
     fn refused(d: Decision) -> (usize, u32) {
         match d {
-            Decision::Refuse {
-                rule,
-                retry_after_secs,
-                ..
-            } => (rule, retry_after_secs),
+            Decision::Refuse { rule, .. } => (rule, d.retry_after_secs().unwrap_or(0)),
             other => panic!("{other:?}"),
         }
     }
@@ -365,11 +357,11 @@ mod tests {
             match store.hit(&[&minute, &hour], &clock) {
                 Decision::Refuse {
                     rule,
-                    retry_after_secs,
+                    wait_ms,
                     statuses,
                 } => {
                     assert_eq!(rule, 1);
-                    assert_eq!(retry_after_secs, 3600);
+                    assert_eq!(wait_ms, 3_600_000);
                     assert_eq!(statuses[0].remaining, 2);
                     assert_eq!(statuses[1].remaining, 0);
                 }
@@ -427,7 +419,7 @@ mod tests {
             d.statuses(),
             &[RuleStatus {
                 remaining: 2,
-                reset_secs: 60
+                reset_ms: 60_000
             }]
         );
         clock.advance_ms(20_001);
@@ -436,7 +428,7 @@ mod tests {
             d.statuses(),
             &[RuleStatus {
                 remaining: 1,
-                reset_secs: 40
+                reset_ms: 39_999
             }]
         );
     }
@@ -455,11 +447,9 @@ mod tests {
         clock.set_ms(106_000);
         match store.hit(&[&r], &clock) {
             Decision::Refuse {
-                retry_after_secs,
-                statuses,
-                ..
+                wait_ms, statuses, ..
             } => {
-                assert_eq!(retry_after_secs, 4);
+                assert_eq!(wait_ms, 4_000);
                 assert_eq!(statuses[0].remaining, 0);
             }
             other => panic!("{other:?}"),

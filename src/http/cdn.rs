@@ -2,12 +2,15 @@
 //! ranges (shipped in the program) and the header in which each passes on the visitor's
 //! address. `"trusted_proxies": ["cloudflare"]` names one.
 //!
-//! Refreshing the ranges: compare `CLOUDFLARE_V4` and `CLOUDFLARE_V6` with
-//! <https://www.cloudflare.com/ips-v4> and <https://www.cloudflare.com/ips-v6>, update them and
-//! `CLOUDFLARE_RANGES_DATE`, and release. The lists rarely change (the last change split
-//! 104.16.0.0/12 into 104.16.0.0/13 and 104.24.0.0/14).
+//! Refreshing the ranges: fetch <https://www.cloudflare.com/ips-v4> and
+//! <https://www.cloudflare.com/ips-v6>, compare them with `CLOUDFLARE_V4` and `CLOUDFLARE_V6`,
+//! write any change in its canonical form, set `CLOUDFLARE_RANGES_DATE` to the day they were
+//! fetched (docs/configuration.md, "Behind Cloudflare", repeats it), and release. The lists rarely
+//! change (the last change split 104.16.0.0/12 into 104.16.0.0/13 and 104.24.0.0/14).
 
-/// The day the Cloudflare lists below were last compared with Cloudflare's published lists.
+/// The day `CLOUDFLARE_V4` and `CLOUDFLARE_V6` were taken from Cloudflare's published pages
+/// (<https://www.cloudflare.com/ips-v4>, <https://www.cloudflare.com/ips-v6>), as the lists
+/// stood that day. `resolve check` prints it.
 pub const CLOUDFLARE_RANGES_DATE: &str = "2024-06-25";
 
 /// Cloudflare's published IPv4 ranges.
@@ -75,7 +78,7 @@ impl Cdn {
         }
     }
 
-    /// When its ranges were last compared with the published lists.
+    /// The day its ranges were taken from its published lists (`YYYY-MM-DD`).
     pub fn ranges_date(self) -> &'static str {
         match self {
             Cdn::Cloudflare => CLOUDFLARE_RANGES_DATE,
@@ -99,5 +102,23 @@ mod tests {
         }
         assert_eq!(Cdn::from_name("fastly"), None);
         assert_eq!(CLOUDFLARE_V4.len() + CLOUDFLARE_V6.len(), 22);
+    }
+
+    #[test]
+    fn the_ranges_date_is_a_day_and_the_documentation_gives_it() {
+        let date = CLOUDFLARE_RANGES_DATE;
+        let digits = |r: std::ops::Range<usize>| date[r].bytes().all(|b| b.is_ascii_digit());
+        assert!(
+            date.len() == 10 && digits(0..4) && digits(5..7) && digits(8..10),
+            "{date}"
+        );
+        assert_eq!((&date[4..5], &date[7..8]), ("-", "-"), "{date}");
+        let docs = include_str!("../../docs/configuration.md");
+        let section = &docs[docs.find("### Behind Cloudflare").expect("the section")..];
+        let section = &section[..section[4..].find("\n### ").map_or(section.len(), |i| i + 4)];
+        assert!(
+            section.contains(&format!("taken on {date} from")),
+            "docs/configuration.md's \"Behind Cloudflare\" gives another date:\n{section}"
+        );
     }
 }

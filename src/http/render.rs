@@ -26,7 +26,7 @@ pub fn limit_headers(rules: &[&Rule], decision: &Decision) -> [(&'static str, St
     let state = rules
         .iter()
         .zip(decision.statuses())
-        .map(|(r, s)| format!("\"{}\";r={};t={}", r.name, s.remaining, s.reset_secs))
+        .map(|(r, s)| format!("\"{}\";r={};t={}", r.name, s.remaining, s.reset_secs()))
         .collect::<Vec<_>>()
         .join(", ");
     [("RateLimit-Policy", policy), ("RateLimit", state)]
@@ -315,15 +315,15 @@ mod tests {
         let (a, b) = (rule("minute", 30, 60), rule("day", 500, 86400));
         let d = Decision::Refuse {
             rule: 0,
-            retry_after_secs: 42,
+            wait_ms: 41_001,
             statuses: vec![
                 RuleStatus {
                     remaining: 0,
-                    reset_secs: 42,
+                    reset_ms: 41_001,
                 },
                 RuleStatus {
                     remaining: 470,
-                    reset_secs: 80000,
+                    reset_ms: 80_000_000,
                 },
             ],
         };

@@ -65,6 +65,8 @@ mod tests {
         assert_ne!(key("https://h.example/File"), key("https://h.example/file"));
         assert_ne!(key("https://h.example:8443/f"), key("https://h.example/f"));
         assert!(key("https://h.example/f").starts_with("resolve:cache:"));
+        // Among the keys no rule's template may make.
+        assert!(crate::core::key::RESERVED_PREFIXES.contains(&"resolve:cache:"));
     }
 
     #[test]

@@ -304,14 +304,14 @@ impl<C: Clock> Store for MemoryStore<C> {
     fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
-        for name in &entry.totals {
-            *data.totals.entry((entry.hour, name.clone())).or_default() += 1;
+        for (name, n) in &entry.totals {
+            *data.totals.entry((entry.hour, name.clone())).or_default() += n;
         }
-        if let Some((client, count)) = &entry.client {
+        for (client, count, n) in &entry.clients {
             *data
                 .clients
                 .entry((entry.hour, client.clone(), count.name()))
-                .or_default() += 1;
+                .or_default() += n;
         }
         Ok(())
     }
@@ -461,9 +461,7 @@ mod tests {
         store.clock().advance_ms(4_000);
         assert!(store.decide(&c).unwrap().is_admit());
         match store.decide(&c).unwrap() {
-            Decision::Refuse {
-                retry_after_secs, ..
-            } => assert_eq!(retry_after_secs, 6),
+            Decision::Refuse { wait_ms, .. } => assert_eq!(wait_ms, 6_000),
             other => panic!("{other:?}"),
         }
         store.refund(&c, first).unwrap();

@@ -16,8 +16,11 @@
 //! Fixed windows keep their counter in the key's row (O(1) per key). Sliding windows keep one
 //! row per admitted request in `table` (`rate_events (id, rkey, ts)`, the layout PHP limiters
 //! use, `ts` in milliseconds, Unix seconds or a `DATETIME` from `NOW()`) and use the key's
-//! counter row as its lock; a key's expired rows are deleted whenever it admits a request, and
-//! sweeps remove whatever nobody touches any more. Rows another program inserts take no lock:
+//! counter row as its lock. An admission deletes its key's rows that no window counts any more:
+//! a default key's once out of its rule's window, a key a `key_template` makes (which other
+//! programs may count over longer windows) once older than the longest sliding window plus the
+//! sweep grace, as sweeps keep them; sweeps remove whatever nobody touches any more. Rows
+//! another program inserts take no lock:
 //! each decision of resolve counts those committed when it reads, and resolve's decisions are
 //! exact among themselves.
 //!
@@ -305,7 +308,11 @@ impl Store for MysqlStore {
             return Ok(Decision::no_checks());
         }
         let s = &self.settings;
-        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, checks))
+        let keep: Vec<u64> = checks
+            .iter()
+            .map(|c| self.needs.keep_ms(c.rule, self.grace_ms))
+            .collect();
+        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, checks, &keep))
     }
 
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {

@@ -16,8 +16,11 @@ pub fn from_config(config: &Config) -> Box<dyn Store> {
                 .with_lock_timeout(config.store.lock_timeout),
         ),
         StoreKind::Mysql(settings) => {
-            // Every rule a request may be counted by: the keys' own too.
+            // Every rule a request may be counted by: shadow rules, spend limits and the
+            // keys' own too, so that rows are kept for the longest window of them all.
             let mut rules = config.rules.clone();
+            rules.extend(config.shadow_rules.iter().cloned());
+            rules.extend(config.spend.iter().cloned());
             for key in &config.api_keys.keys {
                 rules.extend(key.rules.iter().flatten().cloned());
             }

@@ -42,9 +42,9 @@ pub struct RedisStore {
     conn: RefCell<Option<Connection>>,
 }
 
-fn ceil_secs(ms: i64) -> u32 {
-    u32::try_from(ms.max(0).div_euclid(1000) + i64::from(ms.rem_euclid(1000) > 0))
-        .unwrap_or(u32::MAX)
+/// A count of milliseconds from the script (never negative in a well-formed answer).
+fn ms(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
 /// Turns the script's answer into a decision.
@@ -75,7 +75,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
                 .limit
                 .get()
                 .saturating_sub(u32::try_from(ints[4 + 2 * i]).unwrap_or(u32::MAX)),
-            reset_secs: ceil_secs(ints[5 + 2 * i]),
+            reset_ms: ms(ints[5 + 2 * i]),
         })
         .collect();
     if ints[0] == 1 {
@@ -90,7 +90,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
         .ok_or("the script named no refusing rule")?;
     Ok(Decision::Refuse {
         rule,
-        retry_after_secs: ceil_secs(ints[2]).max(1),
+        wait_ms: ms(ints[2]),
         statuses,
     })
 }

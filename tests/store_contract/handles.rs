@@ -107,13 +107,12 @@ impl Decided {
     /// decision's time, and these numbers left per rule.
     fn refused(&self, rule: usize, until: u64, remaining: &[u32]) {
         let Decision::Refuse {
-            rule: by,
-            retry_after_secs,
-            statuses,
+            rule: by, statuses, ..
         } = &self.decision
         else {
             panic!("{}: expected a refusal, got {:?}", self.what, self.decision);
         };
+        let retry_after_secs = &self.decision.retry_after_secs().unwrap_or(0);
         assert_eq!(*by, rule, "{}: the refusing rule", self.what);
         let (lo, hi) = (secs(until, self.after), secs(until, self.before));
         assert!(
@@ -159,7 +158,7 @@ impl Decided {
         self.decision
             .statuses()
             .iter()
-            .map(|s| s.reset_secs)
+            .map(|s| s.reset_secs())
             .collect()
     }
 }

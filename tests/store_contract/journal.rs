@@ -16,7 +16,8 @@ use std::time::Instant;
 
 use resolve::config::Config;
 use resolve::core::journal::{
-    self, CLIENT_HOURS, ClientCount, Entry, HOUR_MS, KEEP_HOURS, KEEP_NOTES, Note, Row, hour_of,
+    self, Batch, CLIENT_HOURS, ClientCount, Entry, HOUR_MS, KEEP_HOURS, KEEP_NOTES, Note, Row,
+    hour_of,
 };
 use resolve::core::rule::Algorithm;
 use resolve::store::{Check, Store};
@@ -56,8 +57,11 @@ fn tally(rows: &[Row]) -> Tally {
 fn entry(hour: u32, totals: &[&str], client: Option<(&str, ClientCount)>) -> Entry {
     Entry {
         hour,
-        totals: totals.iter().map(|t| (*t).to_owned()).collect(),
-        client: client.map(|(c, n)| (c.to_owned(), n)),
+        totals: totals.iter().map(|t| ((*t).to_owned(), 1)).collect(),
+        clients: client
+            .map(|(c, n)| (c.to_owned(), n, 1))
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -154,6 +158,41 @@ pub fn journal_rows_round_trip(sut: &mut dyn StoreUnderTest) {
     // Another handle sees the same.
     let other = sut.open(&[]);
     assert_eq!(rows(sut, &*other, now - 1, now + 1), want, "{}", sut.name());
+
+    // A batch (what a FastCGI process gathers) adds many requests' amounts at once, with
+    // several clients in one entry.
+    let mut batch = Batch::default();
+    for _ in 0..250 {
+        batch.add(&entry(
+            now - 5,
+            &["requests", "refused:ip"],
+            Some((a, Refused)),
+        ));
+    }
+    for _ in 0..7 {
+        batch.add(&entry(
+            now - 5,
+            &["requests", "admitted"],
+            Some((b, Admitted)),
+        ));
+    }
+    batch.add(&entry(now - 4, &["requests"], None));
+    for e in batch.take() {
+        add(sut, &*store, &e);
+    }
+    assert_eq!(
+        rows(sut, &*store, now - 5, now - 3),
+        expect(&[
+            (now - 5, "total", "requests", 257),
+            (now - 5, "total", "refused:ip", 250),
+            (now - 5, "total", "admitted", 7),
+            (now - 5, "refused", a, 250),
+            (now - 5, "admitted", b, 7),
+            (now - 4, "total", "requests", 1),
+        ]),
+        "{}: a batch",
+        sut.name()
+    );
 }
 
 /// Notes come back newest first, and only the newest 50 are kept.

@@ -215,6 +215,7 @@ impl Site {
                     store: &p.store,
                     provider: Some(&provider),
                     log: &p.log,
+                    clock: &resolve::core::clock::SystemClock,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "GET")

@@ -42,23 +42,21 @@ fn move_a_day_back_in(store: &dyn Store) {
         .journal_rows(now - 23, now + 1)
         .expect("the journal's rows");
     for row in rows {
-        let (hour, totals, client, n) = match row {
-            Row::Total { hour, name, count } => (hour, vec![name], None, count),
+        let (hour, totals, clients) = match row {
+            Row::Total { hour, name, count } => (hour, vec![(name, count)], Vec::new()),
             Row::Client {
                 hour,
                 client,
                 count,
                 n,
-            } => (hour, Vec::new(), Some((client, count)), n),
+            } => (hour, Vec::new(), vec![(client, count, n)]),
         };
         let entry = Entry {
             hour: hour - 24,
             totals,
-            client,
+            clients,
         };
-        for _ in 0..n {
-            store.journal_add(&entry).expect("journal_add");
-        }
+        store.journal_add(&entry).expect("journal_add");
     }
     let since = u64::from(now - 23) * HOUR_MS;
     for note in store.journal_notes().expect("the notes") {

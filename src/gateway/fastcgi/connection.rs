@@ -43,6 +43,8 @@ pub trait Responder {
     fn respond(&mut self, request: &Request) -> Vec<u8>;
     /// Runs once the answer is written: work the client must not wait for.
     fn after(&mut self) {}
+    /// Runs when no connection came for a while, and before the process exits.
+    fn idle(&mut self) {}
     /// True when the process should take no more requests.
     fn done(&self) -> bool {
         false

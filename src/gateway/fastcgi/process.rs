@@ -19,6 +19,7 @@ use crate::defaults;
 use crate::gateway::fastcgi::connection::{
     Ended, IO_TIMEOUT, Request, Responder, env_from_params, serve_connection,
 };
+use crate::gateway::signals;
 use crate::log::{Level, Log, StderrLog};
 use crate::site::{self, Site};
 
@@ -80,7 +81,7 @@ impl Loaded {
             name,
             watched,
             stamp,
-            site: Site::new(config),
+            site: Site::long_lived(config),
         })
     }
 
@@ -106,7 +107,9 @@ impl Sites {
     /// the process's own, as `FcgidInitialEnv` sets it) is `name`.
     fn site(&mut self, name: Option<OsString>) -> Result<&Site, String> {
         if !self.loaded.as_ref().is_some_and(|l| l.is_current(&name)) {
-            // Dropped first: a store connection is never open twice.
+            // What the old site holds is written by it; then it is dropped first: a store
+            // connection is never open twice.
+            self.finish();
             self.loaded = None;
             self.loaded = Some(Loaded::load(name)?);
         }
@@ -119,6 +122,14 @@ impl Sites {
     /// Requests answered so far.
     pub fn served(&self) -> u64 {
         self.served
+    }
+
+    /// Writes what the loaded site's store holds back: before the site is replaced, when the
+    /// process is idle, and before it exits.
+    pub fn finish(&self) {
+        if let Some(l) = &self.loaded {
+            l.site.app().flush_journal();
+        }
     }
 }
 
@@ -157,6 +168,10 @@ impl Responder for Sites {
         }
     }
 
+    fn idle(&mut self) {
+        self.finish();
+    }
+
     fn done(&self) -> bool {
         let max = self
             .loaded
@@ -180,11 +195,23 @@ fn allowed_servers() -> Option<Vec<IpAddr>> {
 
 /// Serves the connections to `listener` until the responder is done; a connection's failure
 /// is logged and ends that connection only.
+///
+/// Waiting for a connection wakes now and then to let the responder write what it holds, and
+/// to end the loop when the process was asked to stop (SIGTERM, which mod_fcgid sends to a
+/// process it retires): a request being answered is finished first.
 pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()> {
     let log = StderrLog::default();
     let allowed = allowed_servers();
     let mut draining = false;
+    // An accept on a socket with a receive timeout returns at the timeout, and on a signal
+    // even when the handler asks for calls to be restarted (signal(7)).
+    listener.set_read_timeout(Some(std::time::Duration::from_millis(
+        defaults::FASTCGI_IDLE_TICK_MS,
+    )))?;
     loop {
+        if signals::stop_asked() {
+            return Ok(());
+        }
         let conn = match listener.accept() {
             Ok((conn, peer)) => {
                 let peer_ip = peer.as_socket().map(|a| a.ip());
@@ -204,6 +231,16 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             // Done, and no connection is waiting any more.
             Err(e) if draining && e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            // No connection for a while.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                responder.idle();
+                continue;
+            }
             Err(e) => return Err(e),
         };
         let _ = conn.set_nonblocking(false);
@@ -232,8 +269,11 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
 
 /// Runs the process in FastCGI mode on the listening socket from standard input.
 pub fn run(listener: Socket) -> ExitCode {
+    signals::on_stop_finish_first();
     let mut sites = Sites::new();
-    match serve(&listener, &mut sites) {
+    let served = serve(&listener, &mut sites);
+    sites.finish();
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             StderrLog::default().line(

@@ -190,7 +190,7 @@ impl Journal<'_> {
     }
 
     /// Adds one to each of `keys` in the file at `path`.
-    fn add_to(&self, path: &Path, keys: &[String], mark: u32) -> Result<(), StoreError> {
+    fn add_to(&self, path: &Path, keys: &[(String, u64)], mark: u32) -> Result<(), StoreError> {
         let locked = self.lock(path, Lock::Exclusive)?;
         let (header, copy) = self.load(&locked)?;
         let new = record::add(&copy, keys).map_err(|d| damaged(path, d))?;
@@ -198,24 +198,29 @@ impl Journal<'_> {
     }
 
     pub fn add(&self, entry: &Entry, now_ms: u64) -> Result<(), StoreError> {
-        if entry.totals.is_empty() && entry.client.is_none() {
+        if entry.is_empty() {
             return Ok(());
         }
-        let shard = match &entry.client {
-            Some((client, _)) => u64::from(checksum(client.as_bytes())) % SHARDS,
+        // A request's client names its shard; a batch of several clients' requests goes to
+        // the first one's (any shard may hold any client: readers add up all of them).
+        let shard = match entry.clients.first() {
+            Some((client, _, _)) => u64::from(checksum(client.as_bytes())) % SHARDS,
             None => crate::random::u64() % SHARDS,
         };
-        let keys = |offset: u32, with_client: bool| -> Vec<String> {
-            let mut keys: Vec<String> = entry
-                .totals
-                .iter()
-                .map(|name| record::total_key(offset, name))
-                .collect();
-            if let Some((client, count)) = entry.client.as_ref().filter(|_| with_client) {
-                keys.push(record::client_key(offset, client, *count));
-            }
-            keys
-        };
+        let keys =
+            |offset: u32, with_clients: bool| -> Vec<(String, u64)> {
+                let mut keys: Vec<(String, u64)> = entry
+                    .totals
+                    .iter()
+                    .map(|(name, n)| (record::total_key(offset, name), *n))
+                    .collect();
+                if with_clients {
+                    keys.extend(entry.clients.iter().map(|(client, count, n)| {
+                        (record::client_key(offset, client, *count), *n)
+                    }));
+                }
+                keys
+            };
         let hour_path = self.hour_path(entry.hour, shard);
         if entry.hour >= Expiry::at(now_ms).clients_before {
             // Every request's case: its own hour, which no sweep moves.

@@ -193,19 +193,19 @@ fn split_line(line: &str) -> Result<(&str, u64), Damage> {
     Ok((key, n.parse().map_err(|_| Damage::Line)?))
 }
 
-/// The lines `copy` with one added to the count of each of `keys` (a key given twice gets
-/// two), keys not there yet added at the end. Lines of other keys are copied as they are: a
-/// request's work grows with the size of its file only by a search and a copy.
-pub fn add(copy: &[u8], keys: &[String]) -> Result<Vec<u8>, Damage> {
+/// The lines `copy` with each `(key, n)` of `keys` added to its key's count (a key given
+/// twice gets both), keys not there yet added at the end. Lines of other keys are copied as
+/// they are: a request's work grows with the size of its file only by a search and a copy.
+pub fn add(copy: &[u8], keys: &[(String, u64)]) -> Result<Vec<u8>, Damage> {
     if copy.last().is_some_and(|b| *b != b'\n') {
         return Err(Damage::Line);
     }
     // Each key once, with how many it adds and whether it was found.
     let mut wanted: Vec<(&str, u64, bool)> = Vec::with_capacity(keys.len());
-    for k in keys {
+    for (k, n) in keys {
         match wanted.iter_mut().find(|(w, _, _)| w == k) {
-            Some((_, times, _)) => *times += 1,
-            None => wanted.push((k, 1, false)),
+            Some((_, times, _)) => *times += n,
+            None => wanted.push((k, *n, false)),
         }
     }
     let mut out = Vec::with_capacity(copy.len() + 64 * keys.len());
@@ -370,12 +370,12 @@ mod tests {
     #[test]
     fn counts_are_added_and_read_back() {
         let keys = [
-            total_key(0, "requests"),
-            total_key(0, "refused:ip"),
-            client_key(0, "203.0.113.7", ClientCount::Refused),
+            (total_key(0, "requests"), 1),
+            (total_key(0, "refused:ip"), 1),
+            (client_key(0, "203.0.113.7", ClientCount::Refused), 1),
         ];
         let one = add(b"", &keys).unwrap();
-        let two = add(&one, &[keys[0].clone(), keys[0].clone()]).unwrap();
+        let two = add(&one, &[keys[0].clone(), (keys[0].0.clone(), 1)]).unwrap();
         let mut got = rows(&two, 100).unwrap();
         got.sort_by_key(|r| format!("{r:?}"));
         assert_eq!(
@@ -401,7 +401,7 @@ mod tests {
         );
         // Names with spaces, line ends and other bytes survive, one line each.
         let odd = "a b\n%c\u{e9}";
-        let bytes = add(b"", &[total_key(2, odd)]).unwrap();
+        let bytes = add(b"", &[(total_key(2, odd), 1)]).unwrap();
         assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
         assert_eq!(
             rows(&bytes, 0).unwrap(),

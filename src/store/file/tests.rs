@@ -306,8 +306,8 @@ fn a_zero_budget_sweep_stops_early() {
 fn refused_entry(hour: u32, who: &str) -> usage::Entry {
     usage::Entry {
         hour,
-        totals: vec!["requests".into(), "refused:ip".into()],
-        client: Some((who.into(), usage::ClientCount::Refused)),
+        totals: vec![("requests".into(), 1), ("refused:ip".into(), 1)],
+        clients: vec![(who.into(), usage::ClientCount::Refused, 1)],
     }
 }
 

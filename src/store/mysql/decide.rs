@@ -107,12 +107,15 @@ pub(crate) fn states(
     Ok((now_ms, states))
 }
 
-/// Decides `checks` (not empty), their keys' rows locked in key order for an admission.
+/// Decides `checks` (not empty), their keys' rows locked in key order for an admission. An
+/// admission deletes the rows of each sliding check's key older than its `keep_ms` (at least
+/// its window).
 pub(crate) fn decide(
     conn: &mut Conn,
     s: &MysqlSettings,
     deadline: &Deadline,
     checks: &[Check<'_>],
+    keep_ms: &[u64],
 ) -> Result<Decision, Failed> {
     let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
     let read = read_sql(s, checks);
@@ -158,10 +161,11 @@ pub(crate) fn decide(
         return Ok(outcome.decision);
     }
     let mut sql = String::new();
-    for ((check, write), status) in checks
+    for (((check, write), status), keep) in checks
         .iter()
         .zip(&outcome.writes)
         .zip(outcome.decision.statuses())
+        .zip(keep_ms)
     {
         match write {
             Write::Keep => {}
@@ -182,7 +186,7 @@ pub(crate) fn decide(
                 let _ = write!(
                     sql,
                     " AND ts < {}; ",
-                    ts_at(s.events_ts, now_ms.saturating_sub(window))
+                    ts_at(s.events_ts, now_ms.saturating_sub(window.max(*keep)))
                 );
                 // The lock row remembers when the key was last used, for sweeps.
                 let used = check.rule.limit.get() - status.remaining;

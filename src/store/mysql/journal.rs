@@ -32,11 +32,11 @@ use crate::store::mysql::errors::Failed;
 pub(crate) fn add_sql(table: &str, entry: &Entry) -> Option<String> {
     // (kind, name, client) -> n, totals with an empty client.
     let mut rows: BTreeMap<(&str, &str, &str), u64> = BTreeMap::new();
-    for name in &entry.totals {
-        *rows.entry(("t", name, "")).or_default() += 1;
+    for (name, n) in &entry.totals {
+        *rows.entry(("t", name, "")).or_default() += n;
     }
-    if let Some((client, count)) = &entry.client {
-        *rows.entry(("c", count.name(), client)).or_default() += 1;
+    for (client, count, n) in &entry.clients {
+        *rows.entry(("c", count.name(), client)).or_default() += n;
     }
     if rows.is_empty() {
         return None;
@@ -150,8 +150,12 @@ mod tests {
     fn an_entry_is_one_statement_with_its_rows_in_key_order() {
         let entry = Entry {
             hour: 7,
-            totals: vec!["requests".into(), "refused:ip".into(), "requests".into()],
-            client: Some(("203.0.113.7".into(), ClientCount::Refused)),
+            totals: vec![
+                ("requests".into(), 1),
+                ("refused:ip".into(), 1),
+                ("requests".into(), 1),
+            ],
+            clients: vec![("203.0.113.7".into(), ClientCount::Refused, 1)],
         };
         assert_eq!(
             add_sql("j", &entry).unwrap(),
@@ -164,7 +168,7 @@ mod tests {
         let nothing = Entry {
             hour: 7,
             totals: vec![],
-            client: None,
+            clients: vec![],
         };
         assert_eq!(add_sql("j", &nothing), None);
     }

@@ -2,6 +2,7 @@
 //! with them, and how the `events` table's `ts` column maps to milliseconds.
 
 use crate::core::rule::{Algorithm, Rule};
+use crate::defaults;
 use crate::store::mysql::client::{self, Conn};
 use crate::store::mysql::errors::Failed;
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
@@ -225,14 +226,22 @@ pub(crate) fn check_tables(
             .and_then(|c| c.2)
             .zip(longest.as_ref())
             .and_then(|(len, longest)| key_problem(table, len, longest));
-        if let Some(problem) = ts_problem.or(key_problem) {
-            report.push(format!("WRONG SHAPE: table {table}: {problem}"));
-        } else if missing.is_empty() {
+        // Every problem at once, so that one run of `check` names all there is to fix.
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!(
+                "it lacks {}: rename it and let resolve create its own, or set another table name",
+                missing.join(", ")
+            ));
+        }
+        problems.extend(ts_problem);
+        problems.extend(key_problem);
+        if problems.is_empty() {
             report.push(format!("table {table} has the columns it needs"));
         } else {
             report.push(format!(
-                "WRONG SHAPE: table {table} lacks {}: rename it and let resolve create its own, or set another table name",
-                missing.join(", ")
+                "WRONG SHAPE: table {table}: {}",
+                problems.join("; and ")
             ));
         }
     }
@@ -249,6 +258,8 @@ pub(crate) struct KeyNeeds {
     pub longest_sliding: Option<(String, usize)>,
     /// The longest sliding window, in milliseconds.
     pub longest_sliding_ms: u64,
+    /// Some sliding rule writes keys of a default template (`resolve:RULE:…`).
+    pub default_sliding: bool,
     /// What the keys of resolve's event rows start with: `resolve:` (the default templates and
     /// rules since removed) and each sliding rule's template's text before its identity.
     pub prefixes: Vec<String>,
@@ -283,24 +294,59 @@ impl KeyNeeds {
                 .map(Rule::window_ms)
                 .max()
                 .unwrap_or(0),
+            default_sliding: rules
+                .iter()
+                .any(|r| r.algorithm == Algorithm::Sliding && default_keys(r)),
             prefixes,
         }
     }
 
-    /// What sweeps do to the events table, for `check`: a table shared with another program
+    /// How old the rows of `rule`'s key may get before an admission of that key deletes them,
+    /// in milliseconds. A default template's key (`resolve:RULE:…`) is counted by its rule
+    /// alone: its window. A key a `key_template` makes may be counted by other programs (a PHP
+    /// limiter, another site's resolve) over longer windows: the longest sliding window plus
+    /// the grace, as sweeps keep them, so an admission deletes nothing a sweep would keep.
+    pub(crate) fn keep_ms(&self, rule: &Rule, grace_ms: u64) -> u64 {
+        let own = rule.window_ms();
+        if default_keys(rule) {
+            own
+        } else {
+            own.max(self.longest_sliding_ms.saturating_add(grace_ms))
+        }
+    }
+
+    /// How long the events table keeps rows, for `check`: a table shared with another program
     /// loses that program's rows of these keys sooner than its own windows would.
     pub(crate) fn sweep_note(&self, table: &str, grace_ms: u64) -> String {
         let kept_secs = self
             .longest_sliding_ms
             .saturating_add(grace_ms)
             .div_ceil(1000);
-        format!(
-            "sweeps delete rows of {table} whose keys start with {} once older than {kept_secs} s \
-             (the longest sliding window plus store.sweep_grace_secs): a PHP limiter's longer \
-             window over those keys is shortened to {kept_secs} s",
+        let mut note = format!(
+            "rows of {table} are kept {kept_secs} s (the longest sliding window plus \
+             store.sweep_grace_secs), then deleted by admissions of their key and by sweeps of \
+             keys that start with {}, so a PHP limiter's longer window over those keys is \
+             shortened to {kept_secs} s",
             self.prefixes.join(" or ")
-        )
+        );
+        if self.default_sliding {
+            note.push_str(
+                "; rows under keys of rules without a key_template (resolve:RULE:…) are deleted \
+                 by admissions once out of their rule's window",
+            );
+        }
+        note
     }
+}
+
+/// Whether `rule` writes the keys resolve makes when no `key_template` is given.
+fn default_keys(rule: &Rule) -> bool {
+    [
+        defaults::KEY_TEMPLATE_IP,
+        defaults::KEY_TEMPLATE_API_KEY,
+        defaults::KEY_TEMPLATE_GLOBAL,
+    ]
+    .contains(&rule.key_template.as_str())
 }
 
 /// A `LIKE … ESCAPE '!'` pattern for the keys that start with `prefix`.
@@ -352,6 +398,34 @@ mod tests {
         assert!(p.contains("too small for milliseconds"), "{p}");
         let p = ts_problem("varchar", TsUnit::DateTime).unwrap();
         assert!(p.contains("a number") && p.contains("DATETIME"), "{p}");
+    }
+
+    #[test]
+    fn admissions_keep_a_templates_rows_as_long_as_sweeps_do() {
+        let rule = |name: &str, window_secs, template: &str| {
+            let kind = crate::core::rule::KeyKind::Ip;
+            Rule::new(name, kind, Algorithm::Sliding, 5, window_secs, template).unwrap()
+        };
+        let short = rule("short", 2, "resolve:{ip}");
+        let own = rule("own", 10, "resolve:{rule}:{ip}");
+        let long = rule("long", 60, "rl:{rule}:{ip}");
+        let needs = KeyNeeds::of(&[short.clone(), own.clone(), long.clone()]);
+        // A default template's key is its rule's alone; another may be counted over longer
+        // windows, by other rules or programs.
+        assert_eq!(needs.keep_ms(&own, 5_000), 10_000);
+        assert_eq!(needs.keep_ms(&short, 5_000), 65_000);
+        assert_eq!(needs.keep_ms(&short, 0), 60_000);
+        assert_eq!(needs.keep_ms(&long, 0), 60_000);
+        assert_eq!(needs.keep_ms(&rule("x", 120, "resolve:{ip}"), 0), 120_000);
+        let note = needs.sweep_note("rate_events", 5_000);
+        assert!(
+            note.starts_with("rows of rate_events are kept 65 s"),
+            "{note}"
+        );
+        assert!(note.contains("start with resolve: or rl:long:"), "{note}");
+        assert!(note.ends_with("once out of their rule's window"), "{note}");
+        let note = KeyNeeds::of(&[short]).sweep_note("rate_events", 0);
+        assert!(note.ends_with("shortened to 2 s"), "{note}");
     }
 
     #[test]

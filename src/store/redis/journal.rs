@@ -37,10 +37,10 @@ fn expires_at(hour: u32, hours: u32) -> String {
 /// The transaction that adds `entry`; empty when it adds nothing.
 pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
-    for name in &entry.totals {
-        *totals.entry(name).or_default() += 1;
+    for (name, n) in &entry.totals {
+        *totals.entry(name).or_default() += n;
     }
-    if totals.is_empty() && entry.client.is_none() {
+    if totals.is_empty() && entry.clients.is_empty() {
         return Vec::new();
     }
     let mut out = vec![resp::encode(&[b"MULTI"])];
@@ -57,15 +57,17 @@ pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
         let at = expires_at(entry.hour, journal::KEEP_HOURS);
         out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
     }
-    if let Some((client, count)) = &entry.client {
+    if !entry.clients.is_empty() {
         let key = clients_key(entry.hour);
-        let field = format!("{}:{client}", count.name());
-        out.push(resp::encode(&[
-            b"HINCRBY",
-            key.as_bytes(),
-            field.as_bytes(),
-            b"1",
-        ]));
+        for (client, count, n) in &entry.clients {
+            let field = format!("{}:{client}", count.name());
+            out.push(resp::encode(&[
+                b"HINCRBY",
+                key.as_bytes(),
+                field.as_bytes(),
+                n.to_string().as_bytes(),
+            ]));
+        }
         let at = expires_at(entry.hour, journal::CLIENT_HOURS);
         out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
     }
@@ -184,6 +186,14 @@ pub fn hours_held(from: u32, to: u32, now: u32) -> std::ops::Range<u32> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn its_keys_are_among_those_no_rule_may_make() {
+        for key in [totals_key(10), clients_key(10), NOTES_KEY.to_owned()] {
+            let reserved = crate::core::key::RESERVED_PREFIXES;
+            assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
+        }
+    }
+
     fn words(command: &[u8]) -> Vec<String> {
         String::from_utf8_lossy(command)
             .split("\r\n")
@@ -196,8 +206,12 @@ mod tests {
     fn an_entry_is_one_transaction_with_its_expiries() {
         let entry = Entry {
             hour: 10,
-            totals: vec!["requests".into(), "refused:ip".into(), "requests".into()],
-            client: Some(("2001:db8::/64".into(), ClientCount::Refused)),
+            totals: vec![
+                ("requests".into(), 1),
+                ("refused:ip".into(), 1),
+                ("requests".into(), 1),
+            ],
+            clients: vec![("2001:db8::/64".into(), ClientCount::Refused, 1)],
         };
         let sent: Vec<Vec<String>> = add_commands(&entry).iter().map(|c| words(c)).collect();
         let totals_end = ((10 + 9600 + 1) * HOUR_MS).to_string();
@@ -222,7 +236,7 @@ mod tests {
         let nothing = Entry {
             hour: 1,
             totals: vec![],
-            client: None,
+            clients: vec![],
         };
         assert!(add_commands(&nothing).is_empty());
     }

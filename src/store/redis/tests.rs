@@ -24,7 +24,7 @@ fn script_answers_become_decisions() {
         Decision::Admit {
             statuses: vec![RuleStatus {
                 remaining: 27,
-                reset_secs: 60
+                reset_ms: 59_001
             }],
             at_ms: 5
         }
@@ -33,10 +33,10 @@ fn script_answers_become_decisions() {
         decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks).unwrap(),
         Decision::Refuse {
             rule: 0,
-            retry_after_secs: 42,
+            wait_ms: 41_500,
             statuses: vec![RuleStatus {
                 remaining: 0,
-                reset_secs: 42
+                reset_ms: 41_500
             }]
         }
     );

@@ -1,0 +1,219 @@
+//! A FastCGI process's store: the configured one, with two things a process that answers
+//! request after request can keep in memory. Its journal entries are summed and written at
+//! most once a second (one statement an hour instead of one per request). And a client it saw
+//! refused is answered from memory for up to a second, never past the refusal's end, without
+//! asking the store again: within a window counts only grow, so the refusal still holds.
+//!
+//! Only one thing makes a remembered refusal wrong: a paid call taken back (refunded) by
+//! another process, which frees a place in the window. This process's own refunds forget what
+//! it remembered; another's are seen within [`defaults::FASTCGI_REFUSAL_MEMORY_MS`]. Nothing
+//! remembered ever admits a request: admissions always go to the store, exact as before.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::core::clock::{Clock, SystemClock};
+use crate::core::decision::Decision;
+use crate::core::journal::{Batch, Entry, Note, Row};
+use crate::defaults;
+use crate::log::{Level, Log, StderrLog};
+use crate::store::{Check, Store, StoreError, SweepReport};
+
+/// A refusal as the store gave it, and when it was asked (by this process's clock, before the
+/// store decided: the refusal is never taken to last longer than it does).
+struct Remembered {
+    asked_ms: u64,
+    decision: Decision,
+}
+
+/// Journal entries waiting to be written, and since when the oldest waits.
+#[derive(Default)]
+struct Held {
+    batch: Batch,
+    since_ms: Option<u64>,
+}
+
+/// The configured store with a FastCGI process's memory in front of it.
+pub struct HeldStore<C: Clock = SystemClock> {
+    inner: Box<dyn Store>,
+    clock: C,
+    held: RefCell<Held>,
+    refusals: RefCell<HashMap<String, Remembered>>,
+}
+
+/// What names one request's checks: each rule (with its limit, window and algorithm) and key.
+fn checks_key(checks: &[Check<'_>]) -> String {
+    let mut key = String::new();
+    for c in checks {
+        let r = c.rule;
+        let _ = write!(
+            key,
+            "{}\u{0}{}\u{0}{}\u{0}{:?}\u{0}{}\u{1}",
+            r.name, r.limit, r.window_secs, r.algorithm, c.key
+        );
+    }
+    key
+}
+
+impl HeldStore<SystemClock> {
+    pub fn new(inner: Box<dyn Store>) -> HeldStore<SystemClock> {
+        HeldStore::with_clock(inner, SystemClock)
+    }
+}
+
+impl<C: Clock> HeldStore<C> {
+    pub fn with_clock(inner: Box<dyn Store>, clock: C) -> HeldStore<C> {
+        HeldStore {
+            inner,
+            clock,
+            held: RefCell::new(Held::default()),
+            refusals: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The remembered refusal of these checks as it stands now, if it still holds.
+    fn recall(&self, key: &str, now_ms: u64) -> Option<Decision> {
+        let mut refusals = self.refusals.borrow_mut();
+        let r = refusals.get(key)?;
+        let later = now_ms
+            .checked_sub(r.asked_ms)
+            .filter(|e| *e < defaults::FASTCGI_REFUSAL_MEMORY_MS)
+            .and_then(|e| r.decision.refusal_later(e));
+        if later.is_none() {
+            refusals.remove(key);
+        }
+        later
+    }
+
+    fn remember(&self, key: String, asked_ms: u64, decision: Decision) {
+        let mut refusals = self.refusals.borrow_mut();
+        if refusals.len() >= defaults::FASTCGI_REFUSALS_REMEMBERED {
+            let now = self.clock.now_ms();
+            refusals.retain(|_, r| {
+                now.checked_sub(r.asked_ms)
+                    .is_some_and(|e| e < defaults::FASTCGI_REFUSAL_MEMORY_MS)
+            });
+            if refusals.len() >= defaults::FASTCGI_REFUSALS_REMEMBERED {
+                refusals.clear();
+            }
+        }
+        refusals.insert(key, Remembered { asked_ms, decision });
+    }
+}
+
+impl<C: Clock> Store for HeldStore<C> {
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        let key = checks_key(checks);
+        let now = self.clock.now_ms();
+        if let Some(refused) = self.recall(&key, now) {
+            return Ok(refused);
+        }
+        let decision = self.inner.decide(checks)?;
+        if !decision.is_admit() {
+            self.remember(key, now, decision.clone());
+        }
+        Ok(decision)
+    }
+
+    fn begin_request(&self) {
+        self.inner.begin_request();
+    }
+
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        self.inner.sweep(budget)
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        self.inner.probe()
+    }
+
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        // A place freed: nothing remembered may stand in its way.
+        self.refusals.borrow_mut().clear();
+        self.inner.refund(checks, at_ms)
+    }
+
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.cache_get(key)
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        self.inner.cache_put(key, value, ttl)
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        self.inner.cache_claim(key, value, ttl)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.inner.cache_release(key, value)
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        self.inner.used(checks)
+    }
+
+    /// Holds the entry; writes what is held once the oldest has waited
+    /// [`defaults::FASTCGI_JOURNAL_HOLD_MS`] or too much is held. A failed write is this call's
+    /// error (the request's journal failure, logged as such); what it held is gone with it.
+    fn journal_add(&self, entry: &Entry) -> Result<(), StoreError> {
+        let now = self.clock.now_ms();
+        let due = {
+            let mut held = self.held.borrow_mut();
+            held.batch.add(entry);
+            let since = *held.since_ms.get_or_insert(now);
+            now.checked_sub(since)
+                .is_none_or(|waited| waited >= defaults::FASTCGI_JOURNAL_HOLD_MS)
+                || held.batch.len() >= defaults::FASTCGI_JOURNAL_HOLD_ROWS
+        };
+        if due { self.flush() } else { Ok(()) }
+    }
+
+    /// What is held is written first: the figures read include this process's requests.
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<Row>, StoreError> {
+        self.flush()?;
+        self.inner.journal_rows(from_hour, to_hour)
+    }
+
+    fn journal_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.inner.journal_note(note)
+    }
+
+    fn journal_notes(&self) -> Result<Vec<Note>, StoreError> {
+        self.inner.journal_notes()
+    }
+
+    /// Writes the held entries, one per hour; the first failure is returned after every hour
+    /// was tried.
+    fn flush(&self) -> Result<(), StoreError> {
+        let entries = {
+            let mut held = self.held.borrow_mut();
+            held.since_ms = None;
+            held.batch.take()
+        };
+        let mut first_error = None;
+        for entry in &entries {
+            if let Err(e) = self.inner.journal_add(entry) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl<C: Clock> Drop for HeldStore<C> {
+    /// The last chance for what is still held (the process normally writes it before).
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            StderrLog::default().line(
+                Level::Warn,
+                &format!("the usage journal could not be written as the process ended: {e}"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

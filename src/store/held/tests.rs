@@ -1,0 +1,267 @@
+//! Tests of a FastCGI process's memory in front of its store, on the memory store and a fake
+//! clock shared by both. A store told to fail shows when it was asked: an answer that still
+//! comes back came from memory.
+
+use std::num::NonZeroU32;
+use std::rc::Rc;
+use std::time::Duration;
+
+use super::*;
+use crate::core::clock::FakeClock;
+use crate::core::journal::{Event, HOUR_MS};
+use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::store::memory::MemoryStore;
+
+const T0: u64 = 400_000 * HOUR_MS;
+
+fn rule(limit: u32, window_secs: u32) -> Rule {
+    Rule {
+        name: RuleName::new("ip").unwrap(),
+        key: KeyKind::Ip,
+        algorithm: Algorithm::Fixed,
+        limit: NonZeroU32::new(limit).unwrap(),
+        window_secs: NonZeroU32::new(window_secs).unwrap(),
+        key_template: crate::config::default_key_template(KeyKind::Ip),
+    }
+}
+
+fn check<'a>(rule: &'a Rule, who: &str) -> Check<'a> {
+    Check {
+        rule,
+        key: rule.key_for(who),
+    }
+}
+
+/// The store under memory, a handle on what is behind it, and their clock.
+fn held() -> (
+    HeldStore<Rc<FakeClock>>,
+    MemoryStore<Rc<FakeClock>>,
+    Rc<FakeClock>,
+) {
+    let clock = Rc::new(FakeClock::at(T0));
+    let inner = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let store = HeldStore::with_clock(Box::new(inner.clone()), clock.clone());
+    (store, inner, clock)
+}
+
+fn wait_ms(d: &Decision) -> u64 {
+    match d {
+        Decision::Refuse { wait_ms, .. } => *wait_ms,
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_refusal_is_answered_from_memory_for_up_to_a_second() {
+    let (store, inner, clock) = held();
+    let r = rule(2, 60);
+    let c = [check(&r, "192.0.2.1")];
+    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(store.decide(&c).unwrap().is_admit());
+    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 60_000);
+    inner.set_failing(true);
+    clock.advance_ms(999);
+    let later = store.decide(&c).unwrap();
+    assert_eq!(wait_ms(&later), 59_001, "the wait counts down");
+    assert_eq!(later.statuses()[0].reset_ms, 59_001);
+    clock.advance_ms(1);
+    assert!(
+        store.decide(&c).is_err(),
+        "after a second the store is asked again"
+    );
+}
+
+#[test]
+fn a_refusal_is_never_remembered_past_its_end() {
+    let (store, inner, clock) = held();
+    let r = rule(1, 1);
+    let c = [check(&r, "192.0.2.1")];
+    assert!(store.decide(&c).unwrap().is_admit());
+    clock.advance_ms(500);
+    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 500);
+    inner.set_failing(true);
+    clock.advance_ms(499);
+    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 1);
+    clock.advance_ms(1);
+    assert!(
+        store.decide(&c).is_err(),
+        "the window ended: the store decides"
+    );
+    inner.set_failing(false);
+    assert!(store.decide(&c).unwrap().is_admit());
+}
+
+#[test]
+fn admissions_always_ask_the_store() {
+    let (store, inner, _) = held();
+    let r = rule(5, 60);
+    let c = [check(&r, "192.0.2.1")];
+    assert!(store.decide(&c).unwrap().is_admit());
+    inner.set_failing(true);
+    assert!(store.decide(&c).is_err());
+}
+
+#[test]
+fn other_clients_and_other_rules_are_not_answered_by_a_remembered_refusal() {
+    let (store, _, _) = held();
+    let (r, wider) = (rule(1, 60), rule(2, 60));
+    let c = [check(&r, "192.0.2.1")];
+    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(!store.decide(&c).unwrap().is_admit());
+    assert!(store.decide(&[check(&r, "192.0.2.2")]).unwrap().is_admit());
+    // The same key under a rule with another limit is another question.
+    assert!(
+        store
+            .decide(&[check(&wider, "192.0.2.1")])
+            .unwrap()
+            .is_admit()
+    );
+}
+
+#[test]
+fn a_refund_forgets_what_was_remembered() {
+    let (store, _, _) = held();
+    let r = rule(1, 60);
+    let c = [check(&r, "192.0.2.1")];
+    let Decision::Admit { at_ms, .. } = store.decide(&c).unwrap() else {
+        panic!("the first is admitted");
+    };
+    assert!(!store.decide(&c).unwrap().is_admit());
+    store.refund(&c, at_ms).unwrap();
+    assert!(
+        store.decide(&c).unwrap().is_admit(),
+        "the place given back is taken at once"
+    );
+}
+
+#[test]
+fn a_clock_gone_back_forgets() {
+    let (store, inner, clock) = held();
+    let r = rule(1, 60);
+    let c = [check(&r, "192.0.2.1")];
+    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(!store.decide(&c).unwrap().is_admit());
+    inner.set_failing(true);
+    clock.set_ms(T0 - 1);
+    assert!(store.decide(&c).is_err());
+}
+
+#[test]
+fn no_more_refusals_are_remembered_than_the_bound() {
+    let (store, _, _) = held();
+    let r = rule(1, 60);
+    let n = defaults::FASTCGI_REFUSALS_REMEMBERED + 10;
+    for i in 0..n {
+        let c = [check(&r, &format!("10.0.{}.{}", i / 256, i % 256))];
+        assert!(store.decide(&c).unwrap().is_admit());
+        assert!(!store.decide(&c).unwrap().is_admit());
+        assert!(store.refusals.borrow().len() <= defaults::FASTCGI_REFUSALS_REMEMBERED);
+    }
+}
+
+fn refused_entry(at_ms: u64, who: &str) -> Entry {
+    Entry::new(
+        at_ms,
+        Some(who),
+        &[Event::Request, Event::Refused("ip".into())],
+    )
+}
+
+/// The totals and client counts behind the held store, as (hour, name, count), sorted.
+fn written(inner: &MemoryStore<Rc<FakeClock>>) -> Vec<(u32, String, u64)> {
+    let hour = crate::core::journal::hour_of(T0);
+    let mut rows: Vec<(u32, String, u64)> = inner
+        .journal_rows(hour - 1, hour + 2)
+        .unwrap()
+        .into_iter()
+        .map(|r| match r {
+            Row::Total { hour, name, count } => (hour, name, count),
+            Row::Client {
+                hour,
+                client,
+                count,
+                n,
+            } => (hour, format!("{}:{client}", count.name()), n),
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn journal_entries_are_held_for_a_second_then_written_as_sums() {
+    let (store, inner, clock) = held();
+    let hour = crate::core::journal::hour_of(T0);
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    clock.advance_ms(500);
+    store.journal_add(&refused_entry(T0 + 500, "a")).unwrap();
+    store.journal_add(&refused_entry(T0 + 500, "b")).unwrap();
+    clock.advance_ms(499);
+    store.journal_add(&refused_entry(T0 + 999, "a")).unwrap();
+    assert_eq!(written(&inner), [], "held");
+    clock.advance_ms(1);
+    store.journal_add(&refused_entry(T0 + 1000, "b")).unwrap();
+    assert_eq!(
+        written(&inner),
+        [
+            (hour, "refused:a".to_owned(), 3),
+            (hour, "refused:b".to_owned(), 2),
+            (hour, "refused:ip".to_owned(), 5),
+            (hour, "requests".to_owned(), 5),
+        ]
+    );
+    // The next one waits its own second.
+    store.journal_add(&refused_entry(T0 + 1000, "c")).unwrap();
+    assert_eq!(written(&inner).len(), 4);
+}
+
+#[test]
+fn the_journal_is_written_before_it_is_read_when_flushed_and_when_dropped() {
+    let (store, inner, _) = held();
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    assert_eq!(written(&inner), []);
+    let hour = crate::core::journal::hour_of(T0);
+    let rows = store.journal_rows(hour, hour + 1).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.flush().unwrap();
+    assert_eq!(written(&inner)[0], (hour, "refused:a".to_owned(), 2));
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    drop(store);
+    assert_eq!(written(&inner)[0], (hour, "refused:a".to_owned(), 3));
+}
+
+#[test]
+fn too_many_distinct_counts_are_written_before_the_second_is_up() {
+    let (store, inner, _) = held();
+    let mut i = 0;
+    while written(&inner).is_empty() {
+        store
+            .journal_add(&refused_entry(T0, &format!("client-{i}")))
+            .unwrap();
+        i += 1;
+        assert!(i <= defaults::FASTCGI_JOURNAL_HOLD_ROWS, "never written");
+    }
+    // Two totals and one count per client: written when the bound was reached.
+    assert_eq!(i + 2, defaults::FASTCGI_JOURNAL_HOLD_ROWS);
+}
+
+#[test]
+fn a_failed_write_is_the_error_of_the_call_that_wrote_and_holds_nothing_after() {
+    let (store, inner, clock) = held();
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    inner.set_failing(true);
+    clock.advance_ms(1000);
+    assert!(store.journal_add(&refused_entry(T0 + 1000, "a")).is_err());
+    inner.set_failing(false);
+    store.flush().unwrap();
+    assert_eq!(written(&inner), [], "what failed is not written twice");
+    let entry = Entry::new(T0, Some("b"), &[Event::Request, Event::Admitted]);
+    store.journal_add(&entry).unwrap();
+    store.flush().unwrap();
+    assert!(
+        written(&inner)
+            .iter()
+            .any(|(_, name, n)| name == "admitted:b" && *n == 1)
+    );
+}
