@@ -124,11 +124,17 @@ impl Log for MemoryLog {
 
 /// True when nothing was logged under `stamp` within `interval`: the caller logs, and the stamp
 /// (a file's modification time) moves to now. Every process shares the stamp, so a problem
-/// that every request meets is logged once per interval, not once per request. A missing
-/// directory for the stamp (the data directory of a MySQL or Redis store, made on first use) is
-/// made, mode 700, one level only. When the stamp still cannot be kept (no write access, not a
-/// regular file), the answer is true: a line too many beats a line lost.
+/// that every request meets is logged once per interval, not once per request. When the stamp
+/// cannot be kept (no directory, no write access, not a regular file), the answer is true: a
+/// line too many beats a line lost.
 pub fn once_in(stamp: &Path, interval: Duration) -> bool {
+    stamp_says(stamp, interval).unwrap_or(true)
+}
+
+/// [`once_in`] for a stamp in the data directory, which is made (mode 700, one level only)
+/// when it is not there yet: a MySQL or Redis store's data directory is made on first use.
+/// Nothing is made for other stamps (beside a configuration file that is missing, say).
+pub fn once_in_data_dir(stamp: &Path, interval: Duration) -> bool {
     match stamp_says(stamp, interval) {
         Ok(answer) => answer,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -263,16 +269,25 @@ mod tests {
         // A directory that is not there yet (a MySQL or Redis store's data directory) is
         // made: once, then not again.
         let missing = dir.join("missing");
-        assert!(once_in(&missing.join("stamp"), minute), "the first time");
-        assert!(!once_in(&missing.join("stamp"), minute));
+        assert!(once_in(&missing.join("stamp"), minute));
+        assert!(
+            once_in(&missing.join("stamp"), minute),
+            "not made for a plain stamp"
+        );
+        assert!(!missing.exists());
+        assert!(
+            once_in_data_dir(&missing.join("stamp"), minute),
+            "the first time"
+        );
+        assert!(!once_in_data_dir(&missing.join("stamp"), minute));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&missing).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700);
         // No place to keep a stamp (two levels missing; a file where the directory should
         // be): every time.
         for stamp in [dir.join("a/b/stamp"), stamp.join("stamp")] {
-            assert!(once_in(&stamp, minute), "{}", stamp.display());
-            assert!(once_in(&stamp, minute), "{}", stamp.display());
+            assert!(once_in_data_dir(&stamp, minute), "{}", stamp.display());
+            assert!(once_in_data_dir(&stamp, minute), "{}", stamp.display());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -50,7 +50,7 @@ impl App<'_> {
     fn log_now_and_then(&self, message: &str) {
         let stamp = self.config.data_dir.join(defaults::JOURNAL_ERROR_STAMP);
         let interval = Duration::from_secs(defaults::JOURNAL_ERROR_LOG_INTERVAL_SECS);
-        if crate::log::once_in(&stamp, interval) {
+        if crate::log::once_in_data_dir(&stamp, interval) {
             self.log.line(
                 Level::Warn,
                 &format!(
