@@ -165,20 +165,10 @@ impl Stats {
                 })
             })
             .collect();
-        serde_json::json!({
+        let mut out = serde_json::json!({
             "from": calendar::iso(u64::from(f.from_hour) * HOUR_MS),
             "to": calendar::iso(u64::from(f.to_hour) * HOUR_MS),
-            "requests": f.requests,
-            "admitted": f.admitted,
-            "paid_calls": f.paid_calls,
-            "cache_hits": f.cache_hits,
             "paid_calls_saved": f.cache_hits,
-            "refunds": f.refunds,
-            "refused": f.refused,
-            "refused_total": f.refused_total(),
-            "spend_refused": f.spend_refused,
-            "provider_failures": f.provider_failures,
-            "bad_requests": f.bad_requests,
             "store_failures": f.store_failures,
             "blocked": f.blocked,
             "auto_blocks": f.auto_blocks,
@@ -194,7 +184,9 @@ impl Stats {
             "action_needed": self.notes.iter().map(|n| serde_json::json!({
                 "at": calendar::iso(n.at_ms), "text": n.text,
             })).collect::<Vec<_>>(),
-        })
+        });
+        merge(&mut out, counts_json(f));
+        out
     }
 
     /// The figures as text for a terminal or a mail.
@@ -360,8 +352,16 @@ impl Stretch {
 /// holds, and the period's counts.
 fn stretch_json(stretch: Stretch, f: &Figures) -> serde_json::Value {
     let (field, name) = stretch.label(f.from_hour);
-    let mut out = serde_json::json!({
-        "hours": f.to_hour - f.from_hour,
+    let mut out = counts_json(f);
+    out["hours"] = (f.to_hour - f.from_hour).into();
+    out[field] = name.into();
+    out
+}
+
+/// The counts every period's figures show in the JSON form, the whole period's and each
+/// hour's, day's or month's alike.
+fn counts_json(f: &Figures) -> serde_json::Value {
+    serde_json::json!({
         "requests": f.requests,
         "admitted": f.admitted,
         "paid_calls": f.paid_calls,
@@ -372,9 +372,14 @@ fn stretch_json(stretch: Stretch, f: &Figures) -> serde_json::Value {
         "spend_refused": f.spend_refused,
         "provider_failures": f.provider_failures,
         "bad_requests": f.bad_requests,
-    });
-    out[field] = name.into();
-    out
+    })
+}
+
+/// Adds the fields of `more` (an object) to `out` (an object).
+fn merge(out: &mut serde_json::Value, more: serde_json::Value) {
+    if let (Some(out), serde_json::Value::Object(more)) = (out.as_object_mut(), more) {
+        out.extend(more);
+    }
 }
 
 /// A window in words: `day`, `30 days`, `hour`, `90 seconds`.
