@@ -58,6 +58,7 @@ pub fn report(config: &Config, out: &mut dyn Write) -> bool {
     }
     let mut ok = true;
     ok &= report_store(config, out);
+    report_spool(config, out);
     ok &= report_provider(config, out);
     warn_unsafe(config, out);
     for rule in &config.spend {
@@ -331,6 +332,31 @@ fn report_store(config: &Config, out: &mut dyn Write) -> bool {
             false
         }
     }
+}
+
+/// The journal's spool of a store on a server: a WARN only, since entries then go to the
+/// server one by one.
+fn report_spool(config: &Config, out: &mut dyn Write) {
+    if !config.journal
+        || matches!(
+            config.store.kind,
+            crate::store::settings::StoreKind::File { .. }
+        )
+    {
+        return;
+    }
+    let _ = match crate::store::spool::ready(&config.data_dir) {
+        Ok(dir) => writeln!(
+            out,
+            "ok   journal spool: {dir} (requests append their usage entries there; one a \
+             second writes them to the store)"
+        ),
+        Err(e) => writeln!(
+            out,
+            "WARN journal spool: {e}; until it is fixed every request sends its usage entry \
+             to the store itself"
+        ),
+    };
 }
 
 fn report_provider(config: &Config, out: &mut dyn Write) -> bool {

@@ -185,7 +185,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let options = parse_options(rest, &["--config", "--since", "--json"])?;
             let hours = crate::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::from_config(&config);
+            let store = crate::store::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let stats = crate::stats::Stats::gather(&config, store.as_ref(), now, hours)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
@@ -199,7 +199,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("report") => {
             let options = parse_options(rest, &["--config", "--only-problems"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::from_config(&config);
+            let store = crate::store::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let (from, to) = crate::report::yesterday(now);
             let stats = crate::stats::Stats::gather_hours(&config, store.as_ref(), now, from, to)

@@ -88,6 +88,16 @@ pub const JOURNAL: bool = true;
 pub const JOURNAL_ERROR_LOG_INTERVAL_SECS: u64 = 60;
 /// The file in the data directory whose time stamp says when that was last logged.
 pub const JOURNAL_ERROR_STAMP: &str = ".journal-error-logged";
+/// Where a store on a server (MySQL, Redis) spools its journal, in the data directory: each
+/// request appends its entry to a local file, and one request a second writes them all.
+pub const JOURNAL_SPOOL_DIR: &str = "journal-spool";
+/// The time one spool file covers: the store gets one journal statement per hour this often.
+pub const JOURNAL_SPOOL_PERIOD_MS: u64 = 1000;
+/// Spool files one request writes to the store at most (a spool left to grow while the store
+/// refused its entries is written over the next requests).
+pub const JOURNAL_SPOOL_FILES_PER_MOVE: usize = 64;
+/// Rounds of that a reader (`stats`) makes at most to write the whole spool before reading.
+pub const JOURNAL_SPOOL_MOVES_TO_READ: usize = 1000;
 /// This server's copy of the store's block list (MySQL, Redis), in the data directory.
 pub const BLOCKS_COPY: &str = "blocks.copy";
 /// How long a request trusts that copy before reading the list from the store again: a block

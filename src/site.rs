@@ -30,14 +30,14 @@ pub struct Site {
 impl Site {
     /// A site for one request (CGI).
     pub fn new(config: Config) -> Site {
-        let store = crate::store::open::from_config(&config);
+        let store = crate::store::open::for_requests(&config);
         Site::with_store(config, store)
     }
 
     /// A site for a process that answers request after request (FastCGI): its store holds
     /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
     pub fn long_lived(config: Config) -> Site {
-        let store = crate::store::open::from_config(&config);
+        let store = crate::store::open::for_requests(&config);
         Site::with_store(config, Box::new(crate::store::held::HeldStore::new(store)))
     }
 

@@ -8,6 +8,7 @@ pub mod mysql;
 pub mod open;
 pub mod redis;
 pub mod settings;
+pub mod spool;
 
 use std::fmt;
 use std::time::Duration;
@@ -78,6 +79,13 @@ pub trait Store {
     /// what [`journal::Expiry`] lets go.
     fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError>;
 
+    /// Adds the entry without waiting on a server: a spooled store (see [`spool`]) appends it
+    /// to its local file for a later request to write; the others add it as `journal_add` does.
+    /// What an idle or exiting FastCGI process uses.
+    fn journal_keep(&self, entry: &journal::Entry) -> Result<(), StoreError> {
+        self.journal_add(entry)
+    }
+
     /// The journal's rows for the hours `from..to`, in any order.
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError>;
 
@@ -87,12 +95,105 @@ pub trait Store {
     /// The kept notes, newest first.
     fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError>;
 
-    /// Writes whatever the store holds back (a FastCGI process's journal entries, see
-    /// [`held`]); the others hold nothing back.
+    /// Puts whatever the store holds back (a FastCGI process's journal entries, see [`held`])
+    /// where it is kept, without waiting on a server; the others hold nothing back.
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
 }
+
+/// Inside the `impl Store` of a store in front of another (`self.inner`): the methods named,
+/// passed on unchanged, e.g. `pass_on!(sweep, probe);`.
+macro_rules! pass_on {
+    ($($method:ident),* $(,)?) => { $( $crate::store::pass_on!(@one $method); )* };
+    (@one decide) => {
+        fn decide(
+            &self,
+            checks: &[$crate::store::Check<'_>],
+        ) -> Result<$crate::core::decision::Decision, $crate::store::StoreError> {
+            self.inner.decide(checks)
+        }
+    };
+    (@one begin_request) => {
+        fn begin_request(&self) {
+            self.inner.begin_request();
+        }
+    };
+    (@one sweep) => {
+        fn sweep(
+            &self,
+            budget: Option<std::time::Duration>,
+        ) -> Result<$crate::store::SweepReport, $crate::store::StoreError> {
+            self.inner.sweep(budget)
+        }
+    };
+    (@one probe) => {
+        fn probe(&self) -> Result<String, $crate::store::StoreError> {
+            self.inner.probe()
+        }
+    };
+    (@one refund) => {
+        fn refund(
+            &self,
+            checks: &[$crate::store::Check<'_>],
+            at_ms: u64,
+        ) -> Result<(), $crate::store::StoreError> {
+            self.inner.refund(checks, at_ms)
+        }
+    };
+    (@one cache_get) => {
+        fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, $crate::store::StoreError> {
+            self.inner.cache_get(key)
+        }
+    };
+    (@one cache_put) => {
+        fn cache_put(
+            &self,
+            key: &str,
+            value: &[u8],
+            ttl: std::time::Duration,
+        ) -> Result<(), $crate::store::StoreError> {
+            self.inner.cache_put(key, value, ttl)
+        }
+    };
+    (@one cache_claim) => {
+        fn cache_claim(
+            &self,
+            key: &str,
+            value: &[u8],
+            ttl: std::time::Duration,
+        ) -> Result<bool, $crate::store::StoreError> {
+            self.inner.cache_claim(key, value, ttl)
+        }
+    };
+    (@one cache_release) => {
+        fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), $crate::store::StoreError> {
+            self.inner.cache_release(key, value)
+        }
+    };
+    (@one used) => {
+        fn used(
+            &self,
+            checks: &[$crate::store::Check<'_>],
+        ) -> Result<Vec<u32>, $crate::store::StoreError> {
+            self.inner.used(checks)
+        }
+    };
+    (@one journal_note) => {
+        fn journal_note(
+            &self,
+            note: &$crate::core::journal::Note,
+        ) -> Result<(), $crate::store::StoreError> {
+            self.inner.journal_note(note)
+        }
+    };
+    (@one journal_notes) => {
+        fn journal_notes(&self) -> Result<Vec<$crate::core::journal::Note>, $crate::store::StoreError> {
+            self.inner.journal_notes()
+        }
+    };
+}
+pub(crate) use pass_on;
 
 /// What kind of failure a store had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@
 //! | used_counts_without_counting                           | yes     | fixed (1) | yes       | yes       |
 //! | journal_sweep_lets_old_hours_go                        | yes (5) | yes (5)   | yes       | yes (2)   |
 //! | journal_exact_under_300_processes                      | threads | processes | processes | processes |
+//! | journal_exact_under_300_processes_through_the_spool    | -       | -         | processes | processes |
 //! | journal_size_of_a_busy_day                             | -       | yes (5)   | yes       | yes       |
 //!
 //! (1) The file store keeps fixed windows only: where a scenario has sliding windows, its test
@@ -162,6 +163,8 @@ contract! {
         for memory, file, mysql, redis;
     journal_exact_under_300_processes: journal::journal_exact_under_300_processes()
         for memory, file, mysql, redis;
+    journal_exact_under_300_processes_through_the_spool:
+        journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
     journal_size_of_a_busy_day: journal::journal_size_of_a_busy_day() for file, mysql, redis;
 }
 

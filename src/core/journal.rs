@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 
 use crate::core::calendar;
 
+mod line;
+
 /// Milliseconds in one hour.
 pub const HOUR_MS: u64 = 3_600_000;
 /// Hours the per-client counts are kept: today and yesterday (UTC) whatever the hour now.

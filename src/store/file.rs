@@ -20,9 +20,9 @@
 
 mod journal;
 mod journal_record;
-mod lock;
+pub(crate) mod lock;
 pub mod record;
-mod safe_open;
+pub(crate) mod safe_open;
 
 use std::fs::{self, File};
 use std::io;

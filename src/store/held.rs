@@ -12,14 +12,13 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
-use crate::core::journal::{Batch, Entry, Note, Row};
+use crate::core::journal::{Batch, Entry, Row};
 use crate::defaults;
 use crate::log::{Level, Log, StderrLog};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::{Check, Store, StoreError};
 
 /// A refusal as the store gave it, and when it was asked (by this process's clock, before the
 /// store decided: the refusal is never taken to last longer than it does).
@@ -33,6 +32,9 @@ struct Remembered {
 struct Held {
     batch: Batch,
     since_ms: Option<u64>,
+    /// What was held was last put aside without waiting on a server (idle): the next entry is
+    /// written at once, so that the spool it went to is moved by a request.
+    kept_aside: bool,
 }
 
 /// The configured store with a FastCGI process's memory in front of it.
@@ -104,6 +106,19 @@ impl<C: Clock> HeldStore<C> {
 }
 
 impl<C: Clock> Store for HeldStore<C> {
+    crate::store::pass_on!(
+        begin_request,
+        sweep,
+        probe,
+        cache_get,
+        cache_put,
+        cache_claim,
+        cache_release,
+        used,
+        journal_note,
+        journal_notes,
+    );
+
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         let key = checks_key(checks);
         let now = self.clock.now_ms();
@@ -117,42 +132,10 @@ impl<C: Clock> Store for HeldStore<C> {
         Ok(decision)
     }
 
-    fn begin_request(&self) {
-        self.inner.begin_request();
-    }
-
-    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
-        self.inner.sweep(budget)
-    }
-
-    fn probe(&self) -> Result<String, StoreError> {
-        self.inner.probe()
-    }
-
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
         // A place freed: nothing remembered may stand in its way.
         self.refusals.borrow_mut().clear();
         self.inner.refund(checks, at_ms)
-    }
-
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.inner.cache_get(key)
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.inner.cache_put(key, value, ttl)
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        self.inner.cache_claim(key, value, ttl)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.inner.cache_release(key, value)
-    }
-
-    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        self.inner.used(checks)
     }
 
     /// Holds the entry; writes what is held once the oldest has waited
@@ -167,35 +150,48 @@ impl<C: Clock> Store for HeldStore<C> {
             now.checked_sub(since)
                 .is_none_or(|waited| waited >= defaults::FASTCGI_JOURNAL_HOLD_MS)
                 || held.batch.len() >= defaults::FASTCGI_JOURNAL_HOLD_ROWS
+                || held.kept_aside
         };
-        if due { self.flush() } else { Ok(()) }
+        if due { self.write_held(false) } else { Ok(()) }
     }
 
     /// What is held is written first: the figures read include this process's requests.
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<Row>, StoreError> {
-        self.flush()?;
+        self.write_held(false)?;
         self.inner.journal_rows(from_hour, to_hour)
     }
 
-    fn journal_note(&self, note: &Note) -> Result<(), StoreError> {
-        self.inner.journal_note(note)
-    }
-
-    fn journal_notes(&self) -> Result<Vec<Note>, StoreError> {
-        self.inner.journal_notes()
-    }
-
-    /// Writes the held entries, one per hour; the first failure is returned after every hour
-    /// was tried.
+    /// Puts the held entries aside without waiting on a server (an idle process, one that
+    /// exits): a store on a server keeps them in its spool (see [`crate::store::spool`]); what
+    /// the spool does not take stays held.
     fn flush(&self) -> Result<(), StoreError> {
+        self.write_held(true)
+    }
+}
+
+impl<C: Clock> HeldStore<C> {
+    /// Writes the held entries, one per hour (`keep`: with [`Store::journal_keep`]); the first
+    /// failure is returned after every hour was tried. An entry that could not be kept aside
+    /// (a spool that cannot be written) is held again, for the next request to write.
+    fn write_held(&self, keep: bool) -> Result<(), StoreError> {
         let entries = {
             let mut held = self.held.borrow_mut();
             held.since_ms = None;
-            held.batch.take()
+            let entries = held.batch.take();
+            if keep {
+                held.kept_aside |= !entries.is_empty();
+            } else {
+                held.kept_aside = false;
+            }
+            entries
         };
         let mut first_error = None;
         for entry in &entries {
-            if let Err(e) = self.inner.journal_add(entry) {
+            if keep {
+                if self.inner.journal_keep(entry).is_err() {
+                    self.held.borrow_mut().batch.add(entry);
+                }
+            } else if let Err(e) = self.inner.journal_add(entry) {
                 first_error.get_or_insert(e);
             }
         }
@@ -206,7 +202,9 @@ impl<C: Clock> Store for HeldStore<C> {
 impl<C: Clock> Drop for HeldStore<C> {
     /// The last chance for what is still held (the process normally writes it before).
     fn drop(&mut self) {
-        if let Err(e) = self.flush() {
+        let _ = self.flush();
+        // What could not be kept aside goes to the store itself.
+        if let Err(e) = self.write_held(false) {
             StderrLog::default().line(
                 Level::Warn,
                 &format!("the usage journal could not be written as the process ended: {e}"),

@@ -1,4 +1,5 @@
-//! Opens the store the configuration names.
+//! Opens the store the configuration names: as it is (commands that look into it), or as
+//! requests and the journal's readers use it (a store on a server with its journal spooled).
 
 use crate::config::Config;
 use crate::core::clock::SystemClock;
@@ -7,6 +8,7 @@ use crate::store::file::FileStore;
 use crate::store::mysql::MysqlStore;
 use crate::store::redis::RedisStore;
 use crate::store::settings::StoreKind;
+use crate::store::spool::SpooledStore;
 
 /// The configured store, ready to use (connections are opened on first use).
 pub fn from_config(config: &Config) -> Box<dyn Store> {
@@ -31,5 +33,21 @@ pub fn from_config(config: &Config) -> Box<dyn Store> {
             ))
         }
         StoreKind::Redis(settings) => Box::new(RedisStore::new((**settings).clone())),
+    }
+}
+
+/// The configured store as requests use it: a store on a server (MySQL, Redis) with its
+/// usage journal spooled in the data directory (see [`crate::store::spool`]); the file store
+/// as it is (its journal is local already). `stats` and `report` read through it too, so that
+/// what is spooled is written before it is read.
+pub fn for_requests(config: &Config) -> Box<dyn Store> {
+    let store = from_config(config);
+    match config.store.kind {
+        StoreKind::File { .. } => store,
+        StoreKind::Mysql(_) | StoreKind::Redis(_) => Box::new(SpooledStore::new(
+            store,
+            &config.data_dir,
+            config.store.lock_timeout,
+        )),
     }
 }

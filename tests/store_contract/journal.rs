@@ -30,6 +30,12 @@ use crate::stores::{StoreUnderTest, Timeouts};
 pub const CHILD_STORE: &str = "RESOLVE_TEST_JOURNAL_STORE";
 /// The hour the child adds to.
 const CHILD_HOUR: &str = "RESOLVE_TEST_JOURNAL_HOUR";
+/// When set, the data directory the child spools its entries in (as a request does with a
+/// store on a server), with files of one millisecond so that movers meet, and adds
+/// [`SPOOLED_ENTRIES`] entries.
+const CHILD_SPOOL: &str = "RESOLVE_TEST_JOURNAL_SPOOL";
+/// Entries each spooling child adds.
+const SPOOLED_ENTRIES: u64 = 5;
 const READY: &str = "journal child: ready";
 const ADDED: &str = "journal child: added";
 
@@ -392,7 +398,7 @@ pub fn journal_exact_under_300_processes(sut: &mut dyn StoreUnderTest) {
                 }
             });
         }
-        None => run_children(sut, hour, N as usize),
+        None => run_children(sut, hour, N as usize, None),
     }
     eprintln!(
         "{}: {N} entries at once in {:?}",
@@ -408,6 +414,51 @@ pub fn journal_exact_under_300_processes(sut: &mut dyn StoreUnderTest) {
     assert_eq!(got, want, "{}", sut.name());
 }
 
+/// 300 processes add 5 entries each through the journal's spool (files of one millisecond, so
+/// that many of them start a file and move the spool at once, as requests do): the store
+/// counts every entry once, after a reader writes what is left.
+pub fn journal_exact_under_300_processes_through_the_spool(sut: &mut dyn StoreUnderTest) {
+    const N: u64 = 300;
+    let store = sut.open(&[]);
+    let hour = hour_of(sut.now_ms());
+    add(sut, &*store, &entry(hour - 1, &["warm-up"], None));
+    let data = std::env::temp_dir().join(format!(
+        "resolve-spool-{}-{}-{}",
+        sut.name(),
+        std::process::id(),
+        sut.now_ms()
+    ));
+    let began = Instant::now();
+    run_children(sut, hour, N as usize, Some(&data));
+    let spool = data.join(resolve::defaults::JOURNAL_SPOOL_DIR);
+    let left = std::fs::read_dir(&spool).map_or(0, |d| d.count());
+    let before = rows(sut, &*store, hour, hour + 1)
+        .get(&(hour, "total".to_owned(), "requests".to_owned()))
+        .copied()
+        .unwrap_or(0);
+    eprintln!(
+        "{}: {N} processes x {SPOOLED_ENTRIES} entries through the spool in {:?}: {before} \
+         written by them, {left} files left",
+        sut.name(),
+        began.elapsed()
+    );
+    assert!(before > 0, "{}: the processes moved the spool", sut.name());
+    let reader = resolve::store::spool::SpooledStore::new(
+        sut.open(&[]),
+        &data,
+        std::time::Duration::from_secs(5),
+    );
+    let got = rows(sut, &reader, hour, hour + 1);
+    let want = expect(&[
+        (hour, "total", "requests", N * SPOOLED_ENTRIES),
+        (hour, "total", "refused:ip", N * SPOOLED_ENTRIES),
+        (hour, "refused", "192.0.2.30", N * SPOOLED_ENTRIES),
+    ]);
+    assert_eq!(got, want, "{}", sut.name());
+    assert_eq!(std::fs::read_dir(&spool).map_or(0, |d| d.count()), 0);
+    let _ = std::fs::remove_dir_all(&data);
+}
+
 fn child_entry(hour: u32) -> Entry {
     entry(
         hour,
@@ -418,12 +469,16 @@ fn child_entry(hour: u32) -> Entry {
 
 /// Starts `n` copies of this program as children adding one entry each, waits until every
 /// one has its store open, lets them all go at once, and checks each added.
-fn run_children(sut: &dyn StoreUnderTest, hour: u32, n: usize) {
+fn run_children(sut: &dyn StoreUnderTest, hour: u32, n: usize, spool: Option<&std::path::Path>) {
     let section = sut.store_json("deny", Timeouts::Patient).to_string();
     let exe = std::env::current_exe().expect("this test program");
     let mut children: Vec<Child> = (0..n)
         .map(|i| {
-            Command::new(&exe)
+            let mut command = Command::new(&exe);
+            if let Some(dir) = spool {
+                command.env(CHILD_SPOOL, dir);
+            }
+            command
                 .args(["journal_add_in_a_child_process", "--exact", "--nocapture"])
                 .args(["--test-threads", "1"])
                 .env(CHILD_STORE, &section)
@@ -483,7 +538,18 @@ pub fn child_adds_one_entry() {
         .expect("an hour");
     let text = format!(r#"{{"store": {section}}}"#);
     let config = Config::from_json(&text, std::path::Path::new("/")).expect("a store section");
-    let store = resolve::store::open::from_config(&config);
+    let spool = std::env::var_os(CHILD_SPOOL);
+    let mut store = resolve::store::open::from_config(&config);
+    if let Some(dir) = &spool {
+        store = Box::new(
+            resolve::store::spool::SpooledStore::new(
+                store,
+                std::path::Path::new(dir),
+                std::time::Duration::from_secs(5),
+            )
+            .with_period_ms(1),
+        );
+    }
     // Connected (the database stores) before the signal, so that the adds meet at the store.
     store.journal_notes().expect("reach the store");
     let mut stdout = std::io::stdout();
@@ -494,9 +560,11 @@ pub fn child_adds_one_entry() {
     std::io::stdin()
         .read_to_end(&mut go)
         .expect("wait for the signal");
-    store
-        .journal_add(&child_entry(hour))
-        .expect("add the entry");
+    for _ in 0..if spool.is_some() { SPOOLED_ENTRIES } else { 1 } {
+        store
+            .journal_add(&child_entry(hour))
+            .expect("add the entry");
+    }
     writeln!(stdout, "{ADDED}")
         .and_then(|()| stdout.flush())
         .expect("say added");

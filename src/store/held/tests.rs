@@ -265,3 +265,73 @@ fn a_failed_write_is_the_error_of_the_call_that_wrote_and_holds_nothing_after() 
             .any(|(_, name, n)| name == "admitted:b" && *n == 1)
     );
 }
+
+/// Over a store on a server, what an idle process holds goes to the spool, never to the
+/// server (which may hang: a request would wait behind it); the next request writes it.
+#[test]
+fn idle_entries_go_to_the_spool_and_the_next_request_writes_them() {
+    let clock = Rc::new(FakeClock::at(T0));
+    let server = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let data = std::env::temp_dir().join(format!(
+        "resolve-held-spool-{}-{}",
+        std::process::id(),
+        crate::random::u64()
+    ));
+    let spooled = crate::store::spool::SpooledStore::with_clock(
+        Box::new(server.clone()),
+        &data,
+        Duration::from_millis(500),
+        clock.clone(),
+    );
+    let store = HeldStore::with_clock(Box::new(spooled), clock.clone());
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    server.set_failing(true);
+    clock.advance_ms(300);
+    store.flush().unwrap();
+    server.set_failing(false);
+    assert_eq!(written(&server), [], "kept in the spool");
+    // Within the same second: written at once, not held, because the spool was used.
+    store.journal_add(&refused_entry(T0 + 300, "a")).unwrap();
+    assert_eq!(
+        written(&server)[0],
+        (crate::core::journal::hour_of(T0), "refused:a".to_owned(), 2)
+    );
+    let _ = std::fs::remove_dir_all(&data);
+}
+
+/// A spool that cannot be written loses nothing: what an idle process could not put aside
+/// stays held, the next request writes it, and so does the end of the process.
+#[test]
+fn what_the_spool_does_not_take_stays_held() {
+    let clock = Rc::new(FakeClock::at(T0));
+    let server = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let data = std::env::temp_dir().join(format!(
+        "resolve-held-nospool-{}-{}",
+        std::process::id(),
+        crate::random::u64()
+    ));
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join(defaults::JOURNAL_SPOOL_DIR), b"in the way").unwrap();
+    let spooled = || {
+        crate::store::spool::SpooledStore::with_clock(
+            Box::new(server.clone()),
+            &data,
+            Duration::from_millis(500),
+            clock.clone(),
+        )
+    };
+    let store = HeldStore::with_clock(Box::new(spooled()), clock.clone());
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.flush().unwrap();
+    store.flush().unwrap();
+    assert_eq!(written(&server), []);
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    let hour = crate::core::journal::hour_of(T0);
+    assert_eq!(written(&server)[0], (hour, "refused:a".to_owned(), 2));
+    // Held at the end: written as the process ends.
+    let store = HeldStore::with_clock(Box::new(spooled()), clock.clone());
+    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    drop(store);
+    assert_eq!(written(&server)[0], (hour, "refused:a".to_owned(), 3));
+    let _ = std::fs::remove_dir_all(&data);
+}
