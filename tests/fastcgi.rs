@@ -503,6 +503,63 @@ fn a_process_writes_its_journal_within_seconds_when_idle_and_all_of_it_on_sigter
     assert!(process.stderr().is_empty(), "{}", process.stderr());
 }
 
+/// An idle process never waits on a Redis server for its journal: what it holds goes to the
+/// spool in the data directory. Redis is stopped (SIGSTOP: connections stay open, nothing is
+/// answered) after one request; once the process has been idle past its tick, a request still
+/// gets the policy's answer within the store's read timeout, not after the idle write's too.
+/// The held entry is not lost: `stats` finds it once Redis answers again.
+#[test]
+fn an_idle_process_never_waits_on_a_hung_redis_for_its_journal() {
+    const READ_MS: u64 = 2000;
+    let redis = Redis::start();
+    let dir = TempDir::new("fcgi-idle-hung");
+    let path = echo_config(
+        &dir,
+        "config.json",
+        json!({"kind": "redis", "url": redis.url(), "on_error": "deny",
+               "connect_timeout_ms": 500, "read_timeout_ms": READ_MS}),
+        vec![rule("ip", "ip", 5, 3600)],
+    );
+    let process = FcgiProcess::start(&path);
+    let ask = |i: usize| {
+        process
+            .send(&FcgiRequest::new("GET", &query(i)).var("REMOTE_ADDR", "192.0.2.31"))
+            .cgi()
+            .status
+    };
+    assert_eq!(ask(0), 200);
+    let pid = redis.pid().expect("redis runs").to_string();
+    let kill = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} {pid}");
+    };
+    kill("-STOP");
+    // Past the idle tick (1 s): the process has written what it held by now.
+    std::thread::sleep(Duration::from_millis(1300));
+    let began = std::time::Instant::now();
+    let status = ask(1);
+    let took = began.elapsed();
+    kill("-CONT");
+    assert_eq!(status, 503, "the deny policy's answer");
+    assert!(
+        took < Duration::from_millis(READ_MS + 900),
+        "answered after {took:?}: the request waited for the idle process's journal write \
+         (store.read_timeout_ms is {READ_MS} ms)"
+    );
+    let started = std::time::Instant::now();
+    while counted(&stats(&path)) != (1, 1, 0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the held entry was lost: {:?}",
+            counted(&stats(&path))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn configuration_edits_apply_to_the_next_request_without_a_restart() {
     let dir = TempDir::new("fcgi-reload");

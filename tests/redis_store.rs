@@ -349,6 +349,53 @@ fn run_check(config: &Path) -> (Option<i32>, String) {
     )
 }
 
+/// `check` makes the journal's spool in the data directory and says where it is; a spool that
+/// cannot be made is a warning (entries then go to Redis one by one), not a failure; without
+/// the journal there is no spool to report.
+#[test]
+fn check_reports_the_journal_spool() {
+    let redis = Redis::start();
+    let dir = TempDir::new("redis-check-spool");
+    let mut cfg = json!({
+        "provider": {"kind": "echo"},
+        "store": {"kind": "redis", "url": redis.url()},
+        "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 60}],
+    });
+    let path = config::write(&dir, &cfg);
+    let spool = dir.join("ratelimit").join("journal-spool");
+    let (code, out) = run_check(&path);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!("ok   journal spool: {}", spool.display())),
+        "{out}"
+    );
+    assert!(spool.is_dir());
+    assert_eq!(
+        fs::read_dir(&spool).unwrap().count(),
+        0,
+        "nothing left there"
+    );
+
+    fs::remove_dir(&spool).unwrap();
+    fs::write(&spool, "in the way").unwrap();
+    let (code, out) = run_check(&path);
+    assert_eq!(code, Some(0), "a warning only:\n{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("WARN journal spool: "))
+        .unwrap_or_else(|| panic!("no spool warning:\n{out}"));
+    assert!(
+        line.contains(&spool.display().to_string())
+            && line.ends_with("every request sends its usage entry to the store itself"),
+        "{line}"
+    );
+
+    cfg["journal"] = json!(false);
+    let path = config::write(&dir, &cfg);
+    let (_, out) = run_check(&path);
+    assert!(!out.contains("journal spool"), "{out}");
+}
+
 /// The JSON that `check` prints after "effective configuration".
 fn effective_config(out: &str) -> Value {
     let head = "effective configuration (secrets masked):\n";
