@@ -159,6 +159,14 @@ impl<C: Clock> SpooledStore<C> {
                 Ok(f) => f,
                 // Another mover took it.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    first_error.get_or_insert(StoreError::unavailable(format!(
+                        "cannot open {}: {e}; another account made it (resolve run by hand as \
+                         another user?): remove it, and run resolve as the site's account",
+                        path.display()
+                    )));
+                    continue;
+                }
                 Err(e) => {
                     first_error.get_or_insert(io_error("open", &path, &e));
                     continue;
