@@ -54,7 +54,8 @@ pub fn serve_one(config: Config, env: &Env) {
     let app = site.app();
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
-        inner: stdin_unbuffered().ok(),
+        inner: None,
+        opened: false,
         read: 0,
     };
     let answer = app.handle(env, &mut stdin);
@@ -71,14 +72,20 @@ pub fn serve_one(config: Config, env: &Env) {
     app.maybe_sweep();
 }
 
-/// Standard input, counting what was taken from it.
+/// Standard input, counting what was taken from it; opened (unbuffered) at the first read, so
+/// that a request without a body never copies its descriptor.
 struct Counted {
     inner: Option<File>,
+    opened: bool,
     read: u64,
 }
 
 impl Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.opened {
+            self.opened = true;
+            self.inner = stdin_unbuffered().ok();
+        }
         let n = match &mut self.inner {
             Some(f) => f.read(buf)?,
             None => 0,

@@ -27,10 +27,14 @@ use crate::site::{self, Site};
 /// it fails with ENOTCONN (spec section 2.2). A pipe, file or terminal (ENOTSOCK) and a
 /// connected socket give None: CGI, or a command.
 pub fn listener_on_stdin() -> Option<Socket> {
-    let fd = io::stdin().as_fd().try_clone_to_owned().ok()?;
-    let socket = Socket::from(fd);
-    match socket.peer_addr() {
-        Err(e) if e.kind() == io::ErrorKind::NotConnected => Some(socket),
+    let stdin = io::stdin();
+    // Asked of standard input itself: a CGI request (every request, under mod_cgid) pays one
+    // system call here, not a copy of the descriptor and its closing too.
+    match socket2::SockRef::from(&stdin.as_fd()).peer_addr() {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+            let fd = stdin.as_fd().try_clone_to_owned().ok()?;
+            Some(Socket::from(fd))
+        }
         _ => None,
     }
 }
