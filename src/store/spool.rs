@@ -23,6 +23,9 @@ use crate::store::file::lock::{Lock, ensure_dir, lock_within};
 use crate::store::file::safe_open::{io_error, open_regular, still_named};
 use crate::store::{Store, StoreError};
 
+/// Times an entry is appended again after the file it was appended to was moved meanwhile.
+const APPEND_TRIES: usize = 100;
+
 /// The store with its journal spooled in `dir`.
 pub struct SpooledStore<C: Clock = SystemClock> {
     inner: Box<dyn Store>,
@@ -75,7 +78,8 @@ impl<C: Clock> SpooledStore<C> {
     /// Appends `entry` to the current period's file; true when this call created that file.
     fn append(&self, entry: &Entry) -> Result<bool, StoreError> {
         let line = entry.to_line();
-        loop {
+        // A mover takes a file once a period: a few tries always find one that stays.
+        for _ in 0..APPEND_TRIES {
             let path = self.dir.join(self.period_now().to_string());
             let (file, created) = self.open_for_append(&path)?;
             lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
@@ -88,6 +92,11 @@ impl<C: Clock> SpooledStore<C> {
                 .map_err(|e| io_error("append to", &path, &e))?;
             return Ok(created);
         }
+        Err(StoreError::unavailable(format!(
+            "the files of {} were taken away {APPEND_TRIES} times in a row as entries were \
+             appended to them",
+            self.dir.display()
+        )))
     }
 
     /// Opens the file at `path` to append to it, creating it (and the spool's directory) when
