@@ -10,9 +10,9 @@
 # per store, the file store with 10 to 100,000 keys, sweeping; benches/requests.rs: request
 # parsing and answer rendering).
 #
-# With --journal-cost it measures only what the usage journal costs the CGI 429 path with the
-# file store (the 429 with and without the journal, in alternation with the floor, 3 rounds of
-# 1 s each after a warm-up of up to 3 s) and fails if the bench breaks or the journal did not
+# With --journal-cost it measures only what the usage journal costs the CGI 429 path with each
+# store (the 429 with and without the journal, in alternation with the floor, 3 rounds of 1 s
+# each after a warm-up of up to 3 s) and fails if the bench breaks or the journal did not
 # count the 429s it answered; it prints the figure and judges nothing, since a busy machine
 # moves it. tests/run-all.sh runs it. The harness is then built like the tests (the figure is
 # the static binary's: the harness only starts servers and reads wrk's output).
@@ -48,10 +48,10 @@ need wrk wrk
 need musl-gcc musl-tools
 need /usr/sbin/apache2 apache2
 php_fpm=""
+need /usr/sbin/mariadbd mariadb-server
+need redis-server redis-server
 if [ -z "$journal_cost" ]; then
     need /usr/bin/time time
-    need /usr/sbin/mariadbd mariadb-server
-    need redis-server redis-server
     [ -e /usr/lib/apache2/modules/mod_fcgid.so ] || missing+=(libapache2-mod-fcgid)
     # Debian names the program after PHP's version (php-fpm8.2); the newest one installed.
     php_fpm=$(find /usr/sbin -maxdepth 1 -name 'php-fpm*' -type f | sort -V | tail -n 1)
@@ -91,7 +91,7 @@ export RESOLVE_BENCH_BINARY RESOLVE_BENCH_FLOOR RESOLVE_BENCH_PHP_FPM RESOLVE_BE
     RESOLVE_BENCH_CONNECTIONS
 if [ -n "$journal_cost" ]; then
     RESOLVE_BENCH_JOURNAL_COST=1 RESOLVE_BENCH_ROUNDS=3 \
-        RESOLVE_BENCH_STORES=file RESOLVE_BENCH_SERVERS=cgid \
+        RESOLVE_BENCH_STORES=file,mysql,redis RESOLVE_BENCH_SERVERS=cgid \
         cargo test --locked --quiet --bench apache
     exit 0
 fi
