@@ -326,7 +326,8 @@ DirectoryIndex index.html
 impl ApacheBuilder {
     /// Starts the FastCGI processes of `fcgid_pool`: rounds of that many requests at once to
     /// each program run by mod_fcgid (a request that finds no idle process makes mod_fcgid start
-    /// one), until the pool is there or a round needed no new process (at most 5 rounds).
+    /// one), until the pool is there or two rounds in a row needed no new process (at most 6
+    /// rounds): on a busy machine one round can be answered by the processes already there.
     fn warm_up(&self, apache: &Apache) -> Result<(), String> {
         if self.mode != Mode::Fcgid || self.fcgid_pool == 0 {
             return Ok(());
@@ -339,11 +340,17 @@ impl ApacheBuilder {
             let program = apache.dir().join("cgi-bin").join(name);
             let target = format!("/warm-up/{name}?link=https%3A%2F%2Fwarm-up.example%2F");
             let mut running = 0;
-            for round in 0..5 {
+            let mut stalled = 0;
+            for round in 0..6 {
                 let before = running;
-                running = processes_running(&program);
-                // Enough, or the last round found enough idle processes to start none.
-                if running >= self.fcgid_pool || (round > 0 && running == before) {
+                running = settled_processes(&program);
+                if round > 0 && running == before {
+                    stalled += 1;
+                } else {
+                    stalled = 0;
+                }
+                // Enough, or the last two rounds found enough idle processes to start none.
+                if running >= self.fcgid_pool || stalled >= 2 {
                     break;
                 }
                 for answer in fire(self.fcgid_pool, self.fcgid_pool, |_| {
@@ -441,6 +448,22 @@ pub fn assert_a_line_per_request(
 /// Processes running `program` (their /proc/PID/exe), whoever owns them.
 pub fn processes_running(program: &Path) -> usize {
     processes_of(program).len()
+}
+
+/// `processes_running` once it stops changing (looked at every 100 ms, for at most a second):
+/// mod_fcgid starts the processes a round asked for after the round's requests were answered,
+/// and on a busy machine they appear later still.
+fn settled_processes(program: &Path) -> usize {
+    let mut seen = processes_running(program);
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = processes_running(program);
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+    seen
 }
 
 /// Modules compiled into the apache2 binary (`apache2 -l`), e.g. "unixd", "log_config".
