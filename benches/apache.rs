@@ -129,46 +129,69 @@ impl Bench {
     fn measure(
         &mut self,
         base: &str,
-        (store, server): (&'static str, &'static str),
+        row: (&'static str, &'static str),
         path: &str,
         label: &str,
         expect_2xx: bool,
     ) -> u64 {
+        self.measure_together(base, row, &[(path, label)], expect_2xx)[0]
+    }
+
+    /// Measures several paths of one store and server in the same rounds: each round measures
+    /// every path, each after a round of the floor, starting with a different one each round,
+    /// so that a machine that speeds up or slows down over the run favours none of them (rows
+    /// compared with each other, such as the 429 with and without the journal). Keeps a row
+    /// per path; returns how many answers of each wrk counted, the warm-up's included.
+    fn measure_together(
+        &mut self,
+        base: &str,
+        (store, server): (&'static str, &'static str),
+        paths: &[(&str, &str)],
+        expect_2xx: bool,
+    ) -> Vec<u64> {
         let (seconds, connections, rounds) = (self.seconds, self.connections, self.rounds);
-        let url = format!("{base}{path}");
+        let urls: Vec<String> = paths.iter().map(|(p, _)| format!("{base}{p}")).collect();
         let floor_url = format!("{base}/cgi-bin/noop");
         // Warm up: files and tables created, caches filled.
-        let mut answers = wrk(&url, 3.min(seconds), connections, expect_2xx).4;
-        let mut samples = Vec::new();
-        for _ in 0..rounds {
-            let per_round = seconds.div_ceil(rounds).max(1);
-            let (floor, ..) = wrk(&floor_url, per_round, connections, false);
-            self.floor_rps.push(floor);
-            let sample = wrk(&url, per_round, connections, expect_2xx);
-            answers += sample.4;
-            samples.push((sample.0 / floor, sample));
-        }
-        let ratio = median(samples.iter().map(|s| s.0).collect());
-        let rps = median(samples.iter().map(|s| s.1.0).collect());
-        let p50_ms = median(samples.iter().map(|s| s.1.1).collect());
-        let p99_ms = median(samples.iter().map(|s| s.1.2).collect());
-        let mut problems: Vec<String> = samples
+        let mut answers: Vec<u64> = urls
             .iter()
-            .map(|s| s.1.3.clone())
-            .filter(|p| !p.is_empty())
+            .map(|url| wrk(url, 3.min(seconds), connections, expect_2xx).4)
             .collect();
-        problems.dedup();
-        eprintln!("{store:>5} {server:<9} {label:<28} {rps:>9.1} req/s {ratio:>6.2}x");
-        self.rows.push(Row {
-            store,
-            server,
-            path: label.to_string(),
-            rps,
-            p50_ms,
-            p99_ms,
-            ratio,
-            problems: problems.join("; "),
-        });
+        let mut samples: Vec<Vec<_>> = vec![Vec::new(); urls.len()];
+        let per_round = seconds.div_ceil(rounds).max(1);
+        for round in 0..rounds as usize {
+            for k in 0..urls.len() {
+                let i = (round + k) % urls.len();
+                let (floor, ..) = wrk(&floor_url, per_round, connections, false);
+                self.floor_rps.push(floor);
+                let sample = wrk(&urls[i], per_round, connections, expect_2xx);
+                answers[i] += sample.4;
+                samples[i].push((sample.0 / floor, sample));
+            }
+        }
+        for ((_, label), samples) in paths.iter().zip(samples) {
+            let ratio = median(samples.iter().map(|s| s.0).collect());
+            let rps = median(samples.iter().map(|s| s.1.0).collect());
+            let p50_ms = median(samples.iter().map(|s| s.1.1).collect());
+            let p99_ms = median(samples.iter().map(|s| s.1.2).collect());
+            let mut problems: Vec<String> = samples
+                .iter()
+                .map(|s| s.1.3.clone())
+                .filter(|p| !p.is_empty())
+                .collect();
+            problems.dedup();
+            eprintln!("{store:>5} {server:<9} {label:<28} {rps:>9.1} req/s {ratio:>6.2}x");
+            self.rows.push(Row {
+                store,
+                server,
+                path: label.to_string(),
+                rps,
+                p50_ms,
+                p99_ms,
+                ratio,
+                problems: problems.join("; "),
+            });
+        }
         answers
     }
 
@@ -476,20 +499,21 @@ fn main() {
                 Mode::Fcgid => ("(d)", "(d)"),
             };
             let row = (*store_name, server);
-            answered_429s += bench.measure(
+            // With and without the journal in the same rounds: their difference is the
+            // journal's cost.
+            let (with, without) = (
+                format!("/cgi-bin/limited?{LINK}"),
+                format!("/cgi-bin/unjournaled?{LINK}"),
+            );
+            answered_429s += bench.measure_together(
                 &base,
                 row,
-                &format!("/cgi-bin/limited?{LINK}"),
-                &format!("{a} resolve, 429"),
+                &[
+                    (&with, &format!("{a} resolve, 429")),
+                    (&without, &format!("{a} resolve, 429, no journal")),
+                ],
                 false,
-            );
-            bench.measure(
-                &base,
-                row,
-                &format!("/cgi-bin/unjournaled?{LINK}"),
-                &format!("{a} resolve, 429, no journal"),
-                false,
-            );
+            )[0];
             // Still the answer measured: a 429 each.
             for path in ["limited", "unjournaled"] {
                 let check = client
