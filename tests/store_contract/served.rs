@@ -170,10 +170,10 @@ pub fn two_servers_share_one_limit(sut: &mut dyn StoreUnderTest) {
             asked_one.len(),
             asked_two.len()
         );
-        assert!(
-            !asked_one.is_empty() && !asked_two.is_empty(),
-            "{what}: one server admitted nothing"
-        );
+        // Each server gets 150 of the requests and would admit 30 of them on a limit of its
+        // own: 30 in all (below) is what shows the limit shared. How the 30 fall between the
+        // servers is the scheduler's doing (from 15 + 15 to 3 + 27 in six runs, and once, on
+        // a busy machine, 30 + 0), so it is printed above and not judged.
         let asked = [asked_one, asked_two].concat();
         assert_exact(&replies, took, &asked, 30, &what);
         let algorithm = Algorithm::parse(alg).expect("algorithm");
