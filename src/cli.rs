@@ -111,16 +111,21 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
 
 /// The program's entry point.
 pub fn main() -> ExitCode {
+    // Most starts are CGI requests: memory comes from the arena until the process is found to
+    // live long (the first blocks, such as standard input's buffer, are taken before it knows).
+    crate::gateway::arena::use_for_this_process();
     crate::gateway::signals::ignore_file_size_signal();
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
+        crate::gateway::arena::stop_for_this_process();
         return crate::gateway::fastcgi::process::run(listener);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
-        // One request, then exit: memory comes from the arena.
-        crate::gateway::arena::use_for_this_process();
         crate::gateway::cgi::run();
-        return ExitCode::SUCCESS;
+        // Answered, flushed and every value of the request dropped: nothing is left for the
+        // runtime's teardown to do that the kernel does not do with the process.
+        crate::gateway::exit::now(0);
     }
+    crate::gateway::arena::stop_for_this_process();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match command(&args) {
         Ok(code) => code,

@@ -4,6 +4,7 @@
 
 pub mod arena;
 pub mod cgi;
+pub mod exit;
 pub mod fastcgi;
 pub mod serve;
 pub mod signals;

@@ -18,8 +18,9 @@
 //! so that the integration tests, the benchmarks and the fuzz targets can drive it directly,
 //! and `tests/layout.rs` keeps the layers honest (no import cycles; a core without I/O that
 //! imports nothing from the rest).
-// No unsafe code but two signal settings in `gateway::signals` and the allocator in
-// `gateway::arena`, which allow it for themselves.
+// No unsafe code but two signal settings in `gateway::signals`, the allocator in
+// `gateway::arena` and the CGI process's exit in `gateway::exit`, which allow it for
+// themselves.
 #![deny(unsafe_code)]
 
 pub mod admin;

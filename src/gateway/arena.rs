@@ -2,9 +2,10 @@
 //! from a fixed static arena by moving a pointer, and frees nothing but the latest block
 //! (most are never given back before the exit does it at once). musl's `malloc` and `free`
 //! were a third of a CGI request's instructions, with an `mmap` or `munmap` for many blocks.
-//! Off by default: FastCGI, `resolve serve` and the commands, which live long, keep the
-//! system allocator, as does a CGI process once the arena is full, so memory stays bounded by
-//! the arena's size plus what the system allocator would have used. A `GlobalAlloc` has no
+//! Off by default (tests and benches link the library and never turn it on); the binary turns
+//! it on as it starts and off again once it knows it lives long: FastCGI, `resolve serve` and
+//! the commands use the system allocator, as does a CGI process once the arena is full, so
+//! memory stays bounded by the arena's size plus what the system allocator would have used. A `GlobalAlloc` has no
 //! safe interface, so this module, like `signals`, allows `unsafe` for itself.
 #![allow(unsafe_code)]
 
@@ -39,9 +40,17 @@ pub struct Allocator;
 static GLOBAL: Allocator = Allocator;
 
 /// From now on, blocks come from the arena while it has room. For a process that answers one
-/// request and exits; call it once its mode is known.
+/// request and exits: the binary turns it on first thing, so that the system allocator is
+/// never set up at all on a CGI request (musl's takes a `brk`, three `mmap` and their pages).
 pub fn use_for_this_process() {
     ON.store(true, Ordering::Relaxed);
+}
+
+/// From now on, new blocks come from the system allocator: for a process found to live long
+/// (FastCGI, `resolve serve`, the commands). The few blocks it took from the arena before it
+/// knew stay valid and go back to the arena when freed.
+pub fn stop_for_this_process() {
+    ON.store(false, Ordering::Relaxed);
 }
 
 fn base() -> usize {
