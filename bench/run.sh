@@ -71,14 +71,7 @@ binary="${CARGO_TARGET_DIR:-target}/$TARGET/release/resolve"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat >"$work/noop.c" <<'C'
-#include <unistd.h>
-static const char answer[] =
-    "Status: 429 Too Many Requests\nContent-Type: text/plain; charset=utf-8\n"
-    "Retry-After: 60\nCache-Control: no-store\n\nToo many requests: try again in 60 seconds.\n";
-int main(void) { return write(1, answer, sizeof answer - 1) < 0; }
-C
-musl-gcc -static -O2 -o "$work/noop" "$work/noop.c"
+musl-gcc -static -O2 -o "$work/noop" bench/noop.c
 chmod 755 "$work" "$work/noop"
 
 echo "binary: $binary ($(stat -c %s "$binary") bytes; $(file -b "$binary" | cut -d, -f1,4))"
