@@ -143,6 +143,17 @@ check_static() {
     printf 'static binary: %s, %s bytes\n' "$bin" "$(stat -c %s "$bin")"
 }
 
+# The release binary's code starts with what a CGI request runs (link/request-path.ld, through
+# build.rs): the section is there, and the file's names still find most of that code.
+check_layout() {
+    local bin=$1 size kib
+    size=$(readelf -SW "$bin" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".text.request" { print $5 }')
+    [ -n "$size" ] || die "$bin has no .text.request section: build.rs did not pass link/request-path.ld to the linker"
+    kib=$((16#$size / 1024))
+    [ "$kib" -ge 128 ] || die "link/request-path.ld gathers only $kib KiB of the request path's code (about 300 when written): run bench/request-path.sh"
+    printf 'request path gathered at the start of the code: %s KiB\n' "$kib"
+}
+
 main() {
     local started=$SECONDS before
     # What git sees now; the run must leave it the same (no rewritten lock file, no stray file).
@@ -152,7 +163,8 @@ main() {
     install_rust_parts
 
     step "shellcheck"
-    shellcheck tests/run-all.sh .ci/run deploy.sh fuzz/run.sh bench/run.sh
+    shellcheck -x tests/run-all.sh .ci/run deploy.sh fuzz/run.sh bench/run.sh bench/starts.sh \
+        bench/request-path.sh bench/starter.sh
 
     step "cargo fmt --check"
     cargo fmt --check
@@ -185,6 +197,7 @@ main() {
     step "release build for $MUSL_TARGET"
     CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --release --target "$MUSL_TARGET"
     check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
+    check_layout "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
 
     # The benchmark's figure for the journal: the release binary's 429 under mod_cgid with the
     # file store, with and without the journal, for a few seconds. A busy machine moves the

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Writes link/request-path.ld, the order in which the static binary's code is laid out: the
+# functions a CGI request runs up to its answer first, together, then the rest. A CGI process
+# maps its code page by page as it first runs it (the 64 KiB around each page it faults on),
+# so code scattered over the binary's 1.8 MB costs a fault and a mapping per stretch touched,
+# at every request; gathered, the same code takes a few (docs/performance.md). build.rs hands
+# the file to the linker for the release build of the static binary.
+#
+# It builds that binary with the linker's map, runs requests under callgrind (valgrind) with a
+# file store: a refused request (the path scrapers take) answered as text, as HTML and as JSON,
+# and an admitted one (the echo provider: no network), and looks up in the map the section
+# (one per function) of every instruction they ran. Rerun it when the request path's code has
+# changed much or the toolchain has: a function missing from the list only stays where the
+# linker puts it, and a name that no longer exists matches nothing.
+#
+# Usage: bench/request-path.sh        (needs valgrind and python3)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+TARGET=x86_64-unknown-linux-musl
+for tool in valgrind musl-gcc python3 readelf; do
+    command -v "$tool" >/dev/null || {
+        echo "request-path: $tool not found (apt-get install valgrind musl-tools python3 binutils)" >&2
+        exit 1
+    }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+binary="${CARGO_TARGET_DIR:-target}/$TARGET/release/resolve"
+
+# The release build as owners get it, with the linker's map (RESOLVE_LINK_MAP, read by build.rs).
+build() {
+    RESOLVE_LINK_MAP="$1" CC_x86_64_unknown_linux_musl=musl-gcc \
+        cargo build --locked --quiet --release --target "$TARGET"
+}
+build "$work/map"
+
+# bench/starter.sh's configuration, the client allowed 30 requests a day: the echo provider
+# for the admitted requests, then the preset for the refused ones.
+# shellcheck source=bench/starter.sh
+. bench/starter.sh
+mkdir "$work/data"
+refusing_config "$work/data" 30 '{"kind": "echo"}' >"$work/echo.json"
+refusing_config "$work/data" 30 >"$work/preset.json"
+
+# A request under callgrind, which writes every instruction it ran with its address.
+profile() {
+    local name=$1 config=$2 accept=$3 status=$4
+    cgi_request "$work/$config.json" "$accept" valgrind --tool=callgrind --dump-instr=yes \
+        --compress-pos=no --compress-strings=no --callgrind-out-file="$work/$name.cg" \
+        "$binary" >"$work/$name.out" 2>"$work/$name.log"
+    head -n 1 "$work/$name.out" | grep -q "^Status: $status" || {
+        echo "request-path: the $name request answered $(head -n 1 "$work/$name.out"), not $status" >&2
+        exit 1
+    }
+}
+profile admitted echo 'text/plain' 200
+for _ in $(seq 29); do
+    cgi_request "$work/echo.json" text/plain "$binary" >/dev/null
+done
+profile refused-text preset 'text/plain' 429
+profile refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
+profile refused-json preset 'application/json' 429
+
+out=link/request-path.ld
+python3 - "$work/map" "$out" "$work/refused-text.cg" "$work/refused-html.cg" \
+    "$work/refused-json.cg" "$work/admitted.cg" <<'PY'
+import bisect, re, sys
+
+map_path, out_path, profiles = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+# Input sections of the program's code in the map: " NAME ADDR SIZE FILE", the name alone on
+# its line when long.
+sections, pending = [], None
+for line in open(map_path, errors="replace"):
+    if line.startswith("Linker script and memory map"):
+        sections = []
+    m = re.match(r"^ (\.text\S*)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*))?$", line)
+    if m:
+        if m.group(2) is None:
+            pending = m.group(1)
+        else:
+            sections.append((int(m.group(2), 16), int(m.group(3), 16), m.group(1), m.group(4)))
+        continue
+    m = re.match(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$", line)
+    if m and pending:
+        sections.append((int(m.group(1), 16), int(m.group(2), 16), pending, m.group(3)))
+    pending = None
+sections = sorted(s for s in sections if s[0] and s[1])
+starts = [s[0] for s in sections]
+
+def pattern(section):
+    addr, size, name, origin = section
+    lib = re.search(r"(?:^|/)libc\.a\((.+)\)$", origin)
+    if lib:
+        return f"*libc.a:{lib.group(1)}(.text .text.*)"
+    if origin.endswith("crt1.o"):
+        return "*crt1.o(.text .text.*)"
+    # v0 names (.cargo/config.toml): each crate's hash, the back-references whose offsets
+    # follow from the hashes' lengths and the number LLVM gives a local copy are left open,
+    # so that the pattern holds for the same function in another build.
+    name = re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", name)
+    name = re.sub(r"B[0-9A-Za-z]{0,3}_", "B*_", name)
+    name = re.sub(r"\.[0-9]+$", ".*", name)
+    return f"*({name})"
+
+# Every section that ran, in the order first run, the refused requests first.
+ran, seen = [], set()
+for path in profiles:
+    for line in open(path):
+        m = re.match(r"^(?:calls=\d+ )?0x([0-9a-f]+)", line)
+        if not m:
+            continue
+        addr = int(m.group(1), 16)
+        i = bisect.bisect_right(starts, addr) - 1
+        if i >= 0 and addr < sections[i][0] + sections[i][1] and i not in seen:
+            seen.add(i)
+            ran.append(sections[i])
+
+with open(out_path + ".ran", "w") as f:
+    f.write("".join(s[2] + "\n" for s in ran))
+
+# Functions chosen by the processor's features as the program runs, which valgrind's
+# emulated processor lacks: SHA-256 (the file store's key names) with the SHA extensions.
+extra = ["*(.text._R*4sha26sha256*compress*)"]
+
+lines, placed = [], set()
+for section in ran:
+    p = pattern(section)
+    if p not in placed:
+        placed.add(p)
+        lines.append("    " + p)
+lines += ["    " + p for p in extra if p not in placed]
+with open(out_path, "w") as f:
+    f.write("/* The code a CGI request runs, gathered at the start of the program's code: written by\n")
+    f.write("   bench/request-path.sh (see there), read by build.rs. Do not edit by hand. */\n")
+    f.write("SECTIONS\n{\n  .text.request :\n  {\n")
+    f.write("\n".join(lines) + "\n")
+    f.write("  }\n}\nINSERT BEFORE .text;\n")
+print(f"request-path: {len(ran)} sections ran ({sum(s[1] for s in ran) // 1024} KiB), "
+      f"{len(lines)} patterns in {out_path}")
+PY
+
+# Built again with the file: the gathered code's size, and whether every section that ran is
+# in it (the map is kept in the target directory, to look up what is not).
+map="${CARGO_TARGET_DIR:-target}/request-path.map"
+build "$map"
+python3 - "$map" "$out.ran" <<'PY'
+import re, sys
+ran = set(open(sys.argv[2]).read().split())
+inside = total = 0
+on, placed, pending = False, set(), None
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"^(\.text\S*)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)", line)
+    if m and m.group(1) in (".text", ".text.request"):
+        on = m.group(1) == ".text.request"
+        total += int(m.group(3), 16)
+        inside += int(m.group(3), 16) if on else 0
+        continue
+    m = re.match(r"^ (\.text\S+)", line)
+    if m and on:
+        placed.add(m.group(1))
+missing = sorted(n for n in ran - placed if n != ".text")
+print(f"request-path: {inside // 1024} KiB gathered at the start of {total // 1024} KiB of code; "
+      f"{len(missing)} of the {len(ran)} sections that ran are not in it")
+for name in missing[:20]:
+    print("  not gathered:", name)
+PY
+rm -f "$out.ran"
