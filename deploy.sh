@@ -668,7 +668,10 @@ build() {
         return
     fi
     ensure_build_tools
-    run env CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$MUSL_TARGET" --manifest-path "$REPO/Cargo.toml"
+    # From the repository, wherever deploy.sh was started: cargo reads the build settings in
+    # .cargo/config.toml (position-dependent code, symbol names for the code layout) from the
+    # directory it runs in.
+    (cd "$REPO" && run env CC_x86_64_unknown_linux_musl=musl-gcc cargo build --release --target "$MUSL_TARGET" --manifest-path "$REPO/Cargo.toml")
     BINARY="$(target_dir)/$MUSL_TARGET/release/resolve"
     [ -f "$BINARY" ] || die "the build did not produce $BINARY"
 }
