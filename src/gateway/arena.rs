@@ -5,8 +5,9 @@
 //! Off by default (tests and benches link the library and never turn it on); the binary turns
 //! it on as it starts and off again once it knows it lives long: FastCGI, `resolve serve` and
 //! the commands use the system allocator, as does a CGI process once the arena is full, so
-//! memory stays bounded by the arena's size plus what the system allocator would have used. A `GlobalAlloc` has no
-//! safe interface, so this module, like `signals`, allows `unsafe` for itself.
+//! memory stays bounded by the arena's size plus what the system allocator would have used.
+//! A `GlobalAlloc` has no safe interface, so this module, like `signals`, allows `unsafe` for
+//! itself.
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -55,7 +55,6 @@ pub fn serve_one(config: Config, env: &Env) {
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: None,
-        opened: false,
         read: 0,
     };
     let answer = app.handle(env, &mut stdin);
@@ -75,18 +74,14 @@ pub fn serve_one(config: Config, env: &Env) {
 /// Standard input, counting what was taken from it; opened (unbuffered) at the first read, so
 /// that a request without a body never copies its descriptor.
 struct Counted {
-    inner: Option<File>,
-    opened: bool,
+    /// None until the first read; then the descriptor's copy, if it could be made.
+    inner: Option<Option<File>>,
     read: u64,
 }
 
 impl Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if !self.opened {
-            self.opened = true;
-            self.inner = stdin_unbuffered().ok();
-        }
-        let n = match &mut self.inner {
+        let n = match self.inner.get_or_insert_with(|| stdin_unbuffered().ok()) {
             Some(f) => f.read(buf)?,
             None => 0,
         };

@@ -2,10 +2,10 @@
 //!
 //! Returning from `main` (or `std::process::exit`) runs std's clean-up, whose only work left
 //! in a CGI process is taking down the stack-overflow handler's alternate stack: a
-//! `sigaltstack` and a `munmap` of a mapping the kernel removes with the process anyway. On a
-//! refused request that is 2 of about 50 system calls and about 5% of the process's CPU time
-//! (docs/performance.md). std has no safe way to skip it, so this module allows `unsafe` for
-//! its one call.
+//! `sigaltstack` and a `munmap` of a mapping the kernel removes with the process anyway: 2 of
+//! a refused request's 57 to 98 system calls (with the smallest configuration and with
+//! deploy.sh's starter), and about 5% of its CPU time when measured with and without. std has
+//! no safe way to skip it, so this module allows `unsafe` for its one call.
 #![allow(unsafe_code)]
 
 /// Ends the process now with `code`. Standard output must be flushed and everything that
