@@ -64,11 +64,11 @@ profile refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
 profile refused-json preset 'application/json' 429
 
 out=link/request-path.ld
-python3 - "$work/map" "$out" "$work/refused-text.cg" "$work/refused-html.cg" \
+python3 - "$work/map" "$out" "$work/ran" "$work/refused-text.cg" "$work/refused-html.cg" \
     "$work/refused-json.cg" "$work/admitted.cg" <<'PY'
 import bisect, re, sys
 
-map_path, out_path, profiles = sys.argv[1], sys.argv[2], sys.argv[3:]
+map_path, out_path, ran_path, profiles = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 
 # Input sections of the program's code in the map: " NAME ADDR SIZE FILE", the name alone on
 # its line when long.
@@ -105,9 +105,12 @@ def pattern(section):
     name = re.sub(r"\.[0-9]+$", ".*", name)
     return f"*({name})"
 
-# Every section that ran, in the order first run, the refused requests first.
+# Every section that ran: the refused requests' first (the last profile is the admitted
+# request), each group in the order of its patterns, so that the file changes only where the
+# code it names does.
 ran, seen = [], set()
-for path in profiles:
+for n, path in enumerate(profiles):
+    group = []
     for line in open(path):
         m = re.match(r"^(?:calls=\d+ )?0x([0-9a-f]+)", line)
         if not m:
@@ -116,9 +119,14 @@ for path in profiles:
         i = bisect.bisect_right(starts, addr) - 1
         if i >= 0 and addr < sections[i][0] + sections[i][1] and i not in seen:
             seen.add(i)
-            ran.append(sections[i])
+            group.append(sections[i])
+    if n < len(profiles) - 1:
+        ran += group
+    else:
+        ran.sort(key=pattern)
+        ran += sorted(group, key=pattern)
 
-with open(out_path + ".ran", "w") as f:
+with open(ran_path, "w") as f:
     f.write("".join(s[2] + "\n" for s in ran))
 
 # Functions chosen by the processor's features as the program runs, which valgrind's
@@ -146,7 +154,7 @@ PY
 # in it (the map is kept in the target directory, to look up what is not).
 map="${CARGO_TARGET_DIR:-target}/request-path.map"
 build "$map"
-python3 - "$map" "$out.ran" <<'PY'
+python3 - "$map" "$work/ran" <<'PY'
 import re, sys
 ran = set(open(sys.argv[2]).read().split())
 inside = total = 0
@@ -167,4 +175,3 @@ print(f"request-path: {inside // 1024} KiB gathered at the start of {total // 10
 for name in missing[:20]:
     print("  not gathered:", name)
 PY
-rm -f "$out.ran"

@@ -3,8 +3,10 @@
  * The programs take turns in blocks, each block starting with the next program, so that a
  * machine busy with other work slows them alike. Loopback only: nothing here opens a socket.
  *
- * Usage: bench/starts CONFIG BLOCKS STARTS_PER_BLOCK PROGRAM...
- * (built by bench/starts.sh, which also sets up a client over its limit)
+ * Each program gets this program's own environment: the CGI variables of the request.
+ *
+ * Usage: bench/starts BLOCKS STARTS_PER_BLOCK PROGRAM...
+ * (built and started by bench/starts.sh, which also sets up a client over its limit)
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -15,6 +17,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define MAX_PROGRAMS 8
 #define MAX_BLOCKS 1000
@@ -31,21 +35,16 @@ static int by_value(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 5 || argc - 4 > MAX_PROGRAMS) {
-        fprintf(stderr, "usage: %s CONFIG BLOCKS STARTS_PER_BLOCK PROGRAM... (at most %d)\n",
-                argv[0], MAX_PROGRAMS);
+    if (argc < 4 || argc - 3 > MAX_PROGRAMS) {
+        fprintf(stderr, "usage: %s BLOCKS STARTS_PER_BLOCK PROGRAM... (at most %d)\n", argv[0],
+                MAX_PROGRAMS);
         return 2;
     }
-    int blocks = atoi(argv[2]), starts = atoi(argv[3]), programs = argc - 4;
+    int blocks = atoi(argv[1]), starts = atoi(argv[2]), programs = argc - 3;
     if (blocks < 1 || blocks > MAX_BLOCKS || starts < 1) {
         fprintf(stderr, "BLOCKS must be 1 to %d and STARTS_PER_BLOCK at least 1\n", MAX_BLOCKS);
         return 2;
     }
-    static char config[4096];
-    snprintf(config, sizeof config, "RESOLVE_CONFIG=%s", argv[1]);
-    char *env[] = {"GATEWAY_INTERFACE=CGI/1.1", "SERVER_SOFTWARE=Apache",
-                   "REQUEST_METHOD=GET", "QUERY_STRING=link=https%3A%2F%2Fexample.com%2Ffile",
-                   "REMOTE_ADDR=192.0.2.9", "HTTP_ACCEPT=text/plain", config, NULL};
     static double cpu[MAX_PROGRAMS][MAX_BLOCKS], wall[MAX_PROGRAMS][MAX_BLOCKS];
     int null = open("/dev/null", O_WRONLY);
     for (int b = 0; b < blocks; b++) {
@@ -56,8 +55,8 @@ int main(int argc, char **argv) {
                 pid_t pid = fork();
                 if (pid == 0) {
                     dup2(null, 1);
-                    char *args[] = {argv[4 + p], NULL};
-                    execve(argv[4 + p], args, env);
+                    char *args[] = {argv[3 + p], NULL};
+                    execve(argv[3 + p], args, environ);
                     _exit(127);
                 }
                 int status;
@@ -67,7 +66,7 @@ int main(int argc, char **argv) {
                     return 1;
                 }
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                    fprintf(stderr, "%s did not exit with 0\n", argv[4 + p]);
+                    fprintf(stderr, "%s did not exit with 0\n", argv[3 + p]);
                     return 1;
                 }
                 used += ru.ru_utime.tv_sec * 1e6 + ru.ru_utime.tv_usec +
@@ -81,7 +80,7 @@ int main(int argc, char **argv) {
         qsort(cpu[p], blocks, sizeof(double), by_value);
         qsort(wall[p], blocks, sizeof(double), by_value);
         printf("%-50s CPU %6.1f us  wall %6.1f us per start (medians of %d blocks of %d)\n",
-               argv[4 + p], cpu[p][blocks / 2], wall[p][blocks / 2], blocks, starts);
+               argv[3 + p], cpu[p][blocks / 2], wall[p][blocks / 2], blocks, starts);
     }
     return 0;
 }

@@ -48,4 +48,4 @@ for program in "${programs[@]}"; do
         *) echo "starts: $program does not refuse the client over its limit" >&2; exit 1 ;;
     esac
 done
-"$work/starts" "$work/config.json" "$BLOCKS" "$STARTS" "$work/noop" "${programs[@]}"
+cgi_request "$work/config.json" text/plain "$work/starts" "$BLOCKS" "$STARTS" "$work/noop" "${programs[@]}"
