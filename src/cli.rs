@@ -332,11 +332,10 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
                     .and_then(|t| serde_json::from_str(&t).ok())
                     .ok_or("cannot read the configuration again")?,
                 Located::Defaults { .. } => {
-                    let mut effective = config.clone();
+                    // The defaults need no writing out: the data directory here is all.
                     let here =
                         std::path::absolute(defaults::DATA_DIR_NAME).map_err(|e| e.to_string())?;
-                    effective.store.kind = StoreKind::File { dir: here };
-                    effective.masked_json()
+                    serde_json::json!({"store": {"kind": "file", "dir": here}})
                 }
             };
             text["provider"] = serde_json::json!({"kind": "echo"});

@@ -1,19 +1,131 @@
-//! The effective configuration as `resolve check` prints it: the checked `Config` serialised
-//! in the file's own layout. Nothing is masked here: every secret is a
-//! [`Secret`](crate::secret::Secret), which serialises as the mask wherever it sits.
+//! The effective configuration as `resolve check` prints it: the checked `Config` written in
+//! the file's own form, so that what is printed reads back as the same configuration (secrets
+//! aside). Nothing is masked here: every secret is a [`Secret`](crate::secret::Secret), which
+//! serialises as the mask wherever it sits.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::config::Config;
+use crate::core::rule::Rule;
 use crate::http::identity::ClientPolicy;
+use crate::store::settings::{StoreConfig, StoreKind};
 
-/// `client`: the address policy and the header it reads, grouped as the file groups them.
-#[derive(Serialize)]
+/// `client`, as the file writes it: networks trusted by name (`"cloudflare"`) stand in
+/// `trusted_proxies` beside the addresses and ranges.
 struct Client<'a> {
-    #[serde(flatten)]
     policy: &'a ClientPolicy,
     forwarded_header: &'a str,
+}
+
+impl Serialize for Client<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let trusted: Vec<String> = (self.policy.trusted_networks.iter())
+            .map(|n| n.name().to_owned())
+            .chain(self.policy.trusted_proxies.iter().map(ToString::to_string))
+            .collect();
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("ipv6_prefix", &self.policy.ipv6_prefix)?;
+        map.serialize_entry("trusted_proxies", &trusted)?;
+        map.serialize_entry("forwarded_header", self.forwarded_header)?;
+        map.end()
+    }
+}
+
+/// A rule of `rules`, with `"mode": "shadow"` when it only reports.
+struct RuleEntry<'a> {
+    rule: &'a Rule,
+    shadow: bool,
+}
+
+impl Serialize for RuleEntry<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.rule;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("name", &r.name)?;
+        map.serialize_entry("key", &r.key)?;
+        map.serialize_entry("algorithm", &r.algorithm)?;
+        map.serialize_entry("limit", &r.limit)?;
+        map.serialize_entry("window_secs", &r.window_secs)?;
+        map.serialize_entry("key_template", &r.key_template)?;
+        if self.shadow {
+            map.serialize_entry("mode", "shadow")?;
+        }
+        map.end()
+    }
+}
+
+/// A site-wide limit (`spend`, the provider's `rate_limits`): its name, limit and window.
+struct SiteRule<'a>(&'a Rule);
+
+impl Serialize for SiteRule<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("name", &self.0.name)?;
+        map.serialize_entry("limit", &self.0.limit)?;
+        map.serialize_entry("window_secs", &self.0.window_secs)?;
+        map.end()
+    }
+}
+
+fn site_rules(rules: &[Rule]) -> Vec<SiteRule<'_>> {
+    rules.iter().map(SiteRule).collect()
+}
+
+/// `provider`: its checked description, with the published rate limits it carries (from its
+/// preset or its own `rate_limits`), which the checked configuration keeps among `spend`.
+struct Provider<'a> {
+    config: &'a Config,
+}
+
+impl Serialize for Provider<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.config;
+        let Some(spec) = &c.provider else {
+            return s.serialize_none();
+        };
+        let mut v = serde_json::to_value(spec).map_err(serde::ser::Error::custom)?;
+        without_nulls(&mut v);
+        let rates = &c.spend[..c.provider_rate_limits.min(c.spend.len())];
+        if let Some(map) = v.as_object_mut()
+            && !rates.is_empty()
+        {
+            let rates =
+                serde_json::to_value(site_rules(rates)).map_err(serde::ser::Error::custom)?;
+            map.insert("rate_limits".to_owned(), rates);
+        }
+        v.serialize(s)
+    }
+}
+
+/// `store`: `lock_timeout_ms` is the file store's alone, and refused beside another kind.
+struct Store<'a>(&'a StoreConfig);
+
+impl Serialize for Store<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(self.0).map_err(serde::ser::Error::custom)?;
+        if !matches!(self.0.kind, StoreKind::File { .. })
+            && let Some(map) = v.as_object_mut()
+        {
+            map.remove("lock_timeout_ms");
+        }
+        v.serialize(s)
+    }
+}
+
+/// Drops the provider's and its steps' fields that hold nothing (`"preset": null`): the file
+/// leaves them out, and some are refused as null. A value compared with (`"equals": null`) is
+/// kept.
+fn without_nulls(v: &mut serde_json::Value) {
+    let Some(provider) = v.as_object_mut() else {
+        return;
+    };
+    provider.retain(|_, v| !v.is_null());
+    if let Some(steps) = provider.get_mut("steps").and_then(|s| s.as_array_mut()) {
+        for step in steps.iter_mut().filter_map(|s| s.as_object_mut()) {
+            step.retain(|_, v| !v.is_null());
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -34,10 +146,21 @@ struct Fastcgi {
 impl Serialize for Config {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
-        map.serialize_entry("provider", &self.provider)?;
-        map.serialize_entry("store", &self.store)?;
-        map.serialize_entry("rules", &self.rules)?;
-        map.serialize_entry("spend", &self.spend)?;
+        map.serialize_entry("provider", &Provider { config: self })?;
+        map.serialize_entry("store", &Store(&self.store))?;
+        let rules: Vec<RuleEntry> = (self.rules.iter())
+            .map(|rule| RuleEntry {
+                rule,
+                shadow: false,
+            })
+            .chain(
+                self.shadow_rules
+                    .iter()
+                    .map(|rule| RuleEntry { rule, shadow: true }),
+            )
+            .collect();
+        map.serialize_entry("rules", &rules)?;
+        map.serialize_entry("spend", &site_rules(self.budget()))?;
         let cache = Cache {
             ttl_secs: self.cache_ttl.as_secs(),
         };
@@ -58,9 +181,6 @@ impl Serialize for Config {
         map.serialize_entry("allowed_origins", &self.allowed_origins)?;
         map.serialize_entry("api_keys", &self.api_keys)?;
         map.serialize_entry("journal", &self.journal)?;
-        if !self.shadow_rules.is_empty() {
-            map.serialize_entry("shadow_rules", &self.shadow_rules)?;
-        }
         let texts = |set: &crate::http::addr_set::AddrSet| -> Vec<String> {
             set.ranges().iter().map(ToString::to_string).collect()
         };
@@ -146,3 +266,6 @@ mod tests {
         assert_eq!(v["provider"], serde_json::Value::Null);
     }
 }
+
+#[cfg(test)]
+mod round_trip;

@@ -32,20 +32,17 @@ pub fn parse_address(s: &str) -> Option<IpAddr> {
 }
 
 /// How the client's address is found.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientPolicy {
     /// IPv6 clients are grouped by this prefix length (1..=128).
     pub ipv6_prefix: u8,
     /// Proxies whose forwarded-for header is believed.
-    #[serde(serialize_with = "crate::show::texts")]
     pub trusted_proxies: Vec<Cidr>,
     /// Networks trusted by name: a request from one of their ranges names its client in the
     /// network's own header.
     pub trusted_networks: Vec<Cdn>,
-    #[serde(skip)]
     trusted: AddrSet,
     /// Every known network's ranges, trusted or not (to tell the owner about the others).
-    #[serde(skip)]
     networks: Vec<(Cdn, AddrSet)>,
 }
 
