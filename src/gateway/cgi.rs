@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::config::locate;
@@ -28,6 +28,7 @@ pub fn env_from_process() -> Env {
 
 /// Serves one CGI request. Returns normally in every case: errors become answers.
 pub fn run() {
+    let started = Instant::now();
     let env = env_from_process();
     let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
     let config = located
@@ -37,7 +38,8 @@ pub fn run() {
     let config = match config {
         Ok(c) => c,
         Err(message) => {
-            let answer = not_configured(&env, &message, located.as_ref().ok());
+            let mut answer = not_configured(&env, &message, located.as_ref().ok());
+            answer.response.timed(started.elapsed());
             let _ = answer
                 .response
                 .write_cgi(io::stdout().lock(), answer.head_only);
@@ -45,11 +47,11 @@ pub fn run() {
             return;
         }
     };
-    serve_one(config, &env);
+    serve_one(config, &env, started);
 }
 
-/// Answers one request with a loaded configuration.
-pub fn serve_one(config: Config, env: &Env) {
+/// Answers one request with a loaded configuration; `started`: when the request began.
+pub fn serve_one(config: Config, env: &Env, started: Instant) {
     let site = Site::new(config);
     let app = site.app();
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
@@ -57,7 +59,8 @@ pub fn serve_one(config: Config, env: &Env) {
         inner: None,
         read: 0,
     };
-    let answer = app.handle(env, &mut stdin);
+    let mut answer = app.handle(env, &mut stdin);
+    answer.response.timed(started.elapsed());
     let mut out = io::stdout().lock();
     if let Err(e) = answer.response.write_cgi(&mut out, answer.head_only) {
         app.log.line(

@@ -286,8 +286,9 @@ pub fn store_killed_under_load_and_restarted(sut: &mut dyn StoreUnderTest) {
     for (on_allow, r) in &replies {
         assert!(
             r.took < bound,
-            "{name}: an answer took {:?} (bound {bound:?})",
-            r.took
+            "{name}: an answer took {:?} in the program, {:?} at the client (bound {bound:?})",
+            r.took,
+            r.wall
         );
         if r.limited() {
             assert_eq!(r.status, 200, "{name}:\n{}", r.everything);
@@ -369,7 +370,12 @@ pub fn store_killed_under_load_and_restarted(sut: &mut dyn StoreUnderTest) {
     let mut after_restart = 0;
     let refusal = loop {
         let r = allow.ask(allow_src);
-        assert!(r.took < bound, "{name}: {:?} after the restart", r.took);
+        assert!(
+            r.took < bound,
+            "{name}: {:?} in the program ({:?} at the client) after the restart",
+            r.took,
+            r.wall
+        );
         match r.status {
             200 if r.limited() => after_restart += 1,
             429 => break r,
@@ -500,7 +506,12 @@ pub fn slow_store_is_answered_within_its_bound<S: Slowable>(sut: &mut S) {
         let took: Vec<u128> = replies.iter().map(|(_, r)| r.took.as_millis()).collect();
         eprintln!("{what}: answered in {took:?} ms (bound {:?})", slow.bound);
         for (s, r) in &replies {
-            assert!(r.took < slow.bound, "{what}: answered in {:?}", r.took);
+            assert!(
+                r.took < slow.bound,
+                "{what}: answered in {:?} in the program ({:?} at the client)",
+                r.took,
+                r.wall
+            );
             if let Some(least) = slow.at_least {
                 assert!(
                     r.took >= least,
@@ -562,7 +573,12 @@ pub fn wrong_credentials_get_the_policy_answer_and_never_show<S: Credentialed>(s
             let bound = sut.failure_bound(Timeouts::Short);
             for _ in 0..3 {
                 let r = site.ask(&source);
-                assert!(r.took < bound, "{what}: {:?}", r.took);
+                assert!(
+                    r.took < bound,
+                    "{what}: {:?} in the program ({:?} at the client)",
+                    r.took,
+                    r.wall
+                );
                 assert_policy_answer(&r, policy, &what);
                 texts.push(r.everything);
             }

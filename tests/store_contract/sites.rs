@@ -41,7 +41,11 @@ pub struct Reply {
     /// The link asked for (each request asks for a link of its own).
     pub link: String,
     pub sent: Instant,
+    /// What the program spent on the request: its Server-Timing under Apache, the call's
+    /// time in process. Time bounds are checked on this (see `support::timing`).
     pub took: Duration,
+    /// What the client waited.
+    pub wall: Duration,
 }
 
 impl Reply {
@@ -197,7 +201,8 @@ impl Site {
                     everything: r.everything(),
                     link,
                     sent,
-                    took: sent.elapsed(),
+                    took: r.program_took(),
+                    wall: sent.elapsed(),
                 }
             }
             Runner::InProcess(p) => {
@@ -240,6 +245,7 @@ impl Site {
                     link,
                     sent,
                     took: sent.elapsed(),
+                    wall: sent.elapsed(),
                 }
             }
         }

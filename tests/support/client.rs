@@ -97,6 +97,22 @@ impl Response {
         super::http::header(&self.headers, name)
     }
 
+    /// What the program itself spent on the request, from its `Server-Timing: app;dur=MS`
+    /// header: the store's and the provider's waits without the web server's or the client's.
+    /// A time bound is checked on this figure, which a busy machine does not stretch the way it
+    /// stretches starting the program, Apache's queue and the client.
+    pub fn program_took(&self) -> Duration {
+        let value = self
+            .header("Server-Timing")
+            .unwrap_or_else(|| panic!("no Server-Timing header:\n{}", self.everything()));
+        let ms: f64 = value
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("dur="))
+            .and_then(|d| d.parse().ok())
+            .unwrap_or_else(|| panic!("Server-Timing without dur: {value:?}"));
+        Duration::from_secs_f64(ms / 1000.0)
+    }
+
     pub fn header_count(&self, name: &str) -> usize {
         self.headers
             .iter()

@@ -19,6 +19,7 @@ pub mod rng;
 pub mod site;
 pub mod system;
 pub mod temp;
+pub mod timing;
 pub mod urlenc;
 
 pub use account::HostUser;

@@ -139,6 +139,7 @@ impl Sites {
 
 impl Responder for Sites {
     fn respond(&mut self, request: &Request) -> Vec<u8> {
+        let started = std::time::Instant::now();
         let env = env_from_params(&request.params);
         self.served += 1;
         let name = env
@@ -146,7 +147,7 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let answer = match self.site(name.clone()) {
+        let mut answer = match self.site(name.clone()) {
             Ok(site) => {
                 let answer = site.app().handle(&env, &mut &request.stdin[..]);
                 self.answered_by_site = true;
@@ -158,6 +159,7 @@ impl Responder for Sites {
                 site::not_configured(&env, &message, located.as_ref())
             }
         };
+        answer.response.timed(started.elapsed());
         let mut out = Vec::with_capacity(256 + answer.response.body.len());
         // Writing to a Vec cannot fail.
         let _ = answer.response.write_cgi(&mut out, answer.head_only);

@@ -104,7 +104,9 @@ fn waiters_given_up_on_are_capped() {
     let dir = tempdir("waiters");
     let r = rule("ip", 3, 60);
     let key = "resolve:ip:192.0.2.77";
-    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(200));
+    // Giving up at once and after the wait stand a second apart: a busy machine moves neither
+    // that far.
+    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(1000));
     let check = || decide_one(&store, &r, key);
     assert!(check().unwrap().is_admit());
     let holder = hold_lock(&store, key);
@@ -114,7 +116,7 @@ fn waiters_given_up_on_are_capped() {
         .filter(|_| {
             let started = Instant::now();
             assert!(check().is_err());
-            started.elapsed() < Duration::from_millis(100)
+            started.elapsed() < Duration::from_millis(500)
         })
         .count();
     assert!(at_once >= 4, "{at_once} gave up at once");
