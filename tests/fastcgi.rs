@@ -62,8 +62,8 @@ fn without_clock(answer: &[u8]) -> String {
         .min()
     {
         out.push_str(&rest[..at + marker.len()]);
-        rest = rest[at + marker.len()..]
-            .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+        rest =
+            rest[at + marker.len()..].trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
         out.push('#');
     }
     out.push_str(rest);
