@@ -26,7 +26,7 @@ use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
 use crate::log::{Level, Log};
-use crate::store::Store;
+use crate::store::roles::Store;
 use page::{Frame, Notice};
 use session::{FORM_COOKIE, SESSION_COOKIE, Session};
 use signin::Gate;
@@ -60,7 +60,7 @@ pub fn own_path(env: &Env) -> Option<String> {
 /// What one dashboard request needs, borrowed from the site that answers it.
 pub struct Dashboard<'a> {
     pub config: &'a Config,
-    pub store: &'a dyn Store,
+    pub store: &'a Store,
     pub log: &'a dyn Log,
     /// The time, in milliseconds since the Unix epoch.
     pub now_ms: u64,
@@ -272,7 +272,7 @@ impl Dashboard<'_> {
             return page::text(400, "The server could not tell who is asking.");
         };
         let rule = signin::rule();
-        let (at_ms, attempt, limit) = match signin::gate(self.store, &rule, &who) {
+        let (at_ms, attempt, limit) = match signin::gate(&*self.store.counters, &rule, &who) {
             Ok(Gate::Open {
                 at_ms,
                 attempt,
@@ -363,7 +363,7 @@ impl Dashboard<'_> {
                 }),
             );
         }
-        if let Err(e) = signin::passed(self.store, &rule, &who, at_ms) {
+        if let Err(e) = signin::passed(&*self.store.counters, &rule, &who, at_ms) {
             self.log.line(
                 Level::Warn,
                 &format!("dashboard sign-in: giving back the attempt of {who} failed: {e}"),
@@ -470,7 +470,7 @@ impl Dashboard<'_> {
         };
         let now = self.now_ms;
         let copy = crate::blocks::copy_path(self.config);
-        match crate::blocks::update(self.store, copy.as_deref(), now, |list| {
+        match crate::blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
             (crate::blocks::with(list, block, now), ())
         }) {
             Ok(()) => {

@@ -19,8 +19,10 @@ use crate::http::response::Response;
 use crate::log::{Level, Log};
 use crate::provider::Provider;
 use crate::provider::resolved::Resolved;
+use crate::store::Check;
+use crate::store::cache::Cache;
+use crate::store::roles::Store;
 use crate::store::settings::OnError;
-use crate::store::{Check, Store};
 use failures::{UNAVAILABLE, provider_problem};
 
 /// How often a request waiting for another's answer to the same link looks again.
@@ -37,7 +39,7 @@ enum Lookup<'a> {
 /// This request's claim on resolving a link: others wait for its answer. Released when
 /// dropped, unless the answer replaced it.
 struct Claim<'a> {
-    store: &'a dyn Store,
+    store: &'a dyn Cache,
     key: String,
 }
 
@@ -59,7 +61,7 @@ pub struct Answer {
 /// Everything one request needs, borrowed from whoever runs it.
 pub struct App<'a> {
     pub config: &'a Config,
-    pub store: &'a dyn Store,
+    pub store: &'a Store,
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
     pub log: &'a dyn Log,
@@ -152,7 +154,7 @@ impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
-        self.store.begin_request();
+        self.store.upkeep.begin_request();
         let key_header = &self.config.api_keys.header;
         // Programs identify themselves with a key: they get JSON whatever they accept.
         let format = if env.header(key_header).is_some() {
@@ -273,7 +275,7 @@ impl App<'_> {
         let checks = checks(&all_rules, &asked);
         let decided = match blocks_failure.or(cache_failure) {
             Some(e) => Err(e),
-            None => self.store.decide(&checks),
+            None => self.store.counters.decide(&checks),
         };
         let store_up = decided.is_ok();
         let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
@@ -306,7 +308,7 @@ impl App<'_> {
                 tally,
             )?;
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
-                && let Err(e) = self.store.cache_put(
+                && let Err(e) = self.store.cache.cache_put(
                     k,
                     &crate::provider::cache::encode(&resolved),
                     self.config.cache_ttl,
@@ -509,7 +511,7 @@ impl App<'_> {
                 if !e.reached
                     && let Some(admitted) = admitted
                 {
-                    match self.store.refund(spend_checks, admitted.at_ms) {
+                    match self.store.counters.refund(spend_checks, admitted.at_ms) {
                         Ok(()) => tally.add(Event::Refund),
                         Err(re) => self.log.line(
                             Level::Warn,
@@ -532,7 +534,7 @@ impl App<'_> {
         };
         let give_up = Instant::now() + deadline;
         loop {
-            match self.store.cache_get(key) {
+            match self.store.cache.cache_get(key) {
                 Err(e) => return Lookup::Failed(e),
                 Ok(Some(bytes)) if bytes == crate::provider::cache::PENDING => {
                     if Instant::now() >= give_up {
@@ -547,14 +549,14 @@ impl App<'_> {
                     };
                 }
                 // A claim outlives the resolution it covers by a little, in case its owner dies.
-                Ok(None) => match self.store.cache_claim(
+                Ok(None) => match self.store.cache.cache_claim(
                     key,
                     crate::provider::cache::PENDING,
                     deadline + CLAIM_POLL * 10,
                 ) {
                     Ok(true) => {
                         return Lookup::Miss(Some(Claim {
-                            store: self.store,
+                            store: &*self.store.cache,
                             key: key.to_owned(),
                         }));
                     }
@@ -571,7 +573,11 @@ impl App<'_> {
         if every == 0 || !crate::random::one_in(every) {
             return;
         }
-        if let Err(e) = self.store.sweep(Some(self.config.store.sweep_budget)) {
+        if let Err(e) = self
+            .store
+            .upkeep
+            .sweep(Some(self.config.store.sweep_budget))
+        {
             self.log.line(Level::Warn, &format!("sweep failed: {e}"));
         }
     }

@@ -10,7 +10,7 @@
 //! server's copy at once; other servers sharing the store follow within those seconds.
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use std::path::{Path, PathBuf};
 
@@ -19,16 +19,10 @@ use crate::core::calendar;
 use crate::core::clock::Clock;
 use crate::defaults;
 use crate::http::cidr::Cidr;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
+use crate::store::block_list::BlockList;
+use crate::store::cache::Cache;
 
-/// The cache entry holding the list.
-pub const LIST_KEY: &str = "resolve:~blocks";
-/// The lock taken to change it.
-const LOCK_KEY: &str = "resolve:~blocks-lock";
-/// A lock left by a process that died is free again after this.
-const LOCK_TTL: Duration = Duration::from_secs(10);
-/// How long a change waits for the lock.
-const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// The list holds at most this many blocks (about 60 KB, what every store's cache value
 /// takes). Past it, the oldest automatic block makes way; only when none is left does an
 /// owner's block, the one that ends soonest: a flood of automatic blocks never pushes out the
@@ -157,11 +151,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 /// The blocks the store holds now (ended ones included; callers ask `live_at`).
-pub fn read(store: &dyn Store) -> Result<Vec<Block>, StoreError> {
-    Ok(store
-        .cache_get(LIST_KEY)?
-        .map(|b| decode(&b))
-        .unwrap_or_default())
+pub fn read(store: &dyn Cache) -> Result<Vec<Block>, StoreError> {
+    Ok(store.block_list()?.map(|b| decode(&b)).unwrap_or_default())
 }
 
 /// Where this server keeps its copy of the list: in the data directory when the store is a
@@ -180,7 +171,7 @@ pub fn copy_path(config: &Config) -> Option<PathBuf> {
 /// the store (and the copy written again). A copy that cannot be read or written only costs
 /// the round trip.
 pub fn read_for_request(
-    store: &dyn Store,
+    store: &dyn Cache,
     copy: Option<&Path>,
     now_ms: u64,
 ) -> Result<Vec<Block>, StoreError> {
@@ -233,42 +224,35 @@ fn keep_copy(path: &Path, list: &[Block], now_ms: u64) {
 /// block` commands, automatic blocks from many requests) all take effect.
 /// This server's copy (`copy`) is written again with the new list.
 pub fn update<T>(
-    store: &dyn Store,
+    store: &dyn Cache,
     copy: Option<&Path>,
     now_ms: u64,
     change: impl FnOnce(Vec<Block>) -> (Vec<Block>, T),
 ) -> Result<T, StoreError> {
-    let token = format!("{:016x}", crate::random::u64());
-    let give_up = Instant::now() + LOCK_WAIT;
-    while !store.cache_claim(LOCK_KEY, token.as_bytes(), LOCK_TTL)? {
-        if Instant::now() >= give_up {
-            return Err(StoreError::unavailable(
-                "the block list is locked by another process (try again)",
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let result = (|| {
-        let (list, out) = change(read(store)?);
+    let mut changed = None;
+    store.change_block_list(Box::new(|stored| {
+        let (list, out) = change(stored.map(|b| decode(&b)).unwrap_or_default());
         let last = list.iter().map(|b| b.until_ms).max().flatten();
         let ttl = match (list.iter().any(|b| b.until_ms.is_none()), last) {
             (true, _) | (false, None) => FOREVER,
             (false, Some(until)) => Duration::from_millis(until.saturating_sub(now_ms).max(1000)),
         };
-        store.cache_put(LIST_KEY, &encode(&list), ttl)?;
-        if let Some(path) = copy {
-            keep_copy(path, &list, now_ms);
-        }
-        Ok(out)
-    })();
-    store.cache_release(LOCK_KEY, token.as_bytes())?;
-    result
+        let bytes = encode(&list);
+        changed = Some((list, out));
+        Ok((bytes, ttl))
+    }))?;
+    let (list, out) =
+        changed.ok_or_else(|| StoreError::unavailable("the block list was not changed"))?;
+    if let Some(path) = copy {
+        keep_copy(path, &list, now_ms);
+    }
+    Ok(out)
 }
 
 /// `resolve block` and `resolve unblock` at the time `clock` tells: the line to print, or what
 /// went wrong.
 pub fn command(
-    store: &dyn Store,
+    store: &dyn Cache,
     copy: Option<&Path>,
     clock: &dyn Clock,
     verb: &str,
@@ -308,7 +292,7 @@ pub fn command(
 
 /// `resolve blocks`: the store's blocks in force at the time `clock` tells, then the
 /// configuration's lists.
-pub fn listing(store: &dyn Store, config: &Config, clock: &dyn Clock) -> Result<String, String> {
+pub fn listing(store: &dyn Cache, config: &Config, clock: &dyn Clock) -> Result<String, String> {
     let now = clock.now_ms();
     let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
     let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
@@ -348,6 +332,7 @@ mod tests {
 
     #[test]
     fn its_keys_are_among_those_no_rule_may_make() {
+        use crate::store::block_list::{LIST_KEY, LOCK_KEY};
         for key in [LIST_KEY, LOCK_KEY] {
             let reserved = crate::core::key::RESERVED_PREFIXES;
             assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
@@ -534,7 +519,9 @@ mod tests {
         // Another server adds a block: seen here once the copy is 5 s old.
         let b = block("192.0.2.2", None);
         let both = with(read(&store).unwrap(), b, t0);
-        store.cache_put(LIST_KEY, &encode(&both), FOREVER).unwrap();
+        store
+            .change_block_list(Box::new(|_| Ok((encode(&both), FOREVER))))
+            .unwrap();
         let late = t0 + defaults::BLOCKS_COPY_SECS * 1000;
         assert_eq!(
             ranges(read_for_request(&store, Some(&copy), late - 1).unwrap()).len(),

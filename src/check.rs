@@ -197,7 +197,7 @@ fn report_controls(config: &Config, out: &mut dyn Write) {
     let store = crate::store::open::from_config(config);
     let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
     // What the journal counted over the last day tells whether a network's edges call us.
-    if let Ok(stats) = crate::stats::Stats::gather(config, store.as_ref(), now, 24) {
+    if let Ok(stats) = crate::stats::Stats::gather(config, &store, now, 24) {
         for (name, n) in &stats.figures.untrusted_networks {
             let _ = writeln!(
                 out,
@@ -322,7 +322,7 @@ fn warn_unsafe(config: &Config, out: &mut dyn Write) {
 }
 
 fn report_store(config: &Config, out: &mut dyn Write) -> bool {
-    match crate::store::open::from_config(config).probe() {
+    match crate::store::open::from_config(config).upkeep.probe() {
         Ok(what) => {
             let _ = writeln!(out, "ok   store: {what}");
             true

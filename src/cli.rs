@@ -173,6 +173,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
             let report = crate::store::open::from_config(&config)
+                .upkeep
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
             let looked = if report.scanned > 0 {
@@ -192,7 +193,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let config = locate::load(&locate_from(&options)?)?;
             let store = crate::store::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
-            let stats = crate::stats::Stats::gather(&config, store.as_ref(), now, hours)
+            let stats = crate::stats::Stats::gather(&config, &store, now, hours)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
             if options.json {
                 println!("{:#}", stats.json());
@@ -207,7 +208,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let store = crate::store::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let (from, to) = crate::report::yesterday(now);
-            let stats = crate::stats::Stats::gather_hours(&config, store.as_ref(), now, from, to)
+            let stats = crate::stats::Stats::gather_hours(&config, &store, now, from, to)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
             if let Some(text) = crate::report::render(&stats, options.only_problems) {
                 print!("{text}");
@@ -233,7 +234,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let config = locate::load(&locate_from(&options)?)?;
             let store = crate::store::open::from_config(&config);
             crate::blocks::command(
-                store.as_ref(),
+                &*store.cache,
                 crate::blocks::copy_path(&config).as_deref(),
                 &crate::core::clock::SystemClock,
                 verb,
@@ -252,7 +253,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             let store = crate::store::open::from_config(&config);
             print!(
                 "{}",
-                crate::blocks::listing(store.as_ref(), &config, &crate::core::clock::SystemClock)?
+                crate::blocks::listing(&*store.cache, &config, &crate::core::clock::SystemClock)?
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -15,7 +15,7 @@ use crate::log::{Level, Log, StderrLog};
 use crate::provider::http::HttpProvider;
 use crate::provider::spec::ProviderSpec;
 use crate::provider::{EchoProvider, Provider};
-use crate::store::Store;
+use crate::store::roles::Store;
 
 /// A configuration with the store and the provider it names, ready to answer requests. The
 /// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
@@ -23,7 +23,7 @@ use crate::store::Store;
 pub struct Site {
     pub config: Config,
     log: StderrLog,
-    store: Box<dyn Store>,
+    store: Store,
     provider: Option<Box<dyn Provider>>,
 }
 
@@ -38,10 +38,10 @@ impl Site {
     /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
     pub fn long_lived(config: Config) -> Site {
         let store = crate::store::open::for_requests(&config);
-        Site::with_store(config, Box::new(crate::store::held::HeldStore::new(store)))
+        Site::with_store(config, crate::store::held::held(store))
     }
 
-    fn with_store(config: Config, store: Box<dyn Store>) -> Site {
+    fn with_store(config: Config, store: Store) -> Site {
         let provider: Option<Box<dyn Provider>> = match &config.provider {
             None => None,
             Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
@@ -60,7 +60,7 @@ impl Site {
     pub fn app(&self) -> App<'_> {
         App {
             config: &self.config,
-            store: self.store.as_ref(),
+            store: &self.store,
             provider: self.provider.as_deref(),
             log: &self.log,
             clock: &crate::core::clock::SystemClock,

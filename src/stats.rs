@@ -6,7 +6,8 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::core::calendar;
 use crate::core::journal::{self, ClientFigures, Figures, HOUR_MS, Note, Row};
-use crate::store::{Check, Store, StoreError};
+use crate::store::roles::Store;
+use crate::store::{Check, StoreError};
 
 /// Clients listed by refusals, and by admitted requests.
 pub const TOP_CLIENTS: usize = 10;
@@ -66,7 +67,7 @@ impl Stats {
     /// and the notes from `store`.
     pub fn gather(
         config: &Config,
-        store: &dyn Store,
+        store: &Store,
         now_ms: u64,
         hours: u32,
     ) -> Result<Stats, StoreError> {
@@ -77,13 +78,13 @@ impl Stats {
     /// The same for the hours `from..to`; the spend limits' use is the use now.
     pub fn gather_hours(
         config: &Config,
-        store: &dyn Store,
+        store: &Store,
         now_ms: u64,
         from: u32,
         to: u32,
     ) -> Result<Stats, StoreError> {
         let hours = to.saturating_sub(from);
-        let rows = store.journal_rows(from, to)?;
+        let rows = store.journal.journal_rows(from, to)?;
         let budget = config.budget();
         let checks: Vec<Check<'_>> = budget
             .iter()
@@ -95,7 +96,7 @@ impl Stats {
         let used = if checks.is_empty() {
             Vec::new()
         } else {
-            store.used(&checks)?
+            store.counters.used(&checks)?
         };
         let spend = budget
             .iter()
@@ -117,7 +118,7 @@ impl Stats {
             figures,
             totals,
             spend,
-            notes: store.journal_notes()?,
+            notes: store.journal.journal_notes()?,
         })
     }
 

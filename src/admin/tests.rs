@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::*;
 use crate::core::clock::FakeClock;
 use crate::log::MemoryLog;
+use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
+use crate::store::roles::Store;
 
 const PASSWORD: &str = "correct horse battery staple";
 const TOKEN: &str = "tok-dashboard-777";
@@ -16,6 +18,8 @@ const START_MS: u64 = 1_700_000_000_000;
 struct Site {
     config: Config,
     store: MemoryStore<FakeClock>,
+    /// The same store, as the dashboard holds it.
+    whole: Store,
     log: MemoryLog,
     now_ms: std::cell::Cell<u64>,
     dir: PathBuf,
@@ -44,9 +48,11 @@ fn site_with(admin: Option<&str>) -> Site {
     if let Some(hash) = admin {
         text["admin"] = serde_json::json!({ "password_hash": hash });
     }
+    let store = MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO);
     Site {
         config: Config::from_json(&text.to_string(), &dir).unwrap(),
-        store: MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO),
+        whole: store.as_store(),
+        store,
         log: MemoryLog::default(),
         now_ms: std::cell::Cell::new(START_MS),
         dir,
@@ -115,7 +121,7 @@ impl Site {
     fn dashboard(&self) -> Dashboard<'_> {
         Dashboard {
             config: &self.config,
-            store: &self.store,
+            store: &self.whole,
             log: &self.log,
             now_ms: self.now_ms.get(),
         }

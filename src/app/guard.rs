@@ -7,12 +7,12 @@ use crate::app::{App, Asked, Tally};
 use crate::blocks::{self, Block};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
-use crate::core::rule::{Algorithm, KeyKind, Rule};
+use crate::core::rule::{KeyKind, Rule};
 use crate::defaults;
 use crate::http::cidr::Cidr;
 use crate::http::problem::Problem;
 use crate::log::Level;
-use crate::store::{Check, StoreError};
+use crate::store::StoreError;
 
 /// What a blocked client reads.
 pub const BLOCKED: &str = "Requests from your address are blocked on this service.";
@@ -30,14 +30,14 @@ impl App<'_> {
         } else {
             let now = self.clock.now_ms();
             let copy = blocks::copy_path(self.config);
-            let list = blocks::read_for_request(self.store, copy.as_deref(), now)?;
+            let list = blocks::read_for_request(&*self.store.cache, copy.as_deref(), now)?;
             match blocks::find(&list, asked.address, now) {
                 Some(block) => describe(block),
                 None => return Ok(None),
             }
         };
         tally.add(Event::Blocked);
-        if self.first_in(
+        if self.store.counters.first_within(
             &format!("resolve:~blocked-log:{}", asked.identity),
             defaults::BLOCKED_LOG_INTERVAL_SECS,
         ) {
@@ -73,26 +73,11 @@ impl App<'_> {
         let Some(auto) = self.config.auto_block else {
             return;
         };
-        let Some(rule) = Rule::new(
-            "auto-block",
-            KeyKind::Ip,
-            Algorithm::Fixed,
+        let filled = self.store.counters.count_reaches(
+            &format!("resolve:~refusals:{}", asked.identity),
             auto.refusals,
             auto.window_secs,
-            defaults::KEY_TEMPLATE_IP,
-        ) else {
-            return;
-        };
-        let check = Check {
-            rule: &rule,
-            key: format!("resolve:~refusals:{}", asked.identity),
-        };
-        let filled = match self.store.decide(&[check]) {
-            Ok(Decision::Admit { statuses, .. }) => {
-                statuses.first().is_some_and(|s| s.remaining == 0)
-            }
-            _ => false,
-        };
+        );
         if !filled {
             return;
         }
@@ -110,7 +95,7 @@ impl App<'_> {
             auto: true,
         };
         let copy = blocks::copy_path(self.config);
-        match blocks::update(self.store, copy.as_deref(), now, |list| {
+        match blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
             (blocks::with(list, block, now), ())
         }) {
             Ok(()) => {
@@ -138,11 +123,14 @@ impl App<'_> {
                 continue;
             }
             let checks = super::checks(&[rule], asked);
-            if !matches!(self.store.decide(&checks), Ok(Decision::Refuse { .. })) {
+            if !matches!(
+                self.store.counters.decide(&checks),
+                Ok(Decision::Refuse { .. })
+            ) {
                 continue;
             }
             tally.add(Event::WouldRefuse(rule.name.as_str().into()));
-            if self.first_in(
+            if self.store.counters.first_within(
                 &format!("resolve:~shadow-log:{}:{}", rule.name, asked.identity),
                 rule.window_secs.get(),
             ) {
@@ -155,26 +143,6 @@ impl App<'_> {
                 );
             }
         }
-    }
-
-    /// True the first time `key` is asked within `secs` (across processes, by the store); true
-    /// also when the store cannot tell (a line too many beats a line lost).
-    fn first_in(&self, key: &str, secs: u32) -> bool {
-        let Some(rule) = Rule::new(
-            "log",
-            KeyKind::Global,
-            Algorithm::Fixed,
-            1,
-            secs,
-            defaults::KEY_TEMPLATE_GLOBAL,
-        ) else {
-            return true;
-        };
-        let check = Check {
-            rule: &rule,
-            key: key.to_owned(),
-        };
-        !matches!(self.store.decide(&[check]), Ok(Decision::Refuse { .. }))
     }
 }
 

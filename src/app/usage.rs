@@ -18,7 +18,7 @@ impl App<'_> {
         }
         let entry =
             journal::Entry::new(self.clock.now_ms(), tally.client.as_deref(), &tally.events);
-        if let Err(e) = self.store.journal_add(&entry) {
+        if let Err(e) = self.store.journal.journal_add(&entry) {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -26,7 +26,7 @@ impl App<'_> {
     /// Writes the journal entries the store holds back (a FastCGI process's), logging a
     /// failure as a request's would be.
     pub fn flush_journal(&self) {
-        if let Err(e) = self.store.flush() {
+        if let Err(e) = self.store.journal.flush() {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -41,7 +41,7 @@ impl App<'_> {
             at_ms: self.clock.now_ms(),
             text: crate::secret::mask(text, &forms).into_owned(),
         };
-        if let Err(e) = self.store.journal_note(&note) {
+        if let Err(e) = self.store.journal.journal_note(&note) {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }

@@ -37,7 +37,11 @@ use crate::core::decision::Decision;
 use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal as JournalRole;
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 use journal::Journal;
 use lock::{Lock, Locked};
 use record::{Loaded, SLOT};
@@ -362,7 +366,7 @@ fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-impl<C: Clock> Store for FileStore<C> {
+impl<C: Clock> Counters for FileStore<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         let mut order: Vec<(usize, PathBuf)> = checks
             .iter()
@@ -398,6 +402,102 @@ impl<C: Clock> Store for FileStore<C> {
         // Dropping `locked` closes the files, which releases the locks.
     }
 
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        let mut paths: Vec<PathBuf> = checks.iter().map(|c| self.path_for(&c.key)).collect();
+        paths.sort();
+        paths.dedup();
+        let locked = paths
+            .iter()
+            .map(|p| self.lock(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        for l in &locked {
+            let loaded = self.load(l)?;
+            if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
+                self.store(l, &loaded, &c)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        fixed_only(checks)?;
+        let now = self.clock.now_ms();
+        checks
+            .iter()
+            .map(|c| {
+                Ok(limiter::used(
+                    c.rule,
+                    &State::Fixed(self.read(&c.key)?),
+                    now,
+                ))
+            })
+            .collect()
+    }
+}
+
+impl<C: Clock> Cache for FileStore<C> {
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.cache_path(key);
+        let Some(file) = self.open_shared(&path)? else {
+            return Ok(None);
+        };
+        Ok(self.live_entry(&read_all(&file, &path)?))
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        let locked = self.lock(&self.cache_path(key))?;
+        if self
+            .live_entry(&read_all(&locked.file, &locked.path)?)
+            .is_some()
+        {
+            return Ok(false);
+        }
+        self.write_entry(&locked, value, ttl)?;
+        Ok(true)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let path = self.cache_path(key);
+        if !path.exists() {
+            return Ok(());
+        }
+        let locked = self.lock(&path)?;
+        if self
+            .live_entry(&read_all(&locked.file, &locked.path)?)
+            .as_deref()
+            == Some(value)
+        {
+            // Removed while locked: whoever waits for the lock notices and starts afresh.
+            let _ = fs::remove_file(&locked.path);
+        }
+        Ok(())
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let locked = self.lock(&self.cache_path(key))?;
+        self.write_entry(&locked, value, ttl)
+    }
+}
+
+impl<C: Clock> JournalRole for FileStore<C> {
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        self.journal().add(entry, self.clock.now_ms())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        self.journal().rows(from_hour, to_hour)
+    }
+
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        self.journal().note(note)
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        self.journal().notes()
+    }
+}
+
+impl<C: Clock> Upkeep for FileStore<C> {
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
         if !self.dir.is_dir() {
             return Ok(SweepReport {
@@ -458,96 +558,6 @@ impl<C: Clock> Store for FileStore<C> {
         let _ = fs::remove_file(&probe);
         written?;
         Ok(format!("file store in {}", self.dir.display()))
-    }
-
-    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        let mut paths: Vec<PathBuf> = checks.iter().map(|c| self.path_for(&c.key)).collect();
-        paths.sort();
-        paths.dedup();
-        let locked = paths
-            .iter()
-            .map(|p| self.lock(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        for l in &locked {
-            let loaded = self.load(l)?;
-            if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
-                self.store(l, &loaded, &c)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let path = self.cache_path(key);
-        let Some(file) = self.open_shared(&path)? else {
-            return Ok(None);
-        };
-        Ok(self.live_entry(&read_all(&file, &path)?))
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        let locked = self.lock(&self.cache_path(key))?;
-        if self
-            .live_entry(&read_all(&locked.file, &locked.path)?)
-            .is_some()
-        {
-            return Ok(false);
-        }
-        self.write_entry(&locked, value, ttl)?;
-        Ok(true)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let path = self.cache_path(key);
-        if !path.exists() {
-            return Ok(());
-        }
-        let locked = self.lock(&path)?;
-        if self
-            .live_entry(&read_all(&locked.file, &locked.path)?)
-            .as_deref()
-            == Some(value)
-        {
-            // Removed while locked: whoever waits for the lock notices and starts afresh.
-            let _ = fs::remove_file(&locked.path);
-        }
-        Ok(())
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        let locked = self.lock(&self.cache_path(key))?;
-        self.write_entry(&locked, value, ttl)
-    }
-
-    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        fixed_only(checks)?;
-        let now = self.clock.now_ms();
-        checks
-            .iter()
-            .map(|c| {
-                Ok(limiter::used(
-                    c.rule,
-                    &State::Fixed(self.read(&c.key)?),
-                    now,
-                ))
-            })
-            .collect()
-    }
-
-    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
-        self.journal().add(entry, self.clock.now_ms())
-    }
-
-    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
-        self.journal().rows(from_hour, to_hour)
-    }
-
-    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
-        self.journal().note(note)
-    }
-
-    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
-        self.journal().notes()
     }
 }
 

@@ -21,7 +21,12 @@ use crate::core::decision::Decision;
 use crate::core::journal;
 use crate::core::limiter::{self, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal;
+use crate::store::roles::Store;
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 
 /// Counters and cached answers in memory. Cloning gives another handle of the same store.
 pub struct MemoryStore<C: Clock> {
@@ -162,7 +167,14 @@ impl<C: Clock> MemoryStore<C> {
     }
 }
 
-impl<C: Clock> Store for MemoryStore<C> {
+impl<C: Clock + 'static> MemoryStore<C> {
+    /// A site's store with every role served by a handle of this one.
+    pub fn as_store(&self) -> Store {
+        Store::whole(self.clone())
+    }
+}
+
+impl<C: Clock> Counters for MemoryStore<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         self.up()?;
         let mut keys: Vec<&str> = checks.iter().map(|c| c.key.as_str()).collect();
@@ -218,50 +230,6 @@ impl<C: Clock> Store for MemoryStore<C> {
         Ok(outcome.decision)
     }
 
-    /// Always complete: a map is looked over in far less than any budget.
-    fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        let now = self.shared.clock.now_ms();
-        let grace = self.shared.grace_ms;
-        let mut report = SweepReport {
-            complete: true,
-            ..SweepReport::default()
-        };
-        let stale = |end: u64| end.saturating_add(grace) < now;
-        let before = data.keys.len() + data.cache.len();
-        data.keys.retain(|_, e| {
-            let end = match &e.state {
-                State::Fixed(c) => c.map_or(0, |c| c.end_ms()),
-                State::Sliding(times) => times
-                    .iter()
-                    .max()
-                    .map_or(0, |t| t.saturating_add(e.window_ms)),
-            };
-            !stale(end)
-        });
-        data.cache.retain(|_, c| !stale(c.expires_ms));
-        let expiry = journal::Expiry::at(now);
-        data.totals
-            .retain(|(hour, _), _| *hour >= expiry.totals_before);
-        data.clients
-            .retain(|(hour, _, _), _| *hour >= expiry.clients_before);
-        let after = data.keys.len() + data.cache.len();
-        report.scanned = before as u64;
-        report.removed = (before - after) as u64;
-        Ok(report)
-    }
-
-    fn probe(&self) -> Result<String, StoreError> {
-        self.up()?;
-        let data = self.data();
-        Ok(format!(
-            "memory store ({} keys, {} cached answers)",
-            data.keys.len(),
-            data.cache.len()
-        ))
-    }
-
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
@@ -300,7 +268,43 @@ impl<C: Clock> Store for MemoryStore<C> {
             })
             .collect())
     }
+}
 
+impl<C: Clock> Cache for MemoryStore<C> {
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        Ok(Self::live(&data, key, self.shared.clock.now_ms()).map(<[u8]>::to_vec))
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        self.put(&mut data, key, value, ttl);
+        Ok(())
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        if Self::live(&data, key, self.shared.clock.now_ms()).is_some() {
+            return Ok(false);
+        }
+        self.put(&mut data, key, value, ttl);
+        Ok(true)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        if Self::live(&data, key, self.shared.clock.now_ms()) == Some(value) {
+            data.cache.remove(key);
+        }
+        Ok(())
+    }
+}
+
+impl<C: Clock> Journal for MemoryStore<C> {
     fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
@@ -357,37 +361,51 @@ impl<C: Clock> Store for MemoryStore<C> {
         self.up()?;
         Ok(self.data().notes.iter().rev().cloned().collect())
     }
+}
 
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+impl<C: Clock> Upkeep for MemoryStore<C> {
+    /// Always complete: a map is looked over in far less than any budget.
+    fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        let now = self.shared.clock.now_ms();
+        let grace = self.shared.grace_ms;
+        let mut report = SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        };
+        let stale = |end: u64| end.saturating_add(grace) < now;
+        let before = data.keys.len() + data.cache.len();
+        data.keys.retain(|_, e| {
+            let end = match &e.state {
+                State::Fixed(c) => c.map_or(0, |c| c.end_ms()),
+                State::Sliding(times) => times
+                    .iter()
+                    .max()
+                    .map_or(0, |t| t.saturating_add(e.window_ms)),
+            };
+            !stale(end)
+        });
+        data.cache.retain(|_, c| !stale(c.expires_ms));
+        let expiry = journal::Expiry::at(now);
+        data.totals
+            .retain(|(hour, _), _| *hour >= expiry.totals_before);
+        data.clients
+            .retain(|(hour, _, _), _| *hour >= expiry.clients_before);
+        let after = data.keys.len() + data.cache.len();
+        report.scanned = before as u64;
+        report.removed = (before - after) as u64;
+        Ok(report)
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
         self.up()?;
         let data = self.data();
-        Ok(Self::live(&data, key, self.shared.clock.now_ms()).map(<[u8]>::to_vec))
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        self.put(&mut data, key, value, ttl);
-        Ok(())
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        if Self::live(&data, key, self.shared.clock.now_ms()).is_some() {
-            return Ok(false);
-        }
-        self.put(&mut data, key, value, ttl);
-        Ok(true)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        if Self::live(&data, key, self.shared.clock.now_ms()) == Some(value) {
-            data.cache.remove(key);
-        }
-        Ok(())
+        Ok(format!(
+            "memory store ({} keys, {} cached answers)",
+            data.keys.len(),
+            data.cache.len()
+        ))
     }
 }
 

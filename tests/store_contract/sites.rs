@@ -212,7 +212,7 @@ impl Site {
                 let provider = HttpProvider::new((**spec).clone());
                 let app = App {
                     config: &config,
-                    store: &p.store,
+                    store: &p.store.as_store(),
                     provider: Some(&provider),
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,

@@ -7,7 +7,7 @@
 
 use resolve::core::calendar;
 use resolve::core::journal::{Entry, HOUR_MS, Note, Row, day_start, hour_of};
-use resolve::store::Store;
+use resolve::store::journal::Journal;
 use serde_json::Value;
 
 use crate::support::Site;
@@ -36,7 +36,7 @@ fn move_a_day_back(site: &Site) {
     crate::through_the_store(site, |store| move_a_day_back_in(store));
 }
 
-fn move_a_day_back_in(store: &dyn Store) {
+fn move_a_day_back_in(store: &dyn Journal) {
     let now = hour_of(now_ms());
     let rows = store
         .journal_rows(now - 23, now + 1)

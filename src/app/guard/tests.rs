@@ -14,8 +14,9 @@ use crate::http::request::Env;
 use crate::log::MemoryLog;
 use crate::provider::resolved::Resolved;
 use crate::provider::{Provider, ProviderError};
-use crate::store::Store;
+use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
+use crate::store::roles::Store;
 
 struct Counting(Cell<usize>);
 
@@ -41,15 +42,19 @@ const START_MS: u64 = 1_700_000_000_000;
 struct Bench {
     cfg: Config,
     store: MemoryStore<FakeClock>,
+    /// The same store, as requests hold it.
+    whole: Store,
     provider: Counting,
     log: MemoryLog,
 }
 
 impl Bench {
     fn new(cfg: &str) -> Bench {
+        let store = MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO);
         Bench {
             cfg: config(cfg),
-            store: MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO),
+            whole: store.as_store(),
+            store,
             provider: Counting(Cell::new(0)),
             log: MemoryLog::default(),
         }
@@ -58,7 +63,7 @@ impl Bench {
     fn app(&self) -> App<'_> {
         App {
             config: &self.cfg,
-            store: &self.store,
+            store: &self.whole,
             provider: Some(&self.provider),
             log: &self.log,
             clock: self.store.clock(),

@@ -32,7 +32,7 @@ fn refused(client: &str) -> Entry {
 }
 
 struct Spool {
-    store: SpooledStore<Rc<FakeClock>>,
+    store: SpooledJournal<Rc<FakeClock>>,
     server: MemoryStore<Rc<FakeClock>>,
     clock: Rc<FakeClock>,
     data: PathBuf,
@@ -42,8 +42,8 @@ fn spool(name: &str) -> Spool {
     let data = tempdir(name).join("data");
     let clock = Rc::new(FakeClock::at(T0));
     let server = MemoryStore::new(clock.clone(), Duration::ZERO);
-    let store = SpooledStore::with_clock(
-        Box::new(server.clone()),
+    let store = SpooledJournal::with_clock(
+        Rc::new(server.clone()),
         &data,
         Duration::from_millis(500),
         clock.clone(),
@@ -261,7 +261,7 @@ fn appends_and_moves_at_once_count_every_entry_once() {
         .map(|t| {
             let (server, data, start) = (server.clone(), data.clone(), start.clone());
             std::thread::spawn(move || {
-                let store = SpooledStore::new(Box::new(server), &data, Duration::from_secs(5))
+                let store = SpooledJournal::new(Rc::new(server), &data, Duration::from_secs(5))
                     .with_period_ms(1);
                 start.wait();
                 for _ in 0..EACH {
@@ -275,7 +275,7 @@ fn appends_and_moves_at_once_count_every_entry_once() {
     }
     let moved = total(&server.journal_rows(0, u32::MAX).unwrap(), "requests");
     assert!(moved > 0, "requests moved the spool as they went");
-    let reader = SpooledStore::new(Box::new(server.clone()), &data, Duration::from_secs(5));
+    let reader = SpooledJournal::new(Rc::new(server.clone()), &data, Duration::from_secs(5));
     let rows = reader.journal_rows(0, u32::MAX).unwrap();
     assert_eq!(total(&rows, "requests"), THREADS * EACH);
     for t in 0..THREADS {
