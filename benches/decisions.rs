@@ -105,7 +105,7 @@ fn per_store(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     group.measurement_time(Duration::from_secs(3));
     for (name, cfg) in &cases {
-        let kept = resolve::store::open::from_config(cfg);
+        let kept = resolve::site::open::from_config(cfg);
         kept.upkeep.probe().expect("store reachable");
         let mut n = 0u64;
         group.bench_function(BenchmarkId::new("kept (FastCGI)", name), |b| {
@@ -117,7 +117,7 @@ fn per_store(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("opened for one (CGI)", name), |b| {
             b.iter(|| {
                 n += 1;
-                let store = resolve::store::open::from_config(cfg);
+                let store = resolve::site::open::from_config(cfg);
                 black_box(decide(&*store.counters, cfg, n % 50))
             })
         });
@@ -131,7 +131,7 @@ fn file_store_size(c: &mut Criterion) {
     for keys in [10u64, 10_000, 100_000] {
         let dir = support::TempDir::new(&format!("bench-keys-{keys}"));
         let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-        let store = resolve::store::open::from_config(&cfg);
+        let store = resolve::site::open::from_config(&cfg);
         for n in 0..keys {
             decide(&*store.counters, &cfg, n);
         }
@@ -192,7 +192,7 @@ fn journal(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     let dir = support::TempDir::new("bench-journal");
     let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-    let store = resolve::store::open::from_config(&cfg);
+    let store = resolve::site::open::from_config(&cfg);
     let hour = hour_of(resolve::core::clock::SystemClock.now_ms());
     let entry = |n: u64| Entry {
         hour,

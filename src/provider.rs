@@ -1,9 +1,9 @@
 //! The paid link resolver: what the program asks of one (`Provider`), how a call fails
-//! (`Failure`, `ProviderError`), and the provider's description as data (`spec`), parsed from
-//! the configuration (`config`), called over HTTPS (`http`), with the common services as presets.
+//! (`Failure`, `ProviderError`), and the provider's description as data (`spec`, checked by
+//! the configuration's `provider` section), called over HTTPS (`http`), with the common
+//! services as presets.
 
 pub mod cache;
-pub mod config;
 pub mod http;
 pub mod presets;
 pub mod resolved;

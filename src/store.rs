@@ -4,6 +4,7 @@
 //! role (`roles`), the backends that serve every role (files, MySQL, Redis, memory) and the
 //! pieces a process puts in front of them (a spooled journal, a FastCGI process's memory).
 
+pub mod block_copy;
 pub mod block_list;
 pub mod cache;
 pub mod counters;
@@ -12,7 +13,6 @@ pub mod held;
 pub mod journal;
 pub mod memory;
 pub mod mysql;
-pub mod open;
 pub mod redis;
 pub mod roles;
 pub mod settings;

@@ -179,7 +179,7 @@ fn untrusted_cloudflare_edges_are_counted_and_check_says_the_fix() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     // The day the shipped ranges were taken from Cloudflare's lists, as the source has it.
-    let date = resolve::http::cdn::CLOUDFLARE_RANGES_DATE;
+    let date = resolve::net::cdn::CLOUDFLARE_RANGES_DATE;
     assert!(
         text.contains(&format!(
             "cloudflare's edges are trusted by name (22 ranges, its published lists as taken on {date};"

@@ -1576,7 +1576,10 @@ fn admin_password_is_shown_once_and_only_its_hash_is_kept() {
         .as_str()
         .unwrap_or_else(|| panic!("no hash in {cfg}"))
         .to_owned();
-    assert!(resolve::admin::password::verify(&hash, &password), "{hash}");
+    assert!(
+        resolve::support::password::verify(&hash, &password),
+        "{hash}"
+    );
     let check = check_as(&user);
     assert!(check.contains("dashboard: on"), "{check}");
     assert!(!check.contains(&hash), "{check}");

@@ -1,6 +1,7 @@
 //! The shape of `src/`, checked: every file says its role on a `//!` line, no file runs past
 //! about 600 lines without saying why at its top, the pure core imports nothing from the rest
-//! of the program, and no two files import each other (directly or round a loop).
+//! of the program, no two files import each other (directly or round a loop), and no file
+//! imports from a layer above its own (the order written in `src/lib.rs`, kept in [`LAYERS`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -10,6 +11,23 @@ use std::path::{Path, PathBuf};
 const MAX_LINES: usize = 640;
 /// How a file says why it is longer: a `//!` line starting with these words.
 const LONG_BECAUSE: &str = "//! Long because";
+
+/// The layers, lowest first, each with the modules it holds (a module holds its submodules;
+/// the longest name that fits decides). A file may import from its own layer and those below,
+/// never from one above: a request goes down the layers and back out without climbing back.
+/// The same order is written in `src/lib.rs`.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("support", &["support"]),
+    ("net", &["net"]),
+    ("core", &["core"]),
+    ("edges", &["http", "provider", "store"]),
+    ("config", &["config"]),
+    ("service", &["app"]),
+    ("usage", &["usage"]),
+    ("admin", &["admin"]),
+    ("commands and gateways", &["command", "gateway", "site"]),
+    ("main", &["main", "lib"]),
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("src/ is readable") {
@@ -58,6 +76,64 @@ fn crate_paths(code: &str) -> Vec<Vec<&str>> {
     out
 }
 
+/// Every `super::a::b` path in the code of the file of module `module`, as a path from the
+/// crate's root: in `store::file::lock`, `super::record` is `store::file::record`.
+fn super_paths(module: &str, code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("super::") {
+        // Not the tail of a longer word or of a `crate::`/`self::` path.
+        let before = rest[..at].chars().next_back();
+        let mut tail = &rest[at..];
+        let mut base: Vec<&str> = module.split("::").collect();
+        while let Some(t) = tail.strip_prefix("super::") {
+            base.pop();
+            tail = t;
+        }
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(tail.len());
+        if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            base.extend(tail[..end].split("::").filter(|s| !s.is_empty()));
+            if !base.is_empty() {
+                out.push(base.join("::"));
+            }
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// The layer of a module: its index in [`LAYERS`], by the longest module name that fits.
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, modules))| modules.iter().map(move |m| (i, *m)))
+        .filter(|(_, m)| module == *m || module.starts_with(&format!("{m}::")))
+        .max_by_key(|(_, m)| m.len())
+        .map(|(i, _)| i)
+}
+
+/// Every import of a module in a layer above the importer's, as `from -> to (layer)`.
+fn upward_imports(imports: &BTreeMap<&str, BTreeSet<&str>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (module, deps) in imports {
+        let Some(own) = layer_of(module) else {
+            continue;
+        };
+        for dep in deps {
+            if let Some(theirs) = layer_of(dep).filter(|l| *l > own) {
+                out.push(format!(
+                    "{module} ({}) -> {dep} ({})",
+                    LAYERS[own].0, LAYERS[theirs].0
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Submodules a file declares (`mod x;`, `pub mod x;`, `pub(crate) mod x;`).
 fn declared_children(code: &str) -> Vec<&str> {
     code.lines()
@@ -94,8 +170,8 @@ impl Tree {
     }
 
     /// The modules each file's code (tests left out) imports from the crate: the longest
-    /// prefix of each `crate::` path that is a file, and the submodules it names by their own
-    /// name (`use lock::...`).
+    /// prefix of each `crate::` or `super::` path that is a file, and the submodules it names
+    /// by their own name (`use lock::...`).
     fn imports(&self) -> BTreeMap<&str, BTreeSet<&str>> {
         let mut out = BTreeMap::new();
         for (module, text) in &self.files {
@@ -108,6 +184,7 @@ impl Tree {
                 .into_iter()
                 .map(|segments| segments.join("::"))
                 .collect();
+            named.extend(super_paths(module, code));
             for child in declared_children(code) {
                 if code.contains(&format!("{child}::")) {
                     named.push(format!("{module}::{child}"));
@@ -226,6 +303,56 @@ fn no_two_files_import_each_other() {
 }
 
 #[test]
+fn every_module_has_a_layer() {
+    let tree = Tree::read();
+    let lost: Vec<&String> = tree
+        .files
+        .keys()
+        .filter(|m| layer_of(m).is_none())
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "modules in no layer (add them to LAYERS and to the order in src/lib.rs): {lost:?}"
+    );
+}
+
+#[test]
+fn no_file_imports_from_a_layer_above_its_own() {
+    let tree = Tree::read();
+    let upward = upward_imports(&tree.imports());
+    assert!(
+        upward.is_empty(),
+        "{} imports from a layer above: {upward:#?}",
+        upward.len()
+    );
+}
+
+#[test]
+fn the_order_is_the_one_lib_rs_writes() {
+    let tree = Tree::read();
+    let lib = &tree.files["lib"];
+    let mut at = 0;
+    for (name, _) in LAYERS {
+        let found = lib[at..].find(&format!("{name}:")).unwrap_or_else(|| {
+            panic!("src/lib.rs names the layer `{name}:` after the ones before it")
+        });
+        at += found;
+    }
+    // No path attribute takes a file from another folder into a module.
+    for (module, text) in &tree.files {
+        for line in text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("#[path"))
+        {
+            assert!(
+                !line.contains("..") && !line.contains("= \"/"),
+                "{module} takes a file from another folder: {line}"
+            );
+        }
+    }
+}
+
+#[test]
 fn the_checks_see_what_they_check() {
     // The import reader finds both kinds of import, so the tests above can fail.
     let code = "use crate::store::Store;\nmod lock;\nuse lock::Lock;\nfn f() { crate::core::clock::now(); }\n#[cfg(test)]\nmod tests { use crate::app::App; }";
@@ -233,4 +360,20 @@ fn the_checks_see_what_they_check() {
     let paths: Vec<String> = crate_paths(code).iter().map(|p| p.join("::")).collect();
     assert_eq!(paths, ["store::Store", "core::clock::now"]);
     assert_eq!(declared_children(code), ["lock"]);
+    assert_eq!(
+        super_paths(
+            "store::file::lock",
+            "use super::record::Slot;\nuse super::super::Check;"
+        ),
+        ["store::file::record::Slot", "store::Check"]
+    );
+    // An import upwards is seen, one downwards or within a layer is not.
+    let imports = BTreeMap::from([
+        ("config::rules", BTreeSet::from(["core::rule", "app"])),
+        ("http::render", BTreeSet::from(["store", "net::url"])),
+    ]);
+    assert_eq!(
+        upward_imports(&imports),
+        ["config::rules (config) -> app (service)"]
+    );
 }

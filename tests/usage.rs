@@ -233,7 +233,7 @@ pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&dyn Jour
     let text = std::fs::read_to_string(&site.config_path).expect("the configuration");
     let base = site.config_path.parent().expect("its directory");
     let config = resolve::config::Config::from_json(&text, base).expect("a valid configuration");
-    let out = change(&*resolve::store::open::from_config(&config).journal);
+    let out = change(&*resolve::site::open::from_config(&config).journal);
     for path in support::temp::entries_under(&site.data) {
         give_to_server_user(&path);
     }

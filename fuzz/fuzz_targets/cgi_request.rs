@@ -22,7 +22,7 @@ use resolve::config::Config;
 use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
 use resolve::http::request::Env;
-use resolve::log::{Level, Log, format_line};
+use resolve::support::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
 use resolve::provider::{EchoProvider, Provider, ProviderError};
 use resolve::store::memory::MemoryStore;

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use crate::core::calendar;
 use crate::core::journal::{ClientFigures, HOUR_MS};
-use crate::http::html::escape;
-use crate::stats::{PERIODS, Stats, TOP_CLIENTS, window_words};
+use crate::support::html::escape;
+use crate::usage::stats::{PERIODS, Stats, TOP_CLIENTS, window_words};
 
 /// The chart's drawing area, in SVG units (it scales to the page's width).
 const CHART_WIDTH: u32 = 720;
@@ -398,7 +398,7 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
 mod tests {
     use super::*;
     use crate::core::journal::{Figures, Note};
-    use crate::stats::SpendUse;
+    use crate::usage::stats::SpendUse;
 
     /// 2026-12-01 00:00 UTC, in hours since 1970.
     const DAY_START: u32 = 1_796_083_200 / 3600;

@@ -5,9 +5,9 @@
 
 use crate::core::decision::Decision;
 use crate::core::rule::{Algorithm, KeyKind, Rule};
-use crate::defaults;
 use crate::store::counters::Counters;
 use crate::store::{Check, StoreError};
+use crate::support::defaults;
 
 /// The limit on failed sign-ins.
 pub fn rule() -> Rule {

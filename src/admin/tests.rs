@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::core::clock::FakeClock;
-use crate::log::MemoryLog;
 use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
 use crate::store::roles::Store;
+use crate::support::log::MemoryLog;
 
 const PASSWORD: &str = "correct horse battery staple";
 const TOKEN: &str = "tok-dashboard-777";
@@ -39,7 +39,7 @@ fn site_with(admin: Option<&str>) -> Site {
     let dir = std::env::temp_dir().join(format!(
         "resolve-admin-{}-{:x}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     let mut text = serde_json::json!({
         "provider": {"preset": "realdebrid", "token": TOKEN},
@@ -449,7 +449,7 @@ fn a_new_password_signs_everyone_out() {
     site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
     assert!(site.get(&mut jar.clone()).1.contains(DATA));
     site.config.admin.as_mut().unwrap().password_hash =
-        crate::secret::Secret::new(hash_of("another password entirely"));
+        crate::support::secret::Secret::new(hash_of("another password entirely"));
     assert!(!site.get(&mut jar).1.contains(DATA));
 }
 
@@ -541,7 +541,11 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
         "203.0.113.9",
     );
     assert_eq!(r.status, 403, "no session");
-    assert!(crate::blocks::read(&site.store).unwrap().is_empty());
+    assert!(
+        crate::app::controls::blocks::read(&site.store)
+            .unwrap()
+            .is_empty()
+    );
     let (r, _) = site.post(
         &mut jar,
         &format!("action=block&client=not-an-address&csrf={token}"),
@@ -555,7 +559,7 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
         "203.0.113.9",
     );
     assert_eq!(r.status, 303);
-    let list = crate::blocks::read(&site.store).unwrap();
+    let list = crate::app::controls::blocks::read(&site.store).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].range.to_string(), "192.0.2.66/32");
     assert_eq!(list[0].until_ms, Some(START_MS + 86_400_000));

@@ -1,6 +1,6 @@
 //! The effective configuration as `resolve check` prints it: the checked `Config` serialised
 //! in the file's own layout. Nothing is masked here: every secret is a
-//! [`Secret`](crate::secret::Secret), which serialises as the mask wherever it sits.
+//! [`Secret`](crate::support::secret::Secret), which serialises as the mask wherever it sits.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -61,7 +61,7 @@ impl Serialize for Config {
         if !self.shadow_rules.is_empty() {
             map.serialize_entry("shadow_rules", &self.shadow_rules)?;
         }
-        let texts = |set: &crate::http::addr_set::AddrSet| -> Vec<String> {
+        let texts = |set: &crate::net::addr_set::AddrSet| -> Vec<String> {
             set.ranges().iter().map(ToString::to_string).collect()
         };
         if !self.block.is_empty() {

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawStore;
-use crate::defaults;
-use crate::http::url::{self, UrlError};
-use crate::secret::Secret;
+use crate::net::url::{self, UrlError};
 use crate::store::mysql::settings::{MysqlSettings, TsUnit, url_parts};
 use crate::store::redis::resp::Target;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::settings::{OnError, StoreConfig, StoreKind};
+use crate::support::defaults;
+use crate::support::secret::Secret;
 
 /// How to reach a database server: the fields the MySQL and Redis stores share.
 const SERVER_FIELDS: [&str; 8] = [

@@ -152,7 +152,9 @@ mod tests {
 
     #[test]
     fn keys_are_written_by_the_template() {
-        use crate::defaults::{KEY_TEMPLATE_API_KEY, KEY_TEMPLATE_GLOBAL, KEY_TEMPLATE_IP};
+        use crate::support::defaults::{
+            KEY_TEMPLATE_API_KEY, KEY_TEMPLATE_GLOBAL, KEY_TEMPLATE_IP,
+        };
         let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60, KEY_TEMPLATE_IP);
         let rule = rule.unwrap();
         assert_eq!(rule.key_for("203.0.113.7"), "resolve:ip:203.0.113.7");

@@ -1,15 +1,15 @@
 //! The words of every answer: the download link, a refusal or an error, as plain text, HTML or
 //! JSON, with the rate-limit headers.
 
-use crate::config::page::{Contact, Page};
 use crate::core::decision::Decision;
 use crate::core::rule::Rule;
-use crate::http::html::escape;
+use crate::http::footer::{Contact, Page};
 use crate::http::negotiate::Format;
 use crate::http::problem::Problem;
 use crate::http::request::ALLOWED_METHODS;
 use crate::http::response::Response;
 use crate::provider::resolved::Resolved;
+use crate::support::html::escape;
 
 const TEXT: &str = "text/plain; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";

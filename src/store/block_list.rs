@@ -40,7 +40,7 @@ impl<T: Cache + ?Sized> BlockList for T {
     }
 
     fn change_block_list(&self, change: Change<'_>) -> Result<(), StoreError> {
-        let token = format!("{:016x}", crate::random::u64());
+        let token = format!("{:016x}", crate::support::random::u64());
         let give_up = Instant::now() + LOCK_WAIT;
         while !self.cache_claim(LOCK_KEY, token.as_bytes(), LOCK_TTL)? {
             if Instant::now() >= give_up {

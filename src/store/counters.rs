@@ -4,8 +4,8 @@
 
 use crate::core::decision::Decision;
 use crate::core::rule::{Algorithm, KeyKind, Rule};
-use crate::defaults;
 use crate::store::{Check, StoreError};
+use crate::support::defaults;
 
 /// Rate-limit counters shared by every process of a site.
 pub trait Counters {

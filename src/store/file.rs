@@ -71,7 +71,9 @@ impl<C: Clock> FileStore<C> {
             dir: dir.into(),
             clock,
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-            lock_timeout: Duration::from_millis(crate::defaults::FILE_LOCK_TIMEOUT_MS.into()),
+            lock_timeout: Duration::from_millis(
+                crate::support::defaults::FILE_LOCK_TIMEOUT_MS.into(),
+            ),
         }
     }
 
@@ -101,7 +103,7 @@ impl<C: Clock> FileStore<C> {
     /// The file that holds `key`.
     pub fn path_for(&self, key: &str) -> PathBuf {
         let digest = Sha256::digest(key.as_bytes());
-        let name = crate::hex::lower(&digest);
+        let name = crate::support::hex::lower(&digest);
         self.dir.join(&name[..2]).join(name)
     }
 
@@ -322,7 +324,7 @@ fn read_all(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io_error("read", path, &e)),
         }
-        if out.len() > crate::defaults::PROVIDER_MAX_ANSWER_BYTES as usize {
+        if out.len() > crate::support::defaults::PROVIDER_MAX_ANSWER_BYTES as usize {
             return Err(StoreError::corrupt(format!(
                 "{} is too large for a cache entry",
                 path.display()
@@ -518,7 +520,7 @@ impl<C: Clock> Upkeep for FileStore<C> {
         shards.sort();
         // A bounded sweep starts at a random shard so that, over many requests, all get swept.
         if !shards.is_empty() {
-            let start = (crate::random::u64() % shards.len() as u64) as usize;
+            let start = (crate::support::random::u64() % shards.len() as u64) as usize;
             shards.rotate_left(start);
         }
         let mut report = SweepReport {

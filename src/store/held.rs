@@ -17,12 +17,12 @@ use std::rc::Rc;
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
 use crate::core::journal::{Batch, Entry, Note, Row};
-use crate::defaults;
-use crate::log::{Level, Log, StderrLog};
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
 use crate::store::roles::Store;
 use crate::store::{Check, StoreError};
+use crate::support::defaults;
+use crate::support::log::{Level, Log, StderrLog};
 
 /// A refusal as the store gave it, and when it was asked (by this process's clock, before the
 /// store decided: the refusal is never taken to last longer than it does).

@@ -116,7 +116,10 @@ impl MysqlStore {
                     .clone()
                     .or(url.host)
                     .unwrap_or_else(|| "127.0.0.1".to_owned()),
-                port: s.port.or(url.port).unwrap_or(crate::defaults::MYSQL_PORT),
+                port: s
+                    .port
+                    .or(url.port)
+                    .unwrap_or(crate::support::defaults::MYSQL_PORT),
             },
         };
         Ok(Params {
@@ -235,7 +238,9 @@ impl MysqlStore {
                         && attempt < ATTEMPTS =>
                 {
                     let most = 2u64 << attempt.min(5);
-                    std::thread::sleep(Duration::from_millis(1 + crate::random::u64() % most));
+                    std::thread::sleep(Duration::from_millis(
+                        1 + crate::support::random::u64() % most,
+                    ));
                 }
                 Err(Failed::OutOfTime) => {
                     // The transaction may still be open on this connection: drop it.

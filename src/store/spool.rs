@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::journal::{Batch, Entry, Note, Row};
-use crate::defaults;
 use crate::store::StoreError;
 use crate::store::file::lock::{Lock, ensure_dir, lock_within};
 use crate::store::file::safe_open::{io_error, open_regular, still_named};
 use crate::store::journal::Journal;
+use crate::support::defaults;
 
 /// Times an entry is appended again after the file it was appended to was moved meanwhile.
 const APPEND_TRIES: usize = 100;

@@ -433,7 +433,7 @@ pub fn journal_exact_under_300_processes_through_the_spool(sut: &mut dyn StoreUn
     ));
     let began = Instant::now();
     run_children(sut, hour, N as usize, Some(&data));
-    let spool = data.join(resolve::defaults::JOURNAL_SPOOL_DIR);
+    let spool = data.join(resolve::support::defaults::JOURNAL_SPOOL_DIR);
     let left = std::fs::read_dir(&spool).map_or(0, |d| d.count());
     let before = rows(sut, &*store, hour, hour + 1)
         .get(&(hour, "total".to_owned(), "requests".to_owned()))
@@ -542,7 +542,7 @@ pub fn child_adds_one_entry() {
     let text = format!(r#"{{"store": {section}}}"#);
     let config = Config::from_json(&text, std::path::Path::new("/")).expect("a store section");
     let spool = std::env::var_os(CHILD_SPOOL);
-    let mut store = resolve::store::open::from_config(&config);
+    let mut store = resolve::site::open::from_config(&config);
     if let Some(dir) = &spool {
         store = store.with_journal(|journal| {
             Rc::new(

@@ -3,7 +3,7 @@
 //! refusals by kind, both lists of top clients, the `ACTION NEEDED` lines) is compared with the
 //! JSON's.
 
-use resolve::http::html::escape;
+use resolve::support::html::escape;
 use serde_json::Value;
 
 use crate::support::Site;

@@ -308,7 +308,7 @@ fn idle_entries_go_to_the_spool_and_the_next_request_writes_them() {
     let data = std::env::temp_dir().join(format!(
         "resolve-held-spool-{}-{}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     let spooled = server.as_store().with_journal(|j| {
         Rc::new(crate::store::spool::SpooledJournal::with_clock(
@@ -346,7 +346,7 @@ fn what_the_spool_does_not_take_stays_held() {
     let data = std::env::temp_dir().join(format!(
         "resolve-held-nospool-{}-{}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join(defaults::JOURNAL_SPOOL_DIR), b"in the way").unwrap();

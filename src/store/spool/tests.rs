@@ -17,7 +17,7 @@ fn tempdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "resolve-spool-{name}-{}-{}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     fs::create_dir_all(&dir).unwrap();
     dir

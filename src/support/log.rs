@@ -81,7 +81,7 @@ pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
 pub struct StderrLog {
     /// The secrets to mask, as the configuration holds them.
     secrets: Vec<String>,
-    /// Every form of them ([`crate::secret::all_forms`]), made at the first line: most CGI
+    /// Every form of them ([`crate::support::secret::all_forms`]), made at the first line: most CGI
     /// requests log nothing.
     forms: std::sync::OnceLock<Vec<String>>,
 }
@@ -100,7 +100,7 @@ impl Log for StderrLog {
     fn line(&self, level: Level, message: &str) {
         let forms = self
             .forms
-            .get_or_init(|| crate::secret::all_forms(&self.secrets));
+            .get_or_init(|| crate::support::secret::all_forms(&self.secrets));
         let line = format_line(level, message, forms);
         // One write per line, so lines of concurrent processes do not interleave.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());

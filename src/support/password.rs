@@ -4,7 +4,7 @@
 
 use argon2::{Algorithm, Argon2, Params, PasswordHash, PasswordHasher, PasswordVerifier, Version};
 
-use crate::defaults;
+use crate::support::defaults;
 
 /// Least memory (KiB) a hash may ask for: OWASP's lowest Argon2id setting (7 MiB, 5 passes).
 const MIN_M_COST_KIB: u32 = 7 * 1024;

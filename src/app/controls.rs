@@ -3,16 +3,18 @@
 //! allow list exempts from the `ip` rules, `auto_block` blocks a client refused too often, and
 //! shadow rules count what they would refuse without refusing.
 
+pub mod blocks;
+
 use crate::app::{App, Asked, Tally};
-use crate::blocks::{self, Block};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
-use crate::defaults;
-use crate::http::cidr::Cidr;
 use crate::http::problem::Problem;
-use crate::log::Level;
+use crate::net::cidr::Cidr;
 use crate::store::StoreError;
+use crate::support::defaults;
+use crate::support::log::Level;
+use blocks::Block;
 
 /// What a blocked client reads.
 pub const BLOCKED: &str = "Requests from your address are blocked on this service.";

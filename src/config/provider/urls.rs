@@ -6,7 +6,7 @@ use crate::config::error::{ConfigError, err};
 /// Checks the start of a provider URL (or a base URL): https, or plain http to this machine,
 /// where it cannot be overheard; no user name or password; no fragment.
 pub(crate) fn check_url(field: &str, url: &str) -> Result<(), ConfigError> {
-    let parsed = crate::http::url::parse(url, &["https", "http"])
+    let parsed = crate::net::url::parse(url, &["https", "http"])
         .map_err(|e| err(field, format!("{url:?} is not an https:// URL: {e}")))?;
     if parsed.has_credentials() {
         return Err(err(
@@ -57,7 +57,7 @@ pub(crate) fn check_step_url(field: &str, template: &str) -> Result<(), ConfigEr
 /// True when the URL starts with its host as the parser reads it, so that any other program
 /// reading the text (the HTTP client among them) finds the same host: `http://127.0.0.1/`,
 /// not `http://0x7f.1/` or `http://%6cocalhost/`.
-pub(crate) fn written_plainly(text: &str, parsed: &crate::http::url::Url) -> bool {
+pub(crate) fn written_plainly(text: &str, parsed: &crate::net::url::Url) -> bool {
     let origin = parsed.origin();
     text.get(..origin.len())
         .is_some_and(|head| head.eq_ignore_ascii_case(&origin))

@@ -4,7 +4,8 @@
 //! under a lock taken with the store's atomic claim.
 //!
 //! Requests read it once each. Where the store is a server (MySQL, Redis), they read a copy in
-//! the data directory (`blocks.copy`), fetched again from the store when it is older than
+//! the data directory (`blocks.copy`, see `crate::store::block_copy`), fetched again from the
+//! store when it is older than
 //! [`defaults::BLOCKS_COPY_SECS`]: a file read instead of a round trip on every request. A
 //! change made here (`resolve block`, `unblock`, the dashboard, `auto_block`) rewrites this
 //! server's copy at once; other servers sharing the store follow within those seconds.
@@ -15,13 +16,12 @@ use std::time::Duration;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::core::calendar;
-use crate::core::clock::Clock;
-use crate::defaults;
-use crate::http::cidr::Cidr;
+use crate::net::cidr::Cidr;
 use crate::store::StoreError;
+use crate::store::block_copy;
 use crate::store::block_list::BlockList;
 use crate::store::cache::Cache;
+use crate::support::defaults;
 
 /// The list holds at most this many blocks (about 60 KB, what every store's cache value
 /// takes). Past it, the oldest automatic block makes way; only when none is left does an
@@ -31,7 +31,7 @@ pub const MAX_BLOCKS: usize = 500;
 /// Longest reason kept, in characters.
 pub const MAX_REASON: usize = 200;
 /// A block without an end stays in the cache this long (ten years).
-const FOREVER: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
+pub(crate) const FOREVER: Duration = Duration::from_secs(10 * 366 * 24 * 3600);
 
 /// One block: a range, until when (None: until unblocked), why, and whether `auto_block` set it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,24 +132,6 @@ pub fn without(list: Vec<Block>, range: Cidr, now_ms: u64) -> (Vec<Block>, bool)
     (out, before)
 }
 
-/// `--for 24h`: a duration of seconds, minutes, hours or days (`90s`, `30m`, `24h`, `7d`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let err = || format!("--for {text:?} is not a duration: write e.g. 90s, 30m, 24h or 7d");
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
-    let n: u64 = number.parse().map_err(|_| err())?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60).ok_or_else(err)?,
-        "h" => n.checked_mul(3600).ok_or_else(err)?,
-        "d" => n.checked_mul(86_400).ok_or_else(err)?,
-        _ => return Err(err()),
-    };
-    if secs == 0 || secs > FOREVER.as_secs() {
-        return Err(err());
-    }
-    Ok(Duration::from_secs(secs))
-}
-
 /// The blocks the store holds now (ended ones included; callers ask `live_at`).
 pub fn read(store: &dyn Cache) -> Result<Vec<Block>, StoreError> {
     Ok(store.block_list()?.map(|b| decode(&b)).unwrap_or_default())
@@ -178,46 +160,12 @@ pub fn read_for_request(
     let Some(path) = copy else {
         return read(store);
     };
-    if let Ok(bytes) = std::fs::read(path)
-        && let Some(list) = fresh_copy(&bytes, now_ms)
-    {
-        return Ok(list);
+    if let Some(bytes) = block_copy::read_fresh(path, now_ms, defaults::BLOCKS_COPY_SECS * 1000) {
+        return Ok(decode(&bytes));
     }
     let list = read(store)?;
-    keep_copy(path, &list, now_ms);
+    block_copy::keep(path, &encode(&list), now_ms);
     Ok(list)
-}
-
-/// The list in a copy fetched less than [`defaults::BLOCKS_COPY_SECS`] before `now_ms`.
-fn fresh_copy(bytes: &[u8], now_ms: u64) -> Option<Vec<Block>> {
-    let at = bytes.iter().position(|&b| b == b'\n')?;
-    let fetched: u64 = std::str::from_utf8(bytes[..at].strip_prefix(b"fetched ")?)
-        .ok()?
-        .parse()
-        .ok()?;
-    let age = now_ms.checked_sub(fetched)?;
-    (age < defaults::BLOCKS_COPY_SECS * 1000).then(|| decode(&bytes[at + 1..]))
-}
-
-/// Writes the copy whole under a new name, then moves it in place: a reader sees the old copy
-/// or the new one.
-fn keep_copy(path: &Path, list: &[Block], now_ms: u64) {
-    let mut bytes = format!("fetched {now_ms}\n").into_bytes();
-    bytes.extend_from_slice(&encode(list));
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let tmp = path.with_extension(format!("{:016x}", crate::random::u64()));
-    // Readable by the site's account alone, like the store's own files; a new name each time,
-    // never an existing file (nor a link planted there).
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&bytes));
-    if written.is_err() || std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
 }
 
 /// Changes the stored list with `change` under the lock, so concurrent changes (two `resolve
@@ -244,83 +192,8 @@ pub fn update<T>(
     let (list, out) =
         changed.ok_or_else(|| StoreError::unavailable("the block list was not changed"))?;
     if let Some(path) = copy {
-        keep_copy(path, &list, now_ms);
+        block_copy::keep(path, &encode(&list), now_ms);
     }
-    Ok(out)
-}
-
-/// `resolve block` and `resolve unblock` at the time `clock` tells: the line to print, or what
-/// went wrong.
-pub fn command(
-    store: &dyn Cache,
-    copy: Option<&Path>,
-    clock: &dyn Clock,
-    verb: &str,
-    target: &str,
-    duration: Option<&str>,
-    reason: Option<&str>,
-) -> Result<String, String> {
-    let range = Cidr::parse(target).ok_or_else(|| {
-        format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
-    })?;
-    let now = clock.now_ms();
-    let failed = |e: StoreError| format!("the store could not be changed: {e}");
-    if verb == "unblock" {
-        let had = update(store, copy, now, |list| without(list, range, now)).map_err(failed)?;
-        return Ok(if had {
-            format!("unblocked {range}")
-        } else {
-            format!("{range} was not blocked (`resolve blocks` lists the blocks)")
-        });
-    }
-    let until_ms = duration
-        .map(parse_duration)
-        .transpose()?
-        .map(|d| now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
-    let block = Block {
-        range,
-        until_ms,
-        reason: clean_reason(reason.unwrap_or("blocked by the owner")),
-        auto: false,
-    };
-    update(store, copy, now, |list| (with(list, block, now), ())).map_err(failed)?;
-    Ok(match until_ms {
-        Some(ms) => format!("blocked {range} until {} (UTC)", calendar::iso(ms)),
-        None => format!("blocked {range} until `resolve unblock {range}`"),
-    })
-}
-
-/// `resolve blocks`: the store's blocks in force at the time `clock` tells, then the
-/// configuration's lists.
-pub fn listing(store: &dyn Cache, config: &Config, clock: &dyn Clock) -> Result<String, String> {
-    let now = clock.now_ms();
-    let list = read(store).map_err(|e| format!("the store could not be read: {e}"))?;
-    let live: Vec<&Block> = list.iter().filter(|b| b.live_at(now)).collect();
-    let mut out = String::new();
-    if live.is_empty() {
-        out.push_str("No blocks in the store.\n");
-    }
-    for b in live {
-        let until = b.until_ms.map_or("until unblocked".to_owned(), |ms| {
-            format!("until {}", calendar::iso(ms))
-        });
-        let by = if b.auto {
-            "auto_block"
-        } else {
-            "resolve block"
-        };
-        out.push_str(&format!(
-            "{:<43} {until:<26} {by}: {}\n",
-            b.range.to_string(),
-            b.reason
-        ));
-    }
-    let count = |set: &crate::http::addr_set::AddrSet| set.ranges().len();
-    out.push_str(&format!(
-        "The configuration also blocks {} and allows {} addresses or ranges (\"block\", \"allow\").\n",
-        count(&config.block),
-        count(&config.allow)
-    ));
     Ok(out)
 }
 
@@ -466,17 +339,6 @@ mod tests {
         // With no automatic block left, a new automatic block is the one that makes way.
         let before = list.clone();
         assert_eq!(with(list, auto(999), 0), before);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
-        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
-        for bad in ["", "0h", "h", "24", "1w", "-1d", "99999999999999d"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?}");
-        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::core::calendar;
 use crate::core::journal::{self, HOUR_MS};
-use crate::stats::{self, Stats};
+use crate::usage::stats::{self, Stats};
 
 /// A spend limit used this much (percent) or more is a warning.
 pub const SPEND_WARNING_PERCENT: u32 = 80;
@@ -142,7 +142,7 @@ pub fn render(stats: &Stats, only_problems: bool) -> Option<String> {
 mod tests {
     use super::*;
     use crate::core::journal::{Figures, Note, Row};
-    use crate::stats::SpendUse;
+    use crate::usage::stats::SpendUse;
 
     const DAY: u32 = 20_000 * 24;
 

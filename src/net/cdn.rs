@@ -89,7 +89,7 @@ impl Cdn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::cidr::Cidr;
+    use crate::net::cidr::Cidr;
 
     #[test]
     fn every_published_range_parses_as_written() {

@@ -59,7 +59,7 @@ pub fn forms(secret: &str) -> Vec<String> {
     );
     out.push(secret.escape_debug().to_string());
     // As the HTML pages write text.
-    out.push(crate::http::html::escape(secret));
+    out.push(crate::support::html::escape(secret));
     out.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     out.dedup();
     out

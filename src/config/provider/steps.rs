@@ -7,9 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::error::{ConfigError, err};
+use crate::config::provider::raw::{RawStep, RawTest};
+use crate::config::provider::urls::check_step_url;
 use crate::core::rule::RuleName;
-use crate::provider::config::raw::{RawStep, RawTest};
-use crate::provider::config::urls::check_step_url;
 use crate::provider::spec::{HttpMethod, Poll, Step, SuccessTest, Template};
 
 pub(crate) fn method(field: &str, m: Option<&str>) -> Result<HttpMethod, ConfigError> {

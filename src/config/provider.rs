@@ -15,11 +15,11 @@ use serde_json::{Map, Value};
 
 use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
-use crate::defaults;
 use crate::provider::Failure;
 use crate::provider::presets;
 use crate::provider::spec::{HttpSpec, ProviderSpec};
-use crate::secret::Secret;
+use crate::support::defaults;
+use crate::support::secret::Secret;
 use raw::RawProvider;
 use shorthand::shorthand;
 use site_rules::site_rules;
@@ -46,7 +46,8 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
         // serde quotes the offending value, which may be a secret in the wrong place: the value
         // is cut out, and the secrets are masked in every form as well.
         let message = crate::config::redact::without_quoted_value(&e.to_string());
-        let message = crate::secret::mask(&message, &crate::secret::all_forms(&secrets));
+        let message =
+            crate::support::secret::mask(&message, &crate::support::secret::all_forms(&secrets));
         err("provider", format!("{message} (see README: Providers)"))
     })?;
     check_kind(raw.kind.as_deref(), preset.is_some())?;

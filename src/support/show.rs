@@ -1,6 +1,6 @@
 //! How checked values are written out for `resolve check`: times in milliseconds, lists of
 //! pairs as objects, values with a text form as that text. Secrets need nothing here: a
-//! [`Secret`](crate::secret::Secret) serialises as the mask, whatever holds it.
+//! [`Secret`](crate::support::secret::Secret) serialises as the mask, whatever holds it.
 
 use std::fmt::Display;
 use std::time::Duration;

@@ -1,63 +1,23 @@
-//! `resolve check`: is the site ready? Reads the configuration, reaches the store without
-//! counting anything, and prints the effective configuration with secrets masked.
+//! Is the site ready? The report `resolve check` prints and the dashboard shows: the data
+//! directory, the store (reached, nothing counted), the provider, the limits, the dashboard
+//! and the effective configuration with its secrets masked.
 
 use std::io::Write;
 
 use crate::config::Config;
-use crate::config::locate::{self, Located};
 use crate::core::rule::KeyKind;
-use crate::provider::Provider;
 use crate::provider::spec::{HttpMethod, ProviderSpec};
-
-/// Runs the check, writing a report to `out`. With `live`, also makes one real provider call
-/// for that link. Returns true when the site can serve requests (and the call succeeded).
-pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
-    let _ = writeln!(
-        out,
-        "configuration: {}",
-        match located {
-            Located::File(source) => source.describe(),
-            Located::Defaults { base } => format!(
-                "none found ({}/config.json does not exist): using the defaults",
-                base.display()
-            ),
-        }
-    );
-    let config = match locate::load(located) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(out, "FAIL {e}");
-            return false;
-        }
-    };
-    if let Located::File(source) = located {
-        warn_exposure(source.path(), "configuration", out);
-    }
-    let mut ok = report(&config, out);
-    if let Some(link) = live {
-        ok &= live_call(&config, link, out);
-    }
-    let _ = writeln!(
-        out,
-        "{}",
-        if ok {
-            "OK"
-        } else {
-            "NOT READY: fix the lines marked FAIL"
-        }
-    );
-    ok
-}
+use crate::store::roles::Store;
 
 /// The checks of a loaded configuration: the data directory, the store (reached, nothing
 /// counted), the provider, the limits, the dashboard and the effective configuration with its
 /// secrets masked. True when the site can serve requests. The dashboard shows this report too.
-pub fn report(config: &Config, out: &mut dyn Write) -> bool {
+pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
     if let crate::store::settings::StoreKind::File { dir } = &config.store.kind {
         warn_exposure(dir, "data directory", out);
     }
     let mut ok = true;
-    ok &= report_store(config, out);
+    ok &= report_store(store, out);
     report_spool(config, out);
     ok &= report_provider(config, out);
     warn_unsafe(config, out);
@@ -95,7 +55,7 @@ pub fn report(config: &Config, out: &mut dyn Write) -> bool {
             rule.key_template
         );
     }
-    report_controls(config, out);
+    report_controls(config, store, out);
     let keys = &config.api_keys;
     let _ = writeln!(
         out,
@@ -141,11 +101,11 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
                 out,
                 "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
                  /admin); {} failed sign-ins per address per {} s; its secret in {}",
-                crate::defaults::ADMIN_SIGNIN_FAILURES,
-                crate::defaults::ADMIN_SIGNIN_WINDOW_SECS,
+                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_WINDOW_SECS,
                 config
                     .data_dir
-                    .join(crate::defaults::ADMIN_SECRET_FILE)
+                    .join(crate::support::defaults::ADMIN_SECRET_FILE)
                     .display()
             );
             if let Some(root) = web_root_in(&config.data_dir) {
@@ -162,7 +122,7 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
 
 /// Shadow rules, trusted networks, block and allow lists, automatic blocks; and a warning when
 /// the journal saw requests from a known network's edges that are not trusted.
-fn report_controls(config: &Config, out: &mut dyn Write) {
+fn report_controls(config: &Config, store: &Store, out: &mut dyn Write) {
     for rule in &config.shadow_rules {
         let _ = writeln!(
             out,
@@ -194,10 +154,9 @@ fn report_controls(config: &Config, out: &mut dyn Write) {
             a.refusals, a.window_secs, a.block_secs
         );
     }
-    let store = crate::store::open::from_config(config);
     let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
     // What the journal counted over the last day tells whether a network's edges call us.
-    if let Ok(stats) = crate::stats::Stats::gather(config, &store, now, 24) {
+    if let Ok(stats) = crate::usage::stats::Stats::gather(config, store, now, 24) {
         for (name, n) in &stats.figures.untrusted_networks {
             let _ = writeln!(
                 out,
@@ -205,60 +164,6 @@ fn report_controls(config: &Config, out: &mut dyn Write) {
                  but \"{name}\" is not in client.trusted_proxies: every visitor behind one edge shares one counter \
                  and real visitors get 429s. Fix: \"client\": {{\"trusted_proxies\": [\"{name}\"]}}"
             );
-        }
-    }
-}
-
-/// One real call to the provider, announced; it may cost a paid call. Counts nothing.
-fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
-    let link = match crate::http::link::validate(link.as_bytes()) {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = writeln!(out, "FAIL live: {e}");
-            return false;
-        }
-    };
-    let Some(spec) = &config.provider else {
-        let _ = writeln!(out, "FAIL live: no provider to call");
-        return false;
-    };
-    let _ = writeln!(
-        out,
-        "LIVE: calling the provider once for {link} (this may cost one paid call; no limit is counted)"
-    );
-    let started = std::time::Instant::now();
-    let result = match spec {
-        ProviderSpec::Echo => crate::provider::EchoProvider.resolve(link),
-        ProviderSpec::Http(h) => {
-            crate::provider::http::HttpProvider::new((**h).clone()).resolve(link)
-        }
-    };
-    let took = started.elapsed().as_millis();
-    let forms = crate::secret::all_forms(&config.secrets());
-    let mask = |text: String| crate::secret::mask(&text, &forms).into_owned();
-    match result {
-        // The visitor would get 502 for such an answer (see app.rs): say so, without it.
-        Ok(r) if r.holds_any(&forms) => {
-            let _ = writeln!(
-                out,
-                "FAIL live: after {took} ms: the provider's answer holds the provider token, so \
-                 it is never passed on: {}",
-                mask(r.download.clone())
-            );
-            false
-        }
-        Ok(r) => {
-            let _ = writeln!(
-                out,
-                "ok   live: resolved in {took} ms: {}{}",
-                r.download,
-                r.filename.map_or(String::new(), |f| format!(" ({f})"))
-            );
-            true
-        }
-        Err(e) => {
-            let _ = writeln!(out, "FAIL live: after {took} ms: {}", mask(e.to_string()));
-            false
         }
     }
 }
@@ -274,7 +179,7 @@ pub fn web_root_in(path: &std::path::Path) -> Option<&'static str> {
 }
 
 /// Warns when secrets or counters could be read by other accounts or fetched over HTTP.
-fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
+pub fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
     use std::os::unix::fs::PermissionsExt;
     if let Some(root) = web_root_in(path) {
         let _ = writeln!(
@@ -321,8 +226,8 @@ fn warn_unsafe(config: &Config, out: &mut dyn Write) {
     }
 }
 
-fn report_store(config: &Config, out: &mut dyn Write) -> bool {
-    match crate::store::open::from_config(config).upkeep.probe() {
+fn report_store(store: &Store, out: &mut dyn Write) -> bool {
+    match store.upkeep.probe() {
         Ok(what) => {
             let _ = writeln!(out, "ok   store: {what}");
             true

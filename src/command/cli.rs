@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::locate::{self, Located};
-use crate::defaults;
 use crate::gateway::serve::{self, ServeOptions};
 use crate::store::settings::StoreKind;
+use crate::support::defaults;
 
 const HELP: &str = "\
 resolve: a rate-limited gateway to paid link-resolver APIs
@@ -158,7 +158,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("check") => {
             let options = parse_options(rest, &["--config", "--live"])?;
             let located = locate_from(&options)?;
-            let ok = crate::check::run(
+            let ok = crate::command::check::run(
                 &located,
                 options.live.as_deref(),
                 &mut std::io::stdout().lock(),
@@ -172,7 +172,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let report = crate::store::open::from_config(&config)
+            let report = crate::site::open::from_config(&config)
                 .upkeep
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
@@ -189,11 +189,12 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("stats") => {
             let options = parse_options(rest, &["--config", "--since", "--json"])?;
-            let hours = crate::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
+            let hours =
+                crate::usage::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::for_requests(&config);
+            let store = crate::site::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
-            let stats = crate::stats::Stats::gather(&config, &store, now, hours)
+            let stats = crate::usage::stats::Stats::gather(&config, &store, now, hours)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
             if options.json {
                 println!("{:#}", stats.json());
@@ -205,12 +206,12 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("report") => {
             let options = parse_options(rest, &["--config", "--only-problems"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::for_requests(&config);
+            let store = crate::site::open::for_requests(&config);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
-            let (from, to) = crate::report::yesterday(now);
-            let stats = crate::stats::Stats::gather_hours(&config, &store, now, from, to)
+            let (from, to) = crate::usage::report::yesterday(now);
+            let stats = crate::usage::stats::Stats::gather_hours(&config, &store, now, from, to)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
-            if let Some(text) = crate::report::render(&stats, options.only_problems) {
+            if let Some(text) = crate::usage::report::render(&stats, options.only_problems) {
                 print!("{text}");
             }
             Ok(ExitCode::SUCCESS)
@@ -232,10 +233,10 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
             };
             let options = parse_options(&rest[1..], allowed)?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::from_config(&config);
-            crate::blocks::command(
+            let store = crate::site::open::from_config(&config);
+            crate::command::blocks::command(
                 &*store.cache,
-                crate::blocks::copy_path(&config).as_deref(),
+                crate::app::controls::blocks::copy_path(&config).as_deref(),
                 &crate::core::clock::SystemClock,
                 verb,
                 &target,
@@ -250,10 +251,14 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         Some("blocks") => {
             let options = parse_options(rest, &["--config"])?;
             let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::store::open::from_config(&config);
+            let store = crate::site::open::from_config(&config);
             print!(
                 "{}",
-                crate::blocks::listing(&*store.cache, &config, &crate::core::clock::SystemClock)?
+                crate::command::blocks::listing(
+                    &*store.cache,
+                    &config,
+                    &crate::core::clock::SystemClock
+                )?
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -295,12 +300,12 @@ fn hash_password(input: &mut dyn std::io::BufRead) -> Result<String, String> {
     let password = line
         .strip_suffix('\n')
         .map_or(line.as_str(), |l| l.strip_suffix('\r').unwrap_or(l));
-    crate::admin::password::check_strength(password).map_err(|e| {
+    crate::support::password::check_strength(password).map_err(|e| {
         format!("{e}; nothing was made: printf '%s' 'THE PASSWORD' | resolve hash-password")
     })?;
-    let salt = crate::random::secret_bytes::<16>()
+    let salt = crate::support::random::secret_bytes::<16>()
         .map_err(|e| format!("cannot read random bytes for the salt: {e}"))?;
-    crate::admin::password::hash(password, &salt)
+    crate::support::password::hash(password, &salt)
 }
 
 fn serve_command(options: &Options) -> Result<ExitCode, String> {

@@ -215,7 +215,7 @@ impl Url {
     pub fn masked(&self) -> String {
         let mut u = self.0.clone();
         if u.password().is_some() {
-            let _ = u.set_password(Some(crate::secret::MASK));
+            let _ = u.set_password(Some(crate::support::secret::MASK));
         }
         u.into()
     }
@@ -226,7 +226,7 @@ fn decode(s: &str) -> Option<String> {
     if s.is_empty() {
         return None;
     }
-    crate::http::form::percent_decode(s.as_bytes())
+    crate::net::form::percent_decode(s.as_bytes())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::provider::config::site_rules::RawSiteRule;
+use crate::config::provider::site_rules::RawSiteRule;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use crate::http::cidr::Cidr;
+use crate::net::cidr::Cidr;
 
 /// Disjoint, sorted, inclusive intervals of IPv4 and IPv6 addresses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,7 +72,7 @@ impl AddrSet {
     }
 
     pub fn contains(&self, ip: IpAddr) -> bool {
-        match crate::http::cidr::canonical(ip) {
+        match crate::net::cidr::canonical(ip) {
             IpAddr::V4(a) => within(&self.v4, u32::from(a)),
             IpAddr::V6(a) => within(&self.v6, u128::from(a)),
         }

@@ -6,17 +6,17 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::app::App;
-use crate::blocks;
+use crate::app::controls::blocks;
 use crate::config::Config;
 use crate::core::clock::{Clock, FakeClock};
 use crate::core::journal::{self, Figures};
 use crate::http::request::Env;
-use crate::log::MemoryLog;
 use crate::provider::resolved::Resolved;
 use crate::provider::{Provider, ProviderError};
 use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
 use crate::store::roles::Store;
+use crate::support::log::MemoryLog;
 
 struct Counting(Cell<usize>);
 
@@ -217,7 +217,7 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
     let b = Bench::new(r#"{}"#);
     let now = b.clock().now_ms();
     let block = |range: &str, until_ms| blocks::Block {
-        range: crate::http::cidr::Cidr::parse(range).unwrap(),
+        range: crate::net::cidr::Cidr::parse(range).unwrap(),
         until_ms,
         reason: "scraper".into(),
         auto: false,
@@ -236,7 +236,7 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
     blocks::update(&b.store, None, now, |l| {
         blocks::without(
             l,
-            crate::http::cidr::Cidr::parse("192.0.2.0/24").unwrap(),
+            crate::net::cidr::Cidr::parse("192.0.2.0/24").unwrap(),
             now,
         )
     })
@@ -250,9 +250,10 @@ fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_re
     let b =
         Bench::new(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}]}"#);
     let command = |verb, target, duration, reason| {
-        blocks::command(&b.store, None, b.clock(), verb, target, duration, reason).unwrap()
+        crate::command::blocks::command(&b.store, None, b.clock(), verb, target, duration, reason)
+            .unwrap()
     };
-    let listing = || blocks::listing(&b.store, &b.cfg, b.clock()).unwrap();
+    let listing = || crate::command::blocks::listing(&b.store, &b.cfg, b.clock()).unwrap();
     assert_eq!(
         command("block", "192.0.2.0/24", Some("24h"), Some("scraper")),
         "blocked 192.0.2.0/24 until 2023-11-15T22:13:20Z (UTC)"

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::config::error::{ConfigError, err};
-use crate::provider::config::raw::{RawPlace, RawProvider, RawStep};
-use crate::provider::config::steps::{method, pointer};
-use crate::provider::config::urls::check_url;
+use crate::config::provider::raw::{RawPlace, RawProvider, RawStep};
+use crate::config::provider::steps::{method, pointer};
+use crate::config::provider::urls::check_url;
 use crate::provider::spec::HttpMethod;
 
 /// Turns the one-call shorthand into a step.
