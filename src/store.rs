@@ -11,6 +11,7 @@ pub mod counters;
 pub mod file;
 pub mod held;
 pub mod journal;
+#[cfg(any(test, feature = "memory-store"))]
 pub mod memory;
 pub mod mysql;
 pub mod redis;

@@ -353,6 +353,25 @@ fn the_order_is_the_one_lib_rs_writes() {
 }
 
 #[test]
+fn the_memory_store_is_only_for_tests() {
+    // The program never carries it: it is compiled for the unit tests, and for the
+    // integration tests, benchmarks and fuzz targets through a feature no default turns on.
+    let tree = Tree::read();
+    assert!(
+        tree.files["store"]
+            .contains("#[cfg(any(test, feature = \"memory-store\"))]\npub mod memory;"),
+        "src/store.rs declares the memory store for tests only"
+    );
+    let manifest =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    assert!(
+        !manifest.contains("default = ["),
+        "no feature is on by default"
+    );
+    // Code of the program that used it would not build: `cargo build` compiles without it.
+}
+
+#[test]
 fn the_checks_see_what_they_check() {
     // The import reader finds both kinds of import, so the tests above can fail.
     let code = "use crate::store::Store;\nmod lock;\nuse lock::Lock;\nfn f() { crate::core::clock::now(); }\n#[cfg(test)]\nmod tests { use crate::app::App; }";

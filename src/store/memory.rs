@@ -1,4 +1,6 @@
 //! The memory store: counters and cached answers in this process's memory, behind one lock.
+//! For the tests, the benchmarks and the fuzz targets only: compiled for the unit tests and
+//! with the `memory-store` feature, which the program itself never turns on.
 //!
 //! It decides like every store: under its lock it reads each check's state, calls
 //! `limiter::decide` with the time of its clock (read under the lock, so decisions are ordered
