@@ -22,12 +22,12 @@ use resolve::config::Config;
 use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
 use resolve::http::request::Env;
-use resolve::support::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
 use resolve::provider::{EchoProvider, Provider, ProviderError};
+use resolve::store::counters::Counters;
 use resolve::store::memory::MemoryStore;
 use resolve::store::{Check, StoreError};
-use resolve::store::counters::Counters;
+use resolve::support::log::{Level, Log, format_line};
 
 /// The meta-variables the input sets, in the order their values appear.
 const VARS: [&str; 8] = [
@@ -272,11 +272,11 @@ fuzz_target!(|data: &[u8]| {
 
     let memory = MemoryStore::new(FakeClock::at(1_700_000_000_000), Duration::ZERO);
     memory.set_failing(store_fails);
-    let decisions = Rc::new(Cell::new(0));
+    let counted = Rc::new(Cell::new(0));
     let store = memory.as_store().with_counters(|inner| {
         Rc::new(Counted {
             inner,
-            decisions: decisions.clone(),
+            decisions: counted.clone(),
         })
     });
     let provider = CountingEcho {
@@ -292,7 +292,7 @@ fuzz_target!(|data: &[u8]| {
             log: &log,
             clock: memory.clock(),
         };
-        let (decisions, calls) = (decisions.get(), provider.calls.get());
+        let (decisions, calls) = (counted.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));
         let mut out = Vec::new();
         answer
@@ -308,7 +308,7 @@ fuzz_target!(|data: &[u8]| {
             w.status
         );
         assert_eq!(w.header("Cache-Control"), Some("no-store"));
-        let decided = decisions.get() - decisions;
+        let decided = counted.get() - decisions;
         let called = provider.calls.get() - calls;
         assert!(decided <= 1, "the store decided {decided} times");
         assert!(called <= 1, "the provider was called {called} times");
