@@ -3,13 +3,12 @@
 //! form (POST only), a signed session cookie, CSRF tokens on every form and a limit on failed
 //! sign-ins per address; without a valid cookie it shows the sign-in form and nothing else.
 //!
-//! The parts: [`password`] (Argon2id), [`server_key`] (the secret in the data directory),
-//! [`token`] (the signing key and tags), [`session`] (what the cookies and tokens hold),
-//! [`cookies`] (the headers), [`signin`] (the lock-out), [`page`] (the HTML and its headers),
-//! [`figures`] (what `resolve stats` shows, as HTML).
+//! The parts: [`server_key`] (the secret in the data directory), [`token`] (the signing key
+//! and tags), [`session`] (what the cookies and tokens hold), [`cookies`] (the headers),
+//! [`signin`] (the lock-out), [`page`] (the HTML and its headers). The password hashes are
+//! `support::password`'s; the figures' HTML is `usage::html`'s.
 
 pub mod cookies;
-pub mod figures;
 pub mod page;
 pub mod server_key;
 pub mod session;
@@ -529,10 +528,10 @@ impl Dashboard<'_> {
         let hours = Self::period(ctx.env);
         let mut sections =
             match crate::usage::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
-                Ok(stats) => figures::sections(
+                Ok(stats) => crate::usage::html::sections(
                     &stats,
                     ctx.frame.action,
-                    Some(&figures::BlockForm {
+                    Some(&crate::usage::html::BlockForm {
                         action: ctx.frame.action,
                         csrf: &session::sign_out_token(&ctx.keys, session),
                     }),
@@ -548,7 +547,7 @@ impl Dashboard<'_> {
                     );
                     format!(
                         "{}<div class=\"result\"><div class=\"card error\"><p>{}</p></div></div>\n",
-                        figures::periods(ctx.frame.action, hours),
+                        crate::usage::html::periods(ctx.frame.action, hours),
                         crate::support::html::escape(&text)
                     )
                 }

@@ -1,11 +1,11 @@
 //! `resolve stats`: the journal's figures over a period, the spend limits' use and the last
-//! `ACTION NEEDED` notes, gathered from the store, as text for people or as the documented JSON.
+//! `ACTION NEEDED` notes, gathered from the store once; `text`, `json` and `html` show them.
 
 use serde::Serialize;
 
 use crate::config::Config;
 use crate::core::calendar;
-use crate::core::journal::{self, ClientFigures, Figures, HOUR_MS, Note, Row};
+use crate::core::journal::{self, Figures, HOUR_MS, Note, Row};
 use crate::store::roles::Store;
 use crate::store::{Check, StoreError};
 
@@ -142,191 +142,6 @@ impl Stats {
             Stretch::Month => Figures::split(&self.totals, from, to, journal::month_start),
         }
     }
-
-    /// The documented JSON form (docs/usage.md): its fields only ever gain siblings.
-    pub fn json(&self) -> serde_json::Value {
-        let f = &self.figures;
-        let clients = |list: Vec<ClientFigures>| -> Vec<serde_json::Value> {
-            list.into_iter()
-                .map(|c| {
-                    serde_json::json!({
-                        "client": c.client, "admitted": c.admitted, "refused": c.refused
-                    })
-                })
-                .collect()
-        };
-        let per_hour: Vec<serde_json::Value> = f
-            .paid_per_hour
-            .iter()
-            .enumerate()
-            .map(|(i, paid)| {
-                serde_json::json!({
-                    "hour": calendar::iso((u64::from(f.from_hour) + i as u64) * HOUR_MS),
-                    "paid_calls": paid,
-                })
-            })
-            .collect();
-        let mut out = serde_json::json!({
-            "from": calendar::iso(u64::from(f.from_hour) * HOUR_MS),
-            "to": calendar::iso(u64::from(f.to_hour) * HOUR_MS),
-            "paid_calls_saved": f.cache_hits,
-            "store_failures": f.store_failures,
-            "blocked": f.blocked,
-            "auto_blocks": f.auto_blocks,
-            "would_refuse": f.would_refuse,
-            "untrusted_networks": f.untrusted_networks,
-            "spend": self.spend,
-            "top_clients": clients(f.top_refused(TOP_CLIENTS)),
-            "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
-            "paid_per_hour": per_hour,
-            "per_hour": self.per(Stretch::Hour).iter().map(|f| stretch_json(Stretch::Hour, f)).collect::<Vec<_>>(),
-            "per_day": self.per(Stretch::Day).iter().map(|f| stretch_json(Stretch::Day, f)).collect::<Vec<_>>(),
-            "per_month": self.per(Stretch::Month).iter().map(|f| stretch_json(Stretch::Month, f)).collect::<Vec<_>>(),
-            "action_needed": self.notes.iter().map(|n| serde_json::json!({
-                "at": calendar::iso(n.at_ms), "text": n.text,
-            })).collect::<Vec<_>>(),
-        });
-        merge(&mut out, counts_json(f));
-        out
-    }
-
-    /// The figures as text for a terminal or a mail.
-    pub fn text(&self) -> String {
-        let f = &self.figures;
-        let mut out = String::new();
-        let mut line = |s: String| {
-            out.push_str(&s);
-            out.push('\n');
-        };
-        line(format!(
-            "From {} to {} (UTC)",
-            calendar::iso(u64::from(f.from_hour) * HOUR_MS),
-            calendar::iso(u64::from(f.to_hour) * HOUR_MS)
-        ));
-        line(String::new());
-        line(format!("Paid calls:        {}", f.paid_calls));
-        line(format!(
-            "Cache hits:        {} (paid calls saved)",
-            f.cache_hits
-        ));
-        line(format!(
-            "Refunds:           {} (calls that never reached the provider)",
-            f.refunds
-        ));
-        line(format!("Requests:          {}", f.requests));
-        line(format!("Admitted:          {}", f.admitted));
-        line(format!(
-            "Refused (429):     {}{}",
-            f.refused_total(),
-            by(&f.refused)
-        ));
-        let spend_refused: u64 = f.spend_refused.values().sum();
-        line(format!(
-            "Spend refusals:    {spend_refused}{}",
-            by(&f.spend_refused)
-        ));
-        let bad: u64 = f.bad_requests.values().sum();
-        line(format!("Bad requests:      {bad}{}", by(&f.bad_requests)));
-        let failures: u64 = f.provider_failures.values().sum();
-        line(format!(
-            "Provider failures: {failures}{}",
-            by(&f.provider_failures)
-        ));
-        if f.store_failures > 0 {
-            line(format!("Store failures:    {}", f.store_failures));
-        }
-        if f.blocked > 0 || f.auto_blocks > 0 {
-            line(format!(
-                "Blocked (403):     {} ({} client{} blocked automatically)",
-                f.blocked,
-                f.auto_blocks,
-                if f.auto_blocks == 1 { "" } else { "s" }
-            ));
-        }
-        if !f.would_refuse.is_empty() {
-            let n: u64 = f.would_refuse.values().sum();
-            line(format!(
-                "Shadow rules:      {n} would have been refused{}",
-                by(&f.would_refuse)
-            ));
-        }
-        for (name, n) in &f.untrusted_networks {
-            line(format!(
-                "Untrusted {name}:  {n} requests came from {name}'s edges, which are not in \
-                 client.trusted_proxies: add \"{name}\" there (`resolve check`)"
-            ));
-        }
-        // Longer periods, day by day (and month by month when they hold several).
-        let mut stretches = Vec::new();
-        if self.hours > 48 {
-            stretches.push(("Per day (UTC):", Stretch::Day));
-        }
-        if self.hours > 62 * 24 {
-            stretches.push(("Per month (UTC):", Stretch::Month));
-        }
-        for (title, stretch) in stretches {
-            line(String::new());
-            line(format!(
-                "{title:<16}{:>12}{:>12}{:>12}{:>12}{:>12}",
-                "paid calls", "cache hits", "requests", "admitted", "refused"
-            ));
-            for f in self.per(stretch) {
-                line(format!(
-                    "  {:<14}{:>12}{:>12}{:>12}{:>12}{:>12}",
-                    stretch.label(f.from_hour).1,
-                    f.paid_calls,
-                    f.cache_hits,
-                    f.requests,
-                    f.admitted,
-                    f.refused_total()
-                ));
-            }
-        }
-        line(String::new());
-        if self.spend.is_empty() {
-            line("Spend limits: none set (\"spend\" in the configuration)".into());
-        } else {
-            line("Spend limits (now):".into());
-            for s in &self.spend {
-                line(format!(
-                    "  {}: {} of {} per {} used, {} left",
-                    s.name,
-                    s.used,
-                    s.limit,
-                    window_words(s.window_secs),
-                    s.left
-                ));
-            }
-        }
-        for (title, list) in [
-            ("Top clients by refusals:", f.top_refused(TOP_CLIENTS)),
-            (
-                "Top clients by admitted requests:",
-                f.top_admitted(TOP_CLIENTS),
-            ),
-        ] {
-            line(String::new());
-            line(title.into());
-            if list.is_empty() {
-                line("  none".into());
-            }
-            for c in list {
-                line(format!(
-                    "  {:<40} {:>8} admitted {:>8} refused",
-                    c.client, c.admitted, c.refused
-                ));
-            }
-        }
-        line(String::new());
-        line("Last ACTION NEEDED events:".into());
-        if self.notes.is_empty() {
-            line("  none".into());
-        }
-        for n in self.notes.iter().take(10) {
-            line(format!("  {}  {}", calendar::iso(n.at_ms), n.text));
-        }
-        out
-    }
 }
 
 /// A stretch of the calendar the figures are cut into (UTC).
@@ -339,47 +154,13 @@ pub enum Stretch {
 
 impl Stretch {
     /// The field that names it in the JSON form, and its name: `"day": "2026-12-01"`.
-    fn label(self, hour: u32) -> (&'static str, String) {
+    pub fn label(self, hour: u32) -> (&'static str, String) {
         let at = u64::from(hour) * HOUR_MS;
         match self {
             Stretch::Hour => ("hour", calendar::iso(at)),
             Stretch::Day => ("day", calendar::date(at)),
             Stretch::Month => ("month", calendar::date(at)[..7].to_owned()),
         }
-    }
-}
-
-/// One hour's, day's or month's figures in the JSON form: its name, the hours of it the period
-/// holds, and the period's counts.
-fn stretch_json(stretch: Stretch, f: &Figures) -> serde_json::Value {
-    let (field, name) = stretch.label(f.from_hour);
-    let mut out = counts_json(f);
-    out["hours"] = (f.to_hour - f.from_hour).into();
-    out[field] = name.into();
-    out
-}
-
-/// The counts every period's figures show in the JSON form, the whole period's and each
-/// hour's, day's or month's alike.
-fn counts_json(f: &Figures) -> serde_json::Value {
-    serde_json::json!({
-        "requests": f.requests,
-        "admitted": f.admitted,
-        "paid_calls": f.paid_calls,
-        "cache_hits": f.cache_hits,
-        "refunds": f.refunds,
-        "refused": f.refused,
-        "refused_total": f.refused_total(),
-        "spend_refused": f.spend_refused,
-        "provider_failures": f.provider_failures,
-        "bad_requests": f.bad_requests,
-    })
-}
-
-/// Adds the fields of `more` (an object) to `out` (an object).
-fn merge(out: &mut serde_json::Value, more: serde_json::Value) {
-    if let (Some(out), serde_json::Value::Object(more)) = (out.as_object_mut(), more) {
-        out.extend(more);
     }
 }
 
@@ -396,15 +177,6 @@ pub fn window_words(secs: u32) -> String {
     } else {
         format!("{n} {unit}s")
     }
-}
-
-/// ` (ip 4, burst 1)`, or nothing when the map is empty.
-fn by(map: &std::collections::BTreeMap<String, u64>) -> String {
-    if map.is_empty() {
-        return String::new();
-    }
-    let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    format!(" ({})", parts.join(", "))
 }
 
 #[cfg(test)]
