@@ -6,6 +6,7 @@ use crate::core::journal;
 use crate::provider::resolved::Resolved;
 use crate::provider::{EchoProvider, Failure, ProviderError};
 use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::memory::MemoryStore;
 use crate::support::log::MemoryLog;
 use std::cell::Cell;

@@ -26,6 +26,7 @@ use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::roles::Store;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
@@ -349,7 +350,9 @@ impl<C: Clock> Journal for MemoryStore<C> {
             });
         Ok(totals.chain(clients).collect())
     }
+}
 
+impl<C: Clock> Notes for MemoryStore<C> {
     fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
