@@ -13,8 +13,10 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use resolve::config::Config;
 use resolve::core::clock::Clock;
 use resolve::core::decision::Decision;
+use resolve::store::Check;
+use resolve::store::counters::Counters;
 use resolve::store::file::FileStore;
-use resolve::store::{Check, Store};
+use resolve::store::upkeep::Upkeep;
 use serde_json::{Value, json};
 
 fn config(store: Value, algorithm: &str, window_secs: u64) -> Config {
@@ -28,7 +30,7 @@ fn config(store: Value, algorithm: &str, window_secs: u64) -> Config {
 }
 
 /// One decision for client number `n`.
-fn decide(store: &dyn Store, config: &Config, n: u64) -> Decision {
+fn decide(store: &dyn Counters, config: &Config, n: u64) -> Decision {
     let rule = &config.rules[0];
     let key = rule.key_for(&format!(
         "10.{}.{}.{}",
@@ -103,20 +105,20 @@ fn per_store(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     group.measurement_time(Duration::from_secs(3));
     for (name, cfg) in &cases {
-        let kept = resolve::store::open::from_config(cfg);
-        kept.probe().expect("store reachable");
+        let kept = resolve::site::open::from_config(cfg);
+        kept.upkeep.probe().expect("store reachable");
         let mut n = 0u64;
         group.bench_function(BenchmarkId::new("kept (FastCGI)", name), |b| {
             b.iter(|| {
                 n += 1;
-                black_box(decide(kept.as_ref(), cfg, n % 50))
+                black_box(decide(&*kept.counters, cfg, n % 50))
             })
         });
         group.bench_function(BenchmarkId::new("opened for one (CGI)", name), |b| {
             b.iter(|| {
                 n += 1;
-                let store = resolve::store::open::from_config(cfg);
-                black_box(decide(store.as_ref(), cfg, n % 50))
+                let store = resolve::site::open::from_config(cfg);
+                black_box(decide(&*store.counters, cfg, n % 50))
             })
         });
     }
@@ -129,16 +131,16 @@ fn file_store_size(c: &mut Criterion) {
     for keys in [10u64, 10_000, 100_000] {
         let dir = support::TempDir::new(&format!("bench-keys-{keys}"));
         let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-        let store = resolve::store::open::from_config(&cfg);
+        let store = resolve::site::open::from_config(&cfg);
         for n in 0..keys {
-            decide(store.as_ref(), &cfg, n);
+            decide(&*store.counters, &cfg, n);
         }
         let mut n = 0u64;
         group.bench_with_input(BenchmarkId::from_parameter(keys), &keys, |b, &keys| {
             b.iter(|| {
                 // Existing keys, in an order that jumps around the shards.
                 n = (n + 7919) % keys;
-                black_box(decide(store.as_ref(), &cfg, n))
+                black_box(decide(&*store.counters, &cfg, n))
             })
         });
         if keys > 10 {
@@ -150,7 +152,7 @@ fn file_store_size(c: &mut Criterion) {
                 |b, &keys| {
                     b.iter(|| {
                         n = (n + 7919) % keys % 10;
-                        black_box(decide(store.as_ref(), &cfg, n))
+                        black_box(decide(&*store.counters, &cfg, n))
                     })
                 },
             );
@@ -190,7 +192,7 @@ fn journal(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     let dir = support::TempDir::new("bench-journal");
     let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-    let store = resolve::store::open::from_config(&cfg);
+    let store = resolve::site::open::from_config(&cfg);
     let hour = hour_of(resolve::core::clock::SystemClock.now_ms());
     let entry = |n: u64| Entry {
         hour,
@@ -206,7 +208,7 @@ fn journal(c: &mut Criterion) {
     let mut added = 0;
     for per_file in [60u64, 1_000] {
         while added < per_file * 16 {
-            store.journal_add(&entry(added)).expect("add");
+            store.journal.journal_add(&entry(added)).expect("add");
             added += 1;
         }
         let mut n = 0;
@@ -216,20 +218,20 @@ fn journal(c: &mut Criterion) {
             |b, _| {
                 b.iter(|| {
                     n = (n + 7919) % added;
-                    store.journal_add(&entry(n)).expect("add");
+                    store.journal.journal_add(&entry(n)).expect("add");
                 })
             },
         );
     }
     // Keys that exist already, as a client over its limit has one.
     for n in 0..100 {
-        decide(store.as_ref(), &cfg, n);
+        decide(&*store.counters, &cfg, n);
     }
     let mut n = 0u64;
     group.bench_function("the decision beside it", |b| {
         b.iter(|| {
             n = (n + 7919) % 100;
-            black_box(decide(store.as_ref(), &cfg, n))
+            black_box(decide(&*store.counters, &cfg, n))
         })
     });
     group.finish();

@@ -3,15 +3,13 @@
 //! form (POST only), a signed session cookie, CSRF tokens on every form and a limit on failed
 //! sign-ins per address; without a valid cookie it shows the sign-in form and nothing else.
 //!
-//! The parts: [`password`] (Argon2id), [`server_key`] (the secret in the data directory),
-//! [`token`] (the signing key and tags), [`session`] (what the cookies and tokens hold),
-//! [`cookies`] (the headers), [`signin`] (the lock-out), [`page`] (the HTML and its headers),
-//! [`figures`] (what `resolve stats` shows, as HTML).
+//! The parts: [`server_key`] (the secret in the data directory), [`token`] (the signing key
+//! and tags), [`session`] (what the cookies and tokens hold), [`cookies`] (the headers),
+//! [`signin`] (the lock-out), [`page`] (the HTML and its headers). The password hashes are
+//! `support::password`'s; the figures' HTML is `usage::html`'s.
 
 pub mod cookies;
-pub mod figures;
 pub mod page;
-pub mod password;
 pub mod server_key;
 pub mod session;
 pub mod signin;
@@ -20,13 +18,14 @@ pub mod token;
 use std::io::Read;
 
 use crate::config::Config;
-use crate::defaults;
-use crate::http::form;
 use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
-use crate::log::{Level, Log};
-use crate::store::Store;
+use crate::net::form;
+use crate::store::roles::Store;
+use crate::support::defaults;
+use crate::support::log::{Level, Log};
+use crate::support::password;
 use page::{Frame, Notice};
 use session::{FORM_COOKIE, SESSION_COOKIE, Session};
 use signin::Gate;
@@ -60,7 +59,7 @@ pub fn own_path(env: &Env) -> Option<String> {
 /// What one dashboard request needs, borrowed from the site that answers it.
 pub struct Dashboard<'a> {
     pub config: &'a Config,
-    pub store: &'a dyn Store,
+    pub store: &'a Store,
     pub log: &'a dyn Log,
     /// The time, in milliseconds since the Unix epoch.
     pub now_ms: u64,
@@ -203,7 +202,7 @@ impl Dashboard<'_> {
             .map(str::to_owned);
         let (form_cookie, fresh) = match kept {
             Some(c) => (c, false),
-            None => match crate::random::secret_bytes::<16>() {
+            None => match crate::support::random::secret_bytes::<16>() {
                 Ok(nonce) => (session::new_form(now, life, &token::hex(&nonce)), true),
                 Err(e) => return self.no_randomness(ctx, &e),
             },
@@ -242,7 +241,12 @@ impl Dashboard<'_> {
 
     /// The client's address as the rules count it (an IPv6 client by its prefix).
     fn identity(&self, env: &Env) -> Option<String> {
-        let address = self.config.client_address(env).ok()?;
+        let address = crate::http::identity::client_address_in(
+            &self.config.client,
+            &self.config.forwarded_header,
+            env,
+        )
+        .ok()?;
         Some(self.config.client.identity(address))
     }
 
@@ -272,7 +276,7 @@ impl Dashboard<'_> {
             return page::text(400, "The server could not tell who is asking.");
         };
         let rule = signin::rule();
-        let (at_ms, attempt, limit) = match signin::gate(self.store, &rule, &who) {
+        let (at_ms, attempt, limit) = match signin::gate(&*self.store.counters, &rule, &who) {
             Ok(Gate::Open {
                 at_ms,
                 attempt,
@@ -363,13 +367,13 @@ impl Dashboard<'_> {
                 }),
             );
         }
-        if let Err(e) = signin::passed(self.store, &rule, &who, at_ms) {
+        if let Err(e) = signin::passed(&*self.store.counters, &rule, &who, at_ms) {
             self.log.line(
                 Level::Warn,
                 &format!("dashboard sign-in: giving back the attempt of {who} failed: {e}"),
             );
         }
-        let nonce = match crate::random::secret_bytes::<16>() {
+        let nonce = match crate::support::random::secret_bytes::<16>() {
             Ok(n) => token::hex(&n),
             Err(e) => return self.no_randomness(ctx, &e),
         };
@@ -456,23 +460,26 @@ impl Dashboard<'_> {
         if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
             return refuse("This form did not come from your dashboard, so it was not used.");
         }
-        let Some(range) = crate::http::cidr::Cidr::parse(&fields.client) else {
+        let Some(range) = crate::net::cidr::Cidr::parse(&fields.client) else {
             return refuse("That is not an address or a range.");
         };
         let until = self
             .now_ms
             .saturating_add(defaults::ADMIN_BLOCK_SECS * 1000);
-        let block = crate::blocks::Block {
+        let block = crate::app::controls::blocks::Block {
             range,
             until_ms: Some(until),
             reason: "blocked from the dashboard".into(),
             auto: false,
         };
         let now = self.now_ms;
-        let copy = crate::blocks::copy_path(self.config);
-        match crate::blocks::update(self.store, copy.as_deref(), now, |list| {
-            (crate::blocks::with(list, block, now), ())
-        }) {
+        let copy = crate::app::controls::blocks::copy_path(self.config);
+        match crate::app::controls::blocks::update(
+            &*self.store.cache,
+            copy.as_deref(),
+            now,
+            |list| (crate::app::controls::blocks::with(list, block, now), ()),
+        ) {
             Ok(()) => {
                 let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
                 self.log.line(
@@ -511,20 +518,20 @@ impl Dashboard<'_> {
         form::raw_values(query, "since")
             .first()
             .and_then(|raw| std::str::from_utf8(raw).ok())
-            .and_then(|text| crate::stats::parse_since(text).ok())
+            .and_then(|text| crate::usage::stats::parse_since(text).ok())
             .unwrap_or(24)
     }
 
     /// The dashboard itself: the figures of the period, then the configuration check.
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
-        let forms = crate::secret::all_forms(&self.config.secrets());
+        let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);
         let mut sections =
-            match crate::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
-                Ok(stats) => figures::sections(
+            match crate::usage::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
+                Ok(stats) => crate::usage::html::sections(
                     &stats,
                     ctx.frame.action,
-                    Some(&figures::BlockForm {
+                    Some(&crate::usage::html::BlockForm {
                         action: ctx.frame.action,
                         csrf: &session::sign_out_token(&ctx.keys, session),
                     }),
@@ -536,19 +543,19 @@ impl Dashboard<'_> {
                     );
                     let text = format!(
                         "The figures cannot be read right now: {}",
-                        crate::secret::mask(&e.to_string(), &forms)
+                        crate::support::secret::mask(&e.to_string(), &forms)
                     );
                     format!(
                         "{}<div class=\"result\"><div class=\"card error\"><p>{}</p></div></div>\n",
-                        figures::periods(ctx.frame.action, hours),
-                        crate::http::html::escape(&text)
+                        crate::usage::html::periods(ctx.frame.action, hours),
+                        crate::support::html::escape(&text)
                     )
                 }
             };
         let mut report = Vec::new();
-        let ready = crate::check::report(self.config, &mut report);
+        let ready = crate::usage::readiness::report(self.config, self.store, &mut report);
         let report = String::from_utf8_lossy(&report);
-        let report = crate::secret::mask(&report, &forms);
+        let report = crate::support::secret::mask(&report, &forms);
         sections.push_str(&page::report_section(&report, ready));
         page::html(
             200,

@@ -9,18 +9,20 @@ use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
-use crate::defaults;
 use crate::http::api_key::ClientKey;
 use crate::http::negotiate::{self, Format};
 use crate::http::problem::Problem;
 use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
-use crate::log::{Level, Log};
 use crate::provider::Provider;
 use crate::provider::resolved::Resolved;
+use crate::store::Check;
+use crate::store::cache::Cache;
+use crate::store::roles::Store;
 use crate::store::settings::OnError;
-use crate::store::{Check, Store};
+use crate::support::defaults;
+use crate::support::log::{Level, Log};
 use failures::{UNAVAILABLE, provider_problem};
 
 /// How often a request waiting for another's answer to the same link looks again.
@@ -37,7 +39,7 @@ enum Lookup<'a> {
 /// This request's claim on resolving a link: others wait for its answer. Released when
 /// dropped, unless the answer replaced it.
 struct Claim<'a> {
-    store: &'a dyn Store,
+    store: &'a dyn Cache,
     key: String,
 }
 
@@ -59,7 +61,7 @@ pub struct Answer {
 /// Everything one request needs, borrowed from whoever runs it.
 pub struct App<'a> {
     pub config: &'a Config,
-    pub store: &'a dyn Store,
+    pub store: &'a Store,
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
     pub log: &'a dyn Log,
@@ -152,7 +154,7 @@ impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
-        self.store.begin_request();
+        self.store.upkeep.begin_request();
         let key_header = &self.config.api_keys.header;
         // Programs identify themselves with a key: they get JSON whatever they accept.
         let format = if env.header(key_header).is_some() {
@@ -165,19 +167,6 @@ impl App<'_> {
         if crate::http::about::is_about(env) {
             return Answer {
                 response: crate::http::about::answer(&self.config.page, self.provider.is_some()),
-                head_only,
-            };
-        }
-        // The owner's dashboard (PATH_INFO /admin): its own answers, never counted as a visit.
-        if crate::admin::is_admin(env) {
-            let dashboard = crate::admin::Dashboard {
-                config: self.config,
-                store: self.store,
-                log: self.log,
-                now_ms: self.clock.now_ms(),
-            };
-            return Answer {
-                response: dashboard.answer(env, body),
                 head_only,
             };
         }
@@ -273,7 +262,7 @@ impl App<'_> {
         let checks = checks(&all_rules, &asked);
         let decided = match blocks_failure.or(cache_failure) {
             Some(e) => Err(e),
-            None => self.store.decide(&checks),
+            None => self.store.counters.decide(&checks),
         };
         let store_up = decided.is_ok();
         let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
@@ -306,7 +295,7 @@ impl App<'_> {
                 tally,
             )?;
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
-                && let Err(e) = self.store.cache_put(
+                && let Err(e) = self.store.cache.cache_put(
                     k,
                     &crate::provider::cache::encode(&resolved),
                     self.config.cache_ttl,
@@ -342,7 +331,12 @@ impl App<'_> {
             .config
             .api_keys
             .check(env.header(&self.config.api_keys.header))?;
-        let address = self.config.client_address(env).map_err(|e| {
+        let address = crate::http::identity::client_address_in(
+            &self.config.client,
+            &self.config.forwarded_header,
+            env,
+        )
+        .map_err(|e| {
             Problem::new(
                 400,
                 "unknown_client",
@@ -490,26 +484,28 @@ impl App<'_> {
             // A provider that echoes the site's token into its answer must not hand it to the
             // visitor, nor into the cache: such an answer is refused. (Paid for: the call
             // reached the provider.)
-            Ok(r) if r.holds_any(&crate::secret::all_forms(&self.config.secrets())) => Err({
-                tally.add(Event::ProviderFailure(SECRET_IN_ANSWER));
-                Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
-                    "the provider's answer for {link:?} holds a secret of the configuration \
+            Ok(r) if r.holds_any(&crate::support::secret::all_forms(&self.config.secrets())) => {
+                Err({
+                    tally.add(Event::ProviderFailure(SECRET_IN_ANSWER));
+                    Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
+                        "the provider's answer for {link:?} holds a secret of the configuration \
                      (the provider token, in some form), so it is never passed on or cached; \
                      ask the provider why its download links carry the account's token"
-                ))
-            }),
+                    ))
+                })
+            }
             Ok(r) => Ok(r),
             Err(mut e) => {
                 // The provider's own words go to the visitor (422): never with a secret.
-                let forms = crate::secret::all_forms(&self.config.secrets());
+                let forms = crate::support::secret::all_forms(&self.config.secrets());
                 for text in [&mut e.message, &mut e.code].into_iter().flatten() {
-                    *text = crate::secret::mask(text, &forms).into_owned();
+                    *text = crate::support::secret::mask(text, &forms).into_owned();
                 }
-                e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
+                e.detail = crate::support::secret::mask(&e.detail, &forms).into_owned();
                 if !e.reached
                     && let Some(admitted) = admitted
                 {
-                    match self.store.refund(spend_checks, admitted.at_ms) {
+                    match self.store.counters.refund(spend_checks, admitted.at_ms) {
                         Ok(()) => tally.add(Event::Refund),
                         Err(re) => self.log.line(
                             Level::Warn,
@@ -532,7 +528,7 @@ impl App<'_> {
         };
         let give_up = Instant::now() + deadline;
         loop {
-            match self.store.cache_get(key) {
+            match self.store.cache.cache_get(key) {
                 Err(e) => return Lookup::Failed(e),
                 Ok(Some(bytes)) if bytes == crate::provider::cache::PENDING => {
                     if Instant::now() >= give_up {
@@ -547,14 +543,14 @@ impl App<'_> {
                     };
                 }
                 // A claim outlives the resolution it covers by a little, in case its owner dies.
-                Ok(None) => match self.store.cache_claim(
+                Ok(None) => match self.store.cache.cache_claim(
                     key,
                     crate::provider::cache::PENDING,
                     deadline + CLAIM_POLL * 10,
                 ) {
                     Ok(true) => {
                         return Lookup::Miss(Some(Claim {
-                            store: self.store,
+                            store: &*self.store.cache,
                             key: key.to_owned(),
                         }));
                     }
@@ -568,10 +564,14 @@ impl App<'_> {
     /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget.
     pub fn maybe_sweep(&self) {
         let every = self.config.store.sweep_one_in;
-        if every == 0 || !crate::random::one_in(every) {
+        if every == 0 || !crate::support::random::one_in(every) {
             return;
         }
-        if let Err(e) = self.store.sweep(Some(self.config.store.sweep_budget)) {
+        if let Err(e) = self
+            .store
+            .upkeep
+            .sweep(Some(self.config.store.sweep_budget))
+        {
             self.log.line(Level::Warn, &format!("sweep failed: {e}"));
         }
     }
@@ -599,8 +599,8 @@ pub const ACTION_NEEDED: &str = "ACTION NEEDED";
 /// The provider failure class of an answer refused because it holds the site's token.
 const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
+pub mod controls;
 mod failures;
-mod guard;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -9,6 +9,7 @@ pub mod locate;
 pub mod page;
 pub mod position;
 pub mod print;
+pub mod provider;
 pub mod raw;
 pub mod redact;
 pub mod rules;
@@ -26,12 +27,12 @@ use crate::config::raw::RawConfig;
 use crate::config::redact::{secret_strings, without_quoted_value};
 pub use crate::config::rules::default_key_template;
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
-use crate::defaults;
-use crate::http::addr_set::AddrSet;
 use crate::http::api_key::KeyPolicy;
 use crate::http::identity::ClientPolicy;
+use crate::net::addr_set::AddrSet;
 use crate::provider::spec::ProviderSpec;
 use crate::store::settings::StoreConfig;
+use crate::support::defaults;
 
 /// The checked configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +60,7 @@ pub struct Config {
     /// Requests one FastCGI process answers before it exits.
     pub fastcgi_max_requests: u32,
     /// The footer the owner shows visitors (site name, contact, terms link).
-    pub page: page::Page,
+    pub page: crate::http::footer::Page,
     /// The owner's dashboard at `/admin`: None (off) unless a password hash is set.
     pub admin: Option<admin::Admin>,
     /// Where the program keeps its own small files whatever the store: the file store's
@@ -104,9 +105,11 @@ impl Config {
             // password written as a number): the value is cut out, and what secrets the text
             // holds are masked in every form as well.
             let message = without_quoted_value(&e.to_string());
-            let message =
-                crate::secret::mask(&message, &crate::secret::all_forms(&secret_strings(text)))
-                    .into_owned();
+            let message = crate::support::secret::mask(
+                &message,
+                &crate::support::secret::all_forms(&secret_strings(text)),
+            )
+            .into_owned();
             err(
                 format!("line {} column {}", e.line(), e.column()),
                 format!("{message}; the file must be one JSON object (see README: Configuration)"),
@@ -116,21 +119,6 @@ impl Config {
             e.at = position::of_field(text, &e.field);
             e
         })
-    }
-
-    /// The client's address for a request: REMOTE_ADDR, or what a trusted proxy's forwarded
-    /// header or a trusted network's own header names.
-    pub fn client_address(
-        &self,
-        env: &crate::http::request::Env,
-    ) -> Result<std::net::IpAddr, crate::http::identity::IdentityError> {
-        let text = |name: &str| env.header(name).and_then(|v| std::str::from_utf8(v).ok());
-        let connecting = self.client.network_header().and_then(text);
-        self.client.client_address(
-            env.text("REMOTE_ADDR"),
-            text(&self.forwarded_header),
-            connecting,
-        )
     }
 
     /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
@@ -147,15 +135,15 @@ impl Config {
         let (provider, rate_rules) = match raw.provider {
             None => (None, Vec::new()),
             Some(section) => {
-                let (p, r) = crate::provider::config::parse(section)?;
+                let (p, r) = crate::config::provider::parse(section)?;
                 (Some(p), r)
             }
         };
         let provider_rate_limits = rate_rules.len();
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
-            let raw_rules = crate::provider::config::site_rules::raw_site_rules(list, "spend")?;
-            spend.extend(crate::provider::config::site_rules::site_rules(
+            let raw_rules = crate::config::provider::site_rules::raw_site_rules(list, "spend")?;
+            spend.extend(crate::config::provider::site_rules::site_rules(
                 &raw_rules, "spend",
             )?);
         }
@@ -262,7 +250,8 @@ mod tests {
     use super::*;
     use crate::store::settings::{OnError, StoreKind};
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
+    /// The configuration `text` checked, for a site in `/home/u/resolve`.
+    pub(crate) fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_json(text, Path::new("/home/u/resolve"))
     }
 

@@ -3,12 +3,8 @@
 //! HTML or JSON). No I/O: the gateways hand bytes in and write bytes out.
 
 pub mod about;
-pub mod addr_set;
 pub mod api_key;
-pub mod cdn;
-pub mod cidr;
-pub mod form;
-pub mod html;
+pub mod footer;
 pub mod identity;
 pub mod link;
 pub mod negotiate;
@@ -17,4 +13,3 @@ pub mod problem;
 pub mod render;
 pub mod request;
 pub mod response;
-pub mod url;

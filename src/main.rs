@@ -2,5 +2,5 @@
 #![forbid(unsafe_code)]
 
 fn main() -> std::process::ExitCode {
-    resolve::cli::main()
+    resolve::command::cli::main()
 }

@@ -1,9 +1,9 @@
 //! The paid link resolver: what the program asks of one (`Provider`), how a call fails
-//! (`Failure`, `ProviderError`), and the provider's description as data (`spec`), parsed from
-//! the configuration (`config`), called over HTTPS (`http`), with the common services as presets.
+//! (`Failure`, `ProviderError`), and the provider's description as data (`spec`, checked by
+//! the configuration's `provider` section), called over HTTPS (`http`), with the common
+//! services as presets.
 
 pub mod cache;
-pub mod config;
 pub mod http;
 pub mod presets;
 pub mod resolved;
@@ -139,10 +139,5 @@ const MAX_MESSAGE_CHARS: usize = 200;
 
 /// A provider's text made safe to show and log: one line, printable, bounded.
 pub fn clean_text(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_MESSAGE_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    crate::support::text::one_line(s, MAX_MESSAGE_CHARS)
 }

@@ -1,21 +1,25 @@
 //! What a running site holds: the checked configuration with the store and the provider it
 //! names. A CGI process builds one per request; a FastCGI process keeps one for many.
 
+pub mod open;
+
 use crate::app::{Answer, App};
+use std::io::Read;
 use std::time::Duration;
 
 use crate::config::Config;
 use crate::config::locate::Located;
-use crate::defaults;
+use crate::core::clock::{Clock, SystemClock};
 use crate::http::negotiate;
 use crate::http::problem::Problem;
 use crate::http::render;
 use crate::http::request::Env;
-use crate::log::{Level, Log, StderrLog};
 use crate::provider::http::HttpProvider;
 use crate::provider::spec::ProviderSpec;
 use crate::provider::{EchoProvider, Provider};
-use crate::store::Store;
+use crate::store::roles::Store;
+use crate::support::defaults;
+use crate::support::log::{Level, Log, StderrLog};
 
 /// A configuration with the store and the provider it names, ready to answer requests. The
 /// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
@@ -23,25 +27,25 @@ use crate::store::Store;
 pub struct Site {
     pub config: Config,
     log: StderrLog,
-    store: Box<dyn Store>,
+    store: Store,
     provider: Option<Box<dyn Provider>>,
 }
 
 impl Site {
     /// A site for one request (CGI).
     pub fn new(config: Config) -> Site {
-        let store = crate::store::open::for_requests(&config);
+        let store = crate::site::open::for_requests(&config);
         Site::with_store(config, store)
     }
 
     /// A site for a process that answers request after request (FastCGI): its store holds
     /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
     pub fn long_lived(config: Config) -> Site {
-        let store = crate::store::open::for_requests(&config);
-        Site::with_store(config, Box::new(crate::store::held::HeldStore::new(store)))
+        let store = crate::site::open::for_requests(&config);
+        Site::with_store(config, crate::store::held::held(store))
     }
 
-    fn with_store(config: Config, store: Box<dyn Store>) -> Site {
+    fn with_store(config: Config, store: Store) -> Site {
         let provider: Option<Box<dyn Provider>> = match &config.provider {
             None => None,
             Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
@@ -56,14 +60,39 @@ impl Site {
         }
     }
 
+    /// Answers one request: the owner's dashboard (PATH_INFO /admin) with its own answers,
+    /// never counted as a visit; anything else (the page's `?about=1` too) by the request
+    /// handler. `body` is read as [`App::handle`] reads it.
+    pub fn answer(&self, env: &Env, body: &mut dyn Read) -> Answer {
+        if crate::admin::is_admin(env) && !crate::http::about::is_about(env) {
+            self.store.upkeep.begin_request();
+            let dashboard = crate::admin::Dashboard {
+                config: &self.config,
+                store: &self.store,
+                log: &self.log,
+                now_ms: SystemClock.now_ms(),
+            };
+            return Answer {
+                response: dashboard.answer(env, body),
+                head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+            };
+        }
+        self.app().handle(env, body)
+    }
+
+    /// The owner's log, secrets masked.
+    pub fn log(&self) -> &dyn Log {
+        &self.log
+    }
+
     /// The request handler, borrowing this site's parts.
     pub fn app(&self) -> App<'_> {
         App {
             config: &self.config,
-            store: self.store.as_ref(),
+            store: &self.store,
             provider: self.provider.as_deref(),
             log: &self.log,
-            clock: &crate::core::clock::SystemClock,
+            clock: &SystemClock,
         }
     }
 }
@@ -82,7 +111,7 @@ pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> An
     let interval = Duration::from_secs(defaults::CONFIG_ERROR_LOG_INTERVAL_SECS);
     if stamp
         .as_deref()
-        .is_none_or(|s| crate::log::once_in(s, interval))
+        .is_none_or(|s| crate::support::log::once_in(s, interval))
     {
         StderrLog::default().line(
             Level::Error,

@@ -1536,7 +1536,7 @@ fn shows_server_detail_on_error_and_a_lost_connection() {
 #[test]
 fn the_dashboard_signs_in_shows_the_figures_and_the_chart_and_signs_out() {
     const PASSWORD: &str = "correct horse battery staple";
-    let hash = resolve::admin::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
+    let hash = resolve::support::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
     let h = Setup::new()
         .config(move |c| c["admin"] = json!({ "password_hash": hash }))
         .start();

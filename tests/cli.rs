@@ -80,11 +80,11 @@ fn hash_password_prints_a_salted_argon2id_hash_that_check_accepts() {
         hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
         "{hash}"
     );
-    assert!(resolve::admin::password::verify(
+    assert!(resolve::support::password::verify(
         &hash,
         "correct horse battery staple"
     ));
-    assert!(!resolve::admin::password::verify(
+    assert!(!resolve::support::password::verify(
         &hash,
         "correct horse battery staple\n"
     ));
@@ -93,7 +93,7 @@ fn hash_password_prints_a_salted_argon2id_hash_that_check_accepts() {
         .trim()
         .to_owned();
     assert_ne!(again, hash);
-    assert!(resolve::admin::password::verify(
+    assert!(resolve::support::password::verify(
         &again,
         "correct horse battery staple"
     ));
@@ -295,7 +295,7 @@ fn check_warns_about_exposed_secrets() {
 #[test]
 fn serve_answers_the_dashboard_at_its_path() {
     let dir = TempDir::new("cli-serve-admin");
-    let hash = resolve::admin::password::hash("correct horse battery staple", &[4; 16]).unwrap();
+    let hash = resolve::support::password::hash("correct horse battery staple", &[4; 16]).unwrap();
     let config = dir.join("config.json");
     let text = serde_json::json!({"provider": {"kind": "echo"},
         "store": {"dir": dir.join("data")}, "admin": {"password_hash": hash}});

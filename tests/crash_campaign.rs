@@ -324,7 +324,7 @@ fn audit_files(data: &Path) -> String {
     // The usage journal, written by the same killed processes, reads back whole.
     let journal = FileStore::new(data, SystemClock, Duration::from_secs(600));
     let now = resolve::core::journal::hour_of(now_ms());
-    let rows = resolve::store::Store::journal_rows(&journal, now - 2, now + 2)
+    let rows = resolve::store::journal::Journal::journal_rows(&journal, now - 2, now + 2)
         .unwrap_or_else(|e| panic!("file store: the usage journal is unreadable: {e}"));
     format!(
         "{files} counter files in {shards} shards, all readable ({empty} empty: created by a \

@@ -214,7 +214,7 @@ fn sweep_leaves_only_live_keys() {
     // 200 clients through the library, as the program does for each request.
     let config = resolve::config::Config::from_json(&value.to_string(), cfg.dir.path())
         .expect("valid configuration");
-    let lib_store = resolve::store::open::from_config(&config);
+    let lib_store = resolve::site::open::from_config(&config);
     let old: Vec<String> = (0..200)
         .map(|n| format!("10.7.{}.{}", n / 100, n % 100 + 1))
         .collect();
@@ -228,7 +228,7 @@ fn sweep_leaves_only_live_keys() {
                 key: rule.key_for(ip),
             })
             .collect();
-        let d = lib_store.decide(&checks).expect("store decides");
+        let d = lib_store.counters.decide(&checks).expect("store decides");
         assert!(matches!(d, Decision::Admit { .. }), "{ip}: {d:?}");
     }
     eprintln!("200 keys x 3 rules decided in {} ms", ms(t.elapsed()));
@@ -952,35 +952,38 @@ fn datetime_rows_age_out_and_refunds_take_one_back() {
         "rules": [php_rule("ip", 2, 2)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-    let store = resolve::store::open::from_config(&config);
+    let store = resolve::site::open::from_config(&config);
     let rule = &config.rules[0];
     let checks = [Check {
         rule,
         key: rule.key_for("192.0.2.5"),
     }];
     let mut php = Php::connect(&db);
-    let first = store.decide(&checks).unwrap();
-    let Decision::Admit { at_ms, .. } = store.decide(&checks).unwrap() else {
+    let first = store.counters.decide(&checks).unwrap();
+    let Decision::Admit { at_ms, .. } = store.counters.decide(&checks).unwrap() else {
         panic!("the second request is within the limit");
     };
     assert!(first.is_admit());
     assert_eq!(php.count("resolve:192.0.2.5", 2), 2);
-    let third = store.decide(&checks).unwrap();
+    let third = store.counters.decide(&checks).unwrap();
     let Some(retry_after_secs) = third.retry_after_secs() else {
         panic!("the third request is over the limit");
     };
     // Stamped with whole seconds: the first row counts until the end of its second + 2 s.
     assert!((2..=3).contains(&retry_after_secs), "{retry_after_secs}");
-    store.refund(&checks, at_ms).unwrap();
+    store.counters.refund(&checks, at_ms).unwrap();
     assert_eq!(
         php.count("resolve:192.0.2.5", 2),
         1,
         "the refund took one row"
     );
-    assert!(store.decide(&checks).unwrap().is_admit());
-    assert!(!store.decide(&checks).unwrap().is_admit());
+    assert!(store.counters.decide(&checks).unwrap().is_admit());
+    assert!(!store.counters.decide(&checks).unwrap().is_admit());
     std::thread::sleep(Duration::from_millis(3100));
-    assert!(store.decide(&checks).unwrap().is_admit(), "aged out");
+    assert!(
+        store.counters.decide(&checks).unwrap().is_admit(),
+        "aged out"
+    );
     assert_eq!(
         number(&db, "SELECT COUNT(*) FROM resolve_test.rate_events"),
         1,
@@ -1000,7 +1003,7 @@ fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() 
         let value = json!({"provider": {"kind": "echo"}, "store": php_store(&db), "rules": [rule]});
         let config = resolve::config::Config::from_json(&value.to_string(), Path::new("/"))
             .unwrap_or_else(|e| panic!("{e}"));
-        let store = resolve::store::open::from_config(&config);
+        let store = resolve::site::open::from_config(&config);
         (config, store)
     };
     let (short_config, short_site) = open(php_rule("short", 5, 2));
@@ -1013,19 +1016,21 @@ fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() 
         }]
     }
     let (short, long) = (check(&short_config), check(&long_config));
-    let admitted = |store: &dyn resolve::store::Store, checks: &[Check<'_>]| {
-        store.decide(checks).expect("the store decides").is_admit()
+    let admitted = |store: &resolve::store::roles::Store, checks: &[Check<'_>]| {
+        store
+            .counters
+            .decide(checks)
+            .expect("the store decides")
+            .is_admit()
     };
-    let firsts: Vec<bool> = (0..4)
-        .map(|_| admitted(long_site.as_ref(), &long))
-        .collect();
+    let firsts: Vec<bool> = (0..4).map(|_| admitted(&long_site, &long)).collect();
     assert_eq!(firsts, [true, true, true, false]);
     // Whole seconds: the three rows are more than 2 s old once 3 s have passed.
     std::thread::sleep(Duration::from_millis(3100));
-    assert!(admitted(short_site.as_ref(), &short), "nothing within 2 s");
+    assert!(admitted(&short_site, &short), "nothing within 2 s");
     let mut php = Php::connect(&db);
     let counted = php.count("resolve:192.0.2.9", 60);
-    let long_admits = admitted(long_site.as_ref(), &long);
+    let long_admits = admitted(&long_site, &long);
     eprintln!(
         "after an admission of the 2 s rule: the 60 s window counts {counted} rows; the 60 s rule \
          with 3 requests {}",
@@ -1128,17 +1133,19 @@ fn a_refused_request_leaves_no_row_behind() {
         "rules": [rule("ip", "fixed", 5, 60), rule("day", "fixed", 1, 86400)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-    let store = resolve::store::open::from_config(&config);
+    let store = resolve::site::open::from_config(&config);
     let (ip, day) = (&config.rules[0], &config.rules[1]);
     let check = |rule, key: &str| Check {
         rule,
         key: key.to_owned(),
     };
     let first = store
+        .counters
         .decide(&[check(day, "resolve:day:192.0.2.1")])
         .unwrap();
     assert!(first.is_admit());
     let second = store
+        .counters
         .decide(&[
             check(ip, "resolve:ip:192.0.2.1"),
             check(day, "resolve:day:192.0.2.1"),
@@ -1176,7 +1183,7 @@ fn the_journal_table_is_myisam_and_one_made_innodb_by_hand_works_alike() {
         });
         let config =
             resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-        resolve::store::open::from_config(&config)
+        resolve::site::open::from_config(&config)
     };
     // An owner's own InnoDB table of the same shape, made before resolve first ran.
     db.root_sql(
@@ -1195,9 +1202,13 @@ fn the_journal_table_is_myisam_and_one_made_innodb_by_hand_works_alike() {
                 vec![Event::Request, Event::Refused("ip".into())]
             };
             let entry = Entry::new(u64::from(hour) * 3_600_000 + i, Some("192.0.2.1"), &events);
-            store.journal_add(&entry).unwrap();
+            store.journal.journal_add(&entry).unwrap();
         }
-        let f = Figures::from_rows(&store.journal_rows(hour, hour + 1).unwrap(), hour, hour + 1);
+        let f = Figures::from_rows(
+            &store.journal.journal_rows(hour, hour + 1).unwrap(),
+            hour,
+            hour + 1,
+        );
         assert_eq!(
             (f.requests, f.admitted, f.refused["ip"]),
             (7, 3, 4),
@@ -1242,12 +1253,12 @@ fn a_connection_that_ends_says_so_and_the_server_counts_no_aborted_client() {
     };
     let before = aborted();
     for i in 0..5 {
-        let store = resolve::store::open::from_config(&config);
+        let store = resolve::site::open::from_config(&config);
         let check = Check {
             rule: &config.rules[0],
             key: "resolve:ip:192.0.2.9".to_owned(),
         };
-        let decision = store.decide(&[check]).unwrap();
+        let decision = store.counters.decide(&[check]).unwrap();
         assert_eq!(decision.is_admit(), i < 2, "request {i}: {decision:?}");
     }
     assert_eq!(aborted(), before, "connections counted as aborted");
@@ -1265,19 +1276,19 @@ fn a_refusal_takes_no_lock_and_answers_while_another_holds_the_keys_row() {
         "rules": [rule("ip", "fixed", 1, 600)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-    let store = resolve::store::open::from_config(&config);
+    let store = resolve::site::open::from_config(&config);
     let check = || Check {
         rule: &config.rules[0],
         key: "resolve:ip:192.0.2.5".to_owned(),
     };
-    assert!(store.decide(&[check()]).unwrap().is_admit());
+    assert!(store.counters.decide(&[check()]).unwrap().is_admit());
     let mut holder = Php::connect(&db);
     holder.sql(&format!(
         "START TRANSACTION; SELECT count FROM {}.rate_counters \
          WHERE rkey = 'resolve:ip:192.0.2.5' FOR UPDATE",
         db.database()
     ));
-    let refused = store.decide(&[check()]);
+    let refused = store.counters.decide(&[check()]);
     holder.sql("ROLLBACK");
     assert!(
         matches!(refused, Ok(Decision::Refuse { .. })),

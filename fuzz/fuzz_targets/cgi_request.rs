@@ -12,6 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::io::Cursor;
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -20,13 +21,13 @@ use resolve::app::App;
 use resolve::config::Config;
 use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
-use resolve::core::journal;
 use resolve::http::request::Env;
-use resolve::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
 use resolve::provider::{EchoProvider, Provider, ProviderError};
+use resolve::store::counters::Counters;
 use resolve::store::memory::MemoryStore;
-use resolve::store::{Check, Store, StoreError, SweepReport};
+use resolve::store::{Check, StoreError};
+use resolve::support::log::{Level, Log, format_line};
 
 /// The meta-variables the input sets, in the order their values appear.
 const VARS: [&str; 8] = [
@@ -81,64 +82,24 @@ fn configs() -> &'static [Config; 4] {
     })
 }
 
-/// The library's memory store, its decisions counted.
+/// The library's memory store's counters, their decisions counted.
 struct Counted {
-    store: MemoryStore<FakeClock>,
-    decisions: Cell<usize>,
+    inner: Rc<dyn Counters>,
+    decisions: Rc<Cell<usize>>,
 }
 
-impl Store for Counted {
+impl Counters for Counted {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         self.decisions.set(self.decisions.get() + 1);
-        self.store.decide(checks)
-    }
-
-    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
-        self.store.sweep(budget)
-    }
-
-    fn probe(&self) -> Result<String, StoreError> {
-        self.store.probe()
+        self.inner.decide(checks)
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        self.store.refund(checks, at_ms)
-    }
-
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.store.cache_get(key)
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.store.cache_put(key, value, ttl)
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        self.store.cache_claim(key, value, ttl)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.store.cache_release(key, value)
+        self.inner.refund(checks, at_ms)
     }
 
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        self.store.used(checks)
-    }
-
-    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
-        self.store.journal_add(entry)
-    }
-
-    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError> {
-        self.store.journal_rows(from_hour, to_hour)
-    }
-
-    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
-        self.store.journal_note(note)
-    }
-
-    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError> {
-        self.store.journal_notes()
+        self.inner.used(checks)
     }
 }
 
@@ -309,11 +270,15 @@ fuzz_target!(|data: &[u8]| {
     }
     let body = parts.next().unwrap_or_default();
 
-    let store = Counted {
-        store: MemoryStore::new(FakeClock::at(1_700_000_000_000), Duration::ZERO),
-        decisions: Cell::new(0),
-    };
-    store.store.set_failing(store_fails);
+    let memory = MemoryStore::new(FakeClock::at(1_700_000_000_000), Duration::ZERO);
+    memory.set_failing(store_fails);
+    let counted = Rc::new(Cell::new(0));
+    let store = memory.as_store().with_counters(|inner| {
+        Rc::new(Counted {
+            inner,
+            decisions: counted.clone(),
+        })
+    });
     let provider = CountingEcho {
         calls: Cell::new(0),
     };
@@ -325,9 +290,9 @@ fuzz_target!(|data: &[u8]| {
             store: &store,
             provider: config.provider.as_ref().map(|_| &provider as &dyn Provider),
             log: &log,
-            clock: store.store.clock(),
+            clock: memory.clock(),
         };
-        let (decisions, calls) = (store.decisions.get(), provider.calls.get());
+        let (decisions, calls) = (counted.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));
         let mut out = Vec::new();
         answer
@@ -343,7 +308,7 @@ fuzz_target!(|data: &[u8]| {
             w.status
         );
         assert_eq!(w.header("Cache-Control"), Some("no-store"));
-        let decided = store.decisions.get() - decisions;
+        let decided = counted.get() - decisions;
         let called = provider.calls.get() - calls;
         assert!(decided <= 1, "the store decided {decided} times");
         assert!(called <= 1, "the provider was called {called} times");
@@ -392,6 +357,6 @@ fuzz_target!(|data: &[u8]| {
                 "a log line of several lines: {line:?}"
             );
         }
-        store.store.clock().advance_ms(700);
+        memory.clock().advance_ms(700);
     }
 });

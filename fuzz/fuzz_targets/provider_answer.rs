@@ -26,7 +26,7 @@ fn specs() -> &'static Vec<HttpSpec> {
             .map(|name| {
                 let section =
                     serde_json::json!({"preset": name, "token": "t", "base_url": "https://x"});
-                match resolve::provider::config::parse(section) {
+                match resolve::config::provider::parse(section) {
                     Ok((ProviderSpec::Http(spec), _)) => *spec,
                     other => panic!("preset {name} does not give an HTTP provider: {other:?}"),
                 }

@@ -2,10 +2,10 @@
 //! (its stylesheet inlined, with the dashboard's rules after it), no script, a strict
 //! Content-Security-Policy that allows that one style block by its hash, no caching, no framing.
 
-use crate::config::page::Page;
-use crate::http::html::escape;
+use crate::http::footer::Page;
 use crate::http::render::{STYLE, base64, footer};
 use crate::http::response::Response;
+use crate::support::html::escape;
 
 const HTML: &str = "text/html; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";

@@ -7,7 +7,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::defaults;
+use crate::support::defaults;
 
 /// Bytes in the secret.
 pub const LEN: usize = 32;
@@ -16,7 +16,7 @@ pub const LEN: usize = 32;
 /// once end up with the same one: each writes a file of its own and links it into place, and
 /// the one that comes second reads the first's.
 pub fn load_or_create(dir: &Path) -> Result<[u8; LEN], String> {
-    if let Some(root) = crate::check::web_root_in(dir) {
+    if let Some(root) = crate::usage::readiness::web_root_in(dir) {
         return Err(format!(
             "the data directory {} lies under the web root ({root}), where the dashboard's secret \
              could be fetched over HTTP: move it (store.dir) to ~/resolve/ratelimit",
@@ -65,13 +65,13 @@ fn create(dir: &Path, path: &Path) -> Result<(), String> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let secret = crate::random::secret_bytes::<LEN>()
+    let secret = crate::support::random::secret_bytes::<LEN>()
         .map_err(|e| format!("cannot read random bytes for the dashboard's secret: {e}"))?;
     let fresh = dir.join(format!(
         ".{}.{}.{:x}",
         defaults::ADMIN_SECRET_FILE,
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     let written = fs::OpenOptions::new()
         .write(true)
@@ -100,7 +100,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!(
             "resolve-key-{label}-{}-{:x}",
             std::process::id(),
-            crate::random::u64()
+            crate::support::random::u64()
         ));
         let _ = fs::remove_dir_all(&dir);
         dir

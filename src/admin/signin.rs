@@ -5,8 +5,9 @@
 
 use crate::core::decision::Decision;
 use crate::core::rule::{Algorithm, KeyKind, Rule};
-use crate::defaults;
-use crate::store::{Check, Store, StoreError};
+use crate::store::counters::Counters;
+use crate::store::{Check, StoreError};
+use crate::support::defaults;
 
 /// The limit on failed sign-ins.
 pub fn rule() -> Rule {
@@ -36,7 +37,7 @@ pub enum Gate {
 }
 
 /// Counts one attempt from `identity` (the client's address as rules count it).
-pub fn gate(store: &dyn Store, rule: &Rule, identity: &str) -> Result<Gate, StoreError> {
+pub fn gate(store: &dyn Counters, rule: &Rule, identity: &str) -> Result<Gate, StoreError> {
     let check = [Check {
         rule,
         key: rule.key_for(identity),
@@ -59,7 +60,7 @@ pub fn gate(store: &dyn Store, rule: &Rule, identity: &str) -> Result<Gate, Stor
 
 /// Gives back the attempt counted at `at_ms`: the password was right.
 pub fn passed(
-    store: &dyn Store,
+    store: &dyn Counters,
     rule: &Rule,
     identity: &str,
     at_ms: u64,

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::core::clock::FakeClock;
-use crate::log::MemoryLog;
+use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
+use crate::store::roles::Store;
+use crate::support::log::MemoryLog;
 
 const PASSWORD: &str = "correct horse battery staple";
 const TOKEN: &str = "tok-dashboard-777";
@@ -16,6 +18,8 @@ const START_MS: u64 = 1_700_000_000_000;
 struct Site {
     config: Config,
     store: MemoryStore<FakeClock>,
+    /// The same store, as the dashboard holds it.
+    whole: Store,
     log: MemoryLog,
     now_ms: std::cell::Cell<u64>,
     dir: PathBuf,
@@ -35,7 +39,7 @@ fn site_with(admin: Option<&str>) -> Site {
     let dir = std::env::temp_dir().join(format!(
         "resolve-admin-{}-{:x}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     let mut text = serde_json::json!({
         "provider": {"preset": "realdebrid", "token": TOKEN},
@@ -44,9 +48,11 @@ fn site_with(admin: Option<&str>) -> Site {
     if let Some(hash) = admin {
         text["admin"] = serde_json::json!({ "password_hash": hash });
     }
+    let store = MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO);
     Site {
         config: Config::from_json(&text.to_string(), &dir).unwrap(),
-        store: MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO),
+        whole: store.as_store(),
+        store,
         log: MemoryLog::default(),
         now_ms: std::cell::Cell::new(START_MS),
         dir,
@@ -115,7 +121,7 @@ impl Site {
     fn dashboard(&self) -> Dashboard<'_> {
         Dashboard {
             config: &self.config,
-            store: &self.store,
+            store: &self.whole,
             log: &self.log,
             now_ms: self.now_ms.get(),
         }
@@ -443,7 +449,7 @@ fn a_new_password_signs_everyone_out() {
     site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
     assert!(site.get(&mut jar.clone()).1.contains(DATA));
     site.config.admin.as_mut().unwrap().password_hash =
-        crate::secret::Secret::new(hash_of("another password entirely"));
+        crate::support::secret::Secret::new(hash_of("another password entirely"));
     assert!(!site.get(&mut jar).1.contains(DATA));
 }
 
@@ -535,7 +541,11 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
         "203.0.113.9",
     );
     assert_eq!(r.status, 403, "no session");
-    assert!(crate::blocks::read(&site.store).unwrap().is_empty());
+    assert!(
+        crate::app::controls::blocks::read(&site.store)
+            .unwrap()
+            .is_empty()
+    );
     let (r, _) = site.post(
         &mut jar,
         &format!("action=block&client=not-an-address&csrf={token}"),
@@ -549,7 +559,7 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
         "203.0.113.9",
     );
     assert_eq!(r.status, 303);
-    let list = crate::blocks::read(&site.store).unwrap();
+    let list = crate::app::controls::blocks::read(&site.store).unwrap();
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].range.to_string(), "192.0.2.66/32");
     assert_eq!(list[0].until_ms, Some(START_MS + 86_400_000));

@@ -2,9 +2,9 @@
 //! provider's own words where they help) and the owner's log line, `ACTION NEEDED` when the
 //! owner must act.
 
-use crate::defaults;
 use crate::http::problem::Problem;
 use crate::provider::{Failure, ProviderError};
+use crate::support::defaults;
 
 pub(super) const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";

@@ -3,10 +3,12 @@
 use super::*;
 use crate::core::clock::{Clock, FakeClock, SystemClock};
 use crate::core::journal;
-use crate::log::MemoryLog;
 use crate::provider::resolved::Resolved;
 use crate::provider::{EchoProvider, Failure, ProviderError};
+use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
+use crate::store::notes::Notes;
+use crate::support::log::MemoryLog;
 use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
@@ -66,7 +68,7 @@ fn run(
     let log = MemoryLog::default();
     let app = App {
         config: cfg,
-        store,
+        store: &store.as_store(),
         provider: Some(provider),
         log: &log,
         clock: &SystemClock,
@@ -174,7 +176,7 @@ fn short_bodies_are_refused() {
     let log = MemoryLog::default();
     let app = App {
         config: &cfg,
-        store: &s,
+        store: &s.as_store(),
         provider: Some(&p),
         log: &log,
         clock: &SystemClock,
@@ -212,7 +214,7 @@ fn without_a_provider_every_request_gets_503() {
     let log = MemoryLog::default();
     let app = App {
         config: &cfg,
-        store: &s,
+        store: &s.as_store(),
         provider: None,
         log: &log,
         clock: &SystemClock,
@@ -536,7 +538,8 @@ fn the_journal_counts_cache_hits_failures_refunds_and_keeps_action_notes() {
     let notes = s.journal_notes().unwrap();
     assert_eq!(notes.len(), 1);
     assert!(notes[0].text.starts_with("ACTION NEEDED"), "{notes:?}");
-    let spend = crate::stats::Stats::gather(&cfg, &s, SystemClock.now_ms(), 24).unwrap();
+    let spend =
+        crate::usage::stats::Stats::gather(&cfg, &s.as_store(), SystemClock.now_ms(), 24).unwrap();
     // The first call, the timeout and the auth failure; the unreachable call gave its back.
     assert_eq!(spend.spend[0].used, 3);
 }

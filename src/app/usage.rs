@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::app::{App, Tally};
 use crate::core::journal;
-use crate::defaults;
-use crate::log::Level;
+use crate::support::defaults;
+use crate::support::log::Level;
 
 impl App<'_> {
     /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
@@ -18,7 +18,7 @@ impl App<'_> {
         }
         let entry =
             journal::Entry::new(self.clock.now_ms(), tally.client.as_deref(), &tally.events);
-        if let Err(e) = self.store.journal_add(&entry) {
+        if let Err(e) = self.store.journal.journal_add(&entry) {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -26,7 +26,7 @@ impl App<'_> {
     /// Writes the journal entries the store holds back (a FastCGI process's), logging a
     /// failure as a request's would be.
     pub fn flush_journal(&self) {
-        if let Err(e) = self.store.flush() {
+        if let Err(e) = self.store.journal.flush() {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -36,12 +36,12 @@ impl App<'_> {
         if !self.config.journal {
             return;
         }
-        let forms = crate::secret::all_forms(&self.config.secrets());
+        let forms = crate::support::secret::all_forms(&self.config.secrets());
         let note = journal::Note {
             at_ms: self.clock.now_ms(),
-            text: crate::secret::mask(text, &forms).into_owned(),
+            text: crate::support::secret::mask(text, &forms).into_owned(),
         };
-        if let Err(e) = self.store.journal_note(&note) {
+        if let Err(e) = self.store.notes.journal_note(&note) {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }
@@ -50,7 +50,7 @@ impl App<'_> {
     fn log_now_and_then(&self, message: &str) {
         let stamp = self.config.data_dir.join(defaults::JOURNAL_ERROR_STAMP);
         let interval = Duration::from_secs(defaults::JOURNAL_ERROR_LOG_INTERVAL_SECS);
-        if crate::log::once_in_data_dir(&stamp, interval) {
+        if crate::support::log::once_in_data_dir(&stamp, interval) {
             self.log.line(
                 Level::Warn,
                 &format!(

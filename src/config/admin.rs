@@ -7,8 +7,8 @@ use serde::Serialize;
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawAdmin;
 use crate::core::rule::Rule;
-use crate::defaults;
-use crate::secret::Secret;
+use crate::support::defaults;
+use crate::support::secret::Secret;
 
 /// The dashboard's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -41,7 +41,7 @@ pub(crate) fn admin(
              standard input), or remove the admin section to keep the dashboard off",
         )
     })?;
-    crate::admin::password::check_hash(hash.trim()).map_err(|e| err("admin.password_hash", e))?;
+    crate::support::password::check_hash(hash.trim()).map_err(|e| err("admin.password_hash", e))?;
     Ok(Some(Admin {
         password_hash: Secret::new(hash.trim()),
     }))
@@ -68,12 +68,8 @@ fn check_reserved<'r>(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, ConfigError};
+    use crate::config::tests::parse;
     use std::path::Path;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::from_json(text, Path::new("/home/u/resolve"))
-    }
 
     #[test]
     fn mistakes_name_the_field() {
@@ -104,7 +100,7 @@ mod tests {
 
     #[test]
     fn the_dashboard_is_on_with_a_hash_and_keeps_its_secret_in_the_data_directory() {
-        let hash = crate::admin::password::hash("twelve chars or more", &[1; 16]).unwrap();
+        let hash = crate::support::password::hash("twelve chars or more", &[1; 16]).unwrap();
         let c = parse(&format!(r#"{{"admin": {{"password_hash": "{hash}"}}}}"#)).unwrap();
         let admin = c.admin.as_ref().expect("on");
         assert_eq!(admin.password_hash.expose(), hash);

@@ -5,9 +5,9 @@ use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawApiKeys;
 use crate::config::rules::{check_algorithms, key_rules};
 use crate::core::rule::{KeyKind, RuleName};
-use crate::defaults;
 use crate::http::api_key::{KeyPolicy, KnownKey};
 use crate::store::settings::StoreKind;
+use crate::support::defaults;
 
 pub(crate) fn api_keys(
     raw: Option<RawApiKeys>,

@@ -4,9 +4,9 @@
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::{RawAutoBlock, RawClient};
-use crate::defaults;
-use crate::http::addr_set::AddrSet;
 use crate::http::identity::{Cidr, ClientPolicy};
+use crate::net::addr_set::AddrSet;
+use crate::support::defaults;
 
 /// The `client` section: how the client's address is found (IPv6 grouping, trusted proxies
 /// and networks by name), and the header a trusted proxy names it in.
@@ -31,7 +31,7 @@ pub(crate) fn client(raw: Option<RawClient>) -> Result<(ClientPolicy, String), C
         .iter()
         .enumerate()
     {
-        if let Some(cdn) = crate::http::cdn::Cdn::from_name(s) {
+        if let Some(cdn) = crate::net::cdn::Cdn::from_name(s) {
             trusted_networks.push(cdn);
             continue;
         }

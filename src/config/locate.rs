@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::defaults;
+use crate::support::defaults;
 
 /// Where the configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

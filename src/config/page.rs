@@ -3,11 +3,9 @@
 //! version of the page never undoes it. Shown in the footer of the program's own HTML pages and
 //! served to the page's script by `?about=1`.
 
-use serde::Serialize;
-use serde::ser::Serializer;
-
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawPage;
+use crate::http::footer::{Contact, Page};
 
 /// Longest site name, in characters: it shares a footer line with the contact and terms link.
 pub const SITE_NAME_MAX_CHARS: usize = 80;
@@ -15,55 +13,6 @@ pub const SITE_NAME_MAX_CHARS: usize = 80;
 pub const URL_MAX_BYTES: usize = 512;
 /// Longest e-mail address (RFC 5321's limit on a path).
 pub const EMAIL_MAX_BYTES: usize = 254;
-
-/// The footer the owner set; every part optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Page {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub site_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub contact: Option<Contact>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub terms_url: Option<String>,
-}
-
-/// How visitors reach the owner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Contact {
-    Email(String),
-    /// An https URL (a contact form, a forum thread...).
-    Url(String),
-}
-
-impl Contact {
-    /// As the owner wrote it.
-    pub fn text(&self) -> &str {
-        match self {
-            Contact::Email(a) | Contact::Url(a) => a,
-        }
-    }
-
-    /// Where a link to it goes: `mailto:` for an address.
-    pub fn href(&self) -> String {
-        match self {
-            Contact::Email(a) => format!("mailto:{a}"),
-            Contact::Url(u) => u.clone(),
-        }
-    }
-}
-
-impl Serialize for Contact {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.text())
-    }
-}
-
-impl Page {
-    /// True when there is nothing to show.
-    pub fn is_empty(&self) -> bool {
-        self.site_name.is_none() && self.contact.is_none() && self.terms_url.is_none()
-    }
-}
 
 /// Checks the `page` section.
 pub(crate) fn page(raw: Option<RawPage>) -> Result<Page, ConfigError> {
@@ -125,7 +74,7 @@ fn https_url(text: &str) -> Option<String> {
     if text.len() > URL_MAX_BYTES {
         return None;
     }
-    let url = crate::http::url::parse(text, &["https"]).ok()?;
+    let url = crate::net::url::parse(text, &["https"]).ok()?;
     // No user name or password in a link shown to every visitor.
     (!url.has_credentials()).then(|| text.to_owned())
 }

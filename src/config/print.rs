@@ -1,7 +1,7 @@
 //! The effective configuration as `resolve check` prints it: the checked `Config` written in
 //! the file's own form, so that what is printed reads back as the same configuration (secrets
-//! aside). Nothing is masked here: every secret is a [`Secret`](crate::secret::Secret), which
-//! serialises as the mask wherever it sits.
+//! aside). Nothing is masked here: every secret is a
+//! [`Secret`](crate::support::secret::Secret), which serialises as the mask wherever it sits.
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
@@ -181,7 +181,7 @@ impl Serialize for Config {
         map.serialize_entry("allowed_origins", &self.allowed_origins)?;
         map.serialize_entry("api_keys", &self.api_keys)?;
         map.serialize_entry("journal", &self.journal)?;
-        let texts = |set: &crate::http::addr_set::AddrSet| -> Vec<String> {
+        let texts = |set: &crate::net::addr_set::AddrSet| -> Vec<String> {
             set.ranges().iter().map(ToString::to_string).collect()
         };
         if !self.block.is_empty() {

@@ -7,9 +7,9 @@ use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
 use crate::core::key::{KeyTemplate, Placeholder, RESERVED_PREFIXES};
 use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
-use crate::defaults;
 use crate::store::mysql::schema::KEY_COLUMN_LEN;
 use crate::store::settings::StoreKind;
+use crate::support::defaults;
 
 /// Longest window a rule may have: a year.
 const MAX_WINDOW_SECS: u64 = 366 * 24 * 3600;

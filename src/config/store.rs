@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawStore;
-use crate::defaults;
-use crate::http::url::{self, UrlError};
-use crate::secret::Secret;
+use crate::net::url::{self, UrlError};
 use crate::store::mysql::settings::{MysqlSettings, TsUnit, url_parts};
 use crate::store::redis::resp::Target;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::settings::{OnError, StoreConfig, StoreKind};
+use crate::support::defaults;
+use crate::support::secret::Secret;
 
 /// How to reach a database server: the fields the MySQL and Redis stores share.
 const SERVER_FIELDS: [&str; 8] = [
@@ -323,33 +323,29 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
             "missing: the database that holds the tables",
         ));
     }
-    let counter_table = table_name(
+    let named = |field: &str, given: &Option<String>, default: &str| {
+        table_name(field, given.as_deref().unwrap_or(default))
+    };
+    let counter_table = named(
         "store.counter_table",
-        raw.counter_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_COUNTER_TABLE),
+        &raw.counter_table,
+        defaults::MYSQL_COUNTER_TABLE,
     )?;
-    let events_table = table_name(
-        "store.table",
-        raw.table.as_deref().unwrap_or(defaults::MYSQL_EVENTS_TABLE),
-    )?;
-    let cache_table = table_name(
+    let events_table = named("store.table", &raw.table, defaults::MYSQL_EVENTS_TABLE)?;
+    let cache_table = named(
         "store.cache_table",
-        raw.cache_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_CACHE_TABLE),
+        &raw.cache_table,
+        defaults::MYSQL_CACHE_TABLE,
     )?;
-    let journal_table = table_name(
+    let journal_table = named(
         "store.journal_table",
-        raw.journal_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_JOURNAL_TABLE),
+        &raw.journal_table,
+        defaults::MYSQL_JOURNAL_TABLE,
     )?;
-    let notes_table = table_name(
+    let notes_table = named(
         "store.notes_table",
-        raw.notes_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_NOTES_TABLE),
+        &raw.notes_table,
+        defaults::MYSQL_NOTES_TABLE,
     )?;
     let names = [
         &counter_table,

@@ -338,9 +338,9 @@ mod tests {
         assert!(could("k:{api_key}!", "r", "k:sha256:0123456789abcdef!"));
         assert!(!could("k:{api_key}!", "r", "k:sha256:0123456789abcdef0!"));
         for template in [
-            crate::defaults::KEY_TEMPLATE_IP,
-            crate::defaults::KEY_TEMPLATE_API_KEY,
-            crate::defaults::KEY_TEMPLATE_GLOBAL,
+            crate::support::defaults::KEY_TEMPLATE_IP,
+            crate::support::defaults::KEY_TEMPLATE_API_KEY,
+            crate::support::defaults::KEY_TEMPLATE_GLOBAL,
         ] {
             for prefix in RESERVED_PREFIXES {
                 assert!(!could(template, "ip", prefix), "{template} {prefix}");

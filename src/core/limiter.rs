@@ -229,7 +229,7 @@ mod tests {
             Algorithm::Fixed,
             limit,
             window_secs,
-            crate::defaults::KEY_TEMPLATE_IP,
+            crate::support::defaults::KEY_TEMPLATE_IP,
         )
         .unwrap()
     }

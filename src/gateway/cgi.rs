@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::config::locate;
-use crate::defaults;
 use crate::http::request::Env;
-use crate::log::Level;
 use crate::site::{Site, not_configured};
+use crate::support::defaults;
+use crate::support::log::Level;
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
@@ -53,17 +53,16 @@ pub fn run() {
 /// Answers one request with a loaded configuration; `started`: when the request began.
 pub fn serve_one(config: Config, env: &Env, started: Instant) {
     let site = Site::new(config);
-    let app = site.app();
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: None,
         read: 0,
     };
-    let mut answer = app.handle(env, &mut stdin);
+    let mut answer = site.answer(env, &mut stdin);
     answer.response.timed(started.elapsed());
     let mut out = io::stdout().lock();
     if let Err(e) = answer.response.write_cgi(&mut out, answer.head_only) {
-        app.log.line(
+        site.log().line(
             Level::Notice,
             &format!("the client left before the answer was written: {e}"),
         );
@@ -71,7 +70,7 @@ pub fn serve_one(config: Config, env: &Env, started: Instant) {
     let _ = out.flush();
     drop(out);
     drain_stdin(env, stdin.read);
-    app.maybe_sweep();
+    site.app().maybe_sweep();
 }
 
 /// Standard input, counting what was taken from it; opened (unbuffered) at the first read, so

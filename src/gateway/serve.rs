@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::defaults;
+use crate::support::defaults;
 
 /// The CGI program's path on the local site, as on a cPanel host.
 pub const SCRIPT_NAME: &str = "/cgi-bin/resolve";
@@ -311,7 +311,7 @@ fn content_type(path: &Path) -> &'static str {
 
 /// The file under `public` that a URL path names, if it stays inside `public`.
 pub fn file_for(public: &Path, url_path: &str) -> Option<PathBuf> {
-    let decoded = crate::http::form::decode(url_path.replace('+', "%2B").as_bytes()).ok()?;
+    let decoded = crate::net::form::decode(url_path.replace('+', "%2B").as_bytes()).ok()?;
     let decoded = String::from_utf8(decoded).ok()?;
     if decoded.contains('\0') {
         return None;

@@ -3,7 +3,7 @@
 //! configuration file outside the web root. Answered before anything is counted: no store, no
 //! provider, no secret (only the `page` section and the version), cacheable for a few minutes.
 
-use crate::config::page::Page;
+use crate::http::footer::Page;
 use crate::http::request::Env;
 use crate::http::response::Response;
 
@@ -47,7 +47,7 @@ pub fn answer(page: &Page, ready: bool) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::page::Contact;
+    use crate::http::footer::Contact;
 
     #[test]
     fn only_the_exact_query_asks() {

@@ -39,7 +39,7 @@ pub struct ClientKey<'a> {
 
 /// SHA-256 of a key, lowercase hex: what the configuration stores.
 pub fn hash(key: &str) -> String {
-    crate::hex::lower(&Sha256::digest(key.as_bytes()))
+    crate::support::hex::lower(&Sha256::digest(key.as_bytes()))
 }
 
 /// Longest key accepted, in bytes.

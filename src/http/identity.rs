@@ -3,10 +3,11 @@
 
 use std::net::IpAddr;
 
-use crate::http::addr_set::AddrSet;
-use crate::http::cdn::Cdn;
-pub use crate::http::cidr::Cidr;
-use crate::http::cidr::{canonical, mask};
+use crate::http::request::Env;
+use crate::net::addr_set::AddrSet;
+use crate::net::cdn::Cdn;
+pub use crate::net::cidr::Cidr;
+use crate::net::cidr::{canonical, mask};
 
 /// Parses one address as a server or proxy writes it: plain, with an IPv6 zone (`fe80::1%eth0`),
 /// in brackets, or with a port (`192.0.2.1:5678`, `[2001:db8::1]:443`).
@@ -138,6 +139,18 @@ impl ClientPolicy {
             v6 => format!("{}/{}", mask(v6, self.ipv6_prefix), self.ipv6_prefix),
         }
     }
+}
+
+/// The client's address for a request: REMOTE_ADDR, or what a trusted proxy's forwarded
+/// header (named `forwarded_header`) or a trusted network's own header names.
+pub fn client_address_in(
+    policy: &ClientPolicy,
+    forwarded_header: &str,
+    env: &Env,
+) -> Result<IpAddr, IdentityError> {
+    let text = |name: &str| env.header(name).and_then(|v| std::str::from_utf8(v).ok());
+    let connecting = policy.network_header().and_then(text);
+    policy.client_address(env.text("REMOTE_ADDR"), text(forwarded_header), connecting)
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! What counts as a link a visitor may submit: an absolute http(s) URL with a host, as the one
 //! URL parser reads it. The link is passed on as the visitor wrote it.
 
-use crate::defaults;
-use crate::http::url::{self, UrlError};
+use crate::net::url::{self, UrlError};
+use crate::support::defaults;
 
 /// Why a submitted link was refused; `Display` is the sentence shown to the visitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

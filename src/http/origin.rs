@@ -9,7 +9,7 @@ use crate::http::problem::Problem;
 
 /// `scheme://host[:port]` in lower case, from an Origin or Referer value.
 pub fn origin_of(value: &str) -> Option<String> {
-    crate::http::url::parse(value.trim(), &["https", "http"])
+    crate::net::url::parse(value.trim(), &["https", "http"])
         .ok()
         .map(|u| u.origin())
 }

@@ -1,9 +1,9 @@
 //! Reading a CGI request: the method, the body's announced size and type, and the link, from
 //! the meta-variables the web server set (RFC 3875 section 4). Pure: the adapter reads the body.
 
-use crate::http::form;
 use crate::http::link;
 use crate::http::problem::Problem;
+use crate::net::form;
 
 /// The CGI meta-variables of one request, as raw bytes (they need not be UTF-8).
 #[derive(Debug, Clone, Default)]

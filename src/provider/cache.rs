@@ -12,7 +12,7 @@ pub const PENDING: &[u8] = b"resolve:pending";
 /// case, no default port, dot segments resolved) without the fragment, which is never sent to a
 /// server. Path and query keep their case: they are case-sensitive on most hosts.
 pub fn normalise(link: &str) -> String {
-    match crate::http::url::parse(link, &["https", "http"]) {
+    match crate::net::url::parse(link, &["https", "http"]) {
         Ok(u) => u.normalised(),
         // Links are checked before they get here; anything else keys as written.
         Err(_) => link.to_owned(),
@@ -22,7 +22,7 @@ pub fn normalise(link: &str) -> String {
 /// The store key of a link's cached answer.
 pub fn key(link: &str) -> String {
     let digest = Sha256::digest(normalise(link).as_bytes());
-    let hex = crate::hex::lower(&digest);
+    let hex = crate::support::hex::lower(&digest);
     format!("resolve:cache:{hex}")
 }
 
@@ -37,7 +37,7 @@ pub fn encode(r: &Resolved) -> Vec<u8> {
 pub fn decode(bytes: &[u8]) -> Option<Resolved> {
     let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     let download = v["download"].as_str()?;
-    if !crate::http::url::has_web_scheme(download) {
+    if !crate::net::url::has_web_scheme(download) {
         return None;
     }
     Some(Resolved {

@@ -5,10 +5,10 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use crate::defaults;
 use crate::provider::resolved::Resolved;
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
 use crate::provider::{Failure, Provider, ProviderError};
+use crate::support::defaults;
 
 pub struct HttpProvider {
     spec: HttpSpec,

@@ -9,12 +9,12 @@ pub struct Resolved {
 
 impl Resolved {
     /// Whether the download link or the file name holds any of `forms` (see
-    /// [`crate::secret::all_forms`]): such an answer is never passed on.
+    /// [`crate::support::secret::all_forms`]): such an answer is never passed on.
     pub fn holds_any(&self, forms: &[String]) -> bool {
-        crate::secret::contains_any(&self.download, forms)
+        crate::support::secret::contains_any(&self.download, forms)
             || self
                 .filename
                 .as_deref()
-                .is_some_and(|f| crate::secret::contains_any(f, forms))
+                .is_some_and(|f| crate::support::secret::contains_any(f, forms))
     }
 }

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::provider::resolved::Resolved;
 use crate::provider::{Failure, ProviderError, clean_text};
-use crate::secret::Secret;
-use crate::show;
+use crate::support::secret::Secret;
+use crate::support::show;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -317,7 +317,7 @@ fn text_at(v: &Value, pointer: Option<&str>) -> Option<String> {
 
 /// True for an absolute http(s) URL: the only kind of download link passed on.
 fn is_web_url(s: &str) -> bool {
-    crate::http::url::has_web_scheme(s)
+    crate::net::url::has_web_scheme(s)
         && s.len() <= 8192
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }

@@ -37,7 +37,12 @@ use crate::core::decision::Decision;
 use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal as JournalRole;
+use crate::store::notes::Notes;
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 use journal::Journal;
 use lock::{Lock, Locked};
 use record::{Loaded, SLOT};
@@ -67,7 +72,9 @@ impl<C: Clock> FileStore<C> {
             dir: dir.into(),
             clock,
             grace_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
-            lock_timeout: Duration::from_millis(crate::defaults::FILE_LOCK_TIMEOUT_MS.into()),
+            lock_timeout: Duration::from_millis(
+                crate::support::defaults::FILE_LOCK_TIMEOUT_MS.into(),
+            ),
         }
     }
 
@@ -97,7 +104,7 @@ impl<C: Clock> FileStore<C> {
     /// The file that holds `key`.
     pub fn path_for(&self, key: &str) -> PathBuf {
         let digest = Sha256::digest(key.as_bytes());
-        let name = crate::hex::lower(&digest);
+        let name = crate::support::hex::lower(&digest);
         self.dir.join(&name[..2]).join(name)
     }
 
@@ -318,7 +325,7 @@ fn read_all(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io_error("read", path, &e)),
         }
-        if out.len() > crate::defaults::PROVIDER_MAX_ANSWER_BYTES as usize {
+        if out.len() > crate::support::defaults::PROVIDER_MAX_ANSWER_BYTES as usize {
             return Err(StoreError::corrupt(format!(
                 "{} is too large for a cache entry",
                 path.display()
@@ -362,7 +369,7 @@ fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-impl<C: Clock> Store for FileStore<C> {
+impl<C: Clock> Counters for FileStore<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         let mut order: Vec<(usize, PathBuf)> = checks
             .iter()
@@ -398,68 +405,6 @@ impl<C: Clock> Store for FileStore<C> {
         // Dropping `locked` closes the files, which releases the locks.
     }
 
-    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
-        if !self.dir.is_dir() {
-            return Ok(SweepReport {
-                complete: true,
-                ..SweepReport::default()
-            });
-        }
-        let deadline = budget.map(|b| Instant::now() + b);
-        let now = self.clock.now_ms();
-        let mut shards: Vec<PathBuf> = fs::read_dir(&self.dir)
-            .map_err(|e| io_error("list", &self.dir, &e))?
-            .filter_map(Result::ok)
-            .filter(|e| is_shard_name(&e.file_name().to_string_lossy()))
-            // A link in place of a shard leads outside: never swept (requests refuse it too).
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .collect();
-        shards.sort();
-        // A bounded sweep starts at a random shard so that, over many requests, all get swept.
-        if !shards.is_empty() {
-            let start = (crate::random::u64() % shards.len() as u64) as usize;
-            shards.rotate_left(start);
-        }
-        let mut report = SweepReport {
-            complete: true,
-            ..SweepReport::default()
-        };
-        // The journal first: it has work once an hour, and otherwise costs one listing.
-        if !self.journal().sweep(now, deadline, &mut report)? {
-            report.complete = false;
-            return Ok(report);
-        }
-        for shard in &shards {
-            if !self.sweep_shard(shard, now, deadline, &mut report)? {
-                report.complete = false;
-                break;
-            }
-        }
-        Ok(report)
-    }
-
-    fn probe(&self) -> Result<String, StoreError> {
-        self.ensure_dir()?;
-        let meta = fs::metadata(&self.dir).map_err(|e| io_error("inspect", &self.dir, &e))?;
-        if !meta.is_dir() {
-            return Err(StoreError::unavailable(format!(
-                "{} is not a directory: set store.dir to a directory",
-                self.dir.display()
-            )));
-        }
-        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
-        let written = fs::write(&probe, b"probe").map_err(|e| {
-            StoreError::unavailable(format!(
-                "cannot write in {}: {e} (the account that runs resolve must own it: chmod 700)",
-                self.dir.display()
-            ))
-        });
-        let _ = fs::remove_file(&probe);
-        written?;
-        Ok(format!("file store in {}", self.dir.display()))
-    }
-
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
         let mut paths: Vec<PathBuf> = checks.iter().map(|c| self.path_for(&c.key)).collect();
         paths.sort();
@@ -477,6 +422,23 @@ impl<C: Clock> Store for FileStore<C> {
         Ok(())
     }
 
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        fixed_only(checks)?;
+        let now = self.clock.now_ms();
+        checks
+            .iter()
+            .map(|c| {
+                Ok(limiter::used(
+                    c.rule,
+                    &State::Fixed(self.read(&c.key)?),
+                    now,
+                ))
+            })
+            .collect()
+    }
+}
+
+impl<C: Clock> Cache for FileStore<C> {
     fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.cache_path(key);
         let Some(file) = self.open_shared(&path)? else {
@@ -518,22 +480,9 @@ impl<C: Clock> Store for FileStore<C> {
         let locked = self.lock(&self.cache_path(key))?;
         self.write_entry(&locked, value, ttl)
     }
+}
 
-    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        fixed_only(checks)?;
-        let now = self.clock.now_ms();
-        checks
-            .iter()
-            .map(|c| {
-                Ok(limiter::used(
-                    c.rule,
-                    &State::Fixed(self.read(&c.key)?),
-                    now,
-                ))
-            })
-            .collect()
-    }
-
+impl<C: Clock> JournalRole for FileStore<C> {
     fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
         self.journal().add(entry, self.clock.now_ms())
     }
@@ -541,13 +490,79 @@ impl<C: Clock> Store for FileStore<C> {
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
         self.journal().rows(from_hour, to_hour)
     }
+}
 
+impl<C: Clock> Notes for FileStore<C> {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
         self.journal().note(note)
     }
 
     fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
         self.journal().notes()
+    }
+}
+
+impl<C: Clock> Upkeep for FileStore<C> {
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        if !self.dir.is_dir() {
+            return Ok(SweepReport {
+                complete: true,
+                ..SweepReport::default()
+            });
+        }
+        let deadline = budget.map(|b| Instant::now() + b);
+        let now = self.clock.now_ms();
+        let mut shards: Vec<PathBuf> = fs::read_dir(&self.dir)
+            .map_err(|e| io_error("list", &self.dir, &e))?
+            .filter_map(Result::ok)
+            .filter(|e| is_shard_name(&e.file_name().to_string_lossy()))
+            // A link in place of a shard leads outside: never swept (requests refuse it too).
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        shards.sort();
+        // A bounded sweep starts at a random shard so that, over many requests, all get swept.
+        if !shards.is_empty() {
+            let start = (crate::support::random::u64() % shards.len() as u64) as usize;
+            shards.rotate_left(start);
+        }
+        let mut report = SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        };
+        // The journal first: it has work once an hour, and otherwise costs one listing.
+        if !self.journal().sweep(now, deadline, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
+        for shard in &shards {
+            if !self.sweep_shard(shard, now, deadline, &mut report)? {
+                report.complete = false;
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        self.ensure_dir()?;
+        let meta = fs::metadata(&self.dir).map_err(|e| io_error("inspect", &self.dir, &e))?;
+        if !meta.is_dir() {
+            return Err(StoreError::unavailable(format!(
+                "{} is not a directory: set store.dir to a directory",
+                self.dir.display()
+            )));
+        }
+        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
+        let written = fs::write(&probe, b"probe").map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot write in {}: {e} (the account that runs resolve must own it: chmod 700)",
+                self.dir.display()
+            ))
+        });
+        let _ = fs::remove_file(&probe);
+        written?;
+        Ok(format!("file store in {}", self.dir.display()))
     }
 }
 

@@ -12,13 +12,17 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
 use crate::core::journal::{Batch, Entry, Row};
-use crate::defaults;
-use crate::log::{Level, Log, StderrLog};
-use crate::store::{Check, Store, StoreError};
+use crate::store::counters::Counters;
+use crate::store::journal::Journal;
+use crate::store::roles::Store;
+use crate::store::{Check, StoreError};
+use crate::support::defaults;
+use crate::support::log::{Level, Log, StderrLog};
 
 /// A refusal as the store gave it, and when it was asked (by this process's clock, before the
 /// store decided: the refusal is never taken to last longer than it does).
@@ -37,12 +41,25 @@ struct Held {
     kept_aside: bool,
 }
 
-/// The configured store with a FastCGI process's memory in front of it.
-pub struct HeldStore<C: Clock = SystemClock> {
-    inner: Box<dyn Store>,
+/// The counters with a FastCGI process's memory of refusals in front of them.
+pub struct HeldCounters<C: Clock = SystemClock> {
+    inner: Rc<dyn Counters>,
+    clock: C,
+    refusals: RefCell<HashMap<String, Remembered>>,
+}
+
+/// The journal with a FastCGI process's held entries in front of it.
+pub struct HeldJournal<C: Clock = SystemClock> {
+    inner: Rc<dyn Journal>,
     clock: C,
     held: RefCell<Held>,
-    refusals: RefCell<HashMap<String, Remembered>>,
+}
+
+/// `store` with both of a FastCGI process's memories in front of it.
+pub fn held(store: Store) -> Store {
+    store
+        .with_counters(|c| Rc::new(HeldCounters::new(c)))
+        .with_journal(|j| Rc::new(HeldJournal::new(j)))
 }
 
 /// What names one request's checks: each rule (with its limit, window and algorithm) and key.
@@ -59,18 +76,17 @@ fn checks_key(checks: &[Check<'_>]) -> String {
     key
 }
 
-impl HeldStore<SystemClock> {
-    pub fn new(inner: Box<dyn Store>) -> HeldStore<SystemClock> {
-        HeldStore::with_clock(inner, SystemClock)
+impl HeldCounters<SystemClock> {
+    pub fn new(inner: Rc<dyn Counters>) -> HeldCounters<SystemClock> {
+        HeldCounters::with_clock(inner, SystemClock)
     }
 }
 
-impl<C: Clock> HeldStore<C> {
-    pub fn with_clock(inner: Box<dyn Store>, clock: C) -> HeldStore<C> {
-        HeldStore {
+impl<C: Clock> HeldCounters<C> {
+    pub fn with_clock(inner: Rc<dyn Counters>, clock: C) -> HeldCounters<C> {
+        HeldCounters {
             inner,
             clock,
-            held: RefCell::new(Held::default()),
             refusals: RefCell::new(HashMap::new()),
         }
     }
@@ -105,20 +121,7 @@ impl<C: Clock> HeldStore<C> {
     }
 }
 
-impl<C: Clock> Store for HeldStore<C> {
-    crate::store::pass_on!(
-        begin_request,
-        sweep,
-        probe,
-        cache_get,
-        cache_put,
-        cache_claim,
-        cache_release,
-        used,
-        journal_note,
-        journal_notes,
-    );
-
+impl<C: Clock> Counters for HeldCounters<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         let key = checks_key(checks);
         let now = self.clock.now_ms();
@@ -138,6 +141,29 @@ impl<C: Clock> Store for HeldStore<C> {
         self.inner.refund(checks, at_ms)
     }
 
+    /// Counts are read from the store: a count remembered would not be exact.
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        self.inner.used(checks)
+    }
+}
+
+impl HeldJournal<SystemClock> {
+    pub fn new(inner: Rc<dyn Journal>) -> HeldJournal<SystemClock> {
+        HeldJournal::with_clock(inner, SystemClock)
+    }
+}
+
+impl<C: Clock> HeldJournal<C> {
+    pub fn with_clock(inner: Rc<dyn Journal>, clock: C) -> HeldJournal<C> {
+        HeldJournal {
+            inner,
+            clock,
+            held: RefCell::new(Held::default()),
+        }
+    }
+}
+
+impl<C: Clock> Journal for HeldJournal<C> {
     /// Holds the entry; writes what is held once the oldest has waited
     /// [`defaults::FASTCGI_JOURNAL_HOLD_MS`] or too much is held. A failed write is this call's
     /// error (the request's journal failure, logged as such); what it held is gone with it.
@@ -169,10 +195,10 @@ impl<C: Clock> Store for HeldStore<C> {
     }
 }
 
-impl<C: Clock> HeldStore<C> {
-    /// Writes the held entries, one per hour (`keep`: with [`Store::journal_keep`]); the first
-    /// failure is returned after every hour was tried. An entry that could not be kept aside
-    /// (a spool that cannot be written) is held again, for the next request to write.
+impl<C: Clock> HeldJournal<C> {
+    /// Writes the held entries, one per hour (`keep`: with [`Journal::journal_keep`]); the
+    /// first failure is returned after every hour was tried. An entry that could not be kept
+    /// aside (a spool that cannot be written) is held again, for the next request to write.
     fn write_held(&self, keep: bool) -> Result<(), StoreError> {
         let entries = {
             let mut held = self.held.borrow_mut();
@@ -199,7 +225,7 @@ impl<C: Clock> HeldStore<C> {
     }
 }
 
-impl<C: Clock> Drop for HeldStore<C> {
+impl<C: Clock> Drop for HeldJournal<C> {
     /// The last chance for what is still held (the process normally writes it before).
     fn drop(&mut self) {
         let _ = self.flush();

@@ -1,4 +1,6 @@
 //! The memory store: counters and cached answers in this process's memory, behind one lock.
+//! For the tests, the benchmarks and the fuzz targets only: compiled for the unit tests and
+//! with the `memory-store` feature, which the program itself never turns on.
 //!
 //! It decides like every store: under its lock it reads each check's state, calls
 //! `limiter::decide` with the time of its clock (read under the lock, so decisions are ordered
@@ -21,7 +23,13 @@ use crate::core::decision::Decision;
 use crate::core::journal;
 use crate::core::limiter::{self, State, Write};
 use crate::core::rule::{Algorithm, Rule};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal;
+use crate::store::notes::Notes;
+use crate::store::roles::Store;
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 
 /// Counters and cached answers in memory. Cloning gives another handle of the same store.
 pub struct MemoryStore<C: Clock> {
@@ -162,7 +170,14 @@ impl<C: Clock> MemoryStore<C> {
     }
 }
 
-impl<C: Clock> Store for MemoryStore<C> {
+impl<C: Clock + 'static> MemoryStore<C> {
+    /// A site's store with every role served by a handle of this one.
+    pub fn as_store(&self) -> Store {
+        Store::whole(self.clone())
+    }
+}
+
+impl<C: Clock> Counters for MemoryStore<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         self.up()?;
         let mut keys: Vec<&str> = checks.iter().map(|c| c.key.as_str()).collect();
@@ -218,6 +233,142 @@ impl<C: Clock> Store for MemoryStore<C> {
         Ok(outcome.decision)
     }
 
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        for c in checks {
+            let Some(entry) = data.keys.get_mut(&c.key) else {
+                continue;
+            };
+            match (&mut entry.state, c.rule.algorithm) {
+                (State::Fixed(Some(counter)), Algorithm::Fixed) => {
+                    if let Some(back) = limiter::refunded(*counter, at_ms) {
+                        *counter = back;
+                    }
+                }
+                (State::Sliding(times), Algorithm::Sliding) => {
+                    if let Some(i) = times.iter().position(|t| *t == at_ms) {
+                        times.swap_remove(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        let now = self.shared.clock.now_ms();
+        Ok(checks
+            .iter()
+            .map(|c| match data.keys.get(&c.key) {
+                Some(e) if algorithm_of(&e.state) == c.rule.algorithm => {
+                    limiter::used(c.rule, &e.state, now)
+                }
+                _ => 0,
+            })
+            .collect())
+    }
+}
+
+impl<C: Clock> Cache for MemoryStore<C> {
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        Ok(Self::live(&data, key, self.shared.clock.now_ms()).map(<[u8]>::to_vec))
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        self.put(&mut data, key, value, ttl);
+        Ok(())
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        if Self::live(&data, key, self.shared.clock.now_ms()).is_some() {
+            return Ok(false);
+        }
+        self.put(&mut data, key, value, ttl);
+        Ok(true)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        if Self::live(&data, key, self.shared.clock.now_ms()) == Some(value) {
+            data.cache.remove(key);
+        }
+        Ok(())
+    }
+}
+
+impl<C: Clock> Journal for MemoryStore<C> {
+    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        for (name, n) in &entry.totals {
+            *data.totals.entry((entry.hour, name.clone())).or_default() += n;
+        }
+        for (client, count, n) in &entry.clients {
+            *data
+                .clients
+                .entry((entry.hour, client.clone(), count.name()))
+                .or_default() += n;
+        }
+        Ok(())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError> {
+        self.up()?;
+        let data = self.data();
+        let within = |hour: &u32| (from_hour..to_hour).contains(hour);
+        let totals = data
+            .totals
+            .iter()
+            .filter(|((hour, _), _)| within(hour))
+            .map(|((hour, name), count)| journal::Row::Total {
+                hour: *hour,
+                name: name.clone(),
+                count: *count,
+            });
+        let clients = data
+            .clients
+            .iter()
+            .filter(|((hour, _, _), _)| within(hour))
+            .filter_map(|((hour, client, count), n)| {
+                Some(journal::Row::Client {
+                    hour: *hour,
+                    client: client.clone(),
+                    count: journal::ClientCount::from_name(count)?,
+                    n: *n,
+                })
+            });
+        Ok(totals.chain(clients).collect())
+    }
+}
+
+impl<C: Clock> Notes for MemoryStore<C> {
+    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        data.notes.push(note.clone());
+        let over = data.notes.len().saturating_sub(journal::KEEP_NOTES);
+        data.notes.drain(..over);
+        Ok(())
+    }
+
+    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError> {
+        self.up()?;
+        Ok(self.data().notes.iter().rev().cloned().collect())
+    }
+}
+
+impl<C: Clock> Upkeep for MemoryStore<C> {
     /// Always complete: a map is looked over in far less than any budget.
     fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
         self.up()?;
@@ -261,134 +412,6 @@ impl<C: Clock> Store for MemoryStore<C> {
             data.cache.len()
         ))
     }
-
-    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        for c in checks {
-            let Some(entry) = data.keys.get_mut(&c.key) else {
-                continue;
-            };
-            match (&mut entry.state, c.rule.algorithm) {
-                (State::Fixed(Some(counter)), Algorithm::Fixed) => {
-                    if let Some(back) = limiter::refunded(*counter, at_ms) {
-                        *counter = back;
-                    }
-                }
-                (State::Sliding(times), Algorithm::Sliding) => {
-                    if let Some(i) = times.iter().position(|t| *t == at_ms) {
-                        times.swap_remove(i);
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        self.up()?;
-        let data = self.data();
-        let now = self.shared.clock.now_ms();
-        Ok(checks
-            .iter()
-            .map(|c| match data.keys.get(&c.key) {
-                Some(e) if algorithm_of(&e.state) == c.rule.algorithm => {
-                    limiter::used(c.rule, &e.state, now)
-                }
-                _ => 0,
-            })
-            .collect())
-    }
-
-    fn journal_add(&self, entry: &journal::Entry) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        for (name, n) in &entry.totals {
-            *data.totals.entry((entry.hour, name.clone())).or_default() += n;
-        }
-        for (client, count, n) in &entry.clients {
-            *data
-                .clients
-                .entry((entry.hour, client.clone(), count.name()))
-                .or_default() += n;
-        }
-        Ok(())
-    }
-
-    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<journal::Row>, StoreError> {
-        self.up()?;
-        let data = self.data();
-        let within = |hour: &u32| (from_hour..to_hour).contains(hour);
-        let totals = data
-            .totals
-            .iter()
-            .filter(|((hour, _), _)| within(hour))
-            .map(|((hour, name), count)| journal::Row::Total {
-                hour: *hour,
-                name: name.clone(),
-                count: *count,
-            });
-        let clients = data
-            .clients
-            .iter()
-            .filter(|((hour, _, _), _)| within(hour))
-            .filter_map(|((hour, client, count), n)| {
-                Some(journal::Row::Client {
-                    hour: *hour,
-                    client: client.clone(),
-                    count: journal::ClientCount::from_name(count)?,
-                    n: *n,
-                })
-            });
-        Ok(totals.chain(clients).collect())
-    }
-
-    fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        data.notes.push(note.clone());
-        let over = data.notes.len().saturating_sub(journal::KEEP_NOTES);
-        data.notes.drain(..over);
-        Ok(())
-    }
-
-    fn journal_notes(&self) -> Result<Vec<journal::Note>, StoreError> {
-        self.up()?;
-        Ok(self.data().notes.iter().rev().cloned().collect())
-    }
-
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        self.up()?;
-        let data = self.data();
-        Ok(Self::live(&data, key, self.shared.clock.now_ms()).map(<[u8]>::to_vec))
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        self.put(&mut data, key, value, ttl);
-        Ok(())
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        if Self::live(&data, key, self.shared.clock.now_ms()).is_some() {
-            return Ok(false);
-        }
-        self.put(&mut data, key, value, ttl);
-        Ok(true)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        self.up()?;
-        let mut data = self.data();
-        if Self::live(&data, key, self.shared.clock.now_ms()) == Some(value) {
-            data.cache.remove(key);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -396,19 +419,12 @@ mod tests {
     use super::*;
     use crate::core::clock::{FakeClock, SystemClock};
     use crate::core::limiter::Counter;
-    use crate::core::rule::{KeyKind, RuleName};
+    use crate::core::rule::KeyKind;
     use crate::store::StoreErrorKind;
-    use std::num::NonZeroU32;
 
     fn rule(name: &str, algorithm: Algorithm, limit: u32, window_secs: u32) -> Rule {
-        Rule {
-            name: RuleName::new(name).unwrap(),
-            key: KeyKind::Ip,
-            algorithm,
-            limit: NonZeroU32::new(limit).unwrap(),
-            window_secs: NonZeroU32::new(window_secs).unwrap(),
-            key_template: crate::config::default_key_template(KeyKind::Ip),
-        }
+        let ip = crate::support::defaults::KEY_TEMPLATE_IP;
+        Rule::new(name, KeyKind::Ip, algorithm, limit, window_secs, ip).unwrap()
     }
 
     fn check<'a>(rule: &'a Rule, key: &str) -> Check<'a> {

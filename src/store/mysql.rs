@@ -49,8 +49,13 @@ use std::time::{Duration, Instant};
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
 use crate::core::rule::{Algorithm, Rule};
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal;
 use crate::store::mysql::settings::{MysqlSettings, url_parts};
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::notes::Notes;
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 use client::{Conn, Params, Place};
 use errors::{
     Deadline, ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_NO_SUCH_TABLE, Failed, Phase, connection_gone,
@@ -112,7 +117,10 @@ impl MysqlStore {
                     .clone()
                     .or(url.host)
                     .unwrap_or_else(|| "127.0.0.1".to_owned()),
-                port: s.port.or(url.port).unwrap_or(crate::defaults::MYSQL_PORT),
+                port: s
+                    .port
+                    .or(url.port)
+                    .unwrap_or(crate::support::defaults::MYSQL_PORT),
             },
         };
         Ok(Params {
@@ -231,7 +239,9 @@ impl MysqlStore {
                         && attempt < ATTEMPTS =>
                 {
                     let most = 2u64 << attempt.min(5);
-                    std::thread::sleep(Duration::from_millis(1 + crate::random::u64() % most));
+                    std::thread::sleep(Duration::from_millis(
+                        1 + crate::support::random::u64() % most,
+                    ));
                 }
                 Err(Failed::OutOfTime) => {
                     // The transaction may still be open on this connection: drop it.
@@ -298,11 +308,7 @@ fn one(mut answers: Vec<client::Answer>) -> client::Answer {
     answers.pop().unwrap_or_default()
 }
 
-impl Store for MysqlStore {
-    fn begin_request(&self) {
-        self.request.set(Some(None));
-    }
-
+impl Counters for MysqlStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
@@ -313,6 +319,149 @@ impl Store for MysqlStore {
             .map(|c| self.needs.keep_ms(c.rule, self.grace_ms))
             .collect();
         self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, checks, &keep))
+    }
+
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        if checks.is_empty() {
+            return Ok(());
+        }
+        let s = &self.settings;
+        // One statement per check, each atomic on its rows, all in one round trip.
+        let mut sql = String::new();
+        for c in checks {
+            if !sql.is_empty() {
+                sql.push_str("; ");
+            }
+            match c.rule.algorithm {
+                // Only within the same window.
+                Algorithm::Fixed => {
+                    let _ = write!(
+                        sql,
+                        "UPDATE `{}` SET count = count - 1 WHERE count > 0 AND start_ms <= {at_ms} \
+                         AND expires_ms > {at_ms} AND rkey = ",
+                        s.counter_table
+                    );
+                    client::text(&c.key, &mut sql);
+                }
+                Algorithm::Sliding => {
+                    let _ = write!(
+                        sql,
+                        "DELETE FROM `{}` WHERE ts = {} AND rkey = ",
+                        s.events_table,
+                        ts_at(s.events_ts, at_ms)
+                    );
+                    client::text(&c.key, &mut sql);
+                    sql.push_str(" LIMIT 1");
+                }
+            }
+        }
+        self.with_conn(|conn, _| {
+            conn.query(&sql)?;
+            Ok(())
+        })
+    }
+
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
+        if checks.is_empty() {
+            return Ok(Vec::new());
+        }
+        let s = &self.settings;
+        let sql = decide::read_sql(s, checks);
+        self.with_conn(|conn, _| {
+            let (now_ms, states) = decide::states(s, checks, conn.query(&sql)?.first())?;
+            Ok(checks
+                .iter()
+                .zip(&states)
+                .map(|(c, state)| crate::core::limiter::used(c.rule, state, now_ms))
+                .collect())
+        })
+    }
+}
+
+impl Cache for MysqlStore {
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut sql = format!(
+            "SELECT value FROM `{}` WHERE ckey = ",
+            self.settings.cache_table
+        );
+        client::text(key, &mut sql);
+        let _ = write!(sql, " AND expires_ms > {NOW_MS}");
+        self.with_conn(|conn, _| {
+            Ok(one(conn.query(&sql)?)
+                .rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .map(|v| v.unwrap_or_default()))
+        })
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        // One statement: a row that is missing or expired becomes ours; a live one stays.
+        let affected = self.cache_upsert(
+            key,
+            value,
+            ttl,
+            &format!(
+                "value = IF(expires_ms <= {NOW_MS}, VALUES(value), value), \
+                 expires_ms = IF(expires_ms <= {NOW_MS}, VALUES(expires_ms), expires_ms)"
+            ),
+        )?;
+        // 1: inserted; 2: an expired row replaced; 0: a live row left alone.
+        Ok(affected > 0)
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let mut sql = format!("DELETE FROM `{}` WHERE ckey = ", self.settings.cache_table);
+        client::text(key, &mut sql);
+        sql.push_str(" AND value = ");
+        client::hex(value, &mut sql);
+        self.run(&sql)?;
+        Ok(())
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        self.cache_upsert(
+            key,
+            value,
+            ttl,
+            "expires_ms = VALUES(expires_ms), value = VALUES(value)",
+        )?;
+        Ok(())
+    }
+}
+
+impl Journal for MysqlStore {
+    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
+        let Some(sql) = journal::add_sql(&self.settings.journal_table, entry) else {
+            return Ok(());
+        };
+        // One statement, atomic by itself: a deadlock rolls it back and it is sent again.
+        self.run(&sql)?;
+        Ok(())
+    }
+
+    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
+        let table = &self.settings.journal_table;
+        self.with_conn(|conn, _| journal::rows(conn, table, from_hour, to_hour))
+    }
+}
+
+impl Notes for MysqlStore {
+    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
+        let table = &self.settings.notes_table;
+        self.with_conn(|conn, _| journal::note(conn, table, note))
+    }
+
+    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
+        let table = &self.settings.notes_table;
+        self.with_conn(|conn, _| journal::notes(conn, table))
+    }
+}
+
+impl Upkeep for MysqlStore {
+    fn begin_request(&self) {
+        self.request.set(Some(None));
     }
 
     fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
@@ -399,137 +548,6 @@ impl Store for MysqlStore {
             report.join("; "),
             self.needs.sweep_note(&s.events_table, self.grace_ms)
         ))
-    }
-
-    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        if checks.is_empty() {
-            return Ok(());
-        }
-        let s = &self.settings;
-        // One statement per check, each atomic on its rows, all in one round trip.
-        let mut sql = String::new();
-        for c in checks {
-            if !sql.is_empty() {
-                sql.push_str("; ");
-            }
-            match c.rule.algorithm {
-                // Only within the same window.
-                Algorithm::Fixed => {
-                    let _ = write!(
-                        sql,
-                        "UPDATE `{}` SET count = count - 1 WHERE count > 0 AND start_ms <= {at_ms} \
-                         AND expires_ms > {at_ms} AND rkey = ",
-                        s.counter_table
-                    );
-                    client::text(&c.key, &mut sql);
-                }
-                Algorithm::Sliding => {
-                    let _ = write!(
-                        sql,
-                        "DELETE FROM `{}` WHERE ts = {} AND rkey = ",
-                        s.events_table,
-                        ts_at(s.events_ts, at_ms)
-                    );
-                    client::text(&c.key, &mut sql);
-                    sql.push_str(" LIMIT 1");
-                }
-            }
-        }
-        self.with_conn(|conn, _| {
-            conn.query(&sql)?;
-            Ok(())
-        })
-    }
-
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let mut sql = format!(
-            "SELECT value FROM `{}` WHERE ckey = ",
-            self.settings.cache_table
-        );
-        client::text(key, &mut sql);
-        let _ = write!(sql, " AND expires_ms > {NOW_MS}");
-        self.with_conn(|conn, _| {
-            Ok(one(conn.query(&sql)?)
-                .rows
-                .into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next())
-                .map(|v| v.unwrap_or_default()))
-        })
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        // One statement: a row that is missing or expired becomes ours; a live one stays.
-        let affected = self.cache_upsert(
-            key,
-            value,
-            ttl,
-            &format!(
-                "value = IF(expires_ms <= {NOW_MS}, VALUES(value), value), \
-                 expires_ms = IF(expires_ms <= {NOW_MS}, VALUES(expires_ms), expires_ms)"
-            ),
-        )?;
-        // 1: inserted; 2: an expired row replaced; 0: a live row left alone.
-        Ok(affected > 0)
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let mut sql = format!("DELETE FROM `{}` WHERE ckey = ", self.settings.cache_table);
-        client::text(key, &mut sql);
-        sql.push_str(" AND value = ");
-        client::hex(value, &mut sql);
-        self.run(&sql)?;
-        Ok(())
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        self.cache_upsert(
-            key,
-            value,
-            ttl,
-            "expires_ms = VALUES(expires_ms), value = VALUES(value)",
-        )?;
-        Ok(())
-    }
-
-    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
-        if checks.is_empty() {
-            return Ok(Vec::new());
-        }
-        let s = &self.settings;
-        let sql = decide::read_sql(s, checks);
-        self.with_conn(|conn, _| {
-            let (now_ms, states) = decide::states(s, checks, conn.query(&sql)?.first())?;
-            Ok(checks
-                .iter()
-                .zip(&states)
-                .map(|(c, state)| crate::core::limiter::used(c.rule, state, now_ms))
-                .collect())
-        })
-    }
-
-    fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
-        let Some(sql) = journal::add_sql(&self.settings.journal_table, entry) else {
-            return Ok(());
-        };
-        // One statement, atomic by itself: a deadlock rolls it back and it is sent again.
-        self.run(&sql)?;
-        Ok(())
-    }
-
-    fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
-        let table = &self.settings.journal_table;
-        self.with_conn(|conn, _| journal::rows(conn, table, from_hour, to_hour))
-    }
-
-    fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
-        let table = &self.settings.notes_table;
-        self.with_conn(|conn, _| journal::note(conn, table, note))
-    }
-
-    fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
-        let table = &self.settings.notes_table;
-        self.with_conn(|conn, _| journal::notes(conn, table))
     }
 }
 

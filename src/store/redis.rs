@@ -17,8 +17,13 @@ use crate::core::decision::{Decision, RuleStatus};
 use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::Algorithm;
+use crate::store::cache::Cache;
+use crate::store::counters::Counters;
+use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::redis::settings::RedisSettings;
-use crate::store::{Check, Store, StoreError, SweepReport};
+use crate::store::upkeep::Upkeep;
+use crate::store::{Check, StoreError, SweepReport};
 use resp::{Connection, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
@@ -325,7 +330,7 @@ fn connection_gone(e: &io::Error) -> bool {
     )
 }
 
-impl Store for RedisStore {
+impl Counters for RedisStore {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
@@ -351,29 +356,6 @@ impl Store for RedisStore {
             .map_err(|e| StoreError::unavailable(format!("redis store at {}: {e}", self.place())))
     }
 
-    fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
-        // Every key expires by itself.
-        Ok(SweepReport {
-            complete: true,
-            ..SweepReport::default()
-        })
-    }
-
-    fn probe(&self) -> Result<String, StoreError> {
-        let reply = self.call(resp::encode(&[b"INFO", b"server"]))?;
-        let version = match reply {
-            Reply::Bulk(Some(text)) => String::from_utf8_lossy(&text)
-                .lines()
-                .find_map(|l| l.strip_prefix("redis_version:").map(str::to_owned))
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        Ok(format!(
-            "redis store at {} (server {version}, database {})",
-            self.place(),
-            self.settings.db
-        ))
-    }
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
         if checks.is_empty() {
             return Ok(());
@@ -391,52 +373,6 @@ impl Store for RedisStore {
             .map(|_| ())
     }
 
-    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        match self.call(resp::encode(&[b"GET", key.as_bytes()]))? {
-            Reply::Bulk(value) => Ok(value),
-            other => Err(StoreError::unavailable(format!(
-                "redis store at {}: GET answered {other:?}",
-                self.place()
-            ))),
-        }
-    }
-
-    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
-        let ms = ttl.as_millis().max(1).to_string();
-        let reply = self.call(resp::encode(&[
-            b"SET",
-            key.as_bytes(),
-            value,
-            b"NX",
-            b"PX",
-            ms.as_bytes(),
-        ]))?;
-        Ok(matches!(reply, Reply::Simple(ref ok) if ok == "OK"))
-    }
-
-    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        let script = b"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-        self.call(resp::encode(&[
-            b"EVAL",
-            script,
-            b"1",
-            key.as_bytes(),
-            value,
-        ]))
-        .map(|_| ())
-    }
-
-    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
-        let ms = ttl.as_millis().max(1).to_string();
-        self.call(resp::encode(&[
-            b"SET",
-            key.as_bytes(),
-            value,
-            b"PX",
-            ms.as_bytes(),
-        ]))
-        .map(|_| ())
-    }
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {
         if checks.is_empty() {
             return Ok(Vec::new());
@@ -499,7 +435,58 @@ impl Store for RedisStore {
             })
             .collect())
     }
+}
 
+impl Cache for RedisStore {
+    fn cache_get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self.call(resp::encode(&[b"GET", key.as_bytes()]))? {
+            Reply::Bulk(value) => Ok(value),
+            other => Err(StoreError::unavailable(format!(
+                "redis store at {}: GET answered {other:?}",
+                self.place()
+            ))),
+        }
+    }
+
+    fn cache_claim(&self, key: &str, value: &[u8], ttl: Duration) -> Result<bool, StoreError> {
+        let ms = ttl.as_millis().max(1).to_string();
+        let reply = self.call(resp::encode(&[
+            b"SET",
+            key.as_bytes(),
+            value,
+            b"NX",
+            b"PX",
+            ms.as_bytes(),
+        ]))?;
+        Ok(matches!(reply, Reply::Simple(ref ok) if ok == "OK"))
+    }
+
+    fn cache_release(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let script = b"if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+        self.call(resp::encode(&[
+            b"EVAL",
+            script,
+            b"1",
+            key.as_bytes(),
+            value,
+        ]))
+        .map(|_| ())
+    }
+
+    fn cache_put(&self, key: &str, value: &[u8], ttl: Duration) -> Result<(), StoreError> {
+        let ms = ttl.as_millis().max(1).to_string();
+        self.call(resp::encode(&[
+            b"SET",
+            key.as_bytes(),
+            value,
+            b"PX",
+            ms.as_bytes(),
+        ]))
+        .map(|_| ())
+    }
+}
+
+impl Journal for RedisStore {
     fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
         let commands = journal::add_commands(entry);
         if commands.is_empty() {
@@ -544,7 +531,9 @@ impl Store for RedisStore {
         }
         Ok(out)
     }
+}
 
+impl Notes for RedisStore {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
         self.transaction(&journal::note_commands(note))
     }
@@ -558,6 +547,32 @@ impl Store for RedisStore {
             last.as_bytes(),
         ]))?;
         journal::notes_from(&reply).map_err(|e| self.odd(e))
+    }
+}
+
+impl Upkeep for RedisStore {
+    fn sweep(&self, _budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        // Every key expires by itself.
+        Ok(SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        })
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        let reply = self.call(resp::encode(&[b"INFO", b"server"]))?;
+        let version = match reply {
+            Reply::Bulk(Some(text)) => String::from_utf8_lossy(&text)
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:").map(str::to_owned))
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        Ok(format!(
+            "redis store at {} (server {version}, database {})",
+            self.place(),
+            self.settings.db
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::show;
+use crate::support::show;
 
 use crate::store::mysql::settings::MysqlSettings;
 use crate::store::redis::settings::RedisSettings;

@@ -14,21 +14,23 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::journal::{Batch, Entry, Row};
-use crate::defaults;
+use crate::store::StoreError;
 use crate::store::file::lock::{Lock, ensure_dir, lock_within};
 use crate::store::file::safe_open::{io_error, open_regular, still_named};
-use crate::store::{Store, StoreError};
+use crate::store::journal::Journal;
+use crate::support::defaults;
 
 /// Times an entry is appended again after the file it was appended to was moved meanwhile.
 const APPEND_TRIES: usize = 100;
 
-/// The store with its journal spooled in `dir`.
-pub struct SpooledStore<C: Clock = SystemClock> {
-    inner: Box<dyn Store>,
+/// A journal spooled in `dir` in front of the store's own.
+pub struct SpooledJournal<C: Clock = SystemClock> {
+    inner: Rc<dyn Journal>,
     data_dir: PathBuf,
     dir: PathBuf,
     clock: C,
@@ -39,21 +41,21 @@ pub struct SpooledStore<C: Clock = SystemClock> {
     kept: std::cell::Cell<bool>,
 }
 
-impl SpooledStore<SystemClock> {
+impl SpooledJournal<SystemClock> {
     /// `inner`'s journal spooled in `data_dir`'s [`defaults::JOURNAL_SPOOL_DIR`].
-    pub fn new(inner: Box<dyn Store>, data_dir: &Path, lock_timeout: Duration) -> SpooledStore {
-        SpooledStore::with_clock(inner, data_dir, lock_timeout, SystemClock)
+    pub fn new(inner: Rc<dyn Journal>, data_dir: &Path, lock_timeout: Duration) -> SpooledJournal {
+        SpooledJournal::with_clock(inner, data_dir, lock_timeout, SystemClock)
     }
 }
 
-impl<C: Clock> SpooledStore<C> {
+impl<C: Clock> SpooledJournal<C> {
     pub fn with_clock(
-        inner: Box<dyn Store>,
+        inner: Rc<dyn Journal>,
         data_dir: &Path,
         lock_timeout: Duration,
         clock: C,
-    ) -> SpooledStore<C> {
-        SpooledStore {
+    ) -> SpooledJournal<C> {
+        SpooledJournal {
             inner,
             data_dir: data_dir.to_owned(),
             dir: data_dir.join(defaults::JOURNAL_SPOOL_DIR),
@@ -66,7 +68,7 @@ impl<C: Clock> SpooledStore<C> {
 
     /// Files cover `period_ms` each instead of [`defaults::JOURNAL_SPOOL_PERIOD_MS`] (tests
     /// make movers meet more often).
-    pub fn with_period_ms(mut self, period_ms: u64) -> SpooledStore<C> {
+    pub fn with_period_ms(mut self, period_ms: u64) -> SpooledJournal<C> {
         self.period_ms = period_ms.max(1);
         self
     }
@@ -291,22 +293,7 @@ pub fn ready(data_dir: &Path) -> Result<String, StoreError> {
     Ok(dir.display().to_string())
 }
 
-impl<C: Clock> Store for SpooledStore<C> {
-    crate::store::pass_on!(
-        decide,
-        begin_request,
-        sweep,
-        probe,
-        refund,
-        cache_get,
-        cache_put,
-        cache_claim,
-        cache_release,
-        used,
-        journal_note,
-        journal_notes,
-    );
-
+impl<C: Clock> Journal for SpooledJournal<C> {
     /// Appends the entry to the spool; the request that started the current second's file
     /// (or the first after entries were kept without moving) writes the earlier seconds. When
     /// the spool cannot be written (no data directory the process may create, say), the entry

@@ -22,10 +22,11 @@ use resolve::core::clock::Clock;
 use resolve::core::decision::Decision;
 use resolve::core::limiter::State;
 use resolve::core::rule::{Algorithm, KeyKind, Rule};
+use resolve::store::Check;
+use resolve::store::counters::Counters;
 use resolve::store::memory::MemoryStore;
 use resolve::store::redis::resp::{self, Connection, Reply, Target};
 use resolve::store::redis::{REFUND_SCRIPT, SCRIPT, decision_from};
-use resolve::store::{Check, Store};
 
 use crate::handles::rule;
 use crate::stores::{TestClock, wall_ms};

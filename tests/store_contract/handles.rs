@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use resolve::config::default_key_template;
 use resolve::core::decision::Decision;
 use resolve::core::rule::{Algorithm, KeyKind, Rule, RuleName};
-use resolve::store::{Check, Store, StoreErrorKind};
+use resolve::store::roles::Backend;
+use resolve::store::{Check, StoreErrorKind};
 
 use crate::stores::StoreUnderTest;
 
@@ -65,7 +66,7 @@ struct Decided {
 
 fn decide(
     sut: &dyn StoreUnderTest,
-    store: &dyn Store,
+    store: &dyn Backend,
     checks: &[Check<'_>],
     what: &str,
 ) -> Decided {

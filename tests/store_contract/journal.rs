@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
 use std::time::Instant;
 
 use resolve::config::Config;
@@ -20,7 +21,9 @@ use resolve::core::journal::{
     hour_of,
 };
 use resolve::core::rule::Algorithm;
-use resolve::store::{Check, Store};
+use resolve::store::Check;
+use resolve::store::journal::Journal;
+use resolve::store::roles::Backend;
 
 use crate::handles::rule;
 use crate::stores::{StoreUnderTest, Timeouts};
@@ -71,13 +74,13 @@ fn entry(hour: u32, totals: &[&str], client: Option<(&str, ClientCount)>) -> Ent
     }
 }
 
-fn add(sut: &dyn StoreUnderTest, store: &dyn Store, e: &Entry) {
+fn add(sut: &dyn StoreUnderTest, store: &dyn Journal, e: &Entry) {
     store
         .journal_add(e)
         .unwrap_or_else(|err| panic!("{}: add {e:?}: {err}", sut.name()));
 }
 
-fn rows(sut: &dyn StoreUnderTest, store: &dyn Store, from: u32, to: u32) -> Tally {
+fn rows(sut: &dyn StoreUnderTest, store: &dyn Journal, from: u32, to: u32) -> Tally {
     tally(
         &store
             .journal_rows(from, to)
@@ -335,7 +338,7 @@ pub fn journal_sweep_lets_old_hours_go(sut: &mut dyn StoreUnderTest) {
     for hour in [clients_kept, now] {
         want.insert((hour, "admitted".into(), "198.51.100.4".into()), 1);
     }
-    let all = |store: &dyn Store| rows(sut, store, totals_gone - 24, now + 1);
+    let all = |store: &dyn Backend| rows(sut, store, totals_gone - 24, now + 1);
     assert_eq!(all(&*store), want, "{}", sut.name());
     // An entry for an hour that a sweep has put away already is still counted.
     add(sut, &*store, &entry(clients_gone, &["paid"], None));
@@ -430,7 +433,7 @@ pub fn journal_exact_under_300_processes_through_the_spool(sut: &mut dyn StoreUn
     ));
     let began = Instant::now();
     run_children(sut, hour, N as usize, Some(&data));
-    let spool = data.join(resolve::defaults::JOURNAL_SPOOL_DIR);
+    let spool = data.join(resolve::support::defaults::JOURNAL_SPOOL_DIR);
     let left = std::fs::read_dir(&spool).map_or(0, |d| d.count());
     let before = rows(sut, &*store, hour, hour + 1)
         .get(&(hour, "total".to_owned(), "requests".to_owned()))
@@ -443,8 +446,8 @@ pub fn journal_exact_under_300_processes_through_the_spool(sut: &mut dyn StoreUn
         began.elapsed()
     );
     assert!(before > 0, "{}: the processes moved the spool", sut.name());
-    let reader = resolve::store::spool::SpooledStore::new(
-        sut.open(&[]),
+    let reader = resolve::store::spool::SpooledJournal::new(
+        Rc::<dyn Backend>::from(sut.open(&[])),
         &data,
         std::time::Duration::from_secs(5),
     );
@@ -539,19 +542,21 @@ pub fn child_adds_one_entry() {
     let text = format!(r#"{{"store": {section}}}"#);
     let config = Config::from_json(&text, std::path::Path::new("/")).expect("a store section");
     let spool = std::env::var_os(CHILD_SPOOL);
-    let mut store = resolve::store::open::from_config(&config);
+    let mut store = resolve::site::open::from_config(&config);
     if let Some(dir) = &spool {
-        store = Box::new(
-            resolve::store::spool::SpooledStore::new(
-                store,
-                std::path::Path::new(dir),
-                std::time::Duration::from_secs(5),
+        store = store.with_journal(|journal| {
+            Rc::new(
+                resolve::store::spool::SpooledJournal::new(
+                    journal,
+                    std::path::Path::new(dir),
+                    std::time::Duration::from_secs(5),
+                )
+                .with_period_ms(1),
             )
-            .with_period_ms(1),
-        );
+        });
     }
     // Connected (the database stores) before the signal, so that the adds meet at the store.
-    store.journal_notes().expect("reach the store");
+    store.notes.journal_notes().expect("reach the store");
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{READY}")
         .and_then(|()| stdout.flush())
@@ -562,6 +567,7 @@ pub fn child_adds_one_entry() {
         .expect("wait for the signal");
     for _ in 0..if spool.is_some() { SPOOLED_ENTRIES } else { 1 } {
         store
+            .journal
             .journal_add(&child_entry(hour))
             .expect("add the entry");
     }

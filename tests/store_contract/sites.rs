@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use resolve::app::App;
 use resolve::config::Config;
 use resolve::http::request::Env;
-use resolve::log::{Level, Log, format_line};
 use resolve::provider::http::HttpProvider;
 use resolve::provider::spec::ProviderSpec;
 use resolve::store::memory::MemoryStore;
+use resolve::support::log::{Level, Log, format_line};
 use serde_json::{Value, json};
 
 use crate::stores::{StoreUnderTest, TestClock};
@@ -130,7 +130,7 @@ impl Site {
                     .unwrap_or_else(|e| panic!("{label}: {e}"));
                 Runner::InProcess(Box::new(InProcess {
                     log: Lines {
-                        secrets: resolve::secret::all_forms(&config.secrets()),
+                        secrets: resolve::support::secret::all_forms(&config.secrets()),
                         lines: Mutex::new(Vec::new()),
                     },
                     store,
@@ -217,7 +217,7 @@ impl Site {
                 let provider = HttpProvider::new((**spec).clone());
                 let app = App {
                     config: &config,
-                    store: &p.store,
+                    store: &p.store.as_store(),
                     provider: Some(&provider),
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use resolve::config::Config;
 use resolve::core::clock::Clock;
 use resolve::core::rule::{Algorithm, Rule};
-use resolve::store::Store;
 use resolve::store::memory::MemoryStore;
+use resolve::store::roles::Backend;
 use resolve::store::settings::StoreKind;
 use serde_json::{Value, json};
 
@@ -136,7 +136,7 @@ pub trait StoreUnderTest {
 
     /// A new handle on the backing store, as one server process opens it for `rules`.
     /// Sweeps remove what ended, without grace.
-    fn open(&self, rules: &[Rule]) -> Box<dyn Store>;
+    fn open(&self, rules: &[Rule]) -> Box<dyn Backend>;
 
     /// The clock its handles decide by, when the test holds it (None: the server's clock,
     /// which is this machine's).

@@ -11,7 +11,7 @@ pub const TARGET: &str = "/cgi-bin/resolve/admin";
 /// The configuration's `admin.password_hash` for `password` (one fixed salt: tests need no
 /// other).
 pub fn password_hash(password: &str) -> String {
-    resolve::admin::password::hash(password, b"a salt of sixtee").expect("hash")
+    resolve::support::password::hash(password, b"a salt of sixtee").expect("hash")
 }
 
 /// What only the dashboard shows: a figure, the chart, the check's report.

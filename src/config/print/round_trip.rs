@@ -13,7 +13,7 @@ const BASE: &str = "/home/u/resolve";
 /// A valid Argon2id hash at the cost `hash-password` uses (made once; it takes a moment).
 fn password_hash() -> String {
     static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    HASH.get_or_init(|| crate::admin::password::hash("a long test password", &[7; 16]).unwrap())
+    HASH.get_or_init(|| crate::support::password::hash("a long test password", &[7; 16]).unwrap())
         .clone()
 }
 

@@ -15,13 +15,13 @@ use std::process::ExitCode;
 use socket2::Socket;
 
 use crate::config::locate::{self, Located};
-use crate::defaults;
 use crate::gateway::fastcgi::connection::{
     Ended, IO_TIMEOUT, Request, Responder, env_from_params, serve_connection,
 };
 use crate::gateway::signals;
-use crate::log::{Level, Log, StderrLog};
 use crate::site::{self, Site};
+use crate::support::defaults;
+use crate::support::log::{Level, Log, StderrLog};
 
 /// The listening socket the web server passed as standard input, if it did: `getpeername` on
 /// it fails with ENOTCONN (spec section 2.2). A pipe, file or terminal (ENOTSOCK) and a
@@ -149,7 +149,7 @@ impl Responder for Sites {
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
         let mut answer = match self.site(name.clone()) {
             Ok(site) => {
-                let answer = site.app().handle(&env, &mut &request.stdin[..]);
+                let answer = site.answer(&env, &mut &request.stdin[..]);
                 self.answered_by_site = true;
                 answer
             }

@@ -205,7 +205,7 @@ impl Journal<'_> {
         // the first one's (any shard may hold any client: readers add up all of them).
         let shard = match entry.clients.first() {
             Some((client, _, _)) => u64::from(checksum(client.as_bytes())) % SHARDS,
-            None => crate::random::u64() % SHARDS,
+            None => crate::support::random::u64() % SHARDS,
         };
         let keys =
             |offset: u32, with_clients: bool| -> Vec<(String, u64)> {

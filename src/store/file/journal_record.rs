@@ -52,13 +52,8 @@ pub fn encode_header(h: &Header) -> [u8; HEADER] {
         "{MAGIC} off={} len={} mark={} sum={:08x}",
         h.off, h.len, h.mark, h.sum
     );
-    let line = format!("{body} hsum={:08x}", checksum(body.as_bytes()));
-    let mut out = [b' '; HEADER];
     // At most 111 bytes with every number at its largest: always fits.
-    let n = line.len().min(HEADER - 1);
-    out[..n].copy_from_slice(&line.as_bytes()[..n]);
-    out[HEADER - 1] = b'\n';
-    out
+    crate::store::file::record::summed_line(&body, "hsum")
 }
 
 /// The header of a file that starts with `bytes` (`None`: an empty file, a new one).
@@ -411,14 +406,17 @@ mod tests {
                 count: 1
             }]
         );
-        for bad in [
-            &b"t 0 x\n"[..],
-            b"t 0 x y\n",
-            b"q 0 x 1\n",
-            b"t x 1\n",
-            b"t 0 %zz 1\n",
-        ] {
-            assert_eq!(rows(bad, 0), Err(Damage::Line), "{bad:?}");
+        // A count that is no number, one too many fields, an unknown kind, an hour that is no
+        // number, a name badly escaped.
+        let bad = [
+            "t 0 x\n",
+            "t 0 x y\n",
+            "q 0 x 1\n",
+            "t x 1\n",
+            "t 0 %zz 1\n",
+        ];
+        for line in bad {
+            assert_eq!(rows(line.as_bytes(), 0), Err(Damage::Line), "{line:?}");
         }
         assert_eq!(add(b"nonsense\n", &keys), Err(Damage::Line));
     }

@@ -14,7 +14,7 @@ fn rule(name: &str, limit: u32, window: u32) -> Rule {
         Algorithm::Fixed,
         limit,
         window,
-        crate::defaults::KEY_TEMPLATE_IP,
+        crate::support::defaults::KEY_TEMPLATE_IP,
     )
     .unwrap()
 }
@@ -44,13 +44,7 @@ fn hold_lock(store: &FileStore<FakeClock>, key: &str) -> File {
 }
 
 fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "resolve-fs-{name}-{}-{}",
-        std::process::id(),
-        crate::random::u64()
-    ));
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::temp::dir("fs", name)
 }
 
 #[test]

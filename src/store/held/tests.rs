@@ -2,27 +2,20 @@
 //! clock shared by both. A store told to fail shows when it was asked: an answer that still
 //! comes back came from memory.
 
-use std::num::NonZeroU32;
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::*;
 use crate::core::clock::FakeClock;
 use crate::core::journal::{Event, HOUR_MS};
-use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::core::rule::{Algorithm, KeyKind, Rule};
 use crate::store::memory::MemoryStore;
 
 const T0: u64 = 400_000 * HOUR_MS;
 
 fn rule(limit: u32, window_secs: u32) -> Rule {
-    Rule {
-        name: RuleName::new("ip").unwrap(),
-        key: KeyKind::Ip,
-        algorithm: Algorithm::Fixed,
-        limit: NonZeroU32::new(limit).unwrap(),
-        window_secs: NonZeroU32::new(window_secs).unwrap(),
-        key_template: crate::config::default_key_template(KeyKind::Ip),
-    }
+    let ip = defaults::KEY_TEMPLATE_IP;
+    Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, limit, window_secs, ip).unwrap()
 }
 
 fn check<'a>(rule: &'a Rule, who: &str) -> Check<'a> {
@@ -33,15 +26,18 @@ fn check<'a>(rule: &'a Rule, who: &str) -> Check<'a> {
 }
 
 /// The store under memory, a handle on what is behind it, and their clock.
-fn held() -> (
-    HeldStore<Rc<FakeClock>>,
-    MemoryStore<Rc<FakeClock>>,
-    Rc<FakeClock>,
-) {
+fn held() -> (Store, MemoryStore<Rc<FakeClock>>, Rc<FakeClock>) {
     let clock = Rc::new(FakeClock::at(T0));
     let inner = MemoryStore::new(clock.clone(), Duration::ZERO);
-    let store = HeldStore::with_clock(Box::new(inner.clone()), clock.clone());
+    let store = held_with(inner.as_store(), &clock);
     (store, inner, clock)
+}
+
+/// `store` with both memories in front of it, on `clock`.
+fn held_with(store: Store, clock: &Rc<FakeClock>) -> Store {
+    store
+        .with_counters(|c| Rc::new(HeldCounters::with_clock(c, clock.clone())))
+        .with_journal(|j| Rc::new(HeldJournal::with_clock(j, clock.clone())))
 }
 
 fn wait_ms(d: &Decision) -> u64 {
@@ -56,17 +52,17 @@ fn a_refusal_is_answered_from_memory_for_up_to_a_second() {
     let (store, inner, clock) = held();
     let r = rule(2, 60);
     let c = [check(&r, "192.0.2.1")];
-    assert!(store.decide(&c).unwrap().is_admit());
-    assert!(store.decide(&c).unwrap().is_admit());
-    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 60_000);
+    assert!(store.counters.decide(&c).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
+    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 60_000);
     inner.set_failing(true);
     clock.advance_ms(999);
-    let later = store.decide(&c).unwrap();
+    let later = store.counters.decide(&c).unwrap();
     assert_eq!(wait_ms(&later), 59_001, "the wait counts down");
     assert_eq!(later.statuses()[0].reset_ms, 59_001);
     clock.advance_ms(1);
     assert!(
-        store.decide(&c).is_err(),
+        store.counters.decide(&c).is_err(),
         "after a second the store is asked again"
     );
 }
@@ -76,19 +72,19 @@ fn a_refusal_is_never_remembered_past_its_end() {
     let (store, inner, clock) = held();
     let r = rule(1, 1);
     let c = [check(&r, "192.0.2.1")];
-    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
     clock.advance_ms(500);
-    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 500);
+    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 500);
     inner.set_failing(true);
     clock.advance_ms(499);
-    assert_eq!(wait_ms(&store.decide(&c).unwrap()), 1);
+    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 1);
     clock.advance_ms(1);
     assert!(
-        store.decide(&c).is_err(),
+        store.counters.decide(&c).is_err(),
         "the window ended: the store decides"
     );
     inner.set_failing(false);
-    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
 }
 
 #[test]
@@ -96,9 +92,9 @@ fn admissions_always_ask_the_store() {
     let (store, inner, _) = held();
     let r = rule(5, 60);
     let c = [check(&r, "192.0.2.1")];
-    assert!(store.decide(&c).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
     inner.set_failing(true);
-    assert!(store.decide(&c).is_err());
+    assert!(store.counters.decide(&c).is_err());
 }
 
 #[test]
@@ -106,12 +102,19 @@ fn other_clients_and_other_rules_are_not_answered_by_a_remembered_refusal() {
     let (store, _, _) = held();
     let (r, wider) = (rule(1, 60), rule(2, 60));
     let c = [check(&r, "192.0.2.1")];
-    assert!(store.decide(&c).unwrap().is_admit());
-    assert!(!store.decide(&c).unwrap().is_admit());
-    assert!(store.decide(&[check(&r, "192.0.2.2")]).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
+    assert!(!store.counters.decide(&c).unwrap().is_admit());
+    assert!(
+        store
+            .counters
+            .decide(&[check(&r, "192.0.2.2")])
+            .unwrap()
+            .is_admit()
+    );
     // The same key under a rule with another limit is another question.
     assert!(
         store
+            .counters
             .decide(&[check(&wider, "192.0.2.1")])
             .unwrap()
             .is_admit()
@@ -123,13 +126,13 @@ fn a_refund_forgets_what_was_remembered() {
     let (store, _, _) = held();
     let r = rule(1, 60);
     let c = [check(&r, "192.0.2.1")];
-    let Decision::Admit { at_ms, .. } = store.decide(&c).unwrap() else {
+    let Decision::Admit { at_ms, .. } = store.counters.decide(&c).unwrap() else {
         panic!("the first is admitted");
     };
-    assert!(!store.decide(&c).unwrap().is_admit());
-    store.refund(&c, at_ms).unwrap();
+    assert!(!store.counters.decide(&c).unwrap().is_admit());
+    store.counters.refund(&c, at_ms).unwrap();
     assert!(
-        store.decide(&c).unwrap().is_admit(),
+        store.counters.decide(&c).unwrap().is_admit(),
         "the place given back is taken at once"
     );
 }
@@ -139,16 +142,18 @@ fn a_clock_gone_back_forgets() {
     let (store, inner, clock) = held();
     let r = rule(1, 60);
     let c = [check(&r, "192.0.2.1")];
-    assert!(store.decide(&c).unwrap().is_admit());
-    assert!(!store.decide(&c).unwrap().is_admit());
+    assert!(store.counters.decide(&c).unwrap().is_admit());
+    assert!(!store.counters.decide(&c).unwrap().is_admit());
     inner.set_failing(true);
     clock.set_ms(T0 - 1);
-    assert!(store.decide(&c).is_err());
+    assert!(store.counters.decide(&c).is_err());
 }
 
 #[test]
 fn no_more_refusals_are_remembered_than_the_bound() {
-    let (store, _, _) = held();
+    let clock = Rc::new(FakeClock::at(T0));
+    let inner = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let store = HeldCounters::with_clock(Rc::new(inner), clock);
     let r = rule(1, 60);
     let n = defaults::FASTCGI_REFUSALS_REMEMBERED + 10;
     for i in 0..n {
@@ -192,15 +197,27 @@ fn written(inner: &MemoryStore<Rc<FakeClock>>) -> Vec<(u32, String, u64)> {
 fn journal_entries_are_held_for_a_second_then_written_as_sums() {
     let (store, inner, clock) = held();
     let hour = crate::core::journal::hour_of(T0);
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     clock.advance_ms(500);
-    store.journal_add(&refused_entry(T0 + 500, "a")).unwrap();
-    store.journal_add(&refused_entry(T0 + 500, "b")).unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 500, "a"))
+        .unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 500, "b"))
+        .unwrap();
     clock.advance_ms(499);
-    store.journal_add(&refused_entry(T0 + 999, "a")).unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 999, "a"))
+        .unwrap();
     assert_eq!(written(&inner), [], "held");
     clock.advance_ms(1);
-    store.journal_add(&refused_entry(T0 + 1000, "b")).unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 1000, "b"))
+        .unwrap();
     assert_eq!(
         written(&inner),
         [
@@ -211,22 +228,25 @@ fn journal_entries_are_held_for_a_second_then_written_as_sums() {
         ]
     );
     // The next one waits its own second.
-    store.journal_add(&refused_entry(T0 + 1000, "c")).unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 1000, "c"))
+        .unwrap();
     assert_eq!(written(&inner).len(), 4);
 }
 
 #[test]
 fn the_journal_is_written_before_it_is_read_when_flushed_and_when_dropped() {
     let (store, inner, _) = held();
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     assert_eq!(written(&inner), []);
     let hour = crate::core::journal::hour_of(T0);
-    let rows = store.journal_rows(hour, hour + 1).unwrap();
+    let rows = store.journal.journal_rows(hour, hour + 1).unwrap();
     assert_eq!(rows.len(), 3, "{rows:?}");
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
-    store.flush().unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.flush().unwrap();
     assert_eq!(written(&inner)[0], (hour, "refused:a".to_owned(), 2));
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     drop(store);
     assert_eq!(written(&inner)[0], (hour, "refused:a".to_owned(), 3));
 }
@@ -237,6 +257,7 @@ fn too_many_distinct_counts_are_written_before_the_second_is_up() {
     let mut i = 0;
     while written(&inner).is_empty() {
         store
+            .journal
             .journal_add(&refused_entry(T0, &format!("client-{i}")))
             .unwrap();
         i += 1;
@@ -249,16 +270,21 @@ fn too_many_distinct_counts_are_written_before_the_second_is_up() {
 #[test]
 fn a_failed_write_is_the_error_of_the_call_that_wrote_and_holds_nothing_after() {
     let (store, inner, clock) = held();
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     inner.set_failing(true);
     clock.advance_ms(1000);
-    assert!(store.journal_add(&refused_entry(T0 + 1000, "a")).is_err());
+    assert!(
+        store
+            .journal
+            .journal_add(&refused_entry(T0 + 1000, "a"))
+            .is_err()
+    );
     inner.set_failing(false);
-    store.flush().unwrap();
+    store.journal.flush().unwrap();
     assert_eq!(written(&inner), [], "what failed is not written twice");
     let entry = Entry::new(T0, Some("b"), &[Event::Request, Event::Admitted]);
-    store.journal_add(&entry).unwrap();
-    store.flush().unwrap();
+    store.journal.journal_add(&entry).unwrap();
+    store.journal.flush().unwrap();
     assert!(
         written(&inner)
             .iter()
@@ -275,23 +301,28 @@ fn idle_entries_go_to_the_spool_and_the_next_request_writes_them() {
     let data = std::env::temp_dir().join(format!(
         "resolve-held-spool-{}-{}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
-    let spooled = crate::store::spool::SpooledStore::with_clock(
-        Box::new(server.clone()),
-        &data,
-        Duration::from_millis(500),
-        clock.clone(),
-    );
-    let store = HeldStore::with_clock(Box::new(spooled), clock.clone());
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    let spooled = server.as_store().with_journal(|j| {
+        Rc::new(crate::store::spool::SpooledJournal::with_clock(
+            j,
+            &data,
+            Duration::from_millis(500),
+            clock.clone(),
+        ))
+    });
+    let store = held_with(spooled, &clock);
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     server.set_failing(true);
     clock.advance_ms(300);
-    store.flush().unwrap();
+    store.journal.flush().unwrap();
     server.set_failing(false);
     assert_eq!(written(&server), [], "kept in the spool");
     // Within the same second: written at once, not held, because the spool was used.
-    store.journal_add(&refused_entry(T0 + 300, "a")).unwrap();
+    store
+        .journal
+        .journal_add(&refused_entry(T0 + 300, "a"))
+        .unwrap();
     assert_eq!(
         written(&server)[0],
         (crate::core::journal::hour_of(T0), "refused:a".to_owned(), 2)
@@ -308,29 +339,31 @@ fn what_the_spool_does_not_take_stays_held() {
     let data = std::env::temp_dir().join(format!(
         "resolve-held-nospool-{}-{}",
         std::process::id(),
-        crate::random::u64()
+        crate::support::random::u64()
     ));
     std::fs::create_dir_all(&data).unwrap();
     std::fs::write(data.join(defaults::JOURNAL_SPOOL_DIR), b"in the way").unwrap();
     let spooled = || {
-        crate::store::spool::SpooledStore::with_clock(
-            Box::new(server.clone()),
-            &data,
-            Duration::from_millis(500),
-            clock.clone(),
-        )
+        server.as_store().with_journal(|j| {
+            Rc::new(crate::store::spool::SpooledJournal::with_clock(
+                j,
+                &data,
+                Duration::from_millis(500),
+                clock.clone(),
+            ))
+        })
     };
-    let store = HeldStore::with_clock(Box::new(spooled()), clock.clone());
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
-    store.flush().unwrap();
-    store.flush().unwrap();
+    let store = held_with(spooled(), &clock);
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.flush().unwrap();
+    store.journal.flush().unwrap();
     assert_eq!(written(&server), []);
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     let hour = crate::core::journal::hour_of(T0);
     assert_eq!(written(&server)[0], (hour, "refused:a".to_owned(), 2));
     // Held at the end: written as the process ends.
-    let store = HeldStore::with_clock(Box::new(spooled()), clock.clone());
-    store.journal_add(&refused_entry(T0, "a")).unwrap();
+    let store = held_with(spooled(), &clock);
+    store.journal.journal_add(&refused_entry(T0, "a")).unwrap();
     drop(store);
     assert_eq!(written(&server)[0], (hour, "refused:a".to_owned(), 3));
     let _ = std::fs::remove_dir_all(&data);

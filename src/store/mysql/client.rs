@@ -488,7 +488,7 @@ fn start_tls(socket: Socket, host: &str) -> Result<Stream, Error> {
 /// `X'…'`: any bytes as an SQL literal, with nothing to escape.
 pub fn hex(bytes: &[u8], out: &mut String) {
     out.push_str("X'");
-    out.push_str(&crate::hex::lower(bytes));
+    out.push_str(&crate::support::hex::lower(bytes));
     out.push('\'');
 }
 

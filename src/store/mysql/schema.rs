@@ -2,10 +2,10 @@
 //! with them, and how the `events` table's `ts` column maps to milliseconds.
 
 use crate::core::rule::{Algorithm, Rule};
-use crate::defaults;
 use crate::store::mysql::client::{self, Conn};
 use crate::store::mysql::errors::Failed;
 use crate::store::mysql::settings::{MysqlSettings, TsUnit};
+use crate::support::defaults;
 
 /// Length of the `rkey` columns resolve creates: 191 characters, the longest a utf8mb4 column
 /// can be and still be indexed whole in InnoDB's older row formats. Every key must fit.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::secret::Secret;
-use crate::show;
+use crate::support::secret::Secret;
+use crate::support::show;
 
 /// How the `events` table writes time: milliseconds (ours), or as PHP limiters do, Unix seconds
 /// or a `DATETIME` in the server's time zone (`NOW()`).
@@ -60,7 +60,7 @@ pub struct MysqlSettings {
 fn url_without_password<S: Serializer>(url: &Option<Secret>, s: S) -> Result<S::Ok, S::Error> {
     match url {
         None => s.serialize_none(),
-        Some(url) => match crate::http::url::parse(url.expose(), &["mysql"]) {
+        Some(url) => match crate::net::url::parse(url.expose(), &["mysql"]) {
             Ok(parsed) => s.serialize_str(&parsed.masked()),
             // Not readable as a URL (the check refuses it first): nothing of it is shown.
             Err(_) => url.serialize(s),
@@ -82,8 +82,8 @@ pub struct UrlParts {
 /// Reads a store URL. The error says why in words that never quote the URL (it may hold the
 /// password).
 pub fn url_parts(text: &str) -> Result<UrlParts, &'static str> {
-    let url = crate::http::url::parse(text, &["mysql"]).map_err(|e| match e {
-        crate::http::url::UrlError::Scheme => "it must start with mysql://",
+    let url = crate::net::url::parse(text, &["mysql"]).map_err(|e| match e {
+        crate::net::url::UrlError::Scheme => "it must start with mysql://",
         _ => "it is not a URL",
     })?;
     let mut parts = UrlParts {
@@ -95,7 +95,7 @@ pub fn url_parts(text: &str) -> Result<UrlParts, &'static str> {
     };
     let db = url.path().trim_start_matches('/');
     if !db.is_empty() {
-        let decoded = crate::http::form::percent_decode(db.as_bytes())
+        let decoded = crate::net::form::percent_decode(db.as_bytes())
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or("its database name is not valid percent-encoded UTF-8")?;

@@ -58,7 +58,7 @@ fn decide(store: &MysqlStore) -> Result<Decision, StoreError> {
         Algorithm::Fixed,
         3,
         60,
-        crate::defaults::KEY_TEMPLATE_IP,
+        crate::support::defaults::KEY_TEMPLATE_IP,
     )
     .unwrap();
     store.decide(&[Check {

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::secret::Secret;
-use crate::show;
+use crate::support::secret::Secret;
+use crate::support::show;
 
 /// Where the Redis store lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -11,7 +11,7 @@ fn script_answers_become_decisions() {
         Algorithm::Fixed,
         30,
         60,
-        crate::defaults::KEY_TEMPLATE_IP,
+        crate::support::defaults::KEY_TEMPLATE_IP,
     )
     .unwrap();
     let checks = [Check {

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use resolve::config::Config;
 use resolve::core::rule::{Algorithm, Rule};
+use resolve::store::Check;
+use resolve::store::counters::Counters;
 use resolve::store::file::FileStore;
-use resolve::store::{Check, Store};
+use resolve::store::roles::Backend;
 use serde_json::{Value, json};
 
 use super::{
@@ -87,7 +89,7 @@ impl StoreUnderTest for InFiles {
         false
     }
 
-    fn open(&self, _rules: &[Rule]) -> Box<dyn Store> {
+    fn open(&self, _rules: &[Rule]) -> Box<dyn Backend> {
         Box::new(self.handle())
     }
 

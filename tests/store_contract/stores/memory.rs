@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use resolve::core::limiter::State;
 use resolve::core::rule::{Algorithm, Rule};
-use resolve::store::Store;
 use resolve::store::memory::MemoryStore;
+use resolve::store::roles::Backend;
 use serde_json::{Value, json};
 
 use super::{SLACK, StoreUnderTest, TestClock, Timeouts, policy_fields, wall_ms};
@@ -28,7 +28,7 @@ impl StoreUnderTest for InMemory {
         "memory"
     }
 
-    fn open(&self, _rules: &[Rule]) -> Box<dyn Store> {
+    fn open(&self, _rules: &[Rule]) -> Box<dyn Backend> {
         Box::new(self.store.clone())
     }
 

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use resolve::core::rule::{Algorithm, Rule};
-use resolve::store::Store;
 use resolve::store::mysql::MysqlStore;
+use resolve::store::roles::Backend;
 use resolve::store::settings::StoreKind;
 use serde_json::{Value, json};
 
@@ -58,7 +58,7 @@ impl StoreUnderTest for InMysql {
         "mysql"
     }
 
-    fn open(&self, rules: &[Rule]) -> Box<dyn Store> {
+    fn open(&self, rules: &[Rule]) -> Box<dyn Backend> {
         let StoreKind::Mysql(settings) = parse_store(self.store_json("deny", Timeouts::Short))
         else {
             unreachable!("a mysql store section");

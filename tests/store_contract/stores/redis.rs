@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use resolve::core::rule::{Algorithm, Rule};
-use resolve::store::Store;
 use resolve::store::redis::RedisStore;
+use resolve::store::roles::Backend;
 use resolve::store::settings::StoreKind;
 use serde_json::{Value, json};
 
@@ -60,7 +60,7 @@ impl StoreUnderTest for InRedis {
         "redis"
     }
 
-    fn open(&self, _rules: &[Rule]) -> Box<dyn Store> {
+    fn open(&self, _rules: &[Rule]) -> Box<dyn Backend> {
         let StoreKind::Redis(settings) = parse_store(self.store_json("deny", Timeouts::Short))
         else {
             unreachable!("a redis store section");

@@ -1,0 +1,168 @@
+//! The owner's controls over who gets through, applied around the limiter: block lists (the
+//! configuration's and the store's temporary blocks) refuse before anything is counted, the
+//! allow list exempts from the `ip` rules, `auto_block` blocks a client refused too often, and
+//! shadow rules count what they would refuse without refusing.
+
+pub mod blocks;
+
+use crate::app::{App, Asked, Tally};
+use crate::core::decision::Decision;
+use crate::core::journal::Event;
+use crate::core::rule::{KeyKind, Rule};
+use crate::http::problem::Problem;
+use crate::net::cidr::Cidr;
+use crate::store::StoreError;
+use crate::support::defaults;
+use crate::support::log::Level;
+use blocks::Block;
+
+/// What a blocked client reads.
+pub const BLOCKED: &str = "Requests from your address are blocked on this service.";
+
+impl App<'_> {
+    /// The 403 for a blocked client, before anything is counted or spent; logged at most once
+    /// a minute per client. An error when the store's blocks cannot be read.
+    pub(super) fn refuse_blocked(
+        &self,
+        asked: &Asked<'_>,
+        tally: &mut Tally,
+    ) -> Result<Option<Problem>, StoreError> {
+        let why = if self.config.block.contains(asked.address) {
+            "it is in the configuration's block list".to_owned()
+        } else {
+            let now = self.clock.now_ms();
+            let copy = blocks::copy_path(self.config);
+            let list = blocks::read_for_request(&*self.store.cache, copy.as_deref(), now)?;
+            match blocks::find(&list, asked.address, now) {
+                Some(block) => describe(block),
+                None => return Ok(None),
+            }
+        };
+        tally.add(Event::Blocked);
+        if self.store.counters.first_within(
+            &format!("resolve:~blocked-log:{}", asked.identity),
+            defaults::BLOCKED_LOG_INTERVAL_SECS,
+        ) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "403 {}: blocked, {why} (logged at most once a minute per client)",
+                    asked.identity
+                ),
+            );
+        }
+        Ok(Some(Problem::new(403, "blocked", BLOCKED)))
+    }
+
+    /// The client's rules without the `ip` ones when the allow list holds its address.
+    pub(super) fn unless_allowed<'r>(
+        &self,
+        asked: &Asked<'_>,
+        rules: Vec<&'r Rule>,
+    ) -> Vec<&'r Rule> {
+        if self.config.allow.contains(asked.address) {
+            rules.into_iter().filter(|r| r.key != KeyKind::Ip).collect()
+        } else {
+            rules
+        }
+    }
+
+    /// After a 429 by a rule that counts the client (`ip` or `api_key`; a site-wide `global`
+    /// rule refuses everyone alike when the site is busy): counts the client's refusals, and
+    /// blocks it when they reach `auto_block`'s threshold (exactly once: the refusal that fills
+    /// the count).
+    pub(super) fn count_refusal(&self, asked: &Asked<'_>, tally: &mut Tally) {
+        let Some(auto) = self.config.auto_block else {
+            return;
+        };
+        let filled = self.store.counters.count_reaches(
+            &format!("resolve:~refusals:{}", asked.identity),
+            auto.refusals,
+            auto.window_secs,
+        );
+        if !filled {
+            return;
+        }
+        let Some(range) = Cidr::parse(&asked.identity) else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        let block = Block {
+            range,
+            until_ms: Some(now + u64::from(auto.block_secs) * 1000),
+            reason: format!(
+                "automatic: {} refusals within {} s",
+                auto.refusals, auto.window_secs
+            ),
+            auto: true,
+        };
+        let copy = blocks::copy_path(self.config);
+        match blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
+            (blocks::with(list, block, now), ())
+        }) {
+            Ok(()) => {
+                tally.add(Event::AutoBlocked);
+                self.log.line(
+                    Level::Warn,
+                    &format!(
+                        "blocked {} for {} s: {} refusals within {} s (auto_block; `resolve unblock {}` lifts it)",
+                        asked.identity, auto.block_secs, auto.refusals, auto.window_secs, range
+                    ),
+                );
+            }
+            Err(e) => self.log.line(
+                Level::Warn,
+                &format!("auto_block could not block {}: {e}", asked.identity),
+            ),
+        }
+    }
+
+    /// After an admitted request: each shadow rule counts it, and reports when it would have
+    /// refused it (logged at most once per client per window of the rule).
+    pub(super) fn shadow(&self, asked: &Asked<'_>, tally: &mut Tally) {
+        for rule in &self.config.shadow_rules {
+            if rule.key == KeyKind::ApiKey && asked.key.is_none() {
+                continue;
+            }
+            let checks = super::checks(&[rule], asked);
+            if !matches!(
+                self.store.counters.decide(&checks),
+                Ok(Decision::Refuse { .. })
+            ) {
+                continue;
+            }
+            tally.add(Event::WouldRefuse(rule.name.as_str().into()));
+            if self.store.counters.first_within(
+                &format!("resolve:~shadow-log:{}:{}", rule.name, asked.identity),
+                rule.window_secs.get(),
+            ) {
+                self.log.line(
+                    Level::Notice,
+                    &format!(
+                        "shadow rule {} would have refused {} ({} per {} s; it refuses nothing while \"mode\" is \"shadow\"; logged once per window per client)",
+                        rule.name, asked.identity, rule.limit, rule.window_secs
+                    ),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn describe(block: &Block) -> String {
+    let until = match block.until_ms {
+        Some(ms) => format!("until {}", crate::core::calendar::iso(ms)),
+        None => "until unblocked".to_owned(),
+    };
+    let by = if block.auto {
+        "auto_block"
+    } else {
+        "resolve block"
+    };
+    format!(
+        "{} is blocked {until} by {by}: {}",
+        block.range, block.reason
+    )
+}

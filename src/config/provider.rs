@@ -1,0 +1,356 @@
+//! The `provider` section of the configuration: a preset, a list of steps, or the one-call
+//! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
+//! provider account (its published request rate).
+
+mod raw;
+mod shorthand;
+pub mod site_rules;
+mod steps;
+mod urls;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::config::error::{ConfigError, err};
+use crate::core::rule::Rule;
+use crate::provider::Failure;
+use crate::provider::presets;
+use crate::provider::spec::{HttpSpec, ProviderSpec};
+use crate::support::defaults;
+use crate::support::secret::Secret;
+use raw::RawProvider;
+use shorthand::shorthand;
+use site_rules::site_rules;
+use steps::{steps, token_by_name};
+use urls::check_url;
+
+/// Parses the `provider` section. Returns the provider and its site-wide rate rules.
+pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
+    let Value::Object(user) = section else {
+        return Err(err(
+            "provider",
+            "must be an object, e.g. {\"preset\": \"realdebrid\", \"token\": \"...\"}",
+        ));
+    };
+    if user.get("kind").and_then(Value::as_str) == Some("echo") {
+        if user.len() > 1 {
+            return Err(err("provider", "the echo provider takes no other fields"));
+        }
+        return Ok((ProviderSpec::Echo, Vec::new()));
+    }
+    let (preset, merged) = with_preset(user)?;
+    let secrets = crate::config::redact::secret_values(&merged);
+    let mut raw: RawProvider = serde_json::from_value(merged).map_err(|e| {
+        // serde quotes the offending value, which may be a secret in the wrong place: the value
+        // is cut out, and the secrets are masked in every form as well.
+        let message = crate::config::redact::without_quoted_value(&e.to_string());
+        let message =
+            crate::support::secret::mask(&message, &crate::support::secret::all_forms(&secrets));
+        err("provider", format!("{message} (see README: Providers)"))
+    })?;
+    check_kind(raw.kind.as_deref(), preset.is_some())?;
+    let shorthand_used =
+        raw.url.is_some() || raw.download.is_some() || raw.auth.is_some() || raw.link.is_some();
+    let raw_steps = match raw.steps.take() {
+        Some(_) if shorthand_used && preset.is_none() => {
+            return Err(err(
+                "provider.steps",
+                "give either \"steps\" or the one-call fields (url, download, ...), not both",
+            ));
+        }
+        Some(steps) => steps,
+        None => vec![shorthand(&mut raw)?],
+    };
+    if raw_steps.is_empty() || raw_steps.len() > 5 {
+        return Err(err("provider.steps", "must hold 1 to 5 steps"));
+    }
+    if let Some(b) = &raw.base_url {
+        check_url("provider.base_url", b)?;
+    }
+    if raw.token.as_deref() == Some("") {
+        return Err(err(
+            "provider.token",
+            "is empty: put the provider's API token here",
+        ));
+    }
+    let mut known: Vec<String> = vec!["link".into()];
+    if raw.token.is_some() {
+        known.push("token".into());
+    }
+    if raw.base_url.is_some() {
+        known.push("base".into());
+    }
+    let mut steps = steps(raw_steps, &mut known)?;
+    if !known.iter().any(|k| k == "download") {
+        return Err(err(
+            "provider.steps",
+            "no step extracts \"download\": name the JSON Pointer of the download URL",
+        ));
+    }
+    if let Some(token) = &raw.token {
+        token_by_name(&mut steps, token);
+    }
+    let errors = errors(raw.errors.take())?;
+    let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
+    let rate_rules = site_rules(
+        raw.rate_limits.as_deref().unwrap_or_default(),
+        "provider.rate_limits",
+    )?;
+    Ok((
+        ProviderSpec::Http(Box::new(HttpSpec {
+            preset,
+            base_url: raw.base_url,
+            token: raw.token.map(Secret::new),
+            steps,
+            errors,
+            connect_timeout: Duration::from_millis(connect_ms),
+            timeout: Duration::from_millis(timeout_ms),
+            deadline: Duration::from_millis(deadline_ms),
+        })),
+        rate_rules,
+    ))
+}
+
+/// The preset named in the section (if any) as the base, the owner's fields over it.
+fn with_preset(user: Map<String, Value>) -> Result<(Option<String>, Value), ConfigError> {
+    // A preset is the base; the owner's fields replace its fields.
+    let preset = match user.get("preset") {
+        None => None,
+        Some(Value::String(name)) => Some(name.clone()),
+        Some(_) => return Err(err("provider.preset", "must be a preset name")),
+    };
+    let mut merged: Map<String, Value> = match &preset {
+        None => Map::new(),
+        Some(name) => {
+            let text = presets::description(name).ok_or_else(|| {
+                err(
+                    "provider.preset",
+                    format!(
+                        "{name:?} is not a preset: use one of {}",
+                        presets::NAMES.join(", ")
+                    ),
+                )
+            })?;
+            match serde_json::from_str(text) {
+                Ok(Value::Object(m)) => m,
+                _ => return Err(err("provider.preset", "the preset's description is broken")),
+            }
+        }
+    };
+    for (k, v) in user {
+        merged.insert(k, v);
+    }
+    Ok((preset, Value::Object(merged)))
+}
+
+/// `kind`: "http", or nothing beside a preset ("echo" was handled before).
+fn check_kind(kind: Option<&str>, has_preset: bool) -> Result<(), ConfigError> {
+    match kind {
+        None if has_preset => Ok(()),
+        Some("http") => Ok(()),
+        None => Err(err(
+            "provider.kind",
+            "missing: use \"preset\" (realdebrid, alldebrid, premiumize, debridlink, torbox), \"kind\": \"http\" for another JSON API, or \"kind\": \"echo\" to try the site",
+        )),
+        Some(other) => Err(err(
+            "provider.kind",
+            format!(
+                "{other:?} is not a provider kind: use \"http\" for a JSON API or \"echo\" to try the site without spending anything"
+            ),
+        )),
+    }
+}
+
+/// The `errors` map: class name to the provider's codes in that class.
+fn errors(
+    raw: Option<BTreeMap<String, Vec<Value>>>,
+) -> Result<Vec<(String, Failure)>, ConfigError> {
+    let mut errors = Vec::new();
+    for (class, codes) in raw.unwrap_or_default() {
+        let failure = Failure::CLASSES
+            .iter()
+            .find(|(n, _)| *n == class)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Failure::CLASSES.iter().map(|(n, _)| *n).collect();
+                err(
+                    format!("provider.errors.{class}"),
+                    format!("is not an error class: use {}", names.join(", ")),
+                )
+            })?;
+        for code in codes {
+            let code = match code {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                _ => {
+                    return Err(err(
+                        format!("provider.errors.{class}"),
+                        "codes are strings or numbers",
+                    ));
+                }
+            };
+            errors.push((code, failure));
+        }
+    }
+    Ok(errors)
+}
+
+/// Connect, per-call and whole-resolution time limits, in milliseconds.
+fn timeouts(raw: &RawProvider) -> Result<(u64, u64, u64), ConfigError> {
+    let connect_ms = raw
+        .connect_timeout_ms
+        .unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
+    let timeout_ms = raw.timeout_ms.unwrap_or(defaults::PROVIDER_TIMEOUT_MS);
+    let deadline_ms = raw
+        .deadline_ms
+        .unwrap_or(defaults::PROVIDER_DEADLINE_MS.max(timeout_ms));
+    if !(1..=30_000).contains(&connect_ms) {
+        return Err(err(
+            "provider.connect_timeout_ms",
+            "must be 1 to 30000 (milliseconds)",
+        ));
+    }
+    if !(1..=55_000).contains(&timeout_ms) || timeout_ms < connect_ms {
+        return Err(err(
+            "provider.timeout_ms",
+            "must be 1 to 55000 (milliseconds), at least connect_timeout_ms, and under Apache's 60 s Timeout",
+        ));
+    }
+    if !(timeout_ms..=55_000).contains(&deadline_ms) {
+        return Err(err(
+            "provider.deadline_ms",
+            "must be at least timeout_ms and at most 55000 (all the calls of one link, polling included, under Apache's 60 s Timeout)",
+        ));
+    }
+    Ok((connect_ms, timeout_ms, deadline_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::spec::Vars;
+    use steps::named_in_text;
+
+    fn http(section: &str) -> HttpSpec {
+        match parse(serde_json::from_str(section).unwrap()).unwrap().0 {
+            ProviderSpec::Http(h) => *h,
+            ProviderSpec::Echo => panic!("echo"),
+        }
+    }
+
+    #[test]
+    fn a_token_written_by_hand_is_held_only_as_the_secret() {
+        let h = http(
+            r#"{"kind": "http", "token": "k-55aa", "steps": [{"url": "https://api.example/u?k=k-55aa",
+                "headers": {"Authorization": "Bearer k-55aa"}, "form": {"link": "{link}"},
+                "extract": {"download": "/d"}}]}"#,
+        );
+        let step = &h.steps[0];
+        assert_eq!(step.url.0, "https://api.example/u?k={token}");
+        assert_eq!(step.headers[0].1.0, "Bearer {token}");
+        let vars: Vars = [("token", "k-55aa"), ("link", "L")]
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .into();
+        assert_eq!(
+            step.headers[0].1.render(&vars).unwrap(),
+            "Bearer k-55aa",
+            "the request sent is unchanged"
+        );
+        let shown = serde_json::to_string(&h).unwrap();
+        assert!(!shown.contains("k-55aa"), "{shown}");
+    }
+
+    #[test]
+    fn placeholders_are_never_rewritten() {
+        assert_eq!(named_in_text("{link}link{x", "link"), "{link}{token}{x");
+        assert_eq!(named_in_text("a{link}b", "in"), "a{link}b");
+        assert_eq!(named_in_text("", "t"), "");
+    }
+
+    fn one_call(url: &str) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
+        let section = serde_json::json!({"kind": "http", "url": url, "token": "t0k3n-a1b2c3", "download": "/d"});
+        parse(section)
+    }
+
+    #[test]
+    fn plain_http_only_to_a_host_that_is_this_machine_as_parsed() {
+        for url in [
+            "http://localhost/x",
+            "http://localhost:9000/x",
+            "http://127.0.0.1:9000/x",
+            "http://[::1]:80/x",
+            "HTTP://LOCALHOST/x",
+            "http://127.0.0.1",
+        ] {
+            assert!(one_call(url).is_ok(), "{url}: {:?}", one_call(url).err());
+        }
+        for url in [
+            // The host is what follows the last '@': these name evil.example.
+            "http://localhost:80@evil.example/unlock",
+            "http://[::1]@evil.example/x",
+            "http://127.0.0.1@evil.example/x",
+            "http://localhost@evil.example/x",
+            "http://localhost:@evil.example/x",
+            "http://u:p@localhost@evil.example/x",
+            "http://localhost%40@evil.example/x",
+            "http://localhost%3A80@evil.example/x",
+            "http://[::1]%40@evil.example/x",
+            // Other hosts that look like this machine.
+            "http://localhost.evil.example/x",
+            "http://localhost./x",
+            "http://127.0.0.1.nip.io/x",
+            "http://evil.example/localhost",
+            "http://evil.example?@localhost/",
+            "http://evil.example#@localhost/",
+            "http://evil.example\\@localhost/",
+            "http://[::ffff:127.0.0.1]/x",
+            "http://0.0.0.0/x",
+            // This machine spelled so that another parser could read another host.
+            "http://0x7f.1/x",
+            "http://2130706433/x",
+            "http://%6c%6fcalhost/x",
+            "http://127.1/x",
+            // User names and passwords have no place here, even on this machine.
+            "http://user@localhost/x",
+            "https://user:pw@api.example/x",
+            // No host, odd schemes, white space.
+            "http:///localhost/x",
+            "http:localhost/x",
+            "http:/localhost/x",
+            "http://localhost /x",
+            "ftp://localhost/x",
+        ] {
+            let e = one_call(url).expect_err(url);
+            assert_eq!(e.field, "provider.url", "{url}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_never_reaches_the_host() {
+        let with_steps = |base: &str, url: &str| {
+            parse(
+                serde_json::json!({"kind": "http", "base_url": base, "token": "t0k3n-a1b2c3",
+                "steps": [{"url": url, "extract": {"download": "/d"}}]}),
+            )
+        };
+        assert!(with_steps("http://localhost:9000", "{base}/x").is_ok());
+        assert!(with_steps("https://api.example", "{base}?a={link}").is_ok());
+        assert!(with_steps("https://api.example", "https://api.example/{link}").is_ok());
+        for url in [
+            "{base}@evil.example/x",
+            "{base}.evil.example/x",
+            "{base}:8080@evil.example/x",
+            "http://localhost{link}/x",
+            "https://api.example{link}",
+            "http://{link}/x",
+            "{link}",
+        ] {
+            let e = with_steps("http://localhost:9000", url).expect_err(url);
+            assert_eq!(e.field, "provider.steps[0].url", "{url}");
+        }
+        let e = with_steps("http://localhost:80@evil.example", "{base}/x").unwrap_err();
+        assert_eq!(e.field, "provider.base_url");
+    }
+}

@@ -1,0 +1,75 @@
+//! The `provider` section's JSON form, as serde reads it; `provider::config` checks it.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::provider::site_rules::RawSiteRule;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProvider {
+    pub(crate) kind: Option<String>,
+    /// Read before merging; kept so that the field is known.
+    #[serde(rename = "preset")]
+    pub(crate) _preset: Option<String>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) token: Option<String>,
+    pub(crate) steps: Option<Vec<RawStep>>,
+    pub(crate) errors: Option<BTreeMap<String, Vec<Value>>>,
+    pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
+    pub(crate) connect_timeout_ms: Option<u64>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) deadline_ms: Option<u64>,
+    // The one-call shorthand.
+    pub(crate) url: Option<String>,
+    pub(crate) method: Option<String>,
+    pub(crate) auth: Option<RawPlace>,
+    pub(crate) link: Option<RawPlace>,
+    pub(crate) download: Option<String>,
+    pub(crate) filename: Option<String>,
+    pub(crate) success: Option<RawTest>,
+    pub(crate) error_message: Option<String>,
+    pub(crate) error_code: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlace {
+    pub(crate) header: Option<String>,
+    pub(crate) prefix: Option<String>,
+    pub(crate) query: Option<String>,
+    pub(crate) form: Option<String>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTest {
+    pub(crate) pointer: String,
+    pub(crate) equals: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPoll {
+    pub(crate) interval_ms: u64,
+    pub(crate) until: RawTest,
+    pub(crate) fail: Option<RawTest>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStep {
+    pub(crate) method: Option<String>,
+    pub(crate) url: String,
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    pub(crate) query: Option<BTreeMap<String, String>>,
+    pub(crate) form: Option<BTreeMap<String, String>>,
+    pub(crate) when: Option<String>,
+    pub(crate) success: Option<RawTest>,
+    pub(crate) error_code: Option<String>,
+    pub(crate) error_message: Option<String>,
+    pub(crate) extract: Option<BTreeMap<String, Value>>,
+    pub(crate) poll: Option<RawPoll>,
+}

@@ -1,0 +1,57 @@
+//! Opens the store the configuration names: as it is (commands that look into it), or as
+//! requests and the journal's readers use it (a store on a server with its journal spooled).
+
+use std::rc::Rc;
+
+use crate::config::Config;
+use crate::core::clock::SystemClock;
+use crate::store::file::FileStore;
+use crate::store::mysql::MysqlStore;
+use crate::store::redis::RedisStore;
+use crate::store::roles::Store;
+use crate::store::settings::StoreKind;
+use crate::store::spool::SpooledJournal;
+
+/// The configured store, ready to use (connections are opened on first use).
+pub fn from_config(config: &Config) -> Store {
+    match &config.store.kind {
+        StoreKind::File { dir } => Store::whole(
+            FileStore::new(dir, SystemClock, config.store.sweep_grace)
+                .with_lock_timeout(config.store.lock_timeout),
+        ),
+        StoreKind::Mysql(settings) => {
+            // Every rule a request may be counted by: shadow rules, spend limits and the
+            // keys' own too, so that rows are kept for the longest window of them all.
+            let mut rules = config.rules.clone();
+            rules.extend(config.shadow_rules.iter().cloned());
+            rules.extend(config.spend.iter().cloned());
+            for key in &config.api_keys.keys {
+                rules.extend(key.rules.iter().flatten().cloned());
+            }
+            Store::whole(MysqlStore::new(
+                (**settings).clone(),
+                &rules,
+                config.store.sweep_grace,
+            ))
+        }
+        StoreKind::Redis(settings) => Store::whole(RedisStore::new((**settings).clone())),
+    }
+}
+
+/// The configured store as requests use it: a store on a server (MySQL, Redis) with its
+/// usage journal spooled in the data directory (see [`crate::store::spool`]); the file store
+/// as it is (its journal is local already). `stats` and `report` read through it too, so that
+/// what is spooled is written before it is read.
+pub fn for_requests(config: &Config) -> Store {
+    let store = from_config(config);
+    match config.store.kind {
+        StoreKind::File { .. } => store,
+        StoreKind::Mysql(_) | StoreKind::Redis(_) => store.with_journal(|journal| {
+            Rc::new(SpooledJournal::new(
+                journal,
+                &config.data_dir,
+                config.store.lock_timeout,
+            ))
+        }),
+    }
+}

@@ -1,0 +1,88 @@
+//! The store's counters: the one operation every store must do atomically (read the checks'
+//! counts, decide, record), taking back one request, reading counts, and the two counts the
+//! owner's controls keep (a log line's throttle, refusals towards an automatic block).
+
+use crate::core::decision::Decision;
+use crate::core::rule::{Algorithm, KeyKind, Rule};
+use crate::store::{Check, StoreError};
+use crate::support::defaults;
+
+/// Rate-limit counters shared by every process of a site.
+pub trait Counters {
+    /// Reads every check's counter, decides with the limiter and records the request when it
+    /// is admitted, as one atomic step: concurrent requests never see each other's halves.
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError>;
+
+    /// Takes back one request admitted at `at_ms` (the decision's time) from every check's
+    /// key, if its window still holds it: for a paid call that never reached the provider.
+    fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError>;
+
+    /// How many requests each check's key counts now, counting nothing: what `stats` shows as
+    /// a spend limit's use.
+    fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError>;
+
+    /// True the first time `key` is asked within `secs`, across every process sharing the
+    /// store: a log line written at most once a while. True also when the store cannot tell
+    /// (a line too many beats a line lost).
+    fn first_within(&self, key: &str, secs: u32) -> bool {
+        let once = Count {
+            name: "log",
+            kind: KeyKind::Global,
+            template: defaults::KEY_TEMPLATE_GLOBAL,
+            limit: 1,
+            window_secs: secs,
+        };
+        !matches!(once.decide(self, key), Some(Ok(Decision::Refuse { .. })))
+    }
+
+    /// Counts one event under `key` in a fixed window of `window_secs`: true for the event
+    /// that makes the count reach `limit` (exactly once a window), false for the others and
+    /// when the store cannot count.
+    fn count_reaches(&self, key: &str, limit: u32, window_secs: u32) -> bool {
+        let count = Count {
+            name: "count",
+            kind: KeyKind::Ip,
+            template: defaults::KEY_TEMPLATE_IP,
+            limit,
+            window_secs,
+        };
+        match count.decide(self, key) {
+            Some(Ok(Decision::Admit { statuses, .. })) => {
+                statuses.first().is_some_and(|s| s.remaining == 0)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A fixed-window count the store keeps for the owner's controls, under a key of its own.
+struct Count<'a> {
+    name: &'a str,
+    kind: KeyKind,
+    template: &'a str,
+    limit: u32,
+    window_secs: u32,
+}
+
+impl Count<'_> {
+    /// Counts one under `key`; None when no such rule can be (a zero limit or window).
+    fn decide<C: Counters + ?Sized>(
+        &self,
+        counters: &C,
+        key: &str,
+    ) -> Option<Result<Decision, StoreError>> {
+        let rule = Rule::new(
+            self.name,
+            self.kind,
+            Algorithm::Fixed,
+            self.limit,
+            self.window_secs,
+            self.template,
+        )?;
+        let check = Check {
+            rule: &rule,
+            key: key.to_owned(),
+        };
+        Some(counters.decide(&[check]))
+    }
+}

@@ -1,0 +1,294 @@
+//! The owner's log: one line per event on standard error, which Apache writes to its error_log.
+//! Every line is made safe on the way out: secrets masked, control characters escaped, bounded.
+
+use std::cell::RefCell;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The owner must act (credentials refused, store failing).
+    Error,
+    /// Something was refused or degraded.
+    Warn,
+    /// Worth knowing.
+    Notice,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Notice => "notice",
+        }
+    }
+}
+
+/// Where log lines go.
+pub trait Log {
+    fn line(&self, level: Level, message: &str);
+}
+
+/// Longest line written, in bytes; the rest is cut.
+const MAX_LINE: usize = 1000;
+
+/// Characters that are not controls to Rust but act like them where a log is read: the line and
+/// paragraph separators (shown as line breaks, so they could forge a line) and the direction
+/// marks, embeddings, overrides and isolates (which reorder what is shown, so they could hide or
+/// fake a value).
+fn acts_like_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2028}'..='\u{2029}'
+            | '\u{200e}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{061c}'
+    )
+}
+
+/// Makes one log line: `resolve: LEVEL: message`, with `secrets` replaced by `***`, control
+/// characters (and those that act like them) escaped and the length bounded.
+pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
+    let mut masked = message.to_owned();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        masked = masked.replace(s.as_str(), "***");
+    }
+    let mut out = format!("resolve: {}: ", level.as_str());
+    for c in masked.chars() {
+        if out.len() >= MAX_LINE {
+            out.push_str("...");
+            break;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push(' '),
+            c if c.is_control() || acts_like_control(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// Writes to standard error.
+#[derive(Debug, Default)]
+pub struct StderrLog {
+    /// The secrets to mask, as the configuration holds them.
+    secrets: Vec<String>,
+    /// Every form of them ([`crate::support::secret::all_forms`]), made at the first line: most CGI
+    /// requests log nothing.
+    forms: std::sync::OnceLock<Vec<String>>,
+}
+
+impl StderrLog {
+    /// A log that masks `secrets` in every form.
+    pub fn masking(secrets: Vec<String>) -> StderrLog {
+        StderrLog {
+            secrets,
+            forms: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+impl Log for StderrLog {
+    fn line(&self, level: Level, message: &str) {
+        let forms = self
+            .forms
+            .get_or_init(|| crate::support::secret::all_forms(&self.secrets));
+        let line = format_line(level, message, forms);
+        // One write per line, so lines of concurrent processes do not interleave.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// Keeps lines in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryLog {
+    pub lines: RefCell<Vec<String>>,
+    pub secrets: Vec<String>,
+}
+
+impl Log for MemoryLog {
+    fn line(&self, level: Level, message: &str) {
+        self.lines
+            .borrow_mut()
+            .push(format_line(level, message, &self.secrets));
+    }
+}
+
+/// True when nothing was logged under `stamp` within `interval`: the caller logs, and the stamp
+/// (a file's modification time) moves to now. Every process shares the stamp, so a problem
+/// that every request meets is logged once per interval, not once per request. When the stamp
+/// cannot be kept (no directory, no write access, not a regular file), the answer is true: a
+/// line too many beats a line lost.
+pub fn once_in(stamp: &Path, interval: Duration) -> bool {
+    stamp_says(stamp, interval).unwrap_or(true)
+}
+
+/// [`once_in`] for a stamp in the data directory, which is made (mode 700, one level only)
+/// when it is not there yet: a MySQL or Redis store's data directory is made on first use.
+/// Nothing is made for other stamps (beside a configuration file that is missing, say).
+pub fn once_in_data_dir(stamp: &Path, interval: Duration) -> bool {
+    match stamp_says(stamp, interval) {
+        Ok(answer) => answer,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::os::unix::fs::DirBuilderExt;
+            if let Some(dir) = stamp.parent() {
+                // Another process may make it first: either way it is there now.
+                let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+            }
+            stamp_says(stamp, interval).unwrap_or(true)
+        }
+        Err(_) => true,
+    }
+}
+
+/// [`once_in`] where the stamp's directory exists; the error when it could not be opened.
+fn stamp_says(stamp: &Path, interval: Duration) -> std::io::Result<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let open = |create: bool| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(create)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(stamp)
+    };
+    let file = match open(true) {
+        // The first time: its time stamp is now.
+        Ok(_) => return Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open(false)?,
+        Err(e) => return Err(e),
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        // Another process is deciding right now: it logs, if anyone does.
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(_) => return Ok(true),
+    }
+    let now = SystemTime::now();
+    let age = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| now.duration_since(at).ok());
+    match age {
+        Some(age) if age < interval => Ok(false),
+        _ => {
+            let _ = file.set_modified(now);
+            Ok(true)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_safe() {
+        let line = format_line(
+            Level::Warn,
+            "bad link \"a\r\nresolve: error: forged\u{1b}[31m\" token=abc123 again abc123",
+            &["abc123".to_owned(), String::new()],
+        );
+        assert_eq!(
+            line,
+            "resolve: warn: bad link \"a\\r\\nresolve: error: forged\\u{1b}[31m\" token=*** again ***\n"
+        );
+        let long = format_line(Level::Notice, &"x".repeat(5000), &[]);
+        assert!(long.len() < MAX_LINE + 10);
+        assert_eq!(long.matches('\n').count(), 1);
+    }
+
+    #[test]
+    fn unicode_separators_and_direction_controls_are_escaped() {
+        for (c, escaped) in [
+            ('\u{2028}', "\\u{2028}"),
+            ('\u{2029}', "\\u{2029}"),
+            ('\u{200e}', "\\u{200e}"),
+            ('\u{200f}', "\\u{200f}"),
+            ('\u{061c}', "\\u{61c}"),
+            ('\u{202a}', "\\u{202a}"),
+            ('\u{202b}', "\\u{202b}"),
+            ('\u{202c}', "\\u{202c}"),
+            ('\u{202d}', "\\u{202d}"),
+            ('\u{202e}', "\\u{202e}"),
+            ('\u{2066}', "\\u{2066}"),
+            ('\u{2067}', "\\u{2067}"),
+            ('\u{2068}', "\\u{2068}"),
+            ('\u{2069}', "\\u{2069}"),
+            ('\u{85}', "\\u{85}"),
+        ] {
+            let line = format_line(
+                Level::Warn,
+                &format!("192.0.2.1{c}resolve: error: forged"),
+                &[],
+            );
+            assert_eq!(
+                line,
+                format!("resolve: warn: 192.0.2.1{escaped}resolve: error: forged\n"),
+                "U+{:04X}",
+                u32::from(c)
+            );
+            assert!(!line.contains(c));
+        }
+    }
+
+    #[test]
+    fn other_text_is_kept() {
+        // Neighbours of the escaped ranges, letters of right-to-left scripts, emoji.
+        let text = "\u{2027}\u{202f}\u{2065}\u{206a}\u{200d} שלום مرحبا é 🙂";
+        assert_eq!(
+            format_line(Level::Notice, text, &[]),
+            format!("resolve: notice: {text}\n")
+        );
+    }
+
+    #[test]
+    fn once_in_an_interval_across_calls() {
+        let dir = std::env::temp_dir().join(format!("resolve-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stamp = dir.join("stamp");
+        let _ = std::fs::remove_file(&stamp);
+        let minute = Duration::from_secs(60);
+        assert!(once_in(&stamp, minute), "the first time");
+        assert!(!once_in(&stamp, minute), "again at once");
+        assert!(!once_in(&stamp, minute));
+        // A minute later (the stamp moved back), once more, and then not again.
+        let file = std::fs::File::options().write(true).open(&stamp).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(61))
+            .unwrap();
+        assert!(once_in(&stamp, minute));
+        assert!(!once_in(&stamp, minute));
+        // A directory that is not there yet (a MySQL or Redis store's data directory) is
+        // made: once, then not again.
+        let missing = dir.join("missing");
+        assert!(once_in(&missing.join("stamp"), minute));
+        assert!(
+            once_in(&missing.join("stamp"), minute),
+            "not made for a plain stamp"
+        );
+        assert!(!missing.exists());
+        assert!(
+            once_in_data_dir(&missing.join("stamp"), minute),
+            "the first time"
+        );
+        assert!(!once_in_data_dir(&missing.join("stamp"), minute));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&missing).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // No place to keep a stamp (two levels missing; a file where the directory should
+        // be): every time.
+        for stamp in [dir.join("a/b/stamp"), stamp.join("stamp")] {
+            assert!(once_in_data_dir(&stamp, minute), "{}", stamp.display());
+            assert!(once_in_data_dir(&stamp, minute), "{}", stamp.display());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,179 @@
+//! The dashboard's password: made into an Argon2id hash in its standard PHC string form
+//! (`$argon2id$v=19$m=...,t=...,p=...$SALT$HASH`), salted and deliberately slow, and checked
+//! against one. The configuration holds the hash only, never the password.
+
+use argon2::{Algorithm, Argon2, Params, PasswordHash, PasswordHasher, PasswordVerifier, Version};
+
+use crate::support::defaults;
+
+/// Least memory (KiB) a hash may ask for: OWASP's lowest Argon2id setting (7 MiB, 5 passes).
+const MIN_M_COST_KIB: u32 = 7 * 1024;
+/// Least memory times passes (KiB): each of OWASP's Argon2id settings costs at least this.
+const MIN_WORK_KIB: u64 = 7 * 1024 * 5;
+/// Most memory (KiB) a hash may ask for: one sign-in must fit a shared host's process limits.
+const MAX_M_COST_KIB: u32 = 256 * 1024;
+/// Most passes and lanes: a sign-in must take a moment, not a minute.
+const MAX_T_COST: u32 = 20;
+const MAX_P_COST: u32 = 8;
+
+/// The fix every message about a hash ends with.
+const MAKE_ONE: &str = "make one with `resolve hash-password` (it reads the password on standard input) \
+     and paste the line it prints";
+
+/// Whether a password is long enough to be worth a dashboard; the reason when not.
+pub fn check_strength(password: &str) -> Result<(), String> {
+    let chars = password.chars().count();
+    if password.trim().is_empty() {
+        return Err("the password is empty".into());
+    }
+    if chars < defaults::ADMIN_PASSWORD_MIN_CHARS {
+        return Err(format!(
+            "the password has {chars} characters: use at least {} (a few unrelated words make a \
+             good one, or let deploy.sh --admin-password make one)",
+            defaults::ADMIN_PASSWORD_MIN_CHARS
+        ));
+    }
+    Ok(())
+}
+
+/// The hash of `password` with this `salt` (16 random bytes), with the default costs.
+pub fn hash(password: &str, salt: &[u8; 16]) -> Result<String, String> {
+    let params = Params::new(
+        defaults::ADMIN_HASH_MEMORY_KIB,
+        defaults::ADMIN_HASH_PASSES,
+        defaults::ADMIN_HASH_LANES,
+        None,
+    )
+    .map_err(|e| format!("bad hash parameters: {e}"))?;
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+        .hash_password_with_salt(password.as_bytes(), salt)
+        .map(|h| h.to_string())
+        .map_err(|e| format!("hashing failed: {e}"))
+}
+
+/// Checks that `hash` is an Argon2id hash in its standard form whose costs are neither too low
+/// to slow down guessing nor too high for a shared host; the problem and its fix when not.
+pub fn check_hash(hash: &str) -> Result<(), String> {
+    let parsed = PasswordHash::new(hash).map_err(|e| {
+        format!(
+            "not a password hash in its standard form ($argon2id$v=19$m=...,t=...,p=...$SALT$HASH): \
+             {e}; {MAKE_ONE}"
+        )
+    })?;
+    if parsed.algorithm.as_str() != "argon2id" {
+        return Err(format!(
+            "the hash is {}, not argon2id; {MAKE_ONE}",
+            parsed.algorithm.as_str()
+        ));
+    }
+    if parsed.version != Some(0x13) {
+        return Err(format!(
+            "the hash must say v=19 (Argon2 version 1.3); {MAKE_ONE}"
+        ));
+    }
+    if parsed.salt.is_none() || parsed.hash.is_none() {
+        return Err(format!("the hash has no salt or no hash part; {MAKE_ONE}"));
+    }
+    let params = Params::try_from(&parsed)
+        .map_err(|e| format!("the hash's costs do not read: {e}; {MAKE_ONE}"))?;
+    let (m, t, p) = (params.m_cost(), params.t_cost(), params.p_cost());
+    if m < MIN_M_COST_KIB || u64::from(m) * u64::from(t) < MIN_WORK_KIB {
+        return Err(format!(
+            "the hash is too cheap to slow down guessing (m={m}, t={t}: at least m={MIN_M_COST_KIB} \
+             and m times t at least {MIN_WORK_KIB}); {MAKE_ONE}"
+        ));
+    }
+    if m > MAX_M_COST_KIB || t > MAX_T_COST || p > MAX_P_COST {
+        return Err(format!(
+            "the hash asks too much of a shared host for each sign-in (m={m}, t={t}, p={p}: at \
+             most m={MAX_M_COST_KIB}, t={MAX_T_COST}, p={MAX_P_COST}); {MAKE_ONE}"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `password` is the one `hash` was made from (a hash that fails [`check_hash`] matches
+/// nothing). Takes as long as the hash's costs say, on purpose.
+pub fn verify(hash: &str, password: &str) -> bool {
+    check_hash(hash).is_ok()
+        && PasswordHash::new(hash).is_ok_and(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SALT: [u8; 16] = *b"0123456789abcdef";
+
+    #[test]
+    fn a_hash_is_argon2id_with_the_default_costs_and_checks_its_password() {
+        let h = hash("correct horse battery", &SALT).unwrap();
+        assert!(h.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{h}");
+        assert_eq!(check_hash(&h), Ok(()));
+        assert!(verify(&h, "correct horse battery"));
+        assert!(!verify(&h, "correct horse battery "));
+        assert!(!verify(&h, ""));
+        // Salted: another salt, another hash.
+        assert_ne!(hash("correct horse battery", &[9; 16]).unwrap(), h);
+    }
+
+    #[test]
+    fn short_and_empty_passwords_are_refused() {
+        assert!(check_strength("").unwrap_err().contains("empty"));
+        assert!(
+            check_strength("            ")
+                .unwrap_err()
+                .contains("empty")
+        );
+        let short = check_strength("hunter2").unwrap_err();
+        assert!(
+            short.contains("7 characters") && short.contains("at least 12"),
+            "{short}"
+        );
+        assert_eq!(check_strength("twelve chars"), Ok(()));
+        assert_eq!(
+            check_strength("ééééééééééé\u{e9}"),
+            Ok(()),
+            "characters, not bytes"
+        );
+    }
+
+    #[test]
+    fn hashes_that_are_not_right_say_why() {
+        for (bad, says) in [
+            ("", "standard form"),
+            ("hunter22hunter22", "standard form"),
+            ("$2y$10$abcdefghijklmnopqrstuu", "standard form"),
+            (
+                "$argon2i$v=19$m=19456,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "not argon2id",
+            ),
+            (
+                "$argon2id$v=16$m=19456,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "v=19",
+            ),
+            ("$argon2id$v=19$m=19456,t=2,p=1", "no salt"),
+            (
+                "$argon2id$v=19$m=1024,t=1,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too cheap",
+            ),
+            (
+                "$argon2id$v=19$m=8192,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too cheap",
+            ),
+            (
+                "$argon2id$v=19$m=4194304,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too much",
+            ),
+        ] {
+            let e = check_hash(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(e.contains("resolve hash-password"), "{bad}: {e}");
+            assert!(!verify(bad, "anything at all"), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The gathered figures in the documented JSON form (docs/usage.md): `resolve stats --json`.
+
+use crate::core::calendar;
+use crate::core::journal::{ClientFigures, Figures, HOUR_MS};
+use crate::usage::stats::{Stats, Stretch, TOP_CLIENTS};
+
+impl Stats {
+    /// The documented JSON form (docs/usage.md): its fields only ever gain siblings.
+    pub fn json(&self) -> serde_json::Value {
+        let f = &self.figures;
+        let clients = |list: Vec<ClientFigures>| -> Vec<serde_json::Value> {
+            list.into_iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "client": c.client, "admitted": c.admitted, "refused": c.refused
+                    })
+                })
+                .collect()
+        };
+        let per_hour: Vec<serde_json::Value> = f
+            .paid_per_hour
+            .iter()
+            .enumerate()
+            .map(|(i, paid)| {
+                serde_json::json!({
+                    "hour": calendar::iso((u64::from(f.from_hour) + i as u64) * HOUR_MS),
+                    "paid_calls": paid,
+                })
+            })
+            .collect();
+        let mut out = serde_json::json!({
+            "from": calendar::iso(u64::from(f.from_hour) * HOUR_MS),
+            "to": calendar::iso(u64::from(f.to_hour) * HOUR_MS),
+            "paid_calls_saved": f.cache_hits,
+            "store_failures": f.store_failures,
+            "blocked": f.blocked,
+            "auto_blocks": f.auto_blocks,
+            "would_refuse": f.would_refuse,
+            "untrusted_networks": f.untrusted_networks,
+            "spend": self.spend,
+            "top_clients": clients(f.top_refused(TOP_CLIENTS)),
+            "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
+            "paid_per_hour": per_hour,
+            "per_hour": self.per(Stretch::Hour).iter().map(|f| stretch_json(Stretch::Hour, f)).collect::<Vec<_>>(),
+            "per_day": self.per(Stretch::Day).iter().map(|f| stretch_json(Stretch::Day, f)).collect::<Vec<_>>(),
+            "per_month": self.per(Stretch::Month).iter().map(|f| stretch_json(Stretch::Month, f)).collect::<Vec<_>>(),
+            "action_needed": self.notes.iter().map(|n| serde_json::json!({
+                "at": calendar::iso(n.at_ms), "text": n.text,
+            })).collect::<Vec<_>>(),
+        });
+        merge(&mut out, counts_json(f));
+        out
+    }
+}
+
+/// One hour's, day's or month's figures in the JSON form: its name, the hours of it the period
+/// holds, and the period's counts.
+fn stretch_json(stretch: Stretch, f: &Figures) -> serde_json::Value {
+    let (field, name) = stretch.label(f.from_hour);
+    let mut out = counts_json(f);
+    out["hours"] = (f.to_hour - f.from_hour).into();
+    out[field] = name.into();
+    out
+}
+
+/// The counts every period's figures show in the JSON form, the whole period's and each
+/// hour's, day's or month's alike.
+fn counts_json(f: &Figures) -> serde_json::Value {
+    serde_json::json!({
+        "requests": f.requests,
+        "admitted": f.admitted,
+        "paid_calls": f.paid_calls,
+        "cache_hits": f.cache_hits,
+        "refunds": f.refunds,
+        "refused": f.refused,
+        "refused_total": f.refused_total(),
+        "spend_refused": f.spend_refused,
+        "provider_failures": f.provider_failures,
+        "bad_requests": f.bad_requests,
+    })
+}
+
+/// Adds the fields of `more` (an object) to `out` (an object).
+fn merge(out: &mut serde_json::Value, more: serde_json::Value) {
+    if let (Some(out), serde_json::Value::Object(more)) = (out.as_object_mut(), more) {
+        out.extend(more);
+    }
+}

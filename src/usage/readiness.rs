@@ -1,0 +1,378 @@
+//! Is the site ready? The report `resolve check` prints and the dashboard shows: the data
+//! directory, the store (reached, nothing counted), the provider, the limits, the dashboard
+//! and the effective configuration with its secrets masked.
+
+use std::io::Write;
+
+use crate::config::Config;
+use crate::core::rule::KeyKind;
+use crate::provider::spec::{HttpMethod, ProviderSpec};
+use crate::store::roles::Store;
+
+/// The checks of a loaded configuration: the data directory, the store (reached, nothing
+/// counted), the provider, the limits, the dashboard and the effective configuration with its
+/// secrets masked. True when the site can serve requests. The dashboard shows this report too.
+pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
+    if let crate::store::settings::StoreKind::File { dir } = &config.store.kind {
+        warn_exposure(dir, "data directory", out);
+    }
+    let mut ok = true;
+    ok &= report_store(store, out);
+    report_spool(config, out);
+    ok &= report_provider(config, out);
+    warn_unsafe(config, out);
+    for rule in &config.spend {
+        let _ = writeln!(
+            out,
+            "spend {}: {} paid calls per {} s for the whole site",
+            rule.name, rule.limit, rule.window_secs
+        );
+    }
+    let _ = writeln!(
+        out,
+        "cache: {}",
+        if config.cache_ttl.is_zero() {
+            "off".to_owned()
+        } else {
+            format!(
+                "a resolved link is answered again for {} s without a paid call",
+                config.cache_ttl.as_secs()
+            )
+        }
+    );
+    for rule in &config.rules {
+        let _ = writeln!(
+            out,
+            "rule {}: {} requests per {} s {}; stored as {}",
+            rule.name,
+            rule.limit,
+            rule.window_secs,
+            match rule.key {
+                KeyKind::Ip => "per client address",
+                KeyKind::Global => "for the whole site",
+                KeyKind::ApiKey => "per API key",
+            },
+            rule.key_template
+        );
+    }
+    report_controls(config, store, out);
+    let keys = &config.api_keys;
+    let _ = writeln!(
+        out,
+        "api keys: read from the {} header; {}; {}",
+        keys.header,
+        if keys.require { "required" } else { "optional" },
+        if keys.keys.is_empty() {
+            "any key is accepted and counted by its hash".to_owned()
+        } else {
+            format!("{} listed, others refused", keys.keys.len())
+        }
+    );
+    for k in &keys.keys {
+        for rule in k.rules.iter().flatten() {
+            let _ = writeln!(
+                out,
+                "key {} rule {}: {} requests per {} s",
+                k.name, rule.name, rule.limit, rule.window_secs
+            );
+        }
+    }
+    report_dashboard(config, out);
+    let _ = writeln!(
+        out,
+        "effective configuration (secrets masked):\n{}",
+        serde_json::to_string_pretty(&config.masked_json()).unwrap_or_default()
+    );
+    ok
+}
+
+/// Whether the dashboard is on, and where its secret is kept.
+fn report_dashboard(config: &Config, out: &mut dyn Write) {
+    match &config.admin {
+        None => {
+            let _ = writeln!(
+                out,
+                "dashboard: off (to turn it on, make a password hash with `resolve hash-password` \
+                 and set \"admin\": {{\"password_hash\": \"...\"}}; see README: Dashboard)"
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                out,
+                "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
+                 /admin); {} failed sign-ins per address per {} s; its secret in {}",
+                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_WINDOW_SECS,
+                config
+                    .data_dir
+                    .join(crate::support::defaults::ADMIN_SECRET_FILE)
+                    .display()
+            );
+            if let Some(root) = web_root_in(&config.data_dir) {
+                let _ = writeln!(
+                    out,
+                    "WARN dashboard: its data directory {} lies under the web root ({root}), so \
+                     the dashboard refuses to sign anyone in: move it to ~/resolve/ratelimit",
+                    config.data_dir.display()
+                );
+            }
+        }
+    }
+}
+
+/// Shadow rules, trusted networks, block and allow lists, automatic blocks; and a warning when
+/// the journal saw requests from a known network's edges that are not trusted.
+fn report_controls(config: &Config, store: &Store, out: &mut dyn Write) {
+    for rule in &config.shadow_rules {
+        let _ = writeln!(
+            out,
+            "rule {} (shadow): {} requests per {} s; refuses nothing, `resolve stats` shows what it would have refused",
+            rule.name, rule.limit, rule.window_secs
+        );
+    }
+    for cdn in &config.client.trusted_networks {
+        let _ = writeln!(
+            out,
+            "client: {}'s edges are trusted by name ({} ranges, its published lists as taken on {}; the visitor's address is read from {} on requests from them only)",
+            cdn.name(),
+            cdn.ranges().count(),
+            cdn.ranges_date(),
+            cdn.header()
+        );
+    }
+    let (block, allow) = (config.block.ranges().len(), config.allow.ranges().len());
+    if block + allow > 0 {
+        let _ = writeln!(
+            out,
+            "block: {block} addresses or ranges refused with 403; allow: {allow} exempt from the ip rules (`resolve blocks` lists the temporary blocks)"
+        );
+    }
+    if let Some(a) = config.auto_block {
+        let _ = writeln!(
+            out,
+            "auto_block: a client refused {} times within {} s is blocked for {} s",
+            a.refusals, a.window_secs, a.block_secs
+        );
+    }
+    let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
+    // What the journal counted over the last day tells whether a network's edges call us.
+    if let Ok(stats) = crate::usage::stats::Stats::gather(config, store, now, 24) {
+        for (name, n) in &stats.figures.untrusted_networks {
+            let _ = writeln!(
+                out,
+                "WARN {n} requests in the last 24 hours came from {name}'s edges (counted by the usage journal), \
+                 but \"{name}\" is not in client.trusted_proxies: every visitor behind one edge shares one counter \
+                 and real visitors get 429s. Fix: \"client\": {{\"trusted_proxies\": [\"{name}\"]}}"
+            );
+        }
+    }
+}
+
+/// Directory names that web hosts serve.
+const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
+
+/// The web root `path` lies under (by the names hosts give it), if it does.
+pub fn web_root_in(path: &std::path::Path) -> Option<&'static str> {
+    path.ancestors()
+        .filter_map(|a| a.file_name()?.to_str())
+        .find_map(|name| WEB_ROOTS.iter().find(|r| **r == name).copied())
+}
+
+/// Warns when secrets or counters could be read by other accounts or fetched over HTTP.
+pub fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(root) = web_root_in(path) {
+        let _ = writeln!(
+            out,
+            "WARN {what} {} lies under the web root ({root}): it may be fetched over HTTP; move it to ~/resolve/",
+            path.display()
+        );
+    }
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            let fix = if meta.is_dir() { 700 } else { 600 };
+            let _ = writeln!(
+                out,
+                "WARN {what} {} can be read by other accounts (mode {mode:o}): chmod {fix} {}",
+                path.display(),
+                path.display()
+            );
+        }
+    }
+}
+
+/// The two settings that keep a paid provider's money safe, when they are missing.
+fn warn_unsafe(config: &Config, out: &mut dyn Write) {
+    if !config.pays() {
+        return;
+    }
+    if config.budget().is_empty() {
+        let _ = writeln!(
+            out,
+            "WARN spend: a paid provider is configured with no spend limit, so nothing caps what \
+             the site spends in a day; add for example \
+             \"spend\": [{{\"name\": \"day\", \"limit\": 100, \"window_secs\": 86400}}, \
+             {{\"name\": \"month\", \"limit\": 1500, \"window_secs\": 2592000}}]"
+        );
+    }
+    if config.allowed_origins.is_empty() {
+        let _ = writeln!(
+            out,
+            "WARN allowed_origins: empty, so any other site's page can make its visitors' \
+             browsers spend your paid calls; add your site, e.g. \
+             \"allowed_origins\": [\"https://www.example.com\", \"https://example.com\"]"
+        );
+    }
+}
+
+fn report_store(store: &Store, out: &mut dyn Write) -> bool {
+    match store.upkeep.probe() {
+        Ok(what) => {
+            let _ = writeln!(out, "ok   store: {what}");
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(out, "FAIL store: {e}");
+            false
+        }
+    }
+}
+
+/// The journal's spool of a store on a server: a WARN only, since entries then go to the
+/// server one by one.
+fn report_spool(config: &Config, out: &mut dyn Write) {
+    if !config.journal
+        || matches!(
+            config.store.kind,
+            crate::store::settings::StoreKind::File { .. }
+        )
+    {
+        return;
+    }
+    let _ = match crate::store::spool::ready(&config.data_dir) {
+        Ok(dir) => writeln!(
+            out,
+            "ok   journal spool: {dir} (requests append their usage entries there; one a \
+             second writes them to the store)"
+        ),
+        Err(e) => writeln!(
+            out,
+            "WARN journal spool: {e}; until it is fixed every request sends its usage entry \
+             to the store itself"
+        ),
+    };
+}
+
+fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
+    match &config.provider {
+        None => {
+            let _ = writeln!(
+                out,
+                "FAIL provider: none configured, so every request gets 503; add a \"provider\" \
+                 section (see README: Configuration), or {{\"kind\": \"echo\"}} to try the site"
+            );
+            false
+        }
+        Some(ProviderSpec::Echo) => {
+            let _ = writeln!(
+                out,
+                "ok   provider: echo (answers each link with itself; nothing is spent)"
+            );
+            true
+        }
+        Some(ProviderSpec::Http(h)) => {
+            let _ = writeln!(
+                out,
+                "ok   provider: {}{}; token {}; each link within {} ms",
+                h.preset
+                    .as_deref()
+                    .map_or("http".to_owned(), |p| format!("preset {p}")),
+                h.base_url
+                    .as_deref()
+                    .map_or(String::new(), |b| format!(" at {b}")),
+                if h.token.is_some() { "set" } else { "not set" },
+                h.deadline.as_millis()
+            );
+            for (i, step) in h.steps.iter().enumerate() {
+                let method = match step.method {
+                    HttpMethod::Get => "GET",
+                    HttpMethod::Post => "POST",
+                };
+                let reads: Vec<String> = step
+                    .extract
+                    .iter()
+                    .map(|(name, pointers)| format!("{name} <- {}", pointers.join(" or ")))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "     step {}: {method} {}{}{}; reads {}",
+                    i + 1,
+                    step.url.0,
+                    step.when
+                        .as_deref()
+                        .map_or(String::new(), |w| format!(" (when {w} is given)")),
+                    step.poll.as_ref().map_or(String::new(), |p| format!(
+                        " (every {} ms until {} = {})",
+                        p.interval.as_millis(),
+                        p.until.pointer,
+                        p.until.equals
+                    )),
+                    if reads.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        reads.join(", ")
+                    }
+                );
+            }
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn warnings(text: &str) -> String {
+        let config = Config::from_json(text, Path::new("/home/u/resolve")).unwrap();
+        let mut out = Vec::new();
+        warn_unsafe(&config, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_paid_provider_without_a_budget_or_origins_is_warned_about() {
+        let out = warnings(r#"{"provider": {"preset": "realdebrid", "token": "t0k"}}"#);
+        assert!(out.contains("WARN spend:"), "{out}");
+        assert!(out.contains(r#""spend": [{"name": "day""#), "{out}");
+        assert!(out.contains("WARN allowed_origins:"), "{out}");
+        assert!(out.contains(r#""allowed_origins": ["https://"#), "{out}");
+    }
+
+    #[test]
+    fn the_provider_rate_limits_are_not_a_budget() {
+        let out = warnings(
+            r#"{"provider": {"preset": "realdebrid", "token": "t0k",
+                "rate_limits": [{"name": "burst", "limit": 200, "window_secs": 60}]},
+                "allowed_origins": ["https://example.com"]}"#,
+        );
+        assert!(out.contains("WARN spend:"), "{out}");
+        assert!(!out.contains("WARN allowed_origins"), "{out}");
+    }
+
+    #[test]
+    fn a_safe_site_and_the_echo_provider_get_no_warning() {
+        assert_eq!(
+            warnings(
+                r#"{"provider": {"preset": "realdebrid", "token": "t0k"},
+                    "spend": [{"name": "day", "limit": 100, "window_secs": 86400}],
+                    "allowed_origins": ["https://example.com"]}"#
+            ),
+            ""
+        );
+        assert_eq!(warnings(r#"{"provider": {"kind": "echo"}}"#), "");
+        assert_eq!(warnings("{}"), "");
+    }
+}

@@ -1,0 +1,324 @@
+//! `resolve report`: yesterday's usage as a plain-text mail for cron (cPanel mails a cron job's
+//! output to the account's address), warnings first; silent with `--only-problems` when there
+//! is nothing to act on.
+
+use crate::core::calendar;
+use crate::core::journal::{self, HOUR_MS};
+use crate::usage::stats::{self, Stats};
+
+/// A spend limit used this much (percent) or more is a warning.
+pub const SPEND_WARNING_PERCENT: u32 = 80;
+
+/// The most paid calls of the period's hours within one window of `window_secs`: the sum of
+/// the busiest run of that many consecutive hours. None for windows the hourly counts cannot
+/// tell (shorter than an hour, not whole hours) or that are longer than a day.
+pub fn busiest_window(paid_per_hour: &[u64], window_secs: u32) -> Option<u64> {
+    if window_secs == 0 || !window_secs.is_multiple_of(3600) || window_secs > 86_400 {
+        return None;
+    }
+    let hours = (window_secs / 3600) as usize;
+    Some(
+        paid_per_hour
+            .windows(hours.min(paid_per_hour.len()).max(1))
+            .map(|run| run.iter().sum())
+            .max()
+            .unwrap_or(0),
+    )
+}
+
+fn percent(n: u64, limit: u32) -> u64 {
+    n * 100 / u64::from(limit.max(1))
+}
+
+/// The warnings that head the report: what the owner should act on. Empty when all is well.
+///
+/// A spend limit warns when its counter is at [`SPEND_WARNING_PERCENT`] now, or else when the
+/// period's paid calls reached that much of it within one of its windows (for windows of whole
+/// hours up to a day): just after midnight a day's window may have started again, and the
+/// counter reads low although yesterday came close. One line per limit either way.
+pub fn warnings(stats: &Stats) -> Vec<String> {
+    let f = &stats.figures;
+    let mut out = Vec::new();
+    for s in &stats.spend {
+        let per = stats::window_words(s.window_secs);
+        let threshold = u64::from(s.limit) * u64::from(SPEND_WARNING_PERCENT);
+        if u64::from(s.used) * 100 >= threshold {
+            out.push(format!(
+                "WARNING: spend limit {:?} is at {}% ({} of {} per {per} used now)",
+                s.name,
+                percent(u64::from(s.used), s.limit),
+                s.used,
+                s.limit,
+            ));
+        } else if let Some(paid) = busiest_window(&f.paid_per_hour, s.window_secs)
+            && paid * 100 >= threshold
+        {
+            let within = match s.window_secs / 3600 {
+                24 => "that day".to_owned(),
+                1 => "its busiest hour".to_owned(),
+                n => format!("its busiest {n} hours"),
+            };
+            out.push(format!(
+                "WARNING: spend limit {:?} reached {}% ({paid} paid calls in {within}, of {} per \
+                 {per})",
+                s.name,
+                percent(paid, s.limit),
+                s.limit,
+            ));
+        }
+    }
+    for (rule, n) in &f.spend_refused {
+        out.push(format!(
+            "WARNING: spend limit {rule:?} refused {n} paid call{} (visitors got 503)",
+            plural(*n)
+        ));
+    }
+    if let Some(n) = f.provider_failures.get("auth") {
+        out.push(format!(
+            "WARNING: the provider refused the site's credentials {n} time{}: check provider.token \
+             and the account",
+            plural(*n)
+        ));
+    }
+    if let Some(n) = f.provider_failures.get("quota") {
+        out.push(format!(
+            "WARNING: the provider account had no quota left {n} time{}",
+            plural(*n)
+        ));
+    }
+    if f.store_failures > 0 {
+        out.push(format!(
+            "WARNING: the store failed {} time{} (answered by store.on_error)",
+            f.store_failures,
+            plural(f.store_failures)
+        ));
+    }
+    if out.is_empty() && !stats.notes_in_period().is_empty() {
+        out.push("WARNING: ACTION NEEDED events were logged (below)".into());
+    }
+    out
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// The hours of the UTC day before the one `now_ms` falls in.
+pub fn yesterday(now_ms: u64) -> (u32, u32) {
+    let today = journal::day_start(journal::hour_of(now_ms));
+    (today.saturating_sub(24), today)
+}
+
+/// The report's text; None with `only_problems` when there is nothing to act on.
+pub fn render(stats: &Stats, only_problems: bool) -> Option<String> {
+    let warnings = warnings(stats);
+    if only_problems && warnings.is_empty() {
+        return None;
+    }
+    let f = &stats.figures;
+    let day = calendar::date(u64::from(f.from_hour) * HOUR_MS);
+    let mut out = String::new();
+    for w in &warnings {
+        out.push_str(w);
+        out.push('\n');
+    }
+    if !warnings.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&format!("resolve: the day of {day} (UTC)\n\n"));
+    out.push_str(&stats.text());
+    let notes = stats.notes_in_period();
+    out.push_str(&format!(
+        "\nACTION NEEDED events on {day}: {}\n",
+        notes.len()
+    ));
+    for n in notes {
+        out.push_str(&format!("  {}  {}\n", calendar::iso(n.at_ms), n.text));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::journal::{Figures, Note, Row};
+    use crate::usage::stats::SpendUse;
+
+    const DAY: u32 = 20_000 * 24;
+
+    fn stats(rows: &[Row], spend: Vec<SpendUse>, notes: Vec<Note>) -> Stats {
+        Stats {
+            hours: 24,
+            now_ms: u64::from(DAY + 24 + 3) * HOUR_MS,
+            figures: Figures::from_rows(rows, DAY, DAY + 24),
+            totals: rows.to_vec(),
+            spend,
+            notes,
+        }
+    }
+
+    fn total(name: &str, count: u64) -> Row {
+        Row::Total {
+            hour: DAY + 5,
+            name: name.into(),
+            count,
+        }
+    }
+
+    fn spend(used: u32) -> SpendUse {
+        SpendUse {
+            name: "day".into(),
+            limit: 100,
+            window_secs: 86_400,
+            used,
+            left: 100 - used,
+        }
+    }
+
+    #[test]
+    fn yesterday_is_the_utc_day_before() {
+        let now = u64::from(DAY + 24 + 3) * HOUR_MS + 5;
+        assert_eq!(yesterday(now), (DAY, DAY + 24));
+        assert_eq!(yesterday(u64::from(DAY + 24) * HOUR_MS), (DAY, DAY + 24));
+    }
+
+    #[test]
+    fn a_quiet_day_is_silent_with_only_problems() {
+        let s = stats(&[total("paid", 12)], vec![spend(79)], vec![]);
+        assert_eq!(render(&s, true), None);
+        let text = render(&s, false).unwrap();
+        assert!(text.starts_with("resolve: the day of"), "{text}");
+        assert!(text.contains("Paid calls:        12"), "{text}");
+        assert!(!text.contains("WARNING"));
+    }
+
+    #[test]
+    fn warnings_head_the_report() {
+        let s = stats(
+            &[total("paid", 80), total("provider_failure:auth", 2)],
+            vec![spend(80)],
+            vec![Note {
+                at_ms: u64::from(DAY + 5) * HOUR_MS,
+                text: "ACTION NEEDED: the provider refused the site's credentials".into(),
+            }],
+        );
+        let text = render(&s, true).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "WARNING: spend limit \"day\" is at 80% (80 of 100 per day used now)"
+        );
+        assert!(lines[1].contains("refused the site's credentials 2 times"));
+        assert!(text.contains("ACTION NEEDED events on "), "{text}");
+        assert!(text.contains("T05:00:00Z  ACTION NEEDED: the provider refused"));
+    }
+
+    fn spend_rule(name: &str, limit: u32, window_secs: u32, used: u32) -> SpendUse {
+        SpendUse {
+            name: name.into(),
+            limit,
+            window_secs,
+            used,
+            left: limit - used,
+        }
+    }
+
+    fn paid_at(hour: u32, count: u64) -> Row {
+        Row::Total {
+            hour: DAY + hour,
+            name: "paid".into(),
+            count,
+        }
+    }
+
+    #[test]
+    fn yesterday_near_a_daily_limit_warns_though_the_counter_started_again() {
+        // 00:05: the day's window began again a few minutes ago, but yesterday came close.
+        let rows = [paid_at(3, 50), paid_at(20, 35)];
+        let s = stats(&rows, vec![spend_rule("day", 100, 86_400, 2)], vec![]);
+        assert_eq!(
+            warnings(&s),
+            [
+                "WARNING: spend limit \"day\" reached 85% (85 paid calls in that day, of 100 per day)"
+            ]
+        );
+        assert!(render(&s, true).is_some(), "a problem: the mail is sent");
+        // Under 80% yesterday and now: nothing.
+        let s = stats(
+            &[paid_at(3, 79)],
+            vec![spend_rule("day", 100, 86_400, 2)],
+            vec![],
+        );
+        assert_eq!(warnings(&s), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_limit_near_now_and_yesterday_warns_once() {
+        let rows = [paid_at(3, 90)];
+        let s = stats(&rows, vec![spend_rule("day", 100, 86_400, 95)], vec![]);
+        assert_eq!(
+            warnings(&s),
+            ["WARNING: spend limit \"day\" is at 95% (95 of 100 per day used now)"]
+        );
+    }
+
+    #[test]
+    fn shorter_windows_look_at_their_busiest_hours_and_longer_ones_at_the_counter() {
+        // 9 in one hour, 8 in the next: 17 in the busiest two hours.
+        let rows = [paid_at(1, 3), paid_at(7, 9), paid_at(8, 8), paid_at(12, 4)];
+        let spend = vec![
+            spend_rule("hour", 10, 3_600, 0),
+            spend_rule("two-hours", 20, 7_200, 0),
+            spend_rule("six-hours", 40, 6 * 3_600, 0),
+            spend_rule("month", 30, 30 * 86_400, 0),
+            spend_rule("ten-minutes", 5, 600, 0),
+        ];
+        let s = stats(&rows, spend, vec![]);
+        assert_eq!(
+            warnings(&s),
+            [
+                "WARNING: spend limit \"hour\" reached 90% (9 paid calls in its busiest hour, of 10 per hour)",
+                "WARNING: spend limit \"two-hours\" reached 85% (17 paid calls in its busiest 2 hours, of 20 per 2 hours)",
+            ],
+            "six hours: 21 of 40; a month's and ten minutes' use is the counter's to tell"
+        );
+        assert_eq!(busiest_window(&[1, 2, 3], 86_400), Some(6));
+        assert_eq!(busiest_window(&[], 3_600), Some(0));
+        assert_eq!(busiest_window(&[5], 2 * 86_400), None);
+        assert_eq!(busiest_window(&[5], 5_400), None);
+    }
+
+    #[test]
+    fn the_report_shows_automatic_blocks_and_what_shadow_rules_would_have_refused() {
+        let s = stats(
+            &[
+                total("requests", 500),
+                total("blocked", 30),
+                total("auto_blocked", 3),
+                total("would_refuse:tight", 120),
+            ],
+            vec![],
+            vec![],
+        );
+        let text = render(&s, false).unwrap();
+        crate::usage::text::assert_lines(
+            &text,
+            &[
+                "Blocked (403):     30 (3 clients blocked automatically)",
+                "Shadow rules:      120 would have been refused (tight 120)",
+            ],
+        );
+        // Neither is a problem to act on: a quiet day for `--only-problems`.
+        assert_eq!(render(&s, true), None);
+    }
+
+    #[test]
+    fn an_action_note_alone_is_a_problem_but_not_one_from_another_day() {
+        let note = |hour: u32| Note {
+            at_ms: u64::from(hour) * HOUR_MS,
+            text: "ACTION NEEDED: quota".into(),
+        };
+        assert!(render(&stats(&[], vec![], vec![note(DAY + 1)]), true).is_some());
+        assert!(render(&stats(&[], vec![], vec![note(DAY + 25)]), true).is_none());
+    }
+}
