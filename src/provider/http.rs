@@ -166,6 +166,9 @@ fn mark(mut e: ProviderError, reached_before: bool) -> ProviderError {
     e
 }
 
+/// How a call that got no answer failed. Only errors that happen before a request can be sent
+/// (the name lookup, the connection) are `Unreachable`: nothing reached the provider, so
+/// nothing was charged and the spend limits get the call back.
 fn failure_of(e: &ureq::Error) -> Failure {
     match e {
         ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
@@ -173,11 +176,26 @@ fn failure_of(e: &ureq::Error) -> Failure {
         }
         ureq::Error::Timeout(_) => Failure::Timeout,
         ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => Failure::Unreachable,
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Failure::Unreachable
-        }
+        ureq::Error::Io(io) if never_connected(io) => Failure::Unreachable,
         _ => Failure::BadAnswer,
     }
+}
+
+/// Text the standard library gives a failed name lookup (getaddrinfo), whose kind has no
+/// stable name to match.
+const LOOKUP_FAILED: &str = "failed to lookup address information";
+
+/// True for an I/O error of the name lookup or of the connection itself.
+fn never_connected(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        io.kind(),
+        K::ConnectionRefused
+            | K::NetworkUnreachable
+            | K::HostUnreachable
+            | K::NetworkDown
+            | K::AddrNotAvailable
+    ) || io.to_string().starts_with(LOOKUP_FAILED)
 }
 
 impl Provider for HttpProvider {
@@ -192,5 +210,58 @@ impl Provider for HttpProvider {
             self.run_step(step, &mut vars, deadline, &mut reached)?;
         }
         self.spec.finish(&vars)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error as IoError, ErrorKind};
+
+    #[test]
+    fn failures_before_any_request_are_unreachable_and_the_rest_are_not() {
+        let io = |e: IoError| ureq::Error::Io(e);
+        let unreachable = [
+            ureq::Error::HostNotFound,
+            ureq::Error::ConnectionFailed,
+            ureq::Error::Timeout(ureq::Timeout::Resolve),
+            ureq::Error::Timeout(ureq::Timeout::Connect),
+            io(IoError::from(ErrorKind::ConnectionRefused)),
+            io(IoError::from(ErrorKind::NetworkUnreachable)),
+            io(IoError::from(ErrorKind::HostUnreachable)),
+            // The form a failed lookup takes (std's getaddrinfo error, as ureq passes it on).
+            io(IoError::other(
+                "failed to lookup address information: Name or service not known",
+            )),
+            io(IoError::other(
+                "failed to lookup address information: Temporary failure in name resolution",
+            )),
+        ];
+        for e in &unreachable {
+            assert_eq!(failure_of(e), Failure::Unreachable, "{e}");
+        }
+        let maybe_sent = [
+            io(IoError::from(ErrorKind::ConnectionReset)),
+            io(IoError::from(ErrorKind::BrokenPipe)),
+            io(IoError::from(ErrorKind::UnexpectedEof)),
+            io(IoError::other("the lookup failed later")),
+        ];
+        for e in &maybe_sent {
+            assert_eq!(failure_of(e), Failure::BadAnswer, "{e}");
+        }
+        assert_eq!(
+            failure_of(&ureq::Error::Timeout(ureq::Timeout::Global)),
+            Failure::Timeout
+        );
+    }
+
+    #[test]
+    fn a_real_failed_lookup_reads_as_the_text_matched() {
+        // The standard library's own error for a name that cannot exist (RFC 6761 `.invalid`):
+        // when the machine answers at all, the text is the one `never_connected` looks for.
+        use std::net::ToSocketAddrs;
+        if let Err(e) = "resolve-test.invalid:443".to_socket_addrs() {
+            assert!(never_connected(&e), "{e}");
+        }
     }
 }
