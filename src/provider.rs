@@ -36,6 +36,13 @@ impl Provider for EchoProvider {
 pub enum Failure {
     /// The provider refused the site's credentials or configuration (401/403).
     Auth,
+    /// The provider refuses calls from this server's address (a datacenter, VPN or shared
+    /// address): neither the token's fault nor the visitor's; the owner must do what the
+    /// service asks.
+    ServerRefused,
+    /// The owner's account or plan does not cover this (not premium, not for this host, a top-up
+    /// needed): the visitor's link is not at fault.
+    Plan,
     /// The owner's account has no quota left (traffic, links, fair use).
     Quota,
     /// The provider does not support this link's host.
@@ -62,19 +69,24 @@ pub enum Failure {
 
 impl Failure {
     /// The class names used in a provider's `errors` map.
-    pub const CLASSES: [(&'static str, Failure); 7] = [
+    pub const CLASSES: [(&'static str, Failure); 10] = [
         ("auth", Failure::Auth),
+        ("server_refused", Failure::ServerRefused),
+        ("plan", Failure::Plan),
         ("quota", Failure::Quota),
         ("unsupported", Failure::Unsupported),
         ("dead_link", Failure::DeadLink),
         ("password", Failure::Password),
         ("temporary", Failure::Temporary),
         ("rate_limit", Failure::RateLimited),
+        ("unavailable", Failure::Unavailable),
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Failure::Auth => "auth",
+            Failure::ServerRefused => "server_refused",
+            Failure::Plan => "plan",
             Failure::Quota => "quota",
             Failure::Unsupported => "unsupported",
             Failure::DeadLink => "dead_link",
@@ -102,6 +114,8 @@ pub struct ProviderError {
     pub message: Option<String>,
     pub retry_after: Option<u32>,
     pub detail: String,
+    /// What the owner can do about it, from the description's `advice` for this class.
+    pub advice: Option<String>,
 }
 
 impl ProviderError {
@@ -114,6 +128,7 @@ impl ProviderError {
             message: None,
             retry_after: None,
             detail: detail.into(),
+            advice: None,
         }
     }
 }

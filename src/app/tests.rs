@@ -229,6 +229,9 @@ fn provider_failures_become_clear_answers() {
     let cases = [
         (Failure::Rejected, 422, "link_refused"),
         (Failure::Auth, 502, "provider_unavailable"),
+        (Failure::ServerRefused, 502, "provider_unavailable"),
+        (Failure::Plan, 502, "provider_unavailable"),
+        (Failure::Quota, 503, "provider_unavailable"),
         (Failure::RateLimited, 503, "provider_busy"),
         (Failure::Unavailable, 502, "provider_unavailable"),
         (Failure::BadAnswer, 502, "provider_unavailable"),
@@ -237,9 +240,11 @@ fn provider_failures_become_clear_answers() {
     ];
     for (failure, status, code) in cases {
         let s = store();
+        let mut e = ProviderError::new(failure, "test");
+        e.advice = Some("do what the service asks".into());
         let p = Counting {
             calls: Cell::new(0),
-            answer: Err(ProviderError::new(failure, "test")),
+            answer: Err(e),
         };
         let env = get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json");
         let (a, log) = run(&cfg, &s, &p, &env);
@@ -247,9 +252,21 @@ fn provider_failures_become_clear_answers() {
         let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
         assert_eq!(body["code"], code);
         assert_eq!(log.lines.borrow().len(), 1);
-        if failure == Failure::Auth {
-            assert!(log.lines.borrow()[0].contains("ACTION NEEDED"));
-            assert!(!body["detail"].as_str().unwrap().contains("credentials"));
+        let line = &log.lines.borrow()[0];
+        let owners = matches!(
+            failure,
+            Failure::Auth | Failure::ServerRefused | Failure::Plan | Failure::Quota
+        );
+        assert_eq!(line.contains("ACTION NEEDED"), owners, "{line}");
+        if owners {
+            assert_eq!(
+                body["detail"], UNAVAILABLE,
+                "a neutral sentence: {failure:?}"
+            );
+            assert!(line.contains("do what the service asks"), "{line}");
+        }
+        if failure == Failure::ServerRefused {
+            assert!(line.contains("this server's address"), "{line}");
         }
     }
 }

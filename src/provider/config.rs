@@ -18,7 +18,7 @@ use crate::core::rule::Rule;
 use crate::defaults;
 use crate::provider::Failure;
 use crate::provider::presets;
-use crate::provider::spec::{HttpSpec, ProviderSpec};
+use crate::provider::spec::{HttpMethod, HttpSpec, ProviderSpec, Step, Template};
 use crate::secret::Secret;
 use raw::RawProvider;
 use shorthand::shorthand;
@@ -88,10 +88,14 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             "no step extracts \"download\": name the JSON Pointer of the download URL",
         ));
     }
+    remote(&raw, &mut steps)?;
     if let Some(token) = &raw.token {
         token_by_name(&mut steps, token);
     }
     let errors = errors(raw.errors.take())?;
+    let error_messages = error_messages(raw.error_messages.take())?;
+    let statuses = statuses(raw.statuses.take())?;
+    let advice = advice(raw.advice.take())?;
     let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
     let rate_rules = site_rules(
         raw.rate_limits.as_deref().unwrap_or_default(),
@@ -104,6 +108,9 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             token: raw.token.map(Secret::new),
             steps,
             errors,
+            error_messages,
+            statuses,
+            advice,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -167,25 +174,15 @@ fn errors(
     raw: Option<BTreeMap<String, Vec<Value>>>,
 ) -> Result<Vec<(String, Failure)>, ConfigError> {
     let mut errors = Vec::new();
-    for (class, codes) in raw.unwrap_or_default() {
-        let failure = Failure::CLASSES
-            .iter()
-            .find(|(n, _)| *n == class)
-            .map(|(_, f)| *f)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Failure::CLASSES.iter().map(|(n, _)| *n).collect();
-                err(
-                    format!("provider.errors.{class}"),
-                    format!("is not an error class: use {}", names.join(", ")),
-                )
-            })?;
+    for (class_name, codes) in raw.unwrap_or_default() {
+        let failure = class("provider.errors", &class_name)?;
         for code in codes {
             let code = match code {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 _ => {
                     return Err(err(
-                        format!("provider.errors.{class}"),
+                        format!("provider.errors.{class_name}"),
                         "codes are strings or numbers",
                     ));
                 }
@@ -194,6 +191,108 @@ fn errors(
         }
     }
     Ok(errors)
+}
+
+/// A class name of the `errors` map (and of `error_messages`, `statuses`, `advice`).
+fn class(field: &str, name: &str) -> Result<Failure, ConfigError> {
+    Failure::CLASSES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Failure::CLASSES.iter().map(|(n, _)| *n).collect();
+            err(
+                format!("{field}.{name}"),
+                format!("is not an error class: use {}", names.join(", ")),
+            )
+        })
+}
+
+/// The `error_messages` map: class name to words of the provider's messages in that class,
+/// matched in lower case.
+fn error_messages(
+    raw: Option<BTreeMap<String, Vec<String>>>,
+) -> Result<Vec<(String, Failure)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, list) in raw.unwrap_or_default() {
+        let failure = class("provider.error_messages", &name)?;
+        for words in list {
+            let words = words.trim().to_lowercase();
+            if words.is_empty() || words.chars().any(char::is_control) {
+                return Err(err(
+                    format!("provider.error_messages.{name}"),
+                    "each entry is a few words of the provider's message, e.g. \"not logged in\"",
+                ));
+            }
+            out.push((words, failure));
+        }
+    }
+    Ok(out)
+}
+
+/// The `statuses` map: class name to HTTP error statuses (400 to 599) in that class.
+fn statuses(raw: Option<BTreeMap<String, Vec<u16>>>) -> Result<Vec<(u16, Failure)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, list) in raw.unwrap_or_default() {
+        let failure = class("provider.statuses", &name)?;
+        for status in list {
+            if !(400..=599).contains(&status) {
+                return Err(err(
+                    format!("provider.statuses.{name}"),
+                    "statuses are HTTP error statuses, 400 to 599",
+                ));
+            }
+            out.push((status, failure));
+        }
+    }
+    Ok(out)
+}
+
+/// The `advice` map: class name to what the owner can do, one line.
+fn advice(raw: Option<BTreeMap<String, String>>) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, text) in raw.unwrap_or_default() {
+        class("provider.advice", &name)?;
+        if text.trim().is_empty() || text.chars().any(char::is_control) || text.len() > 1000 {
+            return Err(err(
+                format!("provider.advice.{name}"),
+                "is one line of at most 1000 characters telling the owner what to do",
+            ));
+        }
+        out.push((name, text.trim().to_owned()));
+    }
+    Ok(out)
+}
+
+/// `remote: true` adds the description's `remote_form` fields to the first call (Real-Debrid:
+/// `remote=1`, remote traffic, which the service allows from servers).
+fn remote(raw: &RawProvider, steps: &mut [Step]) -> Result<(), ConfigError> {
+    if raw.remote != Some(true) {
+        return Ok(());
+    }
+    let Some(form) = raw.remote_form.as_ref().filter(|f| !f.is_empty()) else {
+        return Err(err(
+            "provider.remote",
+            "this provider has no remote mode (\"remote_form\" names the fields it sends): remove \"remote\"",
+        ));
+    };
+    let Some(first) = steps.first_mut().filter(|s| s.method == HttpMethod::Post) else {
+        return Err(err(
+            "provider.remote",
+            "the first call must be a POST to carry the remote fields",
+        ));
+    };
+    for (k, v) in form {
+        if v.contains(['{', '}']) || v.chars().any(char::is_control) {
+            return Err(err(
+                format!("provider.remote_form.{k}"),
+                "holds plain text, no {placeholder}",
+            ));
+        }
+        first.form.retain(|(name, _)| name != k);
+        first.form.push((k.clone(), Template(v.clone())));
+    }
+    Ok(())
 }
 
 /// Connect, per-call and whole-resolution time limits, in milliseconds.

@@ -130,6 +130,17 @@ pub struct HttpSpec {
     /// The provider's error codes, by the class they belong to.
     #[serde(serialize_with = "errors_by_class")]
     pub errors: Vec<(String, Failure)>,
+    /// Words (in lower case) that class an error message when no code does: for providers
+    /// that report some errors in words only.
+    #[serde(serialize_with = "errors_by_class")]
+    pub error_messages: Vec<(String, Failure)>,
+    /// HTTP statuses that mean a class of their own for this provider (e.g. 503 for "too many
+    /// requests"), when no code in the answer says more.
+    #[serde(serialize_with = "statuses_by_class")]
+    pub statuses: Vec<(u16, Failure)>,
+    /// What the owner can do, by class: written after `ACTION NEEDED` in the log line.
+    #[serde(serialize_with = "show::pairs")]
+    pub advice: Vec<(String, String)>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.
@@ -160,6 +171,18 @@ fn errors_by_class<S: serde::Serializer>(
     serde::Serialize::serialize(&by_class, s)
 }
 
+/// The statuses with a class of their own, grouped by class.
+fn statuses_by_class<S: serde::Serializer>(
+    statuses: &[(u16, Failure)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut by_class: BTreeMap<&str, Vec<u16>> = BTreeMap::new();
+    for (status, f) in statuses {
+        by_class.entry(f.name()).or_default().push(*status);
+    }
+    serde::Serialize::serialize(&by_class, s)
+}
+
 /// What one answer to a step means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepOutcome {
@@ -183,9 +206,33 @@ impl HttpSpec {
         vars
     }
 
-    fn classify(&self, code: Option<&str>) -> Option<Failure> {
-        let code = code?;
-        self.errors.iter().find(|(c, _)| c == code).map(|(_, f)| *f)
+    /// The class of an error: by its code, else by words of its message.
+    fn classify(&self, code: Option<&str>, message: Option<&str>) -> Option<Failure> {
+        let by_code =
+            code.and_then(|code| self.errors.iter().find(|(c, _)| c == code).map(|(_, f)| *f));
+        by_code.or_else(|| {
+            let message = message?.to_lowercase();
+            self.error_messages
+                .iter()
+                .find(|(words, _)| message.contains(words.as_str()))
+                .map(|(_, f)| *f)
+        })
+    }
+
+    /// The owner's advice for a class, if the description gives one.
+    pub fn advice_for(&self, failure: Failure) -> Option<&str> {
+        self.advice
+            .iter()
+            .find(|(class, _)| class == failure.name())
+            .map(|(_, text)| text.as_str())
+    }
+
+    /// The class an HTTP status stands for, for this provider.
+    fn status_class(&self, status: u16) -> Option<Failure> {
+        self.statuses
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map(|(_, f)| *f)
     }
 
     /// Reads one step's answer: status, the Retry-After it carried, and the body.
@@ -200,24 +247,30 @@ impl HttpSpec {
         let error = |failure: Failure, detail: &str| {
             let v = json.as_ref();
             let code = v.and_then(|v| text_at(v, step.error_code.as_deref()));
-            // A known error code says more than the HTTP status (a 503 may well carry "host
-            // unavailable", a 403 "quota used up").
+            let message = v.and_then(|v| text_at(v, step.error_message.as_deref()));
+            // A known error code (or message) says more than the HTTP status (a 503 may well
+            // carry "host unavailable", a 403 "quota used up"); the provider's own meaning of a
+            // status comes next.
             let classified = match failure {
                 Failure::BadAnswer | Failure::Timeout => None,
-                _ => self.classify(code.as_deref()),
+                _ => self
+                    .classify(code.as_deref(), message.as_deref())
+                    .or_else(|| self.status_class(status).filter(|_| status >= 400)),
             };
             let detail = match classified {
                 Some(c) if c != failure => format!("the provider reported {}", c.name()),
                 _ => detail.to_owned(),
             };
+            let failure = classified.unwrap_or(failure);
             ProviderError {
-                failure: classified.unwrap_or(failure),
+                failure,
                 reached: true,
                 status: Some(status),
                 code,
-                message: v.and_then(|v| text_at(v, step.error_message.as_deref())),
+                message,
                 retry_after,
                 detail,
+                advice: self.advice_for(failure).map(str::to_owned),
             }
         };
         match status {
@@ -356,6 +409,9 @@ mod tests {
                 ("24".into(), Failure::DeadLink),
                 ("8".into(), Failure::Auth),
             ],
+            error_messages: Vec::new(),
+            statuses: Vec::new(),
+            advice: Vec::new(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(5),
             deadline: Duration::from_secs(20),
@@ -471,6 +527,30 @@ mod tests {
             err(404, &body(json!({"error_code": 24}))).failure,
             Failure::DeadLink
         );
+    }
+
+    #[test]
+    fn words_statuses_and_advice_class_what_codes_do_not() {
+        let st = step(&[("download", "/download")]);
+        let mut s = spec(vec![st.clone()]);
+        s.error_messages = vec![("not logged in".into(), Failure::Auth)];
+        s.statuses = vec![(503, Failure::RateLimited)];
+        s.advice = vec![("auth".into(), "renew the token".into())];
+        let err = |status, b: Value| s.interpret(&st, status, None, &body(b)).unwrap_err();
+        let e = err(400, json!({"error": "Not logged in. Please log in first."}));
+        assert_eq!(e.failure, Failure::Auth, "words, in any case");
+        assert_eq!(e.advice.as_deref(), Some("renew the token"));
+        let e = err(503, json!({}));
+        assert_eq!(e.failure, Failure::RateLimited, "the provider's own 503");
+        assert_eq!(e.advice, None);
+        let e = err(503, json!({"error_code": 24}));
+        assert_eq!(
+            e.failure,
+            Failure::DeadLink,
+            "a known code beats the status"
+        );
+        let e = err(500, json!({}));
+        assert_eq!(e.failure, Failure::Unavailable);
     }
 
     #[test]

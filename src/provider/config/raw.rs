@@ -18,6 +18,12 @@ pub(crate) struct RawProvider {
     pub(crate) token: Option<String>,
     pub(crate) steps: Option<Vec<RawStep>>,
     pub(crate) errors: Option<BTreeMap<String, Vec<Value>>>,
+    pub(crate) error_messages: Option<BTreeMap<String, Vec<String>>>,
+    pub(crate) statuses: Option<BTreeMap<String, Vec<u16>>>,
+    pub(crate) advice: Option<BTreeMap<String, String>>,
+    /// Real-Debrid's remote traffic: `true` adds `remote_form` to the first call's form.
+    pub(crate) remote: Option<bool>,
+    pub(crate) remote_form: Option<BTreeMap<String, String>>,
     pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
     pub(crate) connect_timeout_ms: Option<u64>,
     pub(crate) timeout_ms: Option<u64>,
