@@ -27,6 +27,7 @@ impl Provider for EchoProvider {
         Ok(Resolved {
             download: link.to_owned(),
             filename: None,
+            files: Vec::new(),
         })
     }
 }

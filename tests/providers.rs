@@ -24,6 +24,7 @@ const RD_CALL: &str = "/rest/1.0/unrestrict/link";
 const AD_BASE: &str = "/v4";
 const AD_UNLOCK: &str = "/v4/link/unlock";
 const AD_DELAYED: &str = "/v4/link/delayed";
+const AD_STREAMING: &str = "/v4/link/streaming";
 const PM_BASE: &str = "/api";
 const PM_CALL: &str = "/api/transfer/directdl";
 const DL_BASE: &str = "/api/v2";
@@ -915,6 +916,86 @@ fn alldebrid_delayed_link_is_polled_until_ready() {
     );
 }
 
+/// A streaming host's answer, as docs.alldebrid.com's "Streaming links" shows it: no link, a
+/// generation id and the qualities; the chosen one is asked of `link/streaming`.
+#[test]
+fn alldebrid_streaming_answer_gives_the_best_stream() {
+    let site = preset_site("ad-stream", "alldebrid", AD_BASE, json!({})).write();
+    let api = &site.provider;
+    let link = "https://www.dailymotion.com/video/x8pnn16";
+    let download = "https://p1cjev.alldeb.ovh/dl/1nsjw3315ad/Never%20Gonna.1080.mp4";
+    api.script(
+        POST,
+        AD_UNLOCK,
+        [Reply::ok(json!({"status": "success", "data": {
+            "link": "", "host": "stream", "filename": "Never Gonna Give You Up", "filesize": 0,
+            "id": "1nsjw3315ad",
+            "streams": [
+                {"id": "140", "ext": "mp3", "quality": "mp3", "filesize": 3_433_538, "proto": "https", "name": ""},
+                {"id": "137+140", "ext": "mp4", "quality": 1080, "filesize": 75_910_363, "proto": "https", "name": ""},
+                {"id": "398+140", "ext": "mp4", "quality": 720, "filesize": 32_752_789, "proto": "https", "name": ""}
+            ]
+        }}))],
+    );
+    api.script(
+        POST,
+        AD_STREAMING,
+        [Reply::ok(json!({"status": "success", "data": {
+            "link": download, "filename": "Never Gonna Give You Up.1080.mp4", "filesize": 75_910_363
+        }}))],
+    );
+    let body = expect_ok(&site.get(link));
+    assert_eq!(
+        body,
+        json!({"download": download, "filename": "Never Gonna Give You Up.1080.mp4"})
+    );
+    assert_eq!(
+        api.sequence(),
+        [format!("POST {AD_UNLOCK}"), format!("POST {AD_STREAMING}")]
+    );
+    let choose = &api.requests_to(POST, AD_STREAMING)[0];
+    assert_eq!(
+        (
+            choose.form("id"),
+            choose.form("stream"),
+            choose.form("agent")
+        ),
+        (Some("1nsjw3315ad"), Some("137+140"), Some("resolve")),
+        "the greatest quality: {}",
+        choose.everything()
+    );
+    assert_eq!(choose.header("Authorization"), Some(bearer().as_str()));
+
+    // A stream that needs time: link/streaming answers "delayed", which is polled.
+    api.reset();
+    api.script(
+        POST,
+        AD_UNLOCK,
+        [Reply::ok(json!({"status": "success", "data": {
+            "link": "", "id": "gen2", "streams": [{"id": "22", "quality": 720}]
+        }}))],
+    );
+    api.script(
+        POST,
+        AD_STREAMING,
+        [Reply::ok(json!({"status": "success", "data": {"filename": "s.mp4", "filesize": 1, "delayed": 2_277_564}}))],
+    );
+    api.script(
+        POST,
+        AD_DELAYED,
+        [Reply::ok(
+            json!({"status": "success", "data": {"status": 2, "time_left": 0, "link": download}}),
+        )],
+    );
+    let body = expect_ok(&site.get("https://www.dailymotion.com/video/other"));
+    assert_eq!(body["download"], download);
+    assert_eq!(
+        api.requests_to(POST, AD_DELAYED)[0].form("id"),
+        Some("2277564")
+    );
+    assert_eq!(api.calls(), 3);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Premiumize.me: errors inside HTTP 200 (`status` "error", `message`), mostly without codes.
 //
@@ -1110,6 +1191,68 @@ fn debridlink_resolves_and_maps_every_error_class() {
             .message("Try another link"),
         ],
     );
+}
+
+/// A folder link: Debrid-Link's `downloader/add` answers `value` as an array of files (the
+/// form of its single-file answer, one per file).
+#[test]
+fn debridlink_folder_gives_every_file() {
+    let site = preset_site("dl-folder", "debridlink", DL_BASE, json!({})).write();
+    let api = &site.provider;
+    let file = |n: u32| {
+        json!({
+            "id": format!("f{n}"), "name": format!("part{n}.rar"), "url": "https://hoster.example/folder/x",
+            "downloadUrl": format!("https://dl3.debrid.link/dl/f{n}/part{n}.rar"),
+            "host": "hoster", "size": 1000 + n, "chunk": 8, "expired": false, "created": 1_700_000_000
+        })
+    };
+    api.route(
+        POST,
+        DL_CALL,
+        Reply::ok(json!({"success": true, "value": [file(1), file(2), file(3)]})),
+    );
+    let link = "https://hoster.example/folder/x";
+    let body = expect_ok(&site.get(link));
+    assert_eq!(body["download"], "https://dl3.debrid.link/dl/f1/part1.rar");
+    assert_eq!(body["filename"], "part1.rar");
+    let files = body["files"].as_array().expect("every file");
+    let urls: Vec<&str> = files
+        .iter()
+        .map(|f| f["download"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://dl3.debrid.link/dl/f1/part1.rar",
+            "https://dl3.debrid.link/dl/f2/part2.rar",
+            "https://dl3.debrid.link/dl/f3/part3.rar"
+        ]
+    );
+    assert_eq!(files[2]["filename"], "part3.rar");
+    // The page lists them all; a plain-text client gets one URL a line.
+    let page = site.run(
+        Cgi::new(GET, link_param(link))
+            .var("REMOTE_ADDR", "127.0.0.2")
+            .header("Accept", "text/html"),
+    );
+    let a = page.answer();
+    assert_eq!(a.status, 200, "{}", page.describe());
+    let html = String::from_utf8_lossy(&a.body);
+    assert!(html.contains("(3 files)"), "{html}");
+    for n in 1..=3 {
+        assert!(
+            html.contains(&format!(
+                "href=\"https://dl3.debrid.link/dl/f{n}/part{n}.rar\""
+            )),
+            "{html}"
+        );
+    }
+    let text = site.run(Cgi::new(GET, link_param(link)).var("REMOTE_ADDR", "127.0.0.3"));
+    assert_eq!(
+        String::from_utf8_lossy(&text.answer().body),
+        urls.iter().map(|u| format!("{u}\n")).collect::<String>()
+    );
+    assert_eq!(api.calls(), 3, "one paid call per request");
 }
 
 // ---------------------------------------------------------------------------------------------

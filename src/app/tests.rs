@@ -30,6 +30,7 @@ fn ok_provider() -> Counting {
         answer: Ok(Resolved {
             download: "https://dl.example/f".into(),
             filename: Some("f.zip".into()),
+            files: Vec::new(),
         }),
     }
 }

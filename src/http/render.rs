@@ -90,13 +90,49 @@ fn is_plain_path(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"/-._~%".contains(&b))
 }
 
-/// The answer for a resolved link.
+/// The answer for a resolved link. Several files (a folder, a multi-file link) are all given:
+/// one URL a line as text, a `files` array beside the first file's fields in JSON, a list on
+/// the page.
 pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
+    let files = r.all_files();
     match format {
-        Format::Text => Response::new(200, TEXT, format!("{}\n", r.download)),
+        Format::Text => {
+            let lines: String = files.iter().map(|f| format!("{}\n", f.download)).collect();
+            Response::new(200, TEXT, lines)
+        }
         Format::Json => {
-            let body = serde_json::json!({"download": r.download, "filename": r.filename});
+            let mut body = serde_json::json!({"download": r.download, "filename": r.filename});
+            if files.len() > 1 {
+                body["files"] = files
+                    .iter()
+                    .map(|f| serde_json::json!({"download": f.download, "filename": f.filename}))
+                    .collect();
+            }
             Response::new(200, JSON, format!("{body}\n"))
+        }
+        Format::Html if files.len() > 1 => {
+            let mut card = format!(
+                "<p class=\"title\">Your download links are ready ({} files):</p>\n<ul>\n",
+                files.len()
+            );
+            for f in &files {
+                let name = f.filename.as_deref().unwrap_or(&f.download);
+                card.push_str(&format!(
+                    "<li><a href=\"{}\" rel=\"noreferrer\">{}</a></li>\n",
+                    escape(&f.download),
+                    escape(name)
+                ));
+            }
+            card.push_str("</ul>\n");
+            let body = page(
+                "Your download links are ready",
+                "ok",
+                None,
+                &card,
+                "Another link",
+                frame,
+            );
+            html_page(200, body).header("Referrer-Policy", "no-referrer")
         }
         Format::Html => {
             let name = r.filename.as_deref().unwrap_or(&r.download);
@@ -381,6 +417,7 @@ mod tests {
             &Resolved {
                 download: "https://e.x/?a=\"><script>".into(),
                 filename: Some("<b>x</b>".into()),
+                files: Vec::new(),
             },
             &Frame::default(),
         );
@@ -390,6 +427,51 @@ mod tests {
             "{body}"
         );
         assert!(body.contains("&lt;b&gt;x&lt;/b&gt;"));
+    }
+
+    #[test]
+    fn several_files_are_all_given_in_every_format() {
+        use crate::provider::resolved::FileLink;
+        let file = |d: &str, n: Option<&str>| FileLink {
+            download: d.into(),
+            filename: n.map(str::to_owned),
+        };
+        let r = Resolved {
+            download: "https://dl.example/1".into(),
+            filename: Some("one.bin".into()),
+            files: vec![
+                file("https://dl.example/1", Some("one.bin")),
+                file("https://dl.example/2?a=<b>", None),
+            ],
+        };
+        let text = resolved(Format::Text, &r, &Frame::default());
+        assert_eq!(
+            String::from_utf8(text.body).unwrap(),
+            "https://dl.example/1\nhttps://dl.example/2?a=<b>\n"
+        );
+        let json = resolved(Format::Json, &r, &Frame::default());
+        let v: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+        assert_eq!(v["download"], "https://dl.example/1");
+        assert_eq!(
+            v["files"],
+            serde_json::json!([
+                {"download": "https://dl.example/1", "filename": "one.bin"},
+                {"download": "https://dl.example/2?a=<b>", "filename": null}
+            ])
+        );
+        let html = resolved(Format::Html, &r, &Frame::default());
+        let body = String::from_utf8(html.body).unwrap();
+        assert!(body.contains("(2 files)"), "{body}");
+        assert!(body.contains(">one.bin</a></li>"), "{body}");
+        assert!(body.contains("https://dl.example/2?a=&lt;b&gt;"), "{body}");
+        assert!(!body.contains("<b>"), "{body}");
+        let one = Resolved {
+            files: Vec::new(),
+            ..r
+        };
+        let v: serde_json::Value =
+            serde_json::from_slice(&resolved(Format::Json, &one, &Frame::default()).body).unwrap();
+        assert_eq!(v.get("files"), None, "one file: the answer as before");
     }
 
     #[test]
@@ -475,6 +557,7 @@ mod tests {
             &Resolved {
                 download: "https://cdn.example/f/1".into(),
                 filename: Some("file.zip".into()),
+                files: Vec::new(),
             },
             &Frame::new(Some("/cgi-bin/resolve"), None),
         );

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::defaults;
-use crate::provider::resolved::Resolved;
+use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
 use crate::provider::{Failure, Provider, ProviderError};
 
@@ -60,14 +60,15 @@ impl HttpProvider {
         })
     }
 
-    /// Runs one step, polling until done. `reached` says whether an earlier call connected.
+    /// Runs one step, polling until done: the files of a list answer, if any. `reached` says
+    /// whether an earlier call connected.
     fn run_step(
         &self,
         step: &Step,
         vars: &mut Vars,
         deadline: Instant,
         reached: &mut bool,
-    ) -> Result<(), ProviderError> {
+    ) -> Result<Vec<FileLink>, ProviderError> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -123,9 +124,9 @@ impl HttpProvider {
                 ));
             }
             match self.spec.interpret(step, status, retry_after, &body)? {
-                StepOutcome::Done(found) => {
+                StepOutcome::Done(found, files) => {
                     vars.extend(found);
-                    return Ok(());
+                    return Ok(files);
                 }
                 StepOutcome::Again => {
                     let interval = step
@@ -203,13 +204,17 @@ impl Provider for HttpProvider {
         let deadline = Instant::now() + self.spec.deadline;
         let mut vars = self.spec.start_vars(link);
         let mut reached = false;
+        let mut files = Vec::new();
         for step in &self.spec.steps {
-            if step.when.as_ref().is_some_and(|w| !vars.contains_key(w)) {
+            if !step.runs(&vars) {
                 continue;
             }
-            self.run_step(step, &mut vars, deadline, &mut reached)?;
+            let found = self.run_step(step, &mut vars, deadline, &mut reached)?;
+            if !found.is_empty() {
+                files = found;
+            }
         }
-        self.spec.finish(&vars)
+        self.spec.finish(&vars, files)
     }
 }
 

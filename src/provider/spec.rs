@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::provider::resolved::Resolved;
+use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::{Failure, ProviderError, clean_text};
 use crate::secret::Secret;
 use crate::show;
@@ -93,6 +93,25 @@ pub struct Poll {
     pub fail: Option<SuccessTest>,
 }
 
+/// Every file of a multi-file answer: the array at `list`, each element's download URL and
+/// name at the pointers `download` and `filename` (relative to the element).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileList {
+    pub list: String,
+    pub download: String,
+    pub filename: Option<String>,
+}
+
+/// The best of a list of choices (a streaming answer's qualities): the element of the array at
+/// `list` with the greatest number at `by`, whose value at `take` is kept as `name`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Best {
+    pub list: String,
+    pub by: String,
+    pub take: String,
+    pub name: String,
+}
+
 /// One HTTP call of a provider.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Step {
@@ -107,6 +126,8 @@ pub struct Step {
     pub form: Vec<(String, Template)>,
     /// Run only when this value was extracted by an earlier step.
     pub when: Option<String>,
+    /// Skipped when this value was extracted by an earlier step.
+    pub unless: Option<String>,
     /// Beyond a 2xx status, what the answer must hold to count as success.
     pub success: Option<SuccessTest>,
     pub error_code: Option<String>,
@@ -114,7 +135,19 @@ pub struct Step {
     /// Values to keep: name, then JSON Pointers tried in order (the first found wins).
     #[serde(serialize_with = "show::pairs")]
     pub extract: Vec<(String, Vec<String>)>,
+    /// Every file, when the answer holds a list of them.
+    pub files: Option<FileList>,
+    /// The best of several choices, kept as a value for a later step.
+    pub best: Option<Best>,
     pub poll: Option<Poll>,
+}
+
+impl Step {
+    /// Whether the step runs, given the values extracted so far.
+    pub fn runs(&self, vars: &Vars) -> bool {
+        self.when.as_ref().is_none_or(|w| vars.contains_key(w))
+            && self.unless.as_ref().is_none_or(|u| !vars.contains_key(u))
+    }
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
@@ -186,8 +219,8 @@ fn statuses_by_class<S: serde::Serializer>(
 /// What one answer to a step means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepOutcome {
-    /// Done: these values were extracted.
-    Done(Vars),
+    /// Done: these values (and, for a multi-file answer, these files) were extracted.
+    Done(Vars, Vec<FileLink>),
     /// A polling step's work is not finished: ask again after the interval.
     Again,
 }
@@ -329,15 +362,31 @@ impl HttpSpec {
                 vars.insert(name.clone(), text);
             }
         }
-        Ok(StepOutcome::Done(vars))
+        if let Some(best) = &step.best
+            && let Some(choice) = best_of(v, best)
+        {
+            vars.insert(best.name.clone(), choice);
+        }
+        let files = step.files.as_ref().map_or(Vec::new(), |f| files_in(v, f));
+        Ok(StepOutcome::Done(vars, files))
     }
 
-    /// The answer, once every step ran.
-    pub fn finish(&self, vars: &Vars) -> Result<Resolved, ProviderError> {
+    /// The answer, once every step ran: the download value, or the files of a list.
+    pub fn finish(&self, vars: &Vars, files: Vec<FileLink>) -> Result<Resolved, ProviderError> {
+        if vars.get("download").is_none()
+            && let Some(first) = files.first()
+        {
+            return Ok(Resolved {
+                download: first.download.clone(),
+                filename: first.filename.clone(),
+                files: if files.len() > 1 { files } else { Vec::new() },
+            });
+        }
         match vars.get("download") {
             Some(url) if is_web_url(url) => Ok(Resolved {
                 download: url.clone(),
                 filename: vars.get("filename").cloned(),
+                files: if files.len() > 1 { files } else { Vec::new() },
             }),
             Some(_) => Err(ProviderError::new(
                 Failure::BadAnswer,
@@ -349,6 +398,53 @@ impl HttpSpec {
             )),
         }
     }
+}
+
+/// The most files one answer may give.
+const MAX_FILES: usize = 200;
+
+/// The files of a list answer: each element with an http(s) download URL, in order.
+fn files_in(v: &Value, list: &FileList) -> Vec<FileLink> {
+    let Some(Value::Array(items)) = v.pointer(&list.list) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| {
+            let download = value_at(item, &list.download).filter(|d| is_web_url(d))?;
+            let filename = list
+                .filename
+                .as_deref()
+                .and_then(|p| text_at(item, Some(p)));
+            Some(FileLink { download, filename })
+        })
+        .take(MAX_FILES)
+        .collect()
+}
+
+/// The value at `take` of the element with the greatest number at `by` (a number, or text that
+/// reads as one, such as a quality "1080"); the first element when none has a number.
+fn best_of(v: &Value, best: &Best) -> Option<String> {
+    let Some(Value::Array(items)) = v.pointer(&best.list) else {
+        return None;
+    };
+    let rank = |item: &Value| match item.pointer(&best.by) {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => s.trim().trim_end_matches('p').parse::<f64>().ok(),
+        _ => None,
+    };
+    let mut chosen: Option<(&Value, Option<f64>)> = None;
+    for item in items {
+        let r = rank(item);
+        let better = match chosen {
+            None => true,
+            Some((_, best_rank)) => r.is_some_and(|r| best_rank.is_none_or(|b| r > b)),
+        };
+        if better {
+            chosen = Some((item, r));
+        }
+    }
+    value_at(chosen?.0, &best.take)
 }
 
 /// The value at `pointer` as text: a string, number or boolean (not an object or array).
@@ -388,6 +484,7 @@ mod tests {
             query: Vec::new(),
             form: vec![("link".into(), Template("{link}".into()))],
             when: None,
+            unless: None,
             success: None,
             error_code: Some("/error_code".into()),
             error_message: Some("/error".into()),
@@ -395,6 +492,8 @@ mod tests {
                 .iter()
                 .map(|(n, p)| ((*n).to_owned(), vec![(*p).to_owned()]))
                 .collect(),
+            files: None,
+            best: None,
             poll: None,
         }
     }
@@ -424,7 +523,7 @@ mod tests {
 
     fn done(o: StepOutcome) -> Vars {
         match o {
-            StepOutcome::Done(v) => v,
+            StepOutcome::Done(v, _) => v,
             StepOutcome::Again => panic!("not done"),
         }
     }
@@ -458,7 +557,7 @@ mod tests {
             )
             .unwrap(),
         );
-        let r = s.finish(&vars).unwrap();
+        let r = s.finish(&vars, Vec::new()).unwrap();
         assert_eq!(r.download, long, "long URLs are kept whole");
         assert_eq!(r.filename.as_deref(), Some("f.zip"));
     }
@@ -554,6 +653,88 @@ mod tests {
     }
 
     #[test]
+    fn a_list_answer_gives_every_file_and_a_single_one_stays_as_before() {
+        let mut st = step(&[
+            ("download", "/value/downloadUrl"),
+            ("filename", "/value/name"),
+        ]);
+        st.files = Some(FileList {
+            list: "/value".into(),
+            download: "/downloadUrl".into(),
+            filename: Some("/name".into()),
+        });
+        let s = spec(vec![st.clone()]);
+        let run = |b: Value| {
+            let StepOutcome::Done(vars, files) = s.interpret(&st, 200, None, &body(b)).unwrap()
+            else {
+                panic!("not done")
+            };
+            s.finish(&vars, files).unwrap()
+        };
+        let r = run(json!({"value": [
+            {"name": "a.bin", "downloadUrl": "https://dl.example/a"},
+            {"name": "skipped", "downloadUrl": "javascript:alert(1)"},
+            {"downloadUrl": "https://dl.example/b"}
+        ]}));
+        assert_eq!(r.download, "https://dl.example/a");
+        assert_eq!(r.filename.as_deref(), Some("a.bin"));
+        let got: Vec<(&str, Option<&str>)> = r
+            .files
+            .iter()
+            .map(|f| (f.download.as_str(), f.filename.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("https://dl.example/a", Some("a.bin")),
+                ("https://dl.example/b", None)
+            ]
+        );
+        let r = run(json!({"value": {"name": "one.bin", "downloadUrl": "https://dl.example/1"}}));
+        assert_eq!(
+            (r.download.as_str(), r.files.len()),
+            ("https://dl.example/1", 0)
+        );
+        let r = run(json!({"value": [{"name": "c", "downloadUrl": "https://dl.example/c"}]}));
+        assert_eq!(
+            (r.download.as_str(), r.files.len()),
+            ("https://dl.example/c", 0)
+        );
+    }
+
+    #[test]
+    fn the_best_choice_is_the_greatest_number() {
+        let best = Best {
+            list: "/streams".into(),
+            by: "/quality".into(),
+            take: "/id".into(),
+            name: "stream".into(),
+        };
+        let pick = |v: Value| best_of(&v, &best);
+        assert_eq!(
+            pick(json!({"streams": [
+                {"id": "140", "quality": "mp3"},
+                {"id": "137+140", "quality": 1080},
+                {"id": "398+140", "quality": 720}
+            ]})),
+            Some("137+140".into())
+        );
+        assert_eq!(
+            pick(
+                json!({"streams": [{"id": "a", "quality": "480p"}, {"id": "b", "quality": "720p"}]})
+            ),
+            Some("b".into())
+        );
+        assert_eq!(
+            pick(json!({"streams": [{"id": "x", "quality": "mp3"}, {"id": "y"}]})),
+            Some("x".into()),
+            "no number: the first"
+        );
+        assert_eq!(pick(json!({"streams": []})), None);
+        assert_eq!(pick(json!({"streams": "no"})), None);
+    }
+
+    #[test]
     fn polling_steps() {
         let mut st = step(&[("download", "/data/link")]);
         st.poll = Some(Poll {
@@ -598,7 +779,7 @@ mod tests {
                     .unwrap(),
             );
             assert_eq!(
-                s.finish(&vars).unwrap_err().failure,
+                s.finish(&vars, Vec::new()).unwrap_err().failure,
                 Failure::BadAnswer,
                 "{url}"
             );
@@ -607,7 +788,10 @@ mod tests {
             s.interpret(&st, 200, None, &body(json!({"other": 1})))
                 .unwrap(),
         );
-        assert_eq!(s.finish(&vars).unwrap_err().failure, Failure::Rejected);
+        assert_eq!(
+            s.finish(&vars, Vec::new()).unwrap_err().failure,
+            Failure::Rejected
+        );
     }
 
     #[test]

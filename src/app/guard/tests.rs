@@ -25,6 +25,7 @@ impl Provider for Counting {
         Ok(Resolved {
             download: link.to_owned(),
             filename: None,
+            files: Vec::new(),
         })
     }
 }

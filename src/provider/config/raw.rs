@@ -66,6 +66,24 @@ pub(crate) struct RawPoll {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct RawFiles {
+    pub(crate) list: String,
+    pub(crate) download: String,
+    pub(crate) filename: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBest {
+    pub(crate) list: String,
+    pub(crate) by: String,
+    pub(crate) take: String,
+    #[serde(rename = "as")]
+    pub(crate) name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RawStep {
     pub(crate) method: Option<String>,
     pub(crate) url: String,
@@ -73,9 +91,12 @@ pub(crate) struct RawStep {
     pub(crate) query: Option<BTreeMap<String, String>>,
     pub(crate) form: Option<BTreeMap<String, String>>,
     pub(crate) when: Option<String>,
+    pub(crate) unless: Option<String>,
     pub(crate) success: Option<RawTest>,
     pub(crate) error_code: Option<String>,
     pub(crate) error_message: Option<String>,
     pub(crate) extract: Option<BTreeMap<String, Value>>,
+    pub(crate) files: Option<RawFiles>,
+    pub(crate) best: Option<RawBest>,
     pub(crate) poll: Option<RawPoll>,
 }
