@@ -160,6 +160,12 @@ impl Config {
             )?);
         }
         let store = store::store(raw.store, base)?;
+        // The provider's published rates hold in every window, not only in windows that start
+        // at a first call.
+        let sliding = !matches!(store.kind, crate::store::settings::StoreKind::File { .. });
+        for r in &mut spend[..provider_rate_limits] {
+            *r = crate::provider::config::site_rules::never_over(r, sliding);
+        }
         let (rules, shadow_rules) = match raw.rules {
             None => (vec![default_rule()], Vec::new()),
             Some(list) => rules::site_rules(list, &spend)?,
