@@ -268,7 +268,7 @@ impl App<'_> {
         let all_rules: Vec<&Rule> = rules
             .iter()
             .copied()
-            .chain(self.config.spend.iter().filter(|_| paid))
+            .chain(self.first_call_rules().filter(|_| paid))
             .collect();
         let checks = checks(&all_rules, &asked);
         let decided = match blocks_failure.or(cache_failure) {
@@ -466,6 +466,22 @@ impl App<'_> {
         }
     }
 
+    /// The spend rules a link's first call counts in: the owner's, and each of the provider's
+    /// rates that counts the first step's calls.
+    fn first_call_rules(&self) -> impl Iterator<Item = &Rule> {
+        let spec = match self.config.provider.as_ref() {
+            Some(crate::provider::spec::ProviderSpec::Http(h)) => Some(&**h),
+            _ => None,
+        };
+        let rates = self.config.provider_rate_limits;
+        self.config
+            .spend
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| *i >= rates || spec.is_none_or(|h| h.rate_counts(*i, 0)))
+            .map(|(_, r)| r)
+    }
+
     /// The paid call. An answer holding a secret is refused; a failure that never reached the
     /// provider gives the spend rules their count back (nothing was spent).
     fn pay(
@@ -476,7 +492,21 @@ impl App<'_> {
         spend_checks: &[Check<'_>],
         tally: &mut Tally,
     ) -> Result<Resolved, Problem> {
-        let answer = provider.resolve(link);
+        let answer = match self.config.provider.as_ref() {
+            Some(crate::provider::spec::ProviderSpec::Http(spec)) => {
+                let meter = meter::StoreMeter {
+                    store: self.store,
+                    rates: &self.config.spend[..self
+                        .config
+                        .provider_rate_limits
+                        .min(self.config.spend.len())],
+                    spec,
+                    log: self.log,
+                };
+                provider.resolve(link, &meter)
+            }
+            _ => provider.resolve(link, &crate::provider::Unmetered),
+        };
         match &answer {
             Ok(_) => tally.add(Event::Paid),
             Err(e) => {
@@ -601,6 +631,7 @@ const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
 mod failures;
 mod guard;
+mod meter;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -13,9 +13,28 @@ use std::fmt;
 
 use crate::provider::resolved::Resolved;
 
-/// Something that turns a hoster link into a download URL.
+/// Something that turns a hoster link into a download URL. `meter` is asked before every call
+/// after the first (the first was counted when the request was admitted).
 pub trait Provider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError>;
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError>;
+}
+
+/// Counts a provider's calls against its published rates as they are made: the next step's
+/// call and every poll.
+pub trait Meter {
+    /// Asks to make one more call, of step `step` (from 0). An error says the rate is used up
+    /// for now: the call is not made.
+    fn another_call(&self, step: usize) -> Result<(), ProviderError>;
+}
+
+/// A meter that counts nothing: for `resolve check --live`'s one announced call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unmetered;
+
+impl Meter for Unmetered {
+    fn another_call(&self, _: usize) -> Result<(), ProviderError> {
+        Ok(())
+    }
 }
 
 /// Answers every link with itself, for trying an installation without spending anything.
@@ -23,7 +42,7 @@ pub trait Provider {
 pub struct EchoProvider;
 
 impl Provider for EchoProvider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         Ok(Resolved {
             download: link.to_owned(),
             filename: None,

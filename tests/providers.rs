@@ -1669,6 +1669,70 @@ fn a_presets_rate_rule_limits_paid_calls() {
     eprintln!("preset rate rule 12/60 s on the file store: a burst of 6 -> 2 paid calls, then 503");
 }
 
+/// A provider's rate counts every call it makes, polls included, and a rate may count one
+/// step's calls only (TorBox publishes one for creating a download). With a Redis store the
+/// rates are exact sliding windows.
+#[test]
+fn a_providers_rate_counts_every_call_polls_included() {
+    let redis = support::Redis::start();
+    let site = Site::builder("rate-polls")
+        .provider(api_stand_in())
+        .store(json!({"kind": "redis", "url": redis.url()}))
+        .provider_section(|api| {
+            json!({
+                "kind": "http", "token": TOKEN, "base_url": api.url("/api"),
+                "steps": [
+                    {"method": "POST", "url": "{base}/create",
+                     "headers": {"Authorization": "Bearer {token}"}, "form": {"link": "{link}"},
+                     "extract": {"id": "/id"}},
+                    {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+                     "headers": {"Authorization": "Bearer {token}"},
+                     "poll": {"interval_ms": 100, "until": {"pointer": "/done", "equals": true}},
+                     "extract": {"download": "/link"}}
+                ],
+                "rate_limits": [
+                    {"name": "provider-calls", "limit": 3, "window_secs": 60},
+                    {"name": "provider-create", "limit": 2, "window_secs": 3600, "steps": [1]}
+                ]
+            })
+        })
+        .write();
+    let api = &site.provider;
+    api.route(POST, "/api/create", Reply::ok(json!({"id": 7})));
+    api.route(GET, "/api/status", Reply::ok(json!({"done": false})));
+    let out = site.get("https://hoster.example/polls/1.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("provider_busy")),
+        "{}",
+        out.describe()
+    );
+    let secs: u32 = out
+        .answer()
+        .header("Retry-After")
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!((50..=60).contains(&secs), "{secs}");
+    assert!(out.stderr.contains("provider-calls"), "{}", out.stderr);
+    // Had provider-create (2 an hour, step 1 only) counted the polls, the second poll would
+    // have been its third call.
+    assert!(!out.stderr.contains("provider-create"), "{}", out.stderr);
+    assert_eq!(
+        api.sequence(),
+        ["POST /api/create", "GET /api/status", "GET /api/status"],
+        "the create and two polls: three calls in the minute, never a fourth"
+    );
+    // The next link is refused before any call: the minute holds three calls already.
+    let out = site.get("https://hoster.example/polls/2.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
+    assert_eq!(api.calls(), 3);
+    eprintln!(
+        "a rate of 3 calls a minute: create + 2 polls, then 503 provider_busy; the next link 503 spend_limit"
+    );
+}
+
 /// A port on 127.0.0.1 where nothing listens.
 #[test]
 fn a_call_that_never_connected_is_refunded() {

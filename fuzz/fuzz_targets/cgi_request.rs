@@ -24,7 +24,7 @@ use resolve::core::journal;
 use resolve::http::request::Env;
 use resolve::log::{Level, Log, format_line};
 use resolve::provider::resolved::Resolved;
-use resolve::provider::{EchoProvider, Provider, ProviderError};
+use resolve::provider::{EchoProvider, Meter, Provider, ProviderError};
 use resolve::store::memory::MemoryStore;
 use resolve::store::{Check, Store, StoreError, SweepReport};
 
@@ -148,9 +148,9 @@ struct CountingEcho {
 }
 
 impl Provider for CountingEcho {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.calls.set(self.calls.get() + 1);
-        EchoProvider.resolve(link)
+        EchoProvider.resolve(link, meter)
     }
 }
 

@@ -5,7 +5,7 @@ use crate::core::clock::{Clock, FakeClock, SystemClock};
 use crate::core::journal;
 use crate::log::MemoryLog;
 use crate::provider::resolved::Resolved;
-use crate::provider::{EchoProvider, Failure, ProviderError};
+use crate::provider::{EchoProvider, Failure, Meter, ProviderError};
 use crate::store::memory::MemoryStore;
 use std::cell::Cell;
 use std::path::Path;
@@ -18,7 +18,7 @@ struct Counting {
 }
 
 impl Provider for Counting {
-    fn resolve(&self, _: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, _: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.calls.set(self.calls.get() + 1);
         self.answer.clone()
     }

@@ -97,10 +97,9 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     let statuses = statuses(raw.statuses.take())?;
     let advice = advice(raw.advice.take())?;
     let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
-    let rate_rules = site_rules(
-        raw.rate_limits.as_deref().unwrap_or_default(),
-        "provider.rate_limits",
-    )?;
+    let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
+    let rate_rules = site_rules(rate_list, "provider.rate_limits")?;
+    let rate_steps = site_rules::counted_steps(rate_list, "provider.rate_limits", steps.len())?;
     Ok((
         ProviderSpec::Http(Box::new(HttpSpec {
             preset,
@@ -111,6 +110,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             error_messages,
             statuses,
             advice,
+            rate_steps,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -358,6 +358,27 @@ mod tests {
         );
         let shown = serde_json::to_string(&h).unwrap();
         assert!(!shown.contains("k-55aa"), "{shown}");
+    }
+
+    #[test]
+    fn a_rate_may_count_one_steps_calls() {
+        let h = http(r#"{"preset": "torbox", "token": "t0k3n-a1b2c3"}"#);
+        assert_eq!(h.rate_steps, [None, Some(vec![0]), Some(vec![0])]);
+        assert!(
+            h.rate_counts(0, 1) && h.rate_counts(0, 2),
+            "300 a minute: every call"
+        );
+        assert!(
+            h.rate_counts(1, 0) && !h.rate_counts(1, 1),
+            "creations: the first step"
+        );
+        for steps in ["[0]", "[4]", "[]"] {
+            let section = format!(
+                r#"{{"preset": "torbox", "token": "t", "rate_limits": [{{"name": "c", "limit": 1, "window_secs": 60, "steps": {steps}}}]}}"#
+            );
+            let e = parse(serde_json::from_str(&section).unwrap()).unwrap_err();
+            assert_eq!(e.field, "provider.rate_limits[0].steps", "{steps}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::defaults;
 use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
-use crate::provider::{Failure, Provider, ProviderError};
+use crate::provider::{Failure, Meter, Provider, ProviderError};
 
 pub struct HttpProvider {
     spec: HttpSpec,
@@ -64,10 +64,11 @@ impl HttpProvider {
     /// whether an earlier call connected.
     fn run_step(
         &self,
-        step: &Step,
+        (index, step): (usize, &Step),
         vars: &mut Vars,
         deadline: Instant,
         reached: &mut bool,
+        meter: &dyn Meter,
     ) -> Result<Vec<FileLink>, ProviderError> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -79,6 +80,10 @@ impl HttpProvider {
                     ),
                     *reached,
                 ));
+            }
+            // The first call of a link was counted when the request was admitted.
+            if *reached {
+                meter.another_call(index)?;
             }
             let timeout = left.min(self.spec.timeout);
             let response = self.call(step, vars, timeout).map_err(|e| {
@@ -200,16 +205,16 @@ fn never_connected(io: &std::io::Error) -> bool {
 }
 
 impl Provider for HttpProvider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
         let deadline = Instant::now() + self.spec.deadline;
         let mut vars = self.spec.start_vars(link);
         let mut reached = false;
         let mut files = Vec::new();
-        for step in &self.spec.steps {
+        for (index, step) in self.spec.steps.iter().enumerate() {
             if !step.runs(&vars) {
                 continue;
             }
-            let found = self.run_step(step, &mut vars, deadline, &mut reached)?;
+            let found = self.run_step((index, step), &mut vars, deadline, &mut reached, meter)?;
             if !found.is_empty() {
                 files = found;
             }

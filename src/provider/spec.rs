@@ -174,6 +174,9 @@ pub struct HttpSpec {
     /// What the owner can do, by class: written after `ACTION NEEDED` in the log line.
     #[serde(serialize_with = "show::pairs")]
     pub advice: Vec<(String, String)>,
+    /// For each of the provider's `rate_limits`, in order, the steps (from 0) whose calls it
+    /// counts; None: every call.
+    pub rate_steps: Vec<Option<Vec<usize>>>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.
@@ -250,6 +253,13 @@ impl HttpSpec {
                 .find(|(words, _)| message.contains(words.as_str()))
                 .map(|(_, f)| *f)
         })
+    }
+
+    /// Whether the provider's `rate`-th rate limit counts the calls of step `step`.
+    pub fn rate_counts(&self, rate: usize, step: usize) -> bool {
+        self.rate_steps
+            .get(rate)
+            .is_none_or(|s| s.as_ref().is_none_or(|steps| steps.contains(&step)))
     }
 
     /// The owner's advice for a class, if the description gives one.
@@ -511,6 +521,7 @@ mod tests {
             error_messages: Vec::new(),
             statuses: Vec::new(),
             advice: Vec::new(),
+            rate_steps: Vec::new(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(5),
             deadline: Duration::from_secs(20),

@@ -13,14 +13,14 @@ use crate::core::journal::{self, Figures};
 use crate::http::request::Env;
 use crate::log::MemoryLog;
 use crate::provider::resolved::Resolved;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::{Meter, Provider, ProviderError};
 use crate::store::Store;
 use crate::store::memory::MemoryStore;
 
 struct Counting(Cell<usize>);
 
 impl Provider for Counting {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.0.set(self.0.get() + 1);
         Ok(Resolved {
             download: link.to_owned(),

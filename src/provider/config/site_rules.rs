@@ -17,6 +17,8 @@ pub struct RawSiteRule {
     name: String,
     limit: u64,
     window_secs: u64,
+    /// A provider's rate only: the steps (from 1) whose calls it counts; every call without.
+    steps: Option<Vec<usize>>,
 }
 
 /// Parses site-wide rules (`spend`, `rate_limits`): they count paid calls for the whole site.
@@ -24,6 +26,12 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
     let mut out: Vec<Rule> = Vec::new();
     for (i, r) in list.iter().enumerate() {
         let at = |f: &str| format!("{field}[{i}].{f}");
+        if r.steps.is_some() && field == "spend" {
+            return Err(err(
+                at("steps"),
+                "a spend limit counts paid links, not calls: \"steps\" belongs to provider.rate_limits",
+            ));
+        }
         let name = rule_name(&r.name, &at, "\"day\"")?;
         let (limit, window_secs) =
             limit_and_window(&at, (r.limit, r.window_secs), "paid calls", "")?;
@@ -37,6 +45,30 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
         });
     }
     Ok(out)
+}
+
+/// Which steps' calls each rate counts, in order, from 0; None: every call. `steps` is the
+/// number of steps, which the numbers must name.
+pub fn counted_steps(
+    list: &[RawSiteRule],
+    field: &str,
+    steps: usize,
+) -> Result<Vec<Option<Vec<usize>>>, ConfigError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| match &r.steps {
+            None => Ok(None),
+            Some(numbers)
+                if !numbers.is_empty() && numbers.iter().all(|n| (1..=steps).contains(n)) =>
+            {
+                Ok(Some(numbers.iter().map(|n| n - 1).collect()))
+            }
+            Some(_) => Err(err(
+                format!("{field}[{i}].steps"),
+                format!("lists the steps whose calls it counts, numbered 1 to {steps}"),
+            )),
+        })
+        .collect()
 }
 
 /// The largest number of shorter windows a provider's rate is cut into on a store of fixed
@@ -152,7 +184,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                t += if x % 5 == 0 { 0 } else { x % spread_ms };
+                t += if x.is_multiple_of(5) {
+                    0
+                } else {
+                    x % spread_ms
+                };
                 t
             })
             .collect()
