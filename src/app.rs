@@ -17,8 +17,9 @@ use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
 use crate::log::{Level, Log};
-use crate::provider::Provider;
+use crate::provider::job::Job;
 use crate::provider::resolved::Resolved;
+use crate::provider::{Failure, Provider};
 use crate::store::settings::OnError;
 use crate::store::{Check, Store};
 use failures::{UNAVAILABLE, provider_problem};
@@ -47,6 +48,12 @@ impl Drop for Claim<'_> {
             .store
             .cache_release(&self.key, crate::provider::cache::PENDING);
     }
+}
+
+/// What a paid call gave: the answer, or a job still under way at the provider.
+enum Paid {
+    Resolved(Resolved),
+    Pending(Job),
 }
 
 /// The answer to write, and whether the request was HEAD (no body then).
@@ -116,6 +123,18 @@ impl Tally {
             crate::store::StoreErrorKind::Unavailable => self.store_down = true,
         }
     }
+}
+
+/// Site-wide rules (the spend limits and the provider's rates) as checks of their one key.
+fn checks_for_global<'r>(rules: &[&'r Rule]) -> Vec<Check<'r>> {
+    rules
+        .iter()
+        .filter(|r| r.key == KeyKind::Global)
+        .map(|rule| Check {
+            rule,
+            key: rule.key_for(""),
+        })
+        .collect()
 }
 
 /// Each rule applied to the key it counts this request by.
@@ -248,6 +267,13 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
+        // A link whose paid job is under way joins it: no new paid call, no visitor's limit.
+        if !head_only
+            && blocks_failure.is_none()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            return answer;
+        }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
@@ -298,13 +324,18 @@ impl App<'_> {
             render::resolved(format, &resolved, frame).header("X-Resolve-Cache", "hit")
         } else {
             let spend_checks = &checks[rules.len()..];
-            let resolved = self.pay(
+            let resolved = match self.pay(
                 provider,
                 &asked.link,
                 admitted.as_ref(),
                 spend_checks,
                 tally,
-            )?;
+            )? {
+                Paid::Resolved(r) => r,
+                Paid::Pending(job) => {
+                    return Ok(self.pending(&job, &asked.link, env, format, frame));
+                }
+            };
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
                 && let Err(e) = self.store.cache_put(
                     k,
@@ -491,21 +522,10 @@ impl App<'_> {
         admitted: Option<&Admitted>,
         spend_checks: &[Check<'_>],
         tally: &mut Tally,
-    ) -> Result<Resolved, Problem> {
-        let answer = match self.config.provider.as_ref() {
-            Some(crate::provider::spec::ProviderSpec::Http(spec)) => {
-                let meter = meter::StoreMeter {
-                    store: self.store,
-                    rates: &self.config.spend[..self
-                        .config
-                        .provider_rate_limits
-                        .min(self.config.spend.len())],
-                    spec,
-                    log: self.log,
-                };
-                provider.resolve(link, &meter)
-            }
-            _ => provider.resolve(link, &crate::provider::Unmetered),
+    ) -> Result<Paid, Problem> {
+        let answer = match self.meter() {
+            Some(meter) => provider.resolve(link, &meter),
+            None => provider.resolve(link, &crate::provider::Unmetered),
         };
         match &answer {
             Ok(_) => tally.add(Event::Paid),
@@ -513,9 +533,42 @@ impl App<'_> {
                 if e.reached {
                     tally.add(Event::Paid);
                 }
-                tally.add(Event::ProviderFailure(e.failure.name()));
+                if e.failure != Failure::InProgress {
+                    tally.add(Event::ProviderFailure(e.failure.name()));
+                }
             }
         }
+        let paid_at_ms = admitted.map_or_else(|| self.clock.now_ms(), |a| a.at_ms);
+        self.settle(answer, link, paid_at_ms, spend_checks, tally)
+    }
+
+    /// The provider's meter of calls, when it has rates to count them against.
+    fn meter(&self) -> Option<meter::StoreMeter<'_>> {
+        match self.config.provider.as_ref() {
+            Some(crate::provider::spec::ProviderSpec::Http(spec)) => Some(meter::StoreMeter {
+                store: self.store,
+                rates: &self.config.spend[..self
+                    .config
+                    .provider_rate_limits
+                    .min(self.config.spend.len())],
+                spec,
+                log: self.log,
+            }),
+            _ => None,
+        }
+    }
+
+    /// What comes of a resolution (or of polling its job): the answer, a job kept under way,
+    /// or the visitor's problem. A call that never reached the provider, and a job the
+    /// provider reports failed, give the spend rules the link's count back (`paid_at_ms`).
+    fn settle(
+        &self,
+        answer: Result<Resolved, crate::provider::ProviderError>,
+        link: &str,
+        paid_at_ms: u64,
+        spend_checks: &[Check<'_>],
+        tally: &mut Tally,
+    ) -> Result<Paid, Problem> {
         match answer {
             // A provider that echoes the site's token into its answer must not hand it to the
             // visitor, nor into the cache: such an answer is refused. (Paid for: the call
@@ -528,18 +581,24 @@ impl App<'_> {
                      ask the provider why its download links carry the account's token"
                 ))
             }),
-            Ok(r) => Ok(r),
+            Ok(r) => Ok(Paid::Resolved(r)),
             Err(mut e) => {
+                if let Some(mut job) = e.job.take().filter(|_| e.failure == Failure::InProgress) {
+                    job.paid_at_ms = paid_at_ms;
+                    job.polled_at_ms = self.clock.now_ms();
+                    if self.keep_job(link, &job) {
+                        return Ok(Paid::Pending(*job));
+                    }
+                }
                 // The provider's own words go to the visitor (422): never with a secret.
                 let forms = crate::secret::all_forms(&self.config.secrets());
                 for text in [&mut e.message, &mut e.code].into_iter().flatten() {
                     *text = crate::secret::mask(text, &forms).into_owned();
                 }
                 e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
-                if !e.reached
-                    && let Some(admitted) = admitted
-                {
-                    match self.store.refund(spend_checks, admitted.at_ms) {
+                let job_failed = e.detail == crate::provider::spec::WORK_FAILED;
+                if (!e.reached || job_failed) && !spend_checks.is_empty() {
+                    match self.store.refund(spend_checks, paid_at_ms) {
                         Ok(()) => tally.add(Event::Refund),
                         Err(re) => self.log.line(
                             Level::Warn,
@@ -631,6 +690,7 @@ const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
 mod failures;
 mod guard;
+mod jobs;
 mod meter;
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod config;
 pub mod http;
+pub mod job;
 pub mod presets;
 pub mod resolved;
 pub mod spec;
@@ -17,6 +18,19 @@ use crate::provider::resolved::Resolved;
 /// after the first (the first was counted when the request was admitted).
 pub trait Provider {
     fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError>;
+
+    /// Polls a job a resolution left under way (every call counted by `meter`).
+    fn resume(
+        &self,
+        _link: &str,
+        _job: &job::Job,
+        _meter: &dyn Meter,
+    ) -> Result<Resolved, ProviderError> {
+        Err(ProviderError::new(
+            Failure::Unavailable,
+            "this provider keeps no jobs",
+        ))
+    }
 }
 
 /// Counts a provider's calls against its published rates as they are made: the next step's
@@ -85,6 +99,9 @@ pub enum Failure {
     Timeout,
     /// No connection was made: nothing was sent, nothing charged.
     Unreachable,
+    /// The work is paid for and still under way when the request's time is up: the job is
+    /// kept, and asking again polls it.
+    InProgress,
 }
 
 impl Failure {
@@ -118,6 +135,7 @@ impl Failure {
             Failure::BadAnswer => "bad_answer",
             Failure::Timeout => "timeout",
             Failure::Unreachable => "unreachable",
+            Failure::InProgress => "in_progress",
         }
     }
 }
@@ -136,6 +154,8 @@ pub struct ProviderError {
     pub detail: String,
     /// What the owner can do about it, from the description's `advice` for this class.
     pub advice: Option<String>,
+    /// For `InProgress`: the job to poll.
+    pub job: Option<Box<job::Job>>,
 }
 
 impl ProviderError {
@@ -149,6 +169,7 @@ impl ProviderError {
             retry_after: None,
             detail: detail.into(),
             advice: None,
+            job: None,
         }
     }
 }

@@ -1733,6 +1733,155 @@ fn a_providers_rate_counts_every_call_polls_included() {
     );
 }
 
+/// A site whose provider creates a job, then polls it every 500 ms with its progress, within
+/// a deadline of 1.2 s: a job that needs longer outlasts the request.
+fn job_site(label: &str) -> Setup {
+    Site::builder(label)
+        .provider(api_stand_in())
+        .provider_section(|api| {
+            json!({
+                "kind": "http", "token": TOKEN, "base_url": api.url("/api"),
+                "connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1200,
+                "steps": [
+                    {"method": "POST", "url": "{base}/create",
+                     "headers": {"Authorization": "Bearer {token}"}, "form": {"link": "{link}"},
+                     "extract": {"id": "/id"}},
+                    {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+                     "headers": {"Authorization": "Bearer {token}"},
+                     "poll": {"interval_ms": 500, "until": {"pointer": "/done", "equals": true},
+                              "fail": {"pointer": "/failed", "equals": true},
+                              "progress": {"pointer": "/progress", "unit": "fraction"}},
+                     "extract": {"download": "/link", "filename": "/name"}}
+                ]
+            })
+        })
+        // One paid link a day, and one request an hour for each visitor.
+        .rules(vec![
+            json!({"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}),
+        ])
+        .config(|cfg| config::merge(cfg, spend(1)))
+        .write()
+}
+
+#[test]
+fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
+    let site = job_site("job");
+    let api = &site.provider;
+    api.route(POST, "/api/create", Reply::ok(json!({"id": 7})));
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(json!({"done": false, "progress": 0.4})),
+    );
+    let link = "https://hoster.example/big/file.iso";
+
+    let out = site.request(GET, link, "127.0.0.60");
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 202, "{}", out.describe());
+    assert_eq!(body["status"], "pending");
+    assert_eq!(body["progress"], "40% done");
+    let a = out.answer();
+    assert_eq!(a.header("Retry-After"), Some("1"));
+    let location = a.header("Location").expect("Location");
+    assert_eq!(
+        location,
+        format!(
+            "/cgi-bin/resolve?link={}",
+            "https%3A%2F%2Fhoster.example%2Fbig%2Ffile.iso"
+        )
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(2200),
+        "{:?}",
+        out.elapsed
+    );
+    let polls = api.calls_to(GET, "/api/status");
+    assert!(polls >= 2, "{polls}");
+    assert!(!out.describe().contains(TOKEN), "{}", out.describe());
+
+    // At once, the same visitor (whose one request an hour is used) and another: the kept
+    // job's progress, no call.
+    for from in ["127.0.0.60", "127.0.0.61"] {
+        let out = site.request(GET, link, from);
+        let (status, body) = status_body(&out);
+        assert_eq!(
+            (status, body["progress"].as_str()),
+            (202, Some("40% done")),
+            "{from}"
+        );
+    }
+    assert_eq!(
+        api.calls_to(GET, "/api/status"),
+        polls,
+        "within the interval: no poll"
+    );
+
+    // After the interval, the job is done: one poll, the answer, and no second creation.
+    std::thread::sleep(Duration::from_millis(1100));
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(
+            json!({"done": true, "link": "https://dl.example/big/file.iso", "name": "file.iso"}),
+        ),
+    );
+    let out = site.request(GET, link, "127.0.0.62");
+    let body = expect_ok(&out);
+    assert_eq!(
+        body,
+        json!({"download": "https://dl.example/big/file.iso", "filename": "file.iso"})
+    );
+    assert_eq!(
+        api.calls_to(POST, "/api/create"),
+        1,
+        "one paid job for three visitors"
+    );
+    assert_eq!(api.calls_to(GET, "/api/status"), polls + 1);
+
+    // The one paid link of the day was that job: another link is refused before paying.
+    let out = site.request(GET, "https://hoster.example/other.iso", "127.0.0.63");
+    let (status, body) = status_body(&out);
+    assert_eq!((status, body["code"].as_str()), (503, Some("spend_limit")));
+    assert_eq!(api.calls_to(POST, "/api/create"), 1);
+}
+
+#[test]
+fn a_long_job_the_provider_reports_failed_is_refunded() {
+    let site = job_site("job-failed");
+    let api = &site.provider;
+    api.route(POST, "/api/create", Reply::ok(json!({"id": 8})));
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(json!({"done": false, "progress": 0.1})),
+    );
+    let out = site.request(GET, "https://hoster.example/broken.iso", "127.0.0.70");
+    assert_eq!(out.answer().status, 202, "{}", out.describe());
+    std::thread::sleep(Duration::from_millis(1100));
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(json!({"done": false, "failed": true})),
+    );
+    let out = site.request(GET, "https://hoster.example/broken.iso", "127.0.0.71");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("link_refused")),
+        "{}",
+        out.describe()
+    );
+    // Given back: the day's one paid link is still there.
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(json!({"done": true, "link": "https://dl.example/ok.iso"})),
+    );
+    let out = site.request(GET, "https://hoster.example/ok.iso", "127.0.0.72");
+    expect_ok(&out);
+    assert_eq!(api.calls_to(POST, "/api/create"), 2);
+}
+
 /// A port on 127.0.0.1 where nothing listens.
 #[test]
 fn a_call_that_never_connected_is_refunded() {
@@ -1883,7 +2032,8 @@ fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     assert_eq!(api.calls(), 1);
     let hang_ms = out.elapsed.as_millis();
 
-    // Polling that never finishes: the deadline ends it.
+    // Polling that does not finish within the deadline: the request ends there with 202 and
+    // the job's progress (TorBox's `progress`), and the paid job is kept for asking again.
     let site = provider_fields(
         preset_site("hang-poll", "torbox", TB_BASE, json!({})),
         json!({"connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 3000}),
@@ -1893,7 +2043,18 @@ fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     api.script(POST, TB_CREATE, [tb_created(7)]);
     api.route(GET, TB_LIST, tb_list(7, false));
     let out = site.get("https://hoster.example/hang/poll");
-    assert_timed_out(&out, 3000);
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["progress"].as_str()),
+        (202, Some("40% done")),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(4000),
+        "{:?}",
+        out.elapsed
+    );
     assert_eq!(
         (
             api.calls_to(POST, TB_CREATE),
@@ -1904,7 +2065,7 @@ fn a_hanging_provider_gets_504_within_the_deadline_and_stays_counted() {
     );
     eprintln!(
         "hang: 504 after {hang_ms} ms (timeout 1000, deadline 1500), 1 call, not refunded; \
-         endless polling: 504 after {} ms (deadline 3000), 3 calls",
+         long polling: 202 after {} ms (deadline 3000), 3 calls, the job kept",
         out.elapsed.as_millis()
     );
 }

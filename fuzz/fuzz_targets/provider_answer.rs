@@ -149,7 +149,11 @@ fuzz_target!(|data: &[u8]| {
                     vars.extend(found);
                     continue 'steps;
                 }
-                Ok(StepOutcome::Again) => {
+                Ok(StepOutcome::Again(progress)) => {
+                    if let Some(p) = &progress {
+                        assert!(p.ends_with(" done") || p.ends_with(" s left"), "{p:?}");
+                        assert!(p.len() <= 40, "{p:?}");
+                    }
                     assert!(step.poll.is_some(), "Again from a step that does not poll");
                     assert!((200..=299).contains(&status), "status {status} polls again");
                 }

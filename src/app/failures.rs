@@ -57,7 +57,8 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             "The download service is busy. Please try again shortly.",
             defaults::PROVIDER_BUSY_RETRY_AFTER_SECS,
         ),
-        Failure::Timeout => Problem::new(
+        // A job that could not be kept (no store to keep it in) ends as a timeout did.
+        Failure::Timeout | Failure::InProgress => Problem::new(
             504,
             "provider_timeout",
             "The download service took too long to answer. Please try again.",

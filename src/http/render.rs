@@ -158,6 +158,55 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
     }
 }
 
+/// The answer for a link whose paid job is still under way at the provider: `202 Accepted`,
+/// the progress in words, when to ask again (`Retry-After`; a page also refreshes itself with
+/// `Refresh`, JavaScript or not) and where (`Location`: the same link, which joins the job).
+pub fn pending(
+    format: Format,
+    progress: Option<&str>,
+    retry_after: u32,
+    location: &str,
+    frame: &Frame<'_>,
+) -> Response {
+    let words = match progress {
+        Some(p) => format!("The download service is preparing this file ({p})."),
+        None => "The download service is preparing this file.".to_owned(),
+    };
+    let response = match format {
+        Format::Text => Response::new(
+            202,
+            TEXT,
+            format!("{words} Ask again in {retry_after} s.\n"),
+        ),
+        Format::Json => {
+            let body = serde_json::json!({
+                "status": "pending", "progress": progress, "retry_after": retry_after,
+                "detail": format!("{words} Ask again in {retry_after} s."),
+            });
+            Response::new(202, JSON, format!("{body}\n"))
+        }
+        Format::Html => {
+            let card = format!(
+                "<p class=\"title\">{}</p>\n<p>This page asks again by itself every {retry_after} \
+                 seconds; nothing more is paid for it.</p>\n",
+                escape(&words)
+            );
+            let body = page(
+                "Your file is being prepared",
+                "ok",
+                None,
+                &card,
+                "Another link",
+                frame,
+            );
+            html_page(202, body).header("Refresh", retry_after.to_string())
+        }
+    };
+    response
+        .header("Retry-After", retry_after.to_string())
+        .header("Location", location)
+}
+
 /// The answer to a HEAD request that was admitted: no body, and no paid call behind it.
 pub fn counted(format: Format) -> Response {
     let ty = match format {
@@ -472,6 +521,34 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_slice(&resolved(Format::Json, &one, &Frame::default()).body).unwrap();
         assert_eq!(v.get("files"), None, "one file: the answer as before");
+    }
+
+    #[test]
+    fn a_job_under_way_is_202_with_when_and_where_to_ask_again() {
+        let at = "/cgi-bin/resolve?link=https%3A%2F%2Fh.example%2Ff";
+        for format in [Format::Text, Format::Json, Format::Html] {
+            let r = pending(format, Some("40% <done>"), 5, at, &Frame::default());
+            assert_eq!(r.status, 202);
+            assert_eq!(r.header_value("Retry-After"), Some("5"));
+            assert_eq!(r.header_value("Location"), Some(at));
+            let body = String::from_utf8(r.body).unwrap();
+            assert!(body.contains("40% "), "{body}");
+            if format == Format::Html {
+                assert!(
+                    !body.contains("<done>") && body.contains("&lt;done&gt;"),
+                    "{body}"
+                );
+            }
+        }
+        let r = pending(Format::Html, None, 5, at, &Frame::default());
+        assert_eq!(r.header_value("Refresh"), Some("5"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&pending(Format::Json, None, 7, at, &Frame::default()).body)
+                .unwrap();
+        assert_eq!(
+            (v["status"].as_str(), v["retry_after"].as_u64()),
+            (Some("pending"), Some(7))
+        );
     }
 
     #[test]

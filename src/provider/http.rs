@@ -6,6 +6,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::defaults;
+use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
 use crate::provider::{Failure, Meter, Provider, ProviderError};
@@ -133,17 +134,22 @@ impl HttpProvider {
                     vars.extend(found);
                     return Ok(files);
                 }
-                StepOutcome::Again => {
+                StepOutcome::Again(progress) => {
                     let interval = step
                         .poll
                         .as_ref()
                         .map_or(Duration::from_secs(1), |p| p.interval);
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left <= interval {
-                        return Err(ProviderError::new(
-                            Failure::Timeout,
-                            "the provider was still working when the deadline came (provider.deadline_ms)",
-                        ));
+                        // Paid for and under way: kept, so that asking again polls this job.
+                        let poll_secs = u32::try_from(interval.as_secs().max(1)).unwrap_or(60);
+                        let mut e = ProviderError::new(
+                            Failure::InProgress,
+                            "the provider was still working when the deadline came (provider.deadline_ms): the job is kept",
+                        );
+                        e.retry_after = Some(poll_secs);
+                        e.job = Some(Box::new(Job::new(index, vars, progress, poll_secs)));
+                        return Err(e);
                     }
                     std::thread::sleep(interval);
                 }
@@ -204,14 +210,20 @@ fn never_connected(io: &std::io::Error) -> bool {
     ) || io.to_string().starts_with(LOOKUP_FAILED)
 }
 
-impl Provider for HttpProvider {
-    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
+impl HttpProvider {
+    /// The steps from `first` on, with the values so far; `reached` when a call was made
+    /// before (every further call is then counted by `meter`).
+    fn run_from(
+        &self,
+        first: usize,
+        mut vars: Vars,
+        mut reached: bool,
+        meter: &dyn Meter,
+    ) -> Result<Resolved, ProviderError> {
         let deadline = Instant::now() + self.spec.deadline;
-        let mut vars = self.spec.start_vars(link);
-        let mut reached = false;
         let mut files = Vec::new();
-        for (index, step) in self.spec.steps.iter().enumerate() {
-            if !step.runs(&vars) {
+        for (index, step) in self.spec.steps.iter().enumerate().skip(first) {
+            if index > first && !step.runs(&vars) {
                 continue;
             }
             let found = self.run_step((index, step), &mut vars, deadline, &mut reached, meter)?;
@@ -220,6 +232,29 @@ impl Provider for HttpProvider {
             }
         }
         self.spec.finish(&vars, files)
+    }
+}
+
+impl Provider for HttpProvider {
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
+        self.run_from(0, self.spec.start_vars(link), false, meter)
+    }
+
+    fn resume(&self, link: &str, job: &Job, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
+        if self
+            .spec
+            .steps
+            .get(job.step)
+            .is_none_or(|s| s.poll.is_none())
+        {
+            return Err(ProviderError::new(
+                Failure::Unavailable,
+                "the kept job does not match the provider's steps (the configuration changed)",
+            ));
+        }
+        let mut vars = self.spec.start_vars(link);
+        vars.extend(job.vars.clone());
+        self.run_from(job.step, vars, true, meter)
     }
 }
 

@@ -91,6 +91,46 @@ pub struct Poll {
     pub until: SuccessTest,
     /// Failed when this holds.
     pub fail: Option<SuccessTest>,
+    /// Where the answer says how far the work is.
+    pub progress: Option<Progress>,
+}
+
+/// How far a polled job is: the value at `pointer`, read as `unit`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Progress {
+    pub pointer: String,
+    pub unit: ProgressUnit,
+}
+
+/// What a progress value counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgressUnit {
+    /// 0 to 1 of the work done.
+    Fraction,
+    /// 0 to 100 of the work done.
+    Percent,
+    /// Seconds of work left.
+    SecondsLeft,
+}
+
+impl Progress {
+    /// The progress in words, e.g. "40% done" or "about 45 s left".
+    pub fn words(&self, v: &Value) -> Option<String> {
+        let n = match v.pointer(&self.pointer)? {
+            Value::Number(n) => n.as_f64()?,
+            Value::String(s) => s.trim().parse::<f64>().ok()?,
+            _ => return None,
+        };
+        if !n.is_finite() || n < 0.0 {
+            return None;
+        }
+        Some(match self.unit {
+            ProgressUnit::Fraction => format!("{:.0}% done", (n * 100.0).min(100.0)),
+            ProgressUnit::Percent => format!("{:.0}% done", n.min(100.0)),
+            ProgressUnit::SecondsLeft => format!("about {:.0} s left", n.min(86_400.0)),
+        })
+    }
 }
 
 /// Every file of a multi-file answer: the array at `list`, each element's download URL and
@@ -219,13 +259,17 @@ fn statuses_by_class<S: serde::Serializer>(
     serde::Serialize::serialize(&by_class, s)
 }
 
+/// The detail of a job the provider reports failed: paid for, and given back.
+pub const WORK_FAILED: &str = "the provider reported that the work failed";
+
 /// What one answer to a step means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepOutcome {
     /// Done: these values (and, for a multi-file answer, these files) were extracted.
     Done(Vars, Vec<FileLink>),
-    /// A polling step's work is not finished: ask again after the interval.
-    Again,
+    /// A polling step's work is not finished: ask again after the interval. The progress, in
+    /// words, when the answer says it.
+    Again(Option<String>),
 }
 
 impl HttpSpec {
@@ -314,6 +358,7 @@ impl HttpSpec {
                 retry_after,
                 detail,
                 advice: self.advice_for(failure).map(str::to_owned),
+                job: None,
             }
         };
         match status {
@@ -357,13 +402,12 @@ impl HttpSpec {
         }
         if let Some(poll) = &step.poll {
             if poll.fail.as_ref().is_some_and(|f| f.holds(v)) {
-                return Err(error(
-                    Failure::Rejected,
-                    "the provider reported that the work failed",
-                ));
+                return Err(error(Failure::Rejected, WORK_FAILED));
             }
             if !poll.until.holds(v) {
-                return Ok(StepOutcome::Again);
+                return Ok(StepOutcome::Again(
+                    poll.progress.as_ref().and_then(|p| p.words(v)),
+                ));
             }
         }
         let mut vars = Vars::new();
@@ -535,7 +579,7 @@ mod tests {
     fn done(o: StepOutcome) -> Vars {
         match o {
             StepOutcome::Done(v, _) => v,
-            StepOutcome::Again => panic!("not done"),
+            StepOutcome::Again(_) => panic!("not done"),
         }
     }
 
@@ -758,13 +802,17 @@ mod tests {
                 pointer: "/data/status".into(),
                 equals: json!(3),
             }),
+            progress: Some(Progress {
+                pointer: "/data/time_left".into(),
+                unit: ProgressUnit::SecondsLeft,
+            }),
         });
         let s = spec(vec![st.clone()]);
         let answer =
             |status: u64| body(json!({"data": {"status": status, "link": "https://dl.example/g"}}));
         assert_eq!(
             s.interpret(&st, 200, None, &answer(1)).unwrap(),
-            StepOutcome::Again
+            StepOutcome::Again(None)
         );
         assert_eq!(
             s.interpret(&st, 200, None, &answer(3)).unwrap_err().failure,

@@ -62,6 +62,14 @@ pub(crate) struct RawPoll {
     pub(crate) interval_ms: u64,
     pub(crate) until: RawTest,
     pub(crate) fail: Option<RawTest>,
+    pub(crate) progress: Option<RawProgress>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProgress {
+    pub(crate) pointer: String,
+    pub(crate) unit: String,
 }
 
 #[derive(Deserialize)]

@@ -10,7 +10,9 @@ use crate::config::error::{ConfigError, err};
 use crate::core::rule::RuleName;
 use crate::provider::config::raw::{RawStep, RawTest};
 use crate::provider::config::urls::check_step_url;
-use crate::provider::spec::{Best, FileList, HttpMethod, Poll, Step, SuccessTest, Template};
+use crate::provider::spec::{
+    Best, FileList, HttpMethod, Poll, Progress, ProgressUnit, Step, SuccessTest, Template,
+};
 
 pub(crate) fn method(field: &str, m: Option<&str>) -> Result<HttpMethod, ConfigError> {
     match m.unwrap_or("POST") {
@@ -192,6 +194,29 @@ pub(crate) fn steps(
                     interval: Duration::from_millis(p.interval_ms),
                     until: test(&at("poll.until"), Some(p.until))?.expect("given"),
                     fail: test(&at("poll.fail"), p.fail)?,
+                    progress: match p.progress {
+                        None => None,
+                        Some(pr) => {
+                            pointer(&at("poll.progress.pointer"), Some(pr.pointer.clone()))?;
+                            let unit = match pr.unit.as_str() {
+                                "fraction" => ProgressUnit::Fraction,
+                                "percent" => ProgressUnit::Percent,
+                                "seconds_left" => ProgressUnit::SecondsLeft,
+                                other => {
+                                    return Err(err(
+                                        at("poll.progress.unit"),
+                                        format!(
+                                            "{other:?}: use \"fraction\", \"percent\" or \"seconds_left\""
+                                        ),
+                                    ));
+                                }
+                            };
+                            Some(Progress {
+                                pointer: pr.pointer,
+                                unit,
+                            })
+                        }
+                    },
                 })
             }
         };
