@@ -199,7 +199,9 @@ pub fn pending(
                 "Another link",
                 frame,
             );
-            html_page(202, body).header("Refresh", retry_after.to_string())
+            // To the same link by GET: a page answered to a POST would otherwise ask the
+            // program again without the link.
+            html_page(202, body).header("Refresh", format!("{retry_after}; url={location}"))
         }
     };
     response
@@ -541,7 +543,10 @@ mod tests {
             }
         }
         let r = pending(Format::Html, None, 5, at, &Frame::default());
-        assert_eq!(r.header_value("Refresh"), Some("5"));
+        assert_eq!(
+            r.header_value("Refresh"),
+            Some(format!("5; url={at}").as_str())
+        );
         let v: serde_json::Value =
             serde_json::from_slice(&pending(Format::Json, None, 7, at, &Frame::default()).body)
                 .unwrap();
