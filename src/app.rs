@@ -290,6 +290,13 @@ impl App<'_> {
             Some(Lookup::Miss(claim)) => (None, None, claim),
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
+        // A request that waited for another one resolving the same link joins the job that
+        // one left under way, if it did, rather than paying for a second.
+        if _claim.is_some()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            return answer;
+        }
         let paid = !head_only && cached.is_none();
         let all_rules: Vec<&Rule> = rules
             .iter()

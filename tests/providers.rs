@@ -1846,6 +1846,36 @@ fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
 }
 
 #[test]
+fn a_link_asked_twice_at_once_joins_the_one_job() {
+    let site = job_site("job-race");
+    site.edit_config(|cfg| cfg["cache"] = json!({"ttl_secs": 60}));
+    let api = &site.provider;
+    api.route(POST, "/api/create", Reply::ok(json!({"id": 5})));
+    api.route(
+        GET,
+        "/api/status",
+        Reply::ok(json!({"done": false, "progress": 0.2})),
+    );
+    let link = "https://hoster.example/race/file.iso";
+    let outs: Vec<CgiOutput> = std::thread::scope(|s| {
+        let first = s.spawn(|| site.request(GET, link, "127.0.0.80"));
+        std::thread::sleep(Duration::from_millis(200));
+        let second = s.spawn(|| site.request(GET, link, "127.0.0.81"));
+        vec![first.join().unwrap(), second.join().unwrap()]
+    });
+    for out in &outs {
+        let (status, body) = status_body(out);
+        assert_eq!(
+            (status, body["progress"].as_str()),
+            (202, Some("20% done")),
+            "{}",
+            out.describe()
+        );
+    }
+    assert_eq!(api.calls_to(POST, "/api/create"), 1, "one job for both");
+}
+
+#[test]
 fn a_long_job_the_provider_reports_failed_is_refunded() {
     let site = job_site("job-failed");
     let api = &site.provider;
