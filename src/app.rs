@@ -274,6 +274,14 @@ impl App<'_> {
         {
             return answer;
         }
+        // A host the provider does not list is refused before anything is counted or paid.
+        if !head_only
+            && blocks_failure.is_none()
+            && let Some(p) = self.refuse_unlisted_host(provider, &asked.link)
+        {
+            tally.add(Event::Bad("unsupported_host".into()));
+            return Err(p);
+        }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
@@ -697,6 +705,7 @@ const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
 mod failures;
 mod guard;
+mod hosts;
 mod jobs;
 mod meter;
 #[cfg(test)]

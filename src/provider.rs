@@ -19,6 +19,12 @@ use crate::provider::resolved::Resolved;
 pub trait Provider {
     fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError>;
 
+    /// The provider's public list of supported hosts (a free call), when it publishes one:
+    /// None when it does not, else the domains or why they could not be had.
+    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+        None
+    }
+
     /// Polls a job a resolution left under way (every call counted by `meter`).
     fn resume(
         &self,

@@ -37,9 +37,10 @@ const TB_REQUEST: &str = "/v1/api/webdl/requestdl";
 const POST: &str = "POST";
 const GET: &str = "GET";
 
-/// The `provider` section for preset `name`, pointed at the stand-in.
+/// The `provider` section for preset `name`, pointed at the stand-in. Without the host list
+/// (AllDebrid's), so that each test's calls are its own; `host_list_pre_check_*` tests it.
 fn preset(name: &str, api: &Provider, base: &str) -> Value {
-    json!({"preset": name, "token": TOKEN, "base_url": api.url(base)})
+    json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "hosts": null})
 }
 
 /// `v` with the top-level fields of `extra` set.
@@ -1910,6 +1911,106 @@ fn a_long_job_the_provider_reports_failed_is_refunded() {
     let out = site.request(GET, "https://hoster.example/ok.iso", "127.0.0.72");
     expect_ok(&out);
     assert_eq!(api.calls_to(POST, "/api/create"), 2);
+}
+
+/// AllDebrid's public host list (docs.alldebrid.com, "Hosts": `GET /v4/hosts/domains`, "All
+/// `/v4/hosts/*` endpoints are public", answered `{"status": "success", "data": {"hosts": [...],
+/// "streams": [...], "redirectors": [...]}}`).
+const AD_DOMAINS: &str = "/v4/hosts/domains";
+
+#[test]
+fn host_list_pre_check_refuses_an_unlisted_host_before_paying() {
+    let site = provider_fields(
+        preset_site("hosts", "alldebrid", AD_BASE, spend(10)),
+        json!({"hosts": {"url": "{base}/hosts/domains", "lists": ["/data/hosts", "/data/streams", "/data/redirectors"]}}),
+    )
+    .rules(vec![json!({"name": "ip", "key": "ip", "limit": 2, "window_secs": 3600})])
+    .write();
+    let api = &site.provider;
+    api.route(
+        GET,
+        AD_DOMAINS,
+        Reply::ok(json!({"status": "success", "data": {
+            "hosts": ["mega.nz", "mega.co.nz", "rapidgator.net"],
+            "streams": ["youtube.com"], "redirectors": ["adf.ly"]
+        }})),
+    );
+    api.route(
+        POST,
+        AD_UNLOCK,
+        Reply::ok(json!({"status": "success", "data": {"link": "https://a1b2c3.debrid.it/dl/x/f.zip", "filename": "f.zip"}})),
+    );
+    // Three links on a host AllDebrid does not list, from one visitor allowed two requests:
+    // refused each time, nothing paid, the visitor's limit untouched.
+    for i in 0..3 {
+        let out = site.request(
+            GET,
+            &format!("https://unknown-host.example/f{i}.zip"),
+            "127.0.0.90",
+        );
+        let (status, body) = status_body(&out);
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (422, Some("unsupported_host")),
+            "{}",
+            out.describe()
+        );
+        assert!(
+            out.stderr.contains("refused before any paid call"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(api.calls_to(POST, AD_UNLOCK), 0);
+    assert_eq!(
+        api.calls_to(GET, AD_DOMAINS),
+        1,
+        "fetched once, kept for a day"
+    );
+    let fetch = &api.requests_to(GET, AD_DOMAINS)[0];
+    assert!(
+        !fetch.everything().contains(TOKEN),
+        "a public call: {}",
+        fetch.everything()
+    );
+    // A listed host (a subdomain of one) is paid as before, twice: the visitor's limit.
+    for _ in 0..2 {
+        let out = site.request(GET, "https://www.mega.nz/file/abc", "127.0.0.90");
+        expect_ok(&out);
+    }
+    assert_eq!(api.calls_to(POST, AD_UNLOCK), 2);
+    assert_eq!(api.calls_to(GET, AD_DOMAINS), 1);
+}
+
+#[test]
+fn host_list_unavailable_lets_links_through_and_is_not_asked_again_that_day() {
+    let site = provider_fields(
+        preset_site("hosts-down", "alldebrid", AD_BASE, json!({})),
+        json!({"hosts": {"url": "{base}/hosts/domains", "lists": ["/data/hosts"]}}),
+    )
+    .write();
+    let api = &site.provider;
+    api.route(
+        GET,
+        AD_DOMAINS,
+        Reply::raw(503, "text/html", "<h1>down</h1>"),
+    );
+    api.route(
+        POST,
+        AD_UNLOCK,
+        Reply::ok(
+            json!({"status": "success", "data": {"link": "https://a1b2c3.debrid.it/dl/y/g.zip"}}),
+        ),
+    );
+    for i in 0..2 {
+        expect_ok(&site.get(&format!("https://any-host.example/g{i}.zip")));
+    }
+    assert_eq!(api.calls_to(POST, AD_UNLOCK), 2);
+    assert_eq!(
+        api.calls_to(GET, AD_DOMAINS),
+        1,
+        "a failed fetch is not retried within the day"
+    );
 }
 
 /// A port on 127.0.0.1 where nothing listens.

@@ -18,13 +18,13 @@ use crate::core::rule::Rule;
 use crate::defaults;
 use crate::provider::Failure;
 use crate::provider::presets;
-use crate::provider::spec::{HttpMethod, HttpSpec, ProviderSpec, Step, Template};
+use crate::provider::spec::{HostList, HttpMethod, HttpSpec, ProviderSpec, Step, Template};
 use crate::secret::Secret;
-use raw::RawProvider;
+use raw::{RawHosts, RawProvider};
 use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
-use urls::check_url;
+use urls::{check_step_url, check_url};
 
 /// Parses the `provider` section. Returns the provider and its site-wide rate rules.
 pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
@@ -96,6 +96,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     let error_messages = error_messages(raw.error_messages.take())?;
     let statuses = statuses(raw.statuses.take())?;
     let advice = advice(raw.advice.take())?;
+    let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
     let rate_rules = site_rules(rate_list, "provider.rate_limits")?;
@@ -111,6 +112,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             statuses,
             advice,
             rate_steps,
+            hosts,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -262,6 +264,34 @@ fn advice(raw: Option<BTreeMap<String, String>>) -> Result<Vec<(String, String)>
         out.push((name, text.trim().to_owned()));
     }
     Ok(out)
+}
+
+/// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.
+fn host_list(raw: Option<RawHosts>, has_base: bool) -> Result<Option<HostList>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let url = Template(raw.url);
+    let known: Vec<String> = if has_base {
+        vec!["base".into()]
+    } else {
+        Vec::new()
+    };
+    steps::check_names("provider.hosts.url", &url, &known)?;
+    check_step_url("provider.hosts.url", &url.0)?;
+    if raw.lists.is_empty() || raw.lists.len() > 5 {
+        return Err(err(
+            "provider.hosts.lists",
+            "names 1 to 5 JSON Pointers to arrays of domain names",
+        ));
+    }
+    for p in &raw.lists {
+        steps::pointer("provider.hosts.lists", Some(p.clone()))?;
+    }
+    Ok(Some(HostList {
+        url,
+        lists: raw.lists,
+    }))
 }
 
 /// `remote: true` adds the description's `remote_form` fields to the first call (Real-Debrid:

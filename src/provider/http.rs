@@ -236,6 +236,44 @@ impl HttpProvider {
 }
 
 impl Provider for HttpProvider {
+    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+        let list = self.spec.hosts.as_ref()?;
+        let mut vars = Vars::new();
+        if let Some(b) = &self.spec.base_url {
+            vars.insert("base".into(), b.trim_end_matches('/').to_owned());
+        }
+        Some((|| {
+            let url = list.url.render(&vars)?;
+            // Public: sent without the token.
+            let mut response = self
+                .agent()
+                .get(&url)
+                .config()
+                .timeout_global(Some(self.spec.timeout))
+                .build()
+                .call()
+                .map_err(|e| format!("the host list could not be fetched: {e}"))?;
+            let status = response.status().as_u16();
+            if status != 200 {
+                return Err(format!("the host list answered HTTP {status}"));
+            }
+            let mut body = Vec::new();
+            response
+                .body_mut()
+                .as_reader()
+                .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
+                .read_to_end(&mut body)
+                .map_err(|e| format!("reading the host list failed: {e}"))?;
+            let v: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|_| "the host list is not JSON".to_owned())?;
+            let domains = list.domains_in(&v);
+            if domains.is_empty() {
+                return Err("the host list holds no domain".into());
+            }
+            Ok(domains)
+        })())
+    }
+
     fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.run_from(0, self.spec.start_vars(link), false, meter)
     }

@@ -190,6 +190,60 @@ impl Step {
     }
 }
 
+/// The provider's public list of the file hosts it supports: fetched (a free GET, without the
+/// token) at most once a day, so that a link on another host is refused before paying.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HostList {
+    /// Where the list is (`{base}` filled in).
+    pub url: Template,
+    /// JSON Pointers to arrays of domain names, joined.
+    pub lists: Vec<String>,
+}
+
+/// The most domains a host list keeps.
+pub const MAX_HOSTS: usize = 5000;
+
+impl HostList {
+    /// The domains an answer lists: lower case, without a leading `www.`, at most
+    /// [`MAX_HOSTS`]; empty when the answer holds none of the lists.
+    pub fn domains_in(&self, v: &Value) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .lists
+            .iter()
+            .filter_map(|p| v.pointer(p)?.as_array())
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
+            .map(|d| d.strip_prefix("www.").map(str::to_owned).unwrap_or(d))
+            .filter(|d| {
+                !d.is_empty()
+                    && d.len() <= 253
+                    && d.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out.truncate(MAX_HOSTS);
+        out
+    }
+}
+
+/// Whether `host` (a link's host) is one of `domains` (sorted) or under one of them.
+pub fn host_listed(host: &str, domains: &[String]) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let mut rest = host.as_str();
+    loop {
+        if domains.binary_search_by(|d| d.as_str().cmp(rest)).is_ok() {
+            return true;
+        }
+        match rest.split_once('.') {
+            Some((_, parent)) if !parent.is_empty() => rest = parent,
+            _ => return false,
+        }
+    }
+}
+
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
 /// and `filename` are the answer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -217,6 +271,8 @@ pub struct HttpSpec {
     /// For each of the provider's `rate_limits`, in order, the steps (from 0) whose calls it
     /// counts; None: every call.
     pub rate_steps: Vec<Option<Vec<usize>>>,
+    /// The public list of supported hosts, if the provider has one.
+    pub hosts: Option<HostList>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.
@@ -566,6 +622,7 @@ mod tests {
             statuses: Vec::new(),
             advice: Vec::new(),
             rate_steps: Vec::new(),
+            hosts: None,
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(5),
             deadline: Duration::from_secs(20),
@@ -787,6 +844,42 @@ mod tests {
         );
         assert_eq!(pick(json!({"streams": []})), None);
         assert_eq!(pick(json!({"streams": "no"})), None);
+    }
+
+    #[test]
+    fn a_host_list_is_read_and_matched_by_domain() {
+        let list = HostList {
+            url: Template("{base}/hosts/domains".into()),
+            lists: vec!["/data/hosts".into(), "/data/streams".into()],
+        };
+        let domains = list.domains_in(&json!({"data": {
+            "hosts": ["Mega.nz", "www.rapidgator.net", "1fichier.com", "bad domain", 7],
+            "streams": ["youtube.com", "mega.nz"], "redirectors": ["adf.ly"]
+        }}));
+        assert_eq!(
+            domains,
+            ["1fichier.com", "mega.nz", "rapidgator.net", "youtube.com"]
+        );
+        for host in [
+            "mega.nz",
+            "MEGA.NZ",
+            "www.mega.nz",
+            "dl.sub.rapidgator.net",
+            "youtube.com.",
+        ] {
+            assert!(host_listed(host, &domains), "{host}");
+        }
+        for host in [
+            "adf.ly",
+            "nz",
+            "notmega.nz",
+            "mega.nz.evil.example",
+            "example.com",
+            "",
+        ] {
+            assert!(!host_listed(host, &domains), "{host}");
+        }
+        assert!(list.domains_in(&json!({"other": 1})).is_empty());
     }
 
     #[test]

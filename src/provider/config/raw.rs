@@ -23,6 +23,7 @@ pub(crate) struct RawProvider {
     pub(crate) advice: Option<BTreeMap<String, String>>,
     /// Real-Debrid's remote traffic: `true` adds `remote_form` to the first call's form.
     pub(crate) remote: Option<bool>,
+    pub(crate) hosts: Option<RawHosts>,
     pub(crate) remote_form: Option<BTreeMap<String, String>>,
     pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
     pub(crate) connect_timeout_ms: Option<u64>,
@@ -70,6 +71,13 @@ pub(crate) struct RawPoll {
 pub(crate) struct RawProgress {
     pub(crate) pointer: String,
     pub(crate) unit: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHosts {
+    pub(crate) url: String,
+    pub(crate) lists: Vec<String>,
 }
 
 #[derive(Deserialize)]
