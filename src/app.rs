@@ -292,7 +292,7 @@ impl App<'_> {
             .as_deref()
             .filter(|_| blocks_failure.is_none())
             .map(|k| self.look_up(k));
-        let (cached, cache_failure, _claim) = match lookup {
+        let (cached, cache_failure, claim) = match lookup {
             None => (None, None, None),
             Some(Lookup::Hit(r)) => (Some(r), None, None),
             Some(Lookup::Miss(claim)) => (None, None, claim),
@@ -300,7 +300,7 @@ impl App<'_> {
         };
         // A request that waited for another one resolving the same link joins the job that
         // one left under way, if it did, rather than paying for a second.
-        if _claim.is_some()
+        if claim.is_some()
             && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
         {
             return answer;
