@@ -611,9 +611,21 @@ impl App<'_> {
                     *text = crate::secret::mask(text, &forms).into_owned();
                 }
                 e.detail = crate::secret::mask(&e.detail, &forms).into_owned();
+                // Nothing reached the provider: every count is given back. A job it reports
+                // failed reached it: only the owner's spend limits get the paid link back, the
+                // provider's rates keep the calls it was sent.
                 let job_failed = e.detail == crate::provider::spec::WORK_FAILED;
-                if (!e.reached || job_failed) && !spend_checks.is_empty() {
-                    match self.store.refund(spend_checks, paid_at_ms) {
+                let rates = &self.config.spend[..self
+                    .config
+                    .provider_rate_limits
+                    .min(self.config.spend.len())];
+                let given_back: Vec<Check<'_>> = spend_checks
+                    .iter()
+                    .filter(|c| !e.reached || !rates.iter().any(|r| std::ptr::eq(r, c.rule)))
+                    .cloned()
+                    .collect();
+                if (!e.reached || job_failed) && !given_back.is_empty() {
+                    match self.store.refund(&given_back, paid_at_ms) {
                         Ok(()) => tally.add(Event::Refund),
                         Err(re) => self.log.line(
                             Level::Warn,
