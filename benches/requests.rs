@@ -137,6 +137,7 @@ fn rendering(c: &mut Criterion) {
     let resolved = Resolved {
         download: "https://cdn.example/d/0123456789abcdef/holiday.part1.rar".into(),
         filename: Some("holiday.part1.rar".into()),
+        files: Vec::new(),
     };
     let frame = render::Frame::new(Some("/cgi-bin/resolve"), None);
     for (name, format) in [

@@ -47,6 +47,8 @@
 
   var busy = false;
   var locked = false;
+  // The timer that asks again about a job the service is still preparing.
+  var again = 0;
   // The one timer that updates #result every second (working, or a wait).
   var ticker = 0;
   var announceTimer = 0;
@@ -68,6 +70,7 @@
   });
 
   function send(link) {
+    clearTimeout(again);
     busy = true;
     setButton('busy');
     form.setAttribute('aria-busy', 'true');
@@ -111,7 +114,7 @@
         form.removeAttribute('aria-busy');
         stopTicker();
         if (outcome.ok) {
-          handle(code, headers, parseJson(outcome.text));
+          handle(code, headers, parseJson(outcome.text), link);
         } else if (timedOut) {
           showError('The server took too long to answer. Please try again.');
         } else if (code) {
@@ -155,9 +158,17 @@
     ticker = setInterval(tick, 250);
   }
 
-  function handle(code, headers, data) {
+  function handle(code, headers, data, link) {
+    // 202: the service is still preparing the file (paid for once, kept): its progress in
+    // words, and the same link asked again after Retry-After, which joins the same job.
+    if (code === 202 && data && data.status === 'pending') {
+      showPending(data, Math.max(retryAfterSeconds(data, headers), 1), link);
+      return;
+    }
     if (code >= 200 && code < 300) {
-      if (data && typeof data.download === 'string' && data.download) {
+      if (data && Array.isArray(data.files) && data.files.length > 1) {
+        showFiles(data.files);
+      } else if (data && typeof data.download === 'string' && data.download) {
         showDownload(data.download, typeof data.filename === 'string' ? data.filename : '');
       } else {
         showError('The server answered without a download link. Please try again.');
@@ -224,6 +235,45 @@
     actions.appendChild(copied);
     box.appendChild(actions);
     announce('Your download link is ready: ' + (filename || 'the link') + '.');
+    setButton('idle');
+  }
+
+  function showPending(data, seconds, link) {
+    var box = card('busy');
+    var words = typeof data.detail === 'string' && data.detail.trim()
+      ? data.detail.trim()
+      : 'The download service is preparing this file.';
+    addText(box, 'p', words).className = 'title';
+    addText(box, 'p', 'This page asks again by itself; nothing more is paid for it.').className = 'elapsed';
+    announce(words);
+    // Another link sent meanwhile cancels this (send clears the timer).
+    setButton('idle');
+    again = setTimeout(function () {
+      send(link);
+    }, seconds * 1000);
+  }
+
+  // Several files (a folder): every one as a link, under one title.
+  function showFiles(files) {
+    var box = card('ok');
+    addText(box, 'p', 'Your download links are ready (' + files.length + ' files):').className = 'title';
+    var list = document.createElement('ul');
+    for (var i = 0; i < files.length; i++) {
+      var f = files[i] || {};
+      var href = typeof f.download === 'string' ? httpUrl(f.download) : '';
+      if (!href) {
+        continue;
+      }
+      var item = document.createElement('li');
+      var a = document.createElement('a');
+      a.href = href;
+      a.rel = 'noreferrer noopener';
+      a.textContent = typeof f.filename === 'string' && f.filename ? f.filename : href;
+      item.appendChild(a);
+      list.appendChild(item);
+    }
+    box.appendChild(list);
+    announce('Your download links are ready: ' + files.length + ' files.');
     setButton('idle');
   }
 

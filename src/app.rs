@@ -2,11 +2,9 @@
 //! every rule admits it call the provider. Being limited is an answer; nothing else runs.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::core::clock::Clock;
-use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::api_key::ClientKey;
@@ -15,18 +13,15 @@ use crate::http::problem::Problem;
 use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
-use crate::provider::Provider;
+use crate::provider::job::Job;
 use crate::provider::resolved::Resolved;
+use crate::provider::{Failure, Provider};
 use crate::store::Check;
 use crate::store::cache::Cache;
 use crate::store::roles::Store;
-use crate::store::settings::OnError;
 use crate::support::defaults;
 use crate::support::log::{Level, Log};
 use failures::{UNAVAILABLE, provider_problem};
-
-/// How often a request waiting for another's answer to the same link looks again.
-const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// What the cache says about a link.
 enum Lookup<'a> {
@@ -49,6 +44,12 @@ impl Drop for Claim<'_> {
             .store
             .cache_release(&self.key, crate::provider::cache::PENDING);
     }
+}
+
+/// What a paid call gave: the answer, or a job still under way at the provider.
+enum Paid {
+    Resolved(Resolved),
+    Pending(Job),
 }
 
 /// The answer to write, and whether the request was HEAD (no body then).
@@ -118,6 +119,18 @@ impl Tally {
             crate::store::StoreErrorKind::Unavailable => self.store_down = true,
         }
     }
+}
+
+/// Site-wide rules (the spend limits and the provider's rates) as checks of their one key.
+fn checks_for_global<'r>(rules: &[&'r Rule]) -> Vec<Check<'r>> {
+    rules
+        .iter()
+        .filter(|r| r.key == KeyKind::Global)
+        .map(|rule| Check {
+            rule,
+            key: rule.key_for(""),
+        })
+        .collect()
 }
 
 /// Each rule applied to the key it counts this request by.
@@ -237,6 +250,21 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
+        // A link whose paid job is under way joins it: no new paid call, no visitor's limit.
+        if !head_only
+            && blocks_failure.is_none()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            return answer;
+        }
+        // A host the provider does not list is refused before anything is counted or paid.
+        if !head_only
+            && blocks_failure.is_none()
+            && let Some(p) = self.refuse_unlisted_host(provider, &asked.link)
+        {
+            tally.add(Event::Bad("unsupported_host".into()));
+            return Err(p);
+        }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
@@ -247,17 +275,24 @@ impl App<'_> {
             .as_deref()
             .filter(|_| blocks_failure.is_none())
             .map(|k| self.look_up(k));
-        let (cached, cache_failure, _claim) = match lookup {
+        let (cached, cache_failure, claim) = match lookup {
             None => (None, None, None),
             Some(Lookup::Hit(r)) => (Some(r), None, None),
             Some(Lookup::Miss(claim)) => (None, None, claim),
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
+        // A request that waited for another one resolving the same link joins the job that
+        // one left under way, if it did, rather than paying for a second.
+        if claim.is_some()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            return answer;
+        }
         let paid = !head_only && cached.is_none();
         let all_rules: Vec<&Rule> = rules
             .iter()
             .copied()
-            .chain(self.config.spend.iter().filter(|_| paid))
+            .chain(self.first_call_rules().filter(|_| paid))
             .collect();
         let checks = checks(&all_rules, &asked);
         let decided = match blocks_failure.or(cache_failure) {
@@ -287,13 +322,18 @@ impl App<'_> {
             render::resolved(format, &resolved, frame).header("X-Resolve-Cache", "hit")
         } else {
             let spend_checks = &checks[rules.len()..];
-            let resolved = self.pay(
+            let resolved = match self.pay(
                 provider,
                 &asked.link,
                 admitted.as_ref(),
                 spend_checks,
                 tally,
-            )?;
+            )? {
+                Paid::Resolved(r) => r,
+                Paid::Pending(job) => {
+                    return Ok(self.pending(&job, &asked.link, env, format, frame));
+                }
+            };
             if let Some(k) = cache_key.as_ref().filter(|_| store_up)
                 && let Err(e) = self.store.cache.cache_put(
                     k,
@@ -367,97 +407,20 @@ impl App<'_> {
             .collect()
     }
 
-    /// What the store's decision means for this request: go on (with the limit headers and
-    /// the time it was counted at, unless the store failed and the policy lets it through), or
-    /// the answer that ends it. `rules` are the client's; `all_rules` adds the spend rules.
-    fn verdict(
-        &self,
-        decided: Result<Decision, crate::store::StoreError>,
-        rules: &[&Rule],
-        all_rules: &[&Rule],
-        format: Format,
-        frame: &render::Frame<'_>,
-        tally: &mut Tally,
-    ) -> Result<Verdict, Problem> {
-        match decided {
-            Ok(decision @ Decision::Admit { at_ms, .. }) => {
-                tally.add(Event::Admitted);
-                Ok(Verdict::Admitted(Some(Admitted {
-                    limit_headers: render::limit_headers(rules, &decision),
-                    at_ms,
-                })))
-            }
-            Ok(ref decision @ Decision::Refuse { rule, .. }) if rule >= rules.len() => {
-                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
-                // The site's own budget: nothing the visitor did.
-                tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
-                Err(Problem::new(
-                    503,
-                    "spend_limit",
-                    format!(
-                        "The service has reached its limit for now. Please try again in {}.",
-                        render::wait_words(retry_after_secs)
-                    ),
-                )
-                .retry_after(retry_after_secs)
-                .log(format!(
-                    "site-wide limit {} reached ({} paid calls per {} s); refusing paid calls for {retry_after_secs} s",
-                    all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
-                )))
-            }
-            Ok(
-                ref decision @ Decision::Refuse {
-                    rule, ref statuses, ..
-                },
-            ) => {
-                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
-                // A rule refuses exactly when none of its window is left. The statuses begin
-                // with the client's rules.
-                let by_client = rules
-                    .iter()
-                    .zip(statuses)
-                    .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0);
-                tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
-                let mut p = Problem::new(
-                    429,
-                    "rate_limited",
-                    render::limited_sentence(retry_after_secs),
-                )
-                .retry_after(retry_after_secs);
-                p.rule = Some(all_rules[rule].name.as_str().into());
-                let mut response = render::problem(format, &p, frame);
-                response
-                    .headers
-                    .extend(render::limit_headers(rules, decision));
-                Ok(Verdict::Refused {
-                    response,
-                    by_client,
-                })
-            }
-            Err(e) => match self.config.store.on_error {
-                OnError::Allow => {
-                    tally.store_failed(&e);
-                    tally.add(Event::Admitted);
-                    self.log.line(
-                        Level::Error,
-                        &format!("store failed, answering anyway (store.on_error is allow): {e}"),
-                    );
-                    Ok(Verdict::Admitted(None))
-                }
-                OnError::Deny => {
-                    tally.store_failed(&e);
-                    Err(Problem::new(
-                        503,
-                        "store_unavailable",
-                        "The service is briefly unavailable. Please try again shortly.",
-                    )
-                    .retry_after(self.config.store.deny_retry_after_secs)
-                    .log(format!(
-                        "store failed, refusing (store.on_error is deny): {e}"
-                    )))
-                }
-            },
-        }
+    /// The spend rules a link's first call counts in: the owner's, and each of the provider's
+    /// rates that counts the first step's calls.
+    fn first_call_rules(&self) -> impl Iterator<Item = &Rule> {
+        let spec = match self.config.provider.as_ref() {
+            Some(crate::provider::spec::ProviderSpec::Http(h)) => Some(&**h),
+            _ => None,
+        };
+        let rates = self.config.provider_rate_limits;
+        self.config
+            .spend
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| *i >= rates || spec.is_none_or(|h| h.rate_counts(*i, 0)))
+            .map(|(_, r)| r)
     }
 
     /// The paid call. An answer holding a secret is refused; a failure that never reached the
@@ -469,17 +432,53 @@ impl App<'_> {
         admitted: Option<&Admitted>,
         spend_checks: &[Check<'_>],
         tally: &mut Tally,
-    ) -> Result<Resolved, Problem> {
-        let answer = provider.resolve(link);
+    ) -> Result<Paid, Problem> {
+        let answer = match self.meter() {
+            Some(meter) => provider.resolve(link, &meter),
+            None => provider.resolve(link, &crate::provider::Unmetered),
+        };
         match &answer {
             Ok(_) => tally.add(Event::Paid),
             Err(e) => {
                 if e.reached {
                     tally.add(Event::Paid);
                 }
-                tally.add(Event::ProviderFailure(e.failure.name()));
+                if e.failure != Failure::InProgress {
+                    tally.add(Event::ProviderFailure(e.failure.name()));
+                }
             }
         }
+        let paid_at_ms = admitted.map_or_else(|| self.clock.now_ms(), |a| a.at_ms);
+        self.settle(answer, link, paid_at_ms, spend_checks, tally)
+    }
+
+    /// The provider's meter of calls, when it has rates to count them against.
+    fn meter(&self) -> Option<meter::StoreMeter<'_>> {
+        match self.config.provider.as_ref() {
+            Some(crate::provider::spec::ProviderSpec::Http(spec)) => Some(meter::StoreMeter {
+                counters: &*self.store.counters,
+                rates: &self.config.spend[..self
+                    .config
+                    .provider_rate_limits
+                    .min(self.config.spend.len())],
+                spec,
+                log: self.log,
+            }),
+            _ => None,
+        }
+    }
+
+    /// What comes of a resolution (or of polling its job): the answer, a job kept under way,
+    /// or the visitor's problem. A call that never reached the provider, and a job the
+    /// provider reports failed, give the spend rules the link's count back (`paid_at_ms`).
+    fn settle(
+        &self,
+        answer: Result<Resolved, crate::provider::ProviderError>,
+        link: &str,
+        paid_at_ms: u64,
+        spend_checks: &[Check<'_>],
+        tally: &mut Tally,
+    ) -> Result<Paid, Problem> {
         match answer {
             // A provider that echoes the site's token into its answer must not hand it to the
             // visitor, nor into the cache: such an answer is refused. (Paid for: the call
@@ -494,18 +493,36 @@ impl App<'_> {
                     ))
                 })
             }
-            Ok(r) => Ok(r),
+            Ok(r) => Ok(Paid::Resolved(r)),
             Err(mut e) => {
+                if let Some(mut job) = e.job.take().filter(|_| e.failure == Failure::InProgress) {
+                    job.paid_at_ms = paid_at_ms;
+                    job.polled_at_ms = self.clock.now_ms();
+                    if self.keep_job(link, &job) {
+                        return Ok(Paid::Pending(*job));
+                    }
+                }
                 // The provider's own words go to the visitor (422): never with a secret.
                 let forms = crate::support::secret::all_forms(&self.config.secrets());
                 for text in [&mut e.message, &mut e.code].into_iter().flatten() {
                     *text = crate::support::secret::mask(text, &forms).into_owned();
                 }
                 e.detail = crate::support::secret::mask(&e.detail, &forms).into_owned();
-                if !e.reached
-                    && let Some(admitted) = admitted
-                {
-                    match self.store.counters.refund(spend_checks, admitted.at_ms) {
+                // Nothing reached the provider: every count is given back. A job it reports
+                // failed reached it: only the owner's spend limits get the paid link back, the
+                // provider's rates keep the calls it was sent.
+                let job_failed = e.detail == crate::provider::spec::WORK_FAILED;
+                let rates = &self.config.spend[..self
+                    .config
+                    .provider_rate_limits
+                    .min(self.config.spend.len())];
+                let given_back: Vec<Check<'_>> = spend_checks
+                    .iter()
+                    .filter(|c| !e.reached || !rates.iter().any(|r| std::ptr::eq(r, c.rule)))
+                    .cloned()
+                    .collect();
+                if (!e.reached || job_failed) && !given_back.is_empty() {
+                    match self.store.counters.refund(&given_back, paid_at_ms) {
                         Ok(()) => tally.add(Event::Refund),
                         Err(re) => self.log.line(
                             Level::Warn,
@@ -514,49 +531,6 @@ impl App<'_> {
                     }
                 }
                 Err(provider_problem(&e, link))
-            }
-        }
-    }
-
-    /// Finds a link's cached answer. When another request is resolving the same link, waits for
-    /// its answer (so a link asked twice at once is paid once); when none is, claims the link
-    /// for this request.
-    fn look_up(&self, key: &str) -> Lookup<'_> {
-        let deadline = match self.config.provider.as_ref() {
-            Some(crate::provider::spec::ProviderSpec::Http(h)) => h.deadline,
-            _ => Duration::from_millis(defaults::PROVIDER_DEADLINE_MS),
-        };
-        let give_up = Instant::now() + deadline;
-        loop {
-            match self.store.cache.cache_get(key) {
-                Err(e) => return Lookup::Failed(e),
-                Ok(Some(bytes)) if bytes == crate::provider::cache::PENDING => {
-                    if Instant::now() >= give_up {
-                        return Lookup::Miss(None);
-                    }
-                    std::thread::sleep(CLAIM_POLL);
-                }
-                Ok(Some(bytes)) => {
-                    return match crate::provider::cache::decode(&bytes) {
-                        Some(r) => Lookup::Hit(r),
-                        None => Lookup::Miss(None),
-                    };
-                }
-                // A claim outlives the resolution it covers by a little, in case its owner dies.
-                Ok(None) => match self.store.cache.cache_claim(
-                    key,
-                    crate::provider::cache::PENDING,
-                    deadline + CLAIM_POLL * 10,
-                ) {
-                    Ok(true) => {
-                        return Lookup::Miss(Some(Claim {
-                            store: &*self.store.cache,
-                            key: key.to_owned(),
-                        }));
-                    }
-                    Ok(false) => {}
-                    Err(e) => return Lookup::Failed(e),
-                },
             }
         }
     }
@@ -601,6 +575,11 @@ const SECRET_IN_ANSWER: &str = "secret_in_answer";
 
 pub mod controls;
 mod failures;
+mod hosts;
+mod jobs;
+mod lookup;
+mod meter;
 #[cfg(test)]
 mod tests;
 mod usage;
+mod verdict;

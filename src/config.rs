@@ -47,6 +47,9 @@ pub struct Config {
     /// How many of `spend`, from the start, are the provider's published rate limits; the rest
     /// are the owner's budget (see [`Config::budget`]).
     pub provider_rate_limits: usize,
+    /// The provider's rates as its description declares them, before they were made to hold in
+    /// every window for this store (what `resolve check` prints).
+    pub provider_rates: Vec<Rule>,
     /// How long a resolved link is answered again without a new paid call (0: never).
     pub cache_ttl: Duration,
     pub client: ClientPolicy,
@@ -140,6 +143,7 @@ impl Config {
             }
         };
         let provider_rate_limits = rate_rules.len();
+        let provider_rates = rate_rules.clone();
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
             let raw_rules = crate::config::provider::site_rules::raw_site_rules(list, "spend")?;
@@ -148,6 +152,12 @@ impl Config {
             )?);
         }
         let store = store::store(raw.store, base)?;
+        // The provider's published rates hold in every window, not only in windows that start
+        // at a first call.
+        let sliding = !matches!(store.kind, crate::store::settings::StoreKind::File { .. });
+        for r in &mut spend[..provider_rate_limits] {
+            *r = crate::config::provider::site_rules::never_over(r, sliding);
+        }
         let (rules, shadow_rules) = match raw.rules {
             None => (vec![default_rule()], Vec::new()),
             Some(list) => rules::site_rules(list, &spend)?,
@@ -226,6 +236,7 @@ impl Config {
             rules,
             spend,
             provider_rate_limits,
+            provider_rates,
             cache_ttl,
             client,
             forwarded_header,

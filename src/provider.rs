@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod http;
+pub mod job;
 pub mod presets;
 pub mod resolved;
 pub mod spec;
@@ -13,9 +14,47 @@ use std::fmt;
 
 use crate::provider::resolved::Resolved;
 
-/// Something that turns a hoster link into a download URL.
+/// Something that turns a hoster link into a download URL. `meter` is asked before every call
+/// after the first (the first was counted when the request was admitted).
 pub trait Provider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError>;
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError>;
+
+    /// The provider's public list of supported hosts (a free call), when it publishes one:
+    /// None when it does not, else the domains or why they could not be had.
+    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+        None
+    }
+
+    /// Polls a job a resolution left under way (every call counted by `meter`).
+    fn resume(
+        &self,
+        _link: &str,
+        _job: &job::Job,
+        _meter: &dyn Meter,
+    ) -> Result<Resolved, ProviderError> {
+        Err(ProviderError::new(
+            Failure::Unavailable,
+            "this provider keeps no jobs",
+        ))
+    }
+}
+
+/// Counts a provider's calls against its published rates as they are made: the next step's
+/// call and every poll.
+pub trait Meter {
+    /// Asks to make one more call, of step `step` (from 0). An error says the rate is used up
+    /// for now: the call is not made.
+    fn another_call(&self, step: usize) -> Result<(), ProviderError>;
+}
+
+/// A meter that counts nothing: for `resolve check --live`'s one announced call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unmetered;
+
+impl Meter for Unmetered {
+    fn another_call(&self, _: usize) -> Result<(), ProviderError> {
+        Ok(())
+    }
 }
 
 /// Answers every link with itself, for trying an installation without spending anything.
@@ -23,10 +62,11 @@ pub trait Provider {
 pub struct EchoProvider;
 
 impl Provider for EchoProvider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         Ok(Resolved {
             download: link.to_owned(),
             filename: None,
+            files: Vec::new(),
         })
     }
 }
@@ -36,6 +76,13 @@ impl Provider for EchoProvider {
 pub enum Failure {
     /// The provider refused the site's credentials or configuration (401/403).
     Auth,
+    /// The provider refuses calls from this server's address (a datacenter, VPN or shared
+    /// address): neither the token's fault nor the visitor's; the owner must do what the
+    /// service asks.
+    ServerRefused,
+    /// The owner's account or plan does not cover this (not premium, not for this host, a top-up
+    /// needed): the visitor's link is not at fault.
+    Plan,
     /// The owner's account has no quota left (traffic, links, fair use).
     Quota,
     /// The provider does not support this link's host.
@@ -58,23 +105,31 @@ pub enum Failure {
     Timeout,
     /// No connection was made: nothing was sent, nothing charged.
     Unreachable,
+    /// The work is paid for and still under way when the request's time is up: the job is
+    /// kept, and asking again polls it.
+    InProgress,
 }
 
 impl Failure {
     /// The class names used in a provider's `errors` map.
-    pub const CLASSES: [(&'static str, Failure); 7] = [
+    pub const CLASSES: [(&'static str, Failure); 10] = [
         ("auth", Failure::Auth),
+        ("server_refused", Failure::ServerRefused),
+        ("plan", Failure::Plan),
         ("quota", Failure::Quota),
         ("unsupported", Failure::Unsupported),
         ("dead_link", Failure::DeadLink),
         ("password", Failure::Password),
         ("temporary", Failure::Temporary),
         ("rate_limit", Failure::RateLimited),
+        ("unavailable", Failure::Unavailable),
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Failure::Auth => "auth",
+            Failure::ServerRefused => "server_refused",
+            Failure::Plan => "plan",
             Failure::Quota => "quota",
             Failure::Unsupported => "unsupported",
             Failure::DeadLink => "dead_link",
@@ -86,6 +141,7 @@ impl Failure {
             Failure::BadAnswer => "bad_answer",
             Failure::Timeout => "timeout",
             Failure::Unreachable => "unreachable",
+            Failure::InProgress => "in_progress",
         }
     }
 }
@@ -102,6 +158,10 @@ pub struct ProviderError {
     pub message: Option<String>,
     pub retry_after: Option<u32>,
     pub detail: String,
+    /// What the owner can do about it, from the description's `advice` for this class.
+    pub advice: Option<String>,
+    /// For `InProgress`: the job to poll.
+    pub job: Option<Box<job::Job>>,
 }
 
 impl ProviderError {
@@ -114,6 +174,8 @@ impl ProviderError {
             message: None,
             retry_after: None,
             detail: detail.into(),
+            advice: None,
+            job: None,
         }
     }
 }

@@ -1227,6 +1227,131 @@ fn shows_progress_then_the_download_link_without_reloading() {
     h.shot("phone.png");
 }
 
+/// The provider section of a provider that creates a job and polls it every 500 ms, within a
+/// deadline of 1.2 s, at the stand-in `api`.
+fn job_provider(api: &support::Provider) -> Value {
+    json!({
+        "kind": "http", "token": "t0k3n-job", "base_url": api.url("/api"),
+        "connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1200,
+        "steps": [
+            {"method": "POST", "url": "{base}/create", "form": {"link": "{link}"},
+             "extract": {"id": "/id"}},
+            {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+             "poll": {"interval_ms": 500, "until": {"pointer": "/done", "equals": true},
+                      "progress": {"pointer": "/progress", "unit": "fraction"}},
+             "extract": {"download": "/link", "filename": "/name"}}
+        ]
+    })
+}
+
+/// A job that outlasts the request: the page shows its progress, asks again by itself (with
+/// JavaScript, the script; without, the answer page's `Refresh`), and shows the link when the
+/// job is done, one job paid for.
+#[test]
+fn a_long_job_shows_its_progress_and_is_asked_again_by_itself() {
+    for javascript in [true, false] {
+        let mut setup = Setup::new();
+        if !javascript {
+            setup = setup.without_javascript();
+        }
+        let h = setup.start();
+        let api = &h.site().provider;
+        h.site()
+            .edit_config(|cfg| cfg["provider"] = job_provider(api));
+        api.route("POST", "/api/create", Reply::ok(json!({"id": 9})));
+        api.route(
+            "GET",
+            "/api/status",
+            Reply::ok(json!({"done": false, "progress": 0.4})),
+        );
+        h.web().open(&h.base);
+        h.web().type_into("#link", LINK);
+        h.web().click("#submit");
+        let text = || {
+            h.web()
+                .script("return document.body ? document.body.innerText : '';")
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        wait_for("the progress", Duration::from_secs(15), || {
+            let t = text();
+            if t.contains("preparing this file (40% done)") {
+                Ok(())
+            } else {
+                Err(t)
+            }
+        });
+        api.route(
+            "GET",
+            "/api/status",
+            Reply::ok(json!({"done": true, "link": DOWNLOAD_1, "name": "file.bin"})),
+        );
+        let href = wait_for("the download link", Duration::from_secs(15), || {
+            let href = h.web().script(
+                "var a = document.querySelector('.card.ok a'); return a ? a.getAttribute('href') : null;",
+            );
+            href.as_str().map(str::to_owned).ok_or_else(text)
+        });
+        assert_eq!(href, DOWNLOAD_1, "javascript: {javascript}");
+        assert_eq!(
+            api.calls_to("POST", "/api/create"),
+            1,
+            "javascript: {javascript}"
+        );
+    }
+}
+
+/// A folder link: the page lists every file's link, with JavaScript and without.
+#[test]
+fn a_folder_shows_every_file() {
+    for javascript in [true, false] {
+        let mut setup = Setup::new();
+        if !javascript {
+            setup = setup.without_javascript();
+        }
+        let h = setup.start();
+        let api = &h.site().provider;
+        let base = api.url("/api");
+        h.site().edit_config(|cfg| {
+            cfg["provider"] = json!({
+                "kind": "http", "token": "t0k3n-folder", "base_url": base,
+                "steps": [{"method": "POST", "url": "{base}/folder", "form": {"url": "{link}"},
+                           "files": {"list": "/value", "download": "/downloadUrl", "filename": "/name"}}]
+            })
+        });
+        api.route(
+            "POST",
+            "/api/folder",
+            Reply::ok(json!({"success": true, "value": [
+                {"name": "part1.rar", "downloadUrl": "https://cdn.test/f/1"},
+                {"name": "part2.rar", "downloadUrl": "https://cdn.test/f/2"}
+            ]})),
+        );
+        h.web().open(&h.base);
+        h.web().type_into("#link", LINK);
+        h.web().click("#submit");
+        let links = wait_for("the files", Duration::from_secs(15), || {
+            let v = h.web().script(
+                "return Array.prototype.map.call(document.querySelectorAll('.card.ok li a'), \
+                   function (a) { return [a.getAttribute('href'), a.textContent]; });",
+            );
+            match v.as_array() {
+                Some(list) if list.len() == 2 => Ok(v.clone()),
+                _ => Err(v.to_string()),
+            }
+        });
+        assert_eq!(
+            links,
+            json!([
+                ["https://cdn.test/f/1", "part1.rar"],
+                ["https://cdn.test/f/2", "part2.rar"]
+            ]),
+            "javascript: {javascript}"
+        );
+    }
+}
+
 #[test]
 fn keyboard_path() {
     let h = Setup::new().start();

@@ -23,7 +23,7 @@ use resolve::core::clock::FakeClock;
 use resolve::core::decision::Decision;
 use resolve::http::request::Env;
 use resolve::provider::resolved::Resolved;
-use resolve::provider::{EchoProvider, Provider, ProviderError};
+use resolve::provider::{EchoProvider, Meter, Provider, ProviderError};
 use resolve::store::counters::Counters;
 use resolve::store::memory::MemoryStore;
 use resolve::store::{Check, StoreError};
@@ -109,9 +109,9 @@ struct CountingEcho {
 }
 
 impl Provider for CountingEcho {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.calls.set(self.calls.get() + 1);
-        EchoProvider.resolve(link)
+        EchoProvider.resolve(link, meter)
     }
 }
 

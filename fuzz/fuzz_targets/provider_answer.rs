@@ -77,10 +77,21 @@ fn check_error(spec: &HttpSpec, e: &ProviderError, status: u16, body: &[u8]) {
         200..=499 => None,
         _ => Some(Failure::Unavailable),
     };
+    // A known code, words of the message, or the provider's own meaning of the status.
     let classified = e
         .code
         .as_ref()
-        .is_some_and(|c| spec.errors.iter().any(|(k, f)| k == c && *f == e.failure));
+        .is_some_and(|c| spec.errors.iter().any(|(k, f)| k == c && *f == e.failure))
+        || e.message.as_ref().is_some_and(|m| {
+            let m = m.to_lowercase();
+            spec.error_messages
+                .iter()
+                .any(|(w, f)| m.contains(w.as_str()) && *f == e.failure)
+        })
+        || spec
+            .statuses
+            .iter()
+            .any(|(s, f)| *s == status && *f == e.failure);
     match by_status {
         Some(Failure::BadAnswer) => assert_eq!(e.failure, Failure::BadAnswer, "status {status}"),
         Some(f) => assert!(
@@ -111,8 +122,9 @@ fuzz_target!(|data: &[u8]| {
     let spec = &specs[usize::from(pick & 7) % specs.len()];
     let first = usize::from(pick >> 3) % spec.steps.len();
     let mut vars = spec.start_vars(LINK);
+    let mut files = Vec::new();
     'steps: for step in &spec.steps[first..] {
-        if step.when.as_ref().is_some_and(|w| !vars.contains_key(w)) {
+        if !step.runs(&vars) {
             continue;
         }
         loop {
@@ -120,8 +132,14 @@ fuzz_target!(|data: &[u8]| {
                 break 'steps;
             };
             match spec.interpret(step, status, retry, body) {
-                Ok(StepOutcome::Done(found)) => {
+                Ok(StepOutcome::Done(found, listed)) => {
                     assert!((200..=299).contains(&status), "status {status} succeeded");
+                    for f in &listed {
+                        assert!(is_web_url(&f.download), "file {:?}", f.download);
+                    }
+                    if !listed.is_empty() {
+                        files = listed;
+                    }
                     for (name, value) in &found {
                         assert!(
                             !value.is_empty() && value.len() <= 8192,
@@ -131,7 +149,11 @@ fuzz_target!(|data: &[u8]| {
                     vars.extend(found);
                     continue 'steps;
                 }
-                Ok(StepOutcome::Again) => {
+                Ok(StepOutcome::Again(progress)) => {
+                    if let Some(p) = &progress {
+                        assert!(p.ends_with(" done") || p.ends_with(" s left"), "{p:?}");
+                        assert!(p.len() <= 40, "{p:?}");
+                    }
                     assert!(step.poll.is_some(), "Again from a step that does not poll");
                     assert!((200..=299).contains(&status), "status {status} polls again");
                 }
@@ -142,10 +164,12 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    match spec.finish(&vars) {
+    let listed = files.first().map(|f| f.download.clone());
+    match spec.finish(&vars, files) {
         Ok(r) => {
             assert!(is_web_url(&r.download), "download {:?}", r.download);
-            assert_eq!(Some(&r.download), vars.get("download"));
+            assert_eq!(Some(&r.download), vars.get("download").or(listed.as_ref()));
+            assert!(r.files.len() != 1, "one file is given as before");
         }
         Err(e) => {
             assert!(

@@ -19,6 +19,17 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             .retry_after(e.retry_after.unwrap_or(default_secs))
             .log(log.clone())
     };
+    // The owner's account or server is the problem: a neutral sentence for the visitor, and an
+    // `ACTION NEEDED` line with the cause and the provider's own fix for the owner.
+    let owner_must_act = |status: u16, cause: &str| {
+        let fix = e
+            .advice
+            .as_deref()
+            .map(|a| format!("; {a}"))
+            .unwrap_or_default();
+        Problem::new(status, "provider_unavailable", UNAVAILABLE)
+            .log(format!("ACTION NEEDED: {cause}{fix}: {log}"))
+    };
     match e.failure {
         Failure::Rejected => {
             let detail = match &e.message {
@@ -31,7 +42,10 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             Problem::new(422, "link_refused", detail).log(log)
         }
         Failure::Unsupported => refused("unsupported_host", "This file host is not supported."),
-        Failure::DeadLink => refused("dead_link", "This file is no longer available: the link is dead."),
+        Failure::DeadLink => refused(
+            "dead_link",
+            "This file is no longer available: the link is dead.",
+        ),
         Failure::Password => refused("password_required", "This file is protected by a password."),
         Failure::Temporary => busy(
             "host_unavailable",
@@ -43,20 +57,32 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             "The download service is busy. Please try again shortly.",
             defaults::PROVIDER_BUSY_RETRY_AFTER_SECS,
         ),
-        Failure::Timeout => Problem::new(
+        // A job that could not be kept (no store to keep it in) ends as a timeout did.
+        Failure::Timeout | Failure::InProgress => Problem::new(
             504,
             "provider_timeout",
             "The download service took too long to answer. Please try again.",
         )
         .log(log),
-        Failure::Auth => Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
-            "ACTION NEEDED: the provider refused the site's credentials; check provider.token and the account: {log}"
-        )),
-        Failure::Quota => Problem::new(503, "provider_unavailable", UNAVAILABLE)
-            .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS)
-            .log(format!(
-                "ACTION NEEDED: the provider account has no quota left (traffic, links or fair use): {log}"
-            )),
+        Failure::Auth => owner_must_act(
+            502,
+            "the provider refused the site's credentials; check provider.token and the account",
+        ),
+        Failure::ServerRefused => owner_must_act(
+            502,
+            "the provider refuses calls from this server's address (a server, datacenter or VPN \
+             address): the token is not at fault, nor the visitor's link",
+        ),
+        Failure::Plan => owner_must_act(
+            502,
+            "the provider account's plan does not cover this (not premium, not for this file \
+             host, or a top-up is needed): the visitor's link is not at fault",
+        ),
+        Failure::Quota => owner_must_act(
+            503,
+            "the provider account has no quota left (traffic, links or fair use)",
+        )
+        .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS),
         Failure::Unavailable | Failure::BadAnswer | Failure::Unreachable => {
             Problem::new(502, "provider_unavailable", UNAVAILABLE).log(log)
         }

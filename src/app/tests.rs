@@ -4,7 +4,7 @@ use super::*;
 use crate::core::clock::{Clock, FakeClock, SystemClock};
 use crate::core::journal;
 use crate::provider::resolved::Resolved;
-use crate::provider::{EchoProvider, Failure, ProviderError};
+use crate::provider::{EchoProvider, Failure, Meter, ProviderError};
 use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
 use crate::store::notes::Notes;
@@ -20,7 +20,7 @@ struct Counting {
 }
 
 impl Provider for Counting {
-    fn resolve(&self, _: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, _: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.calls.set(self.calls.get() + 1);
         self.answer.clone()
     }
@@ -32,6 +32,7 @@ fn ok_provider() -> Counting {
         answer: Ok(Resolved {
             download: "https://dl.example/f".into(),
             filename: Some("f.zip".into()),
+            files: Vec::new(),
         }),
     }
 }
@@ -231,6 +232,9 @@ fn provider_failures_become_clear_answers() {
     let cases = [
         (Failure::Rejected, 422, "link_refused"),
         (Failure::Auth, 502, "provider_unavailable"),
+        (Failure::ServerRefused, 502, "provider_unavailable"),
+        (Failure::Plan, 502, "provider_unavailable"),
+        (Failure::Quota, 503, "provider_unavailable"),
         (Failure::RateLimited, 503, "provider_busy"),
         (Failure::Unavailable, 502, "provider_unavailable"),
         (Failure::BadAnswer, 502, "provider_unavailable"),
@@ -239,9 +243,11 @@ fn provider_failures_become_clear_answers() {
     ];
     for (failure, status, code) in cases {
         let s = store();
+        let mut e = ProviderError::new(failure, "test");
+        e.advice = Some("do what the service asks".into());
         let p = Counting {
             calls: Cell::new(0),
-            answer: Err(ProviderError::new(failure, "test")),
+            answer: Err(e),
         };
         let env = get("192.0.2.1", LINK).with("HTTP_ACCEPT", "application/json");
         let (a, log) = run(&cfg, &s, &p, &env);
@@ -249,9 +255,21 @@ fn provider_failures_become_clear_answers() {
         let body: serde_json::Value = serde_json::from_slice(&a.response.body).unwrap();
         assert_eq!(body["code"], code);
         assert_eq!(log.lines.borrow().len(), 1);
-        if failure == Failure::Auth {
-            assert!(log.lines.borrow()[0].contains("ACTION NEEDED"));
-            assert!(!body["detail"].as_str().unwrap().contains("credentials"));
+        let line = &log.lines.borrow()[0];
+        let owners = matches!(
+            failure,
+            Failure::Auth | Failure::ServerRefused | Failure::Plan | Failure::Quota
+        );
+        assert_eq!(line.contains("ACTION NEEDED"), owners, "{line}");
+        if owners {
+            assert_eq!(
+                body["detail"], UNAVAILABLE,
+                "a neutral sentence: {failure:?}"
+            );
+            assert!(line.contains("do what the service asks"), "{line}");
+        }
+        if failure == Failure::ServerRefused {
+            assert!(line.contains("this server's address"), "{line}");
         }
     }
 }
@@ -553,4 +571,37 @@ fn without_the_journal_nothing_is_kept() {
     assert_eq!((f.requests, f.paid_calls), (0, 0));
     assert!(f.clients.is_empty());
     assert!(config("{}").journal, "on unless turned off");
+}
+
+#[test]
+fn a_job_the_provider_reports_failed_gives_back_the_paid_link_not_the_providers_calls() {
+    let mut cfg = config(
+        r#"{"spend": [{"name": "provider-minute", "limit": 9, "window_secs": 60},
+                      {"name": "day", "limit": 9, "window_secs": 86400}]}"#,
+    );
+    cfg.provider_rate_limits = 1;
+    let s = store();
+    let mut failed = ProviderError::new(Failure::Rejected, crate::provider::spec::WORK_FAILED);
+    failed.reached = true;
+    let p = Counting {
+        calls: Cell::new(0),
+        answer: Err(failed),
+    };
+    let (a, _) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 422);
+    let count = |i: usize| match s.state(&cfg.spend[i].key_for("")) {
+        Some(crate::core::limiter::State::Fixed(Some(c))) => c.count,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        count(0),
+        1,
+        "the provider was sent the call: its rate keeps it"
+    );
+    assert_eq!(
+        count(1),
+        0,
+        "the owner's spend limit gets the paid link back"
+    );
+    assert_eq!(figures(&s).refunds, 1);
 }

@@ -69,10 +69,11 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
     );
     let started = std::time::Instant::now();
     let result = match spec {
-        ProviderSpec::Echo => crate::provider::EchoProvider.resolve(link),
-        ProviderSpec::Http(h) => {
-            crate::provider::http::HttpProvider::new((**h).clone()).resolve(link)
+        ProviderSpec::Echo => {
+            crate::provider::EchoProvider.resolve(link, &crate::provider::Unmetered)
         }
+        ProviderSpec::Http(h) => crate::provider::http::HttpProvider::new((**h).clone())
+            .resolve(link, &crate::provider::Unmetered),
     };
     let took = started.elapsed().as_millis();
     let forms = crate::support::secret::all_forms(&config.secrets());

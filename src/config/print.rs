@@ -55,21 +55,25 @@ impl Serialize for RuleEntry<'_> {
     }
 }
 
-/// A site-wide limit (`spend`, the provider's `rate_limits`): its name, limit and window.
-struct SiteRule<'a>(&'a Rule);
+/// A site-wide limit (`spend`, the provider's `rate_limits`): its name, limit and window, and
+/// for a provider's rate the steps (from 1) whose calls it counts, when not all.
+struct SiteRule<'a>(&'a Rule, Option<Vec<usize>>);
 
 impl Serialize for SiteRule<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("name", &self.0.name)?;
         map.serialize_entry("limit", &self.0.limit)?;
         map.serialize_entry("window_secs", &self.0.window_secs)?;
+        if let Some(steps) = &self.1 {
+            map.serialize_entry("steps", steps)?;
+        }
         map.end()
     }
 }
 
 fn site_rules(rules: &[Rule]) -> Vec<SiteRule<'_>> {
-    rules.iter().map(SiteRule).collect()
+    rules.iter().map(|r| SiteRule(r, None)).collect()
 }
 
 /// `provider`: its checked description, with the published rate limits it carries (from its
@@ -86,12 +90,20 @@ impl Serialize for Provider<'_> {
         };
         let mut v = serde_json::to_value(spec).map_err(serde::ser::Error::custom)?;
         without_nulls(&mut v);
-        let rates = &c.spend[..c.provider_rate_limits.min(c.spend.len())];
+        let steps = match spec {
+            crate::provider::spec::ProviderSpec::Http(h) => h.rate_steps.clone(),
+            crate::provider::spec::ProviderSpec::Echo => Vec::new(),
+        };
+        let rates: Vec<SiteRule> = (c.provider_rates.iter().enumerate())
+            .map(|(i, r)| {
+                let counted = steps.get(i).cloned().flatten();
+                SiteRule(r, counted.map(|s| s.iter().map(|n| n + 1).collect()))
+            })
+            .collect();
         if let Some(map) = v.as_object_mut()
             && !rates.is_empty()
         {
-            let rates =
-                serde_json::to_value(site_rules(rates)).map_err(serde::ser::Error::custom)?;
+            let rates = serde_json::to_value(rates).map_err(serde::ser::Error::custom)?;
             map.insert("rate_limits".to_owned(), rates);
         }
         v.serialize(s)

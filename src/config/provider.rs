@@ -17,14 +17,14 @@ use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
 use crate::provider::presets;
-use crate::provider::spec::{HttpSpec, ProviderSpec};
+use crate::provider::spec::{HostList, HttpMethod, HttpSpec, ProviderSpec, Step, Template};
 use crate::support::defaults;
 use crate::support::secret::Secret;
-use raw::RawProvider;
+use raw::{RawHosts, RawProvider};
 use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
-use urls::check_url;
+use urls::{check_step_url, check_url};
 
 /// Parses the `provider` section. Returns the provider and its site-wide rate rules.
 pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
@@ -89,15 +89,19 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             "no step extracts \"download\": name the JSON Pointer of the download URL",
         ));
     }
+    remote(&raw, &mut steps)?;
     if let Some(token) = &raw.token {
         token_by_name(&mut steps, token);
     }
     let errors = errors(raw.errors.take())?;
+    let error_messages = error_messages(raw.error_messages.take())?;
+    let statuses = statuses(raw.statuses.take())?;
+    let advice = advice(raw.advice.take())?;
+    let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
-    let rate_rules = site_rules(
-        raw.rate_limits.as_deref().unwrap_or_default(),
-        "provider.rate_limits",
-    )?;
+    let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
+    let rate_rules = site_rules(rate_list, "provider.rate_limits")?;
+    let rate_steps = site_rules::counted_steps(rate_list, "provider.rate_limits", steps.len())?;
     Ok((
         ProviderSpec::Http(Box::new(HttpSpec {
             preset,
@@ -105,6 +109,11 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             token: raw.token.map(Secret::new),
             steps,
             errors,
+            error_messages,
+            statuses,
+            advice,
+            rate_steps,
+            hosts,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -168,25 +177,15 @@ fn errors(
     raw: Option<BTreeMap<String, Vec<Value>>>,
 ) -> Result<Vec<(String, Failure)>, ConfigError> {
     let mut errors = Vec::new();
-    for (class, codes) in raw.unwrap_or_default() {
-        let failure = Failure::CLASSES
-            .iter()
-            .find(|(n, _)| *n == class)
-            .map(|(_, f)| *f)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Failure::CLASSES.iter().map(|(n, _)| *n).collect();
-                err(
-                    format!("provider.errors.{class}"),
-                    format!("is not an error class: use {}", names.join(", ")),
-                )
-            })?;
+    for (class_name, codes) in raw.unwrap_or_default() {
+        let failure = class("provider.errors", &class_name)?;
         for code in codes {
             let code = match code {
                 Value::String(s) => s,
                 Value::Number(n) => n.to_string(),
                 _ => {
                     return Err(err(
-                        format!("provider.errors.{class}"),
+                        format!("provider.errors.{class_name}"),
                         "codes are strings or numbers",
                     ));
                 }
@@ -195,6 +194,136 @@ fn errors(
         }
     }
     Ok(errors)
+}
+
+/// A class name of the `errors` map (and of `error_messages`, `statuses`, `advice`).
+fn class(field: &str, name: &str) -> Result<Failure, ConfigError> {
+    Failure::CLASSES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Failure::CLASSES.iter().map(|(n, _)| *n).collect();
+            err(
+                format!("{field}.{name}"),
+                format!("is not an error class: use {}", names.join(", ")),
+            )
+        })
+}
+
+/// The `error_messages` map: class name to words of the provider's messages in that class,
+/// matched in lower case.
+fn error_messages(
+    raw: Option<BTreeMap<String, Vec<String>>>,
+) -> Result<Vec<(String, Failure)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, list) in raw.unwrap_or_default() {
+        let failure = class("provider.error_messages", &name)?;
+        for words in list {
+            let words = words.trim().to_lowercase();
+            if words.is_empty() || words.chars().any(char::is_control) {
+                return Err(err(
+                    format!("provider.error_messages.{name}"),
+                    "each entry is a few words of the provider's message, e.g. \"not logged in\"",
+                ));
+            }
+            out.push((words, failure));
+        }
+    }
+    Ok(out)
+}
+
+/// The `statuses` map: class name to HTTP error statuses (400 to 599) in that class.
+fn statuses(raw: Option<BTreeMap<String, Vec<u16>>>) -> Result<Vec<(u16, Failure)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, list) in raw.unwrap_or_default() {
+        let failure = class("provider.statuses", &name)?;
+        for status in list {
+            if !(400..=599).contains(&status) {
+                return Err(err(
+                    format!("provider.statuses.{name}"),
+                    "statuses are HTTP error statuses, 400 to 599",
+                ));
+            }
+            out.push((status, failure));
+        }
+    }
+    Ok(out)
+}
+
+/// The `advice` map: class name to what the owner can do, one line.
+fn advice(raw: Option<BTreeMap<String, String>>) -> Result<Vec<(String, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, text) in raw.unwrap_or_default() {
+        class("provider.advice", &name)?;
+        if text.trim().is_empty() || text.chars().any(char::is_control) || text.len() > 1000 {
+            return Err(err(
+                format!("provider.advice.{name}"),
+                "is one line of at most 1000 characters telling the owner what to do",
+            ));
+        }
+        out.push((name, text.trim().to_owned()));
+    }
+    Ok(out)
+}
+
+/// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.
+fn host_list(raw: Option<RawHosts>, has_base: bool) -> Result<Option<HostList>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let url = Template(raw.url);
+    let known: Vec<String> = if has_base {
+        vec!["base".into()]
+    } else {
+        Vec::new()
+    };
+    steps::check_names("provider.hosts.url", &url, &known)?;
+    check_step_url("provider.hosts.url", &url.0)?;
+    if raw.lists.is_empty() || raw.lists.len() > 5 {
+        return Err(err(
+            "provider.hosts.lists",
+            "names 1 to 5 JSON Pointers to arrays of domain names",
+        ));
+    }
+    for p in &raw.lists {
+        steps::pointer("provider.hosts.lists", Some(p.clone()))?;
+    }
+    Ok(Some(HostList {
+        url,
+        lists: raw.lists,
+    }))
+}
+
+/// `remote: true` adds the description's `remote_form` fields to the first call (Real-Debrid:
+/// `remote=1`, remote traffic, which the service allows from servers).
+fn remote(raw: &RawProvider, steps: &mut [Step]) -> Result<(), ConfigError> {
+    if raw.remote != Some(true) {
+        return Ok(());
+    }
+    let Some(form) = raw.remote_form.as_ref().filter(|f| !f.is_empty()) else {
+        return Err(err(
+            "provider.remote",
+            "this provider has no remote mode (\"remote_form\" names the fields it sends): remove \"remote\"",
+        ));
+    };
+    let Some(first) = steps.first_mut().filter(|s| s.method == HttpMethod::Post) else {
+        return Err(err(
+            "provider.remote",
+            "the first call must be a POST to carry the remote fields",
+        ));
+    };
+    for (k, v) in form {
+        if v.contains(['{', '}']) || v.chars().any(char::is_control) {
+            return Err(err(
+                format!("provider.remote_form.{k}"),
+                "holds plain text, no {placeholder}",
+            ));
+        }
+        first.form.retain(|(name, _)| name != k);
+        first.form.push((k.clone(), Template(v.clone())));
+    }
+    Ok(())
 }
 
 /// Connect, per-call and whole-resolution time limits, in milliseconds.
@@ -260,6 +389,27 @@ mod tests {
         );
         let shown = serde_json::to_string(&h).unwrap();
         assert!(!shown.contains("k-55aa"), "{shown}");
+    }
+
+    #[test]
+    fn a_rate_may_count_one_steps_calls() {
+        let h = http(r#"{"preset": "torbox", "token": "t0k3n-a1b2c3"}"#);
+        assert_eq!(h.rate_steps, [None, Some(vec![0]), Some(vec![0])]);
+        assert!(
+            h.rate_counts(0, 1) && h.rate_counts(0, 2),
+            "300 a minute: every call"
+        );
+        assert!(
+            h.rate_counts(1, 0) && !h.rate_counts(1, 1),
+            "creations: the first step"
+        );
+        for steps in ["[0]", "[4]", "[]"] {
+            let section = format!(
+                r#"{{"preset": "torbox", "token": "t", "rate_limits": [{{"name": "c", "limit": 1, "window_secs": 60, "steps": {steps}}}]}}"#
+            );
+            let e = parse(serde_json::from_str(&section).unwrap()).unwrap_err();
+            assert_eq!(e.field, "provider.rate_limits[0].steps", "{steps}");
+        }
     }
 
     #[test]

@@ -90,13 +90,49 @@ fn is_plain_path(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"/-._~%".contains(&b))
 }
 
-/// The answer for a resolved link.
+/// The answer for a resolved link. Several files (a folder, a multi-file link) are all given:
+/// one URL a line as text, a `files` array beside the first file's fields in JSON, a list on
+/// the page.
 pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
+    let files = r.all_files();
     match format {
-        Format::Text => Response::new(200, TEXT, format!("{}\n", r.download)),
+        Format::Text => {
+            let lines: String = files.iter().map(|f| format!("{}\n", f.download)).collect();
+            Response::new(200, TEXT, lines)
+        }
         Format::Json => {
-            let body = serde_json::json!({"download": r.download, "filename": r.filename});
+            let mut body = serde_json::json!({"download": r.download, "filename": r.filename});
+            if files.len() > 1 {
+                body["files"] = files
+                    .iter()
+                    .map(|f| serde_json::json!({"download": f.download, "filename": f.filename}))
+                    .collect();
+            }
             Response::new(200, JSON, format!("{body}\n"))
+        }
+        Format::Html if files.len() > 1 => {
+            let mut card = format!(
+                "<p class=\"title\">Your download links are ready ({} files):</p>\n<ul>\n",
+                files.len()
+            );
+            for f in &files {
+                let name = f.filename.as_deref().unwrap_or(&f.download);
+                card.push_str(&format!(
+                    "<li><a href=\"{}\" rel=\"noreferrer\">{}</a></li>\n",
+                    escape(&f.download),
+                    escape(name)
+                ));
+            }
+            card.push_str("</ul>\n");
+            let body = page(
+                "Your download links are ready",
+                "ok",
+                None,
+                &card,
+                "Another link",
+                frame,
+            );
+            html_page(200, body).header("Referrer-Policy", "no-referrer")
         }
         Format::Html => {
             let name = r.filename.as_deref().unwrap_or(&r.download);
@@ -120,6 +156,57 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
             html_page(200, body).header("Referrer-Policy", "no-referrer")
         }
     }
+}
+
+/// The answer for a link whose paid job is still under way at the provider: `202 Accepted`,
+/// the progress in words, when to ask again (`Retry-After`; a page also refreshes itself with
+/// `Refresh`, JavaScript or not) and where (`Location`: the same link, which joins the job).
+pub fn pending(
+    format: Format,
+    progress: Option<&str>,
+    retry_after: u32,
+    location: &str,
+    frame: &Frame<'_>,
+) -> Response {
+    let words = match progress {
+        Some(p) => format!("The download service is preparing this file ({p})."),
+        None => "The download service is preparing this file.".to_owned(),
+    };
+    let response = match format {
+        Format::Text => Response::new(
+            202,
+            TEXT,
+            format!("{words} Ask again in {retry_after} s.\n"),
+        ),
+        Format::Json => {
+            let body = serde_json::json!({
+                "status": "pending", "progress": progress, "retry_after": retry_after,
+                "detail": format!("{words} Ask again in {retry_after} s."),
+            });
+            Response::new(202, JSON, format!("{body}\n"))
+        }
+        Format::Html => {
+            let card = format!(
+                "<p class=\"title\">{}</p>\n<p>This page asks again by itself every {retry_after} \
+                 seconds; nothing more is paid for it.</p>\n",
+                escape(&words)
+            );
+            let body = page(
+                "Your file is being prepared",
+                "ok",
+                None,
+                &card,
+                "Another link",
+                frame,
+            );
+            // To the same link by GET: a page answered to a POST would otherwise ask the
+            // program again without the link.
+            html_page(202, body).header("Refresh", format!("{retry_after}; url={location}"))
+        }
+    };
+    response
+        .header("Retry-After", retry_after.to_string())
+        .header("Location", location)
 }
 
 /// The answer to a HEAD request that was admitted: no body, and no paid call behind it.
@@ -293,235 +380,4 @@ pub fn footer(page: Option<&Page>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::core::decision::RuleStatus;
-    use crate::core::rule::{KeyKind, RuleName};
-    use std::num::NonZeroU32;
-
-    fn rule(name: &str, limit: u32, window: u32) -> Rule {
-        Rule {
-            name: RuleName::new(name).unwrap(),
-            key: KeyKind::Ip,
-            algorithm: crate::core::rule::Algorithm::Fixed,
-            limit: NonZeroU32::new(limit).unwrap(),
-            window_secs: NonZeroU32::new(window).unwrap(),
-            key_template: crate::config::default_key_template(KeyKind::Ip),
-        }
-    }
-
-    #[test]
-    fn rate_limit_headers_follow_the_draft() {
-        let (a, b) = (rule("minute", 30, 60), rule("day", 500, 86400));
-        let d = Decision::Refuse {
-            rule: 0,
-            wait_ms: 41_001,
-            statuses: vec![
-                RuleStatus {
-                    remaining: 0,
-                    reset_ms: 41_001,
-                },
-                RuleStatus {
-                    remaining: 470,
-                    reset_ms: 80_000_000,
-                },
-            ],
-        };
-        let [policy, state] = limit_headers(&[&a, &b], &d);
-        assert_eq!(policy.1, "\"minute\";q=30;w=60, \"day\";q=500;w=86400");
-        assert_eq!(state.1, "\"minute\";r=0;t=42, \"day\";r=470;t=80000");
-    }
-
-    #[test]
-    fn waits_in_words() {
-        assert_eq!(wait_words(1), "1 second");
-        assert_eq!(wait_words(45), "45 seconds");
-        assert_eq!(wait_words(119), "119 seconds");
-        assert_eq!(wait_words(121), "about 3 minutes");
-        assert_eq!(wait_words(7199), "about 120 minutes");
-        assert_eq!(wait_words(7200), "about 2 hours");
-        assert_eq!(wait_words(79_000), "about 22 hours");
-        assert_eq!(wait_words(172_800), "about 2 days");
-    }
-
-    #[test]
-    fn sentences() {
-        assert_eq!(
-            limited_sentence(1),
-            "Too many requests: try again in 1 second."
-        );
-        assert_eq!(
-            limited_sentence(42),
-            "Too many requests: try again in 42 seconds."
-        );
-    }
-
-    #[test]
-    fn json_problem_shape() {
-        let mut p = Problem::new(429, "rate_limited", limited_sentence(5)).retry_after(5);
-        p.rule = Some("ip".into());
-        let r = problem(Format::Json, &p, &Frame::default());
-        assert_eq!(r.header_value("Content-Type"), Some(PROBLEM_JSON));
-        assert_eq!(r.header_value("Retry-After"), Some("5"));
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        assert_eq!(v["status"], 429);
-        assert_eq!(v["code"], "rate_limited");
-        assert_eq!(v["retry_after"], 5);
-        assert_eq!(v["rule"], "ip");
-        assert_eq!(
-            v["type"],
-            "https://iana.org/assignments/http-problem-types#quota-exceeded"
-        );
-    }
-
-    /// The HTML answer for a link resolved to `download`, named `filename`.
-    fn download_page(download: &str, filename: &str, frame: &Frame<'_>) -> Response {
-        let link = Resolved {
-            download: download.into(),
-            filename: Some(filename.into()),
-        };
-        resolved(Format::Html, &link, frame)
-    }
-
-    #[test]
-    fn html_is_escaped() {
-        let r = download_page("https://e.x/?a=\"><script>", "<b>x</b>", &Frame::default());
-        let body = String::from_utf8(r.body).unwrap();
-        assert!(
-            !body.contains("<script>") && !body.contains("<b>"),
-            "{body}"
-        );
-        assert!(body.contains("&lt;b&gt;x&lt;/b&gt;"));
-    }
-
-    #[test]
-    fn method_not_allowed_says_what_is() {
-        let r = problem(
-            Format::Text,
-            &Problem::new(405, "method_not_allowed", "no"),
-            &Frame::default(),
-        );
-        assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
-        assert_eq!(r.header_value("Cache-Control"), Some("no-store"));
-    }
-
-    fn html(r: Response) -> String {
-        String::from_utf8(r.body).unwrap()
-    }
-
-    #[test]
-    fn answer_pages_stand_alone_with_the_form_and_the_footer() {
-        let page = Page {
-            site_name: Some("Links & <Co>".into()),
-            contact: Some(Contact::Email("owner@example.com".into())),
-            terms_url: Some("https://example.com/terms?a=1&b=2".into()),
-        };
-        let frame = Frame::new(Some("/tools/cgi-bin/resolve"), Some(&page));
-        let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
-        let body = html(problem(Format::Html, &p, &frame));
-        assert!(body.contains("<h1>Too many requests</h1>"), "{body}");
-        assert!(body.contains("<title>Too many requests – Links &amp; &lt;Co&gt;</title>"));
-        assert!(body.contains("class=\"card wait\" data-code=\"rate_limited\""));
-        assert!(body.contains("Too many requests: try again in 42 seconds."));
-        assert!(body.contains("method=\"post\" action=\"/tools/cgi-bin/resolve\""));
-        assert!(body.contains("name=\"link\""));
-        assert!(
-            body.contains("<style>") && body.contains("--focus"),
-            "the page's style"
-        );
-        assert!(
-            !body.contains("<link") && !body.contains("<script"),
-            "no outside assets"
-        );
-        assert!(body.contains("href=\"mailto:owner@example.com\">Contact: owner@example.com</a>"));
-        assert!(body.contains("href=\"https://example.com/terms?a=1&amp;b=2\">Terms of use</a>"));
-        assert!(body.contains(&format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"))));
-
-        let unset = html(problem(
-            Format::Html,
-            &Problem::new(503, "not_configured", "Not set up."),
-            &Frame::new(None, None),
-        ));
-        assert!(
-            unset.contains("<h1>This site is not set up yet</h1>"),
-            "{unset}"
-        );
-        assert!(
-            unset.contains("<form class=\"again\" method=\"post\">"),
-            "{unset}"
-        );
-        assert!(!unset.contains("<footer"), "{unset}");
-    }
-
-    #[test]
-    fn only_a_plain_path_becomes_the_action() {
-        for (name, action) in [
-            (Some("/cgi-bin/resolve"), Some("/cgi-bin/resolve")),
-            (
-                Some("/~user/cgi-bin/resolve.cgi"),
-                Some("/~user/cgi-bin/resolve.cgi"),
-            ),
-            (Some("//evil.example/x"), None),
-            (Some("/a\"onmouseover=\"x"), None),
-            (Some("relative/resolve"), None),
-            (None, None),
-        ] {
-            assert_eq!(Frame::new(name, None).action, action, "{name:?}");
-        }
-    }
-
-    #[test]
-    fn the_download_page_shows_the_name_and_the_address() {
-        let frame = Frame::new(Some("/cgi-bin/resolve"), None);
-        let r = download_page("https://cdn.example/f/1", "file.zip", &frame);
-        assert_eq!(r.header_value("Referrer-Policy"), Some("no-referrer"));
-        let body = html(r);
-        assert!(
-            body.contains("<h1>Your download link is ready</h1>"),
-            "{body}"
-        );
-        assert!(
-            body.contains("<a href=\"https://cdn.example/f/1\" rel=\"noreferrer\">file.zip</a>")
-        );
-        assert!(body.contains("<p class=\"url\">https://cdn.example/f/1</p>"));
-        assert!(body.contains("<label for=\"link\">Another link</label>"));
-    }
-
-    #[test]
-    fn base64_as_the_rfc_says() {
-        for (text, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(base64(text.as_bytes()), encoded, "{text}");
-        }
-    }
-
-    #[test]
-    fn answer_pages_allow_their_own_style_and_nothing_else() {
-        let r = problem(
-            Format::Html,
-            &Problem::new(400, "bad_link", "No."),
-            &Frame::default(),
-        );
-        let policy = r
-            .header_value("Content-Security-Policy")
-            .unwrap()
-            .to_owned();
-        assert!(
-            policy.starts_with("default-src 'none'; style-src 'sha256-"),
-            "{policy}"
-        );
-        assert!(policy.contains("form-action 'self'"), "{policy}");
-        let body = html(r);
-        let style = &body[body.find("<style>").unwrap() + 7..body.find("</style>").unwrap()];
-        use sha2::{Digest, Sha256};
-        let hash = base64(&Sha256::digest(style.as_bytes()));
-        assert!(policy.contains(&format!("'sha256-{hash}'")), "{policy}");
-    }
-}
+mod tests;

@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::provider::resolved::Resolved;
+use crate::provider::resolved::{FileLink, Resolved};
 
 /// The value of a link being resolved right now: others wait for the real answer.
 pub const PENDING: &[u8] = b"resolve:pending";
@@ -28,9 +28,15 @@ pub fn key(link: &str) -> String {
 
 /// A resolved link as stored.
 pub fn encode(r: &Resolved) -> Vec<u8> {
-    serde_json::json!({"download": r.download, "filename": r.filename})
-        .to_string()
-        .into_bytes()
+    let mut v = serde_json::json!({"download": r.download, "filename": r.filename});
+    if !r.files.is_empty() {
+        v["files"] = r
+            .files
+            .iter()
+            .map(|f| serde_json::json!({"download": f.download, "filename": f.filename}))
+            .collect();
+    }
+    v.to_string().into_bytes()
 }
 
 /// A stored answer, if it is one.
@@ -40,9 +46,21 @@ pub fn decode(bytes: &[u8]) -> Option<Resolved> {
     if !crate::net::url::has_web_scheme(download) {
         return None;
     }
+    let mut files = Vec::new();
+    for f in v["files"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let download = f["download"].as_str()?;
+        if !crate::net::url::has_web_scheme(download) {
+            return None;
+        }
+        files.push(FileLink {
+            download: download.to_owned(),
+            filename: f["filename"].as_str().map(str::to_owned),
+        });
+    }
     Some(Resolved {
         download: download.to_owned(),
         filename: v["filename"].as_str().map(str::to_owned),
+        files,
     })
 }
 
@@ -74,8 +92,27 @@ mod tests {
         let r = Resolved {
             download: "https://dl.example/f".into(),
             filename: Some("f.zip".into()),
+            files: Vec::new(),
         };
-        assert_eq!(decode(&encode(&r)), Some(r));
+        assert_eq!(decode(&encode(&r)), Some(r.clone()));
+        let several = Resolved {
+            files: vec![
+                FileLink {
+                    download: r.download.clone(),
+                    filename: r.filename.clone(),
+                },
+                FileLink {
+                    download: "https://dl.example/g".into(),
+                    filename: None,
+                },
+            ],
+            ..r
+        };
+        assert_eq!(decode(&encode(&several)), Some(several));
+        assert_eq!(
+            decode(br#"{"download": "https://a.example/", "files": [{"download": "data:x"}]}"#),
+            None
+        );
         assert_eq!(decode(b"junk"), None);
         assert_eq!(decode(br#"{"download": "javascript:x"}"#), None);
     }

@@ -5,9 +5,10 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use crate::provider::resolved::Resolved;
+use crate::provider::job::Job;
+use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
-use crate::provider::{Failure, Provider, ProviderError};
+use crate::provider::{Failure, Meter, Provider, ProviderError};
 use crate::support::defaults;
 
 pub struct HttpProvider {
@@ -60,14 +61,16 @@ impl HttpProvider {
         })
     }
 
-    /// Runs one step, polling until done. `reached` says whether an earlier call connected.
+    /// Runs one step, polling until done: the files of a list answer, if any. `reached` says
+    /// whether an earlier call connected.
     fn run_step(
         &self,
-        step: &Step,
+        (index, step): (usize, &Step),
         vars: &mut Vars,
         deadline: Instant,
         reached: &mut bool,
-    ) -> Result<(), ProviderError> {
+        meter: &dyn Meter,
+    ) -> Result<Vec<FileLink>, ProviderError> {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -78,6 +81,10 @@ impl HttpProvider {
                     ),
                     *reached,
                 ));
+            }
+            // The first call of a link was counted when the request was admitted.
+            if *reached {
+                meter.another_call(index)?;
             }
             let timeout = left.min(self.spec.timeout);
             let response = self.call(step, vars, timeout).map_err(|e| {
@@ -123,21 +130,26 @@ impl HttpProvider {
                 ));
             }
             match self.spec.interpret(step, status, retry_after, &body)? {
-                StepOutcome::Done(found) => {
+                StepOutcome::Done(found, files) => {
                     vars.extend(found);
-                    return Ok(());
+                    return Ok(files);
                 }
-                StepOutcome::Again => {
+                StepOutcome::Again(progress) => {
                     let interval = step
                         .poll
                         .as_ref()
                         .map_or(Duration::from_secs(1), |p| p.interval);
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left <= interval {
-                        return Err(ProviderError::new(
-                            Failure::Timeout,
-                            "the provider was still working when the deadline came (provider.deadline_ms)",
-                        ));
+                        // Paid for and under way: kept, so that asking again polls this job.
+                        let poll_secs = u32::try_from(interval.as_secs().max(1)).unwrap_or(60);
+                        let mut e = ProviderError::new(
+                            Failure::InProgress,
+                            "the provider was still working when the deadline came (provider.deadline_ms): the job is kept",
+                        );
+                        e.retry_after = Some(poll_secs);
+                        e.job = Some(Box::new(Job::new(index, vars, progress, poll_secs)));
+                        return Err(e);
                     }
                     std::thread::sleep(interval);
                 }
@@ -166,6 +178,9 @@ fn mark(mut e: ProviderError, reached_before: bool) -> ProviderError {
     e
 }
 
+/// How a call that got no answer failed. Only errors that happen before a request can be sent
+/// (the name lookup, the connection) are `Unreachable`: nothing reached the provider, so
+/// nothing was charged and the spend limits get the call back.
 fn failure_of(e: &ureq::Error) -> Failure {
     match e {
         ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => {
@@ -173,24 +188,163 @@ fn failure_of(e: &ureq::Error) -> Failure {
         }
         ureq::Error::Timeout(_) => Failure::Timeout,
         ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => Failure::Unreachable,
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Failure::Unreachable
-        }
+        ureq::Error::Io(io) if never_connected(io) => Failure::Unreachable,
         _ => Failure::BadAnswer,
     }
 }
 
-impl Provider for HttpProvider {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+/// Text the standard library gives a failed name lookup (getaddrinfo), whose kind has no
+/// stable name to match.
+const LOOKUP_FAILED: &str = "failed to lookup address information";
+
+/// True for an I/O error of the name lookup or of the connection itself.
+fn never_connected(io: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        io.kind(),
+        K::ConnectionRefused
+            | K::NetworkUnreachable
+            | K::HostUnreachable
+            | K::NetworkDown
+            | K::AddrNotAvailable
+    ) || io.to_string().starts_with(LOOKUP_FAILED)
+}
+
+impl HttpProvider {
+    /// The steps from `first` on, with the values so far; `reached` when a call was made
+    /// before (every further call is then counted by `meter`).
+    fn run_from(
+        &self,
+        first: usize,
+        mut vars: Vars,
+        mut reached: bool,
+        meter: &dyn Meter,
+    ) -> Result<Resolved, ProviderError> {
         let deadline = Instant::now() + self.spec.deadline;
-        let mut vars = self.spec.start_vars(link);
-        let mut reached = false;
-        for step in &self.spec.steps {
-            if step.when.as_ref().is_some_and(|w| !vars.contains_key(w)) {
+        let mut files = Vec::new();
+        for (index, step) in self.spec.steps.iter().enumerate().skip(first) {
+            if index > first && !step.runs(&vars) {
                 continue;
             }
-            self.run_step(step, &mut vars, deadline, &mut reached)?;
+            let found = self.run_step((index, step), &mut vars, deadline, &mut reached, meter)?;
+            if !found.is_empty() {
+                files = found;
+            }
         }
-        self.spec.finish(&vars)
+        self.spec.finish(&vars, files)
+    }
+}
+
+impl Provider for HttpProvider {
+    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+        let list = self.spec.hosts.as_ref()?;
+        let mut vars = Vars::new();
+        if let Some(b) = &self.spec.base_url {
+            vars.insert("base".into(), b.trim_end_matches('/').to_owned());
+        }
+        Some((|| {
+            let url = list.url.render(&vars)?;
+            // Public: sent without the token.
+            let mut response = self
+                .agent()
+                .get(&url)
+                .config()
+                .timeout_global(Some(self.spec.timeout))
+                .build()
+                .call()
+                .map_err(|e| format!("the host list could not be fetched: {e}"))?;
+            let status = response.status().as_u16();
+            if status != 200 {
+                return Err(format!("the host list answered HTTP {status}"));
+            }
+            let mut body = Vec::new();
+            response
+                .body_mut()
+                .as_reader()
+                .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
+                .read_to_end(&mut body)
+                .map_err(|e| format!("reading the host list failed: {e}"))?;
+            let v: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|_| "the host list is not JSON".to_owned())?;
+            let domains = list.domains_in(&v);
+            if domains.is_empty() {
+                return Err("the host list holds no domain".into());
+            }
+            Ok(domains)
+        })())
+    }
+
+    fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
+        self.run_from(0, self.spec.start_vars(link), false, meter)
+    }
+
+    fn resume(&self, link: &str, job: &Job, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
+        if self
+            .spec
+            .steps
+            .get(job.step)
+            .is_none_or(|s| s.poll.is_none())
+        {
+            return Err(ProviderError::new(
+                Failure::Unavailable,
+                "the kept job does not match the provider's steps (the configuration changed)",
+            ));
+        }
+        let mut vars = self.spec.start_vars(link);
+        vars.extend(job.vars.clone());
+        self.run_from(job.step, vars, true, meter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error as IoError, ErrorKind};
+
+    #[test]
+    fn failures_before_any_request_are_unreachable_and_the_rest_are_not() {
+        let io = |e: IoError| ureq::Error::Io(e);
+        let unreachable = [
+            ureq::Error::HostNotFound,
+            ureq::Error::ConnectionFailed,
+            ureq::Error::Timeout(ureq::Timeout::Resolve),
+            ureq::Error::Timeout(ureq::Timeout::Connect),
+            io(IoError::from(ErrorKind::ConnectionRefused)),
+            io(IoError::from(ErrorKind::NetworkUnreachable)),
+            io(IoError::from(ErrorKind::HostUnreachable)),
+            // The form a failed lookup takes (std's getaddrinfo error, as ureq passes it on).
+            io(IoError::other(
+                "failed to lookup address information: Name or service not known",
+            )),
+            io(IoError::other(
+                "failed to lookup address information: Temporary failure in name resolution",
+            )),
+        ];
+        for e in &unreachable {
+            assert_eq!(failure_of(e), Failure::Unreachable, "{e}");
+        }
+        let maybe_sent = [
+            io(IoError::from(ErrorKind::ConnectionReset)),
+            io(IoError::from(ErrorKind::BrokenPipe)),
+            io(IoError::from(ErrorKind::UnexpectedEof)),
+            io(IoError::other("the lookup failed later")),
+        ];
+        for e in &maybe_sent {
+            assert_eq!(failure_of(e), Failure::BadAnswer, "{e}");
+        }
+        assert_eq!(
+            failure_of(&ureq::Error::Timeout(ureq::Timeout::Global)),
+            Failure::Timeout
+        );
+    }
+
+    #[test]
+    fn a_real_failed_lookup_reads_as_the_text_matched() {
+        // The standard library's own error for a name that cannot exist (RFC 6761 `.invalid`):
+        // when the machine answers at all, the text is the one `never_connected` looks for.
+        use std::net::ToSocketAddrs;
+        if let Err(e) = "resolve-test.invalid:443".to_socket_addrs() {
+            assert!(never_connected(&e), "{e}");
+        }
     }
 }

@@ -1,20 +1,78 @@
-//! A resolved link, as the provider gave it: what the cache keeps and the answer shows.
+//! A resolved link, as the provider gave it: what the cache keeps and the answer shows. A
+//! folder or a multi-file link resolves to several files, every one of them passed on.
 
-/// A resolved link, as the provider gave it.
+/// One file of an answer: its download URL and, when the provider gave it, its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub struct FileLink {
     pub download: String,
     pub filename: Option<String>,
 }
 
+/// A resolved link, as the provider gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The download URL (the first file's, for several).
+    pub download: String,
+    pub filename: Option<String>,
+    /// Every file of a multi-file answer, `download` first; empty for one file.
+    pub files: Vec<FileLink>,
+}
+
 impl Resolved {
-    /// Whether the download link or the file name holds any of `forms` (see
+    /// The answer's files: every one of several, or the one.
+    pub fn all_files(&self) -> Vec<FileLink> {
+        if self.files.is_empty() {
+            vec![FileLink {
+                download: self.download.clone(),
+                filename: self.filename.clone(),
+            }]
+        } else {
+            self.files.clone()
+        }
+    }
+
+    /// Whether a download link or a file name holds any of `forms` (see
     /// [`crate::support::secret::all_forms`]): such an answer is never passed on.
     pub fn holds_any(&self, forms: &[String]) -> bool {
-        crate::support::secret::contains_any(&self.download, forms)
-            || self
-                .filename
-                .as_deref()
-                .is_some_and(|f| crate::support::secret::contains_any(f, forms))
+        self.all_files().iter().any(|f| {
+            crate::support::secret::contains_any(&f.download, forms)
+                || f.filename
+                    .as_deref()
+                    .is_some_and(|n| crate::support::secret::contains_any(n, forms))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_in_any_file_is_found() {
+        let file = |d: &str, n: Option<&str>| FileLink {
+            download: d.into(),
+            filename: n.map(str::to_owned),
+        };
+        let mut r = Resolved {
+            download: "https://dl.example/1".into(),
+            filename: None,
+            files: vec![
+                file("https://dl.example/1", None),
+                file("https://dl.example/2", Some("two")),
+            ],
+        };
+        let forms = vec!["s3cret".to_owned()];
+        assert!(!r.holds_any(&forms));
+        r.files[1].filename = Some("two-s3cret".into());
+        assert!(r.holds_any(&forms));
+        r.files[1] = file("https://dl.example/s3cret", None);
+        assert!(r.holds_any(&forms));
+        let one = Resolved {
+            download: "https://dl.example/s3cret".into(),
+            filename: None,
+            files: Vec::new(),
+        };
+        assert!(one.holds_any(&forms));
+        assert_eq!(one.all_files().len(), 1);
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::provider::resolved::Resolved;
+use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::{Failure, ProviderError, clean_text};
 use crate::support::secret::Secret;
 use crate::support::show;
@@ -91,6 +91,66 @@ pub struct Poll {
     pub until: SuccessTest,
     /// Failed when this holds.
     pub fail: Option<SuccessTest>,
+    /// Where the answer says how far the work is.
+    pub progress: Option<Progress>,
+}
+
+/// How far a polled job is: the value at `pointer`, read as `unit`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Progress {
+    pub pointer: String,
+    pub unit: ProgressUnit,
+}
+
+/// What a progress value counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProgressUnit {
+    /// 0 to 1 of the work done.
+    Fraction,
+    /// 0 to 100 of the work done.
+    Percent,
+    /// Seconds of work left.
+    SecondsLeft,
+}
+
+impl Progress {
+    /// The progress in words, e.g. "40% done" or "about 45 s left".
+    pub fn words(&self, v: &Value) -> Option<String> {
+        let n = match v.pointer(&self.pointer)? {
+            Value::Number(n) => n.as_f64()?,
+            Value::String(s) => s.trim().parse::<f64>().ok()?,
+            _ => return None,
+        };
+        if !n.is_finite() || n < 0.0 {
+            return None;
+        }
+        Some(match self.unit {
+            ProgressUnit::Fraction => format!("{:.0}% done", (n * 100.0).min(100.0)),
+            ProgressUnit::Percent => format!("{:.0}% done", n.min(100.0)),
+            ProgressUnit::SecondsLeft => format!("about {:.0} s left", n.min(86_400.0)),
+        })
+    }
+}
+
+/// Every file of a multi-file answer: the array at `list`, each element's download URL and
+/// name at the pointers `download` and `filename` (relative to the element).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileList {
+    pub list: String,
+    pub download: String,
+    pub filename: Option<String>,
+}
+
+/// The best of a list of choices (a streaming answer's qualities): the element of the array at
+/// `list` with the greatest number at `by`, whose value at `take` is kept as `name`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Best {
+    pub list: String,
+    pub by: String,
+    pub take: String,
+    #[serde(rename = "as")]
+    pub name: String,
 }
 
 /// One HTTP call of a provider.
@@ -107,6 +167,8 @@ pub struct Step {
     pub form: Vec<(String, Template)>,
     /// Run only when this value was extracted by an earlier step.
     pub when: Option<String>,
+    /// Skipped when this value was extracted by an earlier step.
+    pub unless: Option<String>,
     /// Beyond a 2xx status, what the answer must hold to count as success.
     pub success: Option<SuccessTest>,
     pub error_code: Option<String>,
@@ -114,7 +176,73 @@ pub struct Step {
     /// Values to keep: name, then JSON Pointers tried in order (the first found wins).
     #[serde(serialize_with = "show::pairs")]
     pub extract: Vec<(String, Vec<String>)>,
+    /// Every file, when the answer holds a list of them.
+    pub files: Option<FileList>,
+    /// The best of several choices, kept as a value for a later step.
+    pub best: Option<Best>,
     pub poll: Option<Poll>,
+}
+
+impl Step {
+    /// Whether the step runs, given the values extracted so far.
+    pub fn runs(&self, vars: &Vars) -> bool {
+        self.when.as_ref().is_none_or(|w| vars.contains_key(w))
+            && self.unless.as_ref().is_none_or(|u| !vars.contains_key(u))
+    }
+}
+
+/// The provider's public list of the file hosts it supports: fetched (a free GET, without the
+/// token) at most once a day, so that a link on another host is refused before paying.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HostList {
+    /// Where the list is (`{base}` filled in).
+    pub url: Template,
+    /// JSON Pointers to arrays of domain names, joined.
+    pub lists: Vec<String>,
+}
+
+/// The most domains a host list keeps.
+pub const MAX_HOSTS: usize = 5000;
+
+impl HostList {
+    /// The domains an answer lists: lower case, without a leading `www.`, at most
+    /// [`MAX_HOSTS`]; empty when the answer holds none of the lists.
+    pub fn domains_in(&self, v: &Value) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .lists
+            .iter()
+            .filter_map(|p| v.pointer(p)?.as_array())
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
+            .map(|d| d.strip_prefix("www.").map(str::to_owned).unwrap_or(d))
+            .filter(|d| {
+                !d.is_empty()
+                    && d.len() <= 253
+                    && d.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out.truncate(MAX_HOSTS);
+        out
+    }
+}
+
+/// Whether `host` (a link's host) is one of `domains` (sorted) or under one of them.
+pub fn host_listed(host: &str, domains: &[String]) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let mut rest = host.as_str();
+    loop {
+        if domains.binary_search_by(|d| d.as_str().cmp(rest)).is_ok() {
+            return true;
+        }
+        match rest.split_once('.') {
+            Some((_, parent)) if !parent.is_empty() => rest = parent,
+            _ => return false,
+        }
+    }
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
@@ -130,6 +258,23 @@ pub struct HttpSpec {
     /// The provider's error codes, by the class they belong to.
     #[serde(serialize_with = "errors_by_class")]
     pub errors: Vec<(String, Failure)>,
+    /// Words (in lower case) that class an error message when no code does: for providers
+    /// that report some errors in words only.
+    #[serde(serialize_with = "errors_by_class")]
+    pub error_messages: Vec<(String, Failure)>,
+    /// HTTP statuses that mean a class of their own for this provider (e.g. 503 for "too many
+    /// requests"), when no code in the answer says more.
+    #[serde(serialize_with = "statuses_by_class")]
+    pub statuses: Vec<(u16, Failure)>,
+    /// What the owner can do, by class: written after `ACTION NEEDED` in the log line.
+    #[serde(serialize_with = "show::pairs")]
+    pub advice: Vec<(String, String)>,
+    /// For each of the provider's `rate_limits`, in order, the steps (from 0) whose calls it
+    /// counts; None: every call. Printed with each rate (`"steps"`, from 1), not here.
+    #[serde(skip)]
+    pub rate_steps: Vec<Option<Vec<usize>>>,
+    /// The public list of supported hosts, if the provider has one.
+    pub hosts: Option<HostList>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.
@@ -160,13 +305,29 @@ fn errors_by_class<S: serde::Serializer>(
     serde::Serialize::serialize(&by_class, s)
 }
 
+/// The statuses with a class of their own, grouped by class.
+fn statuses_by_class<S: serde::Serializer>(
+    statuses: &[(u16, Failure)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut by_class: BTreeMap<&str, Vec<u16>> = BTreeMap::new();
+    for (status, f) in statuses {
+        by_class.entry(f.name()).or_default().push(*status);
+    }
+    serde::Serialize::serialize(&by_class, s)
+}
+
+/// The detail of a job the provider reports failed: paid for, and given back.
+pub const WORK_FAILED: &str = "the provider reported that the work failed";
+
 /// What one answer to a step means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepOutcome {
-    /// Done: these values were extracted.
-    Done(Vars),
-    /// A polling step's work is not finished: ask again after the interval.
-    Again,
+    /// Done: these values (and, for a multi-file answer, these files) were extracted.
+    Done(Vars, Vec<FileLink>),
+    /// A polling step's work is not finished: ask again after the interval. The progress, in
+    /// words, when the answer says it.
+    Again(Option<String>),
 }
 
 impl HttpSpec {
@@ -183,9 +344,40 @@ impl HttpSpec {
         vars
     }
 
-    fn classify(&self, code: Option<&str>) -> Option<Failure> {
-        let code = code?;
-        self.errors.iter().find(|(c, _)| c == code).map(|(_, f)| *f)
+    /// The class of an error: by its code, else by words of its message.
+    fn classify(&self, code: Option<&str>, message: Option<&str>) -> Option<Failure> {
+        let by_code =
+            code.and_then(|code| self.errors.iter().find(|(c, _)| c == code).map(|(_, f)| *f));
+        by_code.or_else(|| {
+            let message = message?.to_lowercase();
+            self.error_messages
+                .iter()
+                .find(|(words, _)| message.contains(words.as_str()))
+                .map(|(_, f)| *f)
+        })
+    }
+
+    /// Whether the provider's `rate`-th rate limit counts the calls of step `step`.
+    pub fn rate_counts(&self, rate: usize, step: usize) -> bool {
+        self.rate_steps
+            .get(rate)
+            .is_none_or(|s| s.as_ref().is_none_or(|steps| steps.contains(&step)))
+    }
+
+    /// The owner's advice for a class, if the description gives one.
+    pub fn advice_for(&self, failure: Failure) -> Option<&str> {
+        self.advice
+            .iter()
+            .find(|(class, _)| class == failure.name())
+            .map(|(_, text)| text.as_str())
+    }
+
+    /// The class an HTTP status stands for, for this provider.
+    fn status_class(&self, status: u16) -> Option<Failure> {
+        self.statuses
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map(|(_, f)| *f)
     }
 
     /// Reads one step's answer: status, the Retry-After it carried, and the body.
@@ -200,24 +392,31 @@ impl HttpSpec {
         let error = |failure: Failure, detail: &str| {
             let v = json.as_ref();
             let code = v.and_then(|v| text_at(v, step.error_code.as_deref()));
-            // A known error code says more than the HTTP status (a 503 may well carry "host
-            // unavailable", a 403 "quota used up").
+            let message = v.and_then(|v| text_at(v, step.error_message.as_deref()));
+            // A known error code (or message) says more than the HTTP status (a 503 may well
+            // carry "host unavailable", a 403 "quota used up"); the provider's own meaning of a
+            // status comes next.
             let classified = match failure {
                 Failure::BadAnswer | Failure::Timeout => None,
-                _ => self.classify(code.as_deref()),
+                _ => self
+                    .classify(code.as_deref(), message.as_deref())
+                    .or_else(|| self.status_class(status).filter(|_| status >= 400)),
             };
             let detail = match classified {
                 Some(c) if c != failure => format!("the provider reported {}", c.name()),
                 _ => detail.to_owned(),
             };
+            let failure = classified.unwrap_or(failure);
             ProviderError {
-                failure: classified.unwrap_or(failure),
+                failure,
                 reached: true,
                 status: Some(status),
                 code,
-                message: v.and_then(|v| text_at(v, step.error_message.as_deref())),
+                message,
                 retry_after,
                 detail,
+                advice: self.advice_for(failure).map(str::to_owned),
+                job: None,
             }
         };
         match status {
@@ -261,13 +460,12 @@ impl HttpSpec {
         }
         if let Some(poll) = &step.poll {
             if poll.fail.as_ref().is_some_and(|f| f.holds(v)) {
-                return Err(error(
-                    Failure::Rejected,
-                    "the provider reported that the work failed",
-                ));
+                return Err(error(Failure::Rejected, WORK_FAILED));
             }
             if !poll.until.holds(v) {
-                return Ok(StepOutcome::Again);
+                return Ok(StepOutcome::Again(
+                    poll.progress.as_ref().and_then(|p| p.words(v)),
+                ));
             }
         }
         let mut vars = Vars::new();
@@ -276,15 +474,31 @@ impl HttpSpec {
                 vars.insert(name.clone(), text);
             }
         }
-        Ok(StepOutcome::Done(vars))
+        if let Some(best) = &step.best
+            && let Some(choice) = best_of(v, best)
+        {
+            vars.insert(best.name.clone(), choice);
+        }
+        let files = step.files.as_ref().map_or(Vec::new(), |f| files_in(v, f));
+        Ok(StepOutcome::Done(vars, files))
     }
 
-    /// The answer, once every step ran.
-    pub fn finish(&self, vars: &Vars) -> Result<Resolved, ProviderError> {
+    /// The answer, once every step ran: the download value, or the files of a list.
+    pub fn finish(&self, vars: &Vars, files: Vec<FileLink>) -> Result<Resolved, ProviderError> {
+        if vars.get("download").is_none()
+            && let Some(first) = files.first()
+        {
+            return Ok(Resolved {
+                download: first.download.clone(),
+                filename: first.filename.clone(),
+                files: if files.len() > 1 { files } else { Vec::new() },
+            });
+        }
         match vars.get("download") {
             Some(url) if is_web_url(url) => Ok(Resolved {
                 download: url.clone(),
                 filename: vars.get("filename").cloned(),
+                files: if files.len() > 1 { files } else { Vec::new() },
             }),
             Some(_) => Err(ProviderError::new(
                 Failure::BadAnswer,
@@ -296,6 +510,53 @@ impl HttpSpec {
             )),
         }
     }
+}
+
+/// The most files one answer may give.
+const MAX_FILES: usize = 200;
+
+/// The files of a list answer: each element with an http(s) download URL, in order.
+fn files_in(v: &Value, list: &FileList) -> Vec<FileLink> {
+    let Some(Value::Array(items)) = v.pointer(&list.list) else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| {
+            let download = value_at(item, &list.download).filter(|d| is_web_url(d))?;
+            let filename = list
+                .filename
+                .as_deref()
+                .and_then(|p| text_at(item, Some(p)));
+            Some(FileLink { download, filename })
+        })
+        .take(MAX_FILES)
+        .collect()
+}
+
+/// The value at `take` of the element with the greatest number at `by` (a number, or text that
+/// reads as one, such as a quality "1080"); the first element when none has a number.
+fn best_of(v: &Value, best: &Best) -> Option<String> {
+    let Some(Value::Array(items)) = v.pointer(&best.list) else {
+        return None;
+    };
+    let rank = |item: &Value| match item.pointer(&best.by) {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => s.trim().trim_end_matches('p').parse::<f64>().ok(),
+        _ => None,
+    };
+    let mut chosen: Option<(&Value, Option<f64>)> = None;
+    for item in items {
+        let r = rank(item);
+        let better = match chosen {
+            None => true,
+            Some((_, best_rank)) => r.is_some_and(|r| best_rank.is_none_or(|b| r > b)),
+        };
+        if better {
+            chosen = Some((item, r));
+        }
+    }
+    value_at(chosen?.0, &best.take)
 }
 
 /// The value at `pointer` as text: a string, number or boolean (not an object or array).
@@ -323,226 +584,4 @@ fn is_web_url(s: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn step(extract: &[(&str, &str)]) -> Step {
-        Step {
-            method: HttpMethod::Post,
-            url: Template("{base}/unrestrict".into()),
-            headers: vec![("Authorization".into(), Template("Bearer {token}".into()))],
-            query: Vec::new(),
-            form: vec![("link".into(), Template("{link}".into()))],
-            when: None,
-            success: None,
-            error_code: Some("/error_code".into()),
-            error_message: Some("/error".into()),
-            extract: extract
-                .iter()
-                .map(|(n, p)| ((*n).to_owned(), vec![(*p).to_owned()]))
-                .collect(),
-            poll: None,
-        }
-    }
-
-    fn spec(steps: Vec<Step>) -> HttpSpec {
-        HttpSpec {
-            preset: None,
-            base_url: Some("https://api.example/".into()),
-            token: Some(Secret::new("tok")),
-            steps,
-            errors: vec![
-                ("24".into(), Failure::DeadLink),
-                ("8".into(), Failure::Auth),
-            ],
-            connect_timeout: Duration::from_secs(1),
-            timeout: Duration::from_secs(5),
-            deadline: Duration::from_secs(20),
-        }
-    }
-
-    fn body(v: Value) -> Vec<u8> {
-        v.to_string().into_bytes()
-    }
-
-    fn done(o: StepOutcome) -> Vars {
-        match o {
-            StepOutcome::Done(v) => v,
-            StepOutcome::Again => panic!("not done"),
-        }
-    }
-
-    #[test]
-    fn templates_fill_in_values() {
-        let s = spec(vec![]);
-        let vars = s.start_vars("https://host.example/f");
-        assert_eq!(
-            Template("{base}/x?l={link}&t={token}".into())
-                .render(&vars)
-                .unwrap(),
-            "https://api.example/x?l=https://host.example/f&t=tok"
-        );
-        assert!(Template("{id}".into()).render(&vars).is_err());
-        assert_eq!(Template("a{b".into()).render(&vars).unwrap(), "a{b");
-        assert_eq!(Template("{a}-{b}".into()).names(), ["a", "b"]);
-    }
-
-    #[test]
-    fn success_extracts_values() {
-        let st = step(&[("download", "/download"), ("filename", "/filename")]);
-        let s = spec(vec![st.clone()]);
-        let long = format!("https://dl.example/{}", "x".repeat(500));
-        let vars = done(
-            s.interpret(
-                &st,
-                200,
-                None,
-                &body(json!({"download": long, "filename": "f.zip"})),
-            )
-            .unwrap(),
-        );
-        let r = s.finish(&vars).unwrap();
-        assert_eq!(r.download, long, "long URLs are kept whole");
-        assert_eq!(r.filename.as_deref(), Some("f.zip"));
-    }
-
-    #[test]
-    fn errors_inside_http_200_and_classes_by_code() {
-        let mut st = step(&[("download", "/data/link")]);
-        st.success = Some(SuccessTest {
-            pointer: "/status".into(),
-            equals: json!("success"),
-        });
-        st.error_code = Some("/error/code".into());
-        st.error_message = Some("/error/message".into());
-        let mut s = spec(vec![st.clone()]);
-        s.errors = vec![("LINK_DOWN".into(), Failure::DeadLink)];
-        let e = s
-            .interpret(
-                &st,
-                200,
-                None,
-                &body(json!({"status": "error", "error": {"code": "LINK_DOWN", "message": "Link is dead"}})),
-            )
-            .unwrap_err();
-        assert_eq!(e.failure, Failure::DeadLink);
-        assert_eq!(e.code.as_deref(), Some("LINK_DOWN"));
-        assert_eq!(e.message.as_deref(), Some("Link is dead"));
-        let e = s
-            .interpret(
-                &st,
-                200,
-                None,
-                &body(json!({"status": "error", "error": {"code": "NEW_CODE"}})),
-            )
-            .unwrap_err();
-        assert_eq!(
-            e.failure,
-            Failure::Rejected,
-            "an unknown code is a plain refusal"
-        );
-    }
-
-    #[test]
-    fn http_statuses_map_to_failures() {
-        let st = step(&[("download", "/download")]);
-        let s = spec(vec![st.clone()]);
-        let err = |status, b: &[u8]| s.interpret(&st, status, Some(7), b).unwrap_err();
-        let e = err(401, &body(json!({"error": "bad_token", "error_code": 8})));
-        assert_eq!((e.failure, e.code.as_deref()), (Failure::Auth, Some("8")));
-        assert_eq!(err(403, b"").failure, Failure::Auth);
-        let e = err(429, b"");
-        assert_eq!((e.failure, e.retry_after), (Failure::RateLimited, Some(7)));
-        assert_eq!(err(400, b"{}").failure, Failure::Rejected);
-        assert_eq!(
-            err(503, &body(json!({"error_code": 9999}))).failure,
-            Failure::Unavailable
-        );
-        let e = err(503, &body(json!({"error_code": 24})));
-        assert_eq!(
-            e.failure,
-            Failure::DeadLink,
-            "a known code beats the status"
-        );
-        assert!(e.detail.contains("dead_link"), "{}", e.detail);
-        assert_eq!(err(302, b"").failure, Failure::BadAnswer);
-        assert_eq!(
-            err(404, &body(json!({"error_code": 24}))).failure,
-            Failure::DeadLink
-        );
-    }
-
-    #[test]
-    fn polling_steps() {
-        let mut st = step(&[("download", "/data/link")]);
-        st.poll = Some(Poll {
-            interval: Duration::from_secs(5),
-            until: SuccessTest {
-                pointer: "/data/status".into(),
-                equals: json!(2),
-            },
-            fail: Some(SuccessTest {
-                pointer: "/data/status".into(),
-                equals: json!(3),
-            }),
-        });
-        let s = spec(vec![st.clone()]);
-        let answer =
-            |status: u64| body(json!({"data": {"status": status, "link": "https://dl.example/g"}}));
-        assert_eq!(
-            s.interpret(&st, 200, None, &answer(1)).unwrap(),
-            StepOutcome::Again
-        );
-        assert_eq!(
-            s.interpret(&st, 200, None, &answer(3)).unwrap_err().failure,
-            Failure::Rejected
-        );
-        let vars = done(s.interpret(&st, 200, None, &answer(2)).unwrap());
-        assert_eq!(vars["download"], "https://dl.example/g");
-    }
-
-    #[test]
-    fn odd_answers_are_bad_answers() {
-        let st = step(&[("download", "/download")]);
-        let s = spec(vec![st.clone()]);
-        for b in [&b"not json"[..], b"", b"\xff\xfe"] {
-            assert_eq!(
-                s.interpret(&st, 200, None, b).unwrap_err().failure,
-                Failure::BadAnswer
-            );
-        }
-        for url in ["javascript:alert(1)", "/relative", "https://a b"] {
-            let vars = done(
-                s.interpret(&st, 200, None, &body(json!({"download": url})))
-                    .unwrap(),
-            );
-            assert_eq!(
-                s.finish(&vars).unwrap_err().failure,
-                Failure::BadAnswer,
-                "{url}"
-            );
-        }
-        let vars = done(
-            s.interpret(&st, 200, None, &body(json!({"other": 1})))
-                .unwrap(),
-        );
-        assert_eq!(s.finish(&vars).unwrap_err().failure, Failure::Rejected);
-    }
-
-    #[test]
-    fn provider_text_is_cleaned() {
-        let st = step(&[]);
-        let e = spec(vec![st.clone()])
-            .interpret(
-                &st,
-                400,
-                None,
-                &body(json!({"error": format!("bad\r\nlink{}", "x".repeat(500))})),
-            )
-            .unwrap_err();
-        let m = e.message.unwrap();
-        assert!(!m.contains('\n') && !m.contains('\r'));
-        assert_eq!(m.chars().count(), 200);
-    }
-}
+mod tests;

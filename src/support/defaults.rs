@@ -62,6 +62,12 @@ pub const PROVIDER_BUSY_RETRY_AFTER_SECS: u32 = 60;
 pub const PROVIDER_TEMPORARY_RETRY_AFTER_SECS: u32 = 300;
 /// Retry-After sent when the owner's provider account has no quota left.
 pub const PROVIDER_QUOTA_RETRY_AFTER_SECS: u32 = 3600;
+/// How long a provider job still under way is kept for asking again (seconds): its link polls
+/// the job, not a new paid call, for this long after it was last asked about.
+pub const PROVIDER_JOB_KEEP_SECS: u64 = 900;
+/// How long a provider's list of supported hosts is used, and the longest between two fetches
+/// of it (seconds).
+pub const PROVIDER_HOSTS_MAX_AGE_SECS: u64 = 86_400;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
 /// While the configuration cannot be read, its problem is logged at most this often: every

@@ -299,11 +299,20 @@ fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
                     HttpMethod::Get => "GET",
                     HttpMethod::Post => "POST",
                 };
-                let reads: Vec<String> = step
+                let mut reads: Vec<String> = step
                     .extract
                     .iter()
                     .map(|(name, pointers)| format!("{name} <- {}", pointers.join(" or ")))
                     .collect();
+                if let Some(f) = &step.files {
+                    reads.push(format!("every file of {} <- {}", f.list, f.download));
+                }
+                if let Some(b) = &step.best {
+                    reads.push(format!(
+                        "{} <- {} of the greatest {} in {}",
+                        b.name, b.take, b.by, b.list
+                    ));
+                }
                 let _ = writeln!(
                     out,
                     "     step {}: {method} {}{}{}; reads {}",
@@ -311,7 +320,14 @@ fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
                     step.url.0,
                     step.when
                         .as_deref()
-                        .map_or(String::new(), |w| format!(" (when {w} is given)")),
+                        .map(|w| format!(" (when {w} is given)"))
+                        .into_iter()
+                        .chain(
+                            step.unless
+                                .as_deref()
+                                .map(|u| format!(" (unless {u} is given)"))
+                        )
+                        .collect::<String>(),
                     step.poll.as_ref().map_or(String::new(), |p| format!(
                         " (every {} ms until {} = {})",
                         p.interval.as_millis(),

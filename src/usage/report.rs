@@ -80,6 +80,20 @@ pub fn warnings(stats: &Stats) -> Vec<String> {
             plural(*n)
         ));
     }
+    if let Some(n) = f.provider_failures.get("server_refused") {
+        out.push(format!(
+            "WARNING: the provider refused this server's address {n} time{}: not the token; see \
+             the ACTION NEEDED lines for what the provider allows",
+            plural(*n)
+        ));
+    }
+    if let Some(n) = f.provider_failures.get("plan") {
+        out.push(format!(
+            "WARNING: the provider account's plan did not cover a link {n} time{} (not premium, \
+             not for that file host, or a top-up needed)",
+            plural(*n)
+        ));
+    }
     if let Some(n) = f.provider_failures.get("quota") {
         out.push(format!(
             "WARNING: the provider account had no quota left {n} time{}",
@@ -211,6 +225,34 @@ mod tests {
         assert!(lines[1].contains("refused the site's credentials 2 times"));
         assert!(text.contains("ACTION NEEDED events on "), "{text}");
         assert!(text.contains("T05:00:00Z  ACTION NEEDED: the provider refused"));
+    }
+
+    #[test]
+    fn a_refused_server_address_and_an_uncovered_plan_are_warnings() {
+        let note = "ACTION NEEDED: the provider refuses calls from this server's address";
+        let s = stats(
+            &[
+                total("provider_failure:server_refused", 3),
+                total("provider_failure:plan", 1),
+            ],
+            vec![spend(1)],
+            vec![Note {
+                at_ms: u64::from(DAY + 7) * HOUR_MS,
+                text: note.into(),
+            }],
+        );
+        let text = render(&s, true).expect("problems to report");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("WARNING: the provider refused this server's address 3 times"),
+            "{text}"
+        );
+        assert!(
+            lines[1]
+                .starts_with("WARNING: the provider account's plan did not cover a link 1 time"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("T07:00:00Z  {note}")), "{text}");
     }
 
     fn spend_rule(name: &str, limit: u32, window_secs: u32, used: u32) -> SpendUse {

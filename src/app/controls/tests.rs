@@ -12,7 +12,7 @@ use crate::core::clock::{Clock, FakeClock};
 use crate::core::journal::{self, Figures};
 use crate::http::request::Env;
 use crate::provider::resolved::Resolved;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::{Meter, Provider, ProviderError};
 use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
 use crate::store::roles::Store;
@@ -21,11 +21,12 @@ use crate::support::log::MemoryLog;
 struct Counting(Cell<usize>);
 
 impl Provider for Counting {
-    fn resolve(&self, link: &str) -> Result<Resolved, ProviderError> {
+    fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.0.set(self.0.get() + 1);
         Ok(Resolved {
             download: link.to_owned(),
             filename: None,
+            files: Vec::new(),
         })
     }
 }

@@ -72,7 +72,7 @@ fn every_preset_with_its_rate_limits_and_a_budget() {
 #[test]
 fn a_preset_with_the_owners_changes() {
     round_trip(
-        r#"{"provider": {"preset": "realdebrid", "token": "tok-1a2b3c4d5e",
+        r#"{"provider": {"preset": "realdebrid", "token": "tok-1a2b3c4d5e", "remote": true,
                          "timeout_ms": 20000, "deadline_ms": 30000,
                          "rate_limits": [{"name": "provider-minute", "limit": 100, "window_secs": 60}],
                          "errors": {"auth": [8, "9"], "quota": ["18"]}}}"#,
@@ -114,6 +114,9 @@ fn a_custom_provider_in_steps_with_polling() {
                                      "fail": {"pointer": "/state", "equals": "failed"}},
                             "extract": {"download": "/url", "filename": "/name"}}],
                          "errors": {"dead_link": ["GONE"], "rate_limit": [429]},
+                         "error_messages": {"quota": ["fair use limit"]},
+                         "statuses": {"unavailable": [503]},
+                         "advice": {"auth": "put a new key in provider.token"},
                          "rate_limits": [{"name": "provider-second", "limit": 5, "window_secs": 1}],
                          "connect_timeout_ms": 3000, "timeout_ms": 10000, "deadline_ms": 30000}}"#,
         &[("/provider/token", "tok-9a8b7c6d5e")],

@@ -18,6 +18,13 @@ pub(crate) struct RawProvider {
     pub(crate) token: Option<String>,
     pub(crate) steps: Option<Vec<RawStep>>,
     pub(crate) errors: Option<BTreeMap<String, Vec<Value>>>,
+    pub(crate) error_messages: Option<BTreeMap<String, Vec<String>>>,
+    pub(crate) statuses: Option<BTreeMap<String, Vec<u16>>>,
+    pub(crate) advice: Option<BTreeMap<String, String>>,
+    /// Real-Debrid's remote traffic: `true` adds `remote_form` to the first call's form.
+    pub(crate) remote: Option<bool>,
+    pub(crate) hosts: Option<RawHosts>,
+    pub(crate) remote_form: Option<BTreeMap<String, String>>,
     pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
     pub(crate) connect_timeout_ms: Option<u64>,
     pub(crate) timeout_ms: Option<u64>,
@@ -56,6 +63,39 @@ pub(crate) struct RawPoll {
     pub(crate) interval_ms: u64,
     pub(crate) until: RawTest,
     pub(crate) fail: Option<RawTest>,
+    pub(crate) progress: Option<RawProgress>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProgress {
+    pub(crate) pointer: String,
+    pub(crate) unit: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHosts {
+    pub(crate) url: String,
+    pub(crate) lists: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFiles {
+    pub(crate) list: String,
+    pub(crate) download: String,
+    pub(crate) filename: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBest {
+    pub(crate) list: String,
+    pub(crate) by: String,
+    pub(crate) take: String,
+    #[serde(rename = "as")]
+    pub(crate) name: String,
 }
 
 #[derive(Deserialize)]
@@ -67,9 +107,12 @@ pub(crate) struct RawStep {
     pub(crate) query: Option<BTreeMap<String, String>>,
     pub(crate) form: Option<BTreeMap<String, String>>,
     pub(crate) when: Option<String>,
+    pub(crate) unless: Option<String>,
     pub(crate) success: Option<RawTest>,
     pub(crate) error_code: Option<String>,
     pub(crate) error_message: Option<String>,
     pub(crate) extract: Option<BTreeMap<String, Value>>,
+    pub(crate) files: Option<RawFiles>,
+    pub(crate) best: Option<RawBest>,
     pub(crate) poll: Option<RawPoll>,
 }

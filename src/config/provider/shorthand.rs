@@ -116,10 +116,13 @@ pub(crate) fn shorthand(raw: &mut RawProvider) -> Result<RawStep, ConfigError> {
         query: Some(query),
         form: Some(form),
         when: None,
+        unless: None,
         success: raw.success.take(),
         error_code: raw.error_code.take(),
         error_message: raw.error_message.take(),
         extract: Some(extract),
+        files: None,
+        best: None,
         poll: None,
     })
 }

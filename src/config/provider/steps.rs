@@ -10,7 +10,9 @@ use crate::config::error::{ConfigError, err};
 use crate::config::provider::raw::{RawStep, RawTest};
 use crate::config::provider::urls::check_step_url;
 use crate::core::rule::RuleName;
-use crate::provider::spec::{HttpMethod, Poll, Step, SuccessTest, Template};
+use crate::provider::spec::{
+    Best, FileList, HttpMethod, Poll, Progress, ProgressUnit, Step, SuccessTest, Template,
+};
 
 pub(crate) fn method(field: &str, m: Option<&str>) -> Result<HttpMethod, ConfigError> {
     match m.unwrap_or("POST") {
@@ -107,13 +109,15 @@ pub(crate) fn steps(
                 "a GET request has no form body: use \"query\"",
             ));
         }
-        if let Some(w) = &s.when
-            && !known.contains(w)
-        {
-            return Err(err(
-                at("when"),
-                format!("{w:?} is not extracted by an earlier step"),
-            ));
+        for (field, name) in [("when", &s.when), ("unless", &s.unless)] {
+            if let Some(w) = name
+                && !known.contains(w)
+            {
+                return Err(err(
+                    at(field),
+                    format!("{w:?} is not extracted by an earlier step"),
+                ));
+            }
         }
         let headers = templates(&at("headers"), s.headers, known, true)?;
         let query = templates(&at("query"), s.query, known, false)?;
@@ -143,6 +147,43 @@ pub(crate) fn steps(
             known.push(name.clone());
             extract.push((name, pointers));
         }
+        let files = match s.files {
+            None => None,
+            Some(f) => {
+                for (field, p) in [("list", &f.list), ("download", &f.download)] {
+                    pointer(&at(&format!("files.{field}")), Some(p.clone()))?;
+                }
+                pointer(&at("files.filename"), f.filename.clone())?;
+                // A list of files gives the download, as an extracted value would.
+                known.push("download".into());
+                Some(FileList {
+                    list: f.list,
+                    download: f.download,
+                    filename: f.filename,
+                })
+            }
+        };
+        let best = match s.best {
+            None => None,
+            Some(b) => {
+                for (field, p) in [("list", &b.list), ("by", &b.by), ("take", &b.take)] {
+                    pointer(&at(&format!("best.{field}")), Some(p.clone()))?;
+                }
+                if RuleName::new(&b.name).is_none() {
+                    return Err(err(
+                        at("best.as"),
+                        format!("{:?}: names are a-z, 0-9, '_' and '-'", b.name),
+                    ));
+                }
+                known.push(b.name.clone());
+                Some(Best {
+                    list: b.list,
+                    by: b.by,
+                    take: b.take,
+                    name: b.name,
+                })
+            }
+        };
         let poll = match s.poll {
             None => None,
             Some(p) => {
@@ -153,6 +194,29 @@ pub(crate) fn steps(
                     interval: Duration::from_millis(p.interval_ms),
                     until: test(&at("poll.until"), Some(p.until))?.expect("given"),
                     fail: test(&at("poll.fail"), p.fail)?,
+                    progress: match p.progress {
+                        None => None,
+                        Some(pr) => {
+                            pointer(&at("poll.progress.pointer"), Some(pr.pointer.clone()))?;
+                            let unit = match pr.unit.as_str() {
+                                "fraction" => ProgressUnit::Fraction,
+                                "percent" => ProgressUnit::Percent,
+                                "seconds_left" => ProgressUnit::SecondsLeft,
+                                other => {
+                                    return Err(err(
+                                        at("poll.progress.unit"),
+                                        format!(
+                                            "{other:?}: use \"fraction\", \"percent\" or \"seconds_left\""
+                                        ),
+                                    ));
+                                }
+                            };
+                            Some(Progress {
+                                pointer: pr.pointer,
+                                unit,
+                            })
+                        }
+                    },
                 })
             }
         };
@@ -163,10 +227,13 @@ pub(crate) fn steps(
             query,
             form,
             when: s.when,
+            unless: s.unless,
             success: test(&at("success"), s.success)?,
             error_code: pointer(&at("error_code"), s.error_code)?,
             error_message: pointer(&at("error_message"), s.error_message)?,
             extract,
+            files,
+            best,
             poll,
         });
     }

@@ -1,0 +1,155 @@
+//! The free pre-check: a provider that publishes the file hosts it supports has that list
+//! fetched (one free call, without the token) at most once a day into the store, and a link on
+//! a host it does not name is refused (422, nothing paid, the visitor's limit not used) while
+//! the list is fresh. Without a fresh list (never fetched, or the last fetch failed) links go
+//! on as before: the list only ever saves a paid call, it never costs a visitor an answer.
+
+use std::time::Duration;
+
+use crate::app::App;
+use crate::http::problem::Problem;
+use crate::net::url::Host;
+use crate::provider::Provider;
+use crate::provider::spec::{ProviderSpec, host_listed};
+use crate::support::defaults;
+use crate::support::log::Level;
+
+/// Where the list is kept: among the cache's keys, never equal to a link's.
+const KEY: &str = "resolve:cache:hosts";
+/// Held by the one request that fetches the list.
+const FETCHING: &str = "resolve:cache:hosts:fetching";
+
+/// A fetch of the list, as kept: when, and the domains (None: that fetch failed).
+struct Kept {
+    fetched_at_ms: u64,
+    domains: Option<Vec<String>>,
+}
+
+impl Kept {
+    fn encode(&self) -> Vec<u8> {
+        serde_json::json!({"fetched_at_ms": self.fetched_at_ms, "domains": self.domains})
+            .to_string()
+            .into_bytes()
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Kept> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let domains = match &v["domains"] {
+            serde_json::Value::Null => None,
+            list => {
+                let mut d: Vec<String> = serde_json::from_value(list.clone()).ok()?;
+                d.sort_unstable();
+                Some(d)
+            }
+        };
+        Some(Kept {
+            fetched_at_ms: v["fetched_at_ms"].as_u64()?,
+            domains,
+        })
+    }
+}
+
+impl App<'_> {
+    /// A refusal for a link whose host the provider's fresh host list does not name.
+    pub(super) fn refuse_unlisted_host(
+        &self,
+        provider: &dyn Provider,
+        link: &str,
+    ) -> Option<Problem> {
+        let listed = matches!(
+            self.config.provider.as_ref(),
+            Some(ProviderSpec::Http(h)) if h.hosts.is_some()
+        );
+        if !listed {
+            return None;
+        }
+        let now = self.clock.now_ms();
+        let max_age_ms = defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 1000;
+        let kept = self
+            .store
+            .cache
+            .cache_get(KEY)
+            .ok()
+            .flatten()
+            .and_then(|b| Kept::decode(&b))
+            .filter(|k| now.saturating_sub(k.fetched_at_ms) < max_age_ms);
+        let kept = match kept {
+            Some(k) => k,
+            None => self.fetch_host_list(provider, now)?,
+        };
+        let domains = kept.domains?;
+        let url = crate::net::url::parse(link, &["https", "http"]).ok()?;
+        let Host::Name(host) = url.host() else {
+            return None;
+        };
+        if host_listed(host, &domains) {
+            return None;
+        }
+        Some(
+            Problem::new(422, "unsupported_host", "This file host is not supported.").log(
+                format!(
+                    "the provider's host list (fetched {}) does not name {host:?}: {link:?} refused before any paid call",
+                    crate::core::calendar::iso(kept.fetched_at_ms)
+                ),
+            ),
+        )
+    }
+
+    /// Fetches the list when no other request is fetching it, and keeps the outcome for a day
+    /// (a failure too: the list is asked for at most once a day). None: not fetched now.
+    fn fetch_host_list(&self, provider: &dyn Provider, now: u64) -> Option<Kept> {
+        if self
+            .store
+            .cache
+            .cache_claim(FETCHING, b"1", Duration::from_secs(60))
+            .ok()?
+            .eq(&false)
+        {
+            return None;
+        }
+        let fetched = provider.host_list()?;
+        if let Err(e) = &fetched {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "{e}; links are not checked against the provider's host list until it is fetched again, in a day"
+                ),
+            );
+        }
+        let kept = Kept {
+            fetched_at_ms: now,
+            domains: fetched.ok(),
+        };
+        let keep = Duration::from_secs(defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 2);
+        if let Err(e) = self.store.cache.cache_put(KEY, &kept.encode(), keep) {
+            self.log.line(
+                Level::Warn,
+                &format!("keeping the provider's host list failed: {e}"),
+            );
+        }
+        let _ = self.store.cache.cache_release(FETCHING, b"1");
+        Some(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_list_round_trips_sorted_and_a_failed_fetch_is_kept_too() {
+        let k = Kept {
+            fetched_at_ms: 5,
+            domains: Some(vec!["b.example".into(), "a.example".into()]),
+        };
+        let back = Kept::decode(&k.encode()).unwrap();
+        assert_eq!(back.fetched_at_ms, 5);
+        assert_eq!(back.domains.unwrap(), ["a.example", "b.example"]);
+        let failed = Kept {
+            fetched_at_ms: 6,
+            domains: None,
+        };
+        assert!(Kept::decode(&failed.encode()).unwrap().domains.is_none());
+        assert!(Kept::decode(b"junk").is_none());
+    }
+}

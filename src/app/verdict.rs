@@ -1,0 +1,108 @@
+//! What the store's decision means for one request: admitted with its limit headers, refused
+//! by the visitor's rules (429) or the site's spend limits (503), or the store's failure
+//! answered by `store.on_error`.
+
+use crate::app::{Admitted, App, Tally, Verdict};
+use crate::core::decision::Decision;
+use crate::core::journal::Event;
+use crate::core::rule::{KeyKind, Rule};
+use crate::http::negotiate::Format;
+use crate::http::problem::Problem;
+use crate::http::render;
+use crate::store::settings::OnError;
+use crate::support::log::Level;
+
+impl App<'_> {
+    /// What the store's decision means for this request: go on (with the limit headers and
+    /// the time it was counted at, unless the store failed and the policy lets it through), or
+    /// the answer that ends it. `rules` are the client's; `all_rules` adds the spend rules.
+    pub(super) fn verdict(
+        &self,
+        decided: Result<Decision, crate::store::StoreError>,
+        rules: &[&Rule],
+        all_rules: &[&Rule],
+        format: Format,
+        frame: &render::Frame<'_>,
+        tally: &mut Tally,
+    ) -> Result<Verdict, Problem> {
+        match decided {
+            Ok(decision @ Decision::Admit { at_ms, .. }) => {
+                tally.add(Event::Admitted);
+                Ok(Verdict::Admitted(Some(Admitted {
+                    limit_headers: render::limit_headers(rules, &decision),
+                    at_ms,
+                })))
+            }
+            Ok(ref decision @ Decision::Refuse { rule, .. }) if rule >= rules.len() => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
+                // The site's own budget: nothing the visitor did.
+                tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
+                Err(Problem::new(
+                    503,
+                    "spend_limit",
+                    format!(
+                        "The service has reached its limit for now. Please try again in {}.",
+                        render::wait_words(retry_after_secs)
+                    ),
+                )
+                .retry_after(retry_after_secs)
+                .log(format!(
+                    "site-wide limit {} reached ({} paid calls per {} s); refusing paid calls for {retry_after_secs} s",
+                    all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
+                )))
+            }
+            Ok(
+                ref decision @ Decision::Refuse {
+                    rule, ref statuses, ..
+                },
+            ) => {
+                let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
+                // A rule refuses exactly when none of its window is left. The statuses begin
+                // with the client's rules.
+                let by_client = rules
+                    .iter()
+                    .zip(statuses)
+                    .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0);
+                tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
+                let mut p = Problem::new(
+                    429,
+                    "rate_limited",
+                    render::limited_sentence(retry_after_secs),
+                )
+                .retry_after(retry_after_secs);
+                p.rule = Some(all_rules[rule].name.as_str().into());
+                let mut response = render::problem(format, &p, frame);
+                response
+                    .headers
+                    .extend(render::limit_headers(rules, decision));
+                Ok(Verdict::Refused {
+                    response,
+                    by_client,
+                })
+            }
+            Err(e) => match self.config.store.on_error {
+                OnError::Allow => {
+                    tally.store_failed(&e);
+                    tally.add(Event::Admitted);
+                    self.log.line(
+                        Level::Error,
+                        &format!("store failed, answering anyway (store.on_error is allow): {e}"),
+                    );
+                    Ok(Verdict::Admitted(None))
+                }
+                OnError::Deny => {
+                    tally.store_failed(&e);
+                    Err(Problem::new(
+                        503,
+                        "store_unavailable",
+                        "The service is briefly unavailable. Please try again shortly.",
+                    )
+                    .retry_after(self.config.store.deny_retry_after_secs)
+                    .log(format!(
+                        "store failed, refusing (store.on_error is deny): {e}"
+                    )))
+                }
+            },
+        }
+    }
+}
