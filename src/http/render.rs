@@ -334,14 +334,19 @@ mod tests {
 
     #[test]
     fn waits_in_words() {
-        assert_eq!(wait_words(1), "1 second");
-        assert_eq!(wait_words(45), "45 seconds");
-        assert_eq!(wait_words(119), "119 seconds");
-        assert_eq!(wait_words(121), "about 3 minutes");
-        assert_eq!(wait_words(7199), "about 120 minutes");
-        assert_eq!(wait_words(7200), "about 2 hours");
-        assert_eq!(wait_words(79_000), "about 22 hours");
-        assert_eq!(wait_words(172_800), "about 2 days");
+        let words = [
+            (1, "1 second"),
+            (45, "45 seconds"),
+            (119, "119 seconds"),
+            (121, "about 3 minutes"),
+            (7199, "about 120 minutes"),
+            (7200, "about 2 hours"),
+            (79_000, "about 22 hours"),
+            (172_800, "about 2 days"),
+        ];
+        for (secs, said) in words {
+            assert_eq!(wait_words(secs), said);
+        }
     }
 
     #[test]
