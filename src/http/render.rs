@@ -401,11 +401,8 @@ mod tests {
 
     #[test]
     fn method_not_allowed_says_what_is() {
-        let r = problem(
-            Format::Text,
-            &Problem::new(405, "method_not_allowed", "no"),
-            &Frame::default(),
-        );
+        let not_allowed = Problem::new(405, "method_not_allowed", "no");
+        let r = problem(Format::Text, &not_allowed, &Frame::default());
         assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
         assert_eq!(r.header_value("Cache-Control"), Some("no-store"));
     }
@@ -509,11 +506,8 @@ mod tests {
 
     #[test]
     fn answer_pages_allow_their_own_style_and_nothing_else() {
-        let r = problem(
-            Format::Html,
-            &Problem::new(400, "bad_link", "No."),
-            &Frame::default(),
-        );
+        let bad_link = Problem::new(400, "bad_link", "No.");
+        let r = problem(Format::Html, &bad_link, &Frame::default());
         let policy = r
             .header_value("Content-Security-Policy")
             .unwrap()
