@@ -40,14 +40,19 @@ fn rate_limit_headers_follow_the_draft() {
 
 #[test]
 fn waits_in_words() {
-    assert_eq!(wait_words(1), "1 second");
-    assert_eq!(wait_words(45), "45 seconds");
-    assert_eq!(wait_words(119), "119 seconds");
-    assert_eq!(wait_words(121), "about 3 minutes");
-    assert_eq!(wait_words(7199), "about 120 minutes");
-    assert_eq!(wait_words(7200), "about 2 hours");
-    assert_eq!(wait_words(79_000), "about 22 hours");
-    assert_eq!(wait_words(172_800), "about 2 days");
+    let words = [
+        (1, "1 second"),
+        (45, "45 seconds"),
+        (119, "119 seconds"),
+        (121, "about 3 minutes"),
+        (7199, "about 120 minutes"),
+        (7200, "about 2 hours"),
+        (79_000, "about 22 hours"),
+        (172_800, "about 2 days"),
+    ];
+    for (secs, said) in words {
+        assert_eq!(wait_words(secs), said);
+    }
 }
 
 #[test]
@@ -102,88 +107,9 @@ fn html_is_escaped() {
 }
 
 #[test]
-fn several_files_are_all_given_in_every_format() {
-    use crate::provider::resolved::FileLink;
-    let file = |d: &str, n: Option<&str>| FileLink {
-        download: d.into(),
-        filename: n.map(str::to_owned),
-    };
-    let r = Resolved {
-        download: "https://dl.example/1".into(),
-        filename: Some("one.bin".into()),
-        files: vec![
-            file("https://dl.example/1", Some("one.bin")),
-            file("https://dl.example/2?a=<b>", None),
-        ],
-    };
-    let text = resolved(Format::Text, &r, &Frame::default());
-    assert_eq!(
-        String::from_utf8(text.body).unwrap(),
-        "https://dl.example/1\nhttps://dl.example/2?a=<b>\n"
-    );
-    let json = resolved(Format::Json, &r, &Frame::default());
-    let v: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
-    assert_eq!(v["download"], "https://dl.example/1");
-    assert_eq!(
-        v["files"],
-        serde_json::json!([
-            {"download": "https://dl.example/1", "filename": "one.bin"},
-            {"download": "https://dl.example/2?a=<b>", "filename": null}
-        ])
-    );
-    let html = resolved(Format::Html, &r, &Frame::default());
-    let body = String::from_utf8(html.body).unwrap();
-    assert!(body.contains("(2 files)"), "{body}");
-    assert!(body.contains(">one.bin</a></li>"), "{body}");
-    assert!(body.contains("https://dl.example/2?a=&lt;b&gt;"), "{body}");
-    assert!(!body.contains("<b>"), "{body}");
-    let one = Resolved {
-        files: Vec::new(),
-        ..r
-    };
-    let v: serde_json::Value =
-        serde_json::from_slice(&resolved(Format::Json, &one, &Frame::default()).body).unwrap();
-    assert_eq!(v.get("files"), None, "one file: the answer as before");
-}
-
-#[test]
-fn a_job_under_way_is_202_with_when_and_where_to_ask_again() {
-    let at = "/cgi-bin/resolve?link=https%3A%2F%2Fh.example%2Ff";
-    for format in [Format::Text, Format::Json, Format::Html] {
-        let r = pending(format, Some("40% <done>"), 5, at, &Frame::default());
-        assert_eq!(r.status, 202);
-        assert_eq!(r.header_value("Retry-After"), Some("5"));
-        assert_eq!(r.header_value("Location"), Some(at));
-        let body = String::from_utf8(r.body).unwrap();
-        assert!(body.contains("40% "), "{body}");
-        if format == Format::Html {
-            assert!(
-                !body.contains("<done>") && body.contains("&lt;done&gt;"),
-                "{body}"
-            );
-        }
-    }
-    let r = pending(Format::Html, None, 5, at, &Frame::default());
-    assert_eq!(
-        r.header_value("Refresh"),
-        Some(format!("5; url={at}").as_str())
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&pending(Format::Json, None, 7, at, &Frame::default()).body)
-            .unwrap();
-    assert_eq!(
-        (v["status"].as_str(), v["retry_after"].as_u64()),
-        (Some("pending"), Some(7))
-    );
-}
-
-#[test]
 fn method_not_allowed_says_what_is() {
-    let r = problem(
-        Format::Text,
-        &Problem::new(405, "method_not_allowed", "no"),
-        &Frame::default(),
-    );
+    let not_allowed = Problem::new(405, "method_not_allowed", "no");
+    let r = problem(Format::Text, &not_allowed, &Frame::default());
     assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
     assert_eq!(r.header_value("Cache-Control"), Some("no-store"));
 }
@@ -203,22 +129,27 @@ fn answer_pages_stand_alone_with_the_form_and_the_footer() {
     let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
     let body = html(problem(Format::Html, &p, &frame));
     assert!(body.contains("<h1>Too many requests</h1>"), "{body}");
-    assert!(body.contains("<title>Too many requests – Links &amp; &lt;Co&gt;</title>"));
-    assert!(body.contains("class=\"card wait\" data-code=\"rate_limited\""));
-    assert!(body.contains("Too many requests: try again in 42 seconds."));
-    assert!(body.contains("method=\"post\" action=\"/tools/cgi-bin/resolve\""));
-    assert!(body.contains("name=\"link\""));
-    assert!(
-        body.contains("<style>") && body.contains("--focus"),
-        "the page's style"
-    );
+    let version = format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"));
+    for part in [
+        "<title>Too many requests – Links &amp; &lt;Co&gt;</title>",
+        "class=\"card wait\" data-code=\"rate_limited\"",
+        "Too many requests: try again in 42 seconds.",
+        "method=\"post\" action=\"/tools/cgi-bin/resolve\"",
+        "name=\"link\"",
+        // The page's style, inline.
+        "<style>",
+        "--focus",
+        "href=\"mailto:owner@example.com\">Contact: owner@example.com</a>",
+        "href=\"https://example.com/terms?a=1&amp;b=2\">Terms of use</a>",
+        &version,
+    ] {
+        assert!(body.contains(part), "{part:?} in\n{body}");
+    }
+    // No outside assets.
     assert!(
         !body.contains("<link") && !body.contains("<script"),
-        "no outside assets"
+        "{body}"
     );
-    assert!(body.contains("href=\"mailto:owner@example.com\">Contact: owner@example.com</a>"));
-    assert!(body.contains("href=\"https://example.com/terms?a=1&amp;b=2\">Terms of use</a>"));
-    assert!(body.contains(&format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"))));
 
     let unset = html(problem(
         Format::Html,
@@ -285,11 +216,8 @@ fn base64_as_the_rfc_says() {
 
 #[test]
 fn answer_pages_allow_their_own_style_and_nothing_else() {
-    let r = problem(
-        Format::Html,
-        &Problem::new(400, "bad_link", "No."),
-        &Frame::default(),
-    );
+    let bad_link = Problem::new(400, "bad_link", "No.");
+    let r = problem(Format::Html, &bad_link, &Frame::default());
     let policy = r
         .header_value("Content-Security-Policy")
         .unwrap()
@@ -304,4 +232,80 @@ fn answer_pages_allow_their_own_style_and_nothing_else() {
     use sha2::{Digest, Sha256};
     let hash = base64(&Sha256::digest(style.as_bytes()));
     assert!(policy.contains(&format!("'sha256-{hash}'")), "{policy}");
+}
+
+#[test]
+fn a_job_under_way_is_202_with_when_and_where_to_ask_again() {
+    let at = "/cgi-bin/resolve?link=https%3A%2F%2Fh.example%2Ff";
+    for format in [Format::Text, Format::Json, Format::Html] {
+        let r = pending(format, Some("40% <done>"), 5, at, &Frame::default());
+        assert_eq!(r.status, 202);
+        assert_eq!(r.header_value("Retry-After"), Some("5"));
+        assert_eq!(r.header_value("Location"), Some(at));
+        let body = String::from_utf8(r.body).unwrap();
+        assert!(body.contains("40% "), "{body}");
+        if format == Format::Html {
+            assert!(
+                !body.contains("<done>") && body.contains("&lt;done&gt;"),
+                "{body}"
+            );
+        }
+    }
+    let r = pending(Format::Html, None, 5, at, &Frame::default());
+    assert_eq!(
+        r.header_value("Refresh"),
+        Some(format!("5; url={at}").as_str())
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&pending(Format::Json, None, 7, at, &Frame::default()).body)
+            .unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["retry_after"].as_u64()),
+        (Some("pending"), Some(7))
+    );
+}
+
+#[test]
+fn several_files_are_all_given_in_every_format() {
+    use crate::provider::resolved::FileLink;
+    let file = |d: &str, n: Option<&str>| FileLink {
+        download: d.into(),
+        filename: n.map(str::to_owned),
+    };
+    let r = Resolved {
+        download: "https://dl.example/1".into(),
+        filename: Some("one.bin".into()),
+        files: vec![
+            file("https://dl.example/1", Some("one.bin")),
+            file("https://dl.example/2?a=<b>", None),
+        ],
+    };
+    let text = resolved(Format::Text, &r, &Frame::default());
+    assert_eq!(
+        String::from_utf8(text.body).unwrap(),
+        "https://dl.example/1\nhttps://dl.example/2?a=<b>\n"
+    );
+    let json = resolved(Format::Json, &r, &Frame::default());
+    let v: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+    assert_eq!(v["download"], "https://dl.example/1");
+    assert_eq!(
+        v["files"],
+        serde_json::json!([
+            {"download": "https://dl.example/1", "filename": "one.bin"},
+            {"download": "https://dl.example/2?a=<b>", "filename": null}
+        ])
+    );
+    let html = resolved(Format::Html, &r, &Frame::default());
+    let body = String::from_utf8(html.body).unwrap();
+    assert!(body.contains("(2 files)"), "{body}");
+    assert!(body.contains(">one.bin</a></li>"), "{body}");
+    assert!(body.contains("https://dl.example/2?a=&lt;b&gt;"), "{body}");
+    assert!(!body.contains("<b>"), "{body}");
+    let one = Resolved {
+        files: Vec::new(),
+        ..r
+    };
+    let v: serde_json::Value =
+        serde_json::from_slice(&resolved(Format::Json, &one, &Frame::default()).body).unwrap();
+    assert_eq!(v.get("files"), None, "one file: the answer as before");
 }
