@@ -239,7 +239,9 @@ impl App<'_> {
         let head_only = asked.method == Method::Head;
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
-        let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
+        // A provider that costs nothing (the echo provider) is neither cached nor counted as
+        // paid, nor against the spend limits.
+        let cache_key = (!self.config.cache_ttl.is_zero() && !head_only && provider.pays())
             .then(|| crate::provider::cache::key(&asked.link));
         // A store that failed the cache read would fail the decision too, after another
         // timeout: its error goes straight to the failure policy.
@@ -253,7 +255,7 @@ impl App<'_> {
             Some(Lookup::Miss(claim)) => (None, None, claim),
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
-        let paid = !head_only && cached.is_none();
+        let paid = !head_only && cached.is_none() && provider.pays();
         let all_rules: Vec<&Rule> = rules
             .iter()
             .copied()
@@ -472,9 +474,10 @@ impl App<'_> {
     ) -> Result<Resolved, Problem> {
         let answer = provider.resolve(link);
         match &answer {
-            Ok(_) => tally.add(Event::Paid),
+            Ok(_) if provider.pays() => tally.add(Event::Paid),
+            Ok(_) => {}
             Err(e) => {
-                if e.reached {
+                if e.reached && provider.pays() {
                     tally.add(Event::Paid);
                 }
                 tally.add(Event::ProviderFailure(e.failure.name()));
@@ -503,6 +506,7 @@ impl App<'_> {
                 }
                 e.detail = crate::support::secret::mask(&e.detail, &forms).into_owned();
                 if !e.reached
+                    && provider.pays()
                     && let Some(admitted) = admitted
                 {
                     match self.store.counters.refund(spend_checks, admitted.at_ms) {

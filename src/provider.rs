@@ -16,6 +16,12 @@ use crate::provider::resolved::Resolved;
 /// Something that turns a hoster link into a download URL.
 pub trait Provider {
     fn resolve(&self, link: &str) -> Result<Resolved, ProviderError>;
+
+    /// True when a call costs the owner something: only such calls count as paid, against
+    /// the spend limits, and are worth caching.
+    fn pays(&self) -> bool {
+        true
+    }
 }
 
 /// Answers every link with itself, for trying an installation without spending anything.
@@ -28,6 +34,11 @@ impl Provider for EchoProvider {
             download: link.to_owned(),
             filename: None,
         })
+    }
+
+    /// Nothing is spent: trying the site never uses up the budget.
+    fn pays(&self) -> bool {
+        false
     }
 }
 

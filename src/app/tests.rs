@@ -553,3 +553,30 @@ fn without_the_journal_nothing_is_kept() {
     assert!(f.clients.is_empty());
     assert!(config("{}").journal, "on unless turned off");
 }
+
+#[test]
+fn the_echo_provider_is_never_paid_nor_counted_against_spend() {
+    let cfg = config(
+        r#"{"cache": {"ttl_secs": 600}, "spend": [{"name": "day", "limit": 2, "window_secs": 86400}]}"#,
+    );
+    let s = store();
+    for _ in 0..5 {
+        assert_eq!(
+            status(&cfg, &s, &EchoProvider, &get("192.0.2.1", LINK)),
+            200
+        );
+    }
+    let f = figures(&s);
+    assert_eq!((f.requests, f.admitted), (5, 5));
+    assert_eq!((f.paid_calls, f.cache_hits, f.refunds), (0, 0, 0), "{f:?}");
+    assert!(f.spend_refused.is_empty(), "{f:?}");
+    let spend =
+        crate::usage::stats::Stats::gather(&cfg, &s.as_store(), SystemClock.now_ms(), 24).unwrap();
+    assert_eq!(spend.spend[0].used, 0);
+    // A paid provider on the same site is counted, and refused past the limit.
+    let p = ok_provider();
+    let statuses: Vec<u16> = (0..3)
+        .map(|i| status(&cfg, &s, &p, &get("192.0.2.1", &format!("{LINK}{i}"))))
+        .collect();
+    assert_eq!(statuses, [200, 200, 503]);
+}
