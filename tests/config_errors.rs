@@ -134,3 +134,29 @@ fn a_broken_password_hash_names_the_field_and_the_fix() {
         "the value is not quoted: {log}"
     );
 }
+
+#[test]
+fn an_editors_mistakes_are_named_where_they_are() {
+    let dir = TempDir::new("cfgerr-editor");
+    for (written, said) in [
+        (
+            "\u{FEFF}{\"provider\": {\"kind\": \"echo\"}}\n",
+            "line 1 column 1: the file starts with a byte order mark (BOM)",
+        ),
+        (
+            "{\n  \u{201C}provider\u{201D}: {\"kind\": \"echo\"}\n}\n",
+            "line 2 column 3: a curly quote \u{201C} where JSON needs a straight double quote",
+        ),
+        (
+            "{\n  \"provider\": {\"kind\": \"echo\"},\n}\n",
+            "line 2 column 31: a comma after the last item of a list or object",
+        ),
+    ] {
+        let config = config::write_text(&dir, written);
+        let _ = std::fs::remove_file(dir.join(".config-error-logged"));
+        let out = request(&config);
+        assert!(text(&out.stdout).starts_with("Status: 503"));
+        let log = text(&out.stderr);
+        assert!(log.contains(said), "{log}");
+    }
+}
