@@ -18,7 +18,7 @@ mod since;
 #[path = "usage/yesterday.rs"]
 mod yesterday;
 
-use resolve::store::journal::Journal;
+use resolve::store::roles::Store;
 use serde_json::{Value, json};
 use std::os::unix::process::CommandExt;
 use support::config::{TOKEN, http_provider, rule};
@@ -229,11 +229,11 @@ pub fn run(site: &support::Setup, args: &[&str]) -> std::process::Output {
 /// The site's store, opened through the library as the program opens it. What `change` does
 /// through it is done by this process; the files it leaves in the data directory are given to
 /// the site's account afterwards, as if the site had made them.
-pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&dyn Journal) -> T) -> T {
+pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&Store) -> T) -> T {
     let text = std::fs::read_to_string(&site.config_path).expect("the configuration");
     let base = site.config_path.parent().expect("its directory");
     let config = resolve::config::Config::from_json(&text, base).expect("a valid configuration");
-    let out = change(&*resolve::site::open::from_config(&config).journal);
+    let out = change(&resolve::site::open::from_config(&config));
     for path in support::temp::entries_under(&site.data) {
         give_to_server_user(&path);
     }

@@ -7,7 +7,7 @@
 
 use resolve::core::calendar;
 use resolve::core::journal::{Entry, HOUR_MS, Note, Row, day_start, hour_of};
-use resolve::store::journal::Journal;
+use resolve::store::roles::Store;
 use serde_json::Value;
 
 use crate::support::Site;
@@ -33,12 +33,13 @@ fn sum(map: &Value) -> u64 {
 
 /// Adds the journal's rows and notes of the last 24 hours again, 24 hours earlier.
 fn move_a_day_back(site: &Site) {
-    crate::through_the_store(site, |store| move_a_day_back_in(store));
+    crate::through_the_store(site, move_a_day_back_in);
 }
 
-fn move_a_day_back_in(store: &dyn Journal) {
+fn move_a_day_back_in(store: &Store) {
     let now = hour_of(now_ms());
     let rows = store
+        .journal
         .journal_rows(now - 23, now + 1)
         .expect("the journal's rows");
     for row in rows {
@@ -56,12 +57,13 @@ fn move_a_day_back_in(store: &dyn Journal) {
             totals,
             clients,
         };
-        store.journal_add(&entry).expect("journal_add");
+        store.journal.journal_add(&entry).expect("journal_add");
     }
     let since = u64::from(now - 23) * HOUR_MS;
-    for note in store.journal_notes().expect("the notes") {
+    for note in store.notes.journal_notes().expect("the notes") {
         if note.at_ms >= since {
             store
+                .notes
                 .journal_note(&Note {
                     at_ms: note.at_ms - 24 * HOUR_MS,
                     text: note.text,
@@ -82,7 +84,9 @@ pub fn expect_the_report_of(site: &Site) {
         day_start(hour_of(now_ms())),
         "midnight passed while the report ran: run again"
     );
-    let notes = crate::through_the_store(site, |store| store.journal_notes().expect("the notes"));
+    let notes = crate::through_the_store(site, |store| {
+        store.notes.journal_notes().expect("the notes")
+    });
 
     let n = |field: &str| s[field].as_u64().unwrap_or_else(|| panic!("{field}"));
     let day = |hour: u32| calendar::date(u64::from(hour) * HOUR_MS);
