@@ -77,16 +77,45 @@ fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
     for (i, later) in logged.iter().enumerate().skip(1) {
         assert!(later.is_empty(), "request {i} logged again: {later}");
     }
-    // A minute on (the stamp moved back), the next request logs once more.
+    // A minute on (the times remembered moved back), the next request logs once more.
     let stamp = dir.join(".config-error-logged");
-    std::fs::File::options()
-        .write(true)
-        .open(&stamp)
+    let earlier: String = std::fs::read_to_string(&stamp)
         .unwrap()
-        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(61))
-        .unwrap();
+        .lines()
+        .map(|l| {
+            let (digest, at) = l.split_once(' ').unwrap();
+            format!("{digest} {}\n", at.parse::<u64>().unwrap() - 61)
+        })
+        .collect();
+    std::fs::write(&stamp, earlier).unwrap();
     assert!(text(&request(&config).stderr).contains("rules[0].limit"));
     assert!(text(&request(&config).stderr).is_empty());
+}
+
+#[test]
+fn each_distinct_mistake_is_logged_with_the_file_and_the_time() {
+    let dir = TempDir::new("cfgerr-distinct");
+    let config = config::write_text(&dir, LIMIT_ZERO);
+    let first = text(&request(&config).stderr);
+    assert!(first.contains("rules[0].limit"), "{first}");
+    // The owner fixes it and makes another mistake within the minute: logged at once.
+    config::write_text(&dir, UNCLOSED_LIST);
+    let second = text(&request(&config).stderr);
+    assert!(second.contains("line 4 column 1"), "{second}");
+    assert!(text(&request(&config).stderr).is_empty());
+    // Back to the first: still within its minute.
+    config::write_text(&dir, LIMIT_ZERO);
+    assert!(text(&request(&config).stderr).is_empty());
+    // Each line ends with the time (UTC) and the configuration file read.
+    let line = second.lines().next().unwrap();
+    let context = line.rsplit_once(" [").unwrap().1;
+    let (time, file) = context.split_once("; configuration ").unwrap();
+    assert_eq!(time.len(), "2026-12-03T08:00:00Z".len(), "{line}");
+    assert!(time.starts_with("20") && time.ends_with('Z'), "{line}");
+    assert!(
+        file.starts_with(&format!("{} (from RESOLVE_CONFIG)", config.display())),
+        "{line}"
+    );
 }
 
 #[test]
@@ -153,7 +182,6 @@ fn an_editors_mistakes_are_named_where_they_are() {
         ),
     ] {
         let config = config::write_text(&dir, written);
-        let _ = std::fs::remove_file(dir.join(".config-error-logged"));
         let out = request(&config);
         assert!(text(&out.stdout).starts_with("Status: 503"));
         let log = text(&out.stderr);

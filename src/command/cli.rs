@@ -115,6 +115,7 @@ pub fn main() -> ExitCode {
     // live long (the first blocks, such as standard input's buffer, are taken before it knows).
     crate::gateway::arena::use_for_this_process();
     crate::gateway::signals::ignore_file_size_signal();
+    crate::support::log::set_time_format(crate::core::calendar::iso);
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
         crate::gateway::arena::stop_for_this_process();
         return crate::gateway::fastcgi::process::run(listener);
@@ -137,10 +138,12 @@ pub fn main() -> ExitCode {
 }
 
 fn locate_from(options: &Options) -> Result<Located, String> {
-    locate::locate(
+    let located = locate::locate(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )
+    )?;
+    located.name_in_the_log();
+    Ok(located)
 }
 
 fn command(args: &[OsString]) -> Result<ExitCode, String> {

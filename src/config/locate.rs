@@ -46,6 +46,24 @@ pub enum Located {
     },
 }
 
+impl Located {
+    /// The configuration as each log line names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Located::File(source) => source.describe(),
+            Located::Defaults { base } => format!(
+                "none: {} is not there, defaults apply",
+                base.join(defaults::CONFIG_FILE_NAME).display()
+            ),
+        }
+    }
+
+    /// Says in every later log line of this process which configuration it read.
+    pub fn name_in_the_log(&self) {
+        crate::support::log::set_configuration(self.describe());
+    }
+}
+
 /// The effective user id, from /proc (no libc call needed).
 pub fn effective_uid() -> Option<u32> {
     let status = fs::read_to_string("/proc/self/status").ok()?;

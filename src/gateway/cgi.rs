@@ -30,6 +30,9 @@ pub fn env_from_process() -> Env {
 pub fn run() {
     let env = env_from_process();
     let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
+    if let Ok(l) = &located {
+        l.name_in_the_log();
+    }
     let config = located
         .as_ref()
         .map_err(String::clone)

@@ -74,6 +74,7 @@ struct Loaded {
 impl Loaded {
     fn load(name: Option<OsString>) -> Result<Loaded, String> {
         let located = locate::locate(None, name.clone())?;
+        located.name_in_the_log();
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
             Located::Defaults { base } => base.join(defaults::CONFIG_FILE_NAME),
@@ -155,6 +156,9 @@ impl Responder for Sites {
             Err(message) => {
                 self.answered_by_site = false;
                 let located = locate::locate(None, name).ok();
+                if let Some(l) = &located {
+                    l.name_in_the_log();
+                }
                 site::not_configured(&env, &message, located.as_ref())
             }
         };
