@@ -1,7 +1,9 @@
 //! What a running site holds: the checked configuration with the store and the provider it
-//! names. A CGI process builds one per request; a FastCGI process keeps one for many.
+//! names. A CGI process builds one per request; a FastCGI process keeps one for many. A site
+//! whose secrets lie under the web root is refused ([`web_root`]).
 
 pub mod open;
+pub mod web_root;
 
 use crate::app::{Answer, App};
 use std::io::Read;

@@ -27,6 +27,11 @@ const UNCLOSED_LIST: &str = r#"{
 
 /// One CGI request with the variables Apache sets, the configuration named by RESOLVE_CONFIG.
 fn request(config: &Path) -> Output {
+    request_in(config, Path::new("/nonexistent-web-root"))
+}
+
+/// [`request`] with the document root `web_root`.
+fn request_in(config: &Path, web_root: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_resolve"))
         .env_clear()
         .env("GATEWAY_INTERFACE", "CGI/1.1")
@@ -36,6 +41,7 @@ fn request(config: &Path) -> Output {
         .env("REMOTE_ADDR", "203.0.113.9")
         .env("HTTP_ACCEPT", "text/html")
         .env("RESOLVE_CONFIG", config)
+        .env("DOCUMENT_ROOT", web_root)
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -187,4 +193,41 @@ fn an_editors_mistakes_are_named_where_they_are() {
         let log = text(&out.stderr);
         assert!(log.contains(said), "{log}");
     }
+}
+
+#[test]
+fn settings_under_the_web_root_are_refused_through_links_too() {
+    let dir = TempDir::new("cfgerr-webroot");
+    let web = dir.join("public_html");
+    std::fs::create_dir_all(web.join("settings")).unwrap();
+    let good = "{\"provider\": {\"kind\": \"echo\"}}\n";
+    std::fs::write(web.join("settings/config.json"), good).unwrap();
+    // The configuration read through a link that leads into the web root.
+    std::os::unix::fs::symlink(web.join("settings"), dir.join("resolve")).unwrap();
+    let out = request_in(&dir.join("resolve/config.json"), &web);
+    let answer = text(&out.stdout);
+    assert!(answer.starts_with("Status: 503"), "{answer}");
+    assert!(!answer.contains("public_html"), "{answer}");
+    let log = text(&out.stderr);
+    assert!(
+        log.contains("public_html/settings/config.json lies under the web root"),
+        "{log}"
+    );
+    assert!(log.contains("It must be "), "{log}");
+    // The same file outside the web root answers; a data directory inside it does not.
+    let outside = config::write_text(&dir, good);
+    assert!(text(&request_in(&outside, &web).stdout).starts_with("Status: 200"));
+    let data = web.join("data");
+    let with_data = format!(
+        "{{\"provider\": {{\"kind\": \"echo\"}}, \"store\": {{\"kind\": \"file\", \"dir\": {:?}}}}}",
+        data.display().to_string()
+    );
+    let outside = config::write_text(&dir, &with_data);
+    let out = request_in(&outside, &web);
+    assert!(text(&out.stdout).starts_with("Status: 503"));
+    assert!(
+        text(&out.stderr).contains("the data directory "),
+        "{}",
+        text(&out.stderr)
+    );
 }

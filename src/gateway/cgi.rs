@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::config::locate;
 use crate::http::request::Env;
-use crate::site::{Site, not_configured};
+use crate::site::{Site, not_configured, web_root};
 use crate::support::defaults;
 use crate::support::log::Level;
 
@@ -37,9 +37,14 @@ pub fn run() {
         .as_ref()
         .map_err(String::clone)
         .and_then(locate::load);
-    let config = match config {
-        Ok(c) => c,
-        Err(message) => {
+    // Nothing secret under the web root: that comes before any mistake in the file.
+    let refused = located
+        .as_ref()
+        .ok()
+        .and_then(|l| web_root::refusal(&env, l, config.as_ref().ok()));
+    let config = match (config, refused) {
+        (Ok(c), None) => c,
+        (_, Some(message)) | (Err(message), None) => {
             let answer = not_configured(&env, &message, located.as_ref().ok());
             let _ = answer
                 .response

@@ -69,6 +69,8 @@ struct Loaded {
     watched: PathBuf,
     stamp: Option<Stamp>,
     site: Site,
+    /// Where the configuration was found, to judge each request's web root against.
+    located: Located,
 }
 
 impl Loaded {
@@ -87,6 +89,7 @@ impl Loaded {
             watched,
             stamp,
             site: Site::long_lived(config),
+            located,
         })
     }
 
@@ -110,7 +113,7 @@ impl Sites {
 
     /// The site for a request whose RESOLVE_CONFIG (a FastCGI param, as `SetEnv` sends it, else
     /// the process's own, as `FcgidInitialEnv` sets it) is `name`.
-    fn site(&mut self, name: Option<OsString>) -> Result<&Site, String> {
+    fn site(&mut self, name: Option<OsString>) -> Result<&Loaded, String> {
         if !self.loaded.as_ref().is_some_and(|l| l.is_current(&name)) {
             // What the old site holds is written by it; then it is dropped first: a store
             // connection is never open twice.
@@ -119,7 +122,7 @@ impl Sites {
             self.loaded = Some(Loaded::load(name)?);
         }
         match &self.loaded {
-            Some(l) => Ok(&l.site),
+            Some(l) => Ok(l),
             None => Err("no configuration".into()),
         }
     }
@@ -147,9 +150,16 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let answer = match self.site(name.clone()) {
-            Ok(site) => {
-                let answer = site.answer(&env, &mut &request.stdin[..]);
+        let loaded = self.site(name.clone()).and_then(|l| {
+            // Nothing secret under this request's web root.
+            match site::web_root::refusal(&env, &l.located, Some(&l.site.config)) {
+                Some(refused) => Err(refused),
+                None => Ok(l),
+            }
+        });
+        let answer = match loaded {
+            Ok(l) => {
+                let answer = l.site.answer(&env, &mut &request.stdin[..]);
                 self.answered_by_site = true;
                 answer
             }
@@ -159,6 +169,11 @@ impl Responder for Sites {
                 if let Some(l) = &located {
                     l.name_in_the_log();
                 }
+                // A file that could not be read is judged by its place first.
+                let message = located
+                    .as_ref()
+                    .and_then(|l| site::web_root::refusal(&env, l, None))
+                    .unwrap_or(message);
                 site::not_configured(&env, &message, located.as_ref())
             }
         };
