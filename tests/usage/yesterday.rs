@@ -10,6 +10,7 @@ use resolve::core::journal::{Entry, HOUR_MS, Note, Row, day_start, hour_of};
 use resolve::store::roles::Store;
 use serde_json::Value;
 
+use crate::sum;
 use crate::support::Site;
 use crate::support::system::now_ms;
 
@@ -21,14 +22,6 @@ fn by(map: &Value) -> String {
     }
     let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
     format!(" ({})", parts.join(", "))
-}
-
-fn sum(map: &Value) -> u64 {
-    map.as_object()
-        .expect("an object")
-        .values()
-        .map(|v| v.as_u64().expect("a count"))
-        .sum()
 }
 
 /// Adds the journal's rows and notes of the last 24 hours again, 24 hours earlier.
