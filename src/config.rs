@@ -15,6 +15,7 @@ pub mod raw;
 pub mod redact;
 pub mod rules;
 pub mod secrets;
+pub mod starter;
 pub mod store;
 
 use std::num::NonZeroU32;

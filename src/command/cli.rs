@@ -137,8 +137,9 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The configuration a command reads: the starter is made where the account has none.
 fn locate_from(options: &Options) -> Result<Located, String> {
-    let located = locate::locate(
+    let located = locate::locate_or_start(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
     )?;
@@ -327,7 +328,12 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
         ));
     }
     let public = std::path::absolute(&public).map_err(|e| e.to_string())?;
-    let located = locate_from(options)?;
+    // Trying the program on a computer makes nothing in the home directory.
+    let located = locate::locate(
+        options.config.clone(),
+        std::env::var_os(defaults::CONFIG_ENV),
+    )?;
+    located.name_in_the_log();
     let config = locate::load(&located)?;
     let config_path = match &located {
         Located::File(source) if config.provider.is_some() => source.path().to_owned(),

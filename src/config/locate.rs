@@ -121,6 +121,20 @@ pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, S
     })
 }
 
+/// [`locate`], and where the account has no configuration yet, the starter made in its place
+/// ([`crate::config::starter`]): the first request or command sets the site up, so that no
+/// archive carries a `config.json` to write over the owner's. Where it cannot be made, the
+/// defaults apply as before.
+pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
+    let located = locate(flag, env)?;
+    if let Located::Defaults { base } = &located
+        && let Ok(file) = crate::config::starter::create(base)
+    {
+        return Ok(Located::File(Source::Home(file)));
+    }
+    Ok(located)
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }

@@ -29,7 +29,7 @@ pub fn env_from_process() -> Env {
 /// Serves one CGI request. Returns normally in every case: errors become answers.
 pub fn run() {
     let env = env_from_process();
-    let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
+    let located = locate::locate_or_start(None, std::env::var_os(defaults::CONFIG_ENV));
     if let Ok(l) = &located {
         l.name_in_the_log();
     }

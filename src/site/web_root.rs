@@ -25,7 +25,7 @@ pub struct Places {
     /// The data directory (counters, journal, the dashboard's secret), when known.
     pub data_dir: Option<PathBuf>,
     /// A configuration file found under the web root where an archive extracted in the web
-    /// root puts it, when none is read.
+    /// root put it (the page's folder, `resolve/`).
     pub stray: Option<PathBuf>,
     /// Where the settings belong: the account's `~/resolve`.
     pub home_dir: Option<PathBuf>,
@@ -79,15 +79,16 @@ pub fn judge(p: &Places) -> Option<String> {
 pub fn refusal(env: &Env, located: &Located, config: Option<&Config>) -> Option<String> {
     let root = env.get("DOCUMENT_ROOT").filter(|r| !r.is_empty())?;
     let web_root = std::fs::canonicalize(OsStr::from_bytes(root)).ok()?;
-    let (config_file, stray) = match located {
-        Located::File(source) => (Some(resolved(source.path())), None),
-        Located::Defaults { .. } => {
-            let stray = web_root
-                .join(defaults::HOME_SUBDIR)
-                .join(defaults::CONFIG_FILE_NAME);
-            (None, stray.exists().then_some(stray))
-        }
+    let config_file = match located {
+        Located::File(source) => Some(resolved(source.path())),
+        Located::Defaults { .. } => None,
     };
+    // Where an archive extracted into the web root would have put the settings: the page's
+    // folder never holds a config.json.
+    let stray = web_root
+        .join(defaults::HOME_SUBDIR)
+        .join(defaults::CONFIG_FILE_NAME);
+    let stray = stray.exists().then_some(stray);
     let data_dir = match (config, located) {
         (Some(c), _) => Some(resolved(&c.data_dir)),
         (None, Located::Defaults { base }) => Some(resolved(base)),
@@ -213,9 +214,9 @@ mod tests {
         // The settings left in the web root by an archive extracted there.
         std::fs::create_dir_all(web.join("resolve")).unwrap();
         std::fs::write(web.join("resolve/config.json"), "{}").unwrap();
-        let located = Located::Defaults {
-            base: dir.join("elsewhere/resolve"),
-        };
+        let located = Located::File(crate::config::locate::Source::Flag(
+            dir.join("elsewhere/config.json"),
+        ));
         let m = refusal(&env, &located, None).unwrap();
         assert!(m.contains("public_html/resolve/config.json"), "{m}");
         // Without a document root (a command), nothing is judged.

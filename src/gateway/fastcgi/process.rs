@@ -75,7 +75,7 @@ struct Loaded {
 
 impl Loaded {
     fn load(name: Option<OsString>) -> Result<Loaded, String> {
-        let located = locate::locate(None, name.clone())?;
+        let located = locate::locate_or_start(None, name.clone())?;
         located.name_in_the_log();
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
