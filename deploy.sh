@@ -1519,15 +1519,14 @@ make_package() {
     fi
     check_static "$BINARY"
 
+    # No settings in the archive: the program makes ~/resolve/config.json (the starter) at
+    # its first request or command, so extracting any version anywhere never replaces the
+    # owner's settings, and extracting into the web root by mistake puts nothing secret there.
     step "stage the home directory's layout"
     stage=$WORK/package
-    mkdir -p "$stage/$WEB/cgi-bin" "$stage/resolve/ratelimit"
+    mkdir -p "$stage/$WEB/cgi-bin"
     prepare_page "$stage/$PAGE_PATH"
     cp "$BINARY" "$stage/$WEB/cgi-bin/resolve"
-    starter_config "$DOMAIN" "" "" >"$stage/resolve/config.json"
-    if [ -f "$REPO/ratelimit/.htaccess" ]; then
-        cp "$REPO/ratelimit/.htaccess" "$stage/resolve/ratelimit/.htaccess"
-    fi
     local page_url="https://YOUR-DOMAIN/"
     [ "$PAGE_DIR" = . ] || page_url="$page_url${PAGE_DIR#./}/"
     sed -e "s|@VERSION@|$version|g" -e "s|@PAGE_URL@|$page_url|g" -e "s|@PAGE_PATH@|$PAGE_PATH|g" \
@@ -1535,8 +1534,6 @@ make_package() {
     find "$stage" -type d -exec chmod 755 {} +
     find "$stage" -type f -exec chmod 644 {} +
     chmod 755 "$stage/$WEB/cgi-bin/resolve"
-    chmod 700 "$stage/resolve" "$stage/resolve/ratelimit"
-    chmod 600 "$stage/resolve/config.json"
 
     epoch=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || true)
     [ -n "$epoch" ] || epoch=${SOURCE_DATE_EPOCH:-1704067200}
@@ -1558,7 +1555,7 @@ make_package() {
     for f in "$name.zip" "$name.tar.gz" SHA256SUMS; do
         note "$out/$f ($(wc -c <"$out/$f" | tr -d ' ') bytes)"
     done
-    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/, resolve/config.json, resolve/ratelimit/"
+    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/ (no settings: the program makes them)"
 }
 
 # ---------------------------------------------------------------------------------------------
