@@ -100,6 +100,8 @@ enum Verdict {
 struct Tally {
     events: Vec<Event>,
     client: Option<String>,
+    /// The link asked for, once read: an HTML refusal keeps it in the form's field.
+    link: Option<String>,
     /// The store could not be reached for this request: the journal is not tried (it would
     /// wait out another timeout and log a second line for the same fault).
     store_down: bool,
@@ -192,7 +194,7 @@ impl App<'_> {
                 if said.starts_with(ACTION_NEEDED) {
                     self.note(said);
                 }
-                render::problem(format, &p, &frame)
+                render::problem_for(format, &p, &frame, tally.link.as_deref())
             }
         };
         self.journal(&tally);
@@ -216,6 +218,7 @@ impl App<'_> {
             .read_request(env, body)
             .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
         tally.client = Some(asked.identity.clone());
+        tally.link = Some(asked.link.clone());
         if let Some(network) = self.config.client.untrusted_network(asked.address) {
             tally.add(Event::UntrustedNetwork(network.name()));
         }
@@ -427,7 +430,7 @@ impl App<'_> {
                 )
                 .retry_after(retry_after_secs);
                 p.rule = Some(all_rules[rule].name.as_str().into());
-                let mut response = render::problem(format, &p, frame);
+                let mut response = render::problem_for(format, &p, frame, tally.link.as_deref());
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));

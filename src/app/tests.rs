@@ -581,3 +581,29 @@ fn the_echo_provider_is_never_paid_nor_counted_against_spend() {
         .collect();
     assert_eq!(statuses, [200, 200, 503]);
 }
+
+#[test]
+fn an_html_refusal_keeps_the_link_in_the_field() {
+    let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}]}"#);
+    let (s, p) = (store(), ok_provider());
+    let html = |env: Env| {
+        let a = run(&cfg, &s, &p, &env.with("HTTP_ACCEPT", "text/html")).0;
+        (
+            a.response.status,
+            String::from_utf8(a.response.body).unwrap(),
+        )
+    };
+    let (status, body) = html(get("192.0.2.1", LINK));
+    assert_eq!(status, 200);
+    assert!(!body.contains("value="), "another link starts empty");
+    let (status, body) = html(get("192.0.2.1", LINK));
+    assert_eq!(status, 429);
+    assert!(
+        body.contains(" value=\"https://host.example/f\">"),
+        "{body}"
+    );
+    // A link that could not be read is not offered again.
+    let (status, body) = html(get("192.0.2.2", "link=nope"));
+    assert_eq!(status, 400);
+    assert!(!body.contains("value="), "{body}");
+}
