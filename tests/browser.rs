@@ -1218,6 +1218,22 @@ fn shows_progress_then_the_download_link_without_reloading() {
     );
     h.contrast("download");
     h.axe("download");
+    // The address breaks only after a / or a ?: parts that never wrap, a <wbr> after each.
+    let parts = h.web().script(
+        "return Array.prototype.map.call(document.querySelectorAll('#result .url .seg'), \
+           function (s) { return [s.textContent, getComputedStyle(s).whiteSpace, \
+             s.nextSibling ? s.nextSibling.nodeName : '']; });",
+    );
+    assert_eq!(
+        parts,
+        json!([
+            ["https:/", "nowrap", "WBR"],
+            ["/", "nowrap", "WBR"],
+            ["cdn.test/", "nowrap", "WBR"],
+            ["file/", "nowrap", "WBR"],
+            ["1", "nowrap", ""]
+        ])
+    );
 
     // Phone-sized window: nothing wider than the screen, large tap targets.
     h.web().resize(390, 844);
