@@ -81,8 +81,9 @@ The configuration, written only when there is none yet:
 Release archives (instead of deploying):
   --package DIR               build the binary and write into DIR the archives owners extract
                               with cPanel's File Manager: resolve-VERSION-x86_64-linux.zip and
-                              .tar.gz (the home directory's layout, with INSTALL.txt) and
-                              SHA256SUMS
+                              .tar.gz (the program, the page and INSTALL.txt in the home
+                              directory's layout; no configuration: the program writes its
+                              starter at the first request) and SHA256SUMS
 
 Afterwards:
   --url URL                   the address to open, printed at the end
@@ -1505,6 +1506,7 @@ make_package() {
     [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
     [ "$ADMIN_PASSWORD" = no ] || usage_error "--package makes archives to share: they never hold a password (--admin-password); after installing, turn the dashboard on with resolve hash-password (README: Dashboard)"
     [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
+    [ -z "$DOMAIN" ] || warn "--domain does not change the archives: they hold no configuration (the program writes the starter, with an empty allowed_origins, at its first request)"
     version=$(repo_version)
     [ -n "$version" ] || die "no version in Cargo.toml"
     name=resolve-$version-x86_64-linux
