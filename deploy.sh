@@ -81,8 +81,9 @@ The configuration, written only when there is none yet:
 Release archives (instead of deploying):
   --package DIR               build the binary and write into DIR the archives owners extract
                               with cPanel's File Manager: resolve-VERSION-x86_64-linux.zip and
-                              .tar.gz (the home directory's layout, with INSTALL.txt) and
-                              SHA256SUMS
+                              .tar.gz (the program, the page and INSTALL.txt in the home
+                              directory's layout; no configuration: the program writes its
+                              starter at the first request) and SHA256SUMS
 
 Afterwards:
   --url URL                   the address to open, printed at the end
@@ -1505,6 +1506,7 @@ make_package() {
     [ -z "$PROVIDER" ] || usage_error "--package makes archives to share: they never hold a token (--provider, --token-file)"
     [ "$ADMIN_PASSWORD" = no ] || usage_error "--package makes archives to share: they never hold a password (--admin-password); after installing, turn the dashboard on with resolve hash-password (README: Dashboard)"
     [ "$DRY_RUN" = no ] || usage_error "--package has no --dry-run"
+    [ -z "$DOMAIN" ] || warn "--domain does not change the archives: they hold no configuration (the program writes the starter, with an empty allowed_origins, at its first request)"
     version=$(repo_version)
     [ -n "$version" ] || die "no version in Cargo.toml"
     name=resolve-$version-x86_64-linux
@@ -1519,15 +1521,14 @@ make_package() {
     fi
     check_static "$BINARY"
 
+    # No settings in the archive: the program makes ~/resolve/config.json (the starter) at
+    # its first request or command, so extracting any version anywhere never replaces the
+    # owner's settings, and extracting into the web root by mistake puts nothing secret there.
     step "stage the home directory's layout"
     stage=$WORK/package
-    mkdir -p "$stage/$WEB/cgi-bin" "$stage/resolve/ratelimit"
+    mkdir -p "$stage/$WEB/cgi-bin"
     prepare_page "$stage/$PAGE_PATH"
     cp "$BINARY" "$stage/$WEB/cgi-bin/resolve"
-    starter_config "$DOMAIN" "" "" >"$stage/resolve/config.json"
-    if [ -f "$REPO/ratelimit/.htaccess" ]; then
-        cp "$REPO/ratelimit/.htaccess" "$stage/resolve/ratelimit/.htaccess"
-    fi
     local page_url="https://YOUR-DOMAIN/"
     [ "$PAGE_DIR" = . ] || page_url="$page_url${PAGE_DIR#./}/"
     sed -e "s|@VERSION@|$version|g" -e "s|@PAGE_URL@|$page_url|g" -e "s|@PAGE_PATH@|$PAGE_PATH|g" \
@@ -1535,8 +1536,6 @@ make_package() {
     find "$stage" -type d -exec chmod 755 {} +
     find "$stage" -type f -exec chmod 644 {} +
     chmod 755 "$stage/$WEB/cgi-bin/resolve"
-    chmod 700 "$stage/resolve" "$stage/resolve/ratelimit"
-    chmod 600 "$stage/resolve/config.json"
 
     epoch=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || true)
     [ -n "$epoch" ] || epoch=${SOURCE_DATE_EPOCH:-1704067200}
@@ -1558,7 +1557,7 @@ make_package() {
     for f in "$name.zip" "$name.tar.gz" SHA256SUMS; do
         note "$out/$f ($(wc -c <"$out/$f" | tr -d ' ') bytes)"
     done
-    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/, resolve/config.json, resolve/ratelimit/"
+    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/ (no settings: the program makes them)"
 }
 
 # ---------------------------------------------------------------------------------------------

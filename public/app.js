@@ -207,14 +207,22 @@
     var box = card('ok');
     addText(box, 'p', 'Your download link is ready:').className = 'title';
     var line = document.createElement('p');
+    line.className = 'link';
     var link = document.createElement('a');
     link.href = href;
     link.rel = 'noreferrer noopener';
-    link.textContent = filename || href;
+    if (filename) {
+      link.textContent = filename;
+    } else {
+      addLinkText(link, href);
+    }
     line.appendChild(link);
     box.appendChild(line);
     if (filename) {
-      addText(box, 'p', href).className = 'url';
+      var url = document.createElement('p');
+      url.className = 'url';
+      addLinkText(url, href);
+      box.appendChild(url);
     }
 
     var actions = document.createElement('div');
@@ -275,6 +283,21 @@
     box.appendChild(list);
     announce('Your download links are ready: ' + files.length + ' files.');
     setButton('idle');
+  }
+
+  // A web address that lines break only after a / or a ?: the parts between never wrap
+  // (.seg in style.css), a <wbr> follows each / and ? (as the program's own pages write it).
+  function addLinkText(parent, url) {
+    var parts = url.match(/[^/?]*[/?]|[^/?]+$/g) || [];
+    for (var i = 0; i < parts.length; i++) {
+      var seg = document.createElement('span');
+      seg.className = 'seg';
+      seg.textContent = parts[i];
+      parent.appendChild(seg);
+      if (/[/?]$/.test(parts[i])) {
+        parent.appendChild(document.createElement('wbr'));
+      }
+    }
   }
 
   function showError(message) {

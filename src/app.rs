@@ -101,6 +101,8 @@ enum Verdict {
 struct Tally {
     events: Vec<Event>,
     client: Option<String>,
+    /// The link asked for, once read: an HTML refusal keeps it in the form's field.
+    link: Option<String>,
     /// The store could not be reached for this request: the journal is not tried (it would
     /// wait out another timeout and log a second line for the same fault).
     store_down: bool,
@@ -205,7 +207,7 @@ impl App<'_> {
                 if said.starts_with(ACTION_NEEDED) {
                     self.note(said);
                 }
-                render::problem(format, &p, &frame)
+                render::problem_for(format, &p, &frame, tally.link.as_deref())
             }
         };
         self.journal(&tally);
@@ -229,6 +231,7 @@ impl App<'_> {
             .read_request(env, body)
             .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
         tally.client = Some(asked.identity.clone());
+        tally.link = Some(asked.link.clone());
         if let Some(network) = self.config.client.untrusted_network(asked.address) {
             tally.add(Event::UntrustedNetwork(network.name()));
         }
@@ -267,7 +270,9 @@ impl App<'_> {
         }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
-        let cache_key = (!self.config.cache_ttl.is_zero() && !head_only)
+        // A provider that costs nothing (the echo provider) is neither cached nor counted as
+        // paid, nor against the spend limits.
+        let cache_key = (!self.config.cache_ttl.is_zero() && !head_only && provider.pays())
             .then(|| crate::provider::cache::key(&asked.link));
         // A store that failed the cache read would fail the decision too, after another
         // timeout: its error goes straight to the failure policy.
@@ -288,7 +293,7 @@ impl App<'_> {
         {
             return answer;
         }
-        let paid = !head_only && cached.is_none();
+        let paid = !head_only && cached.is_none() && provider.pays();
         let all_rules: Vec<&Rule> = rules
             .iter()
             .copied()
@@ -438,9 +443,10 @@ impl App<'_> {
             None => provider.resolve(link, &crate::provider::Unmetered),
         };
         match &answer {
-            Ok(_) => tally.add(Event::Paid),
+            Ok(_) if provider.pays() => tally.add(Event::Paid),
+            Ok(_) => {}
             Err(e) => {
-                if e.reached {
+                if e.reached && provider.pays() {
                     tally.add(Event::Paid);
                 }
                 if e.failure != Failure::InProgress {

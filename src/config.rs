@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod api_keys;
 pub mod controls;
+pub mod editor;
 pub mod error;
 pub mod locate;
 pub mod page;
@@ -14,6 +15,7 @@ pub mod raw;
 pub mod redact;
 pub mod rules;
 pub mod secrets;
+pub mod starter;
 pub mod store;
 
 use std::num::NonZeroU32;
@@ -104,6 +106,11 @@ impl Config {
     /// the file's directory.
     pub fn from_json(text: &str, base: &Path) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
+            // A name closed with a curly quote reads as an unknown field: every failure is
+            // looked at for an editor's mistake.
+            if let Some(named) = editor::mistake(text, e.line(), e.column()) {
+                return named;
+            }
             // serde quotes the offending value, which may be a secret in the wrong place (or a
             // password written as a number): the value is cut out, and what secrets the text
             // holds are masked in every form as well.

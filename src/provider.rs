@@ -37,6 +37,12 @@ pub trait Provider {
             "this provider keeps no jobs",
         ))
     }
+
+    /// True when a call costs the owner something: only such calls count as paid, against
+    /// the spend limits, and are worth caching.
+    fn pays(&self) -> bool {
+        true
+    }
 }
 
 /// Counts a provider's calls against its published rates as they are made: the next step's
@@ -68,6 +74,11 @@ impl Provider for EchoProvider {
             filename: None,
             files: Vec::new(),
         })
+    }
+
+    /// Nothing is spent: trying the site never uses up the budget.
+    fn pays(&self) -> bool {
+        false
     }
 }
 

@@ -1,7 +1,9 @@
 //! What a running site holds: the checked configuration with the store and the provider it
-//! names. A CGI process builds one per request; a FastCGI process keeps one for many.
+//! names. A CGI process builds one per request; a FastCGI process keeps one for many. A site
+//! whose secrets lie under the web root is refused ([`web_root`]).
 
 pub mod open;
+pub mod web_root;
 
 use crate::app::{Answer, App};
 use std::io::Read;
@@ -98,8 +100,8 @@ impl Site {
 }
 
 /// The answer when no configuration could be loaded: 503 to the visitor, with no detail, and
-/// `message` (the file, the field, its line and column, the fix) in the log, at most once a
-/// minute when `located` names a file beside which the time of the last line can be kept.
+/// `message` (the file, the field, its line and column, the fix) in the log, each distinct
+/// message at most once a minute when `located` names a file beside which the time of the last line can be kept.
 pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> Answer {
     let stamp = match located {
         Some(Located::File(source)) => source
@@ -109,9 +111,11 @@ pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> An
         _ => None,
     };
     let interval = Duration::from_secs(defaults::CONFIG_ERROR_LOG_INTERVAL_SECS);
+    // Each distinct problem once a minute: a new mistake is logged at once, not hidden
+    // behind the one just fixed.
     if stamp
         .as_deref()
-        .is_none_or(|s| crate::support::log::once_in(s, interval))
+        .is_none_or(|s| crate::support::recent::once_each(s, message, interval))
     {
         StderrLog::default().line(
             Level::Error,

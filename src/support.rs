@@ -1,6 +1,6 @@
 //! Helpers every layer may use, which use nothing above them: every default in one place,
 //! values never shown and the owner's log that masks them, how the effective configuration is
-//! written, HTML escaping, password hashes, sampling and hex text.
+//! written, HTML escaping, password hashes, sampling, hex text and the problems logged recently.
 
 pub mod defaults;
 pub mod hex;
@@ -8,6 +8,7 @@ pub mod html;
 pub mod log;
 pub mod password;
 pub mod random;
+pub mod recent;
 pub mod secret;
 pub mod show;
 #[cfg(test)]

@@ -996,6 +996,9 @@ fn form_works_without_javascript() {
                background: getComputedStyle(document.body).backgroundColor, \
                font: getComputedStyle(document.body).fontFamily, \
                field: !!document.querySelector('form input[name=\"link\"][type=\"url\"]'), \
+               value: (document.querySelector('#link') || {}).value, \
+               segs: Array.prototype.map.call(document.querySelectorAll('.card .seg'), \
+                 function (s) { return s.textContent + ' ' + getComputedStyle(s).whiteSpace; }), \
                comment: Array.prototype.some.call(document.body.childNodes, function (n) { \
                  return n.nodeType === 8 && /^ resolve \\d+\\.\\d+\\.\\d+/.test(n.nodeValue); })};",
         )
@@ -1025,6 +1028,23 @@ fn form_works_without_javascript() {
         "{page}"
     );
     assert_eq!(page["comment"], true, "the version in a comment: {page}");
+    // The heading says it once; the address breaks only after a / or a ?.
+    let text = page["text"].as_str().unwrap_or_default();
+    assert_eq!(text.matches("download link is ready").count(), 1, "{page}");
+    assert_eq!(page["value"], "", "another link starts empty: {page}");
+    let segs: Vec<&str> = page["segs"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s.as_str()).collect())
+        .unwrap_or_default();
+    assert!(segs.len() >= 4, "{page}");
+    for s in &segs {
+        let (part, white_space) = s.rsplit_once(' ').unwrap();
+        assert_eq!(white_space, "nowrap", "{page}");
+        assert!(
+            part[..part.len() - 1].chars().all(|c| c != '/' && c != '?'),
+            "{page}"
+        );
+    }
     h.shot("no-script-download.png");
 
     // The form on the answer page posts to the program again; the third is refused.
@@ -1050,6 +1070,10 @@ fn form_works_without_javascript() {
         }
     });
     assert_eq!(refused["h1"], "Too many requests", "{refused}");
+    assert_eq!(
+        refused["value"], LINK,
+        "the link is kept for trying again: {refused}"
+    );
     assert!(
         refused["text"]
             .as_str()
@@ -1194,6 +1218,22 @@ fn shows_progress_then_the_download_link_without_reloading() {
     );
     h.contrast("download");
     h.axe("download");
+    // The address breaks only after a / or a ?: parts that never wrap, a <wbr> after each.
+    let parts = h.web().script(
+        "return Array.prototype.map.call(document.querySelectorAll('#result .url .seg'), \
+           function (s) { return [s.textContent, getComputedStyle(s).whiteSpace, \
+             s.nextSibling ? s.nextSibling.nodeName : '']; });",
+    );
+    assert_eq!(
+        parts,
+        json!([
+            ["https:/", "nowrap", "WBR"],
+            ["/", "nowrap", "WBR"],
+            ["cdn.test/", "nowrap", "WBR"],
+            ["file/", "nowrap", "WBR"],
+            ["1", "nowrap", ""]
+        ])
+    );
 
     // Phone-sized window: nothing wider than the screen, large tap targets.
     h.web().resize(390, 844);

@@ -27,6 +27,11 @@ const UNCLOSED_LIST: &str = r#"{
 
 /// One CGI request with the variables Apache sets, the configuration named by RESOLVE_CONFIG.
 fn request(config: &Path) -> Output {
+    request_in(config, Path::new("/nonexistent-web-root"))
+}
+
+/// [`request`] with the document root `web_root`.
+fn request_in(config: &Path, web_root: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_resolve"))
         .env_clear()
         .env("GATEWAY_INTERFACE", "CGI/1.1")
@@ -36,6 +41,7 @@ fn request(config: &Path) -> Output {
         .env("REMOTE_ADDR", "203.0.113.9")
         .env("HTTP_ACCEPT", "text/html")
         .env("RESOLVE_CONFIG", config)
+        .env("DOCUMENT_ROOT", web_root)
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -77,16 +83,45 @@ fn visitors_get_503_and_the_log_gets_the_position_once_a_minute() {
     for (i, later) in logged.iter().enumerate().skip(1) {
         assert!(later.is_empty(), "request {i} logged again: {later}");
     }
-    // A minute on (the stamp moved back), the next request logs once more.
+    // A minute on (the times remembered moved back), the next request logs once more.
     let stamp = dir.join(".config-error-logged");
-    std::fs::File::options()
-        .write(true)
-        .open(&stamp)
+    let earlier: String = std::fs::read_to_string(&stamp)
         .unwrap()
-        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(61))
-        .unwrap();
+        .lines()
+        .map(|l| {
+            let (digest, at) = l.split_once(' ').unwrap();
+            format!("{digest} {}\n", at.parse::<u64>().unwrap() - 61)
+        })
+        .collect();
+    std::fs::write(&stamp, earlier).unwrap();
     assert!(text(&request(&config).stderr).contains("rules[0].limit"));
     assert!(text(&request(&config).stderr).is_empty());
+}
+
+#[test]
+fn each_distinct_mistake_is_logged_with_the_file_and_the_time() {
+    let dir = TempDir::new("cfgerr-distinct");
+    let config = config::write_text(&dir, LIMIT_ZERO);
+    let first = text(&request(&config).stderr);
+    assert!(first.contains("rules[0].limit"), "{first}");
+    // The owner fixes it and makes another mistake within the minute: logged at once.
+    config::write_text(&dir, UNCLOSED_LIST);
+    let second = text(&request(&config).stderr);
+    assert!(second.contains("line 4 column 1"), "{second}");
+    assert!(text(&request(&config).stderr).is_empty());
+    // Back to the first: still within its minute.
+    config::write_text(&dir, LIMIT_ZERO);
+    assert!(text(&request(&config).stderr).is_empty());
+    // Each line ends with the time (UTC) and the configuration file read.
+    let line = second.lines().next().unwrap();
+    let context = line.rsplit_once(" [").unwrap().1;
+    let (time, file) = context.split_once("; configuration ").unwrap();
+    assert_eq!(time.len(), "2026-12-03T08:00:00Z".len(), "{line}");
+    assert!(time.starts_with("20") && time.ends_with('Z'), "{line}");
+    assert!(
+        file.starts_with(&format!("{} (from RESOLVE_CONFIG)", config.display())),
+        "{line}"
+    );
 }
 
 #[test]
@@ -132,5 +167,67 @@ fn a_broken_password_hash_names_the_field_and_the_fix() {
     assert!(
         !log.contains("N9qo8uLOickgx2ZMRZoMye"),
         "the value is not quoted: {log}"
+    );
+}
+
+#[test]
+fn an_editors_mistakes_are_named_where_they_are() {
+    let dir = TempDir::new("cfgerr-editor");
+    for (written, said) in [
+        (
+            "\u{FEFF}{\"provider\": {\"kind\": \"echo\"}}\n",
+            "line 1 column 1: the file starts with a byte order mark (BOM)",
+        ),
+        (
+            "{\n  \u{201C}provider\u{201D}: {\"kind\": \"echo\"}\n}\n",
+            "line 2 column 3: a curly quote \u{201C} where JSON needs a straight double quote",
+        ),
+        (
+            "{\n  \"provider\": {\"kind\": \"echo\"},\n}\n",
+            "line 2 column 31: a comma after the last item of a list or object",
+        ),
+    ] {
+        let config = config::write_text(&dir, written);
+        let out = request(&config);
+        assert!(text(&out.stdout).starts_with("Status: 503"));
+        let log = text(&out.stderr);
+        assert!(log.contains(said), "{log}");
+    }
+}
+
+#[test]
+fn settings_under_the_web_root_are_refused_through_links_too() {
+    let dir = TempDir::new("cfgerr-webroot");
+    let web = dir.join("public_html");
+    std::fs::create_dir_all(web.join("settings")).unwrap();
+    let good = "{\"provider\": {\"kind\": \"echo\"}}\n";
+    std::fs::write(web.join("settings/config.json"), good).unwrap();
+    // The configuration read through a link that leads into the web root.
+    std::os::unix::fs::symlink(web.join("settings"), dir.join("resolve")).unwrap();
+    let out = request_in(&dir.join("resolve/config.json"), &web);
+    let answer = text(&out.stdout);
+    assert!(answer.starts_with("Status: 503"), "{answer}");
+    assert!(!answer.contains("public_html"), "{answer}");
+    let log = text(&out.stderr);
+    assert!(
+        log.contains("public_html/settings/config.json lies under the web root"),
+        "{log}"
+    );
+    assert!(log.contains("It must be "), "{log}");
+    // The same file outside the web root answers; a data directory inside it does not.
+    let outside = config::write_text(&dir, good);
+    assert!(text(&request_in(&outside, &web).stdout).starts_with("Status: 200"));
+    let data = web.join("data");
+    let with_data = format!(
+        "{{\"provider\": {{\"kind\": \"echo\"}}, \"store\": {{\"kind\": \"file\", \"dir\": {:?}}}}}",
+        data.display().to_string()
+    );
+    let outside = config::write_text(&dir, &with_data);
+    let out = request_in(&outside, &web);
+    assert!(text(&out.stdout).starts_with("Status: 503"));
+    assert!(
+        text(&out.stderr).contains("the data directory "),
+        "{}",
+        text(&out.stderr)
     );
 }

@@ -573,35 +573,4 @@ fn without_the_journal_nothing_is_kept() {
     assert!(config("{}").journal, "on unless turned off");
 }
 
-#[test]
-fn a_job_the_provider_reports_failed_gives_back_the_paid_link_not_the_providers_calls() {
-    let mut cfg = config(
-        r#"{"spend": [{"name": "provider-minute", "limit": 9, "window_secs": 60},
-                      {"name": "day", "limit": 9, "window_secs": 86400}]}"#,
-    );
-    cfg.provider_rate_limits = 1;
-    let s = store();
-    let mut failed = ProviderError::new(Failure::Rejected, crate::provider::spec::WORK_FAILED);
-    failed.reached = true;
-    let p = Counting {
-        calls: Cell::new(0),
-        answer: Err(failed),
-    };
-    let (a, _) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
-    assert_eq!(a.response.status, 422);
-    let count = |i: usize| match s.state(&cfg.spend[i].key_for("")) {
-        Some(crate::core::limiter::State::Fixed(Some(c))) => c.count,
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(
-        count(0),
-        1,
-        "the provider was sent the call: its rate keeps it"
-    );
-    assert_eq!(
-        count(1),
-        0,
-        "the owner's spend limit gets the paid link back"
-    );
-    assert_eq!(figures(&s).refunds, 1);
-}
+mod paying;

@@ -71,7 +71,7 @@ impl App<'_> {
                 )
                 .retry_after(retry_after_secs);
                 p.rule = Some(all_rules[rule].name.as_str().into());
-                let mut response = render::problem(format, &p, frame);
+                let mut response = render::problem_for(format, &p, frame, tally.link.as_deref());
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));

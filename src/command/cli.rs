@@ -115,6 +115,7 @@ pub fn main() -> ExitCode {
     // live long (the first blocks, such as standard input's buffer, are taken before it knows).
     crate::gateway::arena::use_for_this_process();
     crate::gateway::signals::ignore_file_size_signal();
+    crate::support::log::set_time_format(crate::core::calendar::iso);
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
         crate::gateway::arena::stop_for_this_process();
         return crate::gateway::fastcgi::process::run(listener);
@@ -136,11 +137,14 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The configuration a command reads: the starter is made where the account has none.
 fn locate_from(options: &Options) -> Result<Located, String> {
-    locate::locate(
+    let located = locate::locate_or_start(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )
+    )?;
+    located.name_in_the_log();
+    Ok(located)
 }
 
 fn command(args: &[OsString]) -> Result<ExitCode, String> {
@@ -324,7 +328,12 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
         ));
     }
     let public = std::path::absolute(&public).map_err(|e| e.to_string())?;
-    let located = locate_from(options)?;
+    // Trying the program on a computer makes nothing in the home directory.
+    let located = locate::locate(
+        options.config.clone(),
+        std::env::var_os(defaults::CONFIG_ENV),
+    )?;
+    located.name_in_the_log();
     let config = locate::load(&located)?;
     let config_path = match &located {
         Located::File(source) if config.provider.is_some() => source.path().to_owned(),

@@ -46,6 +46,24 @@ pub enum Located {
     },
 }
 
+impl Located {
+    /// The configuration as each log line names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Located::File(source) => source.describe(),
+            Located::Defaults { base } => format!(
+                "none: {} is not there, defaults apply",
+                base.join(defaults::CONFIG_FILE_NAME).display()
+            ),
+        }
+    }
+
+    /// Says in every later log line of this process which configuration it read.
+    pub fn name_in_the_log(&self) {
+        crate::support::log::set_configuration(self.describe());
+    }
+}
+
 /// The effective user id, from /proc (no libc call needed).
 pub fn effective_uid() -> Option<u32> {
     let status = fs::read_to_string("/proc/self/status").ok()?;
@@ -101,6 +119,20 @@ pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, S
     } else {
         Located::Defaults { base }
     })
+}
+
+/// [`locate`], and where the account has no configuration yet, the starter made in its place
+/// ([`crate::config::starter`]): the first request or command sets the site up, so that no
+/// archive carries a `config.json` to write over the owner's. Where it cannot be made, the
+/// defaults apply as before.
+pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
+    let located = locate(flag, env)?;
+    if let Located::Defaults { base } = &located
+        && let Ok(file) = crate::config::starter::create(base)
+    {
+        return Ok(Located::File(Source::Home(file)));
+    }
+    Ok(located)
 }
 
 fn absolute(p: &Path) -> PathBuf {

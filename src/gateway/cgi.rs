@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::config::locate;
 use crate::http::request::Env;
-use crate::site::{Site, not_configured};
+use crate::site::{Site, not_configured, web_root};
 use crate::support::defaults;
 use crate::support::log::Level;
 
@@ -30,14 +30,22 @@ pub fn env_from_process() -> Env {
 pub fn run() {
     let started = Instant::now();
     let env = env_from_process();
-    let located = locate::locate(None, std::env::var_os(defaults::CONFIG_ENV));
+    let located = locate::locate_or_start(None, std::env::var_os(defaults::CONFIG_ENV));
+    if let Ok(l) = &located {
+        l.name_in_the_log();
+    }
     let config = located
         .as_ref()
         .map_err(String::clone)
         .and_then(locate::load);
-    let config = match config {
-        Ok(c) => c,
-        Err(message) => {
+    // Nothing secret under the web root: that comes before any mistake in the file.
+    let refused = located
+        .as_ref()
+        .ok()
+        .and_then(|l| web_root::refusal(&env, l, config.as_ref().ok()));
+    let config = match (config, refused) {
+        (Ok(c), None) => c,
+        (_, Some(message)) | (Err(message), None) => {
             let mut answer = not_configured(&env, &message, located.as_ref().ok());
             answer.response.timed(started.elapsed());
             let _ = answer

@@ -129,28 +129,33 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
                 "ok",
                 None,
                 &card,
-                "Another link",
+                ("Another link", None),
                 frame,
             );
             html_page(200, body).header("Referrer-Policy", "no-referrer")
         }
         Format::Html => {
-            let name = r.filename.as_deref().unwrap_or(&r.download);
+            // The heading says it is ready: the card holds the link alone.
+            let name = match &r.filename {
+                Some(name) => escape(name),
+                None => link_text(&r.download),
+            };
             let mut card = format!(
-                "<p class=\"title\">Your download link is ready:</p>\n\
-                 <p><a href=\"{}\" rel=\"noreferrer\">{}</a></p>\n",
+                "<p class=\"link\"><a href=\"{}\" rel=\"noreferrer\">{name}</a></p>\n",
                 escape(&r.download),
-                escape(name)
             );
             if r.filename.is_some() {
-                card.push_str(&format!("<p class=\"url\">{}</p>\n", escape(&r.download)));
+                card.push_str(&format!(
+                    "<p class=\"url\">{}</p>\n",
+                    link_text(&r.download)
+                ));
             }
             let body = page(
                 "Your download link is ready",
                 "ok",
                 None,
                 &card,
-                "Another link",
+                ("Another link", None),
                 frame,
             );
             html_page(200, body).header("Referrer-Policy", "no-referrer")
@@ -196,7 +201,7 @@ pub fn pending(
                 "ok",
                 None,
                 &card,
-                "Another link",
+                ("Another link", None),
                 frame,
             );
             // To the same link by GET: a page answered to a POST would otherwise ask the
@@ -219,8 +224,29 @@ pub fn counted(format: Format) -> Response {
     Response::new(200, ty, Vec::new())
 }
 
+/// A web address as HTML text that lines break only after a `/` or a `?`: the parts between
+/// them never wrap (`seg`, in the page's stylesheet), a `<wbr>` follows each `/` and `?`.
+pub fn link_text(url: &str) -> String {
+    let mut out = String::with_capacity(url.len() + 64);
+    for part in url.split_inclusive(['/', '?']) {
+        out.push_str("<span class=\"seg\">");
+        out.push_str(&escape(part));
+        out.push_str("</span>");
+        if part.ends_with(['/', '?']) {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
 /// The answer for any refusal or failure.
 pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
+    problem_for(format, p, frame, None)
+}
+
+/// [`problem`], with the link the visitor sent (when it was read) kept in the HTML page's
+/// field, so that trying again is one click.
+pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<&str>) -> Response {
     let mut response = match format {
         Format::Text => Response::new(p.status, TEXT, format!("{}\n", p.detail)),
         Format::Json => {
@@ -247,7 +273,7 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
                 _ => ("That did not work", "error"),
             };
             let card = format!("<p>{}</p>\n", escape(&p.detail));
-            let body = page(title, kind, Some(p.code), &card, "Try again", frame);
+            let body = page(title, kind, Some(p.code), &card, ("Try again", link), frame);
             html_page(p.status, body)
         }
     };
@@ -309,15 +335,17 @@ fn html_page(status: u16, body: String) -> Response {
 }
 
 /// An answer page for visitors without JavaScript: the outcome as a card like the page's, the
-/// form again (empty) to try another link, and the owner's footer.
+/// form again to try another link (its label, and the link it holds, if any), and the
+/// owner's footer.
 fn page(
     title: &str,
     kind: &str,
     code: Option<&str>,
     card: &str,
-    label: &str,
+    (label, value): (&str, Option<&str>),
     frame: &Frame<'_>,
 ) -> String {
+    let value = value.map_or(String::new(), |v| format!(" value=\"{}\"", escape(v)));
     let site = frame.page.and_then(|p| p.site_name.as_deref());
     let full_title = match site {
         Some(site) => format!("{} – {}", escape(title), escape(site)),
@@ -338,7 +366,7 @@ fn page(
          <form class=\"again\" method=\"post\"{action}>\n\
          <label for=\"link\">{}</label>\n<div class=\"row\">\n\
          <input id=\"link\" name=\"link\" type=\"url\" required placeholder=\"https://…\" \
-         autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\" inputmode=\"url\">\n\
+         autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\" inputmode=\"url\"{value}>\n\
          <button id=\"submit\" type=\"submit\">Get link</button>\n</div>\n</form>\n</main>\n{}\
          <!-- resolve {} -->\n</body>\n</html>\n",
         escape(title),

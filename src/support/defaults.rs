@@ -70,10 +70,12 @@ pub const PROVIDER_JOB_KEEP_SECS: u64 = 900;
 pub const PROVIDER_HOSTS_MAX_AGE_SECS: u64 = 86_400;
 /// Retry-After sent while no provider is configured.
 pub const NOT_CONFIGURED_RETRY_AFTER_SECS: u32 = 300;
-/// While the configuration cannot be read, its problem is logged at most this often: every
-/// request would otherwise repeat it, and the owner needs one line to act on, not thousands.
+/// While the configuration cannot be read, each distinct problem is logged at most this
+/// often: every request would otherwise repeat it, and the owner needs one line to act on, not
+/// thousands; a different problem is logged at once.
 pub const CONFIG_ERROR_LOG_INTERVAL_SECS: u64 = 60;
-/// The file beside the configuration whose time stamp says when its problem was last logged.
+/// The file beside the configuration that remembers which problems were logged within the
+/// last interval, and when (see [`crate::support::recent`]).
 pub const CONFIG_ERROR_STAMP: &str = ".config-error-logged";
 /// Most entries in `block` or in `allow`: far more than any owner writes by hand, few enough
 /// that the configuration stays quick to load on every request.

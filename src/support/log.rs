@@ -1,9 +1,12 @@
 //! The owner's log: one line per event on standard error, which Apache writes to its error_log.
 //! Every line is made safe on the way out: secrets masked, control characters escaped, bounded.
+//! Each carries, after its message, the time (UTC, by the program's own clock: mod_cgid adds
+//! none) and the configuration file the process read.
 
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,13 +55,37 @@ fn acts_like_control(c: char) -> bool {
 /// Makes one log line: `resolve: LEVEL: message`, with `secrets` replaced by `***`, control
 /// characters (and those that act like them) escaped and the length bounded.
 pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
-    let mut masked = message.to_owned();
+    let mut out = format!("resolve: {}: ", level.as_str());
+    push_safe(&mut out, &masked(message, secrets), MAX_LINE);
+    out.push('\n');
+    out
+}
+
+/// [`format_line`] with the line's context after the message, in brackets: the time and the
+/// configuration file. The message is cut to leave room for it; the context is made safe too.
+pub fn format_line_in(level: Level, message: &str, context: &str, secrets: &[String]) -> String {
+    let mut out = format!("resolve: {}: ", level.as_str());
+    let room = MAX_LINE.saturating_sub(context.len().min(MAX_LINE / 2));
+    push_safe(&mut out, &masked(message, secrets), room);
+    out.push_str(" [");
+    let limit = out.len() + MAX_LINE / 2;
+    push_safe(&mut out, &masked(context, secrets), limit);
+    out.push_str("]\n");
+    out
+}
+
+fn masked(text: &str, secrets: &[String]) -> String {
+    let mut masked = text.to_owned();
     for s in secrets.iter().filter(|s| !s.is_empty()) {
         masked = masked.replace(s.as_str(), "***");
     }
-    let mut out = format!("resolve: {}: ", level.as_str());
-    for c in masked.chars() {
-        if out.len() >= MAX_LINE {
+    masked
+}
+
+/// Appends `text` to `out`, control characters escaped, until `out` is `limit` bytes long.
+fn push_safe(out: &mut String, text: &str, limit: usize) {
+    for c in text.chars() {
+        if out.len() >= limit {
             out.push_str("...");
             break;
         }
@@ -72,8 +99,41 @@ pub fn format_line(level: Level, message: &str, secrets: &[String]) -> String {
             c => out.push(c),
         }
     }
-    out.push('\n');
-    out
+}
+
+/// What this process's log lines carry after their message: the configuration file read
+/// (set by the gateway or command once it has located it) ...
+static CONFIGURATION: Mutex<Option<String>> = Mutex::new(None);
+/// ... and the time, written as UTC by the function the program starts with (the calendar is
+/// in a layer above this one).
+static TIME_FORMAT: OnceLock<fn(u64) -> String> = OnceLock::new();
+
+/// Names the configuration file every later line of this process was read with.
+pub fn set_configuration(described: String) {
+    if let Ok(mut c) = CONFIGURATION.lock() {
+        *c = Some(described);
+    }
+}
+
+/// Sets how the time of each line is written (milliseconds since 1970 to UTC text); the
+/// first call wins.
+pub fn set_time_format(format: fn(u64) -> String) {
+    let _ = TIME_FORMAT.set(format);
+}
+
+/// The context of a line written now: the time, and the configuration file when known.
+fn context() -> String {
+    let ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let time = match TIME_FORMAT.get() {
+        Some(format) => format(ms),
+        None => format!("{} s since 1970 UTC", ms / 1000),
+    };
+    match CONFIGURATION.lock().ok().and_then(|c| c.clone()) {
+        Some(file) => format!("{time}; configuration {file}"),
+        None => time,
+    }
 }
 
 /// Writes to standard error.
@@ -101,7 +161,7 @@ impl Log for StderrLog {
         let forms = self
             .forms
             .get_or_init(|| crate::support::secret::all_forms(&self.secrets));
-        let line = format_line(level, message, forms);
+        let line = format_line_in(level, message, &context(), forms);
         // One write per line, so lines of concurrent processes do not interleave.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
@@ -238,6 +298,25 @@ mod tests {
             );
             assert!(!line.contains(c));
         }
+    }
+
+    #[test]
+    fn the_context_follows_the_message_and_is_made_safe_too() {
+        let line = format_line_in(
+            Level::Error,
+            "store failed: tok1",
+            "2026-12-03T08:00:00Z; configuration /home/u/resolve/config.json\nforged tok1",
+            &["tok1".to_owned()],
+        );
+        assert_eq!(
+            line,
+            "resolve: error: store failed: *** [2026-12-03T08:00:00Z; configuration \
+             /home/u/resolve/config.json\\nforged ***]\n"
+        );
+        // A long message is cut before the context, which is always there.
+        let long = format_line_in(Level::Notice, &"x".repeat(5000), "the time", &[]);
+        assert!(long.ends_with("... [the time]\n"), "{long}");
+        assert!(long.len() < MAX_LINE + 30);
     }
 
     #[test]

@@ -69,11 +69,14 @@ struct Loaded {
     watched: PathBuf,
     stamp: Option<Stamp>,
     site: Site,
+    /// Where the configuration was found, to judge each request's web root against.
+    located: Located,
 }
 
 impl Loaded {
     fn load(name: Option<OsString>) -> Result<Loaded, String> {
-        let located = locate::locate(None, name.clone())?;
+        let located = locate::locate_or_start(None, name.clone())?;
+        located.name_in_the_log();
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
             Located::Defaults { base } => base.join(defaults::CONFIG_FILE_NAME),
@@ -86,6 +89,7 @@ impl Loaded {
             watched,
             stamp,
             site: Site::long_lived(config),
+            located,
         })
     }
 
@@ -109,7 +113,7 @@ impl Sites {
 
     /// The site for a request whose RESOLVE_CONFIG (a FastCGI param, as `SetEnv` sends it, else
     /// the process's own, as `FcgidInitialEnv` sets it) is `name`.
-    fn site(&mut self, name: Option<OsString>) -> Result<&Site, String> {
+    fn site(&mut self, name: Option<OsString>) -> Result<&Loaded, String> {
         if !self.loaded.as_ref().is_some_and(|l| l.is_current(&name)) {
             // What the old site holds is written by it; then it is dropped first: a store
             // connection is never open twice.
@@ -118,7 +122,7 @@ impl Sites {
             self.loaded = Some(Loaded::load(name)?);
         }
         match &self.loaded {
-            Some(l) => Ok(&l.site),
+            Some(l) => Ok(l),
             None => Err("no configuration".into()),
         }
     }
@@ -147,15 +151,30 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let mut answer = match self.site(name.clone()) {
-            Ok(site) => {
-                let answer = site.answer(&env, &mut &request.stdin[..]);
+        let loaded = self.site(name.clone()).and_then(|l| {
+            // Nothing secret under this request's web root.
+            match site::web_root::refusal(&env, &l.located, Some(&l.site.config)) {
+                Some(refused) => Err(refused),
+                None => Ok(l),
+            }
+        });
+        let mut answer = match loaded {
+            Ok(l) => {
+                let answer = l.site.answer(&env, &mut &request.stdin[..]);
                 self.answered_by_site = true;
                 answer
             }
             Err(message) => {
                 self.answered_by_site = false;
                 let located = locate::locate(None, name).ok();
+                if let Some(l) = &located {
+                    l.name_in_the_log();
+                }
+                // A file that could not be read is judged by its place first.
+                let message = located
+                    .as_ref()
+                    .and_then(|l| site::web_root::refusal(&env, l, None))
+                    .unwrap_or(message);
                 site::not_configured(&env, &message, located.as_ref())
             }
         };

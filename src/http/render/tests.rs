@@ -195,8 +195,51 @@ fn the_download_page_shows_the_name_and_the_address() {
         "{body}"
     );
     assert!(body.contains("<a href=\"https://cdn.example/f/1\" rel=\"noreferrer\">file.zip</a>"));
-    assert!(body.contains("<p class=\"url\">https://cdn.example/f/1</p>"));
+    assert!(body.contains(&format!(
+        "<p class=\"url\">{}</p>",
+        link_text("https://cdn.example/f/1")
+    )));
     assert!(body.contains("<label for=\"link\">Another link</label>"));
+    assert_eq!(
+        body.matches("ready").count(),
+        2,
+        "said once as the title and once as the heading: {body}"
+    );
+    assert!(
+        !body.contains("value="),
+        "the field is empty for another link"
+    );
+}
+
+#[test]
+fn links_break_only_after_a_slash_or_a_question_mark() {
+    assert_eq!(
+        link_text("https://a.example/x-y/f?id=1&b"),
+        "<span class=\"seg\">https:/</span><wbr><span class=\"seg\">/</span><wbr>\
+         <span class=\"seg\">a.example/</span><wbr><span class=\"seg\">x-y/</span><wbr>\
+         <span class=\"seg\">f?</span><wbr><span class=\"seg\">id=1&amp;b</span>"
+    );
+    assert_eq!(link_text(""), "");
+    assert!(
+        STYLE.contains(".seg {\n  white-space: nowrap;"),
+        "the style keeps parts whole"
+    );
+}
+
+#[test]
+fn a_refusal_keeps_the_link_in_the_field() {
+    let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
+    let link = "https://host.example/f?a=1&b=\"2\"";
+    let body = html(problem_for(Format::Html, &p, &Frame::default(), Some(link)));
+    assert!(
+        body.contains(
+            "inputmode=\"url\" value=\"https://host.example/f?a=1&amp;b=&quot;2&quot;\">"
+        ),
+        "{body}"
+    );
+    assert!(body.contains("<label for=\"link\">Try again</label>"));
+    let body = html(problem(Format::Html, &p, &Frame::default()));
+    assert!(!body.contains("value="), "{body}");
 }
 
 #[test]

@@ -1,0 +1,93 @@
+//! Tests of what a request pays: a job the provider reports failed, the echo provider that
+//! never pays, and a refusal that keeps the visitor's link.
+
+use super::*;
+
+#[test]
+fn a_job_the_provider_reports_failed_gives_back_the_paid_link_not_the_providers_calls() {
+    let mut cfg = config(
+        r#"{"spend": [{"name": "provider-minute", "limit": 9, "window_secs": 60},
+                      {"name": "day", "limit": 9, "window_secs": 86400}]}"#,
+    );
+    cfg.provider_rate_limits = 1;
+    let s = store();
+    let mut failed = ProviderError::new(Failure::Rejected, crate::provider::spec::WORK_FAILED);
+    failed.reached = true;
+    let p = Counting {
+        calls: Cell::new(0),
+        answer: Err(failed),
+    };
+    let (a, _) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 422);
+    let count = |i: usize| match s.state(&cfg.spend[i].key_for("")) {
+        Some(crate::core::limiter::State::Fixed(Some(c))) => c.count,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        count(0),
+        1,
+        "the provider was sent the call: its rate keeps it"
+    );
+    assert_eq!(
+        count(1),
+        0,
+        "the owner's spend limit gets the paid link back"
+    );
+    assert_eq!(figures(&s).refunds, 1);
+}
+
+#[test]
+fn the_echo_provider_is_never_paid_nor_counted_against_spend() {
+    let cfg = config(
+        r#"{"cache": {"ttl_secs": 600}, "spend": [{"name": "day", "limit": 2, "window_secs": 86400}]}"#,
+    );
+    let s = store();
+    for _ in 0..5 {
+        assert_eq!(
+            status(&cfg, &s, &EchoProvider, &get("192.0.2.1", LINK)),
+            200
+        );
+    }
+    let f = figures(&s);
+    assert_eq!((f.requests, f.admitted), (5, 5));
+    assert_eq!((f.paid_calls, f.cache_hits, f.refunds), (0, 0, 0), "{f:?}");
+    assert!(f.spend_refused.is_empty(), "{f:?}");
+    // The spend limit's counter was never started.
+    assert!(
+        s.state(&cfg.spend[0].key_for("")).is_none(),
+        "{:?}",
+        s.state(&cfg.spend[0].key_for(""))
+    );
+    // A paid provider on the same site is counted, and refused past the limit.
+    let p = ok_provider();
+    let statuses: Vec<u16> = (0..3)
+        .map(|i| status(&cfg, &s, &p, &get("192.0.2.1", &format!("{LINK}{i}"))))
+        .collect();
+    assert_eq!(statuses, [200, 200, 503]);
+}
+
+#[test]
+fn an_html_refusal_keeps_the_link_in_the_field() {
+    let cfg = config(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}]}"#);
+    let (s, p) = (store(), ok_provider());
+    let html = |env: Env| {
+        let a = run(&cfg, &s, &p, &env.with("HTTP_ACCEPT", "text/html")).0;
+        (
+            a.response.status,
+            String::from_utf8(a.response.body).unwrap(),
+        )
+    };
+    let (status, body) = html(get("192.0.2.1", LINK));
+    assert_eq!(status, 200);
+    assert!(!body.contains("value="), "another link starts empty");
+    let (status, body) = html(get("192.0.2.1", LINK));
+    assert_eq!(status, 429);
+    assert!(
+        body.contains(" value=\"https://host.example/f\">"),
+        "{body}"
+    );
+    // A link that could not be read is not offered again.
+    let (status, body) = html(get("192.0.2.2", "link=nope"));
+    assert_eq!(status, 400);
+    assert!(!body.contains("value="), "{body}");
+}

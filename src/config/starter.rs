@@ -1,0 +1,124 @@
+//! The starter configuration, which the program writes itself the first time it runs without
+//! one (a request or a command), so that no archive has to carry a `config.json`: extracting
+//! any version anywhere never replaces the owner's settings. It is never written over a file
+//! that is there, even by two processes starting at once.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::support::defaults;
+
+/// The starter: the echo provider (nothing is spent), the file store beside it, limits per
+/// visitor and spend limits for the whole site. The same values as `deploy.sh` writes.
+pub const TEXT: &str = r#"{
+  "provider": {"kind": "echo"},
+  "store": {"kind": "file", "dir": "ratelimit", "on_error": "allow"},
+  "rules": [
+    {"name": "ip", "key": "ip", "limit": 30, "window_secs": 60},
+    {"name": "ip-day", "key": "ip", "limit": 300, "window_secs": 86400}
+  ],
+  "spend": [
+    {"name": "day", "limit": 100, "window_secs": 86400},
+    {"name": "month", "limit": 1500, "window_secs": 2592000}
+  ],
+  "allowed_origins": [],
+  "client": {"ipv6_prefix": 64, "trusted_proxies": [], "forwarded_header": "X-Forwarded-For"},
+  "request": {"max_body_bytes": 8192}
+}
+"#;
+
+/// Makes `base` (mode 700) with the starter `config.json` (600) and the data directory (700)
+/// in it, where there is no configuration yet; returns the file's path. A file already there
+/// is kept as it is: the starter is linked into place, which fails rather than replace.
+pub fn create(base: &Path) -> Result<PathBuf, String> {
+    let dir = |path: &Path| match std::fs::DirBuilder::new().mode(0o700).create(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            Err(format!("cannot create {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    };
+    dir(base)?;
+    dir(&base.join(defaults::DATA_DIR_NAME))?;
+    let file = base.join(defaults::CONFIG_FILE_NAME);
+    if file.exists() {
+        return Ok(file);
+    }
+    let fresh = base.join(format!(
+        ".{}.{}.{:x}",
+        defaults::CONFIG_FILE_NAME,
+        std::process::id(),
+        crate::support::random::u64()
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&fresh)
+        .and_then(|mut f| {
+            f.write_all(TEXT.as_bytes())?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::hard_link(&fresh, &file));
+    let _ = std::fs::remove_file(&fresh);
+    match written {
+        Ok(()) => Ok(file),
+        // Another process made it first.
+        Err(_) if file.exists() => Ok(file),
+        Err(e) => Err(format!("cannot create {}: {e}", file.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_starter_is_valid_and_spends_nothing() {
+        let c = crate::config::Config::from_json(TEXT, Path::new("/home/u/resolve")).unwrap();
+        assert!(!c.pays());
+        assert_eq!(c.data_dir, Path::new("/home/u/resolve/ratelimit"));
+        assert_eq!(c.budget().len(), 2);
+    }
+
+    #[test]
+    fn deploy_writes_the_same_values() {
+        let deploy = include_str!("../../deploy.sh");
+        for line in TEXT
+            .lines()
+            .filter(|l| !l.contains("provider") && !l.contains("allowed_origins") && l.len() > 3)
+        {
+            assert!(deploy.contains(line.trim_end_matches(',')), "{line}");
+        }
+    }
+
+    #[test]
+    fn made_once_and_never_over_a_file() {
+        let home = crate::support::temp::dir("starter", "made");
+        let base = home.join("resolve");
+        let file = create(&base).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), TEXT);
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&base), 0o700);
+        assert_eq!(mode(&base.join("ratelimit")), 0o700);
+        std::fs::write(&file, "{\"provider\": {\"kind\": \"echo\"}}").unwrap();
+        assert_eq!(create(&base).unwrap(), file);
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "{\"provider\": {\"kind\": \"echo\"}}",
+            "the owner's file is kept"
+        );
+        assert_eq!(
+            std::fs::read_dir(&base).unwrap().count(),
+            2,
+            "no file left over"
+        );
+        // Where nothing can be made, the reason.
+        let e = create(&home.join("missing/resolve")).unwrap_err();
+        assert!(e.starts_with("cannot create "), "{e}");
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}
