@@ -1,14 +1,18 @@
 //! The owner's dashboard at `/cgi-bin/resolve/admin` (PATH_INFO `/admin`), the same under CGI,
 //! FastCGI and `resolve serve`. Off (404) unless `admin.password_hash` is set. Behind a password
-//! form (POST only), a signed session cookie, CSRF tokens on every form and a limit on failed
-//! sign-ins per address; without a valid cookie it shows the sign-in form and nothing else.
+//! form (POST only), a signed session cookie, CSRF tokens on every form and budgets of failed
+//! sign-ins (per address, per network, for the site, per known browser) past which no password
+//! is checked, one hash at a time; without a valid cookie it shows the sign-in form and nothing
+//! else.
 //!
 //! The parts: [`server_key`] (the secret in the data directory), [`token`] (the signing key
 //! and tags), [`session`] (what the cookies and tokens hold), [`cookies`] (the headers),
-//! [`signin`] (the lock-out), [`page`] (the HTML and its headers). The password hashes are
+//! [`signin`] (the budgets), [`hash_turn`] (one hash at a time), [`page`] (the HTML and its headers). The password hashes are
 //! `support::password`'s; the figures' HTML is `usage::html`'s.
 
+mod attempt;
 pub mod cookies;
+pub mod hash_turn;
 pub mod page;
 pub mod server_key;
 pub mod session;
@@ -25,10 +29,8 @@ use crate::net::form;
 use crate::store::roles::Store;
 use crate::support::defaults;
 use crate::support::log::{Level, Log};
-use crate::support::password;
 use page::{Frame, Notice};
 use session::{FORM_COOKIE, SESSION_COOKIE, Session};
-use signin::Gate;
 use token::Keys;
 
 /// The PATH_INFO the dashboard answers at.
@@ -239,163 +241,19 @@ impl Dashboard<'_> {
         )
     }
 
-    /// The client's address as the rules count it (an IPv6 client by its prefix).
-    fn identity(&self, env: &Env) -> Option<String> {
-        let address = crate::http::identity::client_address_in(
+    /// The client's address.
+    fn address(&self, env: &Env) -> Option<std::net::IpAddr> {
+        crate::http::identity::client_address_in(
             &self.config.client,
             &self.config.forwarded_header,
             env,
         )
-        .ok()?;
-        Some(self.config.client.identity(address))
+        .ok()
     }
 
-    /// POST with the password: the form's token, then the lock-out, then the password.
-    fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
-        let bound = cookies::get(ctx.env, FORM_COOKIE).is_some_and(|form_cookie| {
-            session::check_sign_in(
-                &ctx.keys,
-                form_cookie,
-                &fields.csrf,
-                self.now_secs(),
-                defaults::ADMIN_FORM_SECS,
-            )
-        });
-        if !bound {
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: "This sign-in form has expired or did not come from this site, so it \
-                           was not used. Here it is again: enter the password once more.",
-                }),
-            );
-        }
-        let Some(who) = self.identity(ctx.env) else {
-            return page::text(400, "The server could not tell who is asking.");
-        };
-        let rule = signin::rule();
-        let (at_ms, attempt, limit) = match signin::gate(&*self.store.counters, &rule, &who) {
-            Ok(Gate::Open {
-                at_ms,
-                attempt,
-                limit,
-            }) => (at_ms, attempt, limit),
-            Ok(Gate::Shut { retry_after_secs }) => {
-                self.log.line(
-                    Level::Warn,
-                    &format!(
-                        "dashboard sign-in refused for {who}: {} failed attempts within {} \
-                         minutes; the password was not checked; again in {retry_after_secs} s",
-                        rule.limit,
-                        rule.window_secs.get() / 60
-                    ),
-                );
-                let sentence = format!(
-                    "Too many failed sign-ins from your address. Please try again in {}.",
-                    render::wait_words(retry_after_secs)
-                );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: &sentence,
-                        }),
-                    )
-                    .header("Retry-After", retry_after_secs.to_string());
-            }
-            Err(e) => {
-                self.log.line(
-                    Level::Error,
-                    &format!(
-                        "dashboard sign-in refused for {who}: the store cannot count sign-in \
-                         attempts: {e}"
-                    ),
-                );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
-            }
-        };
-        let hash = self
-            .config
-            .admin
-            .as_ref()
-            .map(|a| a.password_hash.expose())
-            .unwrap_or_default();
-        if !password::verify(hash, &fields.password) {
-            self.log.line(
-                Level::Warn,
-                &format!(
-                    "dashboard sign-in failed for {who}: wrong password (failure {attempt} of \
-                     {limit} allowed within {} minutes)",
-                    rule.window_secs.get() / 60
-                ),
-            );
-            let left = limit.saturating_sub(attempt);
-            let sentence = if left == 0 {
-                format!(
-                    "Wrong password. That was the last try for now: your address must wait up to \
-                     {} minutes before the next.",
-                    rule.window_secs.get() / 60
-                )
-            } else {
-                format!(
-                    "Wrong password. {left} more {} allowed before your address must wait.",
-                    if left == 1 { "try is" } else { "tries are" }
-                )
-            };
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: &sentence,
-                }),
-            );
-        }
-        if let Err(e) = signin::passed(&*self.store.counters, &rule, &who, at_ms) {
-            self.log.line(
-                Level::Warn,
-                &format!("dashboard sign-in: giving back the attempt of {who} failed: {e}"),
-            );
-        }
-        let nonce = match crate::support::random::secret_bytes::<16>() {
-            Ok(n) => token::hex(&n),
-            Err(e) => return self.no_randomness(ctx, &e),
-        };
-        let cookie = session::new_session(
-            &ctx.keys,
-            self.now_secs(),
-            defaults::ADMIN_SESSION_SECS,
-            &nonce,
-        );
-        self.log
-            .line(Level::Notice, &format!("dashboard: signed in from {who}"));
-        page::see_other(&ctx.frame)
-            .header(
-                "Set-Cookie",
-                cookies::set(
-                    ctx.scope,
-                    SESSION_COOKIE,
-                    &cookie,
-                    defaults::ADMIN_SESSION_SECS,
-                ),
-            )
-            .header("Set-Cookie", cookies::clear(ctx.scope, FORM_COOKIE))
+    /// The client's address as the rules count it (an IPv6 client by its prefix).
+    fn identity(&self, env: &Env) -> Option<String> {
+        Some(self.config.client.identity(self.address(env)?))
     }
 
     /// POST to sign out: only with the session's own token.

@@ -136,8 +136,8 @@ fn five_failures_lock_the_address_out_even_with_the_right_password() {
     assert!(browser.cookie(SESSION_COOKIE).is_none());
     assert!(
         site.apache.wait_for_log(
-            "dashboard sign-in refused for 127.0.0.2: 5 failed attempts within 15 minutes; the \
-             password was not checked",
+            "dashboard sign-in refused for 127.0.0.2: 5 failed attempts within 15 minutes from this \
+             address; the password was not checked",
             Duration::from_secs(5)
         ),
         "{}",

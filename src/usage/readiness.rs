@@ -100,9 +100,13 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
             let _ = writeln!(
                 out,
                 "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
-                 /admin); {} failed sign-ins per address per {} s; its secret in {}",
-                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                 /admin); failed sign-ins per {} s: {} per address, {} per network, {} for the \
+                 site, {} per browser that signed in before; its secret in {}",
                 crate::support::defaults::ADMIN_SIGNIN_WINDOW_SECS,
+                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_NETWORK_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_SITE_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_DEVICE_FAILURES,
                 config
                     .data_dir
                     .join(crate::support::defaults::ADMIN_SECRET_FILE)
