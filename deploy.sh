@@ -232,24 +232,22 @@ parse_args() {
                 set_flag dry-run yes
                 continue
                 ;;
-            --settings)
-                [ $# -gt 0 ] || usage_error "--settings needs a value"
-                SETTINGS_FILE=$1
-                shift
-                continue
-                ;;
-            --settings=*)
-                SETTINGS_FILE=${arg#--settings=}
-                continue
-                ;;
-            --package)
-                [ $# -gt 0 ] || usage_error "--package needs a directory"
-                PACKAGE_DIR=$1
-                shift
-                continue
-                ;;
-            --package=*)
-                PACKAGE_DIR=${arg#--package=}
+            --settings | --settings=* | --package | --package=*)
+                name=${arg%%=*}
+                if [[ $arg == *=* ]]; then
+                    value=${arg#*=}
+                else
+                    local what=value
+                    [ "$name" = --package ] && what=directory
+                    [ $# -gt 0 ] || usage_error "$name needs a $what"
+                    value=$1
+                    shift
+                fi
+                if [ "$name" = --settings ]; then
+                    SETTINGS_FILE=$value
+                else
+                    PACKAGE_DIR=$value
+                fi
                 continue
                 ;;
             --token | --token=*)

@@ -266,7 +266,7 @@ const PHP_FPM_CHILDREN: usize = 8;
 impl PhpFpm {
     fn start(program: &Path, env: &[(&str, String)], data_dir: &Path, dir: TempDir) -> PhpFpm {
         let scripts = dir.mkdir("php");
-        for name in ["file_limiter.php", "mysql_limiter.php"] {
+        for name in ["common.php", "file_limiter.php", "mysql_limiter.php"] {
             let source = Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("bench/php")
                 .join(name);

@@ -250,7 +250,8 @@ mod tests {
     use super::*;
     use crate::store::settings::{OnError, StoreKind};
 
-    fn parse(text: &str) -> Result<Config, ConfigError> {
+    /// The configuration `text` checked, for a site in `/home/u/resolve`.
+    pub(crate) fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::from_json(text, Path::new("/home/u/resolve"))
     }
 

@@ -139,10 +139,5 @@ const MAX_MESSAGE_CHARS: usize = 200;
 
 /// A provider's text made safe to show and log: one line, printable, bounded.
 pub fn clean_text(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_MESSAGE_CHARS)
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    crate::support::text::one_line(s, MAX_MESSAGE_CHARS)
 }

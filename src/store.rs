@@ -1,6 +1,6 @@
 //! Where counters live: what every store speaks of (a check, a sweep's report) and its errors.
-//! Below: the store's roles, each a small trait (the counters, the cache, the journal, the
-//! upkeep, and the block list any cache holds), the store a site holds with a piece for each
+//! Below: the store's roles, each a small trait (the counters, the cache, the journal, its
+//! notes, the upkeep, and the block list any cache holds), the store a site holds with a piece for each
 //! role (`roles`), the backends that serve every role (files, MySQL, Redis, memory) and the
 //! pieces a process puts in front of them (a spooled journal, a FastCGI process's memory).
 
@@ -14,6 +14,7 @@ pub mod journal;
 #[cfg(any(test, feature = "memory-store"))]
 pub mod memory;
 pub mod mysql;
+pub mod notes;
 pub mod redis;
 pub mod roles;
 pub mod settings;

@@ -10,3 +10,6 @@ pub mod password;
 pub mod random;
 pub mod secret;
 pub mod show;
+#[cfg(test)]
+pub mod temp;
+pub mod text;

@@ -43,19 +43,16 @@ fn ask_text(setup: &Setup, remote: &str) -> (u16, String) {
 }
 
 fn command(config: &Path, args: &[&str]) -> String {
-    let out = Command::new(binary())
-        .args(args)
+    let mut cmd = Command::new(binary());
+    cmd.args(args)
         .arg("--config")
         .arg(config)
-        .env_remove("RESOLVE_CONFIG")
-        .output()
-        .expect("run resolve");
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+        .env_remove("RESOLVE_CONFIG");
+    String::from_utf8(support::system::succeeded(
+        &mut cmd,
+        &format!("resolve {args:?}"),
+    ))
+    .expect("utf-8")
 }
 
 fn stats(config: &Path) -> Value {
@@ -231,27 +228,26 @@ fn block_and_allow_lists_by_address_and_range_before_any_count_or_call() {
             (403, format!("{BLOCKED}\n")),
             "{label}: one sentence"
         );
-        for addr in [
+        // Allowed past the ip rule; neighbours of single addresses neither blocked nor allowed.
+        let allowed = [
             "203.0.113.5",
             "2001:db8:600d:1::1",
             "192.0.2.200",
             "2001:db8:700d::5",
-        ] {
-            let statuses: Vec<u16> = (0..4).map(|_| ask(&s, addr, &[]).0).collect();
-            assert_eq!(
-                statuses, [200; 4],
-                "{label} {addr}: allowed past the ip rule"
-            );
-        }
-        // Neighbours of single addresses are neither blocked nor allowed.
-        for addr in [
+        ];
+        let neighbours = [
             "192.0.2.8",
             "192.0.2.201",
             "2001:db8:dead::8",
             "2001:db8:700d::6",
-        ] {
-            let statuses: Vec<u16> = (0..3).map(|_| ask(&s, addr, &[]).0).collect();
-            assert_eq!(statuses, [200, 200, 429], "{label} {addr}");
+        ];
+        let expected = allowed
+            .iter()
+            .map(|a| (*a, vec![200; 4]))
+            .chain(neighbours.iter().map(|a| (*a, vec![200, 200, 429])));
+        for (addr, want) in expected {
+            let statuses: Vec<u16> = want.iter().map(|_| ask(&s, addr, &[]).0).collect();
+            assert_eq!(statuses, want, "{label} {addr}");
         }
         let st = stats(&s.config_path);
         assert_eq!(st["blocked"], 21, "{label}");
@@ -389,15 +385,7 @@ impl Netns {
         let name = format!("rs{}{}", tag, std::process::id() % 100_000);
         let (host_if, ns_if) = (format!("{name}h"), format!("{name}n"));
         let ip = |args: &[&str]| {
-            let out = Command::new("ip")
-                .args(args)
-                .output()
-                .expect("ip (iproute2)");
-            assert!(
-                out.status.success(),
-                "ip {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            support::system::succeeded(Command::new("ip").args(args), &format!("ip {args:?}"));
         };
         let ns = Netns { name: name.clone() };
         ip(&["netns", "add", &name]);

@@ -439,18 +439,11 @@ fn exits_after_max_requests_and_at_once_on_sigterm() {
 
 /// The usage journal's figures, as `resolve stats --json` reads them from the store.
 fn stats(config: &Path) -> Value {
-    let out = std::process::Command::new(support::binary())
-        .args(["stats", "--json", "--config"])
+    let mut cmd = std::process::Command::new(support::binary());
+    cmd.args(["stats", "--json", "--config"])
         .arg(config)
-        .env_remove("RESOLVE_CONFIG")
-        .output()
-        .expect("run resolve stats");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
+        .env_remove("RESOLVE_CONFIG");
+    serde_json::from_slice(&support::system::succeeded(&mut cmd, "resolve stats")).expect("JSON")
 }
 
 /// The figures that count requests, admitted and refused.

@@ -208,6 +208,11 @@ impl Tree {
     }
 }
 
+/// Fails with `what` and the list when `found` holds anything.
+fn none<T: std::fmt::Debug>(found: &[T], what: &str) {
+    assert!(found.is_empty(), "{} {what}: {found:#?}", found.len());
+}
+
 #[test]
 fn every_file_says_its_role() {
     let tree = Tree::read();
@@ -217,10 +222,7 @@ fn every_file_says_its_role() {
         .filter(|(_, text)| !text.starts_with("//!"))
         .map(|(m, _)| m)
         .collect();
-    assert!(
-        silent.is_empty(),
-        "files without a //! line first: {silent:?}"
-    );
+    none(&silent, "files without a //! line first");
 }
 
 #[test]
@@ -238,9 +240,9 @@ fn long_files_say_why() {
         })
         .map(|(m, text)| format!("{m} ({} lines)", text.lines().count()))
         .collect();
-    assert!(
-        long.is_empty(),
-        "over {MAX_LINES} lines without a `{LONG_BECAUSE}` line at the top: {long:?}"
+    none(
+        &long,
+        &format!("files over {MAX_LINES} lines without `{LONG_BECAUSE}` at the top"),
     );
 }
 
@@ -261,7 +263,7 @@ fn the_core_imports_nothing_from_the_edges() {
                 .map(move |d| format!("{m} -> {d}"))
         })
         .collect();
-    assert!(outside.is_empty(), "the core imports: {outside:?}");
+    none(&outside, "imports from outside the core");
     // Nor does it do I/O itself.
     for (module, text) in &tree.files {
         if module.starts_with("core::") && module != "core::clock" {
@@ -299,7 +301,7 @@ fn no_two_files_import_each_other() {
             }
         }
     }
-    assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
+    none(&cycles, "import cycles");
 }
 
 #[test]
@@ -310,9 +312,9 @@ fn every_module_has_a_layer() {
         .keys()
         .filter(|m| layer_of(m).is_none())
         .collect();
-    assert!(
-        lost.is_empty(),
-        "modules in no layer (add them to LAYERS and to the order in src/lib.rs): {lost:?}"
+    none(
+        &lost,
+        "modules in no layer (add them to LAYERS and to the order in src/lib.rs)",
     );
 }
 
@@ -320,11 +322,7 @@ fn every_module_has_a_layer() {
 fn no_file_imports_from_a_layer_above_its_own() {
     let tree = Tree::read();
     let upward = upward_imports(&tree.imports());
-    assert!(
-        upward.is_empty(),
-        "{} imports from a layer above: {upward:#?}",
-        upward.len()
-    );
+    none(&upward, "imports from a layer above");
 }
 
 #[test]

@@ -91,81 +91,61 @@ macro_rules! store_type {
     };
 }
 
-/// `scenario: module::function(extra arguments) for stores;` makes `mod scenario` with one
-/// `#[test] fn <store>()` per store, which starts the store and runs the function on it.
+/// `module::scenario() for stores;` makes `mod scenario` with one `#[test] fn <store>()` per
+/// store, which starts the store and runs the function on it; `all_stores` names them all.
 macro_rules! contract {
-    ($($name:ident: $module:ident::$func:ident $args:tt for $($store:ident),+;)+) => {
+    ($($module:ident::$func:ident() for $($store:ident),+;)+) => {
         $(
-            mod $name {
-                $(
-                    #[test]
-                    fn $store() {
-                        let mut store =
-                            <store_type!($store) as crate::stores::StoreUnderTest>::start(
-                                stringify!($store),
-                            );
-                        call!(crate::$module::$func, store, $args);
-                    }
-                )+
+            mod $func {
+                $( store_test!($store, $module::$func); )+
             }
         )+
     };
 }
 
-/// `function(&mut store, extra arguments)`.
-macro_rules! call {
-    ($function:path, $store:ident, ($($arg:expr),*)) => {
-        $function(&mut $store $(, $arg)*)
+/// The test of one store (or of each, for `all_stores`) in a scenario's module.
+macro_rules! store_test {
+    (all_stores, $($scenario:tt)+) => {
+        store_test!(memory, $($scenario)+);
+        store_test!(file, $($scenario)+);
+        store_test!(mysql, $($scenario)+);
+        store_test!(redis, $($scenario)+);
+    };
+    ($store:ident, $module:ident::$func:ident) => {
+        #[test]
+        fn $store() {
+            let mut store = <store_type!($store) as crate::stores::StoreUnderTest>::start(
+                stringify!($store),
+            );
+            crate::$module::$func(&mut store);
+        }
     };
 }
 
 contract! {
-    several_rules_at_once: handles::several_rules_at_once() for memory, file, mysql, redis;
-    refused_requests_consume_nothing: handles::refused_requests_consume_nothing()
-        for memory, file, mysql, redis;
-    retry_after_counts_to_the_end_of_the_window:
-        handles::retry_after_counts_to_the_end_of_the_window() for memory, file, mysql, redis;
-    sliding_window_admits_again_as_requests_age_out:
-        handles::sliding_window_admits_again_as_requests_age_out()
-        for memory, file, mysql, redis;
-    two_handles_share_counts_and_cache: handles::two_handles_share_counts_and_cache()
-        for memory, file, mysql, redis;
-    cache_claims_releases_and_expires: handles::cache_claims_releases_and_expires()
-        for memory, file, mysql, redis;
-    refunds_take_back_only_from_the_same_window:
-        handles::refunds_take_back_only_from_the_same_window() for memory, file, mysql, redis;
-    sweep_keeps_running_windows: handles::sweep_keeps_running_windows()
-        for memory, file, mysql, redis;
-    a_handle_recovers_when_its_store_returns:
-        handles::a_handle_recovers_when_its_store_returns() for memory, file, mysql, redis;
-    exact_under_300_requests_at_once_fixed:
-        served::exact_under_300_requests_at_once(resolve::core::rule::Algorithm::Fixed)
-        for memory, file, mysql, redis;
-    exact_under_300_requests_at_once_sliding:
-        served::exact_under_300_requests_at_once(resolve::core::rule::Algorithm::Sliding)
-        for memory, file, mysql, redis;
-    two_servers_share_one_limit: served::two_servers_share_one_limit()
-        for memory, file, mysql, redis;
-    key_templates_name_the_stored_keys: served::key_templates_name_the_stored_keys()
-        for memory, file, mysql, redis;
-    store_killed_under_load_and_restarted: served::store_killed_under_load_and_restarted()
-        for memory, file, mysql, redis;
-    slow_store_is_answered_within_its_bound: served::slow_store_is_answered_within_its_bound()
-        for file, mysql, redis;
-    wrong_credentials_get_the_policy_answer_and_never_show:
-        served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
-    journal_rows_round_trip: journal::journal_rows_round_trip() for memory, file, mysql, redis;
-    journal_notes_newest_first_and_capped: journal::journal_notes_newest_first_and_capped()
-        for memory, file, mysql, redis;
-    used_counts_without_counting: journal::used_counts_without_counting()
-        for memory, file, mysql, redis;
-    journal_sweep_lets_old_hours_go: journal::journal_sweep_lets_old_hours_go()
-        for memory, file, mysql, redis;
-    journal_exact_under_300_processes: journal::journal_exact_under_300_processes()
-        for memory, file, mysql, redis;
-    journal_exact_under_300_processes_through_the_spool:
-        journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
-    journal_size_of_a_busy_day: journal::journal_size_of_a_busy_day() for file, mysql, redis;
+    handles::several_rules_at_once() for all_stores;
+    handles::refused_requests_consume_nothing() for all_stores;
+    handles::retry_after_counts_to_the_end_of_the_window() for all_stores;
+    handles::sliding_window_admits_again_as_requests_age_out() for all_stores;
+    handles::two_handles_share_counts_and_cache() for all_stores;
+    handles::cache_claims_releases_and_expires() for all_stores;
+    handles::refunds_take_back_only_from_the_same_window() for all_stores;
+    handles::sweep_keeps_running_windows() for all_stores;
+    handles::a_handle_recovers_when_its_store_returns() for all_stores;
+    served::exact_under_300_requests_at_once_fixed() for all_stores;
+    served::exact_under_300_requests_at_once_sliding() for all_stores;
+    served::two_servers_share_one_limit() for all_stores;
+    served::key_templates_name_the_stored_keys() for all_stores;
+    served::store_killed_under_load_and_restarted() for all_stores;
+    served::slow_store_is_answered_within_its_bound() for file, mysql, redis;
+    served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
+    journal::journal_rows_round_trip() for all_stores;
+    journal::journal_notes_newest_first_and_capped() for all_stores;
+    journal::used_counts_without_counting() for all_stores;
+    journal::journal_sweep_lets_old_hours_go() for all_stores;
+    journal::journal_exact_under_300_processes() for all_stores;
+    journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
+    journal::journal_size_of_a_busy_day() for file, mysql, redis;
 }
 
 /// Not a test by itself: the body of the processes `journal_exact_under_300_processes` starts

@@ -18,7 +18,7 @@ mod since;
 #[path = "usage/yesterday.rs"]
 mod yesterday;
 
-use resolve::store::journal::Journal;
+use resolve::store::roles::Store;
 use serde_json::{Value, json};
 use std::os::unix::process::CommandExt;
 use support::config::{TOKEN, http_provider, rule};
@@ -229,11 +229,11 @@ pub fn run(site: &support::Setup, args: &[&str]) -> std::process::Output {
 /// The site's store, opened through the library as the program opens it. What `change` does
 /// through it is done by this process; the files it leaves in the data directory are given to
 /// the site's account afterwards, as if the site had made them.
-pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&dyn Journal) -> T) -> T {
+pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&Store) -> T) -> T {
     let text = std::fs::read_to_string(&site.config_path).expect("the configuration");
     let base = site.config_path.parent().expect("its directory");
     let config = resolve::config::Config::from_json(&text, base).expect("a valid configuration");
-    let out = change(&*resolve::site::open::from_config(&config).journal);
+    let out = change(&resolve::site::open::from_config(&config));
     for path in support::temp::entries_under(&site.data) {
         give_to_server_user(&path);
     }
@@ -359,33 +359,44 @@ fn expect_everything(f: &Figured) {
     yesterday::expect_the_report_of(&f.site);
 }
 
-#[test]
-fn file_store_figures_are_exact() {
-    let f = site("usage-file", None);
+/// `drive`'s traffic on a site with `store` (None: the file store), then everything shown.
+fn figures_are_exact(label: &str, store: Option<Value>) {
+    let f = site(label, store);
     drive(&f);
     expect_everything(&f);
+}
+
+/// The sum of an object's counts.
+pub fn sum(counts: &Value) -> u64 {
+    counts
+        .as_object()
+        .expect("an object")
+        .values()
+        .map(|n| n.as_u64().expect("a count"))
+        .sum()
+}
+
+#[test]
+fn file_store_figures_are_exact() {
+    figures_are_exact("usage-file", None);
 }
 
 #[test]
 fn mysql_store_figures_are_exact() {
     let db = MariaDb::start();
-    let f = site(
+    figures_are_exact(
         "usage-mysql",
         Some(json!({"kind": "mysql", "url": db.url()})),
     );
-    drive(&f);
-    expect_everything(&f);
 }
 
 #[test]
 fn redis_store_figures_are_exact() {
     let redis = Redis::start();
-    let f = site(
+    figures_are_exact(
         "usage-redis",
         Some(json!({"kind": "redis", "url": redis.url()})),
     );
-    drive(&f);
-    expect_everything(&f);
 }
 
 /// A day without problems: the report for cron prints nothing with `--only-problems`, and

@@ -18,16 +18,9 @@ const WINDOW_SECONDS = 60;
 const SWEEP_ONE_IN = 100;
 const STALE_AFTER_SECONDS = 3600;
 
-function setting(string $name, string $default = ''): string
-{
-    $value = getenv($name);
-    return $value === false || $value === '' ? $default : $value;
-}
+require __DIR__ . '/common.php';
 
-$limit = (int) setting('ANCHOR_LIMIT', '30');
-if ($limit <= 0) {
-    $limit = 30;
-}
+$limit = limit();
 $dir = setting('ANCHOR_DATA_DIR');
 $now = time();
 
@@ -64,13 +57,4 @@ if ($state['count'] > $limit) {
     exit;
 }
 
-$link = (string) ($_REQUEST['link'] ?? '');
-$reply = @file_get_contents(setting('ANCHOR_PROVIDER_URL') . '?link=' . rawurlencode($link));
-$answer = $reply === false ? null : json_decode($reply, true);
-header('Content-Type: text/plain; charset=utf-8');
-if (!is_array($answer) || !isset($answer['download'])) {
-    http_response_code(502);
-    echo "The provider did not answer.\n";
-    exit;
-}
-echo $answer['download'], "\n";
+answer_from_provider();

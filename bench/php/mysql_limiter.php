@@ -29,11 +29,7 @@
 
 const WINDOW_SECONDS = 60;
 
-function setting(string $name, string $default = ''): string
-{
-    $value = getenv($name);
-    return $value === false || $value === '' ? $default : $value;
-}
+require __DIR__ . '/common.php';
 
 /** Whether the request under `$key` is admitted; records it when it is. */
 function admit(string $key, int $limit, int $window): bool
@@ -62,10 +58,7 @@ function admit(string $key, int $limit, int $window): bool
     }
 }
 
-$limit = (int) setting('ANCHOR_LIMIT', '30');
-if ($limit <= 0) {
-    $limit = 30;
-}
+$limit = limit();
 if (!admit('resolve:' . ($_SERVER['REMOTE_ADDR'] ?? 'unknown'), $limit, WINDOW_SECONDS)) {
     http_response_code(429);
     header('Content-Type: text/plain; charset=utf-8');
@@ -74,13 +67,4 @@ if (!admit('resolve:' . ($_SERVER['REMOTE_ADDR'] ?? 'unknown'), $limit, WINDOW_S
     exit;
 }
 
-$link = (string) ($_REQUEST['link'] ?? '');
-$reply = @file_get_contents(setting('ANCHOR_PROVIDER_URL') . '?link=' . rawurlencode($link));
-$answer = $reply === false ? null : json_decode($reply, true);
-header('Content-Type: text/plain; charset=utf-8');
-if (!is_array($answer) || !isset($answer['download'])) {
-    http_response_code(502);
-    echo "The provider did not answer.\n";
-    exit;
-}
-echo $answer['download'], "\n";
+answer_from_provider();

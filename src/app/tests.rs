@@ -7,6 +7,7 @@ use crate::provider::resolved::Resolved;
 use crate::provider::{EchoProvider, Failure, ProviderError};
 use crate::store::journal::Journal;
 use crate::store::memory::MemoryStore;
+use crate::store::notes::Notes;
 use crate::support::log::MemoryLog;
 use std::cell::Cell;
 use std::path::Path;

@@ -41,7 +41,7 @@ impl App<'_> {
             at_ms: self.clock.now_ms(),
             text: crate::support::secret::mask(text, &forms).into_owned(),
         };
-        if let Err(e) = self.store.journal.journal_note(&note) {
+        if let Err(e) = self.store.notes.journal_note(&note) {
             self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
         }
     }

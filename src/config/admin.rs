@@ -69,12 +69,8 @@ fn check_reserved<'r>(
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{Config, ConfigError};
+    use crate::config::tests::parse;
     use std::path::Path;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::from_json(text, Path::new("/home/u/resolve"))
-    }
 
     #[test]
     fn mistakes_name_the_field() {

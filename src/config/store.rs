@@ -323,33 +323,29 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
             "missing: the database that holds the tables",
         ));
     }
-    let counter_table = table_name(
+    let named = |field: &str, given: &Option<String>, default: &str| {
+        table_name(field, given.as_deref().unwrap_or(default))
+    };
+    let counter_table = named(
         "store.counter_table",
-        raw.counter_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_COUNTER_TABLE),
+        &raw.counter_table,
+        defaults::MYSQL_COUNTER_TABLE,
     )?;
-    let events_table = table_name(
-        "store.table",
-        raw.table.as_deref().unwrap_or(defaults::MYSQL_EVENTS_TABLE),
-    )?;
-    let cache_table = table_name(
+    let events_table = named("store.table", &raw.table, defaults::MYSQL_EVENTS_TABLE)?;
+    let cache_table = named(
         "store.cache_table",
-        raw.cache_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_CACHE_TABLE),
+        &raw.cache_table,
+        defaults::MYSQL_CACHE_TABLE,
     )?;
-    let journal_table = table_name(
+    let journal_table = named(
         "store.journal_table",
-        raw.journal_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_JOURNAL_TABLE),
+        &raw.journal_table,
+        defaults::MYSQL_JOURNAL_TABLE,
     )?;
-    let notes_table = table_name(
+    let notes_table = named(
         "store.notes_table",
-        raw.notes_table
-            .as_deref()
-            .unwrap_or(defaults::MYSQL_NOTES_TABLE),
+        &raw.notes_table,
+        defaults::MYSQL_NOTES_TABLE,
     )?;
     let names = [
         &counter_table,

@@ -396,24 +396,18 @@ impl Figures {
 
     /// The `n` clients with most refusals (then most admitted, then by name).
     pub fn top_refused(&self, n: usize) -> Vec<ClientFigures> {
-        let mut list = self.clients.clone();
-        list.sort_by(|a, b| {
-            (b.refused, b.admitted)
-                .cmp(&(a.refused, a.admitted))
-                .then_with(|| a.client.cmp(&b.client))
-        });
-        list.truncate(n);
-        list
+        self.top(n, |c| (c.refused, c.admitted))
     }
 
     /// The `n` clients with most admitted requests (then most refusals, then by name).
     pub fn top_admitted(&self, n: usize) -> Vec<ClientFigures> {
+        self.top(n, |c| (c.admitted, c.refused))
+    }
+
+    /// The `n` clients with the largest `rank`, then by name.
+    fn top(&self, n: usize, rank: impl Fn(&ClientFigures) -> (u64, u64)) -> Vec<ClientFigures> {
         let mut list = self.clients.clone();
-        list.sort_by(|a, b| {
-            (b.admitted, b.refused)
-                .cmp(&(a.admitted, a.refused))
-                .then_with(|| a.client.cmp(&b.client))
-        });
+        list.sort_by(|a, b| rank(b).cmp(&rank(a)).then_with(|| a.client.cmp(&b.client)));
         list.truncate(n);
         list
     }

@@ -155,27 +155,38 @@ mod tests {
         use crate::support::defaults::{
             KEY_TEMPLATE_API_KEY, KEY_TEMPLATE_GLOBAL, KEY_TEMPLATE_IP,
         };
-        let rule = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60, KEY_TEMPLATE_IP);
-        let rule = rule.unwrap();
-        assert_eq!(rule.key_for("203.0.113.7"), "resolve:ip:203.0.113.7");
-        let global = Rule {
-            name: RuleName::new("site").unwrap(),
-            key: KeyKind::Global,
-            key_template: KeyTemplate::parse(KEY_TEMPLATE_GLOBAL).unwrap(),
-            ..rule.clone()
-        };
-        assert_eq!(global.key_for(""), "resolve:site:*");
-        let key = Rule {
-            name: RuleName::new("k").unwrap(),
-            key: KeyKind::ApiKey,
-            key_template: KeyTemplate::parse(KEY_TEMPLATE_API_KEY).unwrap(),
-            ..rule.clone()
-        };
-        assert_eq!(key.key_for("partner"), "resolve:k:key:partner");
-        let php = Rule {
-            key_template: KeyTemplate::parse("resolve:{ip}").unwrap(),
-            ..rule
-        };
-        assert_eq!(php.key_for("203.0.113.7"), "resolve:203.0.113.7");
+        for (name, kind, template, who, key) in [
+            (
+                "ip",
+                KeyKind::Ip,
+                KEY_TEMPLATE_IP,
+                "203.0.113.7",
+                "resolve:ip:203.0.113.7",
+            ),
+            (
+                "site",
+                KeyKind::Global,
+                KEY_TEMPLATE_GLOBAL,
+                "",
+                "resolve:site:*",
+            ),
+            (
+                "k",
+                KeyKind::ApiKey,
+                KEY_TEMPLATE_API_KEY,
+                "partner",
+                "resolve:k:key:partner",
+            ),
+            (
+                "ip",
+                KeyKind::Ip,
+                "resolve:{ip}",
+                "203.0.113.7",
+                "resolve:203.0.113.7",
+            ),
+        ] {
+            let rule = Rule::new(name, kind, Algorithm::Fixed, 30, 60, template).unwrap();
+            assert_eq!(rule.key_for(who), key, "{template}");
+        }
     }
 }

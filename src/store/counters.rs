@@ -25,46 +25,64 @@ pub trait Counters {
     /// store: a log line written at most once a while. True also when the store cannot tell
     /// (a line too many beats a line lost).
     fn first_within(&self, key: &str, secs: u32) -> bool {
-        let Some(rule) = Rule::new(
-            "log",
-            KeyKind::Global,
-            Algorithm::Fixed,
-            1,
-            secs,
-            defaults::KEY_TEMPLATE_GLOBAL,
-        ) else {
-            return true;
+        let once = Count {
+            name: "log",
+            kind: KeyKind::Global,
+            template: defaults::KEY_TEMPLATE_GLOBAL,
+            limit: 1,
+            window_secs: secs,
         };
-        let check = Check {
-            rule: &rule,
-            key: key.to_owned(),
-        };
-        !matches!(self.decide(&[check]), Ok(Decision::Refuse { .. }))
+        !matches!(once.decide(self, key), Some(Ok(Decision::Refuse { .. })))
     }
 
     /// Counts one event under `key` in a fixed window of `window_secs`: true for the event
     /// that makes the count reach `limit` (exactly once a window), false for the others and
     /// when the store cannot count.
     fn count_reaches(&self, key: &str, limit: u32, window_secs: u32) -> bool {
-        let Some(rule) = Rule::new(
-            "count",
-            KeyKind::Ip,
-            Algorithm::Fixed,
+        let count = Count {
+            name: "count",
+            kind: KeyKind::Ip,
+            template: defaults::KEY_TEMPLATE_IP,
             limit,
             window_secs,
-            defaults::KEY_TEMPLATE_IP,
-        ) else {
-            return false;
         };
-        let check = Check {
-            rule: &rule,
-            key: key.to_owned(),
-        };
-        match self.decide(&[check]) {
-            Ok(Decision::Admit { statuses, .. }) => {
+        match count.decide(self, key) {
+            Some(Ok(Decision::Admit { statuses, .. })) => {
                 statuses.first().is_some_and(|s| s.remaining == 0)
             }
             _ => false,
         }
+    }
+}
+
+/// A fixed-window count the store keeps for the owner's controls, under a key of its own.
+struct Count<'a> {
+    name: &'a str,
+    kind: KeyKind,
+    template: &'a str,
+    limit: u32,
+    window_secs: u32,
+}
+
+impl Count<'_> {
+    /// Counts one under `key`; None when no such rule can be (a zero limit or window).
+    fn decide<C: Counters + ?Sized>(
+        &self,
+        counters: &C,
+        key: &str,
+    ) -> Option<Result<Decision, StoreError>> {
+        let rule = Rule::new(
+            self.name,
+            self.kind,
+            Algorithm::Fixed,
+            self.limit,
+            self.window_secs,
+            self.template,
+        )?;
+        let check = Check {
+            rule: &rule,
+            key: key.to_owned(),
+        };
+        Some(counters.decide(&[check]))
     }
 }

@@ -40,6 +40,7 @@ use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal as JournalRole;
+use crate::store::notes::Notes;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
 use journal::Journal;
@@ -489,7 +490,9 @@ impl<C: Clock> JournalRole for FileStore<C> {
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<usage::Row>, StoreError> {
         self.journal().rows(from_hour, to_hour)
     }
+}
 
+impl<C: Clock> Notes for FileStore<C> {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
         self.journal().note(note)
     }

@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::decision::Decision;
-use crate::core::journal::{Batch, Entry, Note, Row};
+use crate::core::journal::{Batch, Entry, Row};
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
 use crate::store::roles::Store;
@@ -185,15 +185,6 @@ impl<C: Clock> Journal for HeldJournal<C> {
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<Row>, StoreError> {
         self.write_held(false)?;
         self.inner.journal_rows(from_hour, to_hour)
-    }
-
-    /// Notes are never held: one is written when it is taken.
-    fn journal_note(&self, note: &Note) -> Result<(), StoreError> {
-        self.inner.journal_note(note)
-    }
-
-    fn journal_notes(&self) -> Result<Vec<Note>, StoreError> {
-        self.inner.journal_notes()
     }
 
     /// Puts the held entries aside without waiting on a server (an idle process, one that

@@ -1,7 +1,7 @@
 //! The store's usage journal: one entry per request added to its hour's totals, read back by
-//! hours, and the `ACTION NEEDED` notes kept beside it.
+//! hours.
 
-use crate::core::journal::{Entry, Note, Row};
+use crate::core::journal::{Entry, Row};
 use crate::store::StoreError;
 
 /// The usage journal, shared by every process of a site.
@@ -20,13 +20,6 @@ pub trait Journal {
 
     /// The journal's rows for the hours `from..to`, in any order.
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<Row>, StoreError>;
-
-    /// Keeps an `ACTION NEEDED` note; only the newest [`crate::core::journal::KEEP_NOTES`]
-    /// are kept.
-    fn journal_note(&self, note: &Note) -> Result<(), StoreError>;
-
-    /// The kept notes, newest first.
-    fn journal_notes(&self) -> Result<Vec<Note>, StoreError>;
 
     /// Puts whatever the journal holds back (a FastCGI process's held entries) where it is
     /// kept, without waiting on a server; the others hold nothing back.

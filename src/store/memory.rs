@@ -26,6 +26,7 @@ use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::roles::Store;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
@@ -349,7 +350,9 @@ impl<C: Clock> Journal for MemoryStore<C> {
             });
         Ok(totals.chain(clients).collect())
     }
+}
 
+impl<C: Clock> Notes for MemoryStore<C> {
     fn journal_note(&self, note: &journal::Note) -> Result<(), StoreError> {
         self.up()?;
         let mut data = self.data();
@@ -416,19 +419,12 @@ mod tests {
     use super::*;
     use crate::core::clock::{FakeClock, SystemClock};
     use crate::core::limiter::Counter;
-    use crate::core::rule::{KeyKind, RuleName};
+    use crate::core::rule::KeyKind;
     use crate::store::StoreErrorKind;
-    use std::num::NonZeroU32;
 
     fn rule(name: &str, algorithm: Algorithm, limit: u32, window_secs: u32) -> Rule {
-        Rule {
-            name: RuleName::new(name).unwrap(),
-            key: KeyKind::Ip,
-            algorithm,
-            limit: NonZeroU32::new(limit).unwrap(),
-            window_secs: NonZeroU32::new(window_secs).unwrap(),
-            key_template: crate::config::default_key_template(KeyKind::Ip),
-        }
+        let ip = crate::support::defaults::KEY_TEMPLATE_IP;
+        Rule::new(name, KeyKind::Ip, algorithm, limit, window_secs, ip).unwrap()
     }
 
     fn check<'a>(rule: &'a Rule, key: &str) -> Check<'a> {

@@ -53,6 +53,7 @@ use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
 use crate::store::mysql::settings::{MysqlSettings, url_parts};
+use crate::store::notes::Notes;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
 use client::{Conn, Params, Place};
@@ -444,7 +445,9 @@ impl Journal for MysqlStore {
         let table = &self.settings.journal_table;
         self.with_conn(|conn, _| journal::rows(conn, table, from_hour, to_hour))
     }
+}
 
+impl Notes for MysqlStore {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
         let table = &self.settings.notes_table;
         self.with_conn(|conn, _| journal::note(conn, table, note))

@@ -20,6 +20,7 @@ use crate::core::rule::Algorithm;
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
@@ -530,7 +531,9 @@ impl Journal for RedisStore {
         }
         Ok(out)
     }
+}
 
+impl Notes for RedisStore {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
         self.transaction(&journal::note_commands(note))
     }

@@ -7,12 +7,13 @@ use std::rc::Rc;
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
+use crate::store::notes::Notes;
 use crate::store::upkeep::Upkeep;
 
 /// A store that serves every role: what the file, MySQL, Redis and memory stores are.
-pub trait Backend: Counters + Cache + Journal + Upkeep {}
+pub trait Backend: Counters + Cache + Journal + Notes + Upkeep {}
 
-impl<T: Counters + Cache + Journal + Upkeep + ?Sized> Backend for T {}
+impl<T: Counters + Cache + Journal + Notes + Upkeep + ?Sized> Backend for T {}
 
 /// The store as a site uses it: each role served by the piece in front of the backend for it
 /// (a spooled or held journal, remembered refusals) or by the backend itself.
@@ -21,6 +22,7 @@ pub struct Store {
     pub counters: Rc<dyn Counters>,
     pub cache: Rc<dyn Cache>,
     pub journal: Rc<dyn Journal>,
+    pub notes: Rc<dyn Notes>,
     pub upkeep: Rc<dyn Upkeep>,
 }
 
@@ -36,6 +38,7 @@ impl Store {
             counters: backend.clone(),
             cache: backend.clone(),
             journal: backend.clone(),
+            notes: backend.clone(),
             upkeep: backend,
         }
     }

@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use crate::core::clock::{Clock, SystemClock};
-use crate::core::journal::{Batch, Entry, Note, Row};
+use crate::core::journal::{Batch, Entry, Row};
 use crate::store::StoreError;
 use crate::store::file::lock::{Lock, ensure_dir, lock_within};
 use crate::store::file::safe_open::{io_error, open_regular, still_named};
@@ -327,15 +327,6 @@ impl<C: Clock> Journal for SpooledJournal<C> {
     fn journal_rows(&self, from_hour: u32, to_hour: u32) -> Result<Vec<Row>, StoreError> {
         self.move_all()?;
         self.inner.journal_rows(from_hour, to_hour)
-    }
-
-    /// Notes are written to the store at once: they are few, and read from there.
-    fn journal_note(&self, note: &Note) -> Result<(), StoreError> {
-        self.inner.journal_note(note)
-    }
-
-    fn journal_notes(&self) -> Result<Vec<Note>, StoreError> {
-        self.inner.journal_notes()
     }
 
     fn flush(&self) -> Result<(), StoreError> {

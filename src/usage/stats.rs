@@ -118,7 +118,7 @@ impl Stats {
             figures,
             totals,
             spend,
-            notes: store.journal.journal_notes()?,
+            notes: store.notes.journal_notes()?,
         })
     }
 

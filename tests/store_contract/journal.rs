@@ -556,7 +556,7 @@ pub fn child_adds_one_entry() {
         });
     }
     // Connected (the database stores) before the signal, so that the adds meet at the store.
-    store.journal.journal_notes().expect("reach the store");
+    store.notes.journal_notes().expect("reach the store");
     let mut stdout = std::io::stdout();
     writeln!(stdout, "{READY}")
         .and_then(|()| stdout.flush())

@@ -105,6 +105,16 @@ fn assert_exact(replies: &[Reply], took: Duration, asked: &[String], limit: usiz
     );
 }
 
+/// The fixed window of [`exact_under_300_requests_at_once`].
+pub fn exact_under_300_requests_at_once_fixed(sut: &mut dyn StoreUnderTest) {
+    exact_under_300_requests_at_once(sut, Algorithm::Fixed);
+}
+
+/// The sliding window of [`exact_under_300_requests_at_once`].
+pub fn exact_under_300_requests_at_once_sliding(sut: &mut dyn StoreUnderTest) {
+    exact_under_300_requests_at_once(sut, Algorithm::Sliding);
+}
+
 /// 300 requests from one address at once (as many processes at once as Apache runs; threads
 /// for the memory store): exactly 30 admitted and 30 paid calls.
 pub fn exact_under_300_requests_at_once(sut: &mut dyn StoreUnderTest, algorithm: Algorithm) {

@@ -21,6 +21,18 @@ pub fn command(args: &[&str]) -> Command {
     cmd
 }
 
+/// Runs `cmd` to its end and returns its standard output; fails the test, with `what` and the
+/// command's standard error, when it does not succeed.
+pub fn succeeded(cmd: &mut Command, what: &str) -> Vec<u8> {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// What a command printed: its standard output, then its standard error.
 pub fn output_text(out: &Output) -> String {
     format!(

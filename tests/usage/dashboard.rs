@@ -6,6 +6,7 @@
 use resolve::support::html::escape;
 use serde_json::Value;
 
+use crate::sum;
 use crate::support::Site;
 use crate::support::dashboard::Browser;
 
@@ -81,14 +82,6 @@ fn clients(page: &str, caption: &str) -> Vec<Value> {
             })
         })
         .collect()
-}
-
-fn sum(v: &Value) -> u64 {
-    v.as_object()
-        .expect("an object")
-        .values()
-        .map(|n| n.as_u64().expect("a count"))
-        .sum()
 }
 
 /// Signs in to the site's dashboard and compares its figures with `resolve stats --json`'s.

@@ -54,7 +54,7 @@ fn since_counts_the_hours_of_its_period_and_no_older_ones() {
                 totals: vec![("paid".into(), paid), ("requests".into(), paid)],
                 clients: Vec::new(),
             };
-            store.journal_add(&entry).expect("journal_add");
+            store.journal.journal_add(&entry).expect("journal_add");
         }
     });
     for (args, paid) in [

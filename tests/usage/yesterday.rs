@@ -7,9 +7,10 @@
 
 use resolve::core::calendar;
 use resolve::core::journal::{Entry, HOUR_MS, Note, Row, day_start, hour_of};
-use resolve::store::journal::Journal;
+use resolve::store::roles::Store;
 use serde_json::Value;
 
+use crate::sum;
 use crate::support::Site;
 use crate::support::system::now_ms;
 
@@ -23,22 +24,15 @@ fn by(map: &Value) -> String {
     format!(" ({})", parts.join(", "))
 }
 
-fn sum(map: &Value) -> u64 {
-    map.as_object()
-        .expect("an object")
-        .values()
-        .map(|v| v.as_u64().expect("a count"))
-        .sum()
-}
-
 /// Adds the journal's rows and notes of the last 24 hours again, 24 hours earlier.
 fn move_a_day_back(site: &Site) {
-    crate::through_the_store(site, |store| move_a_day_back_in(store));
+    crate::through_the_store(site, move_a_day_back_in);
 }
 
-fn move_a_day_back_in(store: &dyn Journal) {
+fn move_a_day_back_in(store: &Store) {
     let now = hour_of(now_ms());
     let rows = store
+        .journal
         .journal_rows(now - 23, now + 1)
         .expect("the journal's rows");
     for row in rows {
@@ -56,12 +50,13 @@ fn move_a_day_back_in(store: &dyn Journal) {
             totals,
             clients,
         };
-        store.journal_add(&entry).expect("journal_add");
+        store.journal.journal_add(&entry).expect("journal_add");
     }
     let since = u64::from(now - 23) * HOUR_MS;
-    for note in store.journal_notes().expect("the notes") {
+    for note in store.notes.journal_notes().expect("the notes") {
         if note.at_ms >= since {
             store
+                .notes
                 .journal_note(&Note {
                     at_ms: note.at_ms - 24 * HOUR_MS,
                     text: note.text,
@@ -82,7 +77,9 @@ pub fn expect_the_report_of(site: &Site) {
         day_start(hour_of(now_ms())),
         "midnight passed while the report ran: run again"
     );
-    let notes = crate::through_the_store(site, |store| store.journal_notes().expect("the notes"));
+    let notes = crate::through_the_store(site, |store| {
+        store.notes.journal_notes().expect("the notes")
+    });
 
     let n = |field: &str| s[field].as_u64().unwrap_or_else(|| panic!("{field}"));
     let day = |hour: u32| calendar::date(u64::from(hour) * HOUR_MS);

@@ -50,12 +50,7 @@ impl Block {
 
 /// A reason as kept: one line, no tabs, at most [`MAX_REASON`] characters.
 pub fn clean_reason(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX_REASON)
-        .collect::<String>()
-        .trim()
-        .to_owned()
+    crate::support::text::one_line(text, MAX_REASON)
 }
 
 /// The list as stored: one line per block, `RANGE TAB UNTIL_MS TAB AUTO TAB REASON`.

@@ -52,13 +52,8 @@ pub fn encode_header(h: &Header) -> [u8; HEADER] {
         "{MAGIC} off={} len={} mark={} sum={:08x}",
         h.off, h.len, h.mark, h.sum
     );
-    let line = format!("{body} hsum={:08x}", checksum(body.as_bytes()));
-    let mut out = [b' '; HEADER];
     // At most 111 bytes with every number at its largest: always fits.
-    let n = line.len().min(HEADER - 1);
-    out[..n].copy_from_slice(&line.as_bytes()[..n]);
-    out[HEADER - 1] = b'\n';
-    out
+    crate::store::file::record::summed_line(&body, "hsum")
 }
 
 /// The header of a file that starts with `bytes` (`None`: an empty file, a new one).

@@ -41,13 +41,19 @@ pub fn encode(seq: u64, c: &Counter) -> [u8; SLOT] {
         "{MAGIC} seq={seq} start={} window={} count={}",
         c.start_ms, c.window_ms, c.count
     );
-    let line = format!("{body} sum={:08x}", checksum(body.as_bytes()));
-    let mut slot = [b' '; SLOT];
     // At most 118 bytes with every number at its largest: always fits.
-    let n = line.len().min(SLOT - 1);
-    slot[..n].copy_from_slice(&line.as_bytes()[..n]);
-    slot[SLOT - 1] = b'\n';
-    slot
+    summed_line(&body, "sum")
+}
+
+/// `body` followed by ` NAME=` and its checksum, padded with spaces to `N` bytes, the last a
+/// line feed (a line longer than that is cut, which no writer's is).
+pub fn summed_line<const N: usize>(body: &str, name: &str) -> [u8; N] {
+    let line = format!("{body} {name}={:08x}", checksum(body.as_bytes()));
+    let mut out = [b' '; N];
+    let n = line.len().min(N - 1);
+    out[..n].copy_from_slice(&line.as_bytes()[..n]);
+    out[N - 1] = b'\n';
+    out
 }
 
 fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {

@@ -44,13 +44,7 @@ fn hold_lock(store: &FileStore<FakeClock>, key: &str) -> File {
 }
 
 fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "resolve-fs-{name}-{}-{}",
-        std::process::id(),
-        crate::support::random::u64()
-    ));
-    fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::support::temp::dir("fs", name)
 }
 
 #[test]

@@ -2,27 +2,20 @@
 //! clock shared by both. A store told to fail shows when it was asked: an answer that still
 //! comes back came from memory.
 
-use std::num::NonZeroU32;
 use std::rc::Rc;
 use std::time::Duration;
 
 use super::*;
 use crate::core::clock::FakeClock;
 use crate::core::journal::{Event, HOUR_MS};
-use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::core::rule::{Algorithm, KeyKind, Rule};
 use crate::store::memory::MemoryStore;
 
 const T0: u64 = 400_000 * HOUR_MS;
 
 fn rule(limit: u32, window_secs: u32) -> Rule {
-    Rule {
-        name: RuleName::new("ip").unwrap(),
-        key: KeyKind::Ip,
-        algorithm: Algorithm::Fixed,
-        limit: NonZeroU32::new(limit).unwrap(),
-        window_secs: NonZeroU32::new(window_secs).unwrap(),
-        key_template: crate::config::default_key_template(KeyKind::Ip),
-    }
+    let ip = defaults::KEY_TEMPLATE_IP;
+    Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, limit, window_secs, ip).unwrap()
 }
 
 fn check<'a>(rule: &'a Rule, who: &str) -> Check<'a> {

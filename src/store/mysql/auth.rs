@@ -16,25 +16,35 @@ pub fn scramble(plugin: &str, password: &[u8], scramble: &[u8]) -> Option<Vec<u8
     }
     match plugin {
         // SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password)))
-        NATIVE => {
-            let once = Sha1::digest(password);
-            let twice = Sha1::digest(once);
-            let mut h = Sha1::new();
-            h.update(scramble);
-            h.update(twice);
-            Some(xor(&once, &h.finalize()))
-        }
+        NATIVE => Some(answer::<Sha1>(password, scramble, Order::ScrambleFirst)),
         // SHA256(password) XOR SHA256(SHA256(SHA256(password)) + scramble)
-        CACHING_SHA2 => {
-            let once = Sha256::digest(password);
-            let twice = Sha256::digest(once);
-            let mut h = Sha256::new();
-            h.update(twice);
-            h.update(scramble);
-            Some(xor(&once, &h.finalize()))
-        }
+        CACHING_SHA2 => Some(answer::<Sha256>(password, scramble, Order::ScrambleLast)),
         _ => None,
     }
+}
+
+/// Where the scramble goes in the second hash.
+enum Order {
+    ScrambleFirst,
+    ScrambleLast,
+}
+
+/// H(password) XOR H(the scramble and H(H(password)), in `order`).
+fn answer<H: Digest>(password: &[u8], scramble: &[u8], order: Order) -> Vec<u8> {
+    let once = H::digest(password);
+    let twice = H::digest(&once);
+    let mut h = H::new();
+    match order {
+        Order::ScrambleFirst => {
+            h.update(scramble);
+            h.update(&twice);
+        }
+        Order::ScrambleLast => {
+            h.update(&twice);
+            h.update(scramble);
+        }
+    }
+    xor(&once, &h.finalize())
 }
 
 fn xor(a: &[u8], b: &[u8]) -> Vec<u8> {

@@ -47,12 +47,7 @@ pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
     if !totals.is_empty() {
         let key = totals_key(entry.hour);
         for (name, n) in totals {
-            out.push(resp::encode(&[
-                b"HINCRBY",
-                key.as_bytes(),
-                name.as_bytes(),
-                n.to_string().as_bytes(),
-            ]));
+            out.push(add_to(&key, name, n));
         }
         let at = expires_at(entry.hour, journal::KEEP_HOURS);
         out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
@@ -60,19 +55,23 @@ pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
     if !entry.clients.is_empty() {
         let key = clients_key(entry.hour);
         for (client, count, n) in &entry.clients {
-            let field = format!("{}:{client}", count.name());
-            out.push(resp::encode(&[
-                b"HINCRBY",
-                key.as_bytes(),
-                field.as_bytes(),
-                n.to_string().as_bytes(),
-            ]));
+            out.push(add_to(&key, &format!("{}:{client}", count.name()), *n));
         }
         let at = expires_at(entry.hour, journal::CLIENT_HOURS);
         out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
     }
     out.push(resp::encode(&[b"EXEC"]));
     out
+}
+
+/// The command that adds `n` to `field` of the hash at `key`.
+fn add_to(key: &str, field: &str, n: u64) -> Vec<u8> {
+    resp::encode(&[
+        b"HINCRBY",
+        key.as_bytes(),
+        field.as_bytes(),
+        n.to_string().as_bytes(),
+    ])
 }
 
 /// The transaction that keeps `note` and trims the list.
