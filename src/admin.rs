@@ -117,6 +117,26 @@ impl Dashboard<'_> {
             action: action.as_deref(),
             page: Some(&self.config.page),
         };
+        if let Some(why) = self.blocked(env) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "403 {} at the dashboard: blocked, {why}",
+                    self.identity(env).unwrap_or_else(|| "-".into())
+                ),
+            );
+            return page::html(
+                403,
+                page::refusal(
+                    &frame,
+                    "Blocked",
+                    Notice {
+                        kind: "error",
+                        text: crate::app::controls::BLOCKED,
+                    },
+                ),
+            );
+        }
         let keys = match server_key::load_or_create(&self.config.data_dir) {
             Ok(secret) => Keys::derive(&secret, admin.password_hash.expose()),
             Err(e) => {
@@ -239,6 +259,32 @@ impl Dashboard<'_> {
                 },
             ),
         )
+    }
+
+    /// Why the client is blocked, when the configuration's block list or the store's blocks
+    /// hold its address: the dashboard refuses it as every other answer does. Blocks that
+    /// cannot be read are logged and let pass (the sign-in's budgets still count).
+    fn blocked(&self, env: &Env) -> Option<String> {
+        let address = self.address(env)?;
+        if self.config.block.contains(address) {
+            return Some("it is in the configuration's block list".into());
+        }
+        let blocks = crate::app::controls::blocks::read_for_request(
+            &*self.store.cache,
+            crate::app::controls::blocks::copy_path(self.config).as_deref(),
+            self.now_ms,
+        );
+        match blocks {
+            Ok(list) => crate::app::controls::blocks::find(&list, address, self.now_ms)
+                .map(|b| format!("{} is blocked ({})", b.range, b.reason)),
+            Err(e) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!("the dashboard cannot read the blocks: {e}"),
+                );
+                None
+            }
+        }
     }
 
     /// The client's address.
