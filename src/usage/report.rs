@@ -301,14 +301,12 @@ mod tests {
             vec![],
         );
         let text = render(&s, false).unwrap();
-        let has = |line: &str| text.lines().any(|l| l == line);
-        assert!(
-            has("Blocked (403):     30 (3 clients blocked automatically)"),
-            "{text}"
-        );
-        assert!(
-            has("Shadow rules:      120 would have been refused (tight 120)"),
-            "{text}"
+        crate::usage::text::assert_lines(
+            &text,
+            &[
+                "Blocked (403):     30 (3 clients blocked automatically)",
+                "Shadow rules:      120 would have been refused (tight 120)",
+            ],
         );
         // Neither is a problem to act on: a quiet day for `--only-problems`.
         assert_eq!(render(&s, true), None);

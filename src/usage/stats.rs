@@ -213,14 +213,12 @@ mod tests {
             ("would_refuse:night", 3),
         ])
         .text();
-        let has = |line: &str| text.lines().any(|l| l == line);
-        assert!(
-            has("Blocked (403):     12 (2 clients blocked automatically)"),
-            "{text}"
-        );
-        assert!(
-            has("Shadow rules:      43 would have been refused (night 3, tight 40)"),
-            "{text}"
+        crate::usage::text::assert_lines(
+            &text,
+            &[
+                "Blocked (403):     12 (2 clients blocked automatically)",
+                "Shadow rules:      43 would have been refused (night 3, tight 40)",
+            ],
         );
         let one = with_totals(&[("blocked", 1), ("auto_blocked", 1)]).text();
         assert!(

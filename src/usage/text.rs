@@ -152,3 +152,11 @@ fn by(map: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k} {v}")).collect();
     format!(" ({})", parts.join(", "))
 }
+
+/// Fails unless each of `lines` is a whole line of `text`.
+#[cfg(test)]
+pub fn assert_lines(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.lines().any(|l| l == *line), "{line:?} in\n{text}");
+    }
+}

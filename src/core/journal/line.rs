@@ -76,19 +76,16 @@ mod tests {
         for cut in 0..line.len() - 1 {
             assert_eq!(Entry::from_line(&line[..cut]), None, "cut at {cut}");
         }
-        for bad in [
-            &b"[7,[],[[\"a\",\"maybe\",1]]]"[..],
-            b"[-1,[],[]]",
-            b"[7,[[\"a\",-1]],[]]",
-            b"{\"hour\":7}",
+        let not_entries: [&[u8]; 5] = [
+            br#"[7,[],[["a","maybe",1]]]"#,
+            br#"[-1,[],[]]"#,
+            br#"[7,[["a",-1]],[]]"#,
+            br#"{"hour":7}"#,
             b"\xff\xfe",
-        ] {
-            assert_eq!(
-                Entry::from_line(bad),
-                None,
-                "{}",
-                String::from_utf8_lossy(bad)
-            );
+        ];
+        for line in not_entries {
+            let shown = String::from_utf8_lossy(line);
+            assert_eq!(Entry::from_line(line), None, "{shown}");
         }
     }
 }

@@ -406,14 +406,17 @@ mod tests {
                 count: 1
             }]
         );
-        for bad in [
-            &b"t 0 x\n"[..],
-            b"t 0 x y\n",
-            b"q 0 x 1\n",
-            b"t x 1\n",
-            b"t 0 %zz 1\n",
-        ] {
-            assert_eq!(rows(bad, 0), Err(Damage::Line), "{bad:?}");
+        // A count that is no number, one too many fields, an unknown kind, an hour that is no
+        // number, a name badly escaped.
+        let bad = [
+            "t 0 x\n",
+            "t 0 x y\n",
+            "q 0 x 1\n",
+            "t x 1\n",
+            "t 0 %zz 1\n",
+        ];
+        for line in bad {
+            assert_eq!(rows(line.as_bytes(), 0), Err(Damage::Line), "{line:?}");
         }
         assert_eq!(add(b"nonsense\n", &keys), Err(Damage::Line));
     }
