@@ -16,6 +16,7 @@ pub mod hash_turn;
 pub mod page;
 pub mod server_key;
 pub mod session;
+pub mod sessions;
 pub mod signin;
 pub mod token;
 
@@ -162,7 +163,7 @@ impl Dashboard<'_> {
             frame,
             scope: cookies::Scope {
                 path: action.as_deref(),
-                secure: cookies::is_https(env),
+                secure: cookies::is_https(env, &self.config.client),
             },
             keys,
         };
@@ -189,21 +190,41 @@ impl Dashboard<'_> {
         }
         let fields = Fields::read(&bytes);
         match fields.action.as_str() {
-            "signout" => self.sign_out(&ctx, &fields),
+            "signout" => self.sign_out(&ctx, &fields, false),
+            "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }
 
-    /// The session the request's cookie holds, if it is signed and current.
+    /// The session the request's cookie holds, if it is signed and current, and still open on
+    /// the server (not signed out, not idle for too long); it is seen now.
     fn session(&self, ctx: &Ctx<'_>) -> Option<Session> {
-        let cookie = cookies::get(ctx.env, SESSION_COOKIE)?;
-        session::open_session(
+        let cookie = ctx.scope.get(ctx.env, SESSION_COOKIE)?;
+        let session = session::open_session(
             &ctx.keys,
             cookie,
             self.now_secs(),
             defaults::ADMIN_SESSION_SECS,
-        )
+        )?;
+        let open = sessions::change(&self.config.data_dir, |t| {
+            t.touch(&session.nonce, self.now_secs(), defaults::ADMIN_IDLE_SECS)
+        });
+        match open {
+            Ok(true) => Some(session),
+            Ok(false) => None,
+            Err(e) => {
+                self.log.line(
+                    Level::Error,
+                    &format!(
+                        "the dashboard cannot read its list of sessions ({} in the data \
+                         directory): {e}",
+                        defaults::ADMIN_SESSIONS_FILE
+                    ),
+                );
+                None
+            }
+        }
     }
 
     /// GET: the dashboard for a signed-in owner; the sign-in form for anyone else.
@@ -219,7 +240,9 @@ impl Dashboard<'_> {
     fn sign_in_form(&self, ctx: &Ctx<'_>, status: u16, notice: Option<Notice<'_>>) -> Response {
         let now = self.now_secs();
         let life = defaults::ADMIN_FORM_SECS;
-        let kept = cookies::get(ctx.env, FORM_COOKIE)
+        let kept = ctx
+            .scope
+            .get(ctx.env, FORM_COOKIE)
             .filter(|c| session::form_is_current(c, now, life))
             .map(str::to_owned);
         let (form_cookie, fresh) = match kept {
@@ -237,7 +260,7 @@ impl Dashboard<'_> {
                 cookies::set(ctx.scope, FORM_COOKIE, &form_cookie, life),
             );
         }
-        if cookies::get(ctx.env, SESSION_COOKIE).is_some() {
+        if ctx.scope.get(ctx.env, SESSION_COOKIE).is_some() {
             r = r.header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE));
         }
         r
@@ -302,13 +325,47 @@ impl Dashboard<'_> {
         Some(self.config.client.identity(self.address(env)?))
     }
 
-    /// POST to sign out: only with the session's own token.
-    fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
+    /// POST to sign out, this session or every one (`everywhere`): only with the session's
+    /// own token. The session ends on the server, so a copy of its cookie opens nothing.
+    fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields, everywhere: bool) -> Response {
         match self.session(ctx) {
             Some(s) if session::check_sign_out(&ctx.keys, &s, &fields.csrf) => {
                 let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                let ended = sessions::change(&self.config.data_dir, |t| {
+                    if everywhere {
+                        t.clear();
+                    } else {
+                        t.remove(&s.nonce);
+                    }
+                });
+                if let Err(e) = ended {
+                    self.log.line(
+                        Level::Error,
+                        &format!(
+                            "dashboard: signing out from {who} failed: the list of sessions \
+                             cannot be changed: {e}"
+                        ),
+                    );
+                    return page::html(
+                        503,
+                        page::refusal(
+                            &ctx.frame,
+                            "Not signed out",
+                            Notice {
+                                kind: "error",
+                                text: "The sign-out could not be recorded: the error log says \
+                                       why. You are still signed in.",
+                            },
+                        ),
+                    );
+                }
+                let what = if everywhere {
+                    "signed out everywhere"
+                } else {
+                    "signed out"
+                };
                 self.log
-                    .line(Level::Notice, &format!("dashboard: signed out from {who}"));
+                    .line(Level::Notice, &format!("dashboard: {what} from {who}"));
                 page::see_other(&ctx.frame)
                     .header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE))
             }

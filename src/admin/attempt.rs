@@ -5,7 +5,7 @@
 use super::page::Notice;
 use super::session::{self, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE};
 use super::signin::{self, Budget, Budgets, Gate, Who};
-use super::{Ctx, Dashboard, Fields, cookies, hash_turn, page, token};
+use super::{Ctx, Dashboard, Fields, cookies, hash_turn, page, sessions, token};
 use crate::http::render;
 use crate::http::response::Response;
 use crate::support::defaults;
@@ -15,15 +15,18 @@ use crate::support::password;
 impl Dashboard<'_> {
     /// POST with the password: the form's token, then the lock-out, then the password.
     pub(super) fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
-        let bound = cookies::get(ctx.env, FORM_COOKIE).is_some_and(|form_cookie| {
-            session::check_sign_in(
-                &ctx.keys,
-                form_cookie,
-                &fields.csrf,
-                self.now_secs(),
-                defaults::ADMIN_FORM_SECS,
-            )
-        });
+        let bound = ctx
+            .scope
+            .get(ctx.env, FORM_COOKIE)
+            .is_some_and(|form_cookie| {
+                session::check_sign_in(
+                    &ctx.keys,
+                    form_cookie,
+                    &fields.csrf,
+                    self.now_secs(),
+                    defaults::ADMIN_FORM_SECS,
+                )
+            });
         if !bound {
             return self.sign_in_form(
                 ctx,
@@ -38,7 +41,7 @@ impl Dashboard<'_> {
         let Some(address) = self.address(ctx.env) else {
             return page::text(400, "The server could not tell who is asking.");
         };
-        let device = cookies::get(ctx.env, DEVICE_COOKIE).and_then(|c| {
+        let device = ctx.scope.get(ctx.env, DEVICE_COOKIE).and_then(|c| {
             session::open_device(&ctx.keys, c, self.now_secs(), defaults::ADMIN_DEVICE_SECS)
         });
         let known = device.is_some();
@@ -236,6 +239,33 @@ impl Dashboard<'_> {
             defaults::ADMIN_DEVICE_SECS,
             &device_nonce,
         );
+        let now = self.now_secs();
+        let opened = sessions::change(&self.config.data_dir, |t| {
+            t.add(
+                &nonce,
+                now,
+                now.saturating_add(defaults::ADMIN_SESSION_SECS),
+                defaults::ADMIN_IDLE_SECS,
+            )
+        });
+        if let Err(e) = opened {
+            self.log.line(
+                Level::Error,
+                &format!(
+                    "dashboard sign-in of {shown}: the password was right but the list of \
+                     sessions ({} in the data directory) cannot be written: {e}",
+                    defaults::ADMIN_SESSIONS_FILE
+                ),
+            );
+            return self.sign_in_form(
+                ctx,
+                503,
+                Some(Notice {
+                    kind: "error",
+                    text: "Signing in is not possible right now: the error log says why.",
+                }),
+            );
+        }
         self.log
             .line(Level::Notice, &format!("dashboard: signed in from {shown}"));
         page::see_other(&ctx.frame)

@@ -158,6 +158,13 @@ pub const REDIS_READ_TIMEOUT_MS: u64 = 1_000;
 /// The dashboard (`/admin`, on with `admin.password_hash`): how long a sign-in lasts, in
 /// seconds. A working day; the expiry is inside the signed cookie, not only its `Max-Age`.
 pub const ADMIN_SESSION_SECS: u64 = 12 * 3600;
+/// How long a session may go unused before it ends, in seconds (30 minutes): a dashboard left
+/// open on a shared computer does not stay signed in for the rest of the day.
+pub const ADMIN_IDLE_SECS: u64 = 30 * 60;
+/// The file in the data directory that lists the open sessions (signing out takes one off).
+pub const ADMIN_SESSIONS_FILE: &str = "admin-sessions";
+/// Most sessions open at once: one owner's few browsers; past it the longest unused ends.
+pub const ADMIN_MAX_SESSIONS: usize = 16;
 /// How long a sign-in form may stay open before it is sent, in seconds.
 pub const ADMIN_FORM_SECS: u64 = 2 * 3600;
 /// Failed sign-ins one client address may make per window before it must wait: a person who
