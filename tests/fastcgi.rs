@@ -437,6 +437,19 @@ fn exits_after_max_requests_and_at_once_on_sigterm() {
     assert!(process.stderr().is_empty(), "{}", process.stderr());
 }
 
+/// Waits up to 10 s for the journal to count `want` (see `counted`); fails with `what` after.
+fn journal_reaches(config: &Path, want: (u64, u64, u64), what: &str) {
+    let started = std::time::Instant::now();
+    while counted(&stats(config)) != want {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{what}: {:?}",
+            counted(&stats(config))
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The usage journal's figures, as `resolve stats --json` reads them from the store.
 fn stats(config: &Path) -> Value {
     let mut cmd = std::process::Command::new(support::binary());
@@ -475,15 +488,7 @@ fn a_process_writes_its_journal_within_seconds_when_idle_and_all_of_it_on_sigter
     let answers: Vec<u16> = (0..6).map(ask).collect();
     assert_eq!(answers, [200, 200, 429, 429, 429, 429]);
     // Idle, the process writes what it holds within about two ticks of its wait.
-    let started = std::time::Instant::now();
-    while counted(&stats(&path)) != (6, 2, 4) {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "not written while idle: {:?}",
-            counted(&stats(&path))
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    journal_reaches(&path, (6, 2, 4), "not written while idle");
     // A burst, then SIGTERM at once: every request of it is in the journal when it exits.
     let answers: Vec<u16> = (6..26).map(ask).collect();
     assert!(answers.iter().all(|s| *s == 429), "{answers:?}");
@@ -542,15 +547,7 @@ fn an_idle_process_never_waits_on_a_hung_redis_for_its_journal() {
         "answered after {took:?}: the request waited for the idle process's journal write \
          (store.read_timeout_ms is {READ_MS} ms)"
     );
-    let started = std::time::Instant::now();
-    while counted(&stats(&path)) != (1, 1, 0) {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the held entry was lost: {:?}",
-            counted(&stats(&path))
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    journal_reaches(&path, (1, 1, 0), "the held entry was lost");
 }
 
 #[test]

@@ -374,16 +374,18 @@ mod tests {
         );
     }
 
+    /// The HTML answer for a link resolved to `download`, named `filename`.
+    fn download_page(download: &str, filename: &str, frame: &Frame<'_>) -> Response {
+        let link = Resolved {
+            download: download.into(),
+            filename: Some(filename.into()),
+        };
+        resolved(Format::Html, &link, frame)
+    }
+
     #[test]
     fn html_is_escaped() {
-        let r = resolved(
-            Format::Html,
-            &Resolved {
-                download: "https://e.x/?a=\"><script>".into(),
-                filename: Some("<b>x</b>".into()),
-            },
-            &Frame::default(),
-        );
+        let r = download_page("https://e.x/?a=\"><script>", "<b>x</b>", &Frame::default());
         let body = String::from_utf8(r.body).unwrap();
         assert!(
             !body.contains("<script>") && !body.contains("<b>"),
@@ -470,14 +472,8 @@ mod tests {
 
     #[test]
     fn the_download_page_shows_the_name_and_the_address() {
-        let r = resolved(
-            Format::Html,
-            &Resolved {
-                download: "https://cdn.example/f/1".into(),
-                filename: Some("file.zip".into()),
-            },
-            &Frame::new(Some("/cgi-bin/resolve"), None),
-        );
+        let frame = Frame::new(Some("/cgi-bin/resolve"), None);
+        let r = download_page("https://cdn.example/f/1", "file.zip", &frame);
         assert_eq!(r.header_value("Referrer-Policy"), Some("no-referrer"));
         let body = html(r);
         assert!(

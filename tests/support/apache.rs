@@ -587,6 +587,15 @@ impl Apache {
         }
     }
 
+    /// Once the error_log has settled, fails if it holds any of `bad`.
+    pub fn assert_log_lacks(&self, bad: &[&str]) {
+        self.settle_log();
+        let log = self.error_log();
+        for b in bad {
+            assert!(!log.contains(b), "{b:?} in the error_log:\n{log}");
+        }
+    }
+
     fn startup_output(&self) -> String {
         format!(
             "stderr: {}\nerror_log: {}",

@@ -84,6 +84,11 @@ fn clients(page: &str, caption: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The rows a table shows for the JSON array `list`, each made by `row`.
+fn table_of(list: &Value, row: impl Fn(&Value) -> Vec<String>) -> Vec<Vec<String>> {
+    list.as_array().expect("an array").iter().map(row).collect()
+}
+
 /// Signs in to the site's dashboard and compares its figures with `resolve stats --json`'s.
 pub fn expect_the_figures_of_stats(site: &Site) {
     let mut browser = Browser::new(site);
@@ -122,20 +127,15 @@ pub fn expect_the_figures_of_stats(site: &Site) {
         "<caption>Spend limits, now</caption>",
         "</table>",
     ));
-    let expected: Vec<Vec<String>> = s["spend"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            vec![
-                l["name"].as_str().unwrap().to_owned(),
-                l["used"].to_string(),
-                l["limit"].to_string(),
-                l["left"].to_string(),
-                "day".to_owned(),
-            ]
-        })
-        .collect();
+    let expected = table_of(&s["spend"], |l| {
+        vec![
+            l["name"].as_str().unwrap().to_owned(),
+            l["used"].to_string(),
+            l["limit"].to_string(),
+            l["left"].to_string(),
+            "day".to_owned(),
+        ]
+    });
     assert_eq!(spend, expected, "spend limits");
 
     // Paid calls hour by hour: the chart's table holds the same 24 hours as the JSON.
@@ -144,18 +144,13 @@ pub fn expect_the_figures_of_stats(site: &Site) {
         "Paid calls per hour, as a table",
         "</table>",
     ));
-    let expected: Vec<Vec<String>> = s["paid_per_hour"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            let at = h["hour"].as_str().unwrap();
-            vec![
-                format!("{} {}", &at[..10], &at[11..16]),
-                h["paid_calls"].to_string(),
-            ]
-        })
-        .collect();
+    let expected = table_of(&s["paid_per_hour"], |h| {
+        let at = h["hour"].as_str().unwrap();
+        vec![
+            format!("{} {}", &at[..10], &at[11..16]),
+            h["paid_calls"].to_string(),
+        ]
+    });
     assert_eq!(hours, expected, "paid calls per hour");
     assert!(
         page.contains(&format!("{} paid calls in this period", n("paid_calls"))),
