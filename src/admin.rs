@@ -14,6 +14,7 @@ mod attempt;
 pub mod cookies;
 pub mod hash_turn;
 pub mod page;
+pub mod same_origin;
 pub mod server_key;
 pub mod session;
 pub mod sessions;
@@ -187,6 +188,26 @@ impl Dashboard<'_> {
         }
         if bytes.len() as u64 != head.body_len {
             return page::text(400, "The form arrived incomplete.");
+        }
+        if let Err(header) = same_origin::check(env) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused a form from another site ({header}) for {}",
+                    self.identity(env).unwrap_or_else(|| "-".into())
+                ),
+            );
+            return page::html(
+                403,
+                page::refusal(
+                    &ctx.frame,
+                    "Not used",
+                    Notice {
+                        kind: "error",
+                        text: "This form was sent from another site's page, so it was not used.",
+                    },
+                ),
+            );
         }
         let fields = Fields::read(&bytes);
         match fields.action.as_str() {

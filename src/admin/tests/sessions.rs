@@ -132,3 +132,49 @@ fn cookies_are_host_prefixed_and_secure_over_https_even_through_a_trusted_proxy(
         "{cookie}"
     );
 }
+
+#[test]
+fn forms_from_another_site_are_refused_even_with_the_token() {
+    let site = site();
+    let mut jar = Jar::default();
+    let (_, form) = site.get(&mut jar);
+    let token = hidden(&form, "csrf");
+    let body = format!(
+        "action=signin&csrf={token}&password={}",
+        PASSWORD.replace(' ', "+")
+    );
+    let send = |jar: &mut Jar, name: &str, value: &str| {
+        let env = env("POST", jar, "203.0.113.9")
+            .with("HTTP_HOST", "mysite.example")
+            .with(name, value)
+            .with("CONTENT_TYPE", "application/x-www-form-urlencoded")
+            .with("CONTENT_LENGTH", body.len().to_string());
+        let r = site.dashboard().answer(&env, &mut body.as_bytes());
+        jar.take(&r);
+        r
+    };
+    for (name, value) in [
+        ("HTTP_ORIGIN", "https://evil.example"),
+        ("HTTP_ORIGIN", "null"),
+        ("HTTP_SEC_FETCH_SITE", "cross-site"),
+    ] {
+        let r = send(&mut jar.clone(), name, value);
+        assert_eq!(r.status, 403, "{value}");
+        assert!(
+            !r.headers
+                .iter()
+                .any(|(_, v)| v.contains("resolve_admin=s1"))
+        );
+    }
+    assert!(
+        site.log()
+            .contains("refused a form from another site (Origin https://evil.example)")
+    );
+    assert!(
+        !site.log().contains("wrong password"),
+        "not counted as a sign-in"
+    );
+    // From the site's own page: signed in.
+    let r = send(&mut jar, "HTTP_ORIGIN", "https://mysite.example");
+    assert_eq!(r.status, 303);
+}
