@@ -11,6 +11,7 @@
 //! `support::password`'s; the figures' HTML is `usage::html`'s.
 
 mod attempt;
+mod blocking;
 pub mod cookies;
 pub mod hash_turn;
 pub mod page;
@@ -214,6 +215,7 @@ impl Dashboard<'_> {
             "signout" => self.sign_out(&ctx, &fields, false),
             "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
+            "unblock" => self.unblock(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }
@@ -413,86 +415,6 @@ impl Dashboard<'_> {
         }
     }
 
-    /// POST to block a client for a day, from the top clients' table: only with the session's
-    /// own token, and only an address or range.
-    fn block(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
-        let Some(session) = self.session(ctx) else {
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: "You were not signed in (or your sign-in had expired): nobody was blocked.",
-                }),
-            );
-        };
-        let refuse = |text: &'static str| {
-            page::html(
-                403,
-                page::refusal(
-                    &ctx.frame,
-                    "Nobody was blocked",
-                    Notice {
-                        kind: "error",
-                        text,
-                    },
-                ),
-            )
-        };
-        if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
-            return refuse("This form did not come from your dashboard, so it was not used.");
-        }
-        let Some(range) = crate::net::cidr::Cidr::parse(&fields.client) else {
-            return refuse("That is not an address or a range.");
-        };
-        let until = self
-            .now_ms
-            .saturating_add(defaults::ADMIN_BLOCK_SECS * 1000);
-        let block = crate::app::controls::blocks::Block {
-            range,
-            until_ms: Some(until),
-            reason: "blocked from the dashboard".into(),
-            auto: false,
-        };
-        let now = self.now_ms;
-        let copy = crate::app::controls::blocks::copy_path(self.config);
-        match crate::app::controls::blocks::update(
-            &*self.store.cache,
-            copy.as_deref(),
-            now,
-            |list| (crate::app::controls::blocks::with(list, block, now), ()),
-        ) {
-            Ok(()) => {
-                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
-                self.log.line(
-                    Level::Notice,
-                    &format!(
-                        "dashboard: {range} blocked until {} by the owner from {who} (`resolve unblock {range}` lifts it)",
-                        crate::core::calendar::iso(until)
-                    ),
-                );
-                page::see_other(&ctx.frame)
-            }
-            Err(e) => {
-                self.log.line(
-                    Level::Warn,
-                    &format!("dashboard: blocking {range} failed: {e}"),
-                );
-                page::html(
-                    503,
-                    page::refusal(
-                        &ctx.frame,
-                        "Nobody was blocked",
-                        Notice {
-                            kind: "error",
-                            text: "The store could not be changed: the error log says why.",
-                        },
-                    ),
-                )
-            }
-        }
-    }
-
     /// The period asked for (`?since=24h`, `7d`, `30d`, as `resolve stats --since`), in
     /// hours; the last 24 by default.
     fn period(env: &Env) -> u32 {
@@ -538,6 +460,7 @@ impl Dashboard<'_> {
         let ready = crate::usage::readiness::report(self.config, self.store, &mut report);
         let report = String::from_utf8_lossy(&report);
         let report = crate::support::secret::mask(&report, &forms);
+        sections.push_str(&self.blocks_section(ctx, session));
         sections.push_str(&page::report_section(&report, ready));
         page::html(
             200,

@@ -79,6 +79,11 @@ pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
 /// A block from the dashboard's top clients lasts a day: long enough to stop a scraper's run,
 /// short enough that a shared address is not shut out for good.
 pub const ADMIN_BLOCK_SECS: u64 = 24 * 3600;
+/// The widest ranges the dashboard may block: an IPv4 /16 and an IPv6 /32 (one provider's
+/// customers, not the whole Internet): a leaked session cannot shut every visitor out. Wider
+/// blocks are for `resolve block` and the configuration, with a shell.
+pub const ADMIN_BLOCK_WIDEST_V4: u8 = 16;
+pub const ADMIN_BLOCK_WIDEST_V6: u8 = 32;
 
 /// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
 /// it, for one small write per request.

@@ -56,3 +56,118 @@ fn a_blocked_address_gets_403_at_the_dashboard() {
     );
     assert_eq!(r.status, 403);
 }
+
+/// A signed-in browser and its form token.
+fn owner(site: &Site) -> (Jar, String) {
+    let mut jar = Jar::default();
+    assert_eq!(
+        site.sign_in(&mut jar, PASSWORD, "203.0.113.9").0.status,
+        303
+    );
+    let token = hidden(&site.get(&mut jar).1, "csrf");
+    (jar, token)
+}
+
+#[test]
+fn the_dashboard_blocks_no_range_wider_than_a_16_or_a_32() {
+    let site = site();
+    let (mut jar, token) = owner(&site);
+    for wide in ["0.0.0.0/0", "::/0", "10.0.0.0/15", "2001:db8::/31"] {
+        let (r, page) = site.post(
+            &mut jar,
+            &format!(
+                "action=block&client={}&csrf={token}",
+                wide.replace('/', "%2F")
+            ),
+            "203.0.113.9",
+        );
+        assert_eq!(r.status, 403, "{wide}");
+        assert!(
+            page.contains("wider than the dashboard may block"),
+            "{wide}: {page}"
+        );
+    }
+    assert!(blocks::read(&site.store).unwrap().is_empty());
+    for narrow in ["10.0.0.0/16", "2001:db8::/32"] {
+        let (r, _) = site.post(
+            &mut jar,
+            &format!(
+                "action=block&client={}&csrf={token}",
+                narrow.replace('/', "%2F")
+            ),
+            "203.0.113.9",
+        );
+        assert_eq!(r.status, 303, "{narrow}");
+    }
+    assert_eq!(blocks::read(&site.store).unwrap().len(), 2);
+}
+
+#[test]
+fn the_dashboard_never_shortens_a_longer_block() {
+    let site = site();
+    block_in_store(&site, "192.0.2.66", None);
+    block_in_store(&site, "192.0.2.67", Some(START_MS + 7 * 86_400_000));
+    let (mut jar, token) = owner(&site);
+    for client in ["192.0.2.66", "192.0.2.67", "192.0.2.68"] {
+        let (r, _) = site.post(
+            &mut jar,
+            &format!("action=block&client={client}&csrf={token}"),
+            "203.0.113.9",
+        );
+        assert_eq!(r.status, 303);
+    }
+    let list = blocks::read(&site.store).unwrap();
+    let until = |range: &str| {
+        list.iter()
+            .find(|b| b.range.to_string() == range)
+            .map(|b| b.until_ms)
+            .unwrap()
+    };
+    assert_eq!(until("192.0.2.66/32"), None, "for good, still");
+    assert_eq!(until("192.0.2.67/32"), Some(START_MS + 7 * 86_400_000));
+    assert_eq!(until("192.0.2.68/32"), Some(START_MS + 86_400_000));
+    assert!(
+        site.log()
+            .contains("192.0.2.66/32 already blocked until unblocked; kept")
+    );
+}
+
+#[test]
+fn the_dashboard_lists_the_blocks_and_lifts_them() {
+    let site = site();
+    block_in_store(&site, "192.0.2.66", None);
+    let (mut jar, token) = owner(&site);
+    let (_, page) = site.get(&mut jar);
+    assert!(page.contains("<h2 id=\"blocks\">Blocks</h2>"), "{page}");
+    assert!(
+        page.contains(
+            "<td>192.0.2.66/32</td><td>until lifted</td><td>the owner</td><td>by hand</td>"
+        ),
+        "{page}"
+    );
+    assert!(page.contains("name=\"action\" value=\"unblock\""), "{page}");
+    // Only with the session's token.
+    let (r, _) = site.post(
+        &mut jar,
+        "action=unblock&client=192.0.2.66&csrf=00",
+        "203.0.113.9",
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(blocks::read(&site.store).unwrap().len(), 1);
+    let (r, _) = site.post(
+        &mut jar,
+        &format!("action=unblock&client=192.0.2.66&csrf={token}"),
+        "203.0.113.9",
+    );
+    assert_eq!(r.status, 303);
+    assert!(blocks::read(&site.store).unwrap().is_empty());
+    assert!(
+        site.log()
+            .contains("the block of 192.0.2.66/32 lifted by the owner")
+    );
+    assert!(
+        site.get(&mut jar)
+            .1
+            .contains("Nobody is blocked in the store.")
+    );
+}
