@@ -33,6 +33,8 @@ APT_PACKAGES=(
     file
     binutils
     python3
+    # valgrind: bench/request-path.sh --check, which runs a refused request under callgrind
+    valgrind
     unzip
     procps
     ca-certificates
@@ -198,6 +200,8 @@ main() {
     CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --release --target "$MUSL_TARGET"
     check_static "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
     check_layout "${CARGO_TARGET_DIR:-target}/$MUSL_TARGET/release/resolve"
+    step "link/request-path.ld gathers every function a refused request runs"
+    bash bench/request-path.sh --check </dev/null
 
     # The benchmark's figure for the journal: the release binary's 429 under mod_cgid with the
     # file store, with and without the journal, for a few seconds. A busy machine moves the
