@@ -79,6 +79,16 @@ pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
 /// A block from the dashboard's top clients lasts a day: long enough to stop a scraper's run,
 /// short enough that a shared address is not shut out for good.
 pub const ADMIN_BLOCK_SECS: u64 = 24 * 3600;
+/// Automatic blocks in one network (below) past which the network is blocked instead: an
+/// attacker rotating through the addresses of one /48 (65,536 /64s) or /24 makes one block, not
+/// thousands, and cannot fill the list to push its first blocks out.
+pub const AUTO_BLOCK_WIDEN_AT: usize = 3;
+/// The networks automatic blocks and refusals are also counted by: an IPv4 /24, an IPv6 /48.
+pub const AUTO_BLOCK_NETWORK_V4_PREFIX: u8 = 24;
+pub const AUTO_BLOCK_NETWORK_V6_PREFIX: u8 = 48;
+/// Refusals of one network, as a multiple of `auto_block.refusals`, that block the network
+/// when its addresses each stay below the threshold (one refusal each from many /64s).
+pub const AUTO_BLOCK_NETWORK_FACTOR: u32 = 4;
 /// The widest ranges the dashboard may block: an IPv4 /16 and an IPv6 /32 (one provider's
 /// customers, not the whole Internet): a leaked session cannot shut every visitor out. Wider
 /// blocks are for `resolve block` and the configuration, with a shell.
