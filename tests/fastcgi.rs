@@ -227,12 +227,7 @@ fn a_restarted_store_is_reconnected(store: Value, restart: &mut dyn FnMut()) {
     let path = echo_config(&dir, "config.json", store, vec![rule("ip", "ip", 3, 3600)]);
     let mut process = FcgiProcess::start(&path);
     let pid = process.pid();
-    let ask = |i: usize| {
-        process
-            .send(&FcgiRequest::new("GET", &query(i)).var("REMOTE_ADDR", "192.0.2.9"))
-            .cgi()
-            .status
-    };
+    let ask = |i: usize| status_of(&process, i, "192.0.2.9");
     assert_eq!(ask(0), 200);
     restart();
     // The server lost its counters (no persistence for Redis; MariaDB keeps them): what
@@ -437,6 +432,12 @@ fn exits_after_max_requests_and_at_once_on_sigterm() {
     assert!(process.stderr().is_empty(), "{}", process.stderr());
 }
 
+/// The status of the `i`th link asked of `process` by `client`.
+fn status_of(process: &FcgiProcess, i: usize, client: &str) -> u16 {
+    let request = FcgiRequest::new("GET", &query(i)).var("REMOTE_ADDR", client);
+    process.send(&request).cgi().status
+}
+
 /// Waits up to 10 s for the journal to count `want` (see `counted`); fails with `what` after.
 fn journal_reaches(config: &Path, want: (u64, u64, u64), what: &str) {
     let started = std::time::Instant::now();
@@ -479,12 +480,7 @@ fn a_process_writes_its_journal_within_seconds_when_idle_and_all_of_it_on_sigter
     });
     let path = config::write(&dir, &cfg);
     let mut process = FcgiProcess::start(&path);
-    let ask = |i: usize| {
-        process
-            .send(&FcgiRequest::new("GET", &query(i)).var("REMOTE_ADDR", "192.0.2.30"))
-            .cgi()
-            .status
-    };
+    let ask = |i: usize| status_of(&process, i, "192.0.2.30");
     let answers: Vec<u16> = (0..6).map(ask).collect();
     assert_eq!(answers, [200, 200, 429, 429, 429, 429]);
     // Idle, the process writes what it holds within about two ticks of its wait.
@@ -519,12 +515,7 @@ fn an_idle_process_never_waits_on_a_hung_redis_for_its_journal() {
         vec![rule("ip", "ip", 5, 3600)],
     );
     let process = FcgiProcess::start(&path);
-    let ask = |i: usize| {
-        process
-            .send(&FcgiRequest::new("GET", &query(i)).var("REMOTE_ADDR", "192.0.2.31"))
-            .cgi()
-            .status
-    };
+    let ask = |i: usize| status_of(&process, i, "192.0.2.31");
     assert_eq!(ask(0), 200);
     let pid = redis.pid().expect("redis runs").to_string();
     let kill = |sig: &str| {

@@ -359,9 +359,11 @@ fn expect_everything(f: &Figured) {
     yesterday::expect_the_report_of(&f.site);
 }
 
-/// `drive`'s traffic on a site with `store` (None: the file store), then everything shown.
-fn figures_are_exact(label: &str, store: Option<Value>) {
-    let f = site(label, store);
+/// `drive`'s traffic on a site with a store of `kind` at `url` (None: the file store), then
+/// everything shown.
+fn figures_are_exact(kind: &str, url: Option<String>) {
+    let store = url.map(|url| json!({"kind": kind, "url": url}));
+    let f = site(&format!("usage-{kind}"), store);
     drive(&f);
     expect_everything(&f);
 }
@@ -378,25 +380,19 @@ pub fn sum(counts: &Value) -> u64 {
 
 #[test]
 fn file_store_figures_are_exact() {
-    figures_are_exact("usage-file", None);
+    figures_are_exact("file", None);
 }
 
 #[test]
 fn mysql_store_figures_are_exact() {
     let db = MariaDb::start();
-    figures_are_exact(
-        "usage-mysql",
-        Some(json!({"kind": "mysql", "url": db.url()})),
-    );
+    figures_are_exact("mysql", Some(db.url()));
 }
 
 #[test]
 fn redis_store_figures_are_exact() {
     let redis = Redis::start();
-    figures_are_exact(
-        "usage-redis",
-        Some(json!({"kind": "redis", "url": redis.url()})),
-    );
+    figures_are_exact("redis", Some(redis.url()));
 }
 
 /// A day without problems: the report for cron prints nothing with `--only-problems`, and

@@ -433,4 +433,21 @@ impl Expiry {
 }
 
 #[cfg(test)]
+impl Entry {
+    /// A refusal of `client` at `hour` whose `requests` total is named twice, as the stores'
+    /// tests write it: they must sum it.
+    pub fn refused_with_a_total_twice(hour: u32, client: &str) -> Entry {
+        Entry {
+            hour,
+            totals: vec![
+                ("requests".into(), 1),
+                ("refused:ip".into(), 1),
+                ("requests".into(), 1),
+            ],
+            clients: vec![(client.into(), ClientCount::Refused, 1)],
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests;

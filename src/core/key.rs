@@ -314,32 +314,41 @@ mod tests {
                 .unwrap()
                 .can_start_with(rule, prefix)
         };
-        // Text alone decides.
-        assert!(could("resolve:~{ip}", "r", "resolve:~"));
-        assert!(could("resolve:{rule}:{ip}", "cache", "resolve:cache:"));
-        assert!(could("resolve:cache:x:{ip}", "r", "resolve:cache:"));
-        assert!(could("res{ip}", "r", "res"));
-        assert!(!could("resolve:{rule}:{ip}", "ip", "resolve:cache:"));
-        assert!(!could("login:{api_key}", "r", "resolve:"));
-        assert!(could("resolve:{rule}:*", "site", "resolve:site:*"));
-        assert!(!could("resolve:{rule}:*", "site", "resolve:site:*x"));
-        // An address never holds `~`, `h` or `j`.
-        assert!(!could("resolve:{ip}", "r", "resolve:~"));
-        assert!(!could("resolve:{ip}", "r", "resolve:cache:"));
-        assert!(!could("resolve:{ip}", "r", "resolve:journal:"));
-        assert!(could("resolve:{ip}", "r", "resolve:ca"));
-        assert!(could("resolve:{ip}", "r", "resolve:1.2"));
-        // A key's name can be `cache`, but holds no `:`; what follows it can.
-        assert!(!could("resolve:{api_key}", "r", "resolve:cache:"));
-        assert!(could("resolve:{api_key}:x", "r", "resolve:cache:"));
-        assert!(could("resolve:{api_key}", "r", "resolve:admin-signin"));
-        assert!(!could("resolve:{api_key}", "r", "resolve:admin-signin:"));
-        assert!(!could("resolve:{api_key}", "r", "resolve:~"));
-        // An unlisted key's id: `sha256:` and hex.
-        assert!(could("k:{api_key}", "r", "k:sha256:0a"));
-        assert!(!could("k:{api_key}", "r", "k:sha256:0g"));
-        assert!(could("k:{api_key}!", "r", "k:sha256:0123456789abcdef!"));
-        assert!(!could("k:{api_key}!", "r", "k:sha256:0123456789abcdef0!"));
+        let cases = [
+            // Text alone decides.
+            ("resolve:~{ip}", "r", "resolve:~", true),
+            ("resolve:{rule}:{ip}", "cache", "resolve:cache:", true),
+            ("resolve:cache:x:{ip}", "r", "resolve:cache:", true),
+            ("res{ip}", "r", "res", true),
+            ("resolve:{rule}:{ip}", "ip", "resolve:cache:", false),
+            ("login:{api_key}", "r", "resolve:", false),
+            ("resolve:{rule}:*", "site", "resolve:site:*", true),
+            ("resolve:{rule}:*", "site", "resolve:site:*x", false),
+            // An address never holds `~`, `h` or `j`.
+            ("resolve:{ip}", "r", "resolve:~", false),
+            ("resolve:{ip}", "r", "resolve:cache:", false),
+            ("resolve:{ip}", "r", "resolve:journal:", false),
+            ("resolve:{ip}", "r", "resolve:ca", true),
+            ("resolve:{ip}", "r", "resolve:1.2", true),
+            // A key's name can be `cache`, but holds no `:`; what follows it can.
+            ("resolve:{api_key}", "r", "resolve:cache:", false),
+            ("resolve:{api_key}:x", "r", "resolve:cache:", true),
+            ("resolve:{api_key}", "r", "resolve:admin-signin", true),
+            ("resolve:{api_key}", "r", "resolve:admin-signin:", false),
+            ("resolve:{api_key}", "r", "resolve:~", false),
+            // An unlisted key's id: `sha256:` and hex.
+            ("k:{api_key}", "r", "k:sha256:0a", true),
+            ("k:{api_key}", "r", "k:sha256:0g", false),
+            ("k:{api_key}!", "r", "k:sha256:0123456789abcdef!", true),
+            ("k:{api_key}!", "r", "k:sha256:0123456789abcdef0!", false),
+        ];
+        for (template, rule, prefix, can) in cases {
+            assert_eq!(
+                could(template, rule, prefix),
+                can,
+                "{template} {rule} {prefix}"
+            );
+        }
         for template in [
             crate::support::defaults::KEY_TEMPLATE_IP,
             crate::support::defaults::KEY_TEMPLATE_API_KEY,

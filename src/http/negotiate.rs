@@ -116,19 +116,30 @@ mod tests {
             Format::Json,
             "axios"
         );
-        assert_eq!(f("application/json"), Format::Json);
-        assert_eq!(f("application/problem+json"), Format::Json);
-        assert_eq!(f("text/plain"), Format::Text);
-        assert_eq!(f("Application/JSON"), Format::Json);
+        let (json, text) = (Format::Json, Format::Text);
+        for (accept, format) in [
+            ("application/json", json),
+            ("application/problem+json", json),
+            ("text/plain", text),
+            ("Application/JSON", json),
+        ] {
+            assert_eq!(f(accept), format, "{accept}");
+        }
     }
 
     #[test]
     fn quality_values_decide() {
-        assert_eq!(f("application/json;q=0.5, text/html"), Format::Html);
-        assert_eq!(f("text/html;q=0.1, application/json"), Format::Json);
-        assert_eq!(f("application/json;q=0"), Format::Text);
-        assert_eq!(f("text/plain;q=0.9, application/json;q=0.8"), Format::Text);
-        assert_eq!(f("application/json;q=0.001"), Format::Json);
+        use Format::{Html, Json, Text};
+        let decided = [
+            ("application/json;q=0.5, text/html", Html),
+            ("text/html;q=0.1, application/json", Json),
+            ("application/json;q=0", Text),
+            ("text/plain;q=0.9, application/json;q=0.8", Text),
+            ("application/json;q=0.001", Json),
+        ];
+        for (accept, format) in decided {
+            assert_eq!(f(accept), format, "{accept}");
+        }
     }
 
     #[test]

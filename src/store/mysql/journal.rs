@@ -148,15 +148,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_one_statement_with_its_rows_in_key_order() {
-        let entry = Entry {
-            hour: 7,
-            totals: vec![
-                ("requests".into(), 1),
-                ("refused:ip".into(), 1),
-                ("requests".into(), 1),
-            ],
-            clients: vec![("203.0.113.7".into(), ClientCount::Refused, 1)],
-        };
+        let entry = Entry::refused_with_a_total_twice(7, "203.0.113.7");
         assert_eq!(
             add_sql("j", &entry).unwrap(),
             "INSERT INTO `j` (hour, kind, name, client, n) VALUES \

@@ -203,15 +203,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_one_transaction_with_its_expiries() {
-        let entry = Entry {
-            hour: 10,
-            totals: vec![
-                ("requests".into(), 1),
-                ("refused:ip".into(), 1),
-                ("requests".into(), 1),
-            ],
-            clients: vec![("2001:db8::/64".into(), ClientCount::Refused, 1)],
-        };
+        let entry = Entry::refused_with_a_total_twice(10, "2001:db8::/64");
         let sent: Vec<Vec<String>> = add_commands(&entry).iter().map(|c| words(c)).collect();
         let totals_end = ((10 + 9600 + 1) * HOUR_MS).to_string();
         let clients_end = ((10 + 48 + 1) * HOUR_MS).to_string();
