@@ -6,6 +6,7 @@ use super::page::Notice;
 use super::session::{self, DEVICE_COOKIE, FORM_COOKIE, SESSION_COOKIE};
 use super::signin::{self, Budget, Budgets, Gate, Who};
 use super::{Ctx, Dashboard, Fields, cookies, hash_turn, page, sessions, token};
+use crate::core::journal::{Entry, Event};
 use crate::http::render;
 use crate::http::response::Response;
 use crate::support::defaults;
@@ -13,6 +14,18 @@ use crate::support::log::Level;
 use crate::support::password;
 
 impl Dashboard<'_> {
+    /// Adds a sign-in's event to the usage journal (figures of the dashboard, `resolve stats`
+    /// and `resolve report`); a journal that cannot be written costs only the figure.
+    fn journal(&self, event: Event) {
+        let entry = Entry::new(self.now_ms, None, &[event]);
+        if let Err(e) = self.store.journal.journal_add(&entry) {
+            self.log.line(
+                Level::Warn,
+                &format!("the usage journal cannot count a dashboard sign-in: {e}"),
+            );
+        }
+    }
+
     /// POST with the password: the form's token, then the lock-out, then the password.
     pub(super) fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         let bound = ctx
@@ -59,6 +72,7 @@ impl Dashboard<'_> {
                 retry_after_secs,
                 budget,
             }) => {
+                self.journal(Event::SignInRefused);
                 self.log.line(
                     Level::Warn,
                     &format!(
@@ -181,6 +195,7 @@ impl Dashboard<'_> {
             .map(|a| a.password_hash.expose())
             .unwrap_or_default();
         if !password::verify(hash, &fields.password) {
+            self.journal(Event::SignInFailed);
             let counted_by = if known {
                 "this browser's"
             } else {

@@ -208,3 +208,26 @@ fn nothing_is_counted_while_waiting_for_the_turn() {
         assert_eq!(r.status, 403, "failure {n}");
     }
 }
+
+#[test]
+fn failed_and_refused_sign_ins_are_in_the_journal_and_on_the_dashboard() {
+    let site = site();
+    for _ in 0..6 {
+        site.sign_in(&mut Jar::default(), "wrong password number", "198.51.100.1");
+    }
+    let stats =
+        crate::usage::stats::Stats::gather(&site.config, &site.whole, START_MS, 24).unwrap();
+    let text = stats.text();
+    assert!(
+        text.contains("Dashboard sign-ins: 5 wrong passwords, 1 refused past a budget"),
+        "{text}"
+    );
+    let mut jar = Jar::default();
+    site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
+    let (_, page) = site.get(&mut jar);
+    assert!(
+        page.contains("<dt>Failed sign-ins</dt><dd>5</dd>")
+            && page.contains("<dt>Sign-ins refused (429)</dt><dd>1</dd>"),
+        "{page}"
+    );
+}
