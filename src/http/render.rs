@@ -334,14 +334,19 @@ mod tests {
 
     #[test]
     fn waits_in_words() {
-        assert_eq!(wait_words(1), "1 second");
-        assert_eq!(wait_words(45), "45 seconds");
-        assert_eq!(wait_words(119), "119 seconds");
-        assert_eq!(wait_words(121), "about 3 minutes");
-        assert_eq!(wait_words(7199), "about 120 minutes");
-        assert_eq!(wait_words(7200), "about 2 hours");
-        assert_eq!(wait_words(79_000), "about 22 hours");
-        assert_eq!(wait_words(172_800), "about 2 days");
+        let words = [
+            (1, "1 second"),
+            (45, "45 seconds"),
+            (119, "119 seconds"),
+            (121, "about 3 minutes"),
+            (7199, "about 120 minutes"),
+            (7200, "about 2 hours"),
+            (79_000, "about 22 hours"),
+            (172_800, "about 2 days"),
+        ];
+        for (secs, said) in words {
+            assert_eq!(wait_words(secs), said);
+        }
     }
 
     #[test]
@@ -396,11 +401,8 @@ mod tests {
 
     #[test]
     fn method_not_allowed_says_what_is() {
-        let r = problem(
-            Format::Text,
-            &Problem::new(405, "method_not_allowed", "no"),
-            &Frame::default(),
-        );
+        let not_allowed = Problem::new(405, "method_not_allowed", "no");
+        let r = problem(Format::Text, &not_allowed, &Frame::default());
         assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
         assert_eq!(r.header_value("Cache-Control"), Some("no-store"));
     }
@@ -420,22 +422,27 @@ mod tests {
         let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
         let body = html(problem(Format::Html, &p, &frame));
         assert!(body.contains("<h1>Too many requests</h1>"), "{body}");
-        assert!(body.contains("<title>Too many requests – Links &amp; &lt;Co&gt;</title>"));
-        assert!(body.contains("class=\"card wait\" data-code=\"rate_limited\""));
-        assert!(body.contains("Too many requests: try again in 42 seconds."));
-        assert!(body.contains("method=\"post\" action=\"/tools/cgi-bin/resolve\""));
-        assert!(body.contains("name=\"link\""));
-        assert!(
-            body.contains("<style>") && body.contains("--focus"),
-            "the page's style"
-        );
+        let version = format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"));
+        for part in [
+            "<title>Too many requests – Links &amp; &lt;Co&gt;</title>",
+            "class=\"card wait\" data-code=\"rate_limited\"",
+            "Too many requests: try again in 42 seconds.",
+            "method=\"post\" action=\"/tools/cgi-bin/resolve\"",
+            "name=\"link\"",
+            // The page's style, inline.
+            "<style>",
+            "--focus",
+            "href=\"mailto:owner@example.com\">Contact: owner@example.com</a>",
+            "href=\"https://example.com/terms?a=1&amp;b=2\">Terms of use</a>",
+            &version,
+        ] {
+            assert!(body.contains(part), "{part:?} in\n{body}");
+        }
+        // No outside assets.
         assert!(
             !body.contains("<link") && !body.contains("<script"),
-            "no outside assets"
+            "{body}"
         );
-        assert!(body.contains("href=\"mailto:owner@example.com\">Contact: owner@example.com</a>"));
-        assert!(body.contains("href=\"https://example.com/terms?a=1&amp;b=2\">Terms of use</a>"));
-        assert!(body.contains(&format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"))));
 
         let unset = html(problem(
             Format::Html,
@@ -504,11 +511,8 @@ mod tests {
 
     #[test]
     fn answer_pages_allow_their_own_style_and_nothing_else() {
-        let r = problem(
-            Format::Html,
-            &Problem::new(400, "bad_link", "No."),
-            &Frame::default(),
-        );
+        let bad_link = Problem::new(400, "bad_link", "No.");
+        let r = problem(Format::Html, &bad_link, &Frame::default());
         let policy = r
             .header_value("Content-Security-Policy")
             .unwrap()

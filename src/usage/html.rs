@@ -62,12 +62,8 @@ pub fn number(n: u64) -> String {
 fn figures(list: &[(&str, u64)]) -> String {
     let mut out = String::from("<dl class=\"figures\">\n");
     for (label, n) in list {
-        let _ = writeln!(
-            out,
-            "<div><dt>{}</dt><dd>{}</dd></div>",
-            escape(label),
-            number(*n)
-        );
+        let (label, n) = (escape(label), number(*n));
+        let _ = writeln!(out, "<div><dt>{label}</dt><dd>{n}</dd></div>");
     }
     out.push_str("</dl>\n");
     out
@@ -85,12 +81,8 @@ fn counts(caption: &str, what: &str, map: &BTreeMap<String, u64>) -> String {
         escape(what)
     );
     for (name, n) in map {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
-            escape(name),
-            number(*n)
-        );
+        let (name, n) = (escape(name), number(*n));
+        let _ = writeln!(out, "<tr><td>{name}</td><td class=\"n\">{n}</td></tr>");
     }
     out.push_str("</tbody>\n</table>\n");
     out

@@ -203,11 +203,12 @@ fn a_spool_directory_that_is_a_link_is_refused() {
 #[test]
 fn kept_entries_never_reach_the_server_until_the_next_entry_added() {
     let s = spool("kept");
-    s.store.journal_keep(&refused("a")).unwrap();
-    s.clock.set_ms(T0 + 5000);
-    s.store.journal_keep(&refused("a")).unwrap();
-    s.server.set_failing(true);
-    s.store.journal_keep(&refused("a")).unwrap();
+    // Kept in two seconds' files, the last while the server is down.
+    for (at_ms, server_down) in [(T0, false), (T0 + 5000, false), (T0 + 5000, true)] {
+        s.clock.set_ms(at_ms);
+        s.server.set_failing(server_down);
+        s.store.journal_keep(&refused("a")).unwrap();
+    }
     s.server.set_failing(false);
     assert_eq!(s.on_server(), 0);
     assert_eq!(s.files().len(), 2);
