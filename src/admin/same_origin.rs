@@ -1,7 +1,10 @@
 //! Whether a dashboard form was sent from the dashboard's own pages, by the headers browsers
 //! add to every POST: `Origin` must be this host (over http or https), else `Sec-Fetch-Site`
-//! must be `same-origin`. A request with neither comes from a program or a very old browser
-//! and is left to the form's token, which every POST needs anyway. Pure.
+//! must be `same-origin`. The dashboard's pages say `Referrer-Policy: no-referrer`, under which
+//! browsers send `Origin: null` even from the page itself: a null origin is judged by
+//! `Sec-Fetch-Site` alone, and refused without it. A request with neither header comes from a
+//! program or a very old browser and is left to the form's token, which every POST needs
+//! anyway. Pure.
 
 use crate::http::origin::origin_of;
 use crate::http::request::Env;
@@ -21,7 +24,14 @@ fn own_host(env: &Env) -> Option<String> {
 /// Ok when the request's page is the dashboard's own site; the header that said otherwise
 /// (for the log) when not.
 pub fn check(env: &Env) -> Result<(), String> {
-    if let Some(value) = env.header("Origin") {
+    let fetch_site = env.header("Sec-Fetch-Site").map(<[u8]>::trim_ascii);
+    let null = env
+        .header("Origin")
+        .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"null"));
+    if null && fetch_site.is_none() {
+        return Err("Origin null, no Sec-Fetch-Site".into());
+    }
+    if let Some(value) = env.header("Origin").filter(|_| !null) {
         let text = String::from_utf8_lossy(value);
         let found = origin_of(&text);
         let ours = own_host(env).map(|host| {
@@ -40,7 +50,7 @@ pub fn check(env: &Env) -> Result<(), String> {
             )),
         };
     }
-    match env.header("Sec-Fetch-Site").map(<[u8]>::trim_ascii) {
+    match fetch_site {
         None => Ok(()),
         Some(v) if v.eq_ignore_ascii_case(b"same-origin") => Ok(()),
         Some(v) => Err(format!(
@@ -82,6 +92,11 @@ mod tests {
                 ("HTTP_ORIGIN", "https://mysite.example"),
                 ("HTTP_SEC_FETCH_SITE", "same-origin"),
             ],
+            // What a browser sends from a page whose policy is no-referrer.
+            vec![
+                ("HTTP_ORIGIN", "null"),
+                ("HTTP_SEC_FETCH_SITE", "same-origin"),
+            ],
         ] {
             assert_eq!(check(&post(&ok)), Ok(()), "{ok:?}");
         }
@@ -98,7 +113,17 @@ mod tests {
                 vec![("HTTP_ORIGIN", "https://mysite.example:8443")],
                 "Origin",
             ),
-            (vec![("HTTP_ORIGIN", "null")], "unreadable or null"),
+            (
+                vec![("HTTP_ORIGIN", "null")],
+                "Origin null, no Sec-Fetch-Site",
+            ),
+            (
+                vec![
+                    ("HTTP_ORIGIN", "null"),
+                    ("HTTP_SEC_FETCH_SITE", "cross-site"),
+                ],
+                "cross-site",
+            ),
             (vec![("HTTP_SEC_FETCH_SITE", "cross-site")], "cross-site"),
             (vec![("HTTP_SEC_FETCH_SITE", "same-site")], "same-site"),
             (vec![("HTTP_SEC_FETCH_SITE", "none")], "none"),
