@@ -1,17 +1,24 @@
 //! The owner's dashboard at `/cgi-bin/resolve/admin` (PATH_INFO `/admin`), the same under CGI,
 //! FastCGI and `resolve serve`. Off (404) unless `admin.password_hash` is set. Behind a password
-//! form (POST only), a signed session cookie, CSRF tokens on every form and a limit on failed
-//! sign-ins per address; without a valid cookie it shows the sign-in form and nothing else.
+//! form (POST only), a signed session cookie, CSRF tokens on every form and budgets of failed
+//! sign-ins (per address, per network, for the site, per known browser) past which no password
+//! is checked, one hash at a time; without a valid cookie it shows the sign-in form and nothing
+//! else.
 //!
 //! The parts: [`server_key`] (the secret in the data directory), [`token`] (the signing key
 //! and tags), [`session`] (what the cookies and tokens hold), [`cookies`] (the headers),
-//! [`signin`] (the lock-out), [`page`] (the HTML and its headers). The password hashes are
+//! [`signin`] (the budgets), [`hash_turn`] (one hash at a time), [`page`] (the HTML and its headers). The password hashes are
 //! `support::password`'s; the figures' HTML is `usage::html`'s.
 
+mod attempt;
+mod blocking;
 pub mod cookies;
+pub mod hash_turn;
 pub mod page;
+pub mod same_origin;
 pub mod server_key;
 pub mod session;
+pub mod sessions;
 pub mod signin;
 pub mod token;
 
@@ -25,10 +32,8 @@ use crate::net::form;
 use crate::store::roles::Store;
 use crate::support::defaults;
 use crate::support::log::{Level, Log};
-use crate::support::password;
 use page::{Frame, Notice};
 use session::{FORM_COOKIE, SESSION_COOKIE, Session};
-use signin::Gate;
 use token::Keys;
 
 /// The PATH_INFO the dashboard answers at.
@@ -115,6 +120,26 @@ impl Dashboard<'_> {
             action: action.as_deref(),
             page: Some(&self.config.page),
         };
+        if let Some(why) = self.blocked(env) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "403 {} at the dashboard: blocked, {why}",
+                    self.identity(env).unwrap_or_else(|| "-".into())
+                ),
+            );
+            return page::html(
+                403,
+                page::refusal(
+                    &frame,
+                    "Blocked",
+                    Notice {
+                        kind: "error",
+                        text: crate::app::controls::BLOCKED,
+                    },
+                ),
+            );
+        }
         let keys = match server_key::load_or_create(&self.config.data_dir) {
             Ok(secret) => Keys::derive(&secret, admin.password_hash.expose()),
             Err(e) => {
@@ -140,7 +165,7 @@ impl Dashboard<'_> {
             frame,
             scope: cookies::Scope {
                 path: action.as_deref(),
-                secure: cookies::is_https(env),
+                secure: cookies::is_https(env, &self.config.client),
             },
             keys,
         };
@@ -165,23 +190,64 @@ impl Dashboard<'_> {
         if bytes.len() as u64 != head.body_len {
             return page::text(400, "The form arrived incomplete.");
         }
+        if let Err(header) = same_origin::check(env) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused a form from another site ({header}) for {}",
+                    self.identity(env).unwrap_or_else(|| "-".into())
+                ),
+            );
+            return page::html(
+                403,
+                page::refusal(
+                    &ctx.frame,
+                    "Not used",
+                    Notice {
+                        kind: "error",
+                        text: "This form was sent from another site's page, so it was not used.",
+                    },
+                ),
+            );
+        }
         let fields = Fields::read(&bytes);
         match fields.action.as_str() {
-            "signout" => self.sign_out(&ctx, &fields),
+            "signout" => self.sign_out(&ctx, &fields, false),
+            "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
+            "unblock" => self.unblock(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }
 
-    /// The session the request's cookie holds, if it is signed and current.
+    /// The session the request's cookie holds, if it is signed and current, and still open on
+    /// the server (not signed out, not idle for too long); it is seen now.
     fn session(&self, ctx: &Ctx<'_>) -> Option<Session> {
-        let cookie = cookies::get(ctx.env, SESSION_COOKIE)?;
-        session::open_session(
+        let cookie = ctx.scope.get(ctx.env, SESSION_COOKIE)?;
+        let session = session::open_session(
             &ctx.keys,
             cookie,
             self.now_secs(),
             defaults::ADMIN_SESSION_SECS,
-        )
+        )?;
+        let open = sessions::change(&self.config.data_dir, |t| {
+            t.touch(&session.nonce, self.now_secs(), defaults::ADMIN_IDLE_SECS)
+        });
+        match open {
+            Ok(true) => Some(session),
+            Ok(false) => None,
+            Err(e) => {
+                self.log.line(
+                    Level::Error,
+                    &format!(
+                        "the dashboard cannot read its list of sessions ({} in the data \
+                         directory): {e}",
+                        defaults::ADMIN_SESSIONS_FILE
+                    ),
+                );
+                None
+            }
+        }
     }
 
     /// GET: the dashboard for a signed-in owner; the sign-in form for anyone else.
@@ -197,7 +263,9 @@ impl Dashboard<'_> {
     fn sign_in_form(&self, ctx: &Ctx<'_>, status: u16, notice: Option<Notice<'_>>) -> Response {
         let now = self.now_secs();
         let life = defaults::ADMIN_FORM_SECS;
-        let kept = cookies::get(ctx.env, FORM_COOKIE)
+        let kept = ctx
+            .scope
+            .get(ctx.env, FORM_COOKIE)
             .filter(|c| session::form_is_current(c, now, life))
             .map(str::to_owned);
         let (form_cookie, fresh) = match kept {
@@ -215,7 +283,7 @@ impl Dashboard<'_> {
                 cookies::set(ctx.scope, FORM_COOKIE, &form_cookie, life),
             );
         }
-        if cookies::get(ctx.env, SESSION_COOKIE).is_some() {
+        if ctx.scope.get(ctx.env, SESSION_COOKIE).is_some() {
             r = r.header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE));
         }
         r
@@ -239,172 +307,88 @@ impl Dashboard<'_> {
         )
     }
 
-    /// The client's address as the rules count it (an IPv6 client by its prefix).
-    fn identity(&self, env: &Env) -> Option<String> {
-        let address = crate::http::identity::client_address_in(
+    /// Why the client is blocked, when the configuration's block list or the store's blocks
+    /// hold its address: the dashboard refuses it as every other answer does. Blocks that
+    /// cannot be read are logged and let pass (the sign-in's budgets still count).
+    fn blocked(&self, env: &Env) -> Option<String> {
+        let address = self.address(env)?;
+        if self.config.block.contains(address) {
+            return Some("it is in the configuration's block list".into());
+        }
+        let blocks = crate::app::controls::blocks::read_for_request(
+            &*self.store.cache,
+            crate::app::controls::blocks::copy_path(self.config).as_deref(),
+            self.now_ms,
+        );
+        match blocks {
+            Ok(list) => crate::app::controls::blocks::find(&list, address, self.now_ms)
+                .map(|b| format!("{} is blocked ({})", b.range, b.reason)),
+            Err(e) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!("the dashboard cannot read the blocks: {e}"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The client's address.
+    fn address(&self, env: &Env) -> Option<std::net::IpAddr> {
+        crate::http::identity::client_address_in(
             &self.config.client,
             &self.config.forwarded_header,
             env,
         )
-        .ok()?;
-        Some(self.config.client.identity(address))
+        .ok()
     }
 
-    /// POST with the password: the form's token, then the lock-out, then the password.
-    fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
-        let bound = cookies::get(ctx.env, FORM_COOKIE).is_some_and(|form_cookie| {
-            session::check_sign_in(
-                &ctx.keys,
-                form_cookie,
-                &fields.csrf,
-                self.now_secs(),
-                defaults::ADMIN_FORM_SECS,
-            )
-        });
-        if !bound {
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: "This sign-in form has expired or did not come from this site, so it \
-                           was not used. Here it is again: enter the password once more.",
-                }),
-            );
-        }
-        let Some(who) = self.identity(ctx.env) else {
-            return page::text(400, "The server could not tell who is asking.");
-        };
-        let rule = signin::rule();
-        let (at_ms, attempt, limit) = match signin::gate(&*self.store.counters, &rule, &who) {
-            Ok(Gate::Open {
-                at_ms,
-                attempt,
-                limit,
-            }) => (at_ms, attempt, limit),
-            Ok(Gate::Shut { retry_after_secs }) => {
-                self.log.line(
-                    Level::Warn,
-                    &format!(
-                        "dashboard sign-in refused for {who}: {} failed attempts within {} \
-                         minutes; the password was not checked; again in {retry_after_secs} s",
-                        rule.limit,
-                        rule.window_secs.get() / 60
-                    ),
-                );
-                let sentence = format!(
-                    "Too many failed sign-ins from your address. Please try again in {}.",
-                    render::wait_words(retry_after_secs)
-                );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: &sentence,
-                        }),
-                    )
-                    .header("Retry-After", retry_after_secs.to_string());
-            }
-            Err(e) => {
-                self.log.line(
-                    Level::Error,
-                    &format!(
-                        "dashboard sign-in refused for {who}: the store cannot count sign-in \
-                         attempts: {e}"
-                    ),
-                );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
-            }
-        };
-        let hash = self
-            .config
-            .admin
-            .as_ref()
-            .map(|a| a.password_hash.expose())
-            .unwrap_or_default();
-        if !password::verify(hash, &fields.password) {
-            self.log.line(
-                Level::Warn,
-                &format!(
-                    "dashboard sign-in failed for {who}: wrong password (failure {attempt} of \
-                     {limit} allowed within {} minutes)",
-                    rule.window_secs.get() / 60
-                ),
-            );
-            let left = limit.saturating_sub(attempt);
-            let sentence = if left == 0 {
-                format!(
-                    "Wrong password. That was the last try for now: your address must wait up to \
-                     {} minutes before the next.",
-                    rule.window_secs.get() / 60
-                )
-            } else {
-                format!(
-                    "Wrong password. {left} more {} allowed before your address must wait.",
-                    if left == 1 { "try is" } else { "tries are" }
-                )
-            };
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: &sentence,
-                }),
-            );
-        }
-        if let Err(e) = signin::passed(&*self.store.counters, &rule, &who, at_ms) {
-            self.log.line(
-                Level::Warn,
-                &format!("dashboard sign-in: giving back the attempt of {who} failed: {e}"),
-            );
-        }
-        let nonce = match crate::support::random::secret_bytes::<16>() {
-            Ok(n) => token::hex(&n),
-            Err(e) => return self.no_randomness(ctx, &e),
-        };
-        let cookie = session::new_session(
-            &ctx.keys,
-            self.now_secs(),
-            defaults::ADMIN_SESSION_SECS,
-            &nonce,
-        );
-        self.log
-            .line(Level::Notice, &format!("dashboard: signed in from {who}"));
-        page::see_other(&ctx.frame)
-            .header(
-                "Set-Cookie",
-                cookies::set(
-                    ctx.scope,
-                    SESSION_COOKIE,
-                    &cookie,
-                    defaults::ADMIN_SESSION_SECS,
-                ),
-            )
-            .header("Set-Cookie", cookies::clear(ctx.scope, FORM_COOKIE))
+    /// The client's address as the rules count it (an IPv6 client by its prefix).
+    fn identity(&self, env: &Env) -> Option<String> {
+        Some(self.config.client.identity(self.address(env)?))
     }
 
-    /// POST to sign out: only with the session's own token.
-    fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
+    /// POST to sign out, this session or every one (`everywhere`): only with the session's
+    /// own token. The session ends on the server, so a copy of its cookie opens nothing.
+    fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields, everywhere: bool) -> Response {
         match self.session(ctx) {
             Some(s) if session::check_sign_out(&ctx.keys, &s, &fields.csrf) => {
                 let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                let ended = sessions::change(&self.config.data_dir, |t| {
+                    if everywhere {
+                        t.clear();
+                    } else {
+                        t.remove(&s.nonce);
+                    }
+                });
+                if let Err(e) = ended {
+                    self.log.line(
+                        Level::Error,
+                        &format!(
+                            "dashboard: signing out from {who} failed: the list of sessions \
+                             cannot be changed: {e}"
+                        ),
+                    );
+                    return page::html(
+                        503,
+                        page::refusal(
+                            &ctx.frame,
+                            "Not signed out",
+                            Notice {
+                                kind: "error",
+                                text: "The sign-out could not be recorded: the error log says \
+                                       why. You are still signed in.",
+                            },
+                        ),
+                    );
+                }
+                let what = if everywhere {
+                    "signed out everywhere"
+                } else {
+                    "signed out"
+                };
                 self.log
-                    .line(Level::Notice, &format!("dashboard: signed out from {who}"));
+                    .line(Level::Notice, &format!("dashboard: {what} from {who}"));
                 page::see_other(&ctx.frame)
                     .header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE))
             }
@@ -428,86 +412,6 @@ impl Dashboard<'_> {
                     text: "You were not signed in (or your sign-in had expired).",
                 }),
             ),
-        }
-    }
-
-    /// POST to block a client for a day, from the top clients' table: only with the session's
-    /// own token, and only an address or range.
-    fn block(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
-        let Some(session) = self.session(ctx) else {
-            return self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: "You were not signed in (or your sign-in had expired): nobody was blocked.",
-                }),
-            );
-        };
-        let refuse = |text: &'static str| {
-            page::html(
-                403,
-                page::refusal(
-                    &ctx.frame,
-                    "Nobody was blocked",
-                    Notice {
-                        kind: "error",
-                        text,
-                    },
-                ),
-            )
-        };
-        if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
-            return refuse("This form did not come from your dashboard, so it was not used.");
-        }
-        let Some(range) = crate::net::cidr::Cidr::parse(&fields.client) else {
-            return refuse("That is not an address or a range.");
-        };
-        let until = self
-            .now_ms
-            .saturating_add(defaults::ADMIN_BLOCK_SECS * 1000);
-        let block = crate::app::controls::blocks::Block {
-            range,
-            until_ms: Some(until),
-            reason: "blocked from the dashboard".into(),
-            auto: false,
-        };
-        let now = self.now_ms;
-        let copy = crate::app::controls::blocks::copy_path(self.config);
-        match crate::app::controls::blocks::update(
-            &*self.store.cache,
-            copy.as_deref(),
-            now,
-            |list| (crate::app::controls::blocks::with(list, block, now), ()),
-        ) {
-            Ok(()) => {
-                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
-                self.log.line(
-                    Level::Notice,
-                    &format!(
-                        "dashboard: {range} blocked until {} by the owner from {who} (`resolve unblock {range}` lifts it)",
-                        crate::core::calendar::iso(until)
-                    ),
-                );
-                page::see_other(&ctx.frame)
-            }
-            Err(e) => {
-                self.log.line(
-                    Level::Warn,
-                    &format!("dashboard: blocking {range} failed: {e}"),
-                );
-                page::html(
-                    503,
-                    page::refusal(
-                        &ctx.frame,
-                        "Nobody was blocked",
-                        Notice {
-                            kind: "error",
-                            text: "The store could not be changed: the error log says why.",
-                        },
-                    ),
-                )
-            }
         }
     }
 
@@ -556,6 +460,7 @@ impl Dashboard<'_> {
         let ready = crate::usage::readiness::report(self.config, self.store, &mut report);
         let report = String::from_utf8_lossy(&report);
         let report = crate::support::secret::mask(&report, &forms);
+        sections.push_str(&self.blocks_section(ctx, session));
         sections.push_str(&page::report_section(&report, ready));
         page::html(
             200,

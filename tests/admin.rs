@@ -1,7 +1,8 @@
 //! The owner's dashboard at `/cgi-bin/resolve/admin` through a real Apache (mod_cgid, or
 //! mod_fcgid under RESOLVE_TEST_APACHE_MODE=fcgid): signing in, a wrong password, the lock-out
-//! after 5 failures, changed and expired cookies, CSRF on the sign-in and sign-out forms, no
-//! data without a cookie, and the guarding headers on every answer.
+//! after 5 failures, changed and expired cookies, a cookie replayed after sign-out, CSRF on the
+//! sign-in and sign-out forms, no data without a cookie, and the guarding headers on every
+//! answer.
 
 mod support;
 
@@ -78,10 +79,19 @@ fn the_right_password_shows_the_dashboard_and_signing_out_ends_it() {
     let r = browser.post("action=signout&csrf=0123456789abcdef");
     assert_eq!(r.status, 403, "{}", r.everything());
     assert!(browser.get().text().contains(DATA[0]), "still signed in");
+    let copied = browser
+        .cookie(SESSION_COOKIE)
+        .expect("a session")
+        .to_owned();
     let r = browser.post(&format!("action=signout&csrf={token}"));
     assert_eq!(r.status, 303, "{}", r.everything());
     assert!(browser.cookie(SESSION_COOKIE).is_none());
     assert_sign_in_form(&browser.get());
+    // A copy of the cookie, replayed after the sign-out, opens nothing: the session ended on
+    // the server.
+    let mut replay = Browser::new(&site);
+    replay.set_cookie(SESSION_COOKIE, &copied);
+    assert_sign_in_form(&replay.get());
     site.apache.settle_log();
     let log = site.apache.error_log();
     assert!(log.contains("dashboard: signed in from 127.0.0.1"), "{log}");
@@ -136,8 +146,8 @@ fn five_failures_lock_the_address_out_even_with_the_right_password() {
     assert!(browser.cookie(SESSION_COOKIE).is_none());
     assert!(
         site.apache.wait_for_log(
-            "dashboard sign-in refused for 127.0.0.2: 5 failed attempts within 15 minutes; the \
-             password was not checked",
+            "dashboard sign-in refused for 127.0.0.2: 5 failed attempts within 15 minutes from this \
+             address; the password was not checked",
             Duration::from_secs(5)
         ),
         "{}",
@@ -181,6 +191,11 @@ fn a_changed_or_expired_cookie_gets_the_sign_in_form() {
     let keys = Keys::derive(&secret, &hash());
     let now = support::system::now_ms() / 1000;
     let nonce = "0123456789abcdef0123456789abcdef";
+    // The server lists it as open, so that only the cookie's own expiry can refuse it.
+    let sessions = site.data.join("admin-sessions");
+    let mut open = std::fs::read_to_string(&sessions).expect("the list of sessions");
+    open.push_str(&format!("{nonce} {now} {}\n", now + 12 * 3600));
+    std::fs::write(&sessions, open).unwrap();
     let mut expired = Browser::new(&site);
     expired.set_cookie(
         SESSION_COOKIE,
@@ -275,5 +290,11 @@ fn off_without_a_hash_and_secure_cookies_over_https() {
         .start();
     let r = https.client().get(TARGET).unwrap();
     let cookie = r.header("Set-Cookie").unwrap_or_default();
-    assert!(cookie.ends_with("; Secure"), "{}", r.everything());
+    assert!(
+        cookie.starts_with("__Host-")
+            && cookie.contains("; Path=/;")
+            && cookie.ends_with("; Secure"),
+        "{}",
+        r.everything()
+    );
 }

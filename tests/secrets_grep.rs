@@ -106,6 +106,8 @@ fn base64_inside(s: &[u8], offset: usize) -> String {
 /// Every form in which `s` could get out, named.
 fn encodings(s: &str) -> Vec<(&'static str, String)> {
     let mut out: Vec<(&'static str, String)> = vec![("raw", s.to_string())];
+    out.push(("upper case", s.to_ascii_uppercase()));
+    out.push(("lower case", s.to_ascii_lowercase()));
     let pct = encode(s);
     out.push(("percent-encoded", pct.clone()));
     out.push(("percent-encoded, lower-case hex", lower_hex_escapes(&pct)));
@@ -553,6 +555,30 @@ fn token_echoes() -> Vec<(&'static str, Reply, Option<u16>)> {
                 500,
                 "text/html",
                 &format!("<h1>oops</h1><p>{TOKEN} {pct}</p>"),
+            ),
+            Some(502),
+        ),
+        (
+            "401 naming the token in upper case",
+            Reply::json(
+                401,
+                json!({"error": format!("bad token {}", TOKEN.to_ascii_uppercase())}),
+            ),
+            Some(502),
+        ),
+        (
+            "401 quoting the Basic credentials, in base64",
+            Reply::json(
+                401,
+                json!({"error": format!("bad credentials {}", base64(format!("user:{TOKEN}").as_bytes()))}),
+            ),
+            Some(502),
+        ),
+        (
+            "401 quoting the token in hex",
+            Reply::json(
+                401,
+                json!({"error": format!("bad key 0x{}", TOKEN.bytes().map(|b| format!("{b:02X}")).collect::<String>())}),
             ),
             Some(502),
         ),

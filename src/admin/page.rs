@@ -139,14 +139,21 @@ pub fn sign_in(frame: &Frame<'_>, token: &str, notice: Option<Notice<'_>>) -> St
     document("Sign in", &main, frame, true)
 }
 
-/// The dashboard page: its heading with the sign-out form, then `sections` (already HTML).
+/// The dashboard page: its heading with the sign-out forms (this browser, every browser), then `sections` (already HTML).
 pub fn dashboard(frame: &Frame<'_>, sign_out_token: &str, sections: &str) -> String {
     let main = format!(
         "<div class=\"top\">\n<h1>Dashboard</h1>\n\
          <form {}>\n\
          <input type=\"hidden\" name=\"action\" value=\"signout\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
-         <button id=\"sign-out\" type=\"submit\">Sign out</button>\n</form>\n</div>\n{sections}",
+         <button id=\"sign-out\" type=\"submit\">Sign out</button>\n</form>\n\
+         <form {}>\n\
+         <input type=\"hidden\" name=\"action\" value=\"signout-all\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+         <button id=\"sign-out-all\" type=\"submit\">Sign out everywhere</button>\n</form>\n\
+         </div>\n{sections}",
+        form_attributes(frame),
+        escape(sign_out_token),
         form_attributes(frame),
         escape(sign_out_token),
     );

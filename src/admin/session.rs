@@ -7,6 +7,8 @@
 //! - The sign-in form is bound to a cookie of its own (`EXPIRES.NONCE`, set with the form): its
 //!   token is the tag of that cookie's value, so another site can neither read nor forge it.
 //! - The sign-out form's token is the tag of the session's nonce.
+//! - The device cookie is `d1.EXPIRES.NONCE.TAG`, given at each sign-in: a browser that holds
+//!   one signed in before, and its failed sign-ins are counted by its own budget.
 
 use crate::admin::token::Keys;
 
@@ -14,10 +16,13 @@ use crate::admin::token::Keys;
 pub const SESSION_COOKIE: &str = "resolve_admin";
 /// The cookie the sign-in form is bound to.
 pub const FORM_COOKIE: &str = "resolve_admin_form";
+/// The cookie of a browser that signed in before.
+pub const DEVICE_COOKIE: &str = "resolve_admin_device";
 
 const SESSION: &str = "session";
 const SIGN_IN: &str = "signin";
 const SIGN_OUT: &str = "signout";
+const DEVICE: &str = "device";
 
 /// A session that was opened: when it ends, and its nonce (which the sign-out token signs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +68,22 @@ pub fn open_session(
         expires_secs,
         nonce: nonce.to_owned(),
     })
+}
+
+/// The device cookie's value for a browser that signed in at `now_secs`.
+pub fn new_device(keys: &Keys, now_secs: u64, lifetime_secs: u64, nonce: &str) -> String {
+    keys.seal(
+        DEVICE,
+        &format!("d1.{}.{nonce}", now_secs.saturating_add(lifetime_secs)),
+    )
+}
+
+/// The nonce of a device cookie, when its tag is right and it is current.
+pub fn open_device(keys: &Keys, cookie: &str, now_secs: u64, lifetime_secs: u64) -> Option<String> {
+    let text = keys.open(DEVICE, cookie)?;
+    let (expires, nonce) = expiring(text.strip_prefix("d1.")?)?;
+    let live = now_secs < expires && expires <= now_secs.saturating_add(lifetime_secs);
+    live.then(|| nonce.to_owned())
 }
 
 /// The sign-out form's token for this session.
@@ -161,6 +182,24 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_device_cookie_is_its_own_and_not_a_session() {
+        let now = 1_700_000_000;
+        let year = 365 * 24 * 3600;
+        let device = new_device(&keys(), now, year, NONCE);
+        assert_eq!(
+            open_device(&keys(), &device, now, year).as_deref(),
+            Some(NONCE)
+        );
+        assert_eq!(open_device(&keys(), &device, now + year, year), None);
+        // A session is not a device cookie, nor the other way round.
+        let session = new_session(&keys(), now, HOURS_12, NONCE);
+        assert_eq!(open_device(&keys(), &session, now, year), None);
+        assert_eq!(open_session(&keys(), &device, now, year), None);
+        let other = Keys::derive(&[4; 32], "$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA");
+        assert_eq!(open_device(&other, &device, now, year), None);
     }
 
     #[test]

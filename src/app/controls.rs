@@ -3,6 +3,7 @@
 //! allow list exempts from the `ip` rules, `auto_block` blocks a client refused too often, and
 //! shadow rules count what they would refuse without refusing.
 
+pub mod auto_blocks;
 pub mod blocks;
 
 use crate::app::{App, Asked, Tally};
@@ -14,6 +15,7 @@ use crate::net::cidr::Cidr;
 use crate::store::StoreError;
 use crate::support::defaults;
 use crate::support::log::Level;
+use auto_blocks::Added;
 use blocks::Block;
 
 /// What a blocked client reads.
@@ -80,41 +82,89 @@ impl App<'_> {
             auto.refusals,
             auto.window_secs,
         );
-        if !filled {
+        let Some(own) = Cidr::parse(&asked.identity) else {
             return;
-        }
-        let Some(range) = Cidr::parse(&asked.identity) else {
-            return;
+        };
+        // The network is counted too: addresses that each stay below the threshold, many of
+        // them in one network, block the network.
+        let network = auto_blocks::network_of(&own);
+        let network_filled = network != own
+            && self.store.counters.count_reaches(
+                &format!("resolve:~refusals-net:{network}"),
+                auto.refusals
+                    .saturating_mul(defaults::AUTO_BLOCK_NETWORK_FACTOR),
+                auto.window_secs,
+            );
+        let (range, why) = match (filled, network_filled) {
+            (true, _) => (
+                own,
+                format!("{} refusals within {} s", auto.refusals, auto.window_secs),
+            ),
+            (false, true) => (
+                network,
+                format!(
+                    "{} refusals of its addresses within {} s",
+                    auto.refusals
+                        .saturating_mul(defaults::AUTO_BLOCK_NETWORK_FACTOR),
+                    auto.window_secs
+                ),
+            ),
+            (false, false) => return,
         };
         let now = self.clock.now_ms();
         let block = Block {
             range,
             until_ms: Some(now + u64::from(auto.block_secs) * 1000),
-            reason: format!(
-                "automatic: {} refusals within {} s",
-                auto.refusals, auto.window_secs
-            ),
+            reason: format!("automatic: {why}"),
             auto: true,
         };
         let copy = blocks::copy_path(self.config);
-        match blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
-            (blocks::with(list, block, now), ())
-        }) {
-            Ok(()) => {
-                tally.add(Event::AutoBlocked);
+        let result = blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
+            auto_blocks::add(list, block, now)
+        });
+        let blocked = match result {
+            Ok(Added::Block) => range,
+            Ok(Added::Network(network)) => network,
+            Ok(Added::Covered) => return,
+            Ok(Added::Full) => {
+                if self.store.counters.first_within(
+                    "resolve:~blocks-full-log",
+                    defaults::BLOCKED_LOG_INTERVAL_SECS,
+                ) {
+                    self.log.line(
+                        Level::Warn,
+                        &format!(
+                            "auto_block did not block {range} ({why}): the list of blocks is \
+                             full ({} blocks), and the blocks in it stay until they end \
+                             (`resolve blocks` lists them; logged at most once a minute)",
+                            blocks::MAX_BLOCKS
+                        ),
+                    );
+                }
+                return;
+            }
+            Err(e) => {
                 self.log.line(
                     Level::Warn,
-                    &format!(
-                        "blocked {} for {} s: {} refusals within {} s (auto_block; `resolve unblock {}` lifts it)",
-                        asked.identity, auto.block_secs, auto.refusals, auto.window_secs, range
-                    ),
+                    &format!("auto_block could not block {}: {e}", asked.identity),
                 );
+                return;
             }
-            Err(e) => self.log.line(
-                Level::Warn,
-                &format!("auto_block could not block {}: {e}", asked.identity),
+        };
+        tally.add(Event::AutoBlocked);
+        let shown = if blocked == own {
+            asked.identity.to_string()
+        } else {
+            blocked.to_string()
+        };
+        self.log.line(
+            Level::Warn,
+            &format!(
+                "blocked {shown} for {} s: {why} (auto_block; `resolve unblock {blocked}` lifts \
+                 it)",
+                auto.block_secs
             ),
-        }
+        );
     }
 
     /// After an admitted request: each shadow rule counts it, and reports when it would have

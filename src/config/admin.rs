@@ -53,11 +53,12 @@ fn check_reserved<'r>(
     rules: impl IntoIterator<Item = (String, &'r Rule)>,
 ) -> Result<(), ConfigError> {
     for (field, rule) in rules {
-        if rule.name.as_str() == defaults::ADMIN_SIGNIN_RULE {
+        if rule.name.as_str().starts_with(defaults::ADMIN_SIGNIN_RULE) {
             return Err(err(
                 field,
                 format!(
-                    "the rule name {:?} is kept for the dashboard's sign-in limit: choose another",
+                    "rule names that start with {:?} are kept for the dashboard's sign-in \
+                     limits: choose another",
                     defaults::ADMIN_SIGNIN_RULE
                 ),
             ));
@@ -86,6 +87,10 @@ mod tests {
             (
                 r#"{"spend": [{"name": "admin-signin", "limit": 5, "window_secs": 60}]}"#,
                 "spend",
+            ),
+            (
+                r#"{"rules": [{"name": "admin-signin-site", "key": "global", "limit": 5, "window_secs": 60}]}"#,
+                "rules[0].name",
             ),
         ] {
             let e = parse(text).unwrap_err();

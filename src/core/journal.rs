@@ -95,6 +95,10 @@ pub enum Event {
     WouldRefuse(String),
     /// It came from a known network's edge (e.g. `cloudflare`) that is not trusted.
     UntrustedNetwork(&'static str),
+    /// A dashboard sign-in with a wrong password.
+    SignInFailed,
+    /// A dashboard sign-in refused past a budget of failures (429): no password checked.
+    SignInRefused,
 }
 
 impl Event {
@@ -115,6 +119,8 @@ impl Event {
             Event::AutoBlocked => "auto_blocked".into(),
             Event::WouldRefuse(rule) => format!("would_refuse:{rule}"),
             Event::UntrustedNetwork(name) => format!("untrusted_network:{name}"),
+            Event::SignInFailed => "signin_failed".into(),
+            Event::SignInRefused => "signin_refused".into(),
         }
     }
 }
@@ -268,6 +274,10 @@ pub struct Figures {
     pub blocked: u64,
     /// Clients blocked by `auto_block`.
     pub auto_blocks: u64,
+    /// Dashboard sign-ins with a wrong password.
+    pub signin_failed: u64,
+    /// Dashboard sign-ins refused past a budget of failures, their password not checked.
+    pub signin_refused: u64,
     /// Requests each shadow rule would have refused, by rule name.
     pub would_refuse: BTreeMap<String, u64>,
     /// Requests from known networks' edges that are not trusted, by network.
@@ -377,6 +387,8 @@ impl Figures {
                 "store_failed" => self.store_failures += count,
                 "blocked" => self.blocked += count,
                 "auto_blocked" => self.auto_blocks += count,
+                "signin_failed" => self.signin_failed += count,
+                "signin_refused" => self.signin_refused += count,
                 _ => into(&mut self.other, name),
             },
             Some(("refused", rule)) => into(&mut self.refused, rule),

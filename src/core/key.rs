@@ -94,12 +94,15 @@ fn hex(s: &str) -> bool {
 
 /// What the keys resolve keeps for itself start with: the block list and its lock, counts of
 /// refusals and of log lines (`resolve:~…`), cached answers, the usage journal in Redis, and
-/// the dashboard's sign-in limit. A rule's template must make no key that starts so.
-pub const RESERVED_PREFIXES: [&str; 4] = [
+/// the dashboard's sign-in limits. A rule's template must make no key that starts so.
+pub const RESERVED_PREFIXES: [&str; 7] = [
     "resolve:~",
     "resolve:cache:",
     "resolve:journal:",
     "resolve:admin-signin:",
+    "resolve:admin-signin-net:",
+    "resolve:admin-signin-site:",
+    "resolve:admin-signin-device:",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -97,6 +97,15 @@ impl ClientPolicy {
             .filter(|cdn| !self.trusted_networks.contains(cdn))
     }
 
+    /// Whether a peer's word about the request counts: a trusted proxy, or an edge of a
+    /// trusted network.
+    pub fn vouches_for(&self, peer: IpAddr) -> bool {
+        self.trusted(peer)
+            || self
+                .network_of(peer)
+                .is_some_and(|n| self.trusted_networks.contains(&n))
+    }
+
     /// The client's address. A forwarded-for header counts only when the peer is a trusted
     /// proxy; then the client is the rightmost address in it that is not a trusted proxy. When
     /// the client so found is an edge of a trusted network, the network's own header

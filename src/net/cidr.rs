@@ -33,6 +33,15 @@ impl Cidr {
         })
     }
 
+    /// The prefix length: 32 or 128 for one address.
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
+
+    pub fn is_ipv4(&self) -> bool {
+        self.addr.is_ipv4()
+    }
+
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = canonical(ip);
         ip.is_ipv4() == self.addr.is_ipv4() && mask(ip, self.prefix) == self.addr

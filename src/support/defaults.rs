@@ -87,6 +87,21 @@ pub const BLOCKED_LOG_INTERVAL_SECS: u32 = 60;
 /// A block from the dashboard's top clients lasts a day: long enough to stop a scraper's run,
 /// short enough that a shared address is not shut out for good.
 pub const ADMIN_BLOCK_SECS: u64 = 24 * 3600;
+/// Automatic blocks in one network (below) past which the network is blocked instead: an
+/// attacker rotating through the addresses of one /48 (65,536 /64s) or /24 makes one block, not
+/// thousands, and cannot fill the list to push its first blocks out.
+pub const AUTO_BLOCK_WIDEN_AT: usize = 3;
+/// The networks automatic blocks and refusals are also counted by: an IPv4 /24, an IPv6 /48.
+pub const AUTO_BLOCK_NETWORK_V4_PREFIX: u8 = 24;
+pub const AUTO_BLOCK_NETWORK_V6_PREFIX: u8 = 48;
+/// Refusals of one network, as a multiple of `auto_block.refusals`, that block the network
+/// when its addresses each stay below the threshold (one refusal each from many /64s).
+pub const AUTO_BLOCK_NETWORK_FACTOR: u32 = 4;
+/// The widest ranges the dashboard may block: an IPv4 /16 and an IPv6 /32 (one provider's
+/// customers, not the whole Internet): a leaked session cannot shut every visitor out. Wider
+/// blocks are for `resolve block` and the configuration, with a shell.
+pub const ADMIN_BLOCK_WIDEST_V4: u8 = 16;
+pub const ADMIN_BLOCK_WIDEST_V6: u8 = 32;
 
 /// The usage journal is on: the owner's figures (`resolve stats`, `resolve report`) come from
 /// it, for one small write per request.
@@ -166,16 +181,56 @@ pub const REDIS_READ_TIMEOUT_MS: u64 = 1_000;
 /// The dashboard (`/admin`, on with `admin.password_hash`): how long a sign-in lasts, in
 /// seconds. A working day; the expiry is inside the signed cookie, not only its `Max-Age`.
 pub const ADMIN_SESSION_SECS: u64 = 12 * 3600;
+/// How long a session may go unused before it ends, in seconds (30 minutes): a dashboard left
+/// open on a shared computer does not stay signed in for the rest of the day.
+pub const ADMIN_IDLE_SECS: u64 = 30 * 60;
+/// The file in the data directory that lists the open sessions (signing out takes one off).
+pub const ADMIN_SESSIONS_FILE: &str = "admin-sessions";
+/// Most sessions open at once: one owner's few browsers; past it the longest unused ends.
+pub const ADMIN_MAX_SESSIONS: usize = 16;
 /// How long a sign-in form may stay open before it is sent, in seconds.
 pub const ADMIN_FORM_SECS: u64 = 2 * 3600;
 /// Failed sign-ins one client address may make per window before it must wait: a person who
 /// mistypes gets a few tries; a guesser gets 480 a day, against a slow hash.
 pub const ADMIN_SIGNIN_FAILURES: u32 = 5;
-/// That window, in seconds (15 minutes).
+/// That window, in seconds (15 minutes); the other sign-in budgets below share it.
 pub const ADMIN_SIGNIN_WINDOW_SECS: u32 = 15 * 60;
-/// The name of that limit in the store (`resolve:admin-signin:ADDRESS`); no rule of the
-/// configuration may take it.
+/// Failed sign-ins one network (an IPv4 /24, an IPv6 /48: what one customer or one attacker's
+/// host usually holds) may make per window: twice an address's, so a household with two
+/// forgetful people is not locked out, while a /48's 65,536 /64s get 10 guesses, not 327,680.
+pub const ADMIN_SIGNIN_NETWORK_FAILURES: u32 = 10;
+/// Failed sign-ins the whole site accepts per window from browsers it does not know: 30 in 15
+/// minutes is 2,880 guesses a day at most, whatever the number of addresses, and at most 30
+/// password hashes per window for strangers' CPU.
+pub const ADMIN_SIGNIN_SITE_FAILURES: u32 = 30;
+/// Failed sign-ins a browser that signed in before (its device cookie) may make per window,
+/// counted apart from the others: strangers using up the site's budget do not lock it out.
+pub const ADMIN_SIGNIN_DEVICE_FAILURES: u32 = 5;
+/// How long a device cookie lasts, in seconds (a year): the owner's browser stays known.
+pub const ADMIN_DEVICE_SECS: u64 = 365 * 24 * 3600;
+/// The prefixes a network budget counts by: an IPv4 /24 and an IPv6 /48.
+pub const ADMIN_SIGNIN_NETWORK_V4_PREFIX: u8 = 24;
+pub const ADMIN_SIGNIN_NETWORK_V6_PREFIX: u8 = 48;
+/// The names of those limits in the store (`resolve:admin-signin:ADDRESS`,
+/// `resolve:admin-signin-net:RANGE`, ...); no rule of the configuration may take a name that
+/// starts with the first.
 pub const ADMIN_SIGNIN_RULE: &str = "admin-signin";
+pub const ADMIN_SIGNIN_NETWORK_RULE: &str = "admin-signin-net";
+pub const ADMIN_SIGNIN_SITE_RULE: &str = "admin-signin-site";
+pub const ADMIN_SIGNIN_DEVICE_RULE: &str = "admin-signin-device";
+/// The file in the data directory whose lock is held while a password hash is computed: one
+/// at a time per site, so guesses cannot take more than one core of a shared host.
+pub const ADMIN_HASH_LOCK_FILE: &str = "admin-hash.lock";
+/// How long a sign-in waits for another's hash to be done before it is answered 429, in
+/// milliseconds (a hash takes tens of milliseconds: a few queued owners get through).
+pub const ADMIN_HASH_WAIT_MS: u64 = 1_000;
+/// Most Argon2id costs a configured hash may ask for, near what `resolve hash-password` makes
+/// (19 MiB, 2 passes, 1 lane): memory in KiB, passes, lanes, and memory times passes (twice the
+/// default's). An unauthenticated visitor can make the server compute one hash per attempt.
+pub const ADMIN_HASH_MAX_MEMORY_KIB: u32 = 48 * 1024;
+pub const ADMIN_HASH_MAX_PASSES: u32 = 5;
+pub const ADMIN_HASH_MAX_LANES: u32 = 2;
+pub const ADMIN_HASH_MAX_WORK_KIB: u64 = 2 * 19 * 1024 * 2;
 /// Shortest password `resolve hash-password` accepts, in characters.
 pub const ADMIN_PASSWORD_MIN_CHARS: usize = 12;
 /// Argon2id costs of a new hash: memory in KiB, passes, lanes. OWASP's recommended setting

@@ -10,11 +10,12 @@ use crate::support::defaults;
 const MIN_M_COST_KIB: u32 = 7 * 1024;
 /// Least memory times passes (KiB): each of OWASP's Argon2id settings costs at least this.
 const MIN_WORK_KIB: u64 = 7 * 1024 * 5;
-/// Most memory (KiB) a hash may ask for: one sign-in must fit a shared host's process limits.
-const MAX_M_COST_KIB: u32 = 256 * 1024;
-/// Most passes and lanes: a sign-in must take a moment, not a minute.
-const MAX_T_COST: u32 = 20;
-const MAX_P_COST: u32 = 8;
+/// Most memory (KiB), passes, lanes and memory times passes a hash may ask for: near the cost
+/// `hash-password` uses (see `defaults`), since each sign-in attempt computes one.
+const MAX_M_COST_KIB: u32 = defaults::ADMIN_HASH_MAX_MEMORY_KIB;
+const MAX_T_COST: u32 = defaults::ADMIN_HASH_MAX_PASSES;
+const MAX_P_COST: u32 = defaults::ADMIN_HASH_MAX_LANES;
+const MAX_WORK_KIB: u64 = defaults::ADMIN_HASH_MAX_WORK_KIB;
 
 /// The fix every message about a hash ends with.
 const MAKE_ONE: &str = "make one with `resolve hash-password` (it reads the password on standard input) \
@@ -83,10 +84,15 @@ pub fn check_hash(hash: &str) -> Result<(), String> {
              and m times t at least {MIN_WORK_KIB}); {MAKE_ONE}"
         ));
     }
-    if m > MAX_M_COST_KIB || t > MAX_T_COST || p > MAX_P_COST {
+    if m > MAX_M_COST_KIB
+        || t > MAX_T_COST
+        || p > MAX_P_COST
+        || u64::from(m) * u64::from(t) > MAX_WORK_KIB
+    {
         return Err(format!(
             "the hash asks too much of a shared host for each sign-in (m={m}, t={t}, p={p}: at \
-             most m={MAX_M_COST_KIB}, t={MAX_T_COST}, p={MAX_P_COST}); {MAKE_ONE}"
+             most m={MAX_M_COST_KIB}, t={MAX_T_COST}, p={MAX_P_COST}, and m times t at most \
+             {MAX_WORK_KIB}); {MAKE_ONE}"
         ));
     }
     Ok(())
@@ -117,6 +123,17 @@ mod tests {
         assert!(verify(&h, "correct horse battery"));
         assert!(!verify(&h, "correct horse battery "));
         assert!(!verify(&h, ""));
+        // OWASP's other Argon2id settings are still accepted.
+        for costs in [
+            "m=47104,t=1,p=1",
+            "m=12288,t=3,p=1",
+            "m=9216,t=4,p=1",
+            "m=7168,t=5,p=1",
+        ] {
+            let other =
+                format!("$argon2id$v=19${costs}$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA");
+            assert_eq!(check_hash(&other), Ok(()), "{costs}");
+        }
         // Salted: another salt, another hash.
         assert_ne!(hash("correct horse battery", &[9; 16]).unwrap(), h);
     }
@@ -167,6 +184,23 @@ mod tests {
             ),
             (
                 "$argon2id$v=19$m=4194304,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too much",
+            ),
+            // What the cap used to let through: 256 MiB, 20 passes, 8 lanes (seconds each).
+            (
+                "$argon2id$v=19$m=262144,t=20,p=8$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too much",
+            ),
+            (
+                "$argon2id$v=19$m=65536,t=1,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too much",
+            ),
+            (
+                "$argon2id$v=19$m=40960,t=2,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
+                "too much",
+            ),
+            (
+                "$argon2id$v=19$m=19456,t=2,p=4$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA",
                 "too much",
             ),
         ] {

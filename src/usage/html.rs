@@ -328,6 +328,10 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
     if f.store_failures > 0 {
         list.push(("Store failures", f.store_failures));
     }
+    if f.signin_failed > 0 || f.signin_refused > 0 {
+        list.push(("Failed sign-ins", f.signin_failed));
+        list.push(("Sign-ins refused (429)", f.signin_refused));
+    }
     out.push_str(&figures(&list));
     let tables = [
         counts("Refused by rule", "Rule", &f.refused),

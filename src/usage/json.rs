@@ -35,6 +35,8 @@ impl Stats {
             "store_failures": f.store_failures,
             "blocked": f.blocked,
             "auto_blocks": f.auto_blocks,
+            "signin_failed": f.signin_failed,
+            "signin_refused": f.signin_refused,
             "would_refuse": f.would_refuse,
             "untrusted_networks": f.untrusted_networks,
             "spend": self.spend,

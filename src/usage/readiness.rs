@@ -100,9 +100,13 @@ fn report_dashboard(config: &Config, out: &mut dyn Write) {
             let _ = writeln!(
                 out,
                 "dashboard: on at /cgi-bin/resolve/admin (the program's address followed by \
-                 /admin); {} failed sign-ins per address per {} s; its secret in {}",
-                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                 /admin); failed sign-ins per {} s: {} per address, {} per network, {} for the \
+                 site, {} per browser that signed in before; its secret in {}",
                 crate::support::defaults::ADMIN_SIGNIN_WINDOW_SECS,
+                crate::support::defaults::ADMIN_SIGNIN_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_NETWORK_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_SITE_FAILURES,
+                crate::support::defaults::ADMIN_SIGNIN_DEVICE_FAILURES,
                 config
                     .data_dir
                     .join(crate::support::defaults::ADMIN_SECRET_FILE)
@@ -171,11 +175,24 @@ fn report_controls(config: &Config, store: &Store, out: &mut dyn Write) {
 /// Directory names that web hosts serve.
 const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
 
-/// The web root `path` lies under (by the names hosts give it), if it does.
+/// The web root `path` lies under (by the names hosts give it), if it does: as written, or
+/// once its symbolic links are followed (`~/resolve/ratelimit` may be a link into
+/// `public_html`).
 pub fn web_root_in(path: &std::path::Path) -> Option<&'static str> {
-    path.ancestors()
-        .filter_map(|a| a.file_name()?.to_str())
-        .find_map(|name| WEB_ROOTS.iter().find(|r| **r == name).copied())
+    let by_name = |p: &std::path::Path| {
+        p.ancestors()
+            .filter_map(|a| a.file_name()?.to_str())
+            .find_map(|name| WEB_ROOTS.iter().find(|r| **r == name).copied())
+    };
+    by_name(path).or_else(|| by_name(&resolved(path)?))
+}
+
+/// `path` with the links of its nearest existing ancestor followed, and the rest as written.
+fn resolved(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    path.ancestors().find_map(|a| {
+        let real = std::fs::canonicalize(a).ok()?;
+        Some(real.join(path.strip_prefix(a).ok()?))
+    })
 }
 
 /// Warns when secrets or counters could be read by other accounts or fetched over HTTP.
@@ -356,6 +373,36 @@ mod tests {
         let mut out = Vec::new();
         warn_unsafe(&config, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_link_into_the_web_root_is_under_the_web_root() {
+        let home = std::env::temp_dir().join(format!(
+            "resolve-webroot-{}-{:x}",
+            std::process::id(),
+            crate::support::random::u64()
+        ));
+        std::fs::create_dir_all(home.join("public_html/files")).unwrap();
+        std::fs::create_dir_all(home.join("resolve")).unwrap();
+        std::os::unix::fs::symlink(
+            home.join("public_html/files"),
+            home.join("resolve/ratelimit"),
+        )
+        .unwrap();
+        assert_eq!(
+            super::web_root_in(&home.join("resolve/ratelimit")),
+            Some("public_html")
+        );
+        assert_eq!(
+            super::web_root_in(&home.join("resolve/ratelimit/not-yet/made")),
+            Some("public_html")
+        );
+        assert_eq!(super::web_root_in(&home.join("resolve/other")), None);
+        assert_eq!(
+            super::web_root_in(&home.join("public_html/x")),
+            Some("public_html")
+        );
+        std::fs::remove_dir_all(&home).unwrap();
     }
 
     #[test]

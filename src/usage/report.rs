@@ -355,6 +355,24 @@ mod tests {
     }
 
     #[test]
+    fn the_report_shows_failed_and_refused_dashboard_sign_ins() {
+        let s = stats(
+            &[
+                total("requests", 5),
+                total("signin_failed", 12),
+                total("signin_refused", 40),
+            ],
+            vec![],
+            vec![],
+        );
+        let text = render(&s, false).unwrap();
+        crate::usage::text::assert_lines(
+            &text,
+            &["Dashboard sign-ins: 12 wrong passwords, 40 refused past a budget"],
+        );
+    }
+
+    #[test]
     fn an_action_note_alone_is_a_problem_but_not_one_from_another_day() {
         let note = |hour: u32| Note {
             at_ms: u64::from(hour) * HOUR_MS,

@@ -58,6 +58,14 @@ impl Stats {
                 if f.auto_blocks == 1 { "" } else { "s" }
             ));
         }
+        if f.signin_failed > 0 || f.signin_refused > 0 {
+            line(format!(
+                "Dashboard sign-ins: {} wrong password{}, {} refused past a budget",
+                f.signin_failed,
+                if f.signin_failed == 1 { "" } else { "s" },
+                f.signin_refused
+            ));
+        }
         if !f.would_refuse.is_empty() {
             let n: u64 = f.would_refuse.values().sum();
             line(format!(

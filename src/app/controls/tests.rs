@@ -313,6 +313,48 @@ fn auto_block_triggers_at_exactly_the_threshold() {
     assert_eq!(b.from("192.0.2.10"), 200, "others are not blocked");
 }
 
+#[test]
+fn rotating_addresses_cannot_flush_an_automatic_block() {
+    let b = Bench::new(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}],
+            "auto_block": {"refusals": 2, "window_secs": 600, "block_secs": 3600}}"#,
+    );
+    // The block that matters.
+    for _ in 0..3 {
+        b.from("192.0.2.9");
+    }
+    assert_eq!(b.from("192.0.2.9"), 403);
+    // 505 /64s of one /48, each refused twice: the /48 is blocked after three of them, and
+    // the list holds two blocks, not 506.
+    let mut statuses = Vec::new();
+    for i in 0..505u32 {
+        let from = format!("2001:db8:7:{i:x}::1");
+        for _ in 0..3 {
+            statuses.push(b.from(&from));
+        }
+    }
+    let list = blocks::read(&b.store).unwrap();
+    assert_eq!(
+        list.iter().map(|b| b.range.to_string()).collect::<Vec<_>>(),
+        vec!["192.0.2.9/32", "2001:db8:7::/48"]
+    );
+    assert_eq!(b.from("192.0.2.9"), 403, "still blocked");
+    assert_eq!(b.from("2001:db8:7:ffff::1"), 403, "the whole /48");
+    assert!(statuses.iter().filter(|s| **s == 403).count() > 1_400);
+    // Addresses of one /24 that each stay below the threshold (one refusal each): counted by
+    // their network, which is blocked at four times the threshold.
+    for i in 1..=8 {
+        let from = format!("198.51.100.{i}");
+        assert_eq!(b.from(&from), 200);
+        assert_eq!(b.from(&from), 429);
+    }
+    assert_eq!(b.from("198.51.100.200"), 403);
+    assert_eq!(
+        b.lines("blocked 198.51.100.0/24 for 3600 s: 8 refusals of its addresses within 600 s"),
+        1
+    );
+}
+
 /// `auto_block` counts the refusals of the rules that count the client (`ip`, `api_key`), not
 /// those of a busy site's `global` rules, which refuse everyone alike.
 #[test]

@@ -1,0 +1,61 @@
+//! One password hash at a time per site: a sign-in holds the lock of a file in the data
+//! directory (`admin-hash.lock`) while its hash is computed, so that guesses from many
+//! addresses, processes or servers sharing the directory never take more than one core. A
+//! sign-in that cannot have its turn within a moment is answered 429 without a hash.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::defaults;
+
+/// The turn, held until dropped.
+#[derive(Debug)]
+pub struct Turn {
+    _file: File,
+}
+
+/// Waits up to `wait` for the turn; None when another hash was still being computed then.
+pub fn take(dir: &Path, wait: Duration) -> std::io::Result<Option<Turn>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join(defaults::ADMIN_HASH_LOCK_FILE))?;
+    let start = Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(Some(Turn { _file: file })),
+            Err(TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_turn_at_a_time() {
+        let dir = std::env::temp_dir().join(format!(
+            "resolve-hash-turn-{}-{:x}",
+            std::process::id(),
+            crate::support::random::u64()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = take(&dir, Duration::ZERO).unwrap().expect("free");
+        let started = Instant::now();
+        assert!(take(&dir, Duration::from_millis(50)).unwrap().is_none());
+        assert!(started.elapsed() >= Duration::from_millis(50), "it waited");
+        drop(first);
+        assert!(take(&dir, Duration::ZERO).unwrap().is_some(), "free again");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
