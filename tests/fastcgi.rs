@@ -657,16 +657,23 @@ fn under_mod_fcgid_one_process_answers_request_after_request() {
 /// (fastcgi.max_requests), and no request is lost on the way, one at a time or four at once.
 #[test]
 fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
-    for (label, extra, conf) in [
+    // At most 3 requests a process when mod_fcgid counts them. When the process counts them
+    // itself, it stops taking connections after its third answer and still answers one that
+    // was already waiting (none is lost): mod_fcgid may connect for the next request in between
+    // (on a busy machine it often does), so a process answers at most 4 of these requests, sent
+    // one at a time.
+    for (label, extra, conf, at_most) in [
         (
             "fcgid-renew-apache",
             json!({}),
             "FcgidMaxRequestsPerProcess 3",
+            3,
         ),
         (
             "fcgid-renew-self",
             json!({"fastcgi": {"max_requests": 3}}),
             "",
+            4,
         ),
     ] {
         let site = fcgid_site(label, extra, conf);
@@ -677,8 +684,8 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
             seen.extend(site.apache.fastcgi_processes());
         }
         assert!(
-            seen.len() >= 4,
-            "{label}: 12 requests, 3 per process, yet only {} processes: {seen:?}",
+            seen.len() >= 12 / at_most,
+            "{label}: 12 requests, at most {at_most} per process, yet only {} processes: {seen:?}",
             seen.len()
         );
         let client = site.apache.client();
