@@ -129,11 +129,11 @@ impl Log for Lines {
 const STATUSES: [u16; 10] = [200, 400, 401, 405, 411, 413, 415, 422, 429, 503];
 
 /// Tags the HTML pages are made of: anything else came from the request.
-const HTML_TAGS: [&str; 39] = [
+const HTML_TAGS: [&str; 44] = [
     "!doctype", "!--", "html", "/html", "head", "/head", "meta", "title", "/title", "style",
     "/style", "body", "/body", "main", "/main", "h1", "/h1", "p", "/p", "a", "/a", "br", "strong",
     "/strong", "div", "/div", "span", "/span", "form", "/form", "label", "/label", "input",
-    "button", "/button", "footer", "/footer", "link", "/link",
+    "button", "/button", "footer", "/footer", "link", "/link", "wbr", "ul", "/ul", "li", "/li",
 ];
 
 /// The parsed head of a CGI answer: the status and the header lines.
