@@ -19,6 +19,8 @@
 #
 # Usage: bench/run.sh [--criterion] [SECONDS] [CONNECTIONS]     (defaults: 10 s, 32 connections)
 #        bench/run.sh --journal-cost [SECONDS]                  (default: 3 s per row)
+#        bench/run.sh --before PROGRAM [SECONDS] [CONNECTIONS]  (an earlier static build, its
+#                                                               429 measured beside this one's)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,6 +34,15 @@ case "${1:-}" in
     --journal-cost)
         journal_cost=1
         shift
+        ;;
+    --before)
+        [ -f "${2:-}" ] || {
+            echo "bench: --before takes the path of an earlier static build of resolve" >&2
+            exit 1
+        }
+        RESOLVE_BENCH_BEFORE=$(realpath "$2")
+        export RESOLVE_BENCH_BEFORE
+        shift 2
         ;;
 esac
 SECONDS_PER_ROW=${1:-10}

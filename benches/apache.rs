@@ -1,6 +1,8 @@
 //! Requests per second and latency (median, 99th percentile) of the binary under a real Apache on loopback, driven by wrk: for the file, MariaDB and Redis stores the 429 path (with and without the usage journal) and the 200 path under mod_cgid and under mod_fcgid, and the 429 path of the PHP limiters an owner would keep instead (bench/php/, under PHP-FPM behind mod_proxy_fcgi, on the same MariaDB), each as a ratio to a no-op CGI program writing a fixed 429 (the floor of any process-per-request program) measured in alternation with it, so that a machine busy with other work slows both alike; the ratios of resolve to the PHP limiters; and the peak memory of one CGI request. Prints one table; asserts nothing about speed. Run it through bench/run.sh, which builds the static binary and the floor program and finds PHP-FPM.
 //!
 //! With RESOLVE_BENCH_JOURNAL_COST=1 it measures only the 429 path with and without the journal (no 200 path, no PHP, no memory figures), and fails unless the journal counted every 429 that wrk saw answered: the short run of tests/run-all.sh (`bench/run.sh --journal-cost`). RESOLVE_BENCH_ROUNDS sets the rounds per row (5), RESOLVE_BENCH_STORES and RESOLVE_BENCH_SERVERS pick subsets; MariaDB, Redis and PHP-FPM are started only when a row needs them.
+//!
+//! With RESOLVE_BENCH_BEFORE=PATH (`bench/run.sh --before PATH`), an earlier build of the program is measured in the same rounds as this one on every 429 row (its own configuration and counters, the same store server), and the two ratios to the floor are printed side by side: a change's cost on the path scrapers take, from one run.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -384,6 +386,9 @@ fn main() {
     let rounds: u64 = env_or("RESOLVE_BENCH_ROUNDS", ROUNDS).max(1);
     // Only the journal's cost on the 429 path, checked to be a measurement of the journal.
     let journal_cost = std::env::var("RESOLVE_BENCH_JOURNAL_COST").is_ok_and(|v| v == "1");
+    // An earlier build, measured beside this one on the 429 rows.
+    let before =
+        std::env::var_os("RESOLVE_BENCH_BEFORE").map(|_| required_file("RESOLVE_BENCH_BEFORE"));
     // Subsets, for quicker looks: RESOLVE_BENCH_STORES=file,redis RESOLVE_BENCH_SERVERS=cgid,fpm
     let only = |name: &str| -> Vec<String> {
         std::env::var(name)
@@ -450,12 +455,27 @@ fn main() {
             &format!("{store_name}-unjournaled.json"),
             unjournaled.to_string(),
         );
+        // The earlier build's own limited site: its counters apart from this build's (a file
+        // store of its own; a key prefix elsewhere is not needed, its client is the same and
+        // over the limit either way).
+        let mut earlier = site_config(&provider, store, 1);
+        if *store_name == "file" {
+            earlier["store"]["dir"] = json!(dir.server_dir("data-before"));
+        }
+        let earlier = dir.write(&format!("{store_name}-before.json"), earlier.to_string());
         for &mode in &modes {
             let server = match mode {
                 Mode::Cgid => "mod_cgid",
                 Mode::Fcgid => "mod_fcgid",
             };
-            let apache = Apache::builder(&format!("bench-{store_name}-{}", mode.name()))
+            let mut builder = Apache::builder(&format!("bench-{store_name}-{}", mode.name()));
+            if let Some(before) = &before {
+                builder = builder.resolve_program("before", before).conf(&format!(
+                    "<Location /cgi-bin/before>\n    SetEnv RESOLVE_CONFIG {}\n</Location>\n",
+                    earlier.display()
+                ));
+            }
+            let apache = builder
                 .mode(mode)
                 // A FastCGI process per connection before the clock starts: mod_fcgid makes a
                 // request that finds none idle wait a second.
@@ -493,6 +513,16 @@ fn main() {
                 .send(&Request::get(&format!("/cgi-bin/open?{LINK}")))
                 .expect("open request");
             assert_eq!(check.status, 200, "{}", check.everything());
+            let earlier_path = format!("/cgi-bin/before?{LINK}");
+            if before.is_some() {
+                client
+                    .send(&Request::get(&earlier_path))
+                    .expect("first request");
+                let check = client
+                    .send(&Request::get(&earlier_path))
+                    .expect("second request");
+                assert_eq!(check.status, 429, "earlier build: {}", check.everything());
+            }
 
             let (a, b) = match mode {
                 Mode::Cgid => ("(b)", "(c)"),
@@ -505,15 +535,19 @@ fn main() {
                 format!("/cgi-bin/limited?{LINK}"),
                 format!("/cgi-bin/unjournaled?{LINK}"),
             );
-            answered_429s += bench.measure_together(
-                &base,
-                row,
-                &[
-                    (&with, &format!("{a} resolve, 429")),
-                    (&without, &format!("{a} resolve, 429, no journal")),
-                ],
-                false,
-            )[0];
+            let (label, unlabelled, earlier_label) = (
+                format!("{a} resolve, 429"),
+                format!("{a} resolve, 429, no journal"),
+                format!("{a} earlier build, 429"),
+            );
+            let mut paths = vec![
+                (with.as_str(), label.as_str()),
+                (without.as_str(), unlabelled.as_str()),
+            ];
+            if before.is_some() {
+                paths.push((earlier_path.as_str(), earlier_label.as_str()));
+            }
+            answered_429s += bench.measure_together(&base, row, &paths, false)[0];
             // Still the answer measured: a 429 each.
             for path in ["limited", "unjournaled"] {
                 let check = client
@@ -731,6 +765,29 @@ fn main() {
             .join(", ")
     );
     journal_costs(&bench, false);
+    if before.is_some() {
+        before_and_after(&bench);
+    }
+}
+
+/// This build's 429 beside the earlier build's, from the same rounds.
+fn before_and_after(bench: &Bench) {
+    println!("this build against the earlier one (RESOLVE_BENCH_BEFORE), 429 path, same rounds:");
+    for store in ["file", "mysql", "redis"] {
+        for server in ["mod_cgid", "mod_fcgid"] {
+            let (now, then) = (
+                bench.ratio(store, server, "resolve, 429"),
+                bench.ratio(store, server, "earlier build, 429"),
+            );
+            if now.is_nan() || then.is_nan() {
+                continue;
+            }
+            println!(
+                "  {store} {server}: {now:.2}x floor now, {then:.2}x before ({:+.1}%)",
+                (now / then - 1.0) * 100.0
+            );
+        }
+    }
 }
 
 /// What the journal costs the 429 path: x floor without it against with it, from the same
