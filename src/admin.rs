@@ -430,6 +430,7 @@ impl Dashboard<'_> {
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
         let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);
+        let own = self.identity(ctx.env);
         let mut sections =
             match crate::usage::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
                 Ok(stats) => crate::usage::html::sections(
@@ -438,6 +439,7 @@ impl Dashboard<'_> {
                     Some(&crate::usage::html::BlockForm {
                         action: ctx.frame.action,
                         csrf: &session::sign_out_token(&ctx.keys, session),
+                        own: own.as_deref(),
                     }),
                 ),
                 Err(e) => {
