@@ -2025,6 +2025,8 @@ fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
         "Provider failures by kind",
         "Bad requests by reason",
         "ACTION NEEDED: ",
+        "Any other site can spend your paid calls",
+        "allowed_origins",
         "Lift",
         IPV6_CLIENT,
         "198.51.100.254",

@@ -1,5 +1,5 @@
-//! What the signed-in page says about the site itself: the owner's own address, marked and
-//! never offered a block.
+//! What the signed-in page says about the site itself: the warning of a paid provider open to
+//! every other site's pages, and the owner's own address, marked and never offered a block.
 
 use super::*;
 use crate::core::journal::{Entry, Event};
@@ -12,6 +12,48 @@ fn page_at(site: &Site, from: &str, host: &str) -> String {
     let r = site.dashboard().answer(&env, &mut std::io::empty());
     assert_eq!(r.status, 200);
     String::from_utf8(r.body.clone()).unwrap()
+}
+
+const WARNING: &str = "Any other site can spend your paid calls";
+
+#[test]
+fn a_paid_provider_open_to_every_site_is_warned_about_with_its_fix() {
+    let mut site = site();
+    let page = page_at(&site, "203.0.113.9", "links.example.com");
+    let warning = &page[page.find(WARNING).expect(WARNING)..];
+    let warning = &warning[..warning.find("</div>").unwrap()];
+    for said in [
+        "<code>allowed_origins</code> is empty",
+        "each one is a paid call on your provider account",
+        "<code>~/resolve/config.json</code>",
+        // The fix, with this site's own address as the browser asked for it.
+        "<code>&quot;allowed_origins&quot;: [&quot;http://links.example.com&quot;]</code>",
+    ] {
+        assert!(warning.contains(said), "{said} in {warning}");
+    }
+    // Before the figures.
+    assert!(
+        page.find(WARNING) < page.find("<h2 id=\"money\">"),
+        "{page}"
+    );
+    // With a port; with a host that is not one, an example.
+    assert!(
+        page_at(&site, "203.0.113.9", "127.0.0.1:8080")
+            .contains("[&quot;http://127.0.0.1:8080&quot;]")
+    );
+    assert!(
+        page_at(&site, "203.0.113.9", "a\"b")
+            .contains("[&quot;https://www.example.com&quot;, &quot;https://example.com&quot;]")
+    );
+
+    site.config.allowed_origins = vec!["https://links.example.com".into()];
+    assert!(!page_at(&site, "203.0.113.9", "links.example.com").contains(WARNING));
+    site.config.allowed_origins.clear();
+    site.config.provider = Some(crate::provider::spec::ProviderSpec::Echo);
+    assert!(
+        !page_at(&site, "203.0.113.9", "links.example.com").contains(WARNING),
+        "the echo provider spends nothing"
+    );
 }
 
 #[test]
