@@ -1863,10 +1863,11 @@ fn the_dashboard_signs_in_shows_the_figures_and_the_chart_and_signs_out() {
 /// How the dashboard reads at the window's width: its chart's labels (the drawing's times and
 /// the scale beside it), each with the height of its box and its font size times the scale the
 /// drawing is shown at, in CSS pixels; every word of a table's cell drawn over more than one
-/// line (a name or an address broken in its middle); the buttons to block a client.
+/// line (a name or an address broken in its middle); every table wider than its place; the
+/// buttons to block a client.
 const READING_SCRIPT: &str = r#"
 var out = {inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
-  labels: [], broken: [], cells: 0, block: [], own: []};
+  labels: [], broken: [], wider: [], cells: 0, block: [], own: []};
 Array.prototype.forEach.call(document.querySelectorAll('main details'), function (d) { d.open = true; });
 Array.prototype.forEach.call(
   document.querySelectorAll('svg.chart text, .chart-frame .scale span'), function (t) {
@@ -1891,6 +1892,13 @@ Array.prototype.forEach.call(document.querySelectorAll('main table th, main tabl
       var n = Object.keys(lines).length;
       if (n > 1) { out.broken.push(m[0] + ' (' + cell.tagName + ', ' + n + ' lines)'); }
     }
+  }
+});
+Array.prototype.forEach.call(document.querySelectorAll('main table'), function (t) {
+  var room = t.parentElement.clientWidth;
+  if (t.offsetWidth > room) {
+    out.wider.push((t.caption ? t.caption.textContent : t.rows[0].textContent) + ': ' +
+      t.offsetWidth + ' px in ' + room);
   }
 });
 Array.prototype.forEach.call(document.querySelectorAll('input[name="action"][value="block"]'),
@@ -2066,6 +2074,11 @@ fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
             seen["broken"],
             json!([]),
             "{label}: words or addresses broken inside a table's cell"
+        );
+        assert_eq!(
+            seen["wider"],
+            json!([]),
+            "{label}: tables wider than the page"
         );
         // The owner's own address (the browser's, 127.0.0.1) is marked, with no button.
         let mut block: Vec<&str> = seen["block"]
