@@ -1862,12 +1862,13 @@ fn the_dashboard_signs_in_shows_the_figures_and_the_chart_and_signs_out() {
 
 /// How the dashboard reads at the window's width: its chart's labels (the drawing's times and
 /// the scale beside it), each with the height of its box and its font size times the scale the
-/// drawing is shown at, in CSS pixels; every word of a table's cell drawn over more than one
+/// drawing is shown at, in CSS pixels, and any time that runs into the next one or out of the
+/// page; every word of a table's cell drawn over more than one
 /// line (a name or an address broken in its middle); every table wider than its place; the
 /// buttons to block a client.
 const READING_SCRIPT: &str = r#"
 var out = {inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
-  labels: [], broken: [], wider: [], cells: 0, block: [], own: []};
+  labels: [], overlap: [], broken: [], wider: [], cells: 0, block: [], own: []};
 Array.prototype.forEach.call(document.querySelectorAll('main details'), function (d) { d.open = true; });
 Array.prototype.forEach.call(
   document.querySelectorAll('svg.chart text, .chart-frame .scale span'), function (t) {
@@ -1876,6 +1877,15 @@ Array.prototype.forEach.call(
     out.labels.push({text: t.textContent, height: t.getBoundingClientRect().height,
       size: parseFloat(getComputedStyle(t).fontSize) * scale});
   });
+var times = Array.prototype.map.call(document.querySelectorAll('svg.chart text'), function (t) {
+  return {text: t.textContent, box: t.getBoundingClientRect()};
+});
+var page = document.querySelector('main').getBoundingClientRect();
+times.forEach(function (t, i) {
+  var next = times[i + 1];
+  if (next && t.box.right > next.box.left) { out.overlap.push(t.text + ' runs into ' + next.text); }
+  if (t.box.left < page.left || t.box.right > page.right) { out.overlap.push(t.text + ' leaves the page'); }
+});
 Array.prototype.forEach.call(document.querySelectorAll('main table th, main table td'), function (cell) {
   out.cells++;
   var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -2069,6 +2079,7 @@ fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
                 );
             }
         }
+        assert_eq!(seen["overlap"], json!([]), "{label}: the chart's times");
         assert!(seen["cells"].as_u64() > Some(40), "{seen}");
         assert_eq!(
             seen["broken"],
@@ -2100,6 +2111,19 @@ fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
         );
         h.axe(label);
         shots(label);
+    }
+    // The longer periods, drawn day by day, on the phone.
+    for since in ["7d", "30d"] {
+        h.web().open(&format!("{admin}?since={since}"));
+        heading("Dashboard");
+        let seen = h.web().script(READING_SCRIPT);
+        let labels = seen["labels"].as_array().expect("labels");
+        assert!(labels.len() >= 5, "{since}: {seen}");
+        for l in labels {
+            assert!(l["size"].as_f64() >= Some(11.0), "{since}: {l}");
+        }
+        assert_eq!(seen["overlap"], json!([]), "{since}: {seen}");
+        assert_eq!(seen["scroll"], json!(390), "{since}: {seen}");
     }
     h.web().phone(false);
 }
