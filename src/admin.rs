@@ -343,6 +343,24 @@ impl Dashboard<'_> {
         .ok()
     }
 
+    /// This site's origin as the browser asked for it (`https://example.com`), when its host
+    /// reads as one.
+    fn origin(&self, env: &Env) -> Option<String> {
+        let host = env
+            .header("Host")
+            .and_then(|h| std::str::from_utf8(h).ok())?;
+        let plain = !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+        let scheme = if cookies::is_https(env, &self.config.client) {
+            "https"
+        } else {
+            "http"
+        };
+        plain.then(|| format!("{scheme}://{}", host.to_ascii_lowercase()))
+    }
+
     /// The client's address as the rules count it (an IPv6 client by its prefix).
     fn identity(&self, env: &Env) -> Option<String> {
         Some(self.config.client.identity(self.address(env)?))
@@ -430,6 +448,7 @@ impl Dashboard<'_> {
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
         let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);
+        let own = self.identity(ctx.env);
         let mut sections =
             match crate::usage::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
                 Ok(stats) => crate::usage::html::sections(
@@ -438,6 +457,7 @@ impl Dashboard<'_> {
                     Some(&crate::usage::html::BlockForm {
                         action: ctx.frame.action,
                         csrf: &session::sign_out_token(&ctx.keys, session),
+                        own: own.as_deref(),
                     }),
                 ),
                 Err(e) => {
@@ -456,6 +476,10 @@ impl Dashboard<'_> {
                     )
                 }
             };
+        sections.insert_str(
+            0,
+            &page::warnings(self.config, self.origin(ctx.env).as_deref()),
+        );
         let mut report = Vec::new();
         let ready = crate::usage::readiness::report(self.config, self.store, &mut report);
         let report = String::from_utf8_lossy(&report);

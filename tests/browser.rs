@@ -4,7 +4,8 @@
 //!
 //! Every state of the page is checked, in light and dark schemes, with axe-core (pinned, and
 //! installed from the npm registry into `target/test-deps/` when missing), and the contrast of
-//! its borders, focus ring and text is measured.
+//! its borders, focus ring and text is measured. The dashboard is checked the same way, on a
+//! desktop and on a phone's 390 px, where its text is measured too.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` packages and npm. Set `BROWSER_TEST_KEEP=1`
 //! to keep the temporary folder (screenshots of every state, driver log) after a passing run;
@@ -299,6 +300,29 @@ impl WebDriver {
         );
     }
 
+    /// A phone's screen, 390 CSS pixels wide (`false`: the window's own size again).
+    fn phone(&self, on: bool) {
+        if on {
+            self.cdp(
+                "Emulation.setDeviceMetricsOverride",
+                json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+            );
+        } else {
+            self.cdp("Emulation.clearDeviceMetricsOverride", json!({}));
+        }
+    }
+
+    /// The whole page, not only what the window shows.
+    fn full_screenshot(&self, path: &Path) {
+        let shot = self.cdp(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true}),
+        );
+        let png = base64_decode(shot["data"].as_str().expect("screenshot data"))
+            .unwrap_or_else(|e| panic!("screenshot: {e}"));
+        fs::write(path, png).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+
     fn resize(&self, width: u32, height: u32) {
         self.cmd(
             "POST",
@@ -514,6 +538,7 @@ struct Setup {
     javascript: bool,
     rules: Vec<Value>,
     edit: Box<dyn FnOnce(&mut Value)>,
+    provider: Option<support::Provider>,
 }
 
 impl Setup {
@@ -522,6 +547,7 @@ impl Setup {
             javascript: true,
             rules: vec![rule("ip", "ip", 100, 60)],
             edit: Box::new(|_| {}),
+            provider: None,
         }
     }
 
@@ -537,6 +563,12 @@ impl Setup {
 
     fn config(mut self, edit: impl FnOnce(&mut Value) + 'static) -> Setup {
         self.edit = Box::new(edit);
+        self
+    }
+
+    /// The provider stand-in, when not the one that resolves every link.
+    fn provider(mut self, provider: support::Provider) -> Setup {
+        self.provider = Some(provider);
         self
     }
 
@@ -566,7 +598,11 @@ impl Harness {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let dir = TempDir::new("browser");
         let edit = setup.edit;
-        let site = Site::builder("browser")
+        let mut builder = Site::builder("browser");
+        if let Some(provider) = setup.provider {
+            builder = builder.provider(provider);
+        }
+        let site = builder
             .rules(setup.rules)
             .config(|c| {
                 c["page"] = json!({"site_name": SITE_NAME, "contact": CONTACT, "terms_url": TERMS});
@@ -1822,4 +1858,272 @@ fn the_dashboard_signs_in_shows_the_figures_and_the_chart_and_signs_out() {
             .unwrap_or_default()
             .contains("Configuration check")
     );
+}
+
+/// How the dashboard reads at the window's width: its chart's labels (the drawing's times and
+/// the scale beside it), each with the height of its box and its font size times the scale the
+/// drawing is shown at, in CSS pixels, and any time that runs into the next one or out of the
+/// page; every word of a table's cell drawn over more than one
+/// line (a name or an address broken in its middle); every table wider than its place; the
+/// buttons to block a client.
+const READING_SCRIPT: &str = r#"
+var out = {inner: window.innerWidth, scroll: document.documentElement.scrollWidth,
+  labels: [], overlap: [], broken: [], wider: [], cells: 0, block: [], own: []};
+Array.prototype.forEach.call(document.querySelectorAll('main details'), function (d) { d.open = true; });
+Array.prototype.forEach.call(
+  document.querySelectorAll('svg.chart text, .chart-frame .scale span'), function (t) {
+    var ctm = t.getScreenCTM ? t.getScreenCTM() : null;
+    var scale = ctm ? Math.sqrt(ctm.a * ctm.a + ctm.b * ctm.b) : 1;
+    out.labels.push({text: t.textContent, height: t.getBoundingClientRect().height,
+      size: parseFloat(getComputedStyle(t).fontSize) * scale});
+  });
+var times = Array.prototype.map.call(document.querySelectorAll('svg.chart text'), function (t) {
+  return {text: t.textContent, box: t.getBoundingClientRect()};
+});
+var page = document.querySelector('main').getBoundingClientRect();
+times.forEach(function (t, i) {
+  var next = times[i + 1];
+  if (next && t.box.right > next.box.left) { out.overlap.push(t.text + ' runs into ' + next.text); }
+  if (t.box.left < page.left || t.box.right > page.right) { out.overlap.push(t.text + ' leaves the page'); }
+});
+Array.prototype.forEach.call(document.querySelectorAll('main table th, main table td'), function (cell) {
+  out.cells++;
+  var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (var node = walk.nextNode(); node; node = walk.nextNode()) {
+    var word = /\S+/g, m;
+    while ((m = word.exec(node.data))) {
+      var range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      var lines = {};
+      Array.prototype.forEach.call(range.getClientRects(), function (r) {
+        if (r.width > 0) { lines[Math.round(r.top)] = true; }
+      });
+      var n = Object.keys(lines).length;
+      if (n > 1) { out.broken.push(m[0] + ' (' + cell.tagName + ', ' + n + ' lines)'); }
+    }
+  }
+});
+Array.prototype.forEach.call(document.querySelectorAll('main table'), function (t) {
+  var room = t.parentElement.clientWidth;
+  if (t.offsetWidth > room) {
+    out.wider.push((t.caption ? t.caption.textContent : t.rows[0].textContent) + ': ' +
+      t.offsetWidth + ' px in ' + room);
+  }
+});
+Array.prototype.forEach.call(document.querySelectorAll('input[name="action"][value="block"]'),
+  function (i) { out.block.push(i.form.querySelector('input[name="client"]').value); });
+Array.prototype.forEach.call(document.querySelectorAll('main td'), function (td) {
+  if (/\(you\)/.test(td.textContent)) { out.own.push(td.textContent.trim()); }
+});
+return out;
+"#;
+
+/// The dashboard with every part shown (the warning, spend limits, the chart, counts, clients
+/// among them an IPv6 /64 and the owner's own address, a note, a block), at 1280 and at 390 px:
+/// the chart's text at least 11 px, no word or address broken in a table, no sideways scroll,
+/// no block button for the owner's own address, and axe-core clean in both schemes; the
+/// sign-in page and the public page on a phone too. Full-page screenshots of each.
+#[test]
+fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
+    const PASSWORD: &str = "correct horse battery staple";
+    /// A client with a long address: an IPv6 /64, as the rules count it.
+    const IPV6: &str = "2001:db8:85a3:1234:5678:9abc:def0:1";
+    const IPV6_CLIENT: &str = "2001:db8:85a3:1234::/64";
+    let hash = resolve::support::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
+    // A link under /fail/ is refused by the provider as a wrong token: an ACTION NEEDED note.
+    let provider = support::Provider::start_with(support::Reply::with(|call| {
+        if call.form("link").unwrap_or_default().contains("/fail/") {
+            support::Reply::json(401, json!({"error": "bad token"}))
+        } else {
+            support::Reply::Default
+        }
+    }));
+    let h = Setup::new()
+        .rules(vec![rule("ip", "ip", 2, 3600)])
+        .provider(provider)
+        .config(move |c| {
+            c["admin"] = json!({ "password_hash": hash });
+            c["client"] = json!({"trusted_proxies": ["127.0.0.1"]});
+            c["spend"] = json!([{"name": "day", "limit": 100, "window_secs": 86400}]);
+        })
+        .start();
+
+    // The public page on a phone.
+    h.open_page();
+    h.web().phone(true);
+    h.axe("page-phone");
+    h.web().phone(false);
+
+    // The owner's browser: two paid calls and a refusal.
+    for i in 0..3 {
+        h.submit(&format!("https://example.com/mine-{i}.zip"));
+    }
+    // Other clients, through the trusted proxy: each two paid calls and a refusal; a provider
+    // failure; a bad request.
+    let client = h.site().client();
+    let ask = |from: &str, link: &str| {
+        let target = format!("/cgi-bin/resolve?link={}", support::urlenc::encode(link));
+        let r = client
+            .send(
+                &support::Request::get(&target)
+                    .header("Accept", "text/plain")
+                    .header("X-Forwarded-For", from),
+            )
+            .expect("a request");
+        r.status
+    };
+    for from in [IPV6, "198.51.100.254", "203.0.113.77"] {
+        let answers: Vec<u16> = (0..3)
+            .map(|i| ask(from, &format!("https://example.com/{i}.zip")))
+            .collect();
+        assert_eq!(answers, [200, 200, 429], "{from}");
+    }
+    assert_eq!(ask("192.0.2.10", "https://example.com/fail/auth"), 502);
+    assert_eq!(ask("192.0.2.11", "not a link"), 400);
+
+    let admin = format!("{}/admin", h.endpoint());
+    let heading = |h1: &str| {
+        wait_for(&format!("the page {h1:?}"), Duration::from_secs(15), || {
+            let seen = h
+                .web()
+                .script("var h = document.querySelector('h1'); return h ? h.textContent : '';");
+            if seen == h1 {
+                Ok(())
+            } else {
+                Err(seen.to_string())
+            }
+        })
+    };
+    let shots = |label: &str| {
+        for scheme in ["light", "dark"] {
+            h.web().scheme(scheme);
+            h.web()
+                .full_screenshot(&h.dir.join(&format!("{label}-full-{scheme}.png")));
+        }
+        h.web().scheme("light");
+    };
+    h.web().open(&admin);
+    heading("Sign in to the dashboard");
+    h.axe("dashboard-sign-in");
+    h.web().phone(true);
+    h.axe("dashboard-sign-in-phone");
+    h.web().phone(false);
+    h.web().type_into("#password", PASSWORD);
+    h.web().click("#submit");
+    heading("Dashboard");
+
+    // The long client blocked from the dashboard: the Blocks table lists it.
+    h.web().script(&format!(
+        "document.querySelector('input[name=\"client\"][value=\"{IPV6_CLIENT}\"]').form\
+         .querySelector('button').click(); return null;"
+    ));
+    wait_for("the block to be listed", Duration::from_secs(15), || {
+        let text = h.web().script(
+            "var b = document.getElementById('blocks'); \
+             return b ? b.parentNode.textContent : '';",
+        );
+        if text.as_str().is_some_and(|t| t.contains(IPV6_CLIENT)) {
+            Ok(())
+        } else {
+            Err(text.to_string())
+        }
+    });
+    heading("Dashboard");
+
+    let text = h
+        .web()
+        .script("return document.body.innerText;")
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for shown in [
+        "Spend limits, now",
+        "Refused by rule",
+        "Provider failures by kind",
+        "Bad requests by reason",
+        "ACTION NEEDED: ",
+        "Any other site can spend your paid calls",
+        "allowed_origins",
+        "Lift",
+        IPV6_CLIENT,
+        "198.51.100.254",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+
+    for phone in [false, true] {
+        h.web().phone(phone);
+        let label = if phone {
+            "dashboard-data-phone"
+        } else {
+            "dashboard-data"
+        };
+        let seen = h.web().script(READING_SCRIPT);
+        eprintln!("{label}: {seen:#}");
+        let width = if phone { 390.0 } else { 1280.0 };
+        assert_eq!(seen["inner"].as_f64(), Some(width), "{seen}");
+        assert!(
+            seen["scroll"].as_f64() <= seen["inner"].as_f64(),
+            "{label}: the page scrolls sideways: {seen}"
+        );
+        let labels = seen["labels"].as_array().expect("labels");
+        assert!(labels.len() >= 8, "the times and the scale: {seen}");
+        for l in labels {
+            for measure in ["height", "size"] {
+                let px = l[measure].as_f64().expect("a size");
+                assert!(
+                    px >= 11.0,
+                    "{label}: the chart's label {} is {px:.1} px ({measure}), under 11: {seen}",
+                    l["text"]
+                );
+            }
+        }
+        assert_eq!(seen["overlap"], json!([]), "{label}: the chart's times");
+        assert!(seen["cells"].as_u64() > Some(40), "{seen}");
+        assert_eq!(
+            seen["broken"],
+            json!([]),
+            "{label}: words or addresses broken inside a table's cell"
+        );
+        assert_eq!(
+            seen["wider"],
+            json!([]),
+            "{label}: tables wider than the page"
+        );
+        // The owner's own address (the browser's, 127.0.0.1) is marked, with no button.
+        let mut block: Vec<&str> = seen["block"]
+            .as_array()
+            .expect("buttons")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        block.sort_unstable();
+        assert_eq!(
+            block,
+            ["198.51.100.254", IPV6_CLIENT, "203.0.113.77"],
+            "{label}: {seen}"
+        );
+        assert_eq!(
+            seen["own"],
+            json!(["127.0.0.1 (you)", "127.0.0.1 (you)"]),
+            "{label}: {seen}"
+        );
+        h.axe(label);
+        shots(label);
+    }
+    // The longer periods, drawn day by day, on the phone.
+    for since in ["7d", "30d"] {
+        h.web().open(&format!("{admin}?since={since}"));
+        heading("Dashboard");
+        let seen = h.web().script(READING_SCRIPT);
+        let labels = seen["labels"].as_array().expect("labels");
+        assert!(labels.len() >= 5, "{since}: {seen}");
+        for l in labels {
+            assert!(l["size"].as_f64() >= Some(11.0), "{since}: {l}");
+        }
+        assert_eq!(seen["overlap"], json!([]), "{since}: {seen}");
+        assert_eq!(seen["scroll"], json!(390), "{since}: {seen}");
+    }
+    h.web().phone(false);
 }

@@ -202,27 +202,35 @@ impl Dashboard<'_> {
             .frame
             .action
             .map_or(String::new(), |a| format!(" action=\"{}\"", escape(a)));
+        // Two columns, so that the table fits a phone: the range with its button; until
+        // when, then who blocked it and why.
         out.push_str(
-            "<table>\n<thead><tr><th scope=\"col\">Range</th><th scope=\"col\">Until</th>\
-             <th scope=\"col\">By</th><th scope=\"col\">Reason</th><th scope=\"col\"></th></tr></thead>\n<tbody>\n",
+            "<table>\n<thead><tr><th scope=\"col\">Range</th>\
+             <th scope=\"col\">Until, and why</th></tr></thead>\n<tbody>\n",
         );
         for b in live {
             let range = b.range.to_string();
+            let until = b.until_ms.map_or("until lifted".into(), |ms| {
+                let at = crate::core::calendar::iso(ms);
+                format!(
+                    "<time datetime=\"{at}\"><span class=\"nowrap\">{}</span> {} UTC</time>",
+                    &at[..10],
+                    &at[11..16]
+                )
+            });
             out.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><form method=\"post\"{action}>\
+                "<tr><td><span class=\"addr\">{}</span> <form method=\"post\"{action}>\
                  <input type=\"hidden\" name=\"action\" value=\"unblock\">\
                  <input type=\"hidden\" name=\"client\" value=\"{}\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
                  <button type=\"submit\" aria-label=\"Lift the block of {}\">Lift</button>\
-                 </form></td></tr>\n",
+                 </form></td><td>{until}<br>{}: {}</td></tr>\n",
                 escape(&range),
-                b.until_ms
-                    .map_or("until lifted".into(), crate::core::calendar::iso),
-                if b.auto { "auto_block" } else { "the owner" },
-                escape(&b.reason),
                 escape(&range),
                 escape(&csrf),
                 escape(&range),
+                if b.auto { "auto_block" } else { "the owner" },
+                escape(&b.reason),
             ));
         }
         out.push_str("</tbody>\n</table>\n</section>\n");

@@ -2,6 +2,7 @@
 //! (its stylesheet inlined, with the dashboard's rules after it), no script, a strict
 //! Content-Security-Policy that allows that one style block by its hash, no caching, no framing.
 
+use crate::config::Config;
 use crate::http::footer::Page;
 use crate::http::render::{STYLE, base64, footer};
 use crate::http::response::Response;
@@ -170,6 +171,33 @@ pub fn refusal(frame: &Frame<'_>, title: &str, notice: Notice<'_>) -> String {
         escape(back)
     );
     document(title, &main, frame, true)
+}
+
+/// The warnings shown at the top of the dashboard, before any figure: a paid provider with an
+/// empty `allowed_origins` (what it means, and the line that fixes it, with `origin`, this
+/// site's own address as the browser sent it, when known).
+pub fn warnings(config: &Config, origin: Option<&str>) -> String {
+    if !crate::usage::readiness::open_to_other_sites(config) {
+        return String::new();
+    }
+    let example = match origin {
+        Some(origin) => format!("\"allowed_origins\": [\"{origin}\"]"),
+        None => {
+            "\"allowed_origins\": [\"https://www.example.com\", \"https://example.com\"]".to_owned()
+        }
+    };
+    format!(
+        "<div class=\"result\" id=\"open-origins\"><div class=\"card wait\">\n\
+         <p class=\"title\">Any other site can spend your paid calls</p>\n\
+         <p><code>allowed_origins</code> is empty, so the site answers requests sent from any \
+         other site's page: a page elsewhere can make its visitors' browsers send links here, \
+         and each one is a paid call on your provider account.</p>\n\
+         <p>To fix it, list the addresses of the pages that use this site in \
+         <code>~/resolve/config.json</code>, as scheme and host, for example \
+         <code>{}</code>. Requests from other sites' pages then get 403 before anything is \
+         counted or spent.</p>\n</div></div>\n",
+        escape(&example)
+    )
 }
 
 /// Where `resolve check`'s report turns to the effective configuration.

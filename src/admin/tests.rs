@@ -517,3 +517,4 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
 mod blocks;
 mod budgets;
 mod sessions;
+mod shown;

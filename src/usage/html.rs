@@ -11,13 +11,16 @@ use crate::core::journal::{ClientFigures, HOUR_MS};
 use crate::support::html::escape;
 use crate::usage::stats::{PERIODS, Stats, TOP_CLIENTS, window_words};
 
-/// The chart's drawing area, in SVG units (it scales to the page's width).
-const CHART_WIDTH: u32 = 720;
+/// The chart's height in CSS pixels. It has no `viewBox`: it is as wide as the page, its bars
+/// placed in percents of that width and its heights in pixels, so that its text keeps the size
+/// the stylesheet gives it on a phone as on a desktop (a scaled drawing shrinks its text with it).
 const CHART_HEIGHT: u32 = 180;
-/// Room for the labels: left of the bars (the scale), below them (the times).
-const LEFT: u32 = 36;
-const BOTTOM: u32 = 22;
+/// Room for the labels below the bars (the times), and above the tallest bar.
+const BOTTOM: u32 = 24;
 const TOP: u32 = 8;
+/// At most this many times are written under the bars, so that they never run into each other
+/// at a phone's width.
+const TIME_LABELS: usize = 7;
 /// Periods up to this many hours are drawn hour by hour; longer ones day by day.
 const HOURLY_UP_TO: u32 = 48;
 
@@ -88,49 +91,60 @@ fn counts(caption: &str, what: &str, map: &BTreeMap<String, u64>) -> String {
     out
 }
 
-/// Where a block button posts, and the session's form token it carries.
+/// Where a block button posts, the session's form token it carries, and the owner's own
+/// client (the address the dashboard's request comes from, as the rules count it), which is
+/// marked and never offered a button.
 pub struct BlockForm<'a> {
     pub action: Option<&'a str>,
     pub csrf: &'a str,
+    pub own: Option<&'a str>,
 }
 
-fn clients(caption: &str, list: &[ClientFigures], block: Option<&BlockForm<'_>>) -> String {
-    let extra = if block.is_some() {
-        "<th scope=\"col\"><span class=\"muted\">Block</span></th>"
-    } else {
-        ""
-    };
+/// A client's address, kept on one line (the table gives way around it, never through it).
+fn address(client: &str) -> String {
+    format!("<span class=\"addr\">{}</span>", escape(client))
+}
+
+/// A table of clients, the owner's own (`own`) marked. With `block`, each refused client but
+/// the owner's has a **Block 24 h** button in its cell, after the address (below it where the
+/// row is narrow).
+fn clients(
+    caption: &str,
+    list: &[ClientFigures],
+    own: Option<&str>,
+    block: Option<&BlockForm<'_>>,
+) -> String {
     let mut out = format!(
-        "<table>\n<caption>{}</caption>\n<thead><tr><th scope=\"col\">Client</th>\
+        "<table class=\"clients\">\n<caption>{}</caption>\n<thead><tr><th scope=\"col\">Client</th>\
          <th scope=\"col\" class=\"n\">Admitted</th><th scope=\"col\" class=\"n\">Refused</th>\
-         {extra}</tr></thead>\n<tbody>\n",
+         </tr></thead>\n<tbody>\n",
         escape(caption)
     );
     if list.is_empty() {
         out.push_str("<tr><td colspan=\"3\">None in this period.</td></tr>\n");
     }
     for c in list {
-        let button = match block {
+        let after = match block {
+            _ if own == Some(c.client.as_str()) => " <span class=\"muted\">(you)</span>".to_owned(),
             Some(form) if c.refused > 0 => format!(
-                "<td><form method=\"post\"{}>\
+                " <form method=\"post\"{}>\
                  <input type=\"hidden\" name=\"action\" value=\"block\">\
                  <input type=\"hidden\" name=\"client\" value=\"{}\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
-                 <button type=\"submit\" aria-label=\"Block {} for 24 hours\">Block 24 h</button>\
-                 </form></td>",
+                 <button type=\"submit\" aria-label=\"Block 24 h: {}\">Block 24 h</button>\
+                 </form>",
                 form.action
                     .map_or(String::new(), |a| format!(" action=\"{}\"", escape(a))),
                 escape(&c.client),
                 escape(form.csrf),
                 escape(&c.client)
             ),
-            Some(_) => "<td></td>".to_owned(),
-            None => String::new(),
+            _ => String::new(),
         };
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{button}</tr>",
-            escape(&c.client),
+            "<tr><td>{}{after}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            address(&c.client),
             number(c.admitted),
             number(c.refused)
         );
@@ -186,40 +200,34 @@ pub fn chart(stats: &Stats) -> String {
         ),
         None => "No paid calls in this period.".to_owned(),
     };
-    let plot_w = CHART_WIDTH - LEFT;
     let plot_h = CHART_HEIGHT - TOP - BOTTOM;
-    let n = bars.len().max(1) as u32;
-    let slot = f64::from(plot_w) / f64::from(n);
+    let base_y = TOP + plot_h;
+    // Each bar's slot, in percent of the chart's width.
+    let slot = 100.0 / bars.len().max(1) as f64;
     let scale = max.max(1) as f64;
+    // The scale beside the plot is the page's own text: the drawing then needs no room of a
+    // fixed width on its left. Screen readers have the summary and the table instead.
     let mut svg = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {CHART_WIDTH} {CHART_HEIGHT}\" role=\"img\" \
+        "<div class=\"chart-frame\">\n<div class=\"scale\" aria-hidden=\"true\">\
+         <span>{}</span><span>0</span></div>\n\
+         <svg class=\"chart\" width=\"100%\" height=\"{CHART_HEIGHT}\" role=\"img\" \
          aria-labelledby=\"chart-title chart-desc\" xmlns=\"http://www.w3.org/2000/svg\">\n\
          <title id=\"chart-title\">Paid calls per {unit}</title>\n\
          <desc id=\"chart-desc\">{}</desc>\n",
+        number(max),
         escape(&summary)
     );
-    let base_y = TOP + plot_h;
     let _ = writeln!(
         svg,
-        "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{base_y}\" x2=\"{CHART_WIDTH}\" y2=\"{base_y}\"/>"
+        "<line class=\"axis\" x1=\"0\" y1=\"{base_y}\" x2=\"100%\" y2=\"{base_y}\"/>"
     );
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n\
-         <text x=\"{}\" y=\"{base_y}\" text-anchor=\"end\">0</text>",
-        LEFT - 6,
-        TOP + 10,
-        number(max),
-        LEFT - 6
-    );
-    // A label every few bars, so that they never run into each other.
-    let every = (bars.len() / 8).max(1);
+    let every = bars.len().div_ceil(TIME_LABELS).max(1);
     for (i, (label, calls)) in bars.iter().enumerate() {
         let h = (*calls as f64 / scale * f64::from(plot_h)).round();
-        let x = f64::from(LEFT) + slot * i as f64 + slot * 0.1;
+        let x = slot * i as f64 + slot * 0.1;
         let _ = writeln!(
             svg,
-            "<rect class=\"column\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\">\
+            "<rect class=\"column\" x=\"{x:.2}%\" y=\"{:.1}\" width=\"{:.2}%\" height=\"{h:.1}\">\
              <title>{} UTC: {} paid calls</title></rect>",
             f64::from(base_y) - h,
             slot * 0.8,
@@ -234,13 +242,13 @@ pub fn chart(stats: &Stats) -> String {
             };
             let _ = writeln!(
                 svg,
-                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{short}</text>",
+                "<text x=\"{:.2}%\" y=\"{}\" text-anchor=\"middle\">{short}</text>",
                 x + slot * 0.4,
                 CHART_HEIGHT - 6
             );
         }
     }
-    svg.push_str("</svg>\n");
+    svg.push_str("</svg>\n</div>\n");
     let mut table = format!(
         "<details>\n<summary>Paid calls per {unit}, as a table</summary>\n<table>\n\
          <thead><tr><th scope=\"col\">{} (UTC)</th><th scope=\"col\" class=\"n\">Paid calls</th>\
@@ -361,10 +369,17 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         "<section aria-labelledby=\"clients\">\n<h2 id=\"clients\">Top clients</h2>\n\
          <div class=\"tables\">\n",
     );
-    out.push_str(&clients("By refusals", &f.top_refused(TOP_CLIENTS), block));
+    let own = block.and_then(|b| b.own);
+    out.push_str(&clients(
+        "By refusals",
+        &f.top_refused(TOP_CLIENTS),
+        own,
+        block,
+    ));
     out.push_str(&clients(
         "By admitted requests",
         &f.top_admitted(TOP_CLIENTS),
+        own,
         None,
     ));
     out.push_str("</div>\n</section>\n");
@@ -482,17 +497,22 @@ mod tests {
                 "<title id=\"chart-title\">Paid calls per hour</title>",
                 "8 paid calls in this period; the busiest hour, 2026-12-01 02:00 UTC, had 5.",
                 "<title>2026-12-01 02:00 UTC: 5 paid calls</title>",
-                // The tallest bar fills the plot; an empty hour has no height.
-                "height=\"150.0\"><title>2026-12-01 02:00",
+                // The tallest bar fills the plot; an empty hour has no height. Across, the
+                // drawing is in percents of the page's width, and has no viewBox to scale it.
+                "height=\"148.0\"><title>2026-12-01 02:00",
                 "height=\"0.0\"><title>2026-12-01 01:00",
+                "<rect class=\"column\" x=\"8.75%\" y=\"8.0\" width=\"3.33%\"",
+                "<span>5</span><span>0</span>",
                 // The same figures as a table.
                 "<tr><td>2026-12-01 02:00</td><td class=\"n\">5</td></tr>",
             ],
         );
         assert!(
-            !html.contains("style="),
-            "the policy allows no style attribute"
+            !html.contains("style=") && !html.contains("viewBox"),
+            "the policy allows no style attribute; a viewBox would shrink the text"
         );
+        // Six times under 24 bars: every fourth hour.
+        assert_eq!(html.matches("<text ").count(), 6, "{html}");
         assert!(chart(&stats(24, &[])).contains("No paid calls in this period."));
     }
 
@@ -512,6 +532,35 @@ mod tests {
                 "<tr><td>2026-12-02</td><td class=\"n\">4</td></tr>",
             ],
         );
+    }
+
+    #[test]
+    fn the_owners_own_address_is_marked_and_has_no_block_button() {
+        let mut s = stats(24, &[1]);
+        s.figures.clients.push(ClientFigures {
+            client: "2001:db8:85a3:1234::/64".into(),
+            admitted: 5,
+            refused: 2,
+        });
+        let form = BlockForm {
+            action: Some("/cgi-bin/resolve/admin"),
+            csrf: "tok",
+            own: Some("2001:db8:85a3:1234::/64"),
+        };
+        let html = sections(&s, form.action, Some(&form));
+        holds(
+            &html,
+            &[
+                "<td><span class=\"addr\">2001:db8:85a3:1234::/64</span> \
+                 <span class=\"muted\">(you)</span></td>",
+                // Another refused client has its button, named by what it shows first.
+                "<td><span class=\"addr\">203.0.113.&lt;7&gt;</span> <form method=\"post\" \
+                 action=\"/cgi-bin/resolve/admin\">",
+                "aria-label=\"Block 24 h: 203.0.113.&lt;7&gt;\">Block 24 h</button>",
+            ],
+        );
+        assert_eq!(html.matches("value=\"block\"").count(), 1, "{html}");
+        assert_eq!(html.matches("(you)").count(), 2, "both tables: {html}");
     }
 
     /// Fails unless `html` holds each of `parts`.

@@ -219,6 +219,13 @@ pub fn warn_exposure(path: &std::path::Path, what: &str, out: &mut dyn Write) {
     }
 }
 
+/// True when a paid provider is configured and `allowed_origins` is empty: any other site's
+/// page can then make its visitors' browsers spend the site's paid calls. The dashboard says so
+/// at its top; `resolve check` warns.
+pub fn open_to_other_sites(config: &Config) -> bool {
+    config.pays() && config.allowed_origins.is_empty()
+}
+
 /// The two settings that keep a paid provider's money safe, when they are missing.
 fn warn_unsafe(config: &Config, out: &mut dyn Write) {
     if !config.pays() {
@@ -233,7 +240,7 @@ fn warn_unsafe(config: &Config, out: &mut dyn Write) {
              {{\"name\": \"month\", \"limit\": 1500, \"window_secs\": 2592000}}]"
         );
     }
-    if config.allowed_origins.is_empty() {
+    if open_to_other_sites(config) {
         let _ = writeln!(
             out,
             "WARN allowed_origins: empty, so any other site's page can make its visitors' \

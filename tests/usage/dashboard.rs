@@ -32,7 +32,8 @@ fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
     &rest[..rest.find(end).unwrap_or(rest.len())]
 }
 
-/// The rows of a table's body as the text of their `<td>` cells (tags inside a cell left out).
+/// The rows of a table's body as the text of their `<td>` cells: a client's address, or the
+/// cell's text before any tag.
 fn rows(table: &str) -> Vec<Vec<String>> {
     let body = between(table, "<tbody>", "</tbody>");
     body.split("<tr>")
@@ -43,11 +44,8 @@ fn rows(table: &str) -> Vec<Vec<String>> {
                 .map(|cell| {
                     let cell = &cell[cell.find('>').map_or(0, |i| i + 1)..];
                     let cell = &cell[..cell.find("</td>").unwrap_or(cell.len())];
-                    if cell.starts_with('<') {
-                        String::new()
-                    } else {
-                        cell.replace(',', "")
-                    }
+                    let cell = cell.strip_prefix("<span class=\"addr\">").unwrap_or(cell);
+                    cell[..cell.find('<').unwrap_or(cell.len())].replace(',', "")
                 })
                 .collect()
         })

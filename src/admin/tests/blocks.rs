@@ -140,9 +140,11 @@ fn the_dashboard_lists_the_blocks_and_lifts_them() {
     let (_, page) = site.get(&mut jar);
     assert!(page.contains("<h2 id=\"blocks\">Blocks</h2>"), "{page}");
     assert!(
-        page.contains(
-            "<td>192.0.2.66/32</td><td>until lifted</td><td>the owner</td><td>by hand</td>"
-        ),
+        page.contains("<td><span class=\"addr\">192.0.2.66/32</span> <form"),
+        "{page}"
+    );
+    assert!(
+        page.contains("</form></td><td>until lifted<br>the owner: by hand</td>"),
         "{page}"
     );
     assert!(page.contains("name=\"action\" value=\"unblock\""), "{page}");
