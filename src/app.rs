@@ -253,21 +253,6 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
-        // A link whose paid job is under way joins it: no new paid call, no visitor's limit.
-        if !head_only
-            && blocks_failure.is_none()
-            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
-        {
-            return answer;
-        }
-        // A host the provider does not list is refused before anything is counted or paid.
-        if !head_only
-            && blocks_failure.is_none()
-            && let Some(p) = self.refuse_unlisted_host(provider, &asked.link)
-        {
-            tally.add(Event::Bad("unsupported_host".into()));
-            return Err(p);
-        }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         // A provider that costs nothing (the echo provider) is neither cached nor counted as
@@ -280,19 +265,12 @@ impl App<'_> {
             .as_deref()
             .filter(|_| blocks_failure.is_none())
             .map(|k| self.look_up(k));
-        let (cached, cache_failure, claim) = match lookup {
+        let (cached, cache_failure, _claim) = match lookup {
             None => (None, None, None),
             Some(Lookup::Hit(r)) => (Some(r), None, None),
             Some(Lookup::Miss(claim)) => (None, None, claim),
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
-        // A request that waited for another one resolving the same link joins the job that
-        // one left under way, if it did, rather than paying for a second.
-        if claim.is_some()
-            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
-        {
-            return answer;
-        }
         let paid = !head_only && cached.is_none() && provider.pays();
         let all_rules: Vec<&Rule> = rules
             .iter()
@@ -305,7 +283,28 @@ impl App<'_> {
             None => self.store.counters.decide(&checks),
         };
         let store_up = decided.is_ok();
-        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
+        let verdict = self.verdict(decided, &rules, &all_rules, format, frame, tally);
+        // A link whose paid job is under way joins it (a request that waited for another one
+        // resolving the same link too): no new paid call, the visitor's counts given back.
+        // Asked only once the visitor's own rules let the request through, so that a client
+        // over its limit costs no job read; the site's spend limits do not stop a poll.
+        let may_join = match &verdict {
+            Ok(Verdict::Admitted(_)) => true,
+            Ok(Verdict::Refused { by_client, .. }) => !by_client,
+            Err(p) => p.code == "spend_limit",
+        };
+        if may_join
+            && store_up
+            && !head_only
+            && cached.is_none()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            if let Ok(Verdict::Admitted(admitted)) = &verdict {
+                self.give_back(&checks, admitted.as_ref(), tally);
+            }
+            return answer;
+        }
+        let admitted = match verdict? {
             Verdict::Admitted(admitted) => admitted,
             Verdict::Refused {
                 response,
@@ -318,6 +317,18 @@ impl App<'_> {
                 return Ok(response);
             }
         };
+        // Free checks before paying: a host the provider does not list, a link it finds dead.
+        if paid
+            && let Some(p) = self.refuse_before_paying(
+                provider,
+                &asked.link,
+                store_up,
+                (&checks, admitted.as_ref()),
+                tally,
+            )
+        {
+            return Err(p);
+        }
         self.shadow(&asked, tally);
 
         let mut response = if head_only {
