@@ -283,24 +283,34 @@ impl App<'_> {
             None => self.store.counters.decide(&checks),
         };
         let store_up = decided.is_ok();
+        // A client over one of its own rules is refused at once, whatever else refused it.
+        let over_own_limit = decided
+            .as_ref()
+            .is_ok_and(|d| !d.is_admit() && verdict::over_own_limit(&rules, d.statuses()));
         let verdict = self.verdict(decided, &rules, &all_rules, format, frame, tally);
         // A link whose paid job is under way joins it (a request that waited for another one
-        // resolving the same link too): no new paid call, the visitor's counts given back.
+        // resolving the same link too): no new paid call, and the request counted by nothing.
         // Asked only once the visitor's own rules let the request through, so that a client
-        // over its limit costs no job read; the site's spend limits do not stop a poll.
+        // over its limit costs no job read; the site's limits do not stop a poll.
         let may_join = match &verdict {
-            Ok(Verdict::Admitted(_)) => true,
-            Ok(Verdict::Refused { by_client, .. }) => !by_client,
+            Ok(Verdict::Admitted(_) | Verdict::Refused { .. }) => true,
             Err(p) => p.code == "spend_limit",
         };
         if may_join
             && store_up
+            && !over_own_limit
             && !head_only
             && cached.is_none()
             && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
         {
-            if let Ok(Verdict::Admitted(admitted)) = &verdict {
-                self.give_back(&checks, admitted.as_ref(), tally);
+            match &verdict {
+                Ok(Verdict::Admitted(admitted)) => {
+                    self.give_back(&checks, admitted.as_ref(), tally);
+                }
+                // Refused by a site-wide rule, which counted nothing: not a refusal after all.
+                _ => tally
+                    .events
+                    .retain(|e| !matches!(e, Event::Refused(_) | Event::SpendRefused(_))),
             }
             return answer;
         }

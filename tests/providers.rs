@@ -1803,21 +1803,37 @@ fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
     assert!(polls >= 2, "{polls}");
     assert!(!out.describe().contains(TOKEN), "{}", out.describe());
 
-    // At once, the same visitor (whose one request an hour is used) and another: the kept
-    // job's progress, no call.
-    for from in ["127.0.0.60", "127.0.0.61"] {
-        let out = site.request(GET, link, from);
+    // At once, the same visitor, whose one request an hour is used: refused (by the day's
+    // spend limit, the rule the limiter names first) without the job being read; another
+    // visitor: the kept job's progress, no call, and the request counted by no rule.
+    let out = site.request(GET, link, "127.0.0.60");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("spend_limit")),
+        "{}",
+        out.describe()
+    );
+    for _ in 0..2 {
+        let out = site.request(GET, link, "127.0.0.61");
         let (status, body) = status_body(&out);
         assert_eq!(
             (status, body["progress"].as_str()),
             (202, Some("40% done")),
-            "{from}"
+            "{}",
+            out.describe()
         );
     }
     assert_eq!(
         api.calls_to(GET, "/api/status"),
         polls,
         "within the interval: no poll"
+    );
+    let stats: Value = serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
+    assert_eq!(
+        stats["spend_refused"],
+        json!({"day": 1}),
+        "the first visitor's refusal, not the joined job's answers: {stats:#}"
     );
 
     // After the interval, the job is done: one poll, the answer, and no second creation.
