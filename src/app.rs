@@ -253,21 +253,6 @@ impl App<'_> {
             .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
         };
         let head_only = asked.method == Method::Head;
-        // A link whose paid job is under way joins it: no new paid call, no visitor's limit.
-        if !head_only
-            && blocks_failure.is_none()
-            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
-        {
-            return answer;
-        }
-        // A host the provider does not list is refused before anything is counted or paid.
-        if !head_only
-            && blocks_failure.is_none()
-            && let Some(p) = self.refuse_unlisted_host(provider, &asked.link)
-        {
-            tally.add(Event::Bad("unsupported_host".into()));
-            return Err(p);
-        }
         let rules = self.unless_allowed(&asked, self.client_rules(asked.key.as_ref()));
         // A cached answer costs nothing: the client's rules count it, the spend rules do not.
         // A provider that costs nothing (the echo provider) is neither cached nor counted as
@@ -280,19 +265,12 @@ impl App<'_> {
             .as_deref()
             .filter(|_| blocks_failure.is_none())
             .map(|k| self.look_up(k));
-        let (cached, cache_failure, claim) = match lookup {
+        let (cached, cache_failure, _claim) = match lookup {
             None => (None, None, None),
             Some(Lookup::Hit(r)) => (Some(r), None, None),
             Some(Lookup::Miss(claim)) => (None, None, claim),
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
-        // A request that waited for another one resolving the same link joins the job that
-        // one left under way, if it did, rather than paying for a second.
-        if claim.is_some()
-            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
-        {
-            return answer;
-        }
         let paid = !head_only && cached.is_none() && provider.pays();
         let all_rules: Vec<&Rule> = rules
             .iter()
@@ -305,7 +283,38 @@ impl App<'_> {
             None => self.store.counters.decide(&checks),
         };
         let store_up = decided.is_ok();
-        let admitted = match self.verdict(decided, &rules, &all_rules, format, frame, tally)? {
+        // A client over one of its own rules is refused at once, whatever else refused it.
+        let over_own_limit = decided
+            .as_ref()
+            .is_ok_and(|d| !d.is_admit() && verdict::over_own_limit(&rules, d.statuses()));
+        let verdict = self.verdict(decided, &rules, &all_rules, format, frame, tally);
+        // A link whose paid job is under way joins it (a request that waited for another one
+        // resolving the same link too): no new paid call, and the request counted by nothing.
+        // Asked only once the visitor's own rules let the request through, so that a client
+        // over its limit costs no job read; the site's limits do not stop a poll.
+        let may_join = match &verdict {
+            Ok(Verdict::Admitted(_) | Verdict::Refused { .. }) => true,
+            Err(p) => p.code == "spend_limit",
+        };
+        if may_join
+            && store_up
+            && !over_own_limit
+            && !head_only
+            && cached.is_none()
+            && let Some(answer) = self.join_job(provider, &asked.link, env, format, frame, tally)
+        {
+            match &verdict {
+                Ok(Verdict::Admitted(admitted)) => {
+                    self.give_back(&checks, admitted.as_ref(), tally);
+                }
+                // Refused by a site-wide rule, which counted nothing: not a refusal after all.
+                _ => tally
+                    .events
+                    .retain(|e| !matches!(e, Event::Refused(_) | Event::SpendRefused(_))),
+            }
+            return answer;
+        }
+        let admitted = match verdict? {
             Verdict::Admitted(admitted) => admitted,
             Verdict::Refused {
                 response,
@@ -318,6 +327,18 @@ impl App<'_> {
                 return Ok(response);
             }
         };
+        // Free checks before paying: a host the provider does not list, a link it finds dead.
+        if paid
+            && let Some(p) = self.refuse_before_paying(
+                provider,
+                &asked.link,
+                store_up,
+                (&checks, admitted.as_ref()),
+                tally,
+            )
+        {
+            return Err(p);
+        }
         self.shadow(&asked, tally);
 
         let mut response = if head_only {

@@ -25,6 +25,12 @@ pub trait Provider {
         None
     }
 
+    /// The provider's free check of one link, when it has one: None when it has none, else
+    /// whether the check found the file dead, or why it could not tell.
+    fn link_dead(&self, _link: &str) -> Option<Result<bool, String>> {
+        None
+    }
+
     /// Polls a job a resolution left under way (every call counted by `meter`).
     fn resume(
         &self,

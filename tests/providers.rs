@@ -37,10 +37,11 @@ const TB_REQUEST: &str = "/v1/api/webdl/requestdl";
 const POST: &str = "POST";
 const GET: &str = "GET";
 
-/// The `provider` section for preset `name`, pointed at the stand-in. Without the host list
-/// (AllDebrid's), so that each test's calls are its own; `host_list_pre_check_*` tests it.
+/// The `provider` section for preset `name`, pointed at the stand-in. Without the host list and
+/// the link check, so that each test's calls are its own; `host_list_*` and `link_check_*`
+/// test them.
 fn preset(name: &str, api: &Provider, base: &str) -> Value {
-    json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "hosts": null})
+    json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "hosts": null, "link_check": null})
 }
 
 /// `v` with the top-level fields of `extra` set.
@@ -1802,21 +1803,37 @@ fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
     assert!(polls >= 2, "{polls}");
     assert!(!out.describe().contains(TOKEN), "{}", out.describe());
 
-    // At once, the same visitor (whose one request an hour is used) and another: the kept
-    // job's progress, no call.
-    for from in ["127.0.0.60", "127.0.0.61"] {
-        let out = site.request(GET, link, from);
+    // At once, the same visitor, whose one request an hour is used: refused (by the day's
+    // spend limit, the rule the limiter names first) without the job being read; another
+    // visitor: the kept job's progress, no call, and the request counted by no rule.
+    let out = site.request(GET, link, "127.0.0.60");
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (503, Some("spend_limit")),
+        "{}",
+        out.describe()
+    );
+    for _ in 0..2 {
+        let out = site.request(GET, link, "127.0.0.61");
         let (status, body) = status_body(&out);
         assert_eq!(
             (status, body["progress"].as_str()),
             (202, Some("40% done")),
-            "{from}"
+            "{}",
+            out.describe()
         );
     }
     assert_eq!(
         api.calls_to(GET, "/api/status"),
         polls,
         "within the interval: no poll"
+    );
+    let stats: Value = serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
+    assert_eq!(
+        stats["spend_refused"],
+        json!({"day": 1}),
+        "the first visitor's refusal, not the joined job's answers: {stats:#}"
     );
 
     // After the interval, the job is done: one poll, the answer, and no second creation.
@@ -1945,36 +1962,11 @@ fn host_list_pre_check_refuses_an_unlisted_host_before_paying() {
     // Three links on a host AllDebrid does not list, from one visitor allowed two requests:
     // refused each time, nothing paid, the visitor's limit untouched.
     for i in 0..3 {
-        let out = site.request(
-            GET,
-            &format!("https://unknown-host.example/f{i}.zip"),
-            "127.0.0.90",
-        );
-        let (status, body) = status_body(&out);
-        assert_eq!(
-            (status, body["code"].as_str()),
-            (422, Some("unsupported_host")),
-            "{}",
-            out.describe()
-        );
-        assert!(
-            out.stderr.contains("refused before any paid call"),
-            "{}",
-            out.stderr
-        );
+        let link = format!("https://unknown-host.example/f{i}.zip");
+        assert_refused_before_paying(&site, &link, "127.0.0.90", "unsupported_host");
     }
     assert_eq!(api.calls_to(POST, AD_UNLOCK), 0);
-    assert_eq!(
-        api.calls_to(GET, AD_DOMAINS),
-        1,
-        "fetched once, kept for a day"
-    );
-    let fetch = &api.requests_to(GET, AD_DOMAINS)[0];
-    assert!(
-        !fetch.everything().contains(TOKEN),
-        "a public call: {}",
-        fetch.everything()
-    );
+    assert_fetched_once_without_token(api, AD_DOMAINS, "alldebrid");
     // A listed host (a subdomain of one) is paid as before, twice: the visitor's limit.
     for _ in 0..2 {
         let out = site.request(GET, "https://www.mega.nz/file/abc", "127.0.0.90");
@@ -2013,6 +2005,223 @@ fn host_list_unavailable_lets_links_through_and_is_not_asked_again_that_day() {
         1,
         "a failed fetch is not retried within the day"
     );
+}
+
+/// Asks for `link` from `from` and checks a 422 with `code`, refused before any paid call.
+fn assert_refused_before_paying(site: &Setup, link: &str, from: &str, code: &str) {
+    let out = site.request(GET, link, from);
+    let (status, body) = status_body(&out);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some(code)),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.stderr.contains("refused before any paid call"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// The host list at `list` was fetched once (kept for a day), without the token (a public call).
+fn assert_fetched_once_without_token(api: &Provider, list: &str, name: &str) {
+    assert_eq!(
+        api.calls_to(GET, list),
+        1,
+        "{name}: fetched once, kept for a day"
+    );
+    let fetch = &api.requests_to(GET, list)[0];
+    assert!(
+        !fetch.everything().contains(TOKEN),
+        "{name}: a public call: {}",
+        fetch.everything()
+    );
+}
+
+/// Each preset's own host list, from the endpoint and in the form its service documents:
+/// - Real-Debrid (api.real-debrid.com, "GET /hosts/domains": "Get all hoster domains supported
+///   on the service. This request is not requiring authentication", answered as an array of
+///   domain strings);
+/// - Premiumize (`GET /api/services/list`; its API's "best practices" post names two lists,
+///   the domains found in the cache and those for which links can be generated: `cache` and
+///   `directdl`, arrays of domains, in the answer clients read);
+/// - Debrid-Link (`GET /api/v2/downloader/hosts`: `{"success": true, "value": [{"name",
+///   "domains": [...]}]}`, the form its clients read);
+/// - TorBox (api-docs.torbox.app, "Get Hoster List", `GET /v1/api/webdl/hosters`, public:
+///   the standard answer with `data` a list of hosters, each with its `domains`).
+#[test]
+fn host_list_of_every_other_preset_refuses_an_unlisted_host_before_paying() {
+    let presets: [(&str, &str, &str, Value, &str); 4] = [
+        (
+            "realdebrid",
+            RD_BASE,
+            "/rest/1.0/hosts/domains",
+            json!(["mega.nz", "rapidgator.net"]),
+            RD_CALL,
+        ),
+        (
+            "premiumize",
+            PM_BASE,
+            "/api/services/list",
+            json!({"status": "success", "directdl": ["rapidgator.net"], "cache": ["mega.nz"]}),
+            PM_CALL,
+        ),
+        (
+            "debridlink",
+            DL_BASE,
+            "/api/v2/downloader/hosts",
+            json!({"success": true, "value": [
+                {"name": "mega", "type": "host", "status": 1, "domains": ["mega.nz", "mega.co.nz"]},
+                {"name": "rapidgator", "type": "host", "status": 1, "domains": ["rapidgator.net"]}
+            ]}),
+            DL_CALL,
+        ),
+        (
+            "torbox",
+            TB_BASE,
+            "/v1/api/webdl/hosters",
+            json!({"success": true, "error": null, "detail": "Hosters retrieved.", "data": [
+                {"name": "Mega", "domains": ["mega.nz"], "status": true, "type": "hoster"},
+                {"name": "Rapidgator", "domains": ["rapidgator.net", "rg.to"], "status": true, "type": "hoster"}
+            ]}),
+            TB_CREATE,
+        ),
+    ];
+    for (name, base, list, answer, paid) in presets {
+        let site = Site::builder(&format!("hosts-{name}"))
+            .provider(api_stand_in())
+            // The preset's own host list; no link check, so that every call counted is paid.
+            .provider_section(move |api| {
+                json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "link_check": null})
+            })
+            .rules(vec![json!({"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600})])
+            .write();
+        let api = &site.provider;
+        api.route(GET, list, Reply::ok(answer));
+        // A visitor allowed one request: two links on a host the service does not list, both
+        // refused, nothing paid, the one request still there.
+        for i in 0..2 {
+            let link = format!("https://unknown-host.example/f{i}.zip");
+            assert_refused_before_paying(&site, &link, "127.0.0.93", "unsupported_host");
+        }
+        assert_eq!(api.calls_to(POST, paid), 0, "{name}");
+        assert_fetched_once_without_token(api, list, name);
+        // (The stand-in has no answer for the paid call: whatever the visitor reads then, the
+        // call was made.)
+        let out = site.request(GET, "https://www.mega.nz/file/abc", "127.0.0.93");
+        let (status, body) = status_body(&out);
+        assert!(
+            status != 429 && body["code"] != "unsupported_host",
+            "{name}: {}",
+            out.describe()
+        );
+        assert_eq!(
+            api.calls_to(POST, paid),
+            1,
+            "{name}: a listed host is paid as before"
+        );
+        assert_eq!(api.calls_to(GET, list), 1, "{name}");
+    }
+}
+
+/// Real-Debrid's free link check (api.real-debrid.com, "POST /unrestrict/check": "Check if a
+/// file is downloadable on the concerned hoster. This request is not requiring
+/// authentication", form field `link`; HTTP 503 "File unavailable").
+const RD_CHECK: &str = "/rest/1.0/unrestrict/check";
+
+#[test]
+fn link_check_refuses_a_dead_link_before_unrestricting_it() {
+    let site = provider_fields(
+        preset_site("link-check", "realdebrid", RD_BASE, json!({})),
+        json!({"link_check": {"url": "{base}/unrestrict/check", "field": "link", "dead_statuses": [503]}}),
+    )
+    .rules(vec![json!({"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600})])
+    .write();
+    let api = &site.provider;
+    api.route(
+        POST,
+        RD_CHECK,
+        Reply::json(503, r#"{"error": "unavailable_file", "error_code": 24}"#),
+    );
+    api.route(POST, RD_CALL, f_bin());
+    // A visitor allowed one request: two dead links refused, nothing unrestricted, the one
+    // request still there.
+    for i in 0..2 {
+        let link = format!("https://rapidgator.net/file/dead{i}");
+        assert_refused_before_paying(&site, &link, "127.0.0.94", "dead_link");
+    }
+    assert_eq!(api.calls_to(POST, RD_CALL), 0);
+    let checks = api.requests_to(POST, RD_CHECK);
+    assert_eq!(checks.len(), 2);
+    assert_eq!(
+        checks[1].form("link"),
+        Some("https://rapidgator.net/file/dead1")
+    );
+    assert!(
+        !checks[1].everything().contains(TOKEN),
+        "{}",
+        checks[1].everything()
+    );
+    // Found: unrestricted as before, with the visitor's one request.
+    api.route(
+        POST,
+        RD_CHECK,
+        Reply::ok(
+            json!({"host": "rapidgator.net", "link": "https://rapidgator.net/file/ok",
+                         "filename": "f.bin", "filesize": 1, "supported": 1}),
+        ),
+    );
+    expect_ok(&site.request(GET, "https://rapidgator.net/file/ok", "127.0.0.94"));
+    assert_eq!(api.calls_to(POST, RD_CALL), 1);
+    // A check that fails says nothing: the link goes on as without it.
+    api.route(
+        POST,
+        RD_CHECK,
+        Reply::raw(500, "text/html", "<h1>oops</h1>"),
+    );
+    let out = site.request(GET, "https://rapidgator.net/file/other", "127.0.0.95");
+    expect_ok(&out);
+    assert!(out.stderr.contains("goes on unchecked"), "{}", out.stderr);
+    assert_eq!(api.calls_to(POST, RD_CALL), 2);
+}
+
+/// A client over its limit costs no host-list work: the list is neither fetched nor read for
+/// it, only for a request the limiter admitted.
+#[test]
+fn host_list_is_not_fetched_for_a_client_over_its_limit() {
+    let site = preset_site("hosts-429", "alldebrid", AD_BASE, json!({}))
+        .rules(vec![
+            json!({"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}),
+        ])
+        .write();
+    let api = &site.provider;
+    api.route(
+        GET,
+        AD_DOMAINS,
+        Reply::ok(json!({"status": "success", "data": {"hosts": ["mega.nz"]}})),
+    );
+    api.route(
+        POST,
+        AD_UNLOCK,
+        Reply::ok(
+            json!({"status": "success", "data": {"link": "https://a1b2c3.debrid.it/dl/z/h.zip"}}),
+        ),
+    );
+    expect_ok(&site.request(GET, "https://mega.nz/file/one", "127.0.0.96"));
+    // The host list turned on once the visitor's one request is used.
+    site.edit_config(|cfg| {
+        cfg["provider"]["hosts"] = json!({"url": "{base}/hosts/domains", "lists": ["/data/hosts"]});
+    });
+    for i in 0..3 {
+        let out = site.request(GET, &format!("https://mega.nz/file/more{i}"), "127.0.0.96");
+        assert_eq!(out.answer().status, 429, "{}", out.describe());
+    }
+    assert_eq!(api.calls_to(GET, AD_DOMAINS), 0, "no fetch for a 429");
+    // Another visitor, admitted: the list is fetched for it.
+    expect_ok(&site.request(GET, "https://mega.nz/file/two", "127.0.0.97"));
+    assert_eq!(api.calls_to(GET, AD_DOMAINS), 1);
+    assert_eq!(api.calls_to(POST, AD_UNLOCK), 2);
 }
 
 /// A port on 127.0.0.1 where nothing listens.

@@ -32,9 +32,9 @@ pub const PASSWORD: &str = "a password for the usage tests";
 
 /// Every provider failure class the program knows that an answer of the provider makes, the
 /// stand-in's link for it (`https://host.example/fail/CLASS`) and the status the visitor gets.
-/// The thirteenth class, `unreachable`, is no answer at all: the proxy in front refuses the
+/// The fifteenth class, `unreachable`, is no answer at all: the proxy in front refuses the
 /// connection.
-pub const FAILURES: [(&str, u16); 12] = [
+pub const FAILURES: [(&str, u16); 14] = [
     ("dead_link", 422),
     ("unsupported", 422),
     ("password", 422),
@@ -47,7 +47,13 @@ pub const FAILURES: [(&str, u16); 12] = [
     ("bad_answer", 502),
     ("timeout", 504),
     ("secret_in_answer", 502),
+    ("server_refused", 502),
+    ("plan", 502),
 ];
+
+/// The spend limit of a day in these sites: the paid calls of `drive` (two links, a failure of
+/// each class, one more), so that its last paid link uses it up.
+const SPEND: usize = FAILURES.len() + 3;
 
 /// The stand-in's answer for the link `fail/CLASS`, in the words a provider would use.
 fn failure_reply(class: &str) -> Option<Reply> {
@@ -60,6 +66,10 @@ fn failure_reply(class: &str) -> Option<Reply> {
         "rate_limit" => Reply::json(429, json!({"error": "slow down"})),
         "quota" => Reply::json(403, json!({"error": "no traffic left", "code": "QUOTA"})),
         "auth" => Reply::json(401, json!({"error": "bad token"})),
+        "server_refused" => {
+            Reply::json(403, json!({"error": "ip not allowed", "code": "NOSERVER"}))
+        }
+        "plan" => Reply::json(403, json!({"error": "not premium", "code": "NOTPREMIUM"})),
         "unavailable" => Reply::json(503, json!({"error": "down"})),
         "bad_answer" => Reply::raw(200, "text/html", "<h1>Maintenance</h1>"),
         "timeout" => Reply::Hang,
@@ -94,14 +104,17 @@ pub struct Figured {
     pub proxy: DelayProxy,
 }
 
-/// The site whose figures are checked: `ip` 4 and `all` 22 a minute, a spend limit of 15 a
+/// The site whose figures are checked: `ip` 4 and `all` 24 a minute, a spend limit of 17 a
 /// day, the cache, the dashboard, and the stand-in behind a proxy (which can refuse
 /// connections), with the error codes that make each class.
 pub fn site(label: &str, store: Option<Value>) -> Figured {
     site_with(
         label,
         store,
-        vec![rule("ip", "ip", 4, 60), rule("all", "global", 22, 60)],
+        vec![
+            rule("ip", "ip", 4, 60),
+            rule("all", "global", SPEND as u64 + 7, 60),
+        ],
     )
 }
 
@@ -119,7 +132,8 @@ pub fn site_with(label: &str, store: Option<Value>, rules: Vec<Value>) -> Figure
             p["error_message"] = json!("/error");
             p["errors"] = json!({
                 "dead_link": ["DEAD"], "unsupported": ["NOHOST"], "password": ["PASSWORD"],
-                "temporary": ["HOSTDOWN"], "quota": ["QUOTA"]
+                "temporary": ["HOSTDOWN"], "quota": ["QUOTA"],
+                "server_refused": ["NOSERVER"], "plan": ["NOTPREMIUM"]
             });
             p["connect_timeout_ms"] = json!(1000);
             p["timeout_ms"] = json!(1500);
@@ -131,7 +145,7 @@ pub fn site_with(label: &str, store: Option<Value>, rules: Vec<Value>) -> Figure
     }
     let site = b
         .config(move |c| {
-            c["spend"] = json!([{"name": "day", "limit": 15, "window_secs": 86400}]);
+            c["spend"] = json!([{"name": "day", "limit": SPEND, "window_secs": 86400}]);
             c["cache"] = json!({"ttl_secs": 600});
             c["client"] = json!({"trusted_proxies": ["127.0.0.1"]});
             c["admin"] = json!({ "password_hash": hash });
@@ -167,7 +181,7 @@ fn drive(f: &Figured) {
     let statuses: Vec<u16> = (0..6).map(|_| a("10.0.0.1", "ok-1")).collect();
     assert_eq!(statuses, [200, 200, 200, 200, 429, 429]);
     assert_eq!(a("10.0.0.2", "ok-2"), 200);
-    // A failure of each class, each from a client of its own: twelve paid calls.
+    // A failure of each class, each from a client of its own: fourteen paid calls.
     for (i, (class, status)) in FAILURES.iter().enumerate() {
         let client = format!("10.0.1.{}", i + 1);
         assert_eq!(a(&client, &format!("fail/{class}")), *status, "{class}");
@@ -176,7 +190,7 @@ fn drive(f: &Figured) {
     f.proxy.set_mode(ProxyMode::Refuse);
     assert_eq!(a("10.0.1.99", "ok-unreachable"), 502);
     f.proxy.set_mode(ProxyMode::Forward);
-    // 10.0.0.3: the fifteenth paid call, then the budget refuses.
+    // 10.0.0.3: the seventeenth paid call, then the budget refuses.
     assert_eq!(a("10.0.0.3", "ok-3"), 200);
     assert_eq!(a("10.0.0.3", "ok-4"), 503);
     // 10.0.0.4: not a link.
@@ -189,15 +203,15 @@ fn drive(f: &Figured) {
         )
         .unwrap();
     assert_eq!(bad.status, 400);
-    // 10.0.0.5: three HEADs, counted by the rules only (all: 22); 10.0.0.6 refused by `all`.
+    // 10.0.0.5: three HEADs, counted by the rules only (all: 24); 10.0.0.6 refused by `all`.
     for _ in 0..3 {
         assert_eq!(ask(site, "10.0.0.5", "HEAD", "ok-5"), 200);
     }
     assert_eq!(ask(site, "10.0.0.6", "HEAD", "ok-6"), 429);
     assert_eq!(
         site.provider.calls(),
-        15,
-        "fifteen paid calls reached the stand-in"
+        SPEND,
+        "seventeen paid calls reached the stand-in"
     );
 }
 
@@ -262,15 +276,15 @@ pub fn stats_of(site: &support::Setup, requests: u64) -> Value {
 }
 
 fn expect_figures(site: &Site) {
-    let s = stats_of(site, 27);
+    let s = stats_of(site, 29);
     let n = |field: &str| {
         s[field]
             .as_u64()
             .unwrap_or_else(|| panic!("{field}: {s:#}"))
     };
-    assert_eq!(n("requests"), 27, "{s:#}");
-    assert_eq!(n("admitted"), 22, "{s:#}");
-    assert_eq!(n("paid_calls"), 15, "{s:#}");
+    assert_eq!(n("requests"), 29, "{s:#}");
+    assert_eq!(n("admitted"), 24, "{s:#}");
+    assert_eq!(n("paid_calls"), 17, "{s:#}");
     assert_eq!(n("cache_hits"), 3, "{s:#}");
     assert_eq!(n("paid_calls_saved"), 3);
     assert_eq!(n("refunds"), 1, "the refused connection was refunded");
@@ -286,7 +300,7 @@ fn expect_figures(site: &Site) {
     assert_eq!(s["bad_requests"], json!({"bad_link": 1}), "{s:#}");
     assert_eq!(
         s["spend"],
-        json!([{"name": "day", "limit": 15, "window_secs": 86400, "used": 15, "left": 0}])
+        json!([{"name": "day", "limit": 17, "window_secs": 86400, "used": 17, "left": 0}])
     );
     let top = s["top_clients"].as_array().unwrap();
     assert_eq!(
@@ -298,7 +312,7 @@ fn expect_figures(site: &Site) {
             json!({"client": "10.0.0.2", "admitted": 1, "refused": 0}),
         ]
     );
-    assert_eq!(top.len(), 10, "the top ten of 18 clients: {top:?}");
+    assert_eq!(top.len(), 10, "the top ten of 20 clients: {top:?}");
     assert_eq!(
         s["top_admitted"][0],
         json!({"client": "10.0.0.1", "admitted": 4, "refused": 2})
@@ -309,7 +323,7 @@ fn expect_figures(site: &Site) {
         .iter()
         .map(|h| h["paid_calls"].as_u64().unwrap())
         .sum();
-    assert_eq!(per_hour, 15);
+    assert_eq!(per_hour, 17);
     assert_eq!(s["paid_per_hour"].as_array().unwrap().len(), 24);
     // The same by day: the day or two the last 24 hours touch add up to the period.
     let days = s["per_day"].as_array().unwrap();
@@ -325,24 +339,26 @@ fn expect_figures(site: &Site) {
     }
     let notes = s["action_needed"].as_array().unwrap();
     let texts: Vec<&str> = notes.iter().map(|n| n["text"].as_str().unwrap()).collect();
-    assert_eq!(texts.len(), 2, "{texts:?}");
-    // Newest first: the credentials were refused after the quota ran out.
-    assert!(texts[0].starts_with("ACTION NEEDED: the provider refused the site's credentials"));
-    assert!(texts[1].starts_with("ACTION NEEDED: the provider account has no quota left"));
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    // Newest first: the plan, the server's address, the credentials, the quota.
+    assert!(texts[0].starts_with("ACTION NEEDED: the provider account's plan does not cover"));
+    assert!(texts[1].starts_with("ACTION NEEDED: the provider refuses calls from this server's"));
+    assert!(texts[2].starts_with("ACTION NEEDED: the provider refused the site's credentials"));
+    assert!(texts[3].starts_with("ACTION NEEDED: the provider account has no quota left"));
     assert!(!s.to_string().contains(TOKEN), "no secret in the figures");
 
     // The same in words, for people.
     let words = command(site, &["stats", "--since", "7d"]);
     for expected in [
-        "Paid calls:        15",
+        "Paid calls:        17",
         "Cache hits:        3 (paid calls saved)",
         "Refunds:           1 (calls that never reached the provider)",
         "Refused (429):     3 (all 1, ip 2)",
         "Spend refusals:    1 (day 1)",
-        "Provider failures: 13 (auth 1, bad_answer 1, dead_link 1, password 1, quota 1, \
-         rate_limit 1, rejected 1, secret_in_answer 1, temporary 1, timeout 1, unavailable 1, \
-         unreachable 1, unsupported 1)",
-        "day: 15 of 15 per day used, 0 left",
+        "Provider failures: 15 (auth 1, bad_answer 1, dead_link 1, password 1, plan 1, quota 1, \
+         rate_limit 1, rejected 1, secret_in_answer 1, server_refused 1, temporary 1, timeout 1, \
+         unavailable 1, unreachable 1, unsupported 1)",
+        "day: 17 of 17 per day used, 0 left",
         "10.0.0.1",
         "ACTION NEEDED: the provider refused the site's credentials",
         "Per day (UTC):",

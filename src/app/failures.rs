@@ -8,6 +8,10 @@ use crate::support::defaults;
 
 pub(super) const UNAVAILABLE: &str =
     "The download service is not available right now. Please try again later.";
+/// The visitor's sentence for a host the provider does not support.
+pub(super) const UNSUPPORTED_HOST: &str = "This file host is not supported.";
+/// The visitor's sentence for a file the provider cannot get.
+pub(super) const DEAD_LINK: &str = "This file is no longer available: the link is dead.";
 
 pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");
@@ -41,11 +45,8 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             };
             Problem::new(422, "link_refused", detail).log(log)
         }
-        Failure::Unsupported => refused("unsupported_host", "This file host is not supported."),
-        Failure::DeadLink => refused(
-            "dead_link",
-            "This file is no longer available: the link is dead.",
-        ),
+        Failure::Unsupported => refused("unsupported_host", UNSUPPORTED_HOST),
+        Failure::DeadLink => refused("dead_link", DEAD_LINK),
         Failure::Password => refused("password_required", "This file is protected by a password."),
         Failure::Temporary => busy(
             "host_unavailable",

@@ -1,18 +1,25 @@
-//! The free pre-check: a provider that publishes the file hosts it supports has that list
-//! fetched (one free call, without the token) at most once a day into the store, and a link on
-//! a host it does not name is refused (422, nothing paid, the visitor's limit not used) while
-//! the list is fresh. Without a fresh list (never fetched, or the last fetch failed) links go
-//! on as before: the list only ever saves a paid call, it never costs a visitor an answer.
+//! The free pre-checks, asked only for a request the limiter admitted and that is about to be
+//! paid for, so that a client over its limit costs none of them. A provider that publishes the
+//! file hosts it supports has that list fetched (one free call, without the token) at most
+//! once a day into the store, and a link on a host it does not name is refused (422) while the
+//! list is fresh. A provider with a free check of one link (Real-Debrid's `unrestrict/check`)
+//! has it asked, and a link it finds dead is refused (422). Either refusal gives every count
+//! of the request back: nothing paid, the visitor's limit not used. Without a fresh list, or
+//! when the check fails, links go on as before: a pre-check only ever saves a paid call, it
+//! never costs a visitor an answer.
 
 use std::time::Duration;
 
-use crate::app::App;
+use crate::app::failures::{DEAD_LINK, UNSUPPORTED_HOST};
+use crate::app::{Admitted, App, Tally};
+use crate::core::journal::Event;
 use crate::http::problem::Problem;
 use crate::net::url::Host;
 use crate::provider::Provider;
 use crate::provider::spec::{ProviderSpec, host_listed};
+use crate::store::Check;
 use crate::support::defaults;
-use crate::support::log::Level;
+use crate::support::log::{Level, Log};
 
 /// Where the list is kept: among the cache's keys, never equal to a link's.
 const KEY: &str = "resolve:cache:hosts";
@@ -50,12 +57,48 @@ impl Kept {
 }
 
 impl App<'_> {
-    /// A refusal for a link whose host the provider's fresh host list does not name.
-    pub(super) fn refuse_unlisted_host(
+    /// The pre-checks of an admitted link about to be paid for: a refusal, with every count of
+    /// the request given back, or None to go on. `store_up`: the host list is read from the
+    /// store only when it answered the decision.
+    pub(super) fn refuse_before_paying(
         &self,
         provider: &dyn Provider,
         link: &str,
+        store_up: bool,
+        (checks, admitted): (&[Check<'_>], Option<&Admitted>),
+        tally: &mut Tally,
     ) -> Option<Problem> {
+        let refused = store_up
+            .then(|| self.refuse_unlisted_host(provider, link))
+            .flatten()
+            .or_else(|| refuse_dead_link(provider, link, self.log))?;
+        tally.add(Event::Bad(refused.code.into()));
+        self.give_back(checks, admitted, tally);
+        Some(refused)
+    }
+
+    /// Gives back every count an admitted request took, for a request that ends up costing
+    /// nothing: the journal then counts it as never admitted, as before the decision.
+    pub(super) fn give_back(
+        &self,
+        checks: &[Check<'_>],
+        admitted: Option<&Admitted>,
+        tally: &mut Tally,
+    ) {
+        let Some(admitted) = admitted else {
+            return;
+        };
+        tally.events.retain(|e| *e != Event::Admitted);
+        if let Err(e) = self.store.counters.refund(checks, admitted.at_ms) {
+            self.log.line(
+                Level::Warn,
+                &format!("giving back the counts of a request refused before paying failed: {e}"),
+            );
+        }
+    }
+
+    /// A refusal for a link whose host the provider's fresh host list does not name.
+    fn refuse_unlisted_host(&self, provider: &dyn Provider, link: &str) -> Option<Problem> {
         let listed = matches!(
             self.config.provider.as_ref(),
             Some(ProviderSpec::Http(h)) if h.hosts.is_some()
@@ -86,7 +129,7 @@ impl App<'_> {
             return None;
         }
         Some(
-            Problem::new(422, "unsupported_host", "This file host is not supported.").log(
+            Problem::new(422, "unsupported_host", UNSUPPORTED_HOST).log(
                 format!(
                     "the provider's host list (fetched {}) does not name {host:?}: {link:?} refused before any paid call",
                     crate::core::calendar::iso(kept.fetched_at_ms)
@@ -129,6 +172,21 @@ impl App<'_> {
         }
         let _ = self.store.cache.cache_release(FETCHING, b"1");
         Some(kept)
+    }
+}
+
+/// A refusal for a link the provider's free link check finds dead; None when it has no check,
+/// finds the file, or cannot tell (logged: the link goes on to the paid call).
+fn refuse_dead_link(provider: &dyn Provider, link: &str, log: &dyn Log) -> Option<Problem> {
+    match provider.link_dead(link)? {
+        Ok(true) => Some(Problem::new(422, "dead_link", DEAD_LINK).log(format!(
+            "the provider's free link check finds {link:?} dead: refused before any paid call"
+        ))),
+        Ok(false) => None,
+        Err(e) => {
+            log.line(Level::Warn, &format!("{e}; {link:?} goes on unchecked"));
+            None
+        }
     }
 }
 

@@ -574,3 +574,4 @@ fn without_the_journal_nothing_is_kept() {
 }
 
 mod paying;
+mod prechecks;

@@ -12,6 +12,19 @@ use crate::http::render;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
 
+/// Whether a refusal found the client over one of its own rules (its address's, its key's),
+/// not only over a site-wide one. A rule refuses exactly when none of its window is left; the
+/// statuses begin with the client's rules.
+pub(super) fn over_own_limit(
+    rules: &[&Rule],
+    statuses: &[crate::core::decision::RuleStatus],
+) -> bool {
+    rules
+        .iter()
+        .zip(statuses)
+        .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0)
+}
+
 impl App<'_> {
     /// What the store's decision means for this request: go on (with the limit headers and
     /// the time it was counted at, unless the store failed and the policy lets it through), or
@@ -57,12 +70,7 @@ impl App<'_> {
                 },
             ) => {
                 let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
-                // A rule refuses exactly when none of its window is left. The statuses begin
-                // with the client's rules.
-                let by_client = rules
-                    .iter()
-                    .zip(statuses)
-                    .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0);
+                let by_client = over_own_limit(rules, statuses);
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,

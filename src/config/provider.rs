@@ -17,10 +17,12 @@ use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
 use crate::provider::presets;
-use crate::provider::spec::{HostList, HttpMethod, HttpSpec, ProviderSpec, Step, Template};
+use crate::provider::spec::{
+    HostList, HttpMethod, HttpSpec, LinkCheck, ProviderSpec, Step, Template,
+};
 use crate::support::defaults;
 use crate::support::secret::Secret;
-use raw::{RawHosts, RawProvider};
+use raw::{RawHosts, RawLinkCheck, RawProvider};
 use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
@@ -98,6 +100,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     let statuses = statuses(raw.statuses.take())?;
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
+    let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
     let rate_rules = site_rules(rate_list, "provider.rate_limits")?;
@@ -114,6 +117,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             advice,
             rate_steps,
             hosts,
+            link_check,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -267,19 +271,59 @@ fn advice(raw: Option<BTreeMap<String, String>>) -> Result<Vec<(String, String)>
     Ok(out)
 }
 
-/// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.
-fn host_list(raw: Option<RawHosts>, has_base: bool) -> Result<Option<HostList>, ConfigError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    let url = Template(raw.url);
+/// The URL of a free call made without the token or the link in it (`{base}` only).
+fn public_url(field: &str, url: String, has_base: bool) -> Result<Template, ConfigError> {
+    let url = Template(url);
     let known: Vec<String> = if has_base {
         vec!["base".into()]
     } else {
         Vec::new()
     };
-    steps::check_names("provider.hosts.url", &url, &known)?;
-    check_step_url("provider.hosts.url", &url.0)?;
+    steps::check_names(field, &url, &known)?;
+    check_step_url(field, &url.0)?;
+    Ok(url)
+}
+
+/// `link_check`: where the free check of one link is, the form field of the link, and the
+/// statuses of a dead link.
+fn link_check(raw: Option<RawLinkCheck>, has_base: bool) -> Result<Option<LinkCheck>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let url = public_url("provider.link_check.url", raw.url, has_base)?;
+    if raw.field.is_empty()
+        || raw
+            .field
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(err(
+            "provider.link_check.field",
+            "names the form field that carries the link, e.g. \"link\"",
+        ));
+    }
+    if raw.dead_statuses.is_empty()
+        || raw.dead_statuses.len() > 5
+        || raw.dead_statuses.iter().any(|s| !(400..=599).contains(s))
+    {
+        return Err(err(
+            "provider.link_check.dead_statuses",
+            "lists 1 to 5 HTTP error statuses (400 to 599) that mean the file cannot be had",
+        ));
+    }
+    Ok(Some(LinkCheck {
+        url,
+        field: raw.field,
+        dead_statuses: raw.dead_statuses,
+    }))
+}
+
+/// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.
+fn host_list(raw: Option<RawHosts>, has_base: bool) -> Result<Option<HostList>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let url = public_url("provider.hosts.url", raw.url, has_base)?;
     if raw.lists.is_empty() || raw.lists.len() > 5 {
         return Err(err(
             "provider.hosts.lists",

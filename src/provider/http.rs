@@ -235,15 +235,44 @@ impl HttpProvider {
     }
 }
 
-impl Provider for HttpProvider {
-    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
-        let list = self.spec.hosts.as_ref()?;
+impl HttpProvider {
+    /// `{base}`, the one value a free call's URL may name.
+    fn base_vars(&self) -> Vars {
         let mut vars = Vars::new();
         if let Some(b) = &self.spec.base_url {
             vars.insert("base".into(), b.trim_end_matches('/').to_owned());
         }
+        vars
+    }
+}
+
+impl Provider for HttpProvider {
+    fn link_dead(&self, link: &str) -> Option<Result<bool, String>> {
+        let check = self.spec.link_check.as_ref()?;
         Some((|| {
-            let url = list.url.render(&vars)?;
+            let url = check.url.render(&self.base_vars())?;
+            // Public: sent without the token.
+            let response = self
+                .agent()
+                .post(&url)
+                .config()
+                .timeout_global(Some(self.spec.timeout))
+                .build()
+                .send_form([(check.field.as_str(), link)])
+                .map_err(|e| format!("the link check could not be made: {e}"))?;
+            let status = response.status().as_u16();
+            match status {
+                s if check.dead_statuses.contains(&s) => Ok(true),
+                200..=299 => Ok(false),
+                s => Err(format!("the link check answered HTTP {s}")),
+            }
+        })())
+    }
+
+    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+        let list = self.spec.hosts.as_ref()?;
+        Some((|| {
+            let url = list.url.render(&self.base_vars())?;
             // Public: sent without the token.
             let mut response = self
                 .agent()

@@ -204,16 +204,44 @@ pub struct HostList {
 /// The most domains a host list keeps.
 pub const MAX_HOSTS: usize = 5000;
 
+/// A list's pointer segment that stands for every element of the array before it: the
+/// domains of a list of hosts, each with its own array (`/value/*/domains`).
+pub const EACH: &str = "/*";
+
+/// The strings of the array at `pointer`, where each [`EACH`] segment walks every element of
+/// the array before it.
+fn strings_at<'v>(v: &'v Value, pointer: &str, out: &mut Vec<&'v str>) {
+    match pointer.split_once(EACH) {
+        Some((head, rest)) if rest.is_empty() || rest.starts_with('/') => {
+            for item in v
+                .pointer(head)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                strings_at(item, rest, out);
+            }
+        }
+        _ => out.extend(
+            v.pointer(pointer)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        ),
+    }
+}
+
 impl HostList {
     /// The domains an answer lists: lower case, without a leading `www.`, at most
     /// [`MAX_HOSTS`]; empty when the answer holds none of the lists.
     pub fn domains_in(&self, v: &Value) -> Vec<String> {
-        let mut out: Vec<String> = self
-            .lists
-            .iter()
-            .filter_map(|p| v.pointer(p)?.as_array())
-            .flatten()
-            .filter_map(Value::as_str)
+        let mut found = Vec::new();
+        for p in &self.lists {
+            strings_at(v, p, &mut found);
+        }
+        let mut out: Vec<String> = found
+            .into_iter()
             .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
             .map(|d| d.strip_prefix("www.").map(str::to_owned).unwrap_or(d))
             .filter(|d| {
@@ -243,6 +271,19 @@ pub fn host_listed(host: &str, domains: &[String]) -> bool {
             _ => return false,
         }
     }
+}
+
+/// A provider's free check of one link (Real-Debrid's `unrestrict/check`): the link posted in
+/// a form, without the token; an answer with one of `dead_statuses` says the file cannot be
+/// had. Asked for an admitted link just before the paid call.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LinkCheck {
+    /// Where the check is (`{base}` filled in).
+    pub url: Template,
+    /// The form field that carries the link.
+    pub field: String,
+    /// The HTTP statuses of an answer that finds the file dead.
+    pub dead_statuses: Vec<u16>,
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
@@ -275,6 +316,8 @@ pub struct HttpSpec {
     pub rate_steps: Vec<Option<Vec<usize>>>,
     /// The public list of supported hosts, if the provider has one.
     pub hosts: Option<HostList>,
+    /// The free check of one link, if the provider has one.
+    pub link_check: Option<LinkCheck>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.

@@ -119,6 +119,16 @@ pub fn expect_the_report_of(site: &Site) {
             s["provider_failures"]["auth"]
         ),
         format!(
+            "WARNING: the provider refused this server's address {} time: not the token; see \
+             the ACTION NEEDED lines for what the provider allows",
+            s["provider_failures"]["server_refused"]
+        ),
+        format!(
+            "WARNING: the provider account's plan did not cover a link {} time (not premium, \
+             not for that file host, or a top-up needed)",
+            s["provider_failures"]["plan"]
+        ),
+        format!(
             "WARNING: the provider account had no quota left {} time",
             s["provider_failures"]["quota"]
         ),

@@ -24,6 +24,7 @@ pub(crate) struct RawProvider {
     /// Real-Debrid's remote traffic: `true` adds `remote_form` to the first call's form.
     pub(crate) remote: Option<bool>,
     pub(crate) hosts: Option<RawHosts>,
+    pub(crate) link_check: Option<RawLinkCheck>,
     pub(crate) remote_form: Option<BTreeMap<String, String>>,
     pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
     pub(crate) connect_timeout_ms: Option<u64>,
@@ -78,6 +79,14 @@ pub(crate) struct RawProgress {
 pub(crate) struct RawHosts {
     pub(crate) url: String,
     pub(crate) lists: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLinkCheck {
+    pub(crate) url: String,
+    pub(crate) field: String,
+    pub(crate) dead_statuses: Vec<u16>,
 }
 
 #[derive(Deserialize)]

@@ -40,6 +40,7 @@ fn spec(steps: Vec<Step>) -> HttpSpec {
         advice: Vec::new(),
         rate_steps: Vec::new(),
         hosts: None,
+        link_check: None,
         connect_timeout: Duration::from_secs(1),
         timeout: Duration::from_secs(5),
         deadline: Duration::from_secs(20),
@@ -294,6 +295,45 @@ fn a_host_list_is_read_and_matched_by_domain() {
         assert!(!host_listed(host, &domains), "{host}");
     }
     assert!(list.domains_in(&json!({"other": 1})).is_empty());
+}
+
+#[test]
+fn a_host_list_reads_a_whole_array_answer_and_each_hosts_domains() {
+    let whole = HostList {
+        url: Template("{base}/hosts/domains".into()),
+        lists: vec![String::new()],
+    };
+    assert_eq!(
+        whole.domains_in(&json!(["mega.nz", "1fichier.com"])),
+        ["1fichier.com", "mega.nz"]
+    );
+    let each = HostList {
+        url: Template("{base}/webdl/hosters".into()),
+        lists: vec!["/data/*/domains".into()],
+    };
+    let answer = json!({"success": true, "data": [
+        {"name": "mega", "domains": ["mega.nz", "mega.co.nz"]},
+        {"name": "broken", "domains": "rapidgator.net"},
+        {"name": "none"},
+        {"name": "1fichier", "domains": ["1fichier.com"]}
+    ]});
+    assert_eq!(
+        each.domains_in(&answer),
+        ["1fichier.com", "mega.co.nz", "mega.nz"]
+    );
+    assert!(
+        each.domains_in(&json!({"data": {"domains": ["x.example"]}}))
+            .is_empty()
+    );
+    // A `*` that is only part of a key is a key.
+    let key = HostList {
+        url: Template("{base}/x".into()),
+        lists: vec!["/data/*x".into()],
+    };
+    assert_eq!(
+        key.domains_in(&json!({"data": {"*x": ["a.example"]}})),
+        ["a.example"]
+    );
 }
 
 #[test]
