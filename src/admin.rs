@@ -14,6 +14,7 @@ mod attempt;
 mod blocking;
 pub mod cookies;
 pub mod hash_turn;
+pub mod json_edit;
 pub mod page;
 pub mod same_origin;
 pub mod server_key;
