@@ -12,6 +12,7 @@
 
 mod attempt;
 mod blocking;
+pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;
 pub mod json_edit;
@@ -20,6 +21,9 @@ pub mod same_origin;
 pub mod server_key;
 pub mod session;
 pub mod sessions;
+pub mod settings_form;
+pub mod settings_page;
+pub mod setup_code;
 pub mod signin;
 pub mod token;
 
