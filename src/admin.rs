@@ -149,7 +149,7 @@ impl Dashboard<'_> {
         // With no password yet, the setup page's form is signed with keys of its own.
         let hash = match &self.config.admin {
             Some(admin) => admin.password_hash.expose(),
-            None => setup::SETUP_KEYS,
+            None => token::SETUP_KEYS,
         };
         let (keys, secret) = match server_key::load_or_create(&self.config.data_dir) {
             Ok(secret) => (Keys::derive(&secret, hash), secret),
@@ -462,9 +462,9 @@ impl Dashboard<'_> {
     /// The dashboard itself: the figures of the period, then the configuration check.
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
         let query = ctx.env.get("QUERY_STRING").unwrap_or_default();
-        let shown = settings::Shown {
-            notice: settings::done_notice(query),
-            ..settings::Shown::default()
+        let shown = settings_page::Shown {
+            notice: settings_page::done_notice(query),
+            ..settings_page::Shown::default()
         };
         self.dashboard_with(ctx, session, 200, &shown)
     }
@@ -476,7 +476,7 @@ impl Dashboard<'_> {
         ctx: &Ctx<'_>,
         session: &Session,
         status: u16,
-        shown: &settings::Shown<'_>,
+        shown: &settings_page::Shown<'_>,
     ) -> Response {
         let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);

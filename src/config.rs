@@ -81,7 +81,7 @@ pub struct Config {
     pub allow: AddrSet,
     /// Block a client refused this many times within a window, for a while.
     pub auto_block: Option<AutoBlock>,
-    /// The file it was read from (set by `locate::load`): where the dashboard's setup and
+    /// The file it was read from (set when a file is loaded): where the dashboard's setup and
     /// settings write. None for the defaults and for text checked on its own.
     pub file: Option<PathBuf>,
 }

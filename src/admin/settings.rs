@@ -8,18 +8,11 @@ use super::json_edit::{self, Edit};
 use super::page::{self, Notice};
 use super::session::{self, Session};
 use super::settings_form::{self, Kind, Problem, Secrets, Values};
+use super::settings_page::Shown;
 use super::setup::check_text;
 use super::{Ctx, Dashboard, Fields, config_file, settings_page, token};
 use crate::http::response::Response;
 use crate::support::log::Level;
-
-/// What the settings section shows after a request.
-#[derive(Default)]
-pub(super) struct Shown<'a> {
-    pub values: Option<&'a Values>,
-    pub problems: &'a [Problem],
-    pub notice: Option<Notice<'a>>,
-}
 
 impl Dashboard<'_> {
     /// The settings section, filled from the file (or with what was just sent).
@@ -240,20 +233,4 @@ fn saved(ctx: &Ctx<'_>, what: &str) -> Response {
         ),
     ));
     r
-}
-
-/// The notice for `?done=...` after a save or a restore.
-pub(super) fn done_notice(query: &[u8]) -> Option<Notice<'static>> {
-    let done = crate::net::form::raw_values(query, "done");
-    match done.first().copied() {
-        Some(b"saved") => Some(Notice {
-            kind: "ok",
-            text: "Saved. The previous file is kept: the button below the form puts it back.",
-        }),
-        Some(b"restored") => Some(Notice {
-            kind: "ok",
-            text: "The previous settings are back (and the ones they replaced are kept).",
-        }),
-        _ => None,
-    }
 }

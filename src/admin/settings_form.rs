@@ -434,7 +434,7 @@ pub fn changes(
     let password = &secrets.password;
     if kind == Kind::Setup || !password.is_empty() {
         if let Err(e) = crate::support::password::check_strength(password) {
-            problems.push(problem("password", format!("{e}")));
+            problems.push(problem("password", e));
         } else if *password != secrets.again {
             problems.push(problem(
                 "password",

@@ -7,6 +7,30 @@ use super::settings_form::{Problem, Values, providers};
 use crate::support::defaults;
 use crate::support::html::escape;
 
+/// What the settings section shows after a request.
+#[derive(Default)]
+pub struct Shown<'a> {
+    pub values: Option<&'a Values>,
+    pub problems: &'a [Problem],
+    pub notice: Option<Notice<'a>>,
+}
+
+/// The notice for `?done=...` after a save or a restore.
+pub fn done_notice(query: &[u8]) -> Option<Notice<'static>> {
+    let done = crate::net::form::raw_values(query, "done");
+    match done.first().copied() {
+        Some(b"saved") => Some(Notice {
+            kind: "ok",
+            text: "Saved. The previous file is kept: the button below the form puts it back.",
+        }),
+        Some(b"restored") => Some(Notice {
+            kind: "ok",
+            text: "The previous settings are back (and the ones they replaced are kept).",
+        }),
+        _ => None,
+    }
+}
+
 /// The problem of one field, under it.
 fn problem_of(problems: &[Problem], field: &str) -> String {
     problems

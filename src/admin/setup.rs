@@ -19,9 +19,6 @@ use crate::http::response::Response;
 use crate::support::defaults;
 use crate::support::log::Level;
 
-/// What the sign-in keys of a site with no password yet are derived from.
-pub const SETUP_KEYS: &str = "(setup: no password yet)";
-
 /// `resolve/setup-code.txt`: the code file as File Manager shows its place.
 fn shown_name(path: &Path) -> String {
     let dir = path
