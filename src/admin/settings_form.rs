@@ -433,8 +433,18 @@ pub fn changes(
 
     let password = &secrets.password;
     if kind == Kind::Setup || !password.is_empty() {
-        if let Err(e) = crate::support::password::check_strength(password) {
-            problems.push(problem("password", e));
+        if password.trim().is_empty() {
+            problems.push(problem("password", "the password is empty: choose one"));
+        } else if crate::support::password::check_strength(password).is_err() {
+            problems.push(problem(
+                "password",
+                format!(
+                    "the password has {} characters: use at least {} (a few unrelated words \
+                     make a good one)",
+                    password.chars().count(),
+                    defaults::ADMIN_PASSWORD_MIN_CHARS
+                ),
+            ));
         } else if *password != secrets.again {
             problems.push(problem(
                 "password",

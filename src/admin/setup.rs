@@ -50,7 +50,8 @@ pub(super) fn check_text(
     let config = Config::from_json(text, base).map_err(|e| {
         vec![Problem {
             field: settings_form::field_of(&e.field),
-            text: e.to_string(),
+            // The field and the fix; the line and column are the new text's, not the file's.
+            text: format!("{}: {}", e.field, e.message),
         }]
     })?;
     let mut report = Vec::new();
