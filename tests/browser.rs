@@ -1846,6 +1846,10 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
             }
         })
     };
+    let says = |page: &Value, words: &str| {
+        let text = page["text"].as_str().unwrap_or_default();
+        assert!(text.contains(words), "{words:?} in {page}");
+    };
     let fits = |label: &str| {
         for (width, height) in [(390, 844), (1280, 900)] {
             h.web().resize(width, height);
@@ -1871,21 +1875,9 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     h.web().type_into("#password_again", "short");
     h.web().click("#save");
     let page = h1_is("Set up this site");
-    assert!(
-        page["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Nothing was changed"),
-        "{page}"
-    );
+    says(&page, "Nothing was changed");
     // The provider written by hand is paid: it needs a spend limit, which this site lacked.
-    assert!(
-        page["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("a paid provider needs a spend limit"),
-        "{page}"
-    );
+    says(&page, "a paid provider needs a spend limit");
     fits("setup-problems");
     h.web().type_into("#spend_day", "100");
     h.web().type_into("#code", code);
@@ -1906,12 +1898,6 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     h.web().type_into("#block", "not an address");
     h.web().click("#save-settings");
     let page = h1_is("Dashboard");
-    assert!(
-        page["text"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("is not an address or range"),
-        "{page}"
-    );
+    says(&page, "is not an address or range");
     fits("settings-problems");
 }
