@@ -61,14 +61,6 @@ pub fn save(config: &Path, old: &str, text: &str) -> std::io::Result<()> {
     write_atomic(config, text)
 }
 
-/// Removes a file that may not be there.
-pub fn remove(path: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,7 +87,6 @@ mod tests {
         );
         assert_eq!(code_path(&config), dir.join("setup-code.txt"));
         assert_eq!(read(&dir.join("none")).unwrap(), None);
-        remove(&dir.join("none")).unwrap();
         // Where it cannot write, the error, and the file as it was.
         assert!(write_atomic(&dir.join("missing/config.json"), "x").is_err());
         let _ = std::fs::remove_dir_all(&dir);

@@ -256,14 +256,25 @@ impl Dashboard<'_> {
         if let Err(problems) = check_text(self, &file, &text) {
             return problems_form(400, &problems);
         }
+        // The code is used once: taken away before the file is written, so that of two forms
+        // sent with it at once only one writes.
+        match std::fs::remove_file(config_file::code_path(&file)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return refuse(
+                    409,
+                    Some(Notice {
+                        kind: "error",
+                        text: "This code was used a moment ago: open the page again.",
+                    }),
+                );
+            }
+            Err(e) => {
+                return self.unavailable(ctx, &format!("cannot remove the used code: {e}"));
+            }
+        }
         if let Err(e) = config_file::save(&file, &old, &text) {
             return self.unavailable(ctx, &format!("cannot write {}: {e}", file.display()));
-        }
-        if let Err(e) = config_file::remove(&config_file::code_path(&file)) {
-            self.log.line(
-                Level::Warn,
-                &format!("dashboard: the used setup code could not be removed: {e}"),
-            );
         }
         self.log.line(
             Level::Notice,
