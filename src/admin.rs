@@ -12,13 +12,20 @@
 
 mod attempt;
 mod blocking;
+pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;
+pub mod json_edit;
 pub mod page;
 pub mod same_origin;
 pub mod server_key;
 pub mod session;
 pub mod sessions;
+mod settings;
+pub mod settings_form;
+pub mod settings_page;
+mod setup;
+pub mod setup_code;
 pub mod signin;
 pub mod token;
 
@@ -76,6 +83,8 @@ struct Ctx<'e> {
     frame: Frame<'e>,
     scope: cookies::Scope<'e>,
     keys: Keys,
+    /// The server's secret, for keys signed with a new password.
+    secret: [u8; server_key::LEN],
 }
 
 /// The fields of a form the dashboard sent.
@@ -112,9 +121,6 @@ impl Dashboard<'_> {
 
     /// Answers one request for `/admin`. `body` is read only for a POST, up to its length.
     pub fn answer(&self, env: &Env, body: &mut dyn Read) -> Response {
-        let Some(admin) = &self.config.admin else {
-            return page::text(404, "Not found.");
-        };
         let action = own_path(env);
         let frame = Frame {
             action: action.as_deref(),
@@ -140,8 +146,13 @@ impl Dashboard<'_> {
                 ),
             );
         }
-        let keys = match server_key::load_or_create(&self.config.data_dir) {
-            Ok(secret) => Keys::derive(&secret, admin.password_hash.expose()),
+        // With no password yet, the setup page's form is signed with keys of its own.
+        let hash = match &self.config.admin {
+            Some(admin) => admin.password_hash.expose(),
+            None => token::SETUP_KEYS,
+        };
+        let (keys, secret) = match server_key::load_or_create(&self.config.data_dir) {
+            Ok(secret) => (Keys::derive(&secret, hash), secret),
             Err(e) => {
                 self.log.line(
                     Level::Error,
@@ -168,6 +179,7 @@ impl Dashboard<'_> {
                 secure: cookies::is_https(env, &self.config.client),
             },
             keys,
+            secret,
         };
         let head = match request::parse_head(env, defaults::ADMIN_MAX_BODY_BYTES) {
             Ok(head) => head,
@@ -211,7 +223,15 @@ impl Dashboard<'_> {
             );
         }
         let fields = Fields::read(&bytes);
+        if self.config.admin.is_none() {
+            return match fields.action.as_str() {
+                "setup" => self.setup(&ctx, &fields.csrf, &bytes),
+                _ => self.setup_form(&ctx, 403, None, &[], None),
+            };
+        }
         match fields.action.as_str() {
+            "settings" => self.save_settings(&ctx, &fields, &bytes),
+            "restore" => self.restore(&ctx, &fields),
             "signout" => self.sign_out(&ctx, &fields, false),
             "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
@@ -252,6 +272,9 @@ impl Dashboard<'_> {
 
     /// GET: the dashboard for a signed-in owner; the sign-in form for anyone else.
     fn show(&self, ctx: &Ctx<'_>) -> Response {
+        if self.config.admin.is_none() {
+            return self.setup_form(ctx, 200, None, &[], None);
+        }
         match self.session(ctx) {
             Some(session) => self.dashboard(ctx, &session),
             None => self.sign_in_form(ctx, 200, None),
@@ -261,6 +284,24 @@ impl Dashboard<'_> {
     /// The sign-in form, bound to the request's form cookie while it is current, else to a new
     /// one. A session cookie that did not open is taken back.
     fn sign_in_form(&self, ctx: &Ctx<'_>, status: u16, notice: Option<Notice<'_>>) -> Response {
+        let (form_cookie, set) = match self.form_cookie(ctx) {
+            Ok(c) => c,
+            Err(r) => return r,
+        };
+        let token = session::sign_in_token(&ctx.keys, &form_cookie);
+        let mut r = page::html(status, page::sign_in(&ctx.frame, &token, notice));
+        if let Some(header) = set {
+            r = r.header("Set-Cookie", header);
+        }
+        if ctx.scope.get(ctx.env, SESSION_COOKIE).is_some() {
+            r = r.header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE));
+        }
+        r
+    }
+
+    /// The request's form cookie while it is current, else a new one with the header that
+    /// sets it.
+    fn form_cookie(&self, ctx: &Ctx<'_>) -> Result<(String, Option<String>), Response> {
         let now = self.now_secs();
         let life = defaults::ADMIN_FORM_SECS;
         let kept = ctx
@@ -268,25 +309,17 @@ impl Dashboard<'_> {
             .get(ctx.env, FORM_COOKIE)
             .filter(|c| session::form_is_current(c, now, life))
             .map(str::to_owned);
-        let (form_cookie, fresh) = match kept {
-            Some(c) => (c, false),
+        match kept {
+            Some(c) => Ok((c, None)),
             None => match crate::support::random::secret_bytes::<16>() {
-                Ok(nonce) => (session::new_form(now, life, &token::hex(&nonce)), true),
-                Err(e) => return self.no_randomness(ctx, &e),
+                Ok(nonce) => {
+                    let c = session::new_form(now, life, &token::hex(&nonce));
+                    let header = cookies::set(ctx.scope, FORM_COOKIE, &c, life);
+                    Ok((c, Some(header)))
+                }
+                Err(e) => Err(self.no_randomness(ctx, &e)),
             },
-        };
-        let token = session::sign_in_token(&ctx.keys, &form_cookie);
-        let mut r = page::html(status, page::sign_in(&ctx.frame, &token, notice));
-        if fresh {
-            r = r.header(
-                "Set-Cookie",
-                cookies::set(ctx.scope, FORM_COOKIE, &form_cookie, life),
-            );
         }
-        if ctx.scope.get(ctx.env, SESSION_COOKIE).is_some() {
-            r = r.header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE));
-        }
-        r
     }
 
     fn no_randomness(&self, ctx: &Ctx<'_>, e: &std::io::Error) -> Response {
@@ -446,6 +479,23 @@ impl Dashboard<'_> {
 
     /// The dashboard itself: the figures of the period, then the configuration check.
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
+        let query = ctx.env.get("QUERY_STRING").unwrap_or_default();
+        let shown = settings_page::Shown {
+            notice: settings_page::done_notice(query),
+            ..settings_page::Shown::default()
+        };
+        self.dashboard_with(ctx, session, 200, &shown)
+    }
+
+    /// The dashboard with the settings section as `shown` says (what was sent, its problems,
+    /// what was done), answered with `status`.
+    fn dashboard_with(
+        &self,
+        ctx: &Ctx<'_>,
+        session: &Session,
+        status: u16,
+        shown: &settings_page::Shown<'_>,
+    ) -> Response {
         let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);
         let own = self.identity(ctx.env);
@@ -486,8 +536,9 @@ impl Dashboard<'_> {
         let report = crate::support::secret::mask(&report, &forms);
         sections.push_str(&self.blocks_section(ctx, session));
         sections.push_str(&page::report_section(&report, ready));
+        sections.push_str(&self.settings_section(ctx, session, shown));
         page::html(
-            200,
+            status,
             page::dashboard(
                 &ctx.frame,
                 &session::sign_out_token(&ctx.keys, session),

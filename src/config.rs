@@ -81,6 +81,9 @@ pub struct Config {
     pub allow: AddrSet,
     /// Block a client refused this many times within a window, for a while.
     pub auto_block: Option<AutoBlock>,
+    /// The file it was read from (set when a file is loaded): where the dashboard's setup and
+    /// settings write. None for the defaults and for text checked on its own.
+    pub file: Option<PathBuf>,
 }
 
 /// The rule that applies when the configuration names none.
@@ -259,6 +262,7 @@ impl Config {
             block,
             allow,
             auto_block,
+            file: None,
         })
     }
 }

@@ -2127,3 +2127,81 @@ fn the_dashboard_with_every_part_reads_on_a_phone_and_passes_axe() {
     }
     h.web().phone(false);
 }
+
+#[test]
+fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
+    let h = Setup::new().start();
+    // The account's own folder: the program writes the code and the file beside the
+    // configuration.
+    let config = h.site().config_path.clone();
+    support::system::give_to_server_user(config.parent().expect("a folder"));
+    let admin = format!("{}/admin", h.endpoint());
+    let h1_is = |h1: &str| {
+        wait_for(&format!("the page {h1:?}"), Duration::from_secs(15), || {
+            let page = h.web().script(
+                "var h = document.querySelector('h1'); return {h1: h ? h.textContent : '', \
+                 text: document.body ? document.body.innerText : '', \
+                 inner: window.innerWidth, scroll: document.documentElement.scrollWidth};",
+            );
+            if page["h1"] == h1 {
+                Ok(page)
+            } else {
+                Err(page.to_string())
+            }
+        })
+    };
+    let says = |page: &Value, words: &str| {
+        let text = page["text"].as_str().unwrap_or_default();
+        assert!(text.contains(words), "{words:?} in {page}");
+    };
+    let fits = |label: &str| {
+        for (width, height) in [(390, 844), (1280, 900)] {
+            h.web().resize(width, height);
+            let layout = h.web().script(
+                "return {inner: window.innerWidth, scroll: document.documentElement.scrollWidth};",
+            );
+            assert!(
+                layout["scroll"].as_f64() <= layout["inner"].as_f64(),
+                "{label} scrolls sideways at {width} px: {layout}"
+            );
+            h.axe(&format!("{label}-{width}"));
+        }
+    };
+    h.web().open(&admin);
+    h1_is("Set up this site");
+    fits("setup");
+    let code_file = config.with_file_name("setup-code.txt");
+    let code = fs::read_to_string(&code_file).expect("the code's file");
+    let code = code.lines().next().expect("the code");
+    // Too short a password: the form says so under the field.
+    h.web().type_into("#code", code);
+    h.web().type_into("#password", "short");
+    h.web().type_into("#password_again", "short");
+    h.web().click("#save");
+    let page = h1_is("Set up this site");
+    says(&page, "Nothing was changed");
+    // The provider written by hand is paid: it needs a spend limit, which this site lacked.
+    says(&page, "a paid provider needs a spend limit");
+    fits("setup-problems");
+    h.web().type_into("#spend_day", "100");
+    h.web().type_into("#code", code);
+    h.web()
+        .type_into("#password", "correct horse battery staple");
+    h.web()
+        .type_into("#password_again", "correct horse battery staple");
+    h.web().click("#save");
+    let page = h1_is("Dashboard");
+    let text = page["text"].as_str().unwrap_or_default();
+    assert!(text.contains("Settings"), "{text}");
+    assert!(
+        !text.contains(support::config::TOKEN),
+        "the token is never shown"
+    );
+    assert!(!code_file.exists(), "the code is used up");
+    fits("settings");
+    h.web().type_into("#block", "not an address");
+    h.web().click("#save-settings");
+    let page = h1_is("Dashboard");
+    says(&page, "is not an address or range");
+    fits("settings-problems");
+}

@@ -51,8 +51,35 @@ impl Dashboard<'_> {
                 }),
             );
         }
+        let refuse =
+            |status: u16, notice: Option<Notice<'_>>| self.sign_in_form(ctx, status, notice);
+        let hash = self
+            .config
+            .admin
+            .as_ref()
+            .map(|a| a.password_hash.expose())
+            .unwrap_or_default();
+        let right = || password::verify(hash, &fields.password);
+        match self.guarded(ctx, "password", &refuse, &right) {
+            Ok((_turn, shown)) => self.open_session(ctx, &ctx.keys, &shown, &refuse),
+            Err(r) => r,
+        }
+    }
+
+    /// A secret checked (`what`: the password, the setup code) where guessing is budgeted: the
+    /// budgets (past one, 429 and nothing checked), then the hash's turn (one at a time), then
+    /// `right`. A wrong one counts against the budgets and is answered with `refuse`'s form; a
+    /// right one gives the attempt back and returns the turn, still held, with the client as
+    /// the log names it.
+    pub(super) fn guarded(
+        &self,
+        ctx: &Ctx<'_>,
+        what: &str,
+        refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
+        right: &dyn Fn() -> bool,
+    ) -> Result<(hash_turn::Turn, String), Response> {
         let Some(address) = self.address(ctx.env) else {
-            return page::text(400, "The server could not tell who is asking.");
+            return Err(page::text(400, "The server could not tell who is asking."));
         };
         let device = ctx.scope.get(ctx.env, DEVICE_COOKIE).and_then(|c| {
             session::open_device(&ctx.keys, c, self.now_secs(), defaults::ADMIN_DEVICE_SECS)
@@ -93,16 +120,14 @@ impl Dashboard<'_> {
                     budget.whose(),
                     render::wait_words(retry_after_secs)
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: &sentence,
-                        }),
-                    )
-                    .header("Retry-After", retry_after_secs.to_string());
+                return Err(refuse(
+                    429,
+                    Some(Notice {
+                        kind: "wait",
+                        text: &sentence,
+                    }),
+                )
+                .header("Retry-After", retry_after_secs.to_string()));
             }
             Err(e) => {
                 self.log.line(
@@ -112,19 +137,17 @@ impl Dashboard<'_> {
                          attempts: {e}"
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
+                return Err(refuse(
+                    503,
+                    Some(Notice {
+                        kind: "error",
+                        text: "Signing in is not possible right now. Please try again shortly.",
+                    }),
+                )
+                .header(
+                    "Retry-After",
+                    self.config.store.deny_retry_after_secs.to_string(),
+                ));
             }
         };
         let give_back = |why: &str| {
@@ -141,7 +164,7 @@ impl Dashboard<'_> {
             &self.config.data_dir,
             std::time::Duration::from_millis(defaults::ADMIN_HASH_WAIT_MS),
         );
-        let _turn = match turn {
+        let turn = match turn {
             Ok(Some(turn)) => turn,
             Ok(None) => {
                 give_back("another sign-in was being checked");
@@ -152,16 +175,14 @@ impl Dashboard<'_> {
                          being checked (one at a time); the password was not checked"
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: "Another sign-in is being checked. Please try again in a moment.",
-                        }),
-                    )
-                    .header("Retry-After", "1");
+                return Err(refuse(
+                    429,
+                    Some(Notice {
+                        kind: "wait",
+                        text: "Another sign-in is being checked. Please try again in a moment.",
+                    }),
+                )
+                .header("Retry-After", "1"));
             }
             Err(e) => {
                 give_back("the data directory's lock could not be taken");
@@ -173,28 +194,20 @@ impl Dashboard<'_> {
                         defaults::ADMIN_HASH_LOCK_FILE
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
+                return Err(refuse(
+                    503,
+                    Some(Notice {
+                        kind: "error",
+                        text: "Signing in is not possible right now. Please try again shortly.",
+                    }),
+                )
+                .header(
+                    "Retry-After",
+                    self.config.store.deny_retry_after_secs.to_string(),
+                ));
             }
         };
-        let hash = self
-            .config
-            .admin
-            .as_ref()
-            .map(|a| a.password_hash.expose())
-            .unwrap_or_default();
-        if !password::verify(hash, &fields.password) {
+        if !right() {
             self.journal(Event::SignInFailed);
             let counted_by = if known {
                 "this browser's"
@@ -204,7 +217,7 @@ impl Dashboard<'_> {
             self.log.line(
                 Level::Warn,
                 &format!(
-                    "dashboard sign-in failed for {shown}: wrong password (failure {attempt} of \
+                    "dashboard sign-in failed for {shown}: wrong {what} (failure {attempt} of \
                      {limit} allowed within {window_min} minutes, {counted_by} budget)"
                 ),
             );
@@ -214,27 +227,40 @@ impl Dashboard<'_> {
             } else {
                 "your address"
             };
+            let wrong = format!("Wrong {what}.");
+            let wrong = wrong[..1].to_uppercase() + &wrong[1..];
             let sentence = if left == 0 {
                 format!(
-                    "Wrong password. That was the last try for now: {whose} must wait up to \
+                    "{wrong} That was the last try for now: {whose} must wait up to \
                      {window_min} minutes before the next."
                 )
             } else {
                 format!(
-                    "Wrong password. {left} more {} allowed before {whose} must wait.",
+                    "{wrong} {left} more {} allowed before {whose} must wait.",
                     if left == 1 { "try is" } else { "tries are" }
                 )
             };
-            return self.sign_in_form(
-                ctx,
+            return Err(refuse(
                 403,
                 Some(Notice {
                     kind: "error",
                     text: &sentence,
                 }),
-            );
+            ));
         }
-        give_back("the password was right");
+        give_back("it was right");
+        Ok((turn, shown.clone()))
+    }
+
+    /// Signs the owner in (the secret was right): a new session, listed on the server, and
+    /// the device cookie, signed with `keys`; then to the dashboard.
+    pub(super) fn open_session(
+        &self,
+        ctx: &Ctx<'_>,
+        keys: &token::Keys,
+        shown: &str,
+        refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
+    ) -> Response {
         let (nonce, device_nonce) = match (
             crate::support::random::secret_bytes::<16>(),
             crate::support::random::secret_bytes::<16>(),
@@ -242,14 +268,10 @@ impl Dashboard<'_> {
             (Ok(n), Ok(d)) => (token::hex(&n), token::hex(&d)),
             (Err(e), _) | (_, Err(e)) => return self.no_randomness(ctx, &e),
         };
-        let cookie = session::new_session(
-            &ctx.keys,
-            self.now_secs(),
-            defaults::ADMIN_SESSION_SECS,
-            &nonce,
-        );
+        let cookie =
+            session::new_session(keys, self.now_secs(), defaults::ADMIN_SESSION_SECS, &nonce);
         let device_cookie = session::new_device(
-            &ctx.keys,
+            keys,
             self.now_secs(),
             defaults::ADMIN_DEVICE_SECS,
             &device_nonce,
@@ -272,8 +294,7 @@ impl Dashboard<'_> {
                     defaults::ADMIN_SESSIONS_FILE
                 ),
             );
-            return self.sign_in_form(
-                ctx,
+            return refuse(
                 503,
                 Some(Notice {
                     kind: "error",

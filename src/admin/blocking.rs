@@ -50,7 +50,7 @@ pub fn with_day_block(list: Vec<Block>, block: Block, now_ms: u64) -> (Vec<Block
 }
 
 impl Dashboard<'_> {
-    fn check_form(
+    pub(super) fn check_form(
         &self,
         ctx: &Ctx<'_>,
         fields: &Fields,

@@ -14,6 +14,9 @@ const TEXT: &str = "text/plain; charset=utf-8";
 /// The dashboard's own rules, after the page's.
 const ADMIN_STYLE: &str = include_str!("style.css");
 
+/// The setup and settings forms' rules, after the dashboard's.
+const SETTINGS_STYLE: &str = include_str!("settings.css");
+
 /// What every dashboard page is framed with: where its forms post, and the owner's footer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Frame<'a> {
@@ -32,7 +35,7 @@ pub struct Notice<'a> {
 
 /// The style block's text, exactly as the page holds it between `<style>` and `</style>`.
 fn style_block() -> String {
-    format!("\n{STYLE}{ADMIN_STYLE}")
+    format!("\n{STYLE}{ADMIN_STYLE}{SETTINGS_STYLE}")
 }
 
 /// The policy: nothing loads, no script runs, only the style block applies, forms post only to
@@ -102,7 +105,7 @@ pub fn document(title: &str, main: &str, frame: &Frame<'_>, narrow: bool) -> Str
 }
 
 /// `method="post"` and the dashboard's address, for a form.
-fn form_attributes(frame: &Frame<'_>) -> String {
+pub(super) fn form_attributes(frame: &Frame<'_>) -> String {
     let action = frame
         .action
         .map_or(String::new(), |a| format!(" action=\"{}\"", escape(a)));

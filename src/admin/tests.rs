@@ -184,11 +184,17 @@ fn hidden(page: &str, name: &str) -> String {
 const DATA: &str = "Configuration check";
 
 #[test]
-fn off_unless_a_hash_is_set() {
+fn without_a_hash_or_a_file_of_its_own_no_setup_either() {
     let site = site_with(None);
     let (r, body) = site.get(&mut Jar::default());
-    assert_eq!(r.status, 404);
-    assert_eq!(body, "Not found.\n");
+    assert_eq!(r.status, 503);
+    assert!(body.contains("Setup is not available"), "{body}");
+    assert!(!body.contains(DATA), "{body}");
+    assert!(
+        site.log().contains("no configuration file to write"),
+        "{}",
+        site.log()
+    );
 }
 
 #[test]
@@ -517,4 +523,5 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
 mod blocks;
 mod budgets;
 mod sessions;
+mod setup;
 mod shown;

@@ -24,6 +24,10 @@ impl std::fmt::Debug for Keys {
     }
 }
 
+/// What the keys of a site with no password yet (its setup page) are derived from, in the
+/// password hash's place: no hash has this form.
+pub const SETUP_KEYS: &str = "(setup: no password yet)";
+
 impl Keys {
     /// HMAC-SHA256 keyed with the server's secret over the label and the password hash.
     pub fn derive(server_secret: &[u8], password_hash: &str) -> Keys {

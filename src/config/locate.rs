@@ -148,8 +148,10 @@ pub fn load(located: &Located) -> Result<Config, String> {
             let text = fs::read_to_string(path)
                 .map_err(|e| format!("cannot read the configuration {}: {e}", source.describe()))?;
             let base = path.parent().unwrap_or(Path::new("/"));
-            Config::from_json(&text, base)
-                .map_err(|e| format!("configuration {}: {e}", path.display()))
+            let mut config = Config::from_json(&text, base)
+                .map_err(|e| format!("configuration {}: {e}", path.display()))?;
+            config.file = Some(path.to_owned());
+            Ok(config)
         }
     }
 }

@@ -242,5 +242,19 @@ pub const ADMIN_HASH_LANES: u32 = 1;
 /// (32 random bytes, mode 600, made on first use): without it, a copy of the configuration
 /// cannot sign a cookie. Removing it signs everyone out.
 pub const ADMIN_SECRET_FILE: &str = "admin-secret";
-/// Largest form the dashboard reads, in bytes (a password and a token).
-pub const ADMIN_MAX_BODY_BYTES: u64 = 4096;
+/// Largest form the dashboard reads, in bytes: a password and a token, or the settings with
+/// their lists of addresses and origins (a few hundred lines).
+pub const ADMIN_MAX_BODY_BYTES: u64 = 16 * 1024;
+/// The file beside the configuration that holds the one-time setup code (mode 600): the owner
+/// reads it in cPanel's File Manager to prove the site is theirs before setting it up in the
+/// browser.
+pub const SETUP_CODE_FILE: &str = "setup-code.txt";
+/// How long a setup code is good for, in seconds (an hour): long enough to find the file and
+/// fill the form; an old one is replaced by a new one when the setup page is opened again.
+pub const SETUP_CODE_SECS: u64 = 3600;
+/// Random bytes in a setup code (80 bits, 16 letters and digits): guesses are budgeted as
+/// wrong passwords are, so it only has to outlast those budgets.
+pub const SETUP_CODE_BYTES: usize = 10;
+/// What is added to the configuration file's name for the copy a dashboard save keeps of the
+/// file it replaced (`config.json.previous`), which one button puts back.
+pub const CONFIG_BACKUP_SUFFIX: &str = ".previous";

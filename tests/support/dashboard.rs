@@ -85,6 +85,14 @@ impl Browser {
         }
     }
 
+    /// A browser using this client (an Apache started without a `Site`).
+    pub fn with_client(client: HttpClient) -> Browser {
+        Browser {
+            client,
+            cookies: Vec::new(),
+        }
+    }
+
     pub fn cookie(&self, name: &str) -> Option<&str> {
         self.cookies
             .iter()
@@ -134,6 +142,12 @@ impl Browser {
 
     pub fn get(&mut self) -> Response {
         self.send(Request::get(TARGET).header("Accept", "text/html"))
+    }
+
+    /// GET another address of the dashboard (`?done=saved`), its fragment left out.
+    pub fn get_target(&mut self, target: &str) -> Response {
+        let target = target.split('#').next().unwrap_or(target);
+        self.send(Request::get(target).header("Accept", "text/html"))
     }
 
     pub fn post(&mut self, body: &str) -> Response {

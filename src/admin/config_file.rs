@@ -1,0 +1,94 @@
+//! The configuration file as the dashboard changes it: read, written in one step (a new file
+//! of mode 600 beside it, synced, then renamed over it, so a request reads the old file or the
+//! new one, never half of one), the replaced text kept as `config.json.previous` for one button
+//! to put back, and the setup code's file beside it. The thin adapter under the pure forms.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::support::defaults;
+
+/// The copy of the text a save replaced.
+pub fn backup_path(config: &Path) -> PathBuf {
+    let mut name = config.file_name().unwrap_or_default().to_owned();
+    name.push(defaults::CONFIG_BACKUP_SUFFIX);
+    config.with_file_name(name)
+}
+
+/// The setup code's file, beside the configuration.
+pub fn code_path(config: &Path) -> PathBuf {
+    config.with_file_name(defaults::SETUP_CODE_FILE)
+}
+
+/// The file's text; None when it is not there.
+pub fn read(path: &Path) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `text` to `path` in one step, mode 600: a fresh file beside it, synced, renamed over.
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let fresh = path.with_file_name(format!(
+        ".{}.{}.{:x}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id(),
+        crate::support::random::u64()
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&fresh)
+        .and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&fresh, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&fresh);
+    }
+    written
+}
+
+/// Replaces the configuration with `text`, keeping `old` (the text it replaces) as the backup.
+pub fn save(config: &Path, old: &str, text: &str) -> std::io::Result<()> {
+    write_atomic(&backup_path(config), old)?;
+    write_atomic(config, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_save_keeps_the_old_text_and_both_files_are_private() {
+        let dir = crate::support::temp::dir("config-file", "save");
+        let config = dir.join("config.json");
+        std::fs::write(&config, "{\"a\": 1}").unwrap();
+        save(&config, "{\"a\": 1}", "{\"a\": 2}").unwrap();
+        assert_eq!(read(&config).unwrap().as_deref(), Some("{\"a\": 2}"));
+        let backup = backup_path(&config);
+        assert_eq!(backup, dir.join("config.json.previous"));
+        assert_eq!(read(&backup).unwrap().as_deref(), Some("{\"a\": 1}"));
+        for p in [&config, &backup] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+        }
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            2,
+            "no file left over"
+        );
+        assert_eq!(code_path(&config), dir.join("setup-code.txt"));
+        assert_eq!(read(&dir.join("none")).unwrap(), None);
+        // Where it cannot write, the error, and the file as it was.
+        assert!(write_atomic(&dir.join("missing/config.json"), "x").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

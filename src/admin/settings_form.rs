@@ -1,0 +1,480 @@
+//! The setup and settings forms as data: the fields a form sent, the values the configuration
+//! holds now (what the form is filled with), and the changes to the configuration's JSON a
+//! valid form makes, only where a value differs. Secrets (the setup code, the provider's token,
+//! the password) are read but never shown back. Pure: no I/O; the password is hashed by the
+//! caller.
+
+use serde_json::{Value, json};
+
+use super::json_edit::{Edit, Step, path};
+use crate::net::form;
+use crate::support::defaults;
+
+/// A day and 30 days, in seconds: the windows of the spend limits the forms show.
+const DAY: u64 = 86_400;
+const MONTH: u64 = 30 * DAY;
+/// A minute: the window of the per-visitor limit the forms show beside the day.
+const MINUTE: u64 = 60;
+
+/// The provider choices: the echo provider (nothing spent), then the presets.
+pub fn providers() -> Vec<(&'static str, &'static str)> {
+    let mut list = vec![(
+        "echo",
+        "Echo: each link answered with itself (to try the site)",
+    )];
+    for (name, label) in [
+        ("realdebrid", "Real-Debrid"),
+        ("alldebrid", "AllDebrid"),
+        ("premiumize", "Premiumize.me"),
+        ("debridlink", "Debrid-Link"),
+        ("torbox", "TorBox"),
+    ] {
+        if crate::provider::presets::NAMES.contains(&name) {
+            list.push((name, label));
+        }
+    }
+    list
+}
+
+/// What the form shows and sends, secrets aside: each as text, as typed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Values {
+    /// A preset's name, `echo`, or `custom` (a provider written by hand, kept as it is).
+    pub provider: String,
+    /// The site's address (setup only).
+    pub site: String,
+    pub spend_day: String,
+    pub spend_month: String,
+    pub visitor_minute: String,
+    pub visitor_day: String,
+    /// One per line.
+    pub origins: String,
+    pub block: String,
+    pub allow: String,
+}
+
+/// What the form sends that is never shown back.
+#[derive(Default)]
+pub struct Secrets {
+    pub code: String,
+    pub token: String,
+    pub password: String,
+    pub again: String,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secrets(***)")
+    }
+}
+
+/// One field of a form body, decoded; empty when missing or not text.
+pub fn field(body: &[u8], name: &str) -> String {
+    form::raw_values(body, name)
+        .first()
+        .and_then(|raw| form::decode(raw).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_default()
+}
+
+impl Values {
+    /// The values a form sent.
+    pub fn from_form(body: &[u8]) -> Values {
+        Values {
+            provider: field(body, "provider"),
+            site: field(body, "site"),
+            spend_day: field(body, "spend_day"),
+            spend_month: field(body, "spend_month"),
+            visitor_minute: field(body, "visitor_minute"),
+            visitor_day: field(body, "visitor_day"),
+            origins: field(body, "origins"),
+            block: field(body, "block"),
+            allow: field(body, "allow"),
+        }
+    }
+
+    /// The values the configuration `json` holds now; `site`: the address the request came
+    /// to, for the setup form.
+    pub fn of(json: &Value, site: &str) -> Values {
+        let provider = &json["provider"];
+        let provider = if let Some(p) = provider["preset"].as_str() {
+            p.to_owned()
+        } else if provider.is_null() || provider["kind"] == "echo" {
+            "echo".to_owned()
+        } else {
+            "custom".to_owned()
+        };
+        let number = |list: &str, window: u64, ip: bool| {
+            find(json, list, window, ip)
+                .and_then(|i| json[list][i]["limit"].as_u64())
+                .map_or(String::new(), |n| n.to_string())
+        };
+        let lines = |name: &str| {
+            json[name]
+                .as_array()
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default()
+        };
+        let mut values = Values {
+            provider,
+            site: site.to_owned(),
+            spend_day: number("spend", DAY, false),
+            spend_month: number("spend", MONTH, false),
+            visitor_minute: number("rules", MINUTE, true),
+            visitor_day: number("rules", DAY, true),
+            origins: lines("allowed_origins"),
+            block: lines("block"),
+            allow: lines("allow"),
+        };
+        if json.get("rules").is_none() {
+            // The rule that applies when the file names none.
+            if u64::from(defaults::RULE_WINDOW_SECS) == MINUTE {
+                values.visitor_minute = defaults::RULE_LIMIT.to_string();
+            }
+        }
+        values
+    }
+}
+
+impl Secrets {
+    pub fn from_form(body: &[u8]) -> Secrets {
+        Secrets {
+            code: field(body, "code"),
+            token: field(body, "token"),
+            password: field(body, "password"),
+            again: field(body, "password_again"),
+        }
+    }
+}
+
+/// What is wrong with one field, in words for the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The form field's name (`provider`, `spend_day`...), or `file` for the whole file.
+    pub field: &'static str,
+    pub text: String,
+}
+
+fn problem(field: &'static str, text: impl Into<String>) -> Problem {
+    Problem {
+        field,
+        text: text.into(),
+    }
+}
+
+/// The changes a valid form makes: edits of the JSON text, and a new password to hash.
+#[derive(Debug, Default)]
+pub struct Change {
+    pub edits: Vec<Edit>,
+    pub password: Option<String>,
+}
+
+/// Which form: the first setup, or the settings of a site set up already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Setup,
+    Settings,
+}
+
+/// The index of the entry of `list` (`spend` or `rules`) with this window (and for rules, the
+/// `ip` key).
+fn find(json: &Value, list: &str, window: u64, ip: bool) -> Option<usize> {
+    json[list].as_array()?.iter().position(|r| {
+        r["window_secs"].as_u64() == Some(window) && (!ip || r["key"].as_str() == Some("ip"))
+    })
+}
+
+/// A limit as typed: blank is none; otherwise a whole number of at least 1.
+fn limit(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Problem> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    match t.parse::<u64>() {
+        Ok(n) if (1..=u64::from(u32::MAX)).contains(&n) => Ok(Some(n)),
+        _ => Err(problem(
+            field,
+            format!("{what}: write a whole number of at least 1 (or leave it empty for none)"),
+        )),
+    }
+}
+
+/// The non-empty lines of a text box.
+pub fn lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One limit a form shows: its list (`spend` or `rules`), window, whether it counts by
+/// address, the name a new one takes, and the number wanted (None: no such limit).
+struct Want<'a> {
+    window: u64,
+    ip: bool,
+    name: &'a str,
+    limit: Option<u64>,
+}
+
+/// The edits that make `list` hold the limits wanted: numbers changed in place, missing ones
+/// appended, unwanted ones taken out (last first, so the other indexes still hold); a list
+/// that is not there is written whole.
+fn list_edits(json: &Value, list: &str, wants: &[Want<'_>]) -> Vec<Edit> {
+    let entry = |w: &Want<'_>, n: u64| {
+        if w.ip {
+            json!({"name": w.name, "key": "ip", "limit": n, "window_secs": w.window})
+        } else {
+            json!({"name": w.name, "limit": n, "window_secs": w.window})
+        }
+    };
+    let Some(items) = json[list].as_array() else {
+        let new: Vec<Value> = wants
+            .iter()
+            .filter_map(|w| w.limit.map(|n| entry(w, n)))
+            .collect();
+        return if new.is_empty() {
+            Vec::new()
+        } else {
+            vec![Edit {
+                path: vec![Step::Key(list.into())],
+                value: Some(Value::Array(new)),
+            }]
+        };
+    };
+    let (mut sets, mut appends, mut removes) = (Vec::new(), Vec::new(), Vec::new());
+    for w in wants {
+        let at = find(json, list, w.window, w.ip);
+        match (at, w.limit) {
+            (Some(i), Some(n)) if items[i]["limit"].as_u64() != Some(n) => sets.push(Edit {
+                path: vec![
+                    Step::Key(list.into()),
+                    Step::Index(i),
+                    Step::Key("limit".into()),
+                ],
+                value: Some(json!(n)),
+            }),
+            (Some(i), None) => removes.push(i),
+            (None, Some(n)) => appends.push(entry(w, n)),
+            _ => {}
+        }
+    }
+    let mut edits = sets;
+    for (k, v) in appends.into_iter().enumerate() {
+        edits.push(Edit {
+            path: vec![Step::Key(list.into()), Step::Index(items.len() + k)],
+            value: Some(v),
+        });
+    }
+    removes.sort_unstable();
+    for i in removes.into_iter().rev() {
+        edits.push(Edit {
+            path: vec![Step::Key(list.into()), Step::Index(i)],
+            value: None,
+        });
+    }
+    edits
+}
+
+/// The changes the form asks for against the configuration `json` holds now, or every problem
+/// with it. Only what differs is changed; a blank token or password keeps the one there.
+pub fn changes(
+    kind: Kind,
+    values: &Values,
+    secrets: &Secrets,
+    json: &Value,
+) -> Result<Change, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut change = Change::default();
+    let now = Values::of(json, &values.site);
+    let choices = providers();
+    let paid = values.provider != "echo";
+    let token = secrets.token.trim();
+    if values.provider == now.provider && values.provider != "echo" {
+        if !token.is_empty() {
+            change.edits.push(Edit {
+                path: path(&["provider", "token"]),
+                value: Some(json!(token)),
+            });
+        }
+    } else if values.provider == "echo" {
+        if now.provider != "echo" || json.get("provider").is_none() {
+            change.edits.push(Edit {
+                path: path(&["provider"]),
+                value: Some(json!({"kind": "echo"})),
+            });
+        }
+    } else if choices.iter().any(|(n, _)| *n == values.provider) {
+        if token.is_empty() {
+            problems.push(problem(
+                "token",
+                "the provider's API token is needed: copy it from your account at the provider",
+            ));
+        } else {
+            change.edits.push(Edit {
+                path: path(&["provider"]),
+                value: Some(json!({"preset": values.provider, "token": token})),
+            });
+        }
+    } else {
+        problems.push(problem("provider", "choose a provider from the list"));
+    }
+
+    let day = limit(&values.spend_day, "spend_day", "Paid calls per day");
+    let month = limit(&values.spend_month, "spend_month", "Paid calls per 30 days");
+    let minute = limit(
+        &values.visitor_minute,
+        "visitor_minute",
+        "Requests per visitor per minute",
+    );
+    let vday = limit(
+        &values.visitor_day,
+        "visitor_day",
+        "Requests per visitor per day",
+    );
+    if kind == Kind::Setup && paid && matches!((&day, &month), (Ok(None), Ok(None))) {
+        problems.push(problem(
+            "spend_day",
+            "a paid provider needs a spend limit: without one a script can use up the plan",
+        ));
+    }
+    let mut numbers = Vec::new();
+    for r in [day, month, minute, vday] {
+        match r {
+            Ok(n) => numbers.push(n),
+            Err(p) => problems.push(p),
+        }
+    }
+    if let [day, month, minute, vday] = numbers[..] {
+        let spend = [
+            Want {
+                window: DAY,
+                ip: false,
+                name: "day",
+                limit: day,
+            },
+            Want {
+                window: MONTH,
+                ip: false,
+                name: "month",
+                limit: month,
+            },
+        ];
+        change.edits.extend(list_edits(json, "spend", &spend));
+        let rules = [
+            Want {
+                window: MINUTE,
+                ip: true,
+                name: "ip",
+                limit: minute,
+            },
+            Want {
+                window: DAY,
+                ip: true,
+                name: "ip-day",
+                limit: vday,
+            },
+        ];
+        // No rules in the file: the default rule, shown as it is, stays unwritten.
+        let default = json.get("rules").is_none()
+            && minute == Some(u64::from(defaults::RULE_LIMIT))
+            && vday.is_none();
+        if !default {
+            change.edits.extend(list_edits(json, "rules", &rules));
+        }
+    }
+
+    let origins: Vec<String> = match kind {
+        Kind::Setup => match crate::http::origin::origin_of(&values.site) {
+            Some(o) => vec![o],
+            None => {
+                problems.push(problem(
+                    "site",
+                    "the site's address, like https://example.com (the address of the page \
+                     visitors use)",
+                ));
+                Vec::new()
+            }
+        },
+        Kind::Settings => lines(&values.origins),
+    };
+    if kind == Kind::Setup
+        && paid
+        && origins.is_empty()
+        && !problems.iter().any(|p| p.field == "site")
+    {
+        problems.push(problem("site", "a paid provider needs the site's address"));
+    }
+    if lines(&now.origins) != origins {
+        change.edits.push(Edit {
+            path: path(&["allowed_origins"]),
+            value: Some(json!(origins)),
+        });
+    }
+    if kind == Kind::Settings {
+        for (name, text, have) in [
+            ("block", &values.block, &now.block),
+            ("allow", &values.allow, &now.allow),
+        ] {
+            let want = lines(text);
+            if lines(have) != want {
+                change.edits.push(Edit {
+                    path: path(&[name]),
+                    value: (!want.is_empty() || json.get(name).is_some()).then(|| json!(want)),
+                });
+            }
+        }
+    }
+
+    let password = &secrets.password;
+    if kind == Kind::Setup || !password.is_empty() {
+        if password.trim().is_empty() {
+            problems.push(problem("password", "the password is empty: choose one"));
+        } else if crate::support::password::check_strength(password).is_err() {
+            problems.push(problem(
+                "password",
+                format!(
+                    "the password has {} characters: use at least {} (a few unrelated words \
+                     make a good one)",
+                    password.chars().count(),
+                    defaults::ADMIN_PASSWORD_MIN_CHARS
+                ),
+            ));
+        } else if *password != secrets.again {
+            problems.push(problem(
+                "password",
+                "the two passwords differ: type the same twice",
+            ));
+        } else {
+            change.password = Some(password.clone());
+        }
+    }
+    if problems.is_empty() {
+        Ok(change)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The form field a configuration error is about, from its field's name.
+pub fn field_of(config_field: &str) -> &'static str {
+    let top = config_field.split(['.', '[']).next().unwrap_or_default();
+    match top {
+        "provider" => "provider",
+        "spend" => "spend_day",
+        "rules" => "visitor_minute",
+        "allowed_origins" => "origins",
+        "block" => "block",
+        "allow" => "allow",
+        "admin" => "password",
+        _ => "file",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! The forms' changes against hand-written files: only what differs is edited.
+
+use super::*;
+use crate::admin::json_edit::apply;
+
+const STARTER: &str = crate::config::starter::TEXT;
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+fn setup_values() -> Values {
+    Values {
+        provider: "realdebrid".into(),
+        site: "https://Example.com/resolve/".into(),
+        ..Values::of(&json(STARTER), "")
+    }
+}
+
+fn secrets(token: &str, password: &str) -> Secrets {
+    Secrets {
+        code: String::new(),
+        token: token.into(),
+        password: password.into(),
+        again: password.into(),
+    }
+}
+
+#[test]
+fn the_starter_fills_the_form_with_its_safe_values() {
+    let v = Values::of(&json(STARTER), "https://example.com");
+    assert_eq!(v.provider, "echo");
+    assert_eq!(
+        (v.spend_day.as_str(), v.spend_month.as_str()),
+        ("100", "1500")
+    );
+    assert_eq!(
+        (v.visitor_minute.as_str(), v.visitor_day.as_str()),
+        ("30", "300")
+    );
+    assert_eq!(v.origins, "");
+}
+
+#[test]
+fn setup_writes_the_provider_the_origin_and_the_password_and_nothing_else() {
+    let change = changes(
+        Kind::Setup,
+        &setup_values(),
+        &secrets("tok-1", "twelve chars or more"),
+        &json(STARTER),
+    )
+    .unwrap();
+    assert_eq!(change.password.as_deref(), Some("twelve chars or more"));
+    let text = apply(STARTER, &change.edits).unwrap();
+    let v = json(&text);
+    assert_eq!(
+        v["provider"],
+        json!({"preset": "realdebrid", "token": "tok-1"})
+    );
+    assert_eq!(v["allowed_origins"], json!(["https://example.com"]));
+    assert_eq!(v["spend"], json(STARTER)["spend"]);
+    assert_eq!(v["rules"], json(STARTER)["rules"]);
+    // The lines the form did not touch are the starter's, byte for byte.
+    for line in STARTER
+        .lines()
+        .filter(|l| !l.contains("provider") && !l.contains("allowed_origins"))
+    {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+}
+
+#[test]
+fn setup_refuses_what_is_missing_or_unsafe() {
+    let mut v = setup_values();
+    v.site = "not an address".into();
+    v.spend_day = String::new();
+    v.spend_month = String::new();
+    v.visitor_day = "ten".into();
+    let e = changes(Kind::Setup, &v, &secrets("", "short"), &json(STARTER)).unwrap_err();
+    let fields: Vec<&str> = e.iter().map(|p| p.field).collect();
+    for f in ["token", "visitor_day", "spend_day", "site", "password"] {
+        assert!(fields.contains(&f), "{f} in {e:?}");
+    }
+    let mut s = secrets("t", "twelve chars or more");
+    s.again = "twelve chars or more!".into();
+    let e = changes(Kind::Setup, &setup_values(), &s, &json(STARTER)).unwrap_err();
+    assert_eq!(e[0].field, "password");
+    // The echo provider needs no token and no spend limit.
+    let mut v = setup_values();
+    v.provider = "echo".into();
+    v.spend_day = String::new();
+    v.spend_month = String::new();
+    assert!(
+        changes(
+            Kind::Setup,
+            &v,
+            &secrets("", "twelve chars or more"),
+            &json(STARTER)
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn settings_change_only_what_differs_and_keep_the_token() {
+    let text = r#"{"provider": {"preset": "alldebrid", "token": "kept", "x": 1},
+ "spend": [{"name": "month", "limit": 9, "window_secs": 2592000}, {"name": "day", "limit": 3, "window_secs": 86400}],
+ "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 60}],
+ "block": ["203.0.113.0/24"]}"#;
+    let now = Values::of(&json(text), "");
+    let none = changes(Kind::Settings, &now, &Secrets::default(), &json(text)).unwrap();
+    assert!(none.edits.is_empty(), "{:?}", none.edits);
+    assert_eq!(none.password, None, "a blank password keeps the one there");
+    let mut v = now.clone();
+    v.spend_month = String::new();
+    v.spend_day = "4".into();
+    v.visitor_day = "200".into();
+    v.block = String::new();
+    v.allow = "198.51.100.7\n".into();
+    v.origins = "https://a.example\n\nhttps://b.example".into();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &json(text)).unwrap();
+    let out = json(&apply(text, &change.edits).unwrap());
+    assert_eq!(
+        out["provider"],
+        json!({"preset": "alldebrid", "token": "kept", "x": 1})
+    );
+    assert_eq!(
+        out["spend"],
+        json!([{"name": "day", "limit": 4, "window_secs": 86400}])
+    );
+    assert_eq!(
+        out["rules"][1],
+        json!({"name": "ip-day", "key": "ip", "limit": 200, "window_secs": 86400})
+    );
+    assert_eq!(out["block"], json!([]));
+    assert_eq!(out["allow"], json!(["198.51.100.7"]));
+    assert_eq!(
+        out["allowed_origins"],
+        json!(["https://a.example", "https://b.example"])
+    );
+    // A new token replaces only the token.
+    let change = changes(Kind::Settings, &now, &secrets("new", ""), &json(text)).unwrap();
+    let out = json(&apply(text, &change.edits).unwrap());
+    assert_eq!(
+        out["provider"],
+        json!({"preset": "alldebrid", "token": "new", "x": 1})
+    );
+    // A file with no rules keeps the default unwritten.
+    let bare = r#"{"provider": {"kind": "echo"}}"#;
+    let v = Values::of(&json(bare), "");
+    assert!(
+        changes(Kind::Settings, &v, &Secrets::default(), &json(bare))
+            .unwrap()
+            .edits
+            .is_empty()
+    );
+}
+
+#[test]
+fn config_errors_point_at_a_form_field() {
+    assert_eq!(field_of("provider.token"), "provider");
+    assert_eq!(field_of("spend[1].limit"), "spend_day");
+    assert_eq!(field_of("block[0]"), "block");
+    assert_eq!(field_of("line 3 column 4"), "file");
+}

@@ -1,0 +1,420 @@
+//! The setup page and the dashboard's settings section as HTML: the fields filled with the
+//! values the configuration holds (or those just sent), each problem under its field, and the
+//! secrets' fields always empty (a token or password is never written into a page). Pure.
+
+use super::page::{self, Frame, Notice};
+use super::settings_form::{Problem, Values, providers};
+use crate::support::defaults;
+use crate::support::html::escape;
+
+/// What the settings section shows after a request.
+#[derive(Default)]
+pub struct Shown<'a> {
+    pub values: Option<&'a Values>,
+    pub problems: &'a [Problem],
+    pub notice: Option<Notice<'a>>,
+}
+
+/// The notice for `?done=...` after a save or a restore.
+pub fn done_notice(query: &[u8]) -> Option<Notice<'static>> {
+    let done = crate::net::form::raw_values(query, "done");
+    match done.first().copied() {
+        Some(b"saved") => Some(Notice {
+            kind: "ok",
+            text: "Saved. The previous file is kept: the button below the form puts it back.",
+        }),
+        Some(b"restored") => Some(Notice {
+            kind: "ok",
+            text: "The previous settings are back (and the ones they replaced are kept).",
+        }),
+        _ => None,
+    }
+}
+
+/// The problem of one field, under it.
+fn problem_of(problems: &[Problem], field: &str) -> String {
+    problems
+        .iter()
+        .filter(|p| p.field == field)
+        .map(|p| {
+            format!(
+                "<p class=\"problem\" id=\"{field}-problem\">{}</p>\n",
+                escape(&p.text)
+            )
+        })
+        .collect()
+}
+
+/// A field: its label, its input (already HTML), a hint and its problem.
+fn field(name: &str, label: &str, input: &str, hint: &str, problems: &[Problem]) -> String {
+    let hint = if hint.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<p class=\"hint\" id=\"{name}-hint\">{}</p>\n",
+            escape(hint)
+        )
+    };
+    format!(
+        "<div class=\"field\">\n<label for=\"{name}\">{}</label>\n{input}\n{hint}{}</div>\n",
+        escape(label),
+        problem_of(problems, name)
+    )
+}
+
+fn described(name: &str, hint: bool, problems: &[Problem]) -> String {
+    let mut ids = Vec::new();
+    if hint {
+        ids.push(format!("{name}-hint"));
+    }
+    if problems.iter().any(|p| p.field == name) {
+        ids.push(format!("{name}-problem"));
+    }
+    let invalid = if problems.iter().any(|p| p.field == name) {
+        " aria-invalid=\"true\""
+    } else {
+        ""
+    };
+    if ids.is_empty() {
+        invalid.to_owned()
+    } else {
+        format!(" aria-describedby=\"{}\"{invalid}", ids.join(" "))
+    }
+}
+
+fn number(name: &str, label: &str, value: &str, hint: &str, problems: &[Problem]) -> String {
+    let input = format!(
+        "<input id=\"{name}\" name=\"{name}\" inputmode=\"numeric\" pattern=\"[0-9]*\" \
+         value=\"{}\"{}>",
+        escape(value),
+        described(name, !hint.is_empty(), problems)
+    );
+    field(name, label, &input, hint, problems)
+}
+
+fn secret(name: &str, label: &str, complete: &str, hint: &str, problems: &[Problem]) -> String {
+    let input = format!(
+        "<input id=\"{name}\" name=\"{name}\" type=\"password\" autocomplete=\"{complete}\" \
+         autocapitalize=\"off\" spellcheck=\"false\" value=\"\"{}>",
+        described(name, !hint.is_empty(), problems)
+    );
+    field(name, label, &input, hint, problems)
+}
+
+fn lines(name: &str, label: &str, value: &str, hint: &str, problems: &[Problem]) -> String {
+    let input = format!(
+        "<textarea id=\"{name}\" name=\"{name}\" rows=\"4\" autocapitalize=\"off\" \
+         spellcheck=\"false\"{}>{}</textarea>",
+        described(name, !hint.is_empty(), problems),
+        escape(value)
+    );
+    field(name, label, &input, hint, problems)
+}
+
+fn provider_select(values: &Values, problems: &[Problem]) -> String {
+    let mut options: Vec<(String, String)> = providers()
+        .into_iter()
+        .map(|(n, l)| (n.to_owned(), l.to_owned()))
+        .collect();
+    if values.provider == "custom" {
+        options.push((
+            "custom".into(),
+            "Your own provider (kept as written)".into(),
+        ));
+    }
+    let options: String = options
+        .iter()
+        .map(|(n, l)| {
+            format!(
+                "<option value=\"{}\"{}>{}</option>",
+                escape(n),
+                if *n == values.provider {
+                    " selected"
+                } else {
+                    ""
+                },
+                escape(l)
+            )
+        })
+        .collect();
+    let input = format!(
+        "<select id=\"provider\" name=\"provider\"{}>{options}</select>",
+        described("provider", true, problems)
+    );
+    field(
+        "provider",
+        "Provider",
+        &input,
+        "The paid service that resolves links. Echo spends nothing: choose it to try the site.",
+        problems,
+    )
+}
+
+/// The fields both forms share: provider, token, spend and visitor limits.
+fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
+    format!(
+        "<fieldset>\n<legend>Provider</legend>\n{}{}</fieldset>\n\
+         <fieldset>\n<legend>Spend limits (paid calls for the whole site)</legend>\n\
+         <div class=\"pair\">\n{}{}</div>\n</fieldset>\n\
+         <fieldset>\n<legend>Visitor limits (requests per address)</legend>\n\
+         <div class=\"pair\">\n{}{}</div>\n</fieldset>\n",
+        provider_select(values, problems),
+        secret("token", "API token", "off", token_hint, problems),
+        number(
+            "spend_day",
+            "Per day",
+            &values.spend_day,
+            "Empty: no daily limit.",
+            problems
+        ),
+        number(
+            "spend_month",
+            "Per 30 days",
+            &values.spend_month,
+            "Keep it under your plan's quota.",
+            problems
+        ),
+        number(
+            "visitor_minute",
+            "Per minute",
+            &values.visitor_minute,
+            "",
+            problems
+        ),
+        number("visitor_day", "Per day", &values.visitor_day, "", problems),
+    )
+}
+
+fn password_fields(problems: &[Problem], hint: &str) -> String {
+    format!(
+        "{}{}",
+        secret(
+            "password",
+            "Dashboard password",
+            "new-password",
+            hint,
+            problems
+        ),
+        secret(
+            "password_again",
+            "The password again",
+            "new-password",
+            "",
+            problems
+        ),
+    )
+}
+
+fn general(problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .filter(|p| p.field == "file")
+        .map(|p| format!("<p class=\"problem\">{}</p>\n", escape(&p.text)))
+        .collect()
+}
+
+fn summary(problems: &[Problem], notice: Option<Notice<'_>>) -> String {
+    let text = if problems.is_empty() {
+        notice
+    } else {
+        Some(Notice {
+            kind: "error",
+            text: "Nothing was changed: fix the fields marked below, then save again.",
+        })
+    };
+    text.map_or(String::new(), |n| {
+        format!(
+            "<div class=\"result\" role=\"alert\"><div class=\"card {}\"><p>{}</p></div></div>\n",
+            escape(n.kind),
+            escape(n.text)
+        )
+    })
+}
+
+/// The setup page: the one-time code (from the file named), then what the site needs.
+pub fn setup(
+    frame: &Frame<'_>,
+    token: &str,
+    code_file: &str,
+    values: &Values,
+    problems: &[Problem],
+    notice: Option<Notice<'_>>,
+) -> String {
+    let code_hint = format!(
+        "Open {code_file} in cPanel's File Manager (beside config.json, outside public_html): \
+         its first line is the code. It works for an hour; opening this page after that makes \
+         a new one."
+    );
+    let main = format!(
+        "<h1>Set up this site</h1>\n\
+         <p class=\"intro\">No dashboard password is set yet. Prove the site is yours with the \
+         one-time code the program wrote to a file in your account, then choose the provider \
+         and the limits.</p>\n{}\
+         <form class=\"settings again\" {}>\n\
+         <input type=\"hidden\" name=\"action\" value=\"setup\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+         <fieldset>\n<legend>Your one-time code</legend>\n{}</fieldset>\n{}\
+         <fieldset>\n<legend>Your site</legend>\n{}</fieldset>\n\
+         <fieldset>\n<legend>The dashboard</legend>\n{}</fieldset>\n{}\
+         <button id=\"save\" type=\"submit\">Save and sign in</button>\n</form>\n",
+        summary(problems, notice),
+        page::form_attributes(frame),
+        escape(token),
+        field(
+            "code",
+            "Setup code",
+            &format!(
+                "<input id=\"code\" name=\"code\" class=\"code\" autocomplete=\"off\" \
+                 autocapitalize=\"characters\" spellcheck=\"false\" value=\"\"{}>",
+                described("code", true, problems)
+            ),
+            &code_hint,
+            problems
+        ),
+        common(
+            values,
+            problems,
+            "Needed for a paid provider: from your account there."
+        ),
+        field(
+            "site",
+            "The site's address",
+            &format!(
+                "<input id=\"site\" name=\"site\" type=\"url\" value=\"{}\"{}>",
+                escape(&values.site),
+                described("site", true, problems)
+            ),
+            "Only pages of this site may use the program (allowed_origins).",
+            problems
+        ),
+        password_fields(
+            problems,
+            &format!(
+                "At least {} characters: a few unrelated words make a good one.",
+                defaults::ADMIN_PASSWORD_MIN_CHARS
+            )
+        ),
+        general(problems),
+    );
+    page::document("Set up", &main, frame, true)
+}
+
+/// The dashboard's settings section: the form, and the button that puts the previous file
+/// back when there is one.
+pub fn settings_section(
+    frame: &Frame<'_>,
+    csrf: &str,
+    values: &Values,
+    problems: &[Problem],
+    notice: Option<Notice<'_>>,
+    has_backup: bool,
+) -> String {
+    let restore = if has_backup {
+        format!(
+            "<form class=\"restore\" {}>\n\
+             <input type=\"hidden\" name=\"action\" value=\"restore\">\n\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
+             <p class=\"hint\">Each save keeps the file it replaced.</p>\n\
+             <button id=\"restore\" type=\"submit\">Put the previous settings back</button>\n\
+             </form>\n",
+            page::form_attributes(frame),
+            escape(csrf)
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "<section aria-labelledby=\"settings\">\n<h2 id=\"settings\">Settings</h2>\n{}\
+         <form class=\"settings\" {}>\n\
+         <input type=\"hidden\" name=\"action\" value=\"settings\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n{}\
+         <fieldset>\n<legend>Who may use it</legend>\n{}{}{}</fieldset>\n\
+         <fieldset>\n<legend>The dashboard</legend>\n{}</fieldset>\n{}\
+         <button id=\"save-settings\" type=\"submit\">Save settings</button>\n</form>\n{restore}\
+         </section>\n",
+        summary(problems, notice),
+        page::form_attributes(frame),
+        escape(csrf),
+        common(
+            values,
+            problems,
+            "Empty: the token stays as it is (it is never shown)."
+        ),
+        lines(
+            "origins",
+            "Sites whose pages may use it",
+            &values.origins,
+            "One address a line, like https://example.com (allowed_origins).",
+            problems
+        ),
+        lines(
+            "block",
+            "Blocked addresses",
+            &values.block,
+            "One address or range a line, like 203.0.113.0/24: refused before anything counts.",
+            problems
+        ),
+        lines(
+            "allow",
+            "Allowed addresses",
+            &values.allow,
+            "One a line: not held by the visitor limits (spend limits still apply).",
+            problems
+        ),
+        password_fields(problems, "Empty: the password stays as it is."),
+        general(problems),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admin::settings_form::Values;
+
+    #[test]
+    fn secrets_are_never_written_into_the_forms() {
+        let values = Values {
+            provider: "realdebrid".into(),
+            site: "https://example.com".into(),
+            spend_day: "100".into(),
+            origins: "https://a.example".into(),
+            block: "<b>".into(),
+            ..Values::default()
+        };
+        let problems = vec![Problem {
+            field: "token",
+            text: "needed".into(),
+        }];
+        let page = setup(
+            &Frame::default(),
+            "tok",
+            "~/resolve/setup-code.txt",
+            &values,
+            &problems,
+            None,
+        );
+        for input in ["code", "token", "password", "password_again"] {
+            let at = page
+                .find(&format!("id=\"{input}\" name=\"{input}\""))
+                .unwrap_or_else(|| panic!("{input}"));
+            let tag = &page[at..at + page[at..].find('>').unwrap()];
+            assert!(tag.contains("value=\"\""), "{tag}");
+        }
+        assert!(
+            page.contains("<option value=\"realdebrid\" selected>"),
+            "{page}"
+        );
+        assert!(page.contains("<p class=\"problem\" id=\"token-problem\">needed</p>"));
+        assert!(
+            page.contains("aria-describedby=\"token-hint token-problem\" aria-invalid=\"true\"")
+        );
+        assert!(page.contains("~/resolve/setup-code.txt"));
+        let section = settings_section(&Frame::default(), "c", &values, &[], None, true);
+        assert!(section.contains("&lt;b&gt;</textarea>"), "{section}");
+        assert!(section.contains("value=\"restore\""));
+        assert!(
+            !settings_section(&Frame::default(), "c", &values, &[], None, false)
+                .contains("restore")
+        );
+    }
+}
