@@ -24,7 +24,8 @@ pub const KEEP_HOURS: u32 = 400 * 24;
 pub const KEEP_NOTES: usize = 50;
 /// The most of them one kind of event may take ([`note_kind`]), so that a flood of one kind
 /// (a failing provider's line for each visitor's link) cannot push out the others.
-pub const KEEP_NOTES_PER_KIND: usize = crate::support::defaults::NOTES_PER_KIND;
+/// A fifth: one kind flooding the notes leaves room for four others.
+pub const KEEP_NOTES_PER_KIND: usize = 10;
 
 /// The hour `at_ms` falls in.
 pub fn hour_of(at_ms: u64) -> u32 {

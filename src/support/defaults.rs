@@ -162,9 +162,6 @@ pub const MYSQL_EVENTS_TABLE: &str = "rate_events";
 pub const MYSQL_CACHE_TABLE: &str = "rate_cache";
 /// MySQL table of the usage journal: counts per hour, for the site and per client.
 pub const MYSQL_JOURNAL_TABLE: &str = "rate_journal";
-/// The most `ACTION NEEDED` notes of one kind kept (of the 50): a fifth, so that one kind
-/// flooding the notes leaves room for four others.
-pub const NOTES_PER_KIND: usize = 10;
 /// MySQL table of the newest `ACTION NEEDED` notes.
 pub const MYSQL_NOTES_TABLE: &str = "rate_notes";
 /// MySQL port when only a host is given.
