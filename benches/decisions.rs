@@ -16,6 +16,7 @@ use resolve::core::decision::Decision;
 use resolve::store::Check;
 use resolve::store::counters::Counters;
 use resolve::store::file::FileStore;
+use resolve::store::file::budget::Budget;
 use resolve::store::upkeep::Upkeep;
 use serde_json::{Value, json};
 
@@ -125,12 +126,24 @@ fn per_store(c: &mut Criterion) {
     group.finish();
 }
 
+/// A data directory budget of a million files.
+const BIG_BUDGET: Budget = Budget {
+    max_files: 1_000_000,
+    max_bytes: 1 << 40,
+};
+
 fn file_store_size(c: &mut Criterion) {
     let mut group = c.benchmark_group("file store, keys in the data directory");
     group.measurement_time(Duration::from_secs(3));
     for keys in [10u64, 10_000, 100_000] {
         let dir = support::TempDir::new(&format!("bench-keys-{keys}"));
-        let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
+        // A budget that holds every key (past the default one new clients would be folded).
+        let cfg = config(
+            json!({"kind": "file", "dir": dir.path(), "max_files": BIG_BUDGET.max_files,
+                   "max_bytes": BIG_BUDGET.max_bytes}),
+            "fixed",
+            3600,
+        );
         let store = resolve::site::open::from_config(&cfg);
         for n in 0..keys {
             decide(&*store.counters, &cfg, n);
@@ -168,7 +181,7 @@ fn sweeping(c: &mut Criterion) {
     let grace = Duration::from_secs(600);
     let start = 1_900_000_000_000u64;
     let now = Rc::new(Cell::new(start));
-    let store = FileStore::new(dir.path(), SharedClock(now.clone()), grace);
+    let store = FileStore::new(dir.path(), SharedClock(now.clone()), grace).with_budget(BIG_BUDGET);
     for n in (0..100_000u64).step_by(2) {
         decide(&store, &cfg, n);
     }

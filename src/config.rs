@@ -445,6 +445,12 @@ mod tests {
                 r#"{"store": {"kind": "redis", "lock_timeout_ms": 100}}"#,
                 "store.lock_timeout_ms",
             ),
+            (r#"{"store": {"max_files": 1999}}"#, "store.max_files"),
+            (r#"{"store": {"max_bytes": 1048576}}"#, "store.max_bytes"),
+            (
+                r#"{"store": {"kind": "redis", "max_files": 5000}}"#,
+                "store.max_files",
+            ),
             (r#"{"provider": {"kind": "magic"}}"#, "provider.kind"),
             (
                 r#"{"provider": {"kind": "http", "download": "/d"}}"#,

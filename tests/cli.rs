@@ -171,6 +171,9 @@ fn check_reports_a_ready_site_with_secrets_masked() {
         out.contains("rule ip: 30 requests per 60 s per client address"),
         "{out}"
     );
+    // The data directory's budget, at its defaults.
+    assert!(out.contains("\"max_files\": 10000"), "{out}");
+    assert!(out.contains("\"max_bytes\": 67108864"), "{out}");
     assert!(out.trim_end().ends_with("OK"), "{out}");
     // The environment variable is honoured the same way.
     let o = resolve(&["check"], Some(&config));

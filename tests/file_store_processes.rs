@@ -1,9 +1,12 @@
 //! The file store under many real processes: counters that survive processes killed with
-//! SIGKILL at random instants (its record format's crash argument). Exact limits when many
-//! processes race are in store_contract.rs, for every store.
+//! SIGKILL at random instants (its record format's crash argument), and a flood of 10,000
+//! clients that keeps the data directory within its budget. Exact limits when many processes
+//! race are in store_contract.rs, for every store.
 
 mod support;
 
+use std::net::Ipv6Addr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -27,10 +30,15 @@ fn write_config(dir: &Path, limit: u64) -> PathBuf {
 
 /// Starts the binary as a CGI program answering one GET from `addr`.
 fn spawn_cgi(config: &Path, addr: &str) -> Child {
+    spawn_method(config, "GET", addr)
+}
+
+/// Starts the binary as a CGI program answering one `method` request from `addr`.
+fn spawn_method(config: &Path, method: &str, addr: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_resolve"))
         .env_clear()
         .env("GATEWAY_INTERFACE", "CGI/1.1")
-        .env("REQUEST_METHOD", "GET")
+        .env("REQUEST_METHOD", method)
         .env("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ffile")
         .env("REMOTE_ADDR", addr)
         .env("RESOLVE_CONFIG", config)
@@ -118,4 +126,187 @@ fn killed_processes_never_lose_an_admitted_request() {
     // And the store still works for the next request.
     let out = spawn_cgi(&config, "192.0.2.7").wait_with_output().unwrap();
     assert_eq!(status_of(&out.stdout), Some(200));
+}
+
+/// One request's status and what the program wrote to its error log.
+fn ask(config: &Path, method: &str, addr: &str) -> (Option<u16>, String) {
+    let out = spawn_method(config, method, addr)
+        .wait_with_output()
+        .unwrap();
+    (
+        status_of(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A site with one `ip` rule of 3 an hour and the data directory's budget set to `max_files`
+/// and 16 MiB.
+fn budget_config(dir: &Path, max_files: u64) -> PathBuf {
+    let path = dir.join("config.json");
+    let config = serde_json::json!({
+        "provider": {"kind": "echo"},
+        "store": {"kind": "file", "dir": dir.join("data"), "sweep_one_in": 0,
+                  "max_files": max_files, "max_bytes": 16 * 1024 * 1024},
+        "rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 3600}],
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn head_counts_against_the_limit_like_get() {
+    let dir = TempDir::new("head");
+    let config = budget_config(dir.path(), 3000);
+    for (first, then) in [("HEAD", "GET"), ("GET", "HEAD")] {
+        let addr = if first == "HEAD" {
+            "192.0.2.10"
+        } else {
+            "192.0.2.11"
+        };
+        for n in 0..3 {
+            assert_eq!(ask(&config, first, addr).0, Some(200), "{first} {n}");
+        }
+        assert_eq!(
+            ask(&config, first, addr).0,
+            Some(429),
+            "{first} past the limit"
+        );
+        assert_eq!(
+            ask(&config, then, addr).0,
+            Some(429),
+            "{then} after {first}"
+        );
+    }
+}
+
+/// The key of the flood's client `i` (the /64 `2001:db8:{i % 100}:{i / 100}::`).
+fn own_key(i: u32) -> String {
+    let (a, b) = ((i % 100) as u16, (i / 100) as u16);
+    format!(
+        "resolve:ip:{}/64",
+        Ipv6Addr::new(0x2001, 0xdb8, a, b, 0, 0, 0, 0)
+    )
+}
+
+/// 10,000 clients, each from its own IPv6 /64 in one of 100 /48s, one HEAD each: the data
+/// directory stays within its budget (3,000 files, 16 MiB), the clients past it are counted by
+/// their /48 or all together, never past the limit, a client counted before keeps its count, and
+/// the folding is logged once.
+#[test]
+fn a_flood_of_10000_clients_keeps_the_data_directory_within_its_budget() {
+    const CLIENTS: u32 = 10_000;
+    const MAX_FILES: u64 = 3000;
+    const MAX_BYTES: u64 = 16 * 1024 * 1024;
+    let dir = TempDir::new("flood");
+    let config = budget_config(dir.path(), MAX_FILES);
+    let data = dir.join("data");
+    let store = FileStore::new(&data, SystemClock, Duration::from_secs(600));
+    // A client seen before the flood: 2 of its 3.
+    let regular = "2001:db8:ffff:1::1";
+    for _ in 0..2 {
+        assert_eq!(ask(&config, "GET", regular).0, Some(200));
+    }
+    let addr = |i: u32| format!("2001:db8:{:x}:{:x}::1", i % 100, i / 100);
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (config, next) = (config.clone(), next.clone());
+            std::thread::spawn(move || {
+                let (mut admitted, mut logged) = (0u64, Vec::new());
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as u32;
+                    if i >= CLIENTS {
+                        return (admitted, logged);
+                    }
+                    let (status, stderr) = ask(&config, "HEAD", &addr(i));
+                    match status {
+                        Some(200) => admitted += 1,
+                        Some(429) => {}
+                        other => panic!("client {i}: {other:?} {stderr}"),
+                    }
+                    logged.extend(
+                        stderr
+                            .lines()
+                            .filter(|l| l.contains("reached its budget"))
+                            .map(str::to_owned),
+                    );
+                }
+            })
+        })
+        .collect();
+    let (mut admitted, mut logged) = (0u64, Vec::new());
+    for w in workers {
+        let (a, l) = w.join().unwrap();
+        admitted += a;
+        logged.extend(l);
+    }
+
+    // The budget held, in files (directories count against an inode quota too) and bytes.
+    let entries = support::temp::entries_under(&data);
+    let bytes: u64 = entries
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(p).ok())
+        .map(|m| (m.blocks() * 512).max(m.len()))
+        .sum();
+    eprintln!(
+        "{CLIENTS} clients: {} entries, {bytes} bytes on disk, {admitted} admitted, folding \
+         logged {} times",
+        entries.len(),
+        logged.len()
+    );
+    assert!(entries.len() as u64 <= MAX_FILES, "{} files", entries.len());
+    assert!(bytes <= MAX_BYTES, "{bytes} bytes");
+    assert_eq!(logged.len(), 1, "{logged:?}");
+
+    // Every admitted request is counted once, by the client's own key, its /48's or everyone's,
+    // and none of them past the limit.
+    let mut counted = 0u64;
+    let (mut own, mut networks) = (0, 0);
+    let mut keys: Vec<String> = (0..CLIENTS).map(own_key).collect();
+    let clients = keys.len();
+    keys.extend((0..100).map(|n| {
+        format!(
+            "resolve:ip:{}/48",
+            Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 0)
+        )
+    }));
+    keys.push("resolve:ip:*".to_owned());
+    for (n, key) in keys.iter().enumerate() {
+        if let Some(c) = store.read(key).unwrap() {
+            assert!(c.count <= 3, "{key}: {}", c.count);
+            counted += u64::from(c.count);
+            if n < clients {
+                own += 1;
+            } else if n < clients + 100 {
+                networks += 1;
+            }
+        }
+    }
+    eprintln!("own keys {own}, network keys {networks}");
+    assert_eq!(counted, admitted, "admitted requests and counts");
+    assert!(
+        own < clients && networks > 0,
+        "nothing was folded: {own}, {networks}"
+    );
+
+    // A folded client asking again is refused at its network's limit, never given its own.
+    let folded = (0..CLIENTS)
+        .find(|i| store.read(&own_key(*i)).unwrap().is_none())
+        .unwrap();
+    let mut more = 0;
+    for _ in 0..5 {
+        if ask(&config, "HEAD", &addr(folded)).0 == Some(200) {
+            more += 1;
+        }
+    }
+    assert!(more <= 3, "{more} more for a folded client");
+
+    // The client seen before keeps its count: one more, then refused.
+    let before = store
+        .read("resolve:ip:2001:db8:ffff:1::/64")
+        .unwrap()
+        .expect("its key is kept");
+    assert_eq!(before.count, 2);
+    assert_eq!(ask(&config, "HEAD", regular).0, Some(200));
+    assert_eq!(ask(&config, "GET", regular).0, Some(429));
 }

@@ -24,6 +24,7 @@
 //! | wrong_credentials_get_the_policy_answer_and_never_show | -       | -         | yes       | yes       |
 //! | journal_rows_round_trip                                | yes     | yes       | yes       | yes       |
 //! | journal_notes_newest_first_and_capped                  | yes     | yes       | yes       | yes       |
+//! | journal_notes_keep_a_share_for_each_kind               | yes     | yes       | yes       | yes       |
 //! | used_counts_without_counting                           | yes     | fixed (1) | yes       | yes       |
 //! | journal_sweep_lets_old_hours_go                        | yes (5) | yes (5)   | yes       | yes (2)   |
 //! | journal_exact_under_300_processes                      | threads | processes | processes | processes |
@@ -141,6 +142,7 @@ contract! {
     served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
     journal::journal_rows_round_trip() for all_stores;
     journal::journal_notes_newest_first_and_capped() for all_stores;
+    journal::journal_notes_keep_a_share_for_each_kind() for all_stores;
     journal::used_counts_without_counting() for all_stores;
     journal::journal_sweep_lets_old_hours_go() for all_stores;
     journal::journal_exact_under_300_processes() for all_stores;

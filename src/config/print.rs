@@ -110,7 +110,8 @@ impl Serialize for Provider<'_> {
     }
 }
 
-/// `store`: `lock_timeout_ms` is the file store's alone, and refused beside another kind.
+/// `store`: `lock_timeout_ms`, `max_files` and `max_bytes` are the file store's alone, and
+/// refused beside another kind.
 struct Store<'a>(&'a StoreConfig);
 
 impl Serialize for Store<'_> {
@@ -119,7 +120,9 @@ impl Serialize for Store<'_> {
         if !matches!(self.0.kind, StoreKind::File { .. })
             && let Some(map) = v.as_object_mut()
         {
-            map.remove("lock_timeout_ms");
+            for field in ["lock_timeout_ms", "max_files", "max_bytes"] {
+                map.remove(field);
+            }
         }
         v.serialize(s)
     }

@@ -103,6 +103,8 @@ pub(crate) struct RawStore {
     pub(crate) sweep_grace_secs: Option<u64>,
     pub(crate) deny_retry_after_secs: Option<u32>,
     pub(crate) lock_timeout_ms: Option<u64>,
+    pub(crate) max_files: Option<u64>,
+    pub(crate) max_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -30,7 +30,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
     let kind_name = raw.kind.as_deref().unwrap_or("file");
     // The kind's own fields, and whether a database server's apply too.
     let (own, server): (&[&str], bool) = match kind_name {
-        "file" => (&["dir", "lock_timeout_ms"], false),
+        "file" => (&["dir", "lock_timeout_ms", "max_files", "max_bytes"], false),
         "mysql" => (
             &[
                 "database",
@@ -73,6 +73,8 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ("read_timeout_ms", raw.read_timeout_ms.is_some()),
         ("tls", raw.tls.is_some()),
         ("lock_timeout_ms", raw.lock_timeout_ms.is_some()),
+        ("max_files", raw.max_files.is_some()),
+        ("max_bytes", raw.max_bytes.is_some()),
     ];
     if let Some((field, _)) = set.iter().find(|(f, on)| *on && !allowed(f)) {
         return Err(err(
@@ -129,6 +131,33 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
              only ends the wait on a stuck process",
         ));
     }
+    // The data directory's budget (the file store's): each at least what the journal takes.
+    let budget = [
+        (
+            "store.max_files",
+            raw.max_files,
+            defaults::FILE_STORE_MAX_FILES,
+            defaults::FILE_STORE_MIN_MAX_FILES,
+            format!(
+                "the usage journal and the directories alone may take {} files",
+                defaults::FILE_STORE_JOURNAL_FILES
+            ),
+        ),
+        (
+            "store.max_bytes",
+            raw.max_bytes,
+            defaults::FILE_STORE_MAX_BYTES,
+            defaults::FILE_STORE_MIN_MAX_BYTES,
+            format!(
+                "16 MiB; the usage journal alone may take {} bytes",
+                defaults::FILE_STORE_JOURNAL_BYTES
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(field, set, default, min, why)| at_least(field, set.unwrap_or(default), min, &why))
+    .collect::<Result<Vec<u64>, _>>()?;
+    let (max_files, max_bytes) = (budget[0], budget[1]);
     Ok(StoreConfig {
         kind,
         on_error,
@@ -139,7 +168,17 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ),
         deny_retry_after_secs,
         lock_timeout: Duration::from_millis(lock_timeout_ms),
+        max_files,
+        max_bytes,
     })
+}
+
+/// `value`, or the error of `field` when it is below `min` (`why` says why the least).
+fn at_least(field: &str, value: u64, min: u64, why: &str) -> Result<u64, ConfigError> {
+    if value < min {
+        return Err(err(field, format!("must be at least {min} ({why})")));
+    }
+    Ok(value)
 }
 
 fn table_name(field: &str, name: &str) -> Result<String, ConfigError> {

@@ -22,6 +22,10 @@ pub const CLIENT_HOURS: u32 = 48;
 pub const KEEP_HOURS: u32 = 400 * 24;
 /// The newest `ACTION NEEDED` notes a store keeps.
 pub const KEEP_NOTES: usize = 50;
+/// The most of them one kind of event may take ([`note_kind`]), so that a flood of one kind
+/// (a failing provider's line for each visitor's link) cannot push out the others.
+/// A fifth: one kind flooding the notes leaves room for four others.
+pub const KEEP_NOTES_PER_KIND: usize = 10;
 
 /// The hour `at_ms` falls in.
 pub fn hour_of(at_ms: u64) -> u32 {
@@ -249,6 +253,33 @@ pub enum Row {
 pub struct Note {
     pub at_ms: u64,
     pub text: String,
+}
+
+/// The kind of event a note tells: its text up to the first `"`, that is the owner's cause
+/// and fix, which are written before anything quoted from a visitor (the link) or a provider.
+/// A note with nothing quoted is a kind of its own.
+pub fn note_kind(text: &str) -> &str {
+    text.split('"').next().unwrap_or(text)
+}
+
+/// Which notes to keep, given the texts of a store's notes newest first: the newest
+/// [`KEEP_NOTES_PER_KIND`] of each kind, and of those the newest [`KEEP_NOTES`]. True for a
+/// note kept.
+pub fn notes_kept<'a>(newest_first: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
+    let mut per_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut kept = 0;
+    newest_first
+        .into_iter()
+        .map(|text| {
+            let seen = per_kind.entry(note_kind(text)).or_insert(0);
+            let keep = *seen < KEEP_NOTES_PER_KIND && kept < KEEP_NOTES;
+            if keep {
+                *seen += 1;
+                kept += 1;
+            }
+            keep
+        })
+        .collect()
 }
 
 /// One client's counts over a period.

@@ -206,6 +206,23 @@ impl KeyTemplate {
         key
     }
 
+    /// The identity `key` was made from by [`KeyTemplate::expand`] for rule `rule`, if it was.
+    pub fn identity_in<'k>(&self, rule: &str, key: &'k str) -> Option<&'k str> {
+        let slots = self
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::Slot(Placeholder::Ip | Placeholder::ApiKey)))
+            .count();
+        if slots == 0 {
+            return None;
+        }
+        let fixed = self.expand(rule, "").len();
+        let len = key.len().checked_sub(fixed)? / slots;
+        let start = self.prefix(rule).len();
+        let identity = key.get(start..start + len)?;
+        (self.expand(rule, identity) == key).then_some(identity)
+    }
+
     /// The text every key of rule `rule` starts with: up to the first `{ip}` or `{api_key}`.
     pub fn prefix(&self, rule: &str) -> String {
         let mut out = String::new();
@@ -358,6 +375,29 @@ mod tests {
                 assert!(!could(template, "ip", prefix), "{template} {prefix}");
             }
         }
+    }
+
+    #[test]
+    fn the_identity_is_found_in_a_key() {
+        for (template, identity) in [
+            ("resolve:{rule}:{ip}", "2001:db8:1:2::/64"),
+            ("{ip}-{rule}-{ip}", "192.0.2.7"),
+            ("resolve:{rule}:key:{api_key}", "partner"),
+        ] {
+            let t = KeyTemplate::parse(template).unwrap();
+            let key = t.expand("ip", identity);
+            assert_eq!(t.identity_in("ip", &key), Some(identity), "{template}");
+            assert_eq!(t.identity_in("other", &key), None, "{template}");
+        }
+        let t = KeyTemplate::parse("resolve:{rule}:{ip}").unwrap();
+        assert_eq!(t.identity_in("ip", "resolve:~refusals:192.0.2.7"), None);
+        assert_eq!(t.identity_in("ip", "res"), None);
+        assert_eq!(
+            KeyTemplate::parse("resolve:{rule}:*")
+                .unwrap()
+                .identity_in("s", "resolve:s:*"),
+            None
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::rc::Rc;
 use crate::config::Config;
 use crate::core::clock::SystemClock;
 use crate::store::file::FileStore;
+use crate::store::file::budget::Budget;
 use crate::store::mysql::MysqlStore;
 use crate::store::redis::RedisStore;
 use crate::store::roles::Store;
@@ -17,7 +18,11 @@ pub fn from_config(config: &Config) -> Store {
     match &config.store.kind {
         StoreKind::File { dir } => Store::whole(
             FileStore::new(dir, SystemClock, config.store.sweep_grace)
-                .with_lock_timeout(config.store.lock_timeout),
+                .with_lock_timeout(config.store.lock_timeout)
+                .with_budget(Budget {
+                    max_files: config.store.max_files,
+                    max_bytes: config.store.max_bytes,
+                }),
         ),
         StoreKind::Mysql(settings) => {
             // Every rule a request may be counted by: shadow rules, spend limits and the

@@ -11,6 +11,10 @@
 //! a file only while holding its lock; a request that opened the file before that notices (the
 //! path no longer names its inode) and opens it again.
 //!
+//! Budget: the directory holds at most `store.max_files` files and `store.max_bytes` bytes
+//! (`budget`): a key that has a file is counted exactly; past the budget a new client is
+//! counted by its network's key, or its rule's key for everyone, with the same limit (`place`).
+//!
 //! Hostile or broken contents of the directory: a symbolic link is never followed (the last
 //! component is opened with `O_NOFOLLOW`, and a shard directory that is a link is refused), a
 //! FIFO or device is never read or waited on (every open is non-blocking and anything but a
@@ -18,9 +22,11 @@
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
 
+pub mod budget;
 mod journal;
 mod journal_record;
 pub(crate) mod lock;
+mod place;
 pub mod record;
 pub(crate) mod safe_open;
 
@@ -43,6 +49,7 @@ use crate::store::journal::Journal as JournalRole;
 use crate::store::notes::Notes;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
+use budget::Budget;
 use journal::Journal;
 use lock::{Lock, Locked};
 use record::{Loaded, SLOT};
@@ -62,7 +69,12 @@ pub struct FileStore<C: Clock> {
     clock: C,
     grace_ms: u64,
     lock_timeout: Duration,
+    budget: Budget,
 }
+
+/// Placements tried for one decision before giving up (each is undone only by a race between
+/// a client's own key and its network's being made at once).
+const PLACE_TRIES: usize = 8;
 
 impl<C: Clock> FileStore<C> {
     /// A store in `dir`, which must exist. Keys whose windows ended more than `grace` ago are
@@ -75,7 +87,14 @@ impl<C: Clock> FileStore<C> {
             lock_timeout: Duration::from_millis(
                 crate::support::defaults::FILE_LOCK_TIMEOUT_MS.into(),
             ),
+            budget: Budget::default(),
         }
+    }
+
+    /// The data directory's budget, files and bytes.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// The longest a request waits for another process's lock on one of its files.
@@ -143,7 +162,12 @@ impl<C: Clock> FileStore<C> {
 
     /// The counter stored for `key`, read under the lock without changing anything.
     pub fn read(&self, key: &str) -> Result<Option<Counter>, StoreError> {
-        let path = self.path_for(key);
+        self.read_path(&self.path_for(key))
+    }
+
+    /// The counter in the file at `path`, read under its shared lock.
+    fn read_path(&self, path: &Path) -> Result<Option<Counter>, StoreError> {
+        let path = path.to_owned();
         let Some(file) = self.open_shared(&path)? else {
             return Ok(None);
         };
@@ -371,42 +395,59 @@ fn is_shard_name(name: &str) -> bool {
 
 impl<C: Clock> Counters for FileStore<C> {
     fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
-        let mut order: Vec<(usize, PathBuf)> = checks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i, self.path_for(&c.key)))
-            .collect();
-        order.sort_by(|a, b| a.1.cmp(&b.1));
-        order.dedup_by(|a, b| a.1 == b.1);
-        if order.len() != checks.len() {
-            return Err(StoreError::unavailable("two rules share one key"));
-        }
         fixed_only(checks)?;
-
-        let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-        for (i, path) in &order {
-            locked[*i] = Some(self.lock(path)?);
-        }
-        let locked: Vec<Locked> = locked.into_iter().flatten().collect();
-        let loaded = locked
-            .iter()
-            .map(|l| self.load(l))
-            .collect::<Result<Vec<_>, _>>()?;
-
-        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
-        let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
-        let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
-        for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-            if let Write::Counter(counter) = write {
-                self.store(l, before, counter)?;
+        for _ in 0..PLACE_TRIES {
+            let placed = checks
+                .iter()
+                .map(|c| self.place(c))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut order: Vec<(usize, &Path)> = placed
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i, p.path.as_path()))
+                .collect();
+            order.sort_by(|a, b| a.1.cmp(b.1));
+            order.dedup_by(|a, b| a.1 == b.1);
+            if order.len() != checks.len() {
+                return Err(StoreError::unavailable("two rules share one key"));
             }
+            let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
+            for (i, path) in &order {
+                locked[*i] = Some(self.lock(path)?);
+            }
+            let locked: Vec<Locked> = locked.into_iter().flatten().collect();
+            let loaded = locked
+                .iter()
+                .map(|l| self.load(l))
+                .collect::<Result<Vec<_>, _>>()?;
+            let holds = placed
+                .iter()
+                .zip(&locked)
+                .zip(&loaded)
+                .all(|((p, l), d)| self.still_placed(p, l, d));
+            if !holds {
+                continue; // dropping `locked` releases the locks
+            }
+
+            let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+            let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
+            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
+                if let Write::Counter(counter) = write {
+                    self.store(l, before, counter)?;
+                }
+            }
+            return Ok(outcome.decision);
+            // Dropping `locked` closes the files, which releases the locks.
         }
-        Ok(outcome.decision)
-        // Dropping `locked` closes the files, which releases the locks.
+        Err(StoreError::unavailable(
+            "a client's own key and its network's were made at once too often to tell which \
+             counts it; the next request tries again",
+        ))
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        let mut paths: Vec<PathBuf> = checks.iter().map(|c| self.path_for(&c.key)).collect();
+        let mut paths: Vec<PathBuf> = checks.iter().filter_map(|c| self.counted_at(c)).collect();
         paths.sort();
         paths.dedup();
         let locked = paths
@@ -428,11 +469,11 @@ impl<C: Clock> Counters for FileStore<C> {
         checks
             .iter()
             .map(|c| {
-                Ok(limiter::used(
-                    c.rule,
-                    &State::Fixed(self.read(&c.key)?),
-                    now,
-                ))
+                let counter = match self.counted_at(c) {
+                    Some(path) => self.read_path(&path)?,
+                    None => None,
+                };
+                Ok(limiter::used(c.rule, &State::Fixed(counter), now))
             })
             .collect()
     }
@@ -540,6 +581,9 @@ impl<C: Clock> Upkeep for FileStore<C> {
                 report.complete = false;
                 break;
             }
+        }
+        if report.complete {
+            self.room_again(report.scanned.saturating_sub(report.removed));
         }
         Ok(report)
     }

@@ -357,8 +357,9 @@ impl<C: Clock> Notes for MemoryStore<C> {
         self.up()?;
         let mut data = self.data();
         data.notes.push(note.clone());
-        let over = data.notes.len().saturating_sub(journal::KEEP_NOTES);
-        data.notes.drain(..over);
+        let kept = journal::notes_kept(data.notes.iter().rev().map(|n| n.text.as_str()));
+        let mut keep = kept.into_iter().rev();
+        data.notes.retain(|_| keep.next().unwrap_or(false));
         Ok(())
     }
 

@@ -231,9 +231,15 @@ impl RedisStore {
 
     /// Runs a transaction (`MULTI` … `EXEC`) in one round trip.
     fn transaction(&self, commands: &[Vec<u8>]) -> Result<(), StoreError> {
-        let replies = self.exchange(commands, false)?;
-        let exec = replies.last().ok_or_else(|| self.odd("no reply to EXEC"))?;
-        journal::committed(exec).map_err(|e| self.odd(e))
+        self.committed(commands).map(drop)
+    }
+
+    /// Runs a transaction; `EXEC`'s reply once every command ran.
+    fn committed(&self, commands: &[Vec<u8>]) -> Result<Reply, StoreError> {
+        let mut replies = self.exchange(commands, false)?;
+        let exec = replies.pop().ok_or_else(|| self.odd("no reply to EXEC"))?;
+        journal::committed(&exec).map_err(|e| self.odd(e))?;
+        Ok(exec)
     }
 
     /// The client rows of `hours` whose hashes hold something.
@@ -535,7 +541,12 @@ impl Journal for RedisStore {
 
 impl Notes for RedisStore {
     fn journal_note(&self, note: &usage::Note) -> Result<(), StoreError> {
-        self.transaction(&journal::note_commands(note))
+        let exec = self.committed(&journal::note_commands(note))?;
+        let dropped = journal::notes_dropped(&exec).map_err(|e| self.odd(e))?;
+        if !dropped.is_empty() {
+            self.exchange(&dropped, false)?;
+        }
+        Ok(())
     }
 
     fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {

@@ -46,4 +46,7 @@ pub struct StoreConfig {
     /// File store: the longest a request waits for another process's lock on a file.
     #[serde(rename = "lock_timeout_ms", serialize_with = "show::ms")]
     pub lock_timeout: Duration,
+    /// File store: the data directory's budget, files and bytes (`store::file::budget`).
+    pub max_files: u64,
+    pub max_bytes: u64,
 }

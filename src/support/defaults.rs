@@ -132,6 +132,33 @@ pub const BLOCKS_COPY_SECS: u64 = 5;
 /// another program holds one this long.
 pub const FILE_LOCK_TIMEOUT_MS: u32 = 2000;
 
+/// The file store's data directory budget (`store.max_files`, `store.max_bytes`): a shared
+/// host counts every file against the account's inode quota (often 100,000 to 250,000 in all),
+/// so the counters keep to a tenth of a small one. Past it, new clients are counted by their
+/// network (see `store::file::budget`).
+pub const FILE_STORE_MAX_FILES: u64 = 10_000;
+pub const FILE_STORE_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// The least each may be set to: the journal's share (below) and room for keys.
+pub const FILE_STORE_MIN_MAX_FILES: u64 = 2_000;
+pub const FILE_STORE_MIN_MAX_BYTES: u64 = 16 * 1024 * 1024;
+/// Of the budget, what the usage journal and the directories take: 16 hour files for each of
+/// 49 hours, a day's file for each of 401 days, its notes and locks (1,190), the 256 shard
+/// directories and the journal's (each an inode too), and the journal's bytes for a busy site.
+pub const FILE_STORE_JOURNAL_FILES: u64 = 1_500;
+pub const FILE_STORE_JOURNAL_BYTES: u64 = 8 * 1024 * 1024;
+/// What one key's file takes on disk: one block.
+pub const FILE_STORE_KEY_FILE_BYTES: u64 = 4096;
+/// Of the room for keys, the share (percent) one client's own keys may fill: the rest is for
+/// the network keys that count the clients that come after.
+pub const FILE_STORE_CLIENT_SHARE_PERCENT: u64 = 75;
+/// Networks new clients are counted by once the budget is reached: an IPv4 address's /24, an
+/// IPv6 prefix's /48.
+pub const FILE_STORE_FOLD_V4_PREFIX: u8 = 24;
+pub const FILE_STORE_FOLD_V6_PREFIX: u8 = 48;
+/// The file whose creation says folding has started (logged once; a sweep that finds room
+/// again removes it).
+pub const FILE_STORE_FOLDING_MARK: &str = "folding";
+
 /// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
 pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
 /// The longest a FastCGI process holds its requests' journal entries before writing them as

@@ -210,4 +210,34 @@ mod tests {
             assert!(!verify(bad, "anything at all"), "{bad}");
         }
     }
+
+    /// The costs the cap allowed before: 256 MiB, 20 passes, 8 lanes.
+    fn within_old_cap(hash: &str) -> bool {
+        let params = Params::try_from(&PasswordHash::new(hash).unwrap()).unwrap();
+        params.m_cost() <= 262_144 && params.t_cost() <= 20 && params.p_cost() <= 8
+    }
+
+    #[test]
+    fn costs_the_old_cap_allowed_are_refused_before_any_hashing() {
+        // 256 MiB in one pass: each attempt would take a quarter of a gigabyte.
+        let memory =
+            "$argon2id$v=19$m=262144,t=1,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA";
+        assert!(within_old_cap(memory));
+        let e = check_hash(memory).unwrap_err();
+        assert!(e.contains("too much") && e.contains("m=262144"), "{e}");
+        assert!(!verify(memory, "anything at all"));
+
+        // 20 passes over 8 lanes: a real hash of the password, so that only a refusal made
+        // before hashing can make `verify` say no.
+        let params = Params::new(MIN_M_COST_KIB, 20, 8, None).unwrap();
+        let passes = Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+            .hash_password_with_salt(b"correct horse battery", &SALT)
+            .unwrap()
+            .to_string();
+        assert!(passes.contains("m=7168,t=20,p=8"), "{passes}");
+        assert!(within_old_cap(&passes));
+        let e = check_hash(&passes).unwrap_err();
+        assert!(e.contains("too much") && e.contains("t=20, p=8"), "{e}");
+        assert!(!verify(&passes, "correct horse battery"));
+    }
 }

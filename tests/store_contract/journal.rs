@@ -230,6 +230,30 @@ pub fn journal_notes_newest_first_and_capped(sut: &mut dyn StoreUnderTest) {
     assert_eq!(kept, want, "{}", sut.name());
 }
 
+/// One kind of event cannot push out the others: a provider out of quota for 60 visitors'
+/// links keeps its newest 10 notes, and the credentials note before them stays.
+pub fn journal_notes_keep_a_share_for_each_kind(sut: &mut dyn StoreUnderTest) {
+    let store = sut.open(&[]);
+    let failed = |n: u64, cause: &str| Note {
+        at_ms: 1_700_000_000_000 + n,
+        text: format!(
+            "ACTION NEEDED: {cause}: provider call for \"https://host.example/{n}\" failed: {n}"
+        ),
+    };
+    let auth = |n| failed(n, "the provider refused the site's credentials");
+    let quota = |n| failed(n, "the provider account has no quota left");
+    for n in 0..3 {
+        store.journal_note(&auth(n)).unwrap();
+    }
+    for n in 3..63 {
+        store.journal_note(&quota(n)).unwrap();
+    }
+    let kept = sut.open(&[]).journal_notes().unwrap();
+    let mut want: Vec<Note> = (53..63).rev().map(quota).collect();
+    want.extend((0..3).rev().map(auth));
+    assert_eq!(kept, want, "{}", sut.name());
+}
+
 /// `used` says what each key counts now, for fixed and (where kept) sliding rules: 0 for a key
 /// never seen, and asking counts nothing.
 pub fn used_counts_without_counting(sut: &mut dyn StoreUnderTest) {

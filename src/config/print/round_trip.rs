@@ -146,7 +146,7 @@ fn the_file_store_with_every_setting() {
     round_trip(
         r#"{"store": {"kind": "file", "dir": "data", "on_error": "deny", "sweep_one_in": 50,
                       "sweep_budget_ms": 3, "sweep_grace_secs": 120, "deny_retry_after_secs": 10,
-                      "lock_timeout_ms": 500}}"#,
+                      "lock_timeout_ms": 500, "max_files": 5000, "max_bytes": 33554432}}"#,
         &[],
         &[],
     );

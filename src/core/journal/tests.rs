@@ -238,3 +238,32 @@ fn expiry_keeps_two_days_of_clients_and_400_days_of_totals() {
     assert_eq!(Expiry::at(0).clients_before, 0);
     assert_eq!(day_start(49), 48);
 }
+
+#[test]
+fn each_kind_of_note_keeps_its_share() {
+    let failed = |cause: &str, n: usize| {
+        format!("ACTION NEEDED: {cause}: provider call for \"https://h.example/{n}\" failed")
+    };
+    assert_eq!(
+        note_kind(&failed("no quota", 1)),
+        note_kind(&failed("no quota", 2))
+    );
+    assert_ne!(
+        note_kind(&failed("no quota", 1)),
+        note_kind(&failed("bad token", 1))
+    );
+    assert_eq!(note_kind("ACTION NEEDED: x"), "ACTION NEEDED: x");
+    // Newest first: 30 of one kind, then 3 of another.
+    let mut texts: Vec<String> = (0..30).map(|n| failed("no quota", n)).collect();
+    texts.extend((0..3).map(|n| failed("bad token", n)));
+    let kept = notes_kept(texts.iter().map(String::as_str));
+    assert_eq!(kept.iter().filter(|k| **k).count(), KEEP_NOTES_PER_KIND + 3);
+    assert!(kept[..KEEP_NOTES_PER_KIND].iter().all(|k| *k));
+    assert!(!kept[KEEP_NOTES_PER_KIND..30].iter().any(|k| *k));
+    assert!(kept[30..].iter().all(|k| *k));
+    // Many kinds: the newest KEEP_NOTES in all.
+    let many: Vec<String> = (0..60).map(|n| format!("kind {n}")).collect();
+    let kept = notes_kept(many.iter().map(String::as_str));
+    assert_eq!(kept.iter().take_while(|k| **k).count(), KEEP_NOTES);
+    assert!(!kept[KEEP_NOTES..].iter().any(|k| *k));
+}

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
-use crate::core::journal::{ClientCount, KEEP_NOTES, Note, Row};
+use crate::core::journal::{ClientCount, Note, Row, notes_kept};
 use crate::store::file::record::checksum;
 
 /// Bytes of the header.
@@ -288,23 +288,28 @@ pub fn notes(copy: &[u8]) -> Result<Vec<Note>, Damage> {
         .collect()
 }
 
-/// A notes file's lines with `note` added and only the newest [`KEEP_NOTES`] kept.
+/// A notes file's lines with `note` added and only those [`notes_kept`] says kept: the
+/// newest of each kind, at most [`KEEP_NOTES`](crate::core::journal::KEEP_NOTES) in all.
 pub fn add_note(copy: &[u8], note: &Note) -> Result<Vec<u8>, Damage> {
-    let text = std::str::from_utf8(copy).map_err(|_| Damage::Line)?;
-    notes(copy)?;
-    let mut line = format!("{} ", note.at_ms);
-    escape(&note.text, &mut line);
-    let mut lines: Vec<&str> = text.lines().collect();
-    lines.push(&line);
-    let drop = lines.len().saturating_sub(KEEP_NOTES);
-    let mut out = lines[drop..].join("\n");
-    out.push('\n');
+    let mut all = notes(copy)?;
+    all.push(note.clone());
+    let kept = notes_kept(all.iter().rev().map(|n| n.text.as_str()));
+    let mut out = String::new();
+    for (n, keep) in all.iter().zip(kept.iter().rev()) {
+        if *keep {
+            out.push_str(&n.at_ms.to_string());
+            out.push(' ');
+            escape(&n.text, &mut out);
+            out.push('\n');
+        }
+    }
     Ok(out.into_bytes())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::journal::KEEP_NOTES;
 
     #[test]
     fn headers_round_trip_and_damage_is_seen() {

@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::core::journal::{ClientCount, Entry, Expiry, KEEP_NOTES, Note, Row};
+use crate::core::journal::{ClientCount, Entry, Expiry, KEEP_NOTES, Note, Row, notes_kept};
 use crate::store::mysql::client::{self, Conn, hex};
 use crate::store::mysql::errors::Failed;
 
@@ -94,7 +94,9 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Keeps `note`, and only the newest [`KEEP_NOTES`].
+/// Keeps `note`, and only the newest [`KEEP_NOTES`], of which the newest of each kind
+/// ([`notes_kept`]): the table then holds at most [`KEEP_NOTES`] rows, read back to delete a
+/// kind's older ones.
 pub(crate) fn note(conn: &mut Conn, table: &str, note: &Note) -> Result<(), Failed> {
     let mut sql = format!(
         "INSERT INTO `{table}` (at_ms, note) VALUES ({}, ",
@@ -104,9 +106,28 @@ pub(crate) fn note(conn: &mut Conn, table: &str, note: &Note) -> Result<(), Fail
     let _ = write!(
         sql,
         "); DELETE FROM `{table}` WHERE id <= (SELECT id FROM \
-         (SELECT id FROM `{table}` ORDER BY id DESC LIMIT 1 OFFSET {KEEP_NOTES}) AS older)"
+         (SELECT id FROM `{table}` ORDER BY id DESC LIMIT 1 OFFSET {KEEP_NOTES}) AS older); \
+         SELECT id, note FROM `{table}` ORDER BY id DESC"
     );
-    conn.query(&sql)?;
+    let mut rows = Vec::new();
+    for r in conn.query(&sql)?.into_iter().flat_map(|a| a.rows) {
+        let [id, text] = client::columns(&r, "a note row of other columns")?;
+        let id: u64 = client::num(id)?;
+        rows.push((id, lossy(&client::bytes(text))));
+    }
+    let kept = notes_kept(rows.iter().map(|(_, text)| text.as_str()));
+    let dropped: Vec<String> = rows
+        .iter()
+        .zip(kept)
+        .filter(|(_, keep)| !keep)
+        .map(|((id, _), _)| id.to_string())
+        .collect();
+    if !dropped.is_empty() {
+        conn.query(&format!(
+            "DELETE FROM `{table}` WHERE id IN ({})",
+            dropped.join(",")
+        ))?;
+    }
     Ok(())
 }
 

@@ -74,7 +74,8 @@ fn add_to(key: &str, field: &str, n: u64) -> Vec<u8> {
     ])
 }
 
-/// The transaction that keeps `note` and trims the list.
+/// The transaction that keeps `note`, trims the list to the newest [`KEEP_NOTES`] and reads
+/// them back (for [`notes_dropped`]).
 pub fn note_commands(note: &Note) -> Vec<Vec<u8>> {
     let value = format!("{} {}", note.at_ms, note.text);
     let last = (KEEP_NOTES - 1).to_string();
@@ -82,8 +83,41 @@ pub fn note_commands(note: &Note) -> Vec<Vec<u8>> {
         resp::encode(&[b"MULTI"]),
         resp::encode(&[b"LPUSH", NOTES_KEY.as_bytes(), value.as_bytes()]),
         resp::encode(&[b"LTRIM", NOTES_KEY.as_bytes(), b"0", last.as_bytes()]),
+        resp::encode(&[b"LRANGE", NOTES_KEY.as_bytes(), b"0", b"-1"]),
         resp::encode(&[b"EXEC"]),
     ]
+}
+
+/// After [`note_commands`]' transaction (its `EXEC` reply): the commands that remove the
+/// notes of a kind beyond its share ([`journal::notes_kept`]), oldest first.
+pub fn notes_dropped(exec: &Reply) -> Result<Vec<Vec<u8>>, String> {
+    let Reply::Array(Some(items)) = exec else {
+        return Err(format!("EXEC answered {exec:?}"));
+    };
+    let Some(Reply::Array(Some(list))) = items.last() else {
+        return Err("the notes were not read back".into());
+    };
+    let values: Vec<&[u8]> = list
+        .iter()
+        .filter_map(|item| match item {
+            Reply::Bulk(Some(bytes)) => Some(bytes.as_slice()),
+            _ => None,
+        })
+        .collect();
+    let texts: Vec<String> = values
+        .iter()
+        .map(|v| {
+            let text = String::from_utf8_lossy(v);
+            text.split_once(' ').map_or("", |(_, t)| t).to_owned()
+        })
+        .collect();
+    let kept = journal::notes_kept(texts.iter().map(String::as_str));
+    Ok(values
+        .iter()
+        .zip(kept)
+        .filter(|(_, keep)| !keep)
+        .map(|(value, _)| resp::encode(&[b"LREM", NOTES_KEY.as_bytes(), b"-1", value]))
+        .collect())
 }
 
 /// Whether a transaction's last reply (`EXEC`'s) says every command ran.
