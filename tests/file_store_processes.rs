@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use resolve::core::clock::SystemClock;
 use resolve::store::file::FileStore;
 use support::TempDir;
+use support::cgi::bare_get;
 
 fn write_config(dir: &Path, limit: u64) -> PathBuf {
     let path = dir.join("config.json");
@@ -27,14 +28,7 @@ fn write_config(dir: &Path, limit: u64) -> PathBuf {
 
 /// Starts the binary as a CGI program answering one GET from `addr`.
 fn spawn_cgi(config: &Path, addr: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_resolve"))
-        .env_clear()
-        .env("GATEWAY_INTERFACE", "CGI/1.1")
-        .env("REQUEST_METHOD", "GET")
-        .env("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ffile")
-        .env("REMOTE_ADDR", addr)
-        .env("RESOLVE_CONFIG", config)
-        .stdin(Stdio::null())
+    bare_get(config, "link=https%3A%2F%2Fhost.example%2Ffile", addr)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

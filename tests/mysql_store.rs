@@ -91,13 +91,6 @@ fn get(client: &HttpClient, i: usize) -> Response {
     send(client, i).unwrap_or_else(|e| panic!("GET {}: {e}", target(i)))
 }
 
-fn retry_after(r: &Response) -> u64 {
-    r.header("Retry-After")
-        .unwrap_or_else(|| panic!("no Retry-After:\n{}", r.everything()))
-        .parse()
-        .unwrap_or_else(|_| panic!("Retry-After is not a number:\n{}", r.everything()))
-}
-
 /// `r=` of the `RateLimit` header: what the key has left.
 fn remaining(r: &Response) -> u64 {
     let header = r
@@ -425,7 +418,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     assert_eq!(statuses, [200, 200, 200, 429, 429]);
     assert_eq!(remaining(&answers[0]), 2, "{}", answers[0].everything());
     // A row stamped second T counts until T + 1 + the window (as the PHP query counts it).
-    let ra = retry_after(&answers[3]);
+    let ra = answers[3].retry_after();
     assert!(
         (590..=601).contains(&ra),
         "Retry-After {ra}: the PHP rows age out first"
@@ -628,7 +621,7 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
     eprintln!("20 PHP rows, then resolve with a limit of 30: {statuses:?}");
     assert_eq!(statuses, [&[200; 10][..], &[429; 5]].concat());
     assert_eq!(remaining(&answers[0]), 9, "{}", answers[0].everything());
-    let ra = retry_after(&answers[10]);
+    let ra = answers[10].retry_after();
     assert!(
         (55..=61).contains(&ra),
         "Retry-After {ra}: the PHP rows age out first"

@@ -26,6 +26,42 @@ impl Dashboard<'_> {
         }
     }
 
+    /// The form again with a 429: the attempt was not counted and the password not checked;
+    /// `Retry-After` says when to try again.
+    fn sign_in_wait(
+        &self,
+        ctx: &Ctx<'_>,
+        sentence: &str,
+        retry_after: impl Into<String>,
+    ) -> Response {
+        self.sign_in_form(
+            ctx,
+            429,
+            Some(Notice {
+                kind: "wait",
+                text: sentence,
+            }),
+        )
+        .header("Retry-After", retry_after)
+    }
+
+    /// The form again with a 503: what a sign-in needs (the store's counts, the hash's lock)
+    /// is not there; the store's `deny_retry_after_secs` says when to try again.
+    fn sign_in_unavailable(&self, ctx: &Ctx<'_>) -> Response {
+        self.sign_in_form(
+            ctx,
+            503,
+            Some(Notice {
+                kind: "error",
+                text: "Signing in is not possible right now. Please try again shortly.",
+            }),
+        )
+        .header(
+            "Retry-After",
+            self.config.store.deny_retry_after_secs.to_string(),
+        )
+    }
+
     /// POST with the password: the form's token, then the lock-out, then the password.
     pub(super) fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         let bound = ctx
@@ -93,16 +129,7 @@ impl Dashboard<'_> {
                     budget.whose(),
                     render::wait_words(retry_after_secs)
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: &sentence,
-                        }),
-                    )
-                    .header("Retry-After", retry_after_secs.to_string());
+                return self.sign_in_wait(ctx, &sentence, retry_after_secs.to_string());
             }
             Err(e) => {
                 self.log.line(
@@ -112,19 +139,7 @@ impl Dashboard<'_> {
                          attempts: {e}"
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
+                return self.sign_in_unavailable(ctx);
             }
         };
         let give_back = |why: &str| {
@@ -152,16 +167,11 @@ impl Dashboard<'_> {
                          being checked (one at a time); the password was not checked"
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        429,
-                        Some(Notice {
-                            kind: "wait",
-                            text: "Another sign-in is being checked. Please try again in a moment.",
-                        }),
-                    )
-                    .header("Retry-After", "1");
+                return self.sign_in_wait(
+                    ctx,
+                    "Another sign-in is being checked. Please try again in a moment.",
+                    "1",
+                );
             }
             Err(e) => {
                 give_back("the data directory's lock could not be taken");
@@ -173,19 +183,7 @@ impl Dashboard<'_> {
                         defaults::ADMIN_HASH_LOCK_FILE
                     ),
                 );
-                return self
-                    .sign_in_form(
-                        ctx,
-                        503,
-                        Some(Notice {
-                            kind: "error",
-                            text: "Signing in is not possible right now. Please try again shortly.",
-                        }),
-                    )
-                    .header(
-                        "Retry-After",
-                        self.config.store.deny_retry_after_secs.to_string(),
-                    );
+                return self.sign_in_unavailable(ctx);
             }
         };
         let hash = self

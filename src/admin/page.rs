@@ -172,6 +172,21 @@ pub fn refusal(frame: &Frame<'_>, title: &str, notice: Notice<'_>) -> String {
     document(title, &main, frame, true)
 }
 
+/// A refusal page ([`refusal`]) with an error card, as the answer with its `status`.
+pub fn refused(frame: &Frame<'_>, status: u16, title: &str, text: &str) -> Response {
+    html(
+        status,
+        refusal(
+            frame,
+            title,
+            Notice {
+                kind: "error",
+                text,
+            },
+        ),
+    )
+}
+
 /// Where `resolve check`'s report turns to the effective configuration.
 const EFFECTIVE: &str = "effective configuration (secrets masked):\n";
 
