@@ -107,8 +107,7 @@ impl Jar {
 }
 
 fn env(method: &str, jar: &Jar, from: &str) -> Env {
-    let mut env = Env::new()
-        .with("REQUEST_METHOD", method)
+    let mut env = Env::method(method)
         .with("SCRIPT_NAME", "/cgi-bin/resolve")
         .with("PATH_INFO", "/admin")
         .with("REMOTE_ADDR", from);

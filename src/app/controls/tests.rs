@@ -112,8 +112,7 @@ impl Bench {
 }
 
 fn get(addr: &str) -> Env {
-    Env::new()
-        .with("REQUEST_METHOD", "GET")
+    Env::method("GET")
         .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
         .with("REMOTE_ADDR", addr)
 }
