@@ -354,7 +354,7 @@ impl Dashboard<'_> {
                         503,
                         "Not signed out",
                         "The sign-out could not be recorded: the error log says \
-                                       why. You are still signed in.",
+                         why. You are still signed in.",
                     );
                 }
                 let what = if everywhere {
@@ -372,7 +372,7 @@ impl Dashboard<'_> {
                 403,
                 "Not signed out",
                 "This sign-out form did not come from your dashboard, so it was \
-                               not used: you are still signed in.",
+                 not used: you are still signed in.",
             ),
             None => self.sign_in_form(
                 ctx,
