@@ -413,7 +413,25 @@ read_token() {
 #   cleanup    remove this deployment's uploaded temporary files
 # PAGE_DIR is the page's directory relative to the home (public_html/resolve by default).
 
+# Usage: no_cgi_bin WHERE WEB: says on stderr that the cgi-bin at WHERE (prefixed with who
+# says it) does not exist and how to make one in WEB, the web root; exits 3. The host script
+# (local, ssh) carries it too, as this definition.
+no_cgi_bin() {
+    cat >&2 <<EOF
+$1 does not exist: CGI is not set up for this account.
+  cPanel creates public_html/cgi-bin for accounts that may run CGI programs. To fix:
+  - in cPanel, open File Manager, go to $2 and create the folder cgi-bin with
+    permissions 0755 (or run deploy.sh again with --create-cgi-bin);
+  - if programs in cgi-bin still do not run (the browser gets 403, 404, a download or
+    "500 Internal Server Error" and the Errors page in cPanel (Metrics -> Errors) says
+    "Options ExecCGI is off" or "script not found"), CGI is switched off for the account:
+    ask your host to enable CGI scripts for it.
+EOF
+    exit 3
+}
+
 host_script() {
+    declare -f no_cgi_bin
     cat <<'HOST'
 set -eu
 action=$1 home=$2 web=$3 id=$4 create_cgi=$5 pagedir=$6
@@ -443,17 +461,7 @@ writable_by_others() {
 }
 
 no_cgi() {
-    cat >&2 <<EOF
-host: $home/$cgi does not exist: CGI is not set up for this account.
-  cPanel creates public_html/cgi-bin for accounts that may run CGI programs. To fix:
-  - in cPanel, open File Manager, go to $web and create the folder cgi-bin with
-    permissions 0755 (or run deploy.sh again with --create-cgi-bin);
-  - if programs in cgi-bin still do not run (the browser gets 403, 404, a download or
-    "500 Internal Server Error" and the Errors page in cPanel (Metrics -> Errors) says
-    "Options ExecCGI is off" or "script not found"), CGI is switched off for the account:
-    ask your host to enable CGI scripts for it.
-EOF
-    exit 3
+    no_cgi_bin "host: $home/$cgi" "$web"
 }
 
 preflight() {
@@ -1192,17 +1200,7 @@ ftps_preflight() {
         if [ "$CREATE_CGI_BIN" = yes ]; then
             note "$WEB/cgi-bin is missing: it will be created (mode 755)"
         else
-            cat >&2 <<EOF
-$ME: $WEB/cgi-bin does not exist: CGI is not set up for this account.
-  cPanel creates public_html/cgi-bin for accounts that may run CGI programs. To fix:
-  - in cPanel, open File Manager, go to $WEB and create the folder cgi-bin with
-    permissions 0755 (or run deploy.sh again with --create-cgi-bin);
-  - if programs in cgi-bin still do not run (the browser gets 403, 404, a download or
-    "500 Internal Server Error" and the Errors page in cPanel (Metrics -> Errors) says
-    "Options ExecCGI is off" or "script not found"), CGI is switched off for the account:
-    ask your host to enable CGI scripts for it.
-EOF
-            exit 3
+            no_cgi_bin "$ME: $WEB/cgi-bin" "$WEB"
         fi
     fi
     for p in resolve resolve/ratelimit resolve/config.json; do

@@ -127,23 +127,14 @@ impl Dashboard<'_> {
             page: Some(&self.config.page),
         };
         if let Some(why) = self.blocked(env) {
-            self.log.line(
-                Level::Warn,
+            return self.refused_warning(
+                &frame,
                 &format!(
                     "403 {} at the dashboard: blocked, {why}",
-                    self.identity(env).unwrap_or_else(|| "-".into())
+                    self.identity(env)
                 ),
-            );
-            return page::html(
-                403,
-                page::refusal(
-                    &frame,
-                    "Blocked",
-                    Notice {
-                        kind: "error",
-                        text: crate::app::controls::BLOCKED,
-                    },
-                ),
+                "Blocked",
+                crate::app::controls::BLOCKED,
             );
         }
         // With no password yet, the setup page's form is signed with keys of its own.
@@ -158,16 +149,11 @@ impl Dashboard<'_> {
                     Level::Error,
                     &format!("the dashboard cannot sign anyone in: {e}"),
                 );
-                return page::html(
+                return page::refused(
+                    &frame,
                     503,
-                    page::refusal(
-                        &frame,
-                        "The dashboard is not available",
-                        Notice {
-                            kind: "error",
-                            text: "The dashboard cannot be used right now: the error log says why.",
-                        },
-                    ),
+                    "The dashboard is not available",
+                    "The dashboard cannot be used right now: the error log says why.",
                 );
             }
         };
@@ -203,23 +189,14 @@ impl Dashboard<'_> {
             return page::text(400, "The form arrived incomplete.");
         }
         if let Err(header) = same_origin::check(env) {
-            self.log.line(
-                Level::Warn,
+            return self.refused_warning(
+                &ctx.frame,
                 &format!(
                     "dashboard: refused a form from another site ({header}) for {}",
-                    self.identity(env).unwrap_or_else(|| "-".into())
+                    self.identity(env)
                 ),
-            );
-            return page::html(
-                403,
-                page::refusal(
-                    &ctx.frame,
-                    "Not used",
-                    Notice {
-                        kind: "error",
-                        text: "This form was sent from another site's page, so it was not used.",
-                    },
-                ),
+                "Not used",
+                "This form was sent from another site's page, so it was not used.",
             );
         }
         let fields = Fields::read(&bytes);
@@ -327,16 +304,11 @@ impl Dashboard<'_> {
             Level::Error,
             &format!("the dashboard cannot read random bytes (/dev/urandom): {e}"),
         );
-        page::html(
+        page::refused(
+            &ctx.frame,
             503,
-            page::refusal(
-                &ctx.frame,
-                "The dashboard is not available",
-                Notice {
-                    kind: "error",
-                    text: "The dashboard cannot be used right now: the error log says why.",
-                },
-            ),
+            "The dashboard is not available",
+            "The dashboard cannot be used right now: the error log says why.",
         )
     }
 
@@ -394,9 +366,17 @@ impl Dashboard<'_> {
         plain.then(|| format!("{scheme}://{}", host.to_ascii_lowercase()))
     }
 
-    /// The client's address as the rules count it (an IPv6 client by its prefix).
-    fn identity(&self, env: &Env) -> Option<String> {
-        Some(self.config.client.identity(self.address(env)?))
+    /// The client's address as the rules count it (an IPv6 client by its prefix), for the log:
+    /// `-` when there is none.
+    fn identity(&self, env: &Env) -> String {
+        self.address(env)
+            .map_or_else(|| "-".into(), |a| self.config.client.identity(a))
+    }
+
+    /// A 403 refusal page, and `line` in the log as a warning.
+    fn refused_warning(&self, frame: &Frame<'_>, line: &str, title: &str, text: &str) -> Response {
+        self.log.line(Level::Warn, line);
+        page::refused(frame, 403, title, text)
     }
 
     /// POST to sign out, this session or every one (`everywhere`): only with the session's
@@ -404,7 +384,7 @@ impl Dashboard<'_> {
     fn sign_out(&self, ctx: &Ctx<'_>, fields: &Fields, everywhere: bool) -> Response {
         match self.session(ctx) {
             Some(s) if session::check_sign_out(&ctx.keys, &s, &fields.csrf) => {
-                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                let who = self.identity(ctx.env);
                 let ended = sessions::change(&self.config.data_dir, |t| {
                     if everywhere {
                         t.clear();
@@ -420,17 +400,12 @@ impl Dashboard<'_> {
                              cannot be changed: {e}"
                         ),
                     );
-                    return page::html(
+                    return page::refused(
+                        &ctx.frame,
                         503,
-                        page::refusal(
-                            &ctx.frame,
-                            "Not signed out",
-                            Notice {
-                                kind: "error",
-                                text: "The sign-out could not be recorded: the error log says \
-                                       why. You are still signed in.",
-                            },
-                        ),
+                        "Not signed out",
+                        "The sign-out could not be recorded: the error log says \
+                         why. You are still signed in.",
                     );
                 }
                 let what = if everywhere {
@@ -443,17 +418,12 @@ impl Dashboard<'_> {
                 page::see_other(&ctx.frame)
                     .header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE))
             }
-            Some(_) => page::html(
+            Some(_) => page::refused(
+                &ctx.frame,
                 403,
-                page::refusal(
-                    &ctx.frame,
-                    "Not signed out",
-                    Notice {
-                        kind: "error",
-                        text: "This sign-out form did not come from your dashboard, so it was \
-                               not used: you are still signed in.",
-                    },
-                ),
+                "Not signed out",
+                "This sign-out form did not come from your dashboard, so it was \
+                 not used: you are still signed in.",
             ),
             None => self.sign_in_form(
                 ctx,
@@ -498,7 +468,9 @@ impl Dashboard<'_> {
     ) -> Response {
         let forms = crate::support::secret::all_forms(&self.config.secrets());
         let hours = Self::period(ctx.env);
-        let own = self.identity(ctx.env);
+        let own = self
+            .address(ctx.env)
+            .map(|a| self.config.client.identity(a));
         let mut sections =
             match crate::usage::stats::Stats::gather(self.config, self.store, self.now_ms, hours) {
                 Ok(stats) => crate::usage::html::sections(

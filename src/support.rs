@@ -1,12 +1,14 @@
 //! Helpers every layer may use, which use nothing above them: every default in one place,
 //! values never shown and the owner's log that masks them, how the effective configuration is
-//! written, HTML escaping, password hashes, sampling, hex text and the problems logged recently.
+//! written, HTML escaping, password hashes, private files written once, sampling, hex text and
+//! the problems logged recently.
 
 pub mod defaults;
 pub mod hex;
 pub mod html;
 pub mod log;
 pub mod password;
+pub mod private_file;
 pub mod random;
 pub mod recent;
 pub mod secret;

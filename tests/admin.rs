@@ -132,10 +132,7 @@ fn five_failures_lock_the_address_out_even_with_the_right_password() {
     }
     let r = browser.sign_in(PASSWORD);
     assert_eq!(r.status, 429, "{}", r.everything());
-    let wait: u64 = r
-        .header("Retry-After")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("Retry-After:\n{}", r.everything()));
+    let wait = r.retry_after();
     assert!((1..=900).contains(&wait), "{wait}");
     assert!(
         r.text().contains("Too many failed sign-ins"),

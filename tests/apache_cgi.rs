@@ -58,11 +58,7 @@ fn assert_no_store(r: &Response) {
 /// Checks a 429 against the contract; returns its Retry-After.
 fn check_429(r: &Response, limit: u64, window: u64) -> u64 {
     assert_eq!(r.status, 429, "{}", r.everything());
-    let retry_after: u64 = r
-        .header("Retry-After")
-        .unwrap_or_else(|| panic!("no Retry-After:\n{}", r.everything()))
-        .parse()
-        .unwrap_or_else(|_| panic!("Retry-After not an integer:\n{}", r.everything()));
+    let retry_after = r.retry_after();
     assert!(
         (1..=window).contains(&retry_after),
         "Retry-After {retry_after} not in 1..={window}"

@@ -453,6 +453,14 @@ struct View {
     marker: bool,
 }
 
+impl View {
+    /// The page says `message`, and the button can be used again.
+    fn assert_says_unlocked(&self, message: &str) {
+        assert_eq!(self.message.as_deref(), Some(message), "{self:?}");
+        assert!(!self.locked, "{self:?}");
+    }
+}
+
 const VIEW_SCRIPT: &str = r#"
 var r = document.getElementById('result');
 var b = document.getElementById('submit');
@@ -551,8 +559,13 @@ impl Setup {
         }
     }
 
-    fn without_javascript(mut self) -> Setup {
-        self.javascript = false;
+    fn without_javascript(self) -> Setup {
+        self.javascript(false)
+    }
+
+    /// With the browser's JavaScript on or off.
+    fn javascript(mut self, on: bool) -> Setup {
+        self.javascript = on;
         self
     }
 
@@ -1326,11 +1339,7 @@ fn job_provider(api: &support::Provider) -> Value {
 #[test]
 fn a_long_job_shows_its_progress_and_is_asked_again_by_itself() {
     for javascript in [true, false] {
-        let mut setup = Setup::new();
-        if !javascript {
-            setup = setup.without_javascript();
-        }
-        let h = setup.start();
+        let h = Setup::new().javascript(javascript).start();
         let api = &h.site().provider;
         h.site()
             .edit_config(|cfg| cfg["provider"] = job_provider(api));
@@ -1382,11 +1391,7 @@ fn a_long_job_shows_its_progress_and_is_asked_again_by_itself() {
 #[test]
 fn a_folder_shows_every_file() {
     for javascript in [true, false] {
-        let mut setup = Setup::new();
-        if !javascript {
-            setup = setup.without_javascript();
-        }
-        let h = setup.start();
+        let h = Setup::new().javascript(javascript).start();
         let api = &h.site().provider;
         let base = api.url("/api");
         h.site().edit_config(|cfg| {
@@ -1629,13 +1634,8 @@ fn a_long_refusal_does_not_lock_either() {
     let h = Setup::new().rules(vec![rule("ip", "ip", 1, 7200)]).start();
     h.open_page();
     assert!(h.submit(LINK).href.is_some());
-    let refused = h.submit(LINK);
-    assert_eq!(
-        refused.message.as_deref(),
-        Some("Too many requests. You can try again in about 2 hours."),
-        "{refused:?}"
-    );
-    assert!(!refused.locked, "{refused:?}");
+    h.submit(LINK)
+        .assert_says_unlocked("Too many requests. You can try again in about 2 hours.");
 }
 
 #[test]
@@ -1724,12 +1724,9 @@ fn shows_server_detail_on_error_and_a_lost_connection() {
     let mut h = h;
     h.site.as_mut().expect("site").apache.stop();
     let lost = h.submit(LINK);
-    assert_eq!(
-        lost.message.as_deref(),
-        Some("Could not reach the server. Check your internet connection and try again."),
-        "{lost:?}"
+    lost.assert_says_unlocked(
+        "Could not reach the server. Check your internet connection and try again.",
     );
-    assert!(!lost.locked, "{lost:?}");
     assert_eq!(lost.focus, "submit", "{lost:?}");
     h.axe("network-error");
 }

@@ -5,8 +5,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use support::cgi::bare_get;
 use support::{TempDir, config};
 
 /// A limit of 0 on line 4 (column 33), and a token that must not show.
@@ -32,17 +33,10 @@ fn request(config: &Path) -> Output {
 
 /// [`request`] with the document root `web_root`.
 fn request_in(config: &Path, web_root: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_resolve"))
-        .env_clear()
-        .env("GATEWAY_INTERFACE", "CGI/1.1")
+    bare_get(config, "link=https%3A%2F%2Fhost.example%2Ff", "203.0.113.9")
         .env("SERVER_PROTOCOL", "HTTP/1.1")
-        .env("REQUEST_METHOD", "GET")
-        .env("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
-        .env("REMOTE_ADDR", "203.0.113.9")
         .env("HTTP_ACCEPT", "text/html")
-        .env("RESOLVE_CONFIG", config)
         .env("DOCUMENT_ROOT", web_root)
-        .stdin(Stdio::null())
         .output()
         .unwrap()
 }

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::net::TcpStream;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -19,6 +18,7 @@ use support::account::{
     random_suffix, send_through_page,
 };
 use support::config::{TOKEN, http_provider, rule};
+use support::process::spawn_group;
 use support::temp::{entries_under, set_mode};
 use support::urlenc::link_param;
 use support::{HostUser, HttpClient, Provider, Request, Response, TempDir, free_port, is_root};
@@ -619,13 +619,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
         runs
     });
     for run in &redeploys {
-        run.assert_ok();
-        assert!(
-            run.stdout()
-                .contains("resolve/config.json exists: kept as it is"),
-            "{}",
-            run.all()
-        );
+        run.assert_ok()
+            .says(&["resolve/config.json exists: kept as it is"]);
     }
     eprintln!("re-deployment with --binary: {:?}", redeploys[0].took);
     let answers = answers.into_inner().unwrap();
@@ -692,13 +687,8 @@ fn deploy_serve_and_redeploy_under_suexec() {
         &["--dry-run", "--binary", &built_arg][..],
     ] {
         let dry = deploy(&local_args(&user, extra));
-        dry.assert_ok();
-        assert!(
-            dry.stdout()
-                .contains("resolve/config.json exists: kept as it is"),
-            "{}",
-            dry.all()
-        );
+        dry.assert_ok()
+            .says(&["resolve/config.json exists: kept as it is"]);
         assert_untouched(&before, &user, "deploy.sh --dry-run on a deployed account");
     }
 
@@ -708,14 +698,9 @@ fn deploy_serve_and_redeploy_under_suexec() {
     let c = apache.client().bind_source("127.0.0.5");
     assert_status(&get_link(&c, &user, 300), 500, &apache, &suexec);
     let repair = deploy(&local_args(&user, &["--binary", &built_arg]));
-    repair.assert_ok();
-    assert!(
-        repair
-            .stdout()
-            .contains("suEXEC refuses group- or world-writable directories"),
-        "{}",
-        repair.all()
-    );
+    repair
+        .assert_ok()
+        .says(&["suEXEC refuses group- or world-writable directories"]);
     assert_eq!(mode_of(&user.web().join("cgi-bin")), 0o755);
     assert_status(&get_link(&c, &user, 301), 200, &apache, &suexec);
 
@@ -753,13 +738,8 @@ fn deploy_explains_what_stops_it() {
     );
     assert_untouched(&before, &user, "a refused deployment");
     let r = deploy(&local_args(&user, &["--create-cgi-bin", "--dry-run"]));
-    r.assert_ok();
-    assert!(
-        r.stdout()
-            .contains("cgi-bin is missing: it will be created"),
-        "{}",
-        r.all()
-    );
+    r.assert_ok()
+        .says(&["cgi-bin is missing: it will be created"]);
     assert_untouched(&before, &user, "a dry run");
     // The same from a settings file, as an owner keeps them.
     let settings = std::env::temp_dir().join(format!("resolve-deploy-{}.conf", random_suffix()));
@@ -863,13 +843,7 @@ struct Daemon {
 impl Daemon {
     fn start(what: &str, cmd: &mut Command, log: PathBuf, port: u16) -> Daemon {
         let err = fs::File::create(&log).expect("create daemon log");
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let child = spawn_group(cmd, Stdio::null(), err, what);
         let mut d = Daemon {
             child,
             what: what.to_string(),

@@ -481,12 +481,12 @@ fn counted(stats: &Value) -> (u64, u64, u64) {
 #[test]
 fn a_process_writes_its_journal_within_seconds_when_idle_and_all_of_it_on_sigterm() {
     let dir = TempDir::new("fcgi-journal");
-    let cfg = json!({
-        "provider": {"kind": "echo"},
-        "store": file_store(&dir.mkdir("data")),
-        "rules": [rule("ip", "ip", 2, 3600)],
-    });
-    let path = config::write(&dir, &cfg);
+    let path = echo_config(
+        &dir,
+        "config.json",
+        file_store(&dir.mkdir("data")),
+        vec![rule("ip", "ip", 2, 3600)],
+    );
     let mut process = FcgiProcess::start(&path);
     let ask = |i: usize| status_of(&process, i, "192.0.2.30");
     let answers: Vec<u16> = (0..6).map(ask).collect();

@@ -8,7 +8,7 @@ mod support;
 use std::net::Ipv6Addr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use resolve::core::clock::SystemClock;
 use resolve::store::file::FileStore;
 use support::TempDir;
+use support::cgi::bare_get;
 
 fn write_config(dir: &Path, limit: u64) -> PathBuf {
     let path = dir.join("config.json");
@@ -35,14 +36,8 @@ fn spawn_cgi(config: &Path, addr: &str) -> Child {
 
 /// Starts the binary as a CGI program answering one `method` request from `addr`.
 fn spawn_method(config: &Path, method: &str, addr: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_resolve"))
-        .env_clear()
-        .env("GATEWAY_INTERFACE", "CGI/1.1")
+    bare_get(config, "link=https%3A%2F%2Fhost.example%2Ffile", addr)
         .env("REQUEST_METHOD", method)
-        .env("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ffile")
-        .env("REMOTE_ADDR", addr)
-        .env("RESOLVE_CONFIG", config)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

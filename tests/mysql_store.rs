@@ -63,6 +63,22 @@ impl ConfigFile {
         let path = config::write(&dir, value);
         ConfigFile { dir, path }
     }
+
+    /// A site's configuration ([`config::site_config`]): this store, these rules, `provider`.
+    fn site(label: &str, store: Value, rules: Vec<Value>, provider: &Provider) -> ConfigFile {
+        ConfigFile::new(label, &config::site_config(provider, store, rules))
+    }
+
+    /// `resolve check` of this configuration: its exit code and everything it printed, its
+    /// store line shown after `label`.
+    fn check(&self, label: &str) -> (i32, String) {
+        let (code, output) = resolve_command("check", &self.path);
+        eprintln!(
+            "{label}: {}",
+            output.lines().find(|l| l.contains("store:")).unwrap_or("")
+        );
+        (code, output)
+    }
 }
 
 fn apache(label: &str, cfg: &Path) -> Apache {
@@ -89,13 +105,6 @@ fn send(client: &HttpClient, i: usize) -> io::Result<Response> {
 
 fn get(client: &HttpClient, i: usize) -> Response {
     send(client, i).unwrap_or_else(|e| panic!("GET {}: {e}", target(i)))
-}
-
-fn retry_after(r: &Response) -> u64 {
-    r.header("Retry-After")
-        .unwrap_or_else(|| panic!("no Retry-After:\n{}", r.everything()))
-        .parse()
-        .unwrap_or_else(|_| panic!("Retry-After is not a number:\n{}", r.everything()))
 }
 
 /// `r=` of the `RateLimit` header: what the key has left.
@@ -179,6 +188,47 @@ fn resolve_lines(log: &str) -> Vec<&str> {
     log.lines().filter(|l| l.contains("resolve: ")).collect()
 }
 
+/// Once Apache has written its log, no line of it is the program's.
+fn assert_no_resolve_lines(site: &Apache) {
+    site.settle_log();
+    assert!(
+        resolve_lines(&site.error_log()).is_empty(),
+        "{}",
+        site.error_log()
+    );
+}
+
+/// The start of a test: when it began, MariaDB `label` and the provider stand-in.
+fn begin(label: &str) -> (Instant, MariaDb, Provider) {
+    let began = Instant::now();
+    (began, MariaDb::builder(label).start(), Provider::start())
+}
+
+/// Says how long the test `what`, begun at `began`, took.
+fn took(what: &str, began: Instant) {
+    eprintln!("{what} test: {} ms", ms(began.elapsed()));
+}
+
+/// The configuration (read as the program reads it) of the echo provider and the store on
+/// `db` over TCP, denying when it fails, with `rules`.
+fn echo_config(db: &MariaDb, rules: Value) -> resolve::config::Config {
+    let config = json!({
+        "provider": {"kind": "echo"},
+        "store": tcp_store(db, db.port(), "deny"),
+        "rules": rules,
+    });
+    resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap()
+}
+
+/// A 429's Retry-After, within `secs`: the PHP limiter's rows, older, age out first.
+fn assert_php_rows_age_out_first(r: &Response, secs: std::ops::RangeInclusive<u64>) {
+    let ra = r.retry_after();
+    assert!(
+        secs.contains(&ra),
+        "Retry-After {ra}: the PHP rows age out first"
+    );
+}
+
 /// The same request run directly as a CGI program, from `remote_addr`.
 fn cgi(cfg: &Path, remote_addr: &str, i: usize) -> support::CgiOutput {
     let out = Cgi::new("GET", link_param(&link(i)))
@@ -195,9 +245,7 @@ fn cgi(cfg: &Path, remote_addr: &str, i: usize) -> support::CgiOutput {
 
 #[test]
 fn sweep_leaves_only_live_keys() {
-    let began = Instant::now();
-    let db = MariaDb::builder("sweep").start();
-    let provider = Provider::start();
+    let (began, db, provider) = begin("sweep");
     let mut store = tcp_store(&db, db.port(), "deny");
     store["sweep_grace_secs"] = 0.into();
     let value = config::site_config(
@@ -313,7 +361,7 @@ fn sweep_leaves_only_live_keys() {
         "{}",
         out.describe()
     );
-    eprintln!("sweep test: {} ms", ms(began.elapsed()));
+    took("sweep", began);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -321,26 +369,22 @@ fn sweep_leaves_only_live_keys() {
 
 #[test]
 fn over_the_unix_socket_requests_work_and_are_limited() {
-    let began = Instant::now();
-    let db = MariaDb::builder("socket").start();
-    let provider = Provider::start();
-    let cfg = ConfigFile::new(
+    let (began, db, provider) = begin("socket");
+    let cfg = ConfigFile::site(
         "mysql-socket",
-        &config::site_config(
-            &provider,
-            json!({
-                "kind": "mysql",
-                "socket": db.socket(),
-                "user": db.user(),
-                "password": db.password(),
-                "database": db.database(),
-                "connect_timeout_ms": CONNECT_MS,
-                "read_timeout_ms": READ_MS,
-                "on_error": "deny",
-                "sweep_one_in": 0,
-            }),
-            vec![rule("ip", "fixed", 3, 600)],
-        ),
+        json!({
+            "kind": "mysql",
+            "socket": db.socket(),
+            "user": db.user(),
+            "password": db.password(),
+            "database": db.database(),
+            "connect_timeout_ms": CONNECT_MS,
+            "read_timeout_ms": READ_MS,
+            "on_error": "deny",
+            "sweep_one_in": 0,
+        }),
+        vec![rule("ip", "fixed", 3, 600)],
+        &provider,
     );
     let site = apache("mysql-socket", &cfg.path);
     let client = site.client().bind_source("127.0.0.80");
@@ -357,13 +401,11 @@ fn over_the_unix_socket_requests_work_and_are_limited() {
     );
 
     // The URL form client libraries use for a socket.
-    let url_cfg = ConfigFile::new(
+    let url_cfg = ConfigFile::site(
         "mysql-socket-url",
-        &config::site_config(
-            &provider,
-            json!({"kind": "mysql", "url": db.socket_url(), "on_error": "deny", "sweep_one_in": 0}),
-            vec![rule("ip", "fixed", 3, 600)],
-        ),
+        json!({"kind": "mysql", "url": db.socket_url(), "on_error": "deny", "sweep_one_in": 0}),
+        vec![rule("ip", "fixed", 3, 600)],
+        &provider,
     );
     let statuses: Vec<u16> = (0..4)
         .map(|i| cgi(&url_cfg.path, "192.0.2.80", 10 + i).answer().status)
@@ -371,13 +413,8 @@ fn over_the_unix_socket_requests_work_and_are_limited() {
     eprintln!("socket URL, limit 3: {statuses:?}");
     assert_eq!(statuses, [200, 200, 200, 429]);
     assert_eq!(provider.calls(), 6);
-    site.settle_log();
-    assert!(
-        resolve_lines(&site.error_log()).is_empty(),
-        "{}",
-        site.error_log()
-    );
-    eprintln!("socket test: {} ms", ms(began.elapsed()));
+    assert_no_resolve_lines(&site);
+    took("socket", began);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -385,9 +422,7 @@ fn over_the_unix_socket_requests_work_and_are_limited() {
 
 #[test]
 fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
-    let began = Instant::now();
-    let db = MariaDb::builder("php").start();
-    let provider = Provider::start();
+    let (began, db, provider) = begin("php");
     db.root_sql(
         "CREATE TABLE resolve_test.rate_events (id INT AUTO_INCREMENT PRIMARY KEY, rkey VARCHAR(255), ts INT);
          INSERT INTO resolve_test.rate_events (rkey, ts) VALUES
@@ -396,22 +431,22 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
            ('resolve:ip:127.0.0.1', UNIX_TIMESTAMP() - 700),
            ('resolve:ip:127.0.0.2', UNIX_TIMESTAMP());",
     );
-    let mut store = tcp_store(&db, db.port(), "deny");
-    store["events_ts"] = "s".into();
-    let cfg = ConfigFile::new(
-        "mysql-php",
-        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
-    );
-    let (code, output) = resolve_command("check", &cfg.path);
+    // The PHP limiter's table, with these settings of the store; a sliding rule of 5 in 10
+    // minutes.
+    let php_table = |label: &str, settings: Value| {
+        let mut store = tcp_store(&db, db.port(), "deny");
+        for (name, value) in settings.as_object().expect("settings") {
+            store[name] = value.clone();
+        }
+        ConfigFile::site(label, store, vec![rule("ip", "sliding", 5, 600)], &provider)
+    };
+    let cfg = php_table("mysql-php", json!({"events_ts": "s"}));
+    let (code, output) = cfg.check("check");
     assert_eq!(code, 0, "{output}");
     assert!(
         output.contains("table rate_events has the columns it needs")
             && output.contains("created table rate_counters"),
         "{output}"
-    );
-    eprintln!(
-        "check: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
     );
 
     // Two of the PHP rows are in the window: three requests are left.
@@ -425,11 +460,7 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     assert_eq!(statuses, [200, 200, 200, 429, 429]);
     assert_eq!(remaining(&answers[0]), 2, "{}", answers[0].everything());
     // A row stamped second T counts until T + 1 + the window (as the PHP query counts it).
-    let ra = retry_after(&answers[3]);
-    assert!(
-        (590..=601).contains(&ra),
-        "Retry-After {ra}: the PHP rows age out first"
-    );
+    assert_php_rows_age_out_first(&answers[3], 590..=601);
     assert_eq!(provider.calls(), 3);
     // resolve wrote Unix seconds beside the PHP rows, and dropped the expired one.
     let ts: Vec<u64> = db
@@ -458,18 +489,11 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     db.root_sql(
         "CREATE TABLE resolve_test.php_hits (id INT AUTO_INCREMENT PRIMARY KEY, rkey VARCHAR(255), created_at INT)",
     );
-    let mut store = tcp_store(&db, db.port(), "deny");
-    store["events_ts"] = "s".into();
-    store["table"] = "php_hits".into();
-    let bad_cfg = ConfigFile::new(
+    let bad_cfg = php_table(
         "mysql-php-bad",
-        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
+        json!({"events_ts": "s", "table": "php_hits"}),
     );
-    let (code, output) = resolve_command("check", &bad_cfg.path);
-    eprintln!(
-        "check: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
-    );
+    let (code, output) = bad_cfg.check("check");
     assert_eq!(code, 1, "{output}");
     assert!(
         output.contains("WRONG SHAPE") && output.contains("table php_hits: it lacks ts"),
@@ -478,19 +502,14 @@ fn rows_of_a_php_limiter_count_and_check_accepts_its_table() {
     assert!(!output.contains(db.password()), "{output}");
 
     // A PHP table whose ts is INT cannot hold milliseconds: check says so and how to fix it.
-    let mut store = tcp_store(&db, db.port(), "deny");
-    store["table"] = "rate_events".into();
-    let ms_cfg = ConfigFile::new(
-        "mysql-php-ms",
-        &config::site_config(&provider, store, vec![rule("ip", "sliding", 5, 600)]),
-    );
+    let ms_cfg = php_table("mysql-php-ms", json!({"table": "rate_events"}));
     let (code, output) = resolve_command("check", &ms_cfg.path);
     assert_eq!(code, 1, "{output}");
     assert!(
         output.contains("too small for milliseconds") && output.contains("events_ts"),
         "{output}"
     );
-    eprintln!("PHP table test: {} ms", ms(began.elapsed()));
+    took("PHP table", began);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -581,30 +600,26 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
     // Pointed at the table without the setting, check says which value to set.
     let mut unset = php_store(&db);
     unset.as_object_mut().expect("store").remove("events_ts");
-    let unset_cfg = ConfigFile::new(
+    let unset_cfg = ConfigFile::site(
         "mysql-php-dt-unset",
-        &config::site_config(&provider, unset, vec![php_rule("ip", 30, 60)]),
+        unset,
+        vec![php_rule("ip", 30, 60)],
+        &provider,
     );
-    let (code, output) = resolve_command("check", &unset_cfg.path);
-    eprintln!(
-        "check without events_ts: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
-    );
+    let (code, output) = unset_cfg.check("check without events_ts");
     assert_eq!(code, 1, "{output}");
     assert!(
         output.contains("its ts column is datetime: set store.events_ts to \"datetime\""),
         "{output}"
     );
 
-    let cfg = ConfigFile::new(
+    let cfg = ConfigFile::site(
         "mysql-php-dt",
-        &config::site_config(&provider, php_store(&db), vec![php_rule("ip", 30, 60)]),
+        php_store(&db),
+        vec![php_rule("ip", 30, 60)],
+        &provider,
     );
-    let (code, output) = resolve_command("check", &cfg.path);
-    eprintln!(
-        "check: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
-    );
+    let (code, output) = cfg.check("check");
     assert_eq!(code, 0, "{output}");
     assert!(
         output.contains("table rate_events has the columns it needs")
@@ -628,11 +643,7 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
     eprintln!("20 PHP rows, then resolve with a limit of 30: {statuses:?}");
     assert_eq!(statuses, [&[200; 10][..], &[429; 5]].concat());
     assert_eq!(remaining(&answers[0]), 9, "{}", answers[0].everything());
-    let ra = retry_after(&answers[10]);
-    assert!(
-        (55..=61).contains(&ra),
-        "Retry-After {ra}: the PHP rows age out first"
-    );
+    assert_php_rows_age_out_first(&answers[10], 55..=61);
     assert_eq!(provider.calls(), 10);
 
     // The PHP query counts resolve's rows: they hold the server's local time, as NOW() does.
@@ -645,13 +656,8 @@ fn a_php_limiters_datetime_rows_and_keys_are_counted_both_ways() {
     assert_eq!(resolves, 10, "resolve's rows in the server's time");
     assert_eq!(php.count("resolve:127.0.0.2", 60), 1);
     assert_eq!(php.count("resolve:ip:127.0.0.1", 60), 0);
-    site.settle_log();
-    assert!(
-        resolve_lines(&site.error_log()).is_empty(),
-        "{}",
-        site.error_log()
-    );
-    eprintln!("PHP DATETIME test: {} ms", ms(began.elapsed()));
+    assert_no_resolve_lines(&site);
+    took("PHP DATETIME", began);
 }
 
 #[test]
@@ -666,15 +672,13 @@ fn check_finds_keys_too_long_for_the_php_tables_rkey_and_names_every_problem() {
     let too_long = "its rkey column holds 120 characters, but rule ip writes keys of up to 123 \
                     (see its key_template): shorten the template, or widen the column: \
                     ALTER TABLE `rate_events` MODIFY rkey VARCHAR(191) NOT NULL";
-    let cfg = ConfigFile::new(
+    let cfg = ConfigFile::site(
         "mysql-php-key-len",
-        &config::site_config(&provider, php_store(&db), vec![long.clone()]),
+        php_store(&db),
+        vec![long.clone()],
+        &provider,
     );
-    let (code, output) = resolve_command("check", &cfg.path);
-    eprintln!(
-        "check: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
-    );
+    let (code, output) = cfg.check("check");
     assert_eq!(code, 1, "{output}");
     assert!(
         output.contains(&format!("WRONG SHAPE: table rate_events: {too_long}")),
@@ -684,15 +688,8 @@ fn check_finds_keys_too_long_for_the_php_tables_rkey_and_names_every_problem() {
     // Without events_ts as well: both problems in one run.
     let mut unset = php_store(&db);
     unset.as_object_mut().expect("store").remove("events_ts");
-    let both = ConfigFile::new(
-        "mysql-php-key-len-ts",
-        &config::site_config(&provider, unset, vec![long]),
-    );
-    let (code, output) = resolve_command("check", &both.path);
-    eprintln!(
-        "check without events_ts: {}",
-        output.lines().find(|l| l.contains("store:")).unwrap_or("")
-    );
+    let both = ConfigFile::site("mysql-php-key-len-ts", unset, vec![long], &provider);
+    let (code, output) = both.check("check without events_ts");
     assert_eq!(code, 1, "{output}");
     assert!(
         output.contains(&format!(
@@ -724,9 +721,11 @@ fn an_api_key_rule_writes_the_keys_hash_or_its_listed_name() {
     login["key_template"] = "login:{api_key}".into();
     let key = "k-7Hq2-a-programs-secret";
     let sha256 = resolve::http::api_key::hash(key);
-    let any = ConfigFile::new(
+    let any = ConfigFile::site(
         "mysql-php-key-any",
-        &config::site_config(&provider, php_store(&db), vec![login.clone()]),
+        php_store(&db),
+        vec![login.clone()],
+        &provider,
     );
     let mut value = config::site_config(&provider, php_store(&db), vec![login]);
     value["api_keys"] = json!({"keys": [{"name": "42", "sha256": sha256}]});
@@ -785,9 +784,11 @@ fn resolve_and_php_inserts_at_once_never_let_resolve_past_the_limit() {
     let mut store = php_store(&db);
     store["connect_timeout_ms"] = 10_000.into();
     store["read_timeout_ms"] = 20_000.into();
-    let cfg = ConfigFile::new(
+    let cfg = ConfigFile::site(
         "mysql-php-race",
-        &config::site_config(&provider, store, vec![php_rule("ip", LIMIT, 600)]),
+        store,
+        vec![php_rule("ip", LIMIT, 600)],
+        &provider,
     );
     let site = apache("mysql-php-race", &cfg.path);
     let start = std::sync::Barrier::new(2 * EACH);
@@ -870,12 +871,7 @@ fn resolve_and_php_inserts_at_once_never_let_resolve_past_the_limit() {
             "resolve refused below the limit: {total} rows"
         );
     }
-    site.settle_log();
-    assert!(
-        resolve_lines(&site.error_log()).is_empty(),
-        "{}",
-        site.error_log()
-    );
+    assert_no_resolve_lines(&site);
 }
 
 #[test]
@@ -900,13 +896,11 @@ fn sweeping_keeps_php_rows_younger_than_the_longest_window() {
     // The longest window is a shadow rule's: its rows are kept as long as an enforced rule's.
     let mut watch = rule("watch", "sliding", 100, 700);
     watch["mode"] = "shadow".into();
-    let cfg = ConfigFile::new(
+    let cfg = ConfigFile::site(
         "mysql-php-sweep",
-        &config::site_config(
-            &provider,
-            store,
-            vec![php_rule("ip", 30, 600), burst, watch],
-        ),
+        store,
+        vec![php_rule("ip", 30, 600), burst, watch],
+        &provider,
     );
     let (code, output) = resolve_command("check", &cfg.path);
     assert_eq!(code, 0, "{output}");
@@ -1045,16 +1039,12 @@ fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() 
 
 #[test]
 fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
-    let began = Instant::now();
-    let db = MariaDb::builder("check").start();
-    let provider = Provider::start();
-    let cfg = ConfigFile::new(
+    let (began, db, provider) = begin("check");
+    let cfg = ConfigFile::site(
         "mysql-check",
-        &config::site_config(
-            &provider,
-            tcp_store(&db, db.port(), "allow"),
-            vec![rule("ip", "sliding", 30, 60)],
-        ),
+        tcp_store(&db, db.port(), "allow"),
+        vec![rule("ip", "sliding", 30, 60)],
+        &provider,
     );
     let tables = || column(&db, "SHOW TABLES FROM resolve_test");
     assert!(tables().is_empty());
@@ -1094,13 +1084,11 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     assert!(!output.contains(TOKEN), "{output}");
 
     // Again, with the account in a URL: the tables are there now.
-    let url_cfg = ConfigFile::new(
+    let url_cfg = ConfigFile::site(
         "mysql-check-url",
-        &config::site_config(
-            &provider,
-            json!({"kind": "mysql", "url": db.url()}),
-            vec![rule("ip", "sliding", 30, 60)],
-        ),
+        json!({"kind": "mysql", "url": db.url()}),
+        vec![rule("ip", "sliding", 30, 60)],
+        &provider,
     );
     let (code, output) = resolve_command("check", &url_cfg.path);
     assert_eq!(code, 0, "{output}");
@@ -1119,7 +1107,7 @@ fn check_creates_the_tables_in_a_fresh_database_and_masks_the_password() {
     );
     assert!(!output.contains(db.password()), "{output}");
     assert_eq!(provider.calls(), 0);
-    eprintln!("check test: {} ms", ms(began.elapsed()));
+    took("check", began);
 }
 
 #[test]
@@ -1127,12 +1115,10 @@ fn a_refused_request_leaves_no_row_behind() {
     // A request refused by one rule takes nothing from the others: not even the empty row that
     // locked a key it used for the first time (an audit of the table must find only counters).
     let db = MariaDb::start();
-    let config = json!({
-        "provider": {"kind": "echo"},
-        "store": tcp_store(&db, db.port(), "deny"),
-        "rules": [rule("ip", "fixed", 5, 60), rule("day", "fixed", 1, 86400)],
-    });
-    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let config = echo_config(
+        &db,
+        json!([rule("ip", "fixed", 5, 60), rule("day", "fixed", 1, 86400)]),
+    );
     let store = resolve::site::open::from_config(&config);
     let (ip, day) = (&config.rules[0], &config.rules[1]);
     let check = |rule, key: &str| Check {
@@ -1238,12 +1224,7 @@ fn a_connection_that_ends_says_so_and_the_server_counts_no_aborted_client() {
     // Without COM_QUIT, MariaDB counts every CGI request's connection as aborted and writes a
     // warning for it to its error log.
     let db = MariaDb::start();
-    let config = json!({
-        "provider": {"kind": "echo"},
-        "store": tcp_store(&db, db.port(), "deny"),
-        "rules": [rule("ip", "fixed", 2, 60)],
-    });
-    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let config = echo_config(&db, json!([rule("ip", "fixed", 2, 60)]));
     let aborted = || {
         number(
             &db,
@@ -1270,12 +1251,7 @@ fn a_refusal_takes_no_lock_and_answers_while_another_holds_the_keys_row() {
     // in progress, an owner's query) does not hold them up. Deciding under the lock would wait
     // for it past the store's lock wait timeout and fail.
     let db = MariaDb::start();
-    let config = json!({
-        "provider": {"kind": "echo"},
-        "store": tcp_store(&db, db.port(), "deny"),
-        "rules": [rule("ip", "fixed", 1, 600)],
-    });
-    let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
+    let config = echo_config(&db, json!([rule("ip", "fixed", 1, 600)]));
     let store = resolve::site::open::from_config(&config);
     let check = || Check {
         rule: &config.rules[0],

@@ -1479,10 +1479,7 @@ fn spend_limit_holds_for_many_clients_at_once_under_apache() {
     for r in &refused {
         let body = r.json();
         assert_eq!(body["code"], "spend_limit", "{}", r.everything());
-        let secs: u32 = r
-            .header("Retry-After")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no Retry-After: {}", r.everything()));
+        let secs = r.retry_after();
         assert!((1..=86_400).contains(&secs), "{secs}");
         let detail = body["detail"].as_str().unwrap();
         assert!(
@@ -1662,11 +1659,7 @@ fn a_presets_rate_rule_limits_paid_calls() {
     for out in &outs[2..] {
         let (_, body) = status_body(out);
         assert_eq!(body["code"], "spend_limit", "{}", out.describe());
-        let secs: u32 = out
-            .answer()
-            .header("Retry-After")
-            .and_then(|v| v.parse().ok())
-            .expect("Retry-After");
+        let secs = out.answer().retry_after();
         assert!((1..=12).contains(&secs), "{secs}");
         assert!(out.stderr.contains("provider-minute"), "{}", out.stderr);
     }
@@ -1712,11 +1705,7 @@ fn a_providers_rate_counts_every_call_polls_included() {
         "{}",
         out.describe()
     );
-    let secs: u32 = out
-        .answer()
-        .header("Retry-After")
-        .and_then(|v| v.parse().ok())
-        .expect("Retry-After");
+    let secs = out.answer().retry_after();
     assert!((50..=60).contains(&secs), "{secs}");
     assert!(out.stderr.contains("provider-calls"), "{}", out.stderr);
     // Had provider-create (2 an hour, step 1 only) counted the polls, the second poll would

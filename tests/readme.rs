@@ -13,11 +13,11 @@ mod support;
 use std::fs;
 use std::io::Read;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use support::process::spawn_group;
 use support::{HttpClient, TempDir};
 
 const ADDR: &str = "127.0.0.1:8080";
@@ -109,11 +109,7 @@ impl Running {
             .arg(shell_command)
             .current_dir(dir)
             .env("HOME", home)
-            .env_remove("RESOLVE_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .process_group(0);
+            .env_remove("RESOLVE_CONFIG");
         // Rust's toolchain stays where it is installed: only the owner's files are absent.
         for (var, dir) in [("CARGO_HOME", ".cargo"), ("RUSTUP_HOME", ".rustup")] {
             if std::env::var_os(var).is_none()
@@ -129,9 +125,7 @@ impl Running {
             .unwrap_or_else(|| project().join("target"))
             .join("readme-serve");
         cmd.env("CARGO_TARGET_DIR", target);
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {shell_command}: {e}"));
+        let child = spawn_group(&mut cmd, out.try_clone().unwrap(), out, shell_command);
         Running { child, log }
     }
 
@@ -223,10 +217,7 @@ fn try_the_site(shell_command: &str, first_answer_within: Duration) {
     }
     let refused = client.get(LINK_QUERY).expect("an answer");
     assert_eq!(refused.status, 429, "request 31: {}", refused.everything());
-    let retry: u32 = refused
-        .header("Retry-After")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("429 without Retry-After: {}", refused.everything()));
+    let retry = refused.retry_after();
     assert!((1..=60).contains(&retry), "Retry-After {retry}");
     let log = server.output();
     assert!(

@@ -203,13 +203,6 @@ fn count(answers: &[Timed], status: u16) -> usize {
     answers.iter().filter(|a| a.r.status == status).count()
 }
 
-fn retry_after(r: &Response) -> u64 {
-    r.header("Retry-After")
-        .unwrap_or_else(|| panic!("no Retry-After:\n{}", r.everything()))
-        .parse()
-        .unwrap_or_else(|_| panic!("Retry-After not an integer:\n{}", r.everything()))
-}
-
 /// `min / median / max` of the latencies, for the figures printed.
 fn spread(answers: &[Timed]) -> String {
     let mut ms: Vec<u128> = answers.iter().map(|a| a.took.as_millis()).collect();
@@ -353,6 +346,14 @@ fn run_check(config: &Path) -> (Option<i32>, String) {
     )
 }
 
+/// The line of `resolve check`'s report (`out`) that starts with `start`; none fails the test
+/// (`what` says which).
+fn report_line<'a>(out: &'a str, start: &str, what: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("{what}: no line {start:?} in check's report:\n{out}"))
+}
+
 /// `check` makes the journal's spool in the data directory and says where it is; a spool that
 /// cannot be made is a warning (entries then go to Redis one by one), not a failure; without
 /// the journal there is no spool to report.
@@ -384,10 +385,7 @@ fn check_reports_the_journal_spool() {
     fs::write(&spool, "in the way").unwrap();
     let (code, out) = run_check(&path);
     assert_eq!(code, Some(0), "a warning only:\n{out}");
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("WARN journal spool: "))
-        .unwrap_or_else(|| panic!("no spool warning:\n{out}"));
+    let line = report_line(&out, "WARN journal spool: ", "the spool");
     assert!(
         line.contains(&spool.display().to_string())
             && line.ends_with("every request sends its usage entry to the store itself"),
@@ -593,7 +591,7 @@ fn hung_redis_over_the_socket_is_answered_within_the_timeout_by_policy() {
         match r {
             Ok(r) if r.program_took() < bound => {
                 assert_eq!(r.status, 503, "{}", r.everything());
-                assert_eq!(retry_after(r), DENY_RETRY_AFTER);
+                assert_eq!(r.retry_after(), DENY_RETRY_AFTER);
                 spent.push((r.program_took().as_millis(), wall.as_millis()));
             }
             Ok(r) => late.push(format!(
@@ -771,7 +769,7 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
             assert_eq!(statuses(&answers), [503; 4], "{what}");
             assert_eq!(calls, 0, "{what}");
             for t in &answers {
-                assert_eq!(retry_after(&t.r), DENY_RETRY_AFTER, "{what}");
+                assert_eq!(t.r.retry_after(), DENY_RETRY_AFTER, "{what}");
             }
         }
         assert_a_line_per_request(&lines, 4, what, |l| {
@@ -784,10 +782,7 @@ fn passwords_and_acl_users_work_and_are_never_shown() {
 
         let (code, out) = run_check(&site.config_path);
         assert_eq!(code, Some(1), "{what}: check:\n{out}");
-        let fail = out
-            .lines()
-            .find(|l| l.starts_with("FAIL store: "))
-            .unwrap_or_else(|| panic!("{what}: no FAIL store line:\n{out}"));
+        let fail = report_line(&out, "FAIL store: ", what);
         assert!(
             fail.contains(error) && fail.contains(CREDENTIALS_HINT),
             "{what}: {fail}"

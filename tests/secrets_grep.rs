@@ -729,6 +729,75 @@ fn store_scenarios(
     }
 }
 
+/// The scenarios every store with a password goes through (what, the store section, the
+/// answer every request must get): the password in its field and in the URL, then `own` (the
+/// store's other ways of giving it), then a wrong one (allowed, denied, in the URL) and the
+/// URL of a server that is not there. Every section has `common` (the kind, the timeouts);
+/// `fields(password)` names the server with a password; `urls` are the right URL, one with
+/// the wrong password and one with the right password at a port where nothing listens.
+fn password_scenarios(
+    common: &Value,
+    fields: impl Fn(&str) -> Value,
+    (right, wrong): (&str, &str),
+    [url, wrong_url, gone_url]: [String; 3],
+    own: Vec<(&'static str, Value)>,
+) -> Vec<(&'static str, Value, u16)> {
+    let section = |mut store: Value, on_error: &str| {
+        for (name, value) in common.as_object().expect("an object") {
+            store[name] = value.clone();
+        }
+        store["on_error"] = json!(on_error);
+        store
+    };
+    let mut scenarios = vec![
+        ("password field", section(fields(right), "deny"), 200),
+        (
+            "password in the URL",
+            section(json!({"url": url}), "deny"),
+            200,
+        ),
+    ];
+    scenarios.extend(
+        own.into_iter()
+            .map(|(what, store)| (what, section(store, "deny"), 200)),
+    );
+    scenarios.extend([
+        (
+            "wrong password field, allow",
+            section(fields(wrong), "allow"),
+            200,
+        ),
+        (
+            "wrong password field, deny",
+            section(fields(wrong), "deny"),
+            503,
+        ),
+        (
+            "wrong password in the URL, deny",
+            section(json!({"url": wrong_url}), "deny"),
+            503,
+        ),
+        (
+            "password in the URL of a server that is not there",
+            section(json!({"url": gone_url}), "deny"),
+            503,
+        ),
+    ]);
+    scenarios
+}
+
+/// The store's refusals said `said` (the server's own words) in Apache's error log in both
+/// modes, on the CGI program's standard error and in `resolve check`'s report; and no secret
+/// is anywhere (`what`: the search, as reported).
+fn assert_refusals_said(cap: &Capture, store: &str, said: &str, what: &str, secrets: &[Secret]) {
+    for mode in ["cgid", "fcgid"] {
+        cap.assert_holds(&format!("apache ({store}, {mode})/logs/error_log"), said);
+    }
+    cap.assert_holds("CGI stderr", said);
+    cap.assert_holds("resolve check", said);
+    cap.assert_clean(what, secrets);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The MySQL password
 
@@ -736,14 +805,6 @@ fn store_scenarios(
 fn mysql_password_never_leaks_in_either_mode() {
     let secrets = all_secrets();
     let db = MariaDb::builder("secrets").password(MYSQL_PW).start();
-    let base = |mut store: Value, on_error: &str| {
-        store["kind"] = json!("mysql");
-        store["on_error"] = json!(on_error);
-        store["connect_timeout_ms"] = json!(1000);
-        store["read_timeout_ms"] = json!(1000);
-        store["sweep_one_in"] = json!(1);
-        store
-    };
     let fields = |password: &str| {
         json!({"host": "127.0.0.1", "port": db.port(), "user": db.user(), "password": password,
                "database": db.database()})
@@ -761,40 +822,14 @@ fn mysql_password_never_leaks_in_either_mode() {
         encode(MYSQL_PW),
         db.database()
     );
-    // (what, store, the answer every request must get)
-    let scenarios: Vec<(&str, Value, u16)> = vec![
-        ("password field", base(fields(MYSQL_PW), "deny"), 200),
-        (
-            "password in the URL",
-            base(json!({"url": db.url()}), "deny"),
-            200,
-        ),
-        (
-            "password in a socket URL",
-            base(json!({"url": db.socket_url()}), "deny"),
-            200,
-        ),
-        (
-            "wrong password field, allow",
-            base(fields(MYSQL_WRONG), "allow"),
-            200,
-        ),
-        (
-            "wrong password field, deny",
-            base(fields(MYSQL_WRONG), "deny"),
-            503,
-        ),
-        (
-            "wrong password in the URL, deny",
-            base(json!({"url": wrong_url}), "deny"),
-            503,
-        ),
-        (
-            "password in the URL of a server that is not there",
-            base(json!({"url": gone_url}), "deny"),
-            503,
-        ),
-    ];
+    let scenarios = password_scenarios(
+        &json!({"kind": "mysql", "connect_timeout_ms": 1000, "read_timeout_ms": 1000,
+                "sweep_one_in": 1}),
+        fields,
+        (MYSQL_PW, MYSQL_WRONG),
+        [db.url(), wrong_url, gone_url],
+        vec![("password in a socket URL", json!({"url": db.socket_url()}))],
+    );
     let mut cap = Capture::default();
     store_scenarios(&mut cap, "mysql", &secrets[1], &scenarios);
     // What the store holds.
@@ -808,15 +843,7 @@ fn mysql_password_never_leaks_in_either_mode() {
         let rows = db.root_sql(&format!("SELECT * FROM `{}`.`{table}`", db.database()));
         cap.add(format!("table {table}"), rows);
     }
-    for mode in ["cgid", "fcgid"] {
-        cap.assert_holds(
-            &format!("apache (mysql, {mode})/logs/error_log"),
-            "Access denied",
-        );
-    }
-    cap.assert_holds("CGI stderr", "Access denied");
-    cap.assert_holds("resolve check", "Access denied");
-    cap.assert_clean("MySQL password", &secrets);
+    assert_refusals_said(&cap, "mysql", "Access denied", "MySQL password", &secrets);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -826,60 +853,31 @@ fn mysql_password_never_leaks_in_either_mode() {
 fn redis_password_never_leaks_in_either_mode() {
     let secrets = all_secrets();
     let redis = Redis::builder("secrets").password(REDIS_PW).start();
-    let base = |mut store: Value, on_error: &str| {
-        store["kind"] = json!("redis");
-        store["on_error"] = json!(on_error);
-        store["connect_timeout_ms"] = json!(500);
-        store["read_timeout_ms"] = json!(500);
-        store
-    };
-    let field =
-        |password: &str| json!({"host": "127.0.0.1", "port": redis.port(), "password": password});
     let socket = redis.socket().display().to_string();
-    let scenarios: Vec<(&str, Value, u16)> = vec![
-        ("password field", base(field(REDIS_PW), "deny"), 200),
-        (
-            "password in the URL",
-            base(json!({"url": redis.url()}), "deny"),
-            200,
-        ),
-        (
-            "password in a unix:// URL",
-            base(json!({"url": redis.unix_url()}), "deny"),
-            200,
-        ),
-        (
-            "password field with the socket",
-            base(json!({"socket": socket, "password": REDIS_PW}), "deny"),
-            200,
-        ),
-        (
-            "wrong password field, allow",
-            base(field(REDIS_WRONG), "allow"),
-            200,
-        ),
-        (
-            "wrong password field, deny",
-            base(field(REDIS_WRONG), "deny"),
-            503,
-        ),
-        (
-            "wrong password in the URL, deny",
-            base(
-                json!({"url": format!("redis://:{}@127.0.0.1:{}/0", encode(REDIS_WRONG), redis.port())}),
-                "deny",
+    let scenarios = password_scenarios(
+        &json!({"kind": "redis", "connect_timeout_ms": 500, "read_timeout_ms": 500}),
+        |password: &str| json!({"host": "127.0.0.1", "port": redis.port(), "password": password}),
+        (REDIS_PW, REDIS_WRONG),
+        [
+            redis.url(),
+            format!(
+                "redis://:{}@127.0.0.1:{}/0",
+                encode(REDIS_WRONG),
+                redis.port()
             ),
-            503,
-        ),
-        (
-            "password in the URL of a server that is not there",
-            base(
-                json!({"url": format!("redis://:{}@127.0.0.1:1/0", encode(REDIS_PW))}),
-                "deny",
+            format!("redis://:{}@127.0.0.1:1/0", encode(REDIS_PW)),
+        ],
+        vec![
+            (
+                "password in a unix:// URL",
+                json!({"url": redis.unix_url()}),
             ),
-            503,
-        ),
-    ];
+            (
+                "password field with the socket",
+                json!({"socket": socket, "password": REDIS_PW}),
+            ),
+        ],
+    );
     let mut cap = Capture::default();
     store_scenarios(&mut cap, "redis", &secrets[3], &scenarios);
     // What the store holds: every key and value.
@@ -899,15 +897,7 @@ fn redis_password_never_leaks_in_either_mode() {
     assert!(!dump.is_empty(), "the Redis store holds nothing");
     cap.add("redis keys and values", dump);
     cap.add("redis log", redis.log());
-    for mode in ["cgid", "fcgid"] {
-        cap.assert_holds(
-            &format!("apache (redis, {mode})/logs/error_log"),
-            "WRONGPASS",
-        );
-    }
-    cap.assert_holds("CGI stderr", "WRONGPASS");
-    cap.assert_holds("resolve check", "WRONGPASS");
-    cap.assert_clean("Redis password", &secrets);
+    assert_refusals_said(&cap, "redis", "WRONGPASS", "Redis password", &secrets);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,42 @@ impl Dashboard<'_> {
         }
     }
 
+    /// `refuse`'s form again with a 429: a budget is spent, or another sign-in holds the
+    /// hash's turn; `retry_after` says when to try again.
+    fn sign_in_wait(
+        refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
+        sentence: &str,
+        retry_after: impl Into<String>,
+    ) -> Response {
+        refuse(
+            429,
+            Some(Notice {
+                kind: "wait",
+                text: sentence,
+            }),
+        )
+        .header("Retry-After", retry_after)
+    }
+
+    /// `refuse`'s form again with a 503: what a sign-in needs (the store's counts, the hash's
+    /// lock) is not there; the store's `deny_retry_after_secs` says when to try again.
+    fn sign_in_unavailable(
+        &self,
+        refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
+    ) -> Response {
+        refuse(
+            503,
+            Some(Notice {
+                kind: "error",
+                text: "Signing in is not possible right now. Please try again shortly.",
+            }),
+        )
+        .header(
+            "Retry-After",
+            self.config.store.deny_retry_after_secs.to_string(),
+        )
+    }
+
     /// POST with the password: the form's token, then the lock-out, then the password.
     pub(super) fn sign_in(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         let bound = ctx
@@ -120,14 +156,11 @@ impl Dashboard<'_> {
                     budget.whose(),
                     render::wait_words(retry_after_secs)
                 );
-                return Err(refuse(
-                    429,
-                    Some(Notice {
-                        kind: "wait",
-                        text: &sentence,
-                    }),
-                )
-                .header("Retry-After", retry_after_secs.to_string()));
+                return Err(Self::sign_in_wait(
+                    refuse,
+                    &sentence,
+                    retry_after_secs.to_string(),
+                ));
             }
             Err(e) => {
                 self.log.line(
@@ -137,17 +170,7 @@ impl Dashboard<'_> {
                          attempts: {e}"
                     ),
                 );
-                return Err(refuse(
-                    503,
-                    Some(Notice {
-                        kind: "error",
-                        text: "Signing in is not possible right now. Please try again shortly.",
-                    }),
-                )
-                .header(
-                    "Retry-After",
-                    self.config.store.deny_retry_after_secs.to_string(),
-                ));
+                return Err(self.sign_in_unavailable(refuse));
             }
         };
         let give_back = |why: &str| {
@@ -175,14 +198,11 @@ impl Dashboard<'_> {
                          being checked (one at a time); the password was not checked"
                     ),
                 );
-                return Err(refuse(
-                    429,
-                    Some(Notice {
-                        kind: "wait",
-                        text: "Another sign-in is being checked. Please try again in a moment.",
-                    }),
-                )
-                .header("Retry-After", "1"));
+                return Err(Self::sign_in_wait(
+                    refuse,
+                    "Another sign-in is being checked. Please try again in a moment.",
+                    "1",
+                ));
             }
             Err(e) => {
                 give_back("the data directory's lock could not be taken");
@@ -194,17 +214,7 @@ impl Dashboard<'_> {
                         defaults::ADMIN_HASH_LOCK_FILE
                     ),
                 );
-                return Err(refuse(
-                    503,
-                    Some(Notice {
-                        kind: "error",
-                        text: "Signing in is not possible right now. Please try again shortly.",
-                    }),
-                )
-                .header(
-                    "Retry-After",
-                    self.config.store.deny_retry_after_secs.to_string(),
-                ));
+                return Err(self.sign_in_unavailable(refuse));
             }
         };
         if !right() {

@@ -50,6 +50,8 @@ pub fn with_day_block(list: Vec<Block>, block: Block, now_ms: u64) -> (Vec<Block
 }
 
 impl Dashboard<'_> {
+    /// The signed-in owner's session, once the form is known to be theirs (the session's own
+    /// token); else the refusal to answer, under `title`.
     pub(super) fn check_form(
         &self,
         ctx: &Ctx<'_>,
@@ -68,8 +70,8 @@ impl Dashboard<'_> {
             ));
         };
         if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
-            return Err(refusal(
-                ctx,
+            return Err(page::refused(
+                &ctx.frame,
                 403,
                 title,
                 "This form did not come from your dashboard, so it was not used.",
@@ -78,18 +80,30 @@ impl Dashboard<'_> {
         Ok(session)
     }
 
+    /// The address or range a block form names, once the form is known to be the signed-in
+    /// owner's; else the refusal to answer, under `title`.
+    fn form_range(
+        &self,
+        ctx: &Ctx<'_>,
+        fields: &Fields,
+        title: &'static str,
+    ) -> Result<Cidr, Response> {
+        self.check_form(ctx, fields, title)?;
+        Cidr::parse(&fields.client).ok_or_else(|| {
+            page::refused(&ctx.frame, 403, title, "That is not an address or a range.")
+        })
+    }
+
     /// POST to block a client for a day: only with the session's own token, and only an
     /// address or a range no wider than a /16 (IPv4) or /32 (IPv6).
     pub(super) fn block(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         const TITLE: &str = "Nobody was blocked";
-        if let Err(r) = self.check_form(ctx, fields, TITLE) {
-            return r;
-        }
-        let Some(range) = Cidr::parse(&fields.client) else {
-            return refusal(ctx, 403, TITLE, "That is not an address or a range.");
+        let range = match self.form_range(ctx, fields, TITLE) {
+            Ok(range) => range,
+            Err(r) => return r,
         };
         if let Some(why) = too_wide(&range) {
-            return refusal(ctx, 403, TITLE, &why);
+            return page::refused(&ctx.frame, 403, TITLE, &why);
         }
         let now = self.now_ms;
         let until = now.saturating_add(defaults::ADMIN_BLOCK_SECS * 1000);
@@ -100,7 +114,7 @@ impl Dashboard<'_> {
             auto: false,
         };
         let copy = blocks::copy_path(self.config);
-        let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+        let who = self.identity(ctx.env);
         match blocks::update(&*self.store.cache, copy.as_deref(), now, |list| {
             with_day_block(list, block, now)
         }) {
@@ -135,11 +149,9 @@ impl Dashboard<'_> {
     /// POST to lift a block of the store's list: only with the session's own token.
     pub(super) fn unblock(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         const TITLE: &str = "Nothing was lifted";
-        if let Err(r) = self.check_form(ctx, fields, TITLE) {
-            return r;
-        }
-        let Some(range) = Cidr::parse(&fields.client) else {
-            return refusal(ctx, 403, TITLE, "That is not an address or a range.");
+        let range = match self.form_range(ctx, fields, TITLE) {
+            Ok(range) => range,
+            Err(r) => return r,
         };
         let now = self.now_ms;
         let copy = blocks::copy_path(self.config);
@@ -147,7 +159,7 @@ impl Dashboard<'_> {
             blocks::without(list, range, now)
         }) {
             Ok(lifted) => {
-                let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+                let who = self.identity(ctx.env);
                 if lifted {
                     self.log.line(
                         Level::Notice,
@@ -169,8 +181,8 @@ impl Dashboard<'_> {
     ) -> Response {
         self.log
             .line(Level::Warn, &format!("dashboard: {what} failed: {e}"));
-        refusal(
-            ctx,
+        page::refused(
+            &ctx.frame,
             503,
             title,
             "The store could not be changed: the error log says why.",
@@ -236,18 +248,4 @@ impl Dashboard<'_> {
         out.push_str("</tbody>\n</table>\n</section>\n");
         out
     }
-}
-
-fn refusal(ctx: &Ctx<'_>, status: u16, title: &str, text: &str) -> Response {
-    page::html(
-        status,
-        page::refusal(
-            &ctx.frame,
-            title,
-            Notice {
-                kind: "error",
-                text,
-            },
-        ),
-    )
 }

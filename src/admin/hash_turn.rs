@@ -3,12 +3,11 @@
 //! addresses, processes or servers sharing the directory never take more than one core. A
 //! sign-in that cannot have its turn within a moment is answered 429 without a hash.
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, TryLockError};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::defaults;
+use crate::support::{defaults, private_file};
 
 /// The turn, held until dropped.
 #[derive(Debug)]
@@ -18,13 +17,7 @@ pub struct Turn {
 
 /// Waits up to `wait` for the turn; None when another hash was still being computed then.
 pub fn take(dir: &Path, wait: Duration) -> std::io::Result<Option<Turn>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(dir.join(defaults::ADMIN_HASH_LOCK_FILE))?;
+    let file = private_file::kept().open(dir.join(defaults::ADMIN_HASH_LOCK_FILE))?;
     let start = Instant::now();
     loop {
         match file.try_lock() {
@@ -44,12 +37,7 @@ mod tests {
 
     #[test]
     fn one_turn_at_a_time() {
-        let dir = std::env::temp_dir().join(format!(
-            "resolve-hash-turn-{}-{:x}",
-            std::process::id(),
-            crate::support::random::u64()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::support::temp::dir("hash-turn", "one");
         let first = take(&dir, Duration::ZERO).unwrap().expect("free");
         let started = Instant::now();
         assert!(take(&dir, Duration::from_millis(50)).unwrap().is_none());

@@ -203,6 +203,21 @@ pub fn warnings(config: &Config, origin: Option<&str>) -> String {
     )
 }
 
+/// A refusal page ([`refusal`]) with an error card, as the answer with its `status`.
+pub fn refused(frame: &Frame<'_>, status: u16, title: &str, text: &str) -> Response {
+    html(
+        status,
+        refusal(
+            frame,
+            title,
+            Notice {
+                kind: "error",
+                text,
+            },
+        ),
+    )
+}
+
 /// Where `resolve check`'s report turns to the effective configuration.
 const EFFECTIVE: &str = "effective configuration (secrets masked):\n";
 

@@ -3,11 +3,11 @@
 //! key that signs the dashboard's cookies, so a copy of the configuration alone cannot forge one.
 
 use std::fs;
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
-use crate::support::defaults;
+use crate::support::{defaults, private_file};
 
 /// Bytes in the secret.
 pub const LEN: usize = 32;
@@ -67,28 +67,12 @@ fn create(dir: &Path, path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let secret = crate::support::random::secret_bytes::<LEN>()
         .map_err(|e| format!("cannot read random bytes for the dashboard's secret: {e}"))?;
-    let fresh = dir.join(format!(
-        ".{}.{}.{:x}",
-        defaults::ADMIN_SECRET_FILE,
-        std::process::id(),
-        crate::support::random::u64()
-    ));
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&fresh)
-        .and_then(|mut f| {
-            f.write_all(&secret)?;
-            f.sync_all()
-        })
-        .and_then(|()| match fs::hard_link(&fresh, path) {
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-            other => other,
-        });
-    let _ = fs::remove_file(&fresh);
-    written.map_err(|e| format!("cannot write {}: {e}", path.display()))
+    match private_file::create(path, &secret) {
+        // Another process made it first: the caller reads that one.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

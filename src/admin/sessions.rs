@@ -8,12 +8,10 @@
 //! [`Table`] is the list as a value (pure); [`change`] reads and writes the file under its lock.
 //! A damaged file only loses lines: those sessions must sign in again.
 
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::support::defaults;
+use crate::support::{defaults, private_file};
 
 /// One open session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,13 +116,8 @@ impl Table {
 
 /// Reads the list in `dir`, lets `f` change it, and writes it back, all under the file's lock.
 pub fn change<T>(dir: &Path, f: impl FnOnce(&mut Table) -> T) -> std::io::Result<T> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
+    let mut file = private_file::kept()
         .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(dir.join(defaults::ADMIN_SESSIONS_FILE))?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other("not a regular file"));
@@ -195,12 +188,7 @@ mod tests {
 
     #[test]
     fn the_file_is_changed_under_its_lock() {
-        let dir = std::env::temp_dir().join(format!(
-            "resolve-sessions-{}-{:x}",
-            std::process::id(),
-            crate::support::random::u64()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::support::temp::dir("sessions", "lock");
         change(&dir, |t| t.add(A, 10, 1000, IDLE)).unwrap();
         assert!(change(&dir, |t| t.touch(A, 20, IDLE)).unwrap());
         change(&dir, |t| t.remove(A)).unwrap();

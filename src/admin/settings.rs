@@ -148,7 +148,7 @@ impl Dashboard<'_> {
         if let Err(e) = config_file::save(&file, &old, &text) {
             return self.settings_failed(ctx, &format!("cannot write {}: {e}", file.display()));
         }
-        let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+        let who = self.identity(ctx.env);
         self.log.line(
             Level::Notice,
             &format!("dashboard: the settings were saved from {who}"),
@@ -213,7 +213,7 @@ impl Dashboard<'_> {
         if let Err(e) = config_file::save(&file, &current, &previous) {
             return self.settings_failed(ctx, &format!("cannot write {}: {e}", file.display()));
         }
-        let who = self.identity(ctx.env).unwrap_or_else(|| "-".into());
+        let who = self.identity(ctx.env);
         self.log.line(
             Level::Notice,
             &format!("dashboard: the previous settings were put back from {who}"),

@@ -107,8 +107,7 @@ impl Jar {
 }
 
 fn env(method: &str, jar: &Jar, from: &str) -> Env {
-    let mut env = Env::new()
-        .with("REQUEST_METHOD", method)
+    let mut env = Env::method(method)
         .with("SCRIPT_NAME", "/cgi-bin/resolve")
         .with("PATH_INFO", "/admin")
         .with("REMOTE_ADDR", from);
@@ -149,15 +148,30 @@ impl Site {
 
     /// Opens the sign-in form and sends `password` with its token.
     fn sign_in(&self, jar: &mut Jar, password: &str, from: &str) -> (Response, String) {
-        let (_, form) = self.get(jar);
-        let token = hidden(&form, "csrf");
+        let token = self.token(jar);
+        self.post(jar, &sign_in_form(&token, password), from)
+    }
+
+    /// The status the owner's browser (203.0.113.9) gets for signing in with the password.
+    fn owner_signs_in(&self, jar: &mut Jar) -> u16 {
+        self.sign_in(jar, PASSWORD, "203.0.113.9").0.status
+    }
+
+    /// The form token of the page `jar` is shown (the sign-in form's, or the dashboard's).
+    fn token(&self, jar: &mut Jar) -> String {
+        hidden(&self.get(jar).1, "csrf")
+    }
+
+    /// The owner's browser (203.0.113.9) asks to block `client` (an address or a range) with
+    /// the form token `token`.
+    fn block(&self, jar: &mut Jar, client: &str, token: &str) -> (Response, String) {
         self.post(
             jar,
             &format!(
-                "action=signin&csrf={token}&password={}",
-                password.replace(' ', "+")
+                "action=block&client={}&csrf={token}",
+                client.replace('/', "%2F")
             ),
-            from,
+            "203.0.113.9",
         )
     }
 
@@ -169,6 +183,14 @@ impl Site {
     fn log(&self) -> String {
         self.log.lines.borrow().concat()
     }
+}
+
+/// The sign-in form's fields: its token and `password`.
+fn sign_in_form(token: &str, password: &str) -> String {
+    format!(
+        "action=signin&csrf={token}&password={}",
+        password.replace(' ', "+")
+    )
 }
 
 /// The value of a hidden field of a form in `page`.
@@ -250,14 +272,7 @@ fn a_wrong_password_is_refused_and_logged_without_it() {
     assert!(!log.contains("not the password"), "{log}");
     // The same form may be used again.
     let token = hidden(&page, "csrf");
-    let (r, _) = site.post(
-        &mut jar,
-        &format!(
-            "action=signin&csrf={token}&password={}",
-            PASSWORD.replace(' ', "+")
-        ),
-        "203.0.113.9",
-    );
+    let (r, _) = site.post(&mut jar, &sign_in_form(&token, PASSWORD), "203.0.113.9");
     assert_eq!(r.status, 303);
 }
 
@@ -265,8 +280,7 @@ fn a_wrong_password_is_refused_and_logged_without_it() {
 fn a_sign_in_without_its_form_token_is_refused() {
     let site = site();
     let mut jar = Jar::default();
-    let (_, form) = site.get(&mut jar);
-    let token = hidden(&form, "csrf");
+    let token = site.token(&mut jar);
     let password = PASSWORD.replace(' ', "+");
     let mut other = Jar::default();
     let (_, other_form) = site.get(&mut other);
@@ -313,8 +327,7 @@ fn signing_out_needs_the_session_token() {
     let site = site();
     let mut jar = Jar::default();
     site.sign_in(&mut jar, PASSWORD, "203.0.113.9");
-    let (_, page) = site.get(&mut jar);
-    let token = hidden(&page, "csrf");
+    let token = site.token(&mut jar);
     for body in [
         "action=signout".to_owned(),
         "action=signout&csrf=00".to_owned(),
@@ -484,29 +497,17 @@ fn a_refused_client_is_blocked_in_one_click_with_the_session_token_only() {
         let (r, _) = site.post(&mut jar, &body, "203.0.113.9");
         assert_eq!(r.status, 403, "{body}");
     }
-    let (r, _) = site.post(
-        &mut Jar::default(),
-        &format!("action=block&client=192.0.2.66&csrf={token}"),
-        "203.0.113.9",
-    );
+    let (r, _) = site.block(&mut Jar::default(), "192.0.2.66", &token);
     assert_eq!(r.status, 403, "no session");
     assert!(
         crate::app::controls::blocks::read(&site.store)
             .unwrap()
             .is_empty()
     );
-    let (r, _) = site.post(
-        &mut jar,
-        &format!("action=block&client=not-an-address&csrf={token}"),
-        "203.0.113.9",
-    );
+    let (r, _) = site.block(&mut jar, "not-an-address", &token);
     assert_eq!(r.status, 403);
     // With it: blocked for a day, logged.
-    let (r, _) = site.post(
-        &mut jar,
-        &format!("action=block&client=192.0.2.66&csrf={token}"),
-        "203.0.113.9",
-    );
+    let (r, _) = site.block(&mut jar, "192.0.2.66", &token);
     assert_eq!(r.status, 303);
     let list = crate::app::controls::blocks::read(&site.store).unwrap();
     assert_eq!(list.len(), 1);

@@ -52,8 +52,7 @@ fn store() -> MemoryStore<FakeClock> {
 }
 
 fn get(addr: &str, query: &str) -> Env {
-    Env::new()
-        .with("REQUEST_METHOD", "GET")
+    Env::method("GET")
         .with("QUERY_STRING", query)
         .with("REMOTE_ADDR", addr)
 }
@@ -145,12 +144,7 @@ fn bad_input_is_refused_before_the_store_and_logged() {
         (get("192.0.2.1", "link=ftp://x/y"), 400),
         (get("192.0.2.1", "nothing"), 400),
         (get("192.0.2.1", LINK).with("REQUEST_METHOD", "PUT"), 405),
-        (
-            Env::new()
-                .with("REQUEST_METHOD", "GET")
-                .with("QUERY_STRING", LINK),
-            400,
-        ),
+        (Env::method("GET").with("QUERY_STRING", LINK), 400),
         (get("not-an-ip", LINK), 400),
     ] {
         let (a, log) = run(&cfg, &s, &p, &env);
@@ -169,8 +163,7 @@ fn bad_input_is_refused_before_the_store_and_logged() {
 fn short_bodies_are_refused() {
     let cfg = config("{}");
     let (s, p) = (store(), ok_provider());
-    let env = Env::new()
-        .with("REQUEST_METHOD", "POST")
+    let env = Env::method("POST")
         .with("REMOTE_ADDR", "192.0.2.1")
         .with("CONTENT_TYPE", "application/x-www-form-urlencoded")
         .with("CONTENT_LENGTH", "100");

@@ -131,26 +131,40 @@ mod tests {
             .to_string()
     }
 
+    /// The message for `text` names the place of the mistake first, `at` ("line L column C"),
+    /// then says each of `words`.
+    fn assert_named(text: &str, at: &str, words: &[&str]) {
+        let m = said(text);
+        assert!(m.starts_with(&format!("{at}: ")), "{m}");
+        for w in words {
+            assert!(m.contains(w), "{w:?} in {m}");
+        }
+    }
+
     #[test]
     fn a_byte_order_mark_is_named_at_the_start() {
-        let m = said("\u{FEFF}{\"provider\": {\"kind\": \"echo\"}}\n");
-        assert!(m.starts_with("line 1 column 1: "), "{m}");
-        assert!(m.contains("byte order mark (BOM)"), "{m}");
-        assert!(m.contains("UTF-8 without BOM"), "{m}");
+        assert_named(
+            "\u{FEFF}{\"provider\": {\"kind\": \"echo\"}}\n",
+            "line 1 column 1",
+            &["byte order mark (BOM)", "UTF-8 without BOM"],
+        );
     }
 
     #[test]
     fn curly_quotes_are_named_where_they_are() {
-        let m = said("{\n  \"provider\": {\"kind\": \u{201C}echo\u{201D}}\n}\n");
-        assert!(m.starts_with("line 2 column 24: "), "{m}");
-        assert!(m.contains("curly quote \u{201C}"), "{m}");
+        assert_named(
+            "{\n  \"provider\": {\"kind\": \u{201C}echo\u{201D}}\n}\n",
+            "line 2 column 24",
+            &["curly quote \u{201C}"],
+        );
         // A name opened straight and closed curly.
-        let m = said("{\n  \"provider\u{201D}: {\"kind\": \"echo\"}\n}\n");
-        assert!(m.starts_with("line 2 column 12: "), "{m}");
-        assert!(m.contains("curly quote \u{201D}"), "{m}");
+        assert_named(
+            "{\n  \"provider\u{201D}: {\"kind\": \"echo\"}\n}\n",
+            "line 2 column 12",
+            &["curly quote \u{201D}"],
+        );
         // Single curly quotes, and a whole file of them.
-        let m = said("{\u{2018}provider\u{2019}: {}}");
-        assert!(m.starts_with("line 1 column 2: "), "{m}");
+        assert_named("{\u{2018}provider\u{2019}: {}}", "line 1 column 2", &[]);
     }
 
     #[test]
@@ -172,13 +186,16 @@ mod tests {
 
     #[test]
     fn a_trailing_comma_is_named_on_its_own_line() {
-        let m = said(
+        assert_named(
             "{\n  \"provider\": {\"kind\": \"echo\"},\n  \"rules\": [\n    {\"name\": \"ip\", \"key\": \"ip\", \"limit\": 5, \"window_secs\": 60},\n  ]\n}\n",
+            "line 4 column 63",
+            &["comma after the last item"],
         );
-        assert!(m.starts_with("line 4 column 63: "), "{m}");
-        assert!(m.contains("comma after the last item"), "{m}");
-        let m = said("{\n  \"provider\": {\"kind\": \"echo\"},\n}\n");
-        assert!(m.starts_with("line 2 column 31: "), "{m}");
+        assert_named(
+            "{\n  \"provider\": {\"kind\": \"echo\"},\n}\n",
+            "line 2 column 31",
+            &[],
+        );
     }
 
     #[test]

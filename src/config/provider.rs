@@ -95,9 +95,34 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     if let Some(token) = &raw.token {
         token_by_name(&mut steps, token);
     }
-    let errors = errors(raw.errors.take())?;
-    let error_messages = error_messages(raw.error_messages.take())?;
-    let statuses = statuses(raw.statuses.take())?;
+    // Class name to the provider's codes in that class.
+    let errors = by_class(
+        "provider.errors",
+        raw.errors.take(),
+        "codes are strings or numbers",
+        |code| match code {
+            Value::String(s) => Some(s),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        },
+    )?;
+    // Class name to words of the provider's messages in that class, matched in lower case.
+    let error_messages = by_class(
+        "provider.error_messages",
+        raw.error_messages.take(),
+        "each entry is a few words of the provider's message, e.g. \"not logged in\"",
+        |words| {
+            let words = words.trim().to_lowercase();
+            (!words.is_empty() && !words.chars().any(char::is_control)).then_some(words)
+        },
+    )?;
+    // Class name to HTTP error statuses (400 to 599) in that class.
+    let statuses = by_class(
+        "provider.statuses",
+        raw.statuses.take(),
+        "statuses are HTTP error statuses, 400 to 599",
+        |status| (400..=599).contains(&status).then_some(status),
+    )?;
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
@@ -176,28 +201,26 @@ fn check_kind(kind: Option<&str>, has_preset: bool) -> Result<(), ConfigError> {
     }
 }
 
-/// The `errors` map: class name to the provider's codes in that class.
-fn errors(
-    raw: Option<BTreeMap<String, Vec<Value>>>,
-) -> Result<Vec<(String, Failure)>, ConfigError> {
-    let mut errors = Vec::new();
-    for (class_name, codes) in raw.unwrap_or_default() {
-        let failure = class("provider.errors", &class_name)?;
-        for code in codes {
-            let code = match code {
-                Value::String(s) => s,
-                Value::Number(n) => n.to_string(),
-                _ => {
-                    return Err(err(
-                        format!("provider.errors.{class_name}"),
-                        "codes are strings or numbers",
-                    ));
-                }
+/// A map of class name to a list (`errors`, `error_messages`, `statuses`): each entry as
+/// `entry` reads it, with its class; an entry it cannot read (None) is the error `why` at
+/// `FIELD.CLASS`.
+fn by_class<T, U>(
+    field: &str,
+    raw: Option<BTreeMap<String, Vec<T>>>,
+    why: &str,
+    entry: impl Fn(T) -> Option<U>,
+) -> Result<Vec<(U, Failure)>, ConfigError> {
+    let mut out = Vec::new();
+    for (name, list) in raw.unwrap_or_default() {
+        let failure = class(field, &name)?;
+        for item in list {
+            let Some(read) = entry(item) else {
+                return Err(err(format!("{field}.{name}"), why));
             };
-            errors.push((code, failure));
+            out.push((read, failure));
         }
     }
-    Ok(errors)
+    Ok(out)
 }
 
 /// A class name of the `errors` map (and of `error_messages`, `statuses`, `advice`).
@@ -213,46 +236,6 @@ fn class(field: &str, name: &str) -> Result<Failure, ConfigError> {
                 format!("is not an error class: use {}", names.join(", ")),
             )
         })
-}
-
-/// The `error_messages` map: class name to words of the provider's messages in that class,
-/// matched in lower case.
-fn error_messages(
-    raw: Option<BTreeMap<String, Vec<String>>>,
-) -> Result<Vec<(String, Failure)>, ConfigError> {
-    let mut out = Vec::new();
-    for (name, list) in raw.unwrap_or_default() {
-        let failure = class("provider.error_messages", &name)?;
-        for words in list {
-            let words = words.trim().to_lowercase();
-            if words.is_empty() || words.chars().any(char::is_control) {
-                return Err(err(
-                    format!("provider.error_messages.{name}"),
-                    "each entry is a few words of the provider's message, e.g. \"not logged in\"",
-                ));
-            }
-            out.push((words, failure));
-        }
-    }
-    Ok(out)
-}
-
-/// The `statuses` map: class name to HTTP error statuses (400 to 599) in that class.
-fn statuses(raw: Option<BTreeMap<String, Vec<u16>>>) -> Result<Vec<(u16, Failure)>, ConfigError> {
-    let mut out = Vec::new();
-    for (name, list) in raw.unwrap_or_default() {
-        let failure = class("provider.statuses", &name)?;
-        for status in list {
-            if !(400..=599).contains(&status) {
-                return Err(err(
-                    format!("provider.statuses.{name}"),
-                    "statuses are HTTP error statuses, 400 to 599",
-                ));
-            }
-            out.push((status, failure));
-        }
-    }
-    Ok(out)
 }
 
 /// The `advice` map: class name to what the owner can do, one line.

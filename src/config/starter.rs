@@ -3,11 +3,10 @@
 //! any version anywhere never replaces the owner's settings. It is never written over a file
 //! that is there, even by two processes starting at once.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use crate::support::defaults;
+use crate::support::{defaults, private_file};
 
 /// The starter: the echo provider (nothing is spent), the file store beside it, limits per
 /// visitor and spend limits for the whole site. The same values as `deploy.sh` writes.
@@ -44,25 +43,7 @@ pub fn create(base: &Path) -> Result<PathBuf, String> {
     if file.exists() {
         return Ok(file);
     }
-    let fresh = base.join(format!(
-        ".{}.{}.{:x}",
-        defaults::CONFIG_FILE_NAME,
-        std::process::id(),
-        crate::support::random::u64()
-    ));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&fresh)
-        .and_then(|mut f| {
-            f.write_all(TEXT.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::hard_link(&fresh, &file));
-    let _ = std::fs::remove_file(&fresh);
-    match written {
+    match private_file::create(&file, TEXT.as_bytes()) {
         Ok(()) => Ok(file),
         // Another process made it first.
         Err(_) if file.exists() => Ok(file),

@@ -259,12 +259,6 @@ mod tests {
             }
         }
 
-        fn new(n: usize) -> Self {
-            Memory {
-                states: vec![State::Fixed(None); n],
-            }
-        }
-
         fn counter(&self, i: usize) -> Counter {
             match &self.states[i] {
                 State::Fixed(Some(c)) => *c,
@@ -294,67 +288,83 @@ mod tests {
         }
     }
 
+    /// Rules, the store of one process counting by them, and the clock of its requests.
+    struct Bench {
+        rules: Vec<Rule>,
+        store: Memory,
+        clock: FakeClock,
+    }
+
+    impl Bench {
+        /// `rules` (fixed windows or sliding), on a clock at `start_ms`.
+        fn new(rules: Vec<Rule>, start_ms: u64) -> Bench {
+            let store = Memory::for_rules(&rules.iter().collect::<Vec<_>>());
+            Bench {
+                rules,
+                store,
+                clock: FakeClock::at(start_ms),
+            }
+        }
+
+        /// One request, now, under every rule.
+        fn hit(&mut self) -> Decision {
+            let rules: Vec<&Rule> = self.rules.iter().collect();
+            self.store.hit(&rules, &self.clock)
+        }
+
+        /// One request at `ms` on the clock.
+        fn hit_at(&mut self, ms: u64) -> Decision {
+            self.clock.set_ms(ms);
+            self.hit()
+        }
+    }
+
     #[test]
     fn admits_exactly_the_limit_then_refuses() {
-        let r = rule("ip", 30, 60);
-        let clock = FakeClock::at(1_000_000);
-        let mut store = Memory::new(1);
+        let mut b = Bench::new(vec![rule("ip", 30, 60)], 1_000_000);
         for i in 0..30 {
-            let d = store.hit(&[&r], &clock);
+            let d = b.hit();
             assert!(d.is_admit(), "request {i}");
             assert_eq!(d.statuses()[0].remaining, 29 - i);
-            clock.advance_ms(100);
+            b.clock.advance_ms(100);
         }
-        let d = store.hit(&[&r], &clock);
+        let d = b.hit();
         assert!(!d.is_admit());
-        assert_eq!(store.counter(0).count, 30);
+        assert_eq!(b.store.counter(0).count, 30);
     }
 
     #[test]
     fn retry_after_is_the_exact_wait_rounded_up() {
-        let r = rule("ip", 1, 60);
-        let clock = FakeClock::at(10_500);
-        let mut store = Memory::new(1);
-        assert!(store.hit(&[&r], &clock).is_admit());
+        let mut b = Bench::new(vec![rule("ip", 1, 60)], 10_500);
+        assert!(b.hit().is_admit());
         // 9.7 s later the window has 50.3 s left: 51 whole seconds.
-        clock.advance_ms(9_700);
-        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 51));
+        assert_eq!(refused(b.hit_at(10_500 + 9_700)), (0, 51));
         // Exactly on a second boundary: no rounding up.
-        clock.set_ms(10_500 + 58_500);
-        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 2));
+        assert_eq!(refused(b.hit_at(10_500 + 58_500)), (0, 2));
         // One millisecond before the end the wait is still at least one second.
-        clock.set_ms(10_500 + 59_999);
-        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 1));
+        assert_eq!(refused(b.hit_at(10_500 + 59_999)), (0, 1));
     }
 
     #[test]
     fn the_window_ends_exactly_at_start_plus_length() {
-        let r = rule("ip", 2, 10);
-        let clock = FakeClock::at(5_000);
-        let mut store = Memory::new(1);
-        assert!(store.hit(&[&r], &clock).is_admit());
-        clock.advance_ms(3_000);
-        assert!(store.hit(&[&r], &clock).is_admit());
-        clock.set_ms(5_000 + 9_999);
-        assert!(!store.hit(&[&r], &clock).is_admit());
-        clock.set_ms(5_000 + 10_000);
-        assert!(store.hit(&[&r], &clock).is_admit());
+        let mut b = Bench::new(vec![rule("ip", 2, 10)], 5_000);
+        assert!(b.hit().is_admit());
+        assert!(b.hit_at(5_000 + 3_000).is_admit());
+        assert!(!b.hit_at(5_000 + 9_999).is_admit());
+        assert!(b.hit_at(5_000 + 10_000).is_admit());
         // The new window starts at that request, not at the old window's end plus a multiple.
-        assert_eq!(store.counter(0).start_ms, 15_000);
-        assert_eq!(store.counter(0).count, 1);
+        assert_eq!(b.store.counter(0).start_ms, 15_000);
+        assert_eq!(b.store.counter(0).count, 1);
     }
 
     #[test]
     fn a_refused_request_consumes_from_no_rule() {
-        let minute = rule("minute", 5, 60);
-        let hour = rule("hour", 3, 3600);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::new(2);
+        let mut b = Bench::new(vec![rule("minute", 5, 60), rule("hour", 3, 3600)], 0);
         for _ in 0..3 {
-            assert!(store.hit(&[&minute, &hour], &clock).is_admit());
+            assert!(b.hit().is_admit());
         }
         for _ in 0..10 {
-            match store.hit(&[&minute, &hour], &clock) {
+            match b.hit() {
                 Decision::Refuse {
                     rule,
                     wait_ms,
@@ -368,64 +378,48 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        assert_eq!(store.counter(0).count, 3, "minute rule untouched");
-        assert_eq!(store.counter(1).count, 3, "hour rule untouched");
+        assert_eq!(b.store.counter(0).count, 3, "minute rule untouched");
+        assert_eq!(b.store.counter(1).count, 3, "hour rule untouched");
     }
 
     #[test]
     fn with_several_refusing_rules_the_wait_is_the_longest() {
-        let a = rule("a", 1, 10);
-        let b = rule("b", 1, 100);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::new(2);
-        assert!(store.hit(&[&a, &b], &clock).is_admit());
-        clock.advance_ms(1_000);
-        assert_eq!(refused(store.hit(&[&a, &b], &clock)), (1, 99));
+        let mut b = Bench::new(vec![rule("a", 1, 10), rule("b", 1, 100)], 0);
+        assert!(b.hit().is_admit());
+        assert_eq!(refused(b.hit_at(1_000)), (1, 99));
         // After a's window ends, b alone still refuses; after b's, both admit.
-        clock.set_ms(10_000);
-        assert_eq!(refused(store.hit(&[&a, &b], &clock)), (1, 90));
-        clock.set_ms(100_000);
-        assert!(store.hit(&[&a, &b], &clock).is_admit());
+        assert_eq!(refused(b.hit_at(10_000)), (1, 90));
+        assert!(b.hit_at(100_000).is_admit());
     }
 
     #[test]
     fn a_clock_that_goes_backwards_does_not_reset_the_window() {
-        let r = rule("ip", 1, 60);
-        let clock = FakeClock::at(100_000);
-        let mut store = Memory::new(1);
-        assert!(store.hit(&[&r], &clock).is_admit());
-        clock.set_ms(90_000);
-        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 70));
+        let mut b = Bench::new(vec![rule("ip", 1, 60)], 100_000);
+        assert!(b.hit().is_admit());
+        assert_eq!(refused(b.hit_at(90_000)), (0, 70));
     }
 
     #[test]
     fn a_shorter_configured_window_applies_to_a_stored_counter() {
-        let long = rule("ip", 1, 3600);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::new(1);
-        assert!(store.hit(&[&long], &clock).is_admit());
-        let short = rule("ip", 1, 60);
-        clock.set_ms(60_000);
-        assert!(store.hit(&[&short], &clock).is_admit());
+        let mut b = Bench::new(vec![rule("ip", 1, 3600)], 0);
+        assert!(b.hit().is_admit());
+        // The configuration now says a minute.
+        b.rules[0] = rule("ip", 1, 60);
+        assert!(b.hit_at(60_000).is_admit());
     }
 
     #[test]
     fn statuses_report_remaining_and_reset() {
-        let r = rule("ip", 3, 60);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::new(1);
-        let d = store.hit(&[&r], &clock);
+        let mut b = Bench::new(vec![rule("ip", 3, 60)], 0);
         assert_eq!(
-            d.statuses(),
+            b.hit().statuses(),
             &[RuleStatus {
                 remaining: 2,
                 reset_ms: 60_000
             }]
         );
-        clock.advance_ms(20_001);
-        let d = store.hit(&[&r], &clock);
         assert_eq!(
-            d.statuses(),
+            b.hit_at(20_001).statuses(),
             &[RuleStatus {
                 remaining: 1,
                 reset_ms: 39_999
@@ -435,17 +429,13 @@ mod tests {
 
     #[test]
     fn sliding_admits_again_exactly_as_old_requests_age_out() {
-        let r = sliding("ip", 3, 10);
-        let clock = FakeClock::at(100_000);
-        let mut store = Memory::for_rules(&[&r]);
+        let mut b = Bench::new(vec![sliding("ip", 3, 10)], 100_000);
         // Requests at 0 s, 2 s and 5 s (relative): the fourth at 6 s is refused until the
         // first leaves the window at 10 s.
         for at in [0, 2_000, 5_000] {
-            clock.set_ms(100_000 + at);
-            assert!(store.hit(&[&r], &clock).is_admit());
+            assert!(b.hit_at(100_000 + at).is_admit());
         }
-        clock.set_ms(106_000);
-        match store.hit(&[&r], &clock) {
+        match b.hit_at(106_000) {
             Decision::Refuse {
                 wait_ms, statuses, ..
             } => {
@@ -454,30 +444,23 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        clock.set_ms(109_999);
-        assert!(!store.hit(&[&r], &clock).is_admit());
-        clock.set_ms(110_000);
+        assert!(!b.hit_at(109_999).is_admit());
         assert!(
-            store.hit(&[&r], &clock).is_admit(),
+            b.hit_at(110_000).is_admit(),
             "the first request has aged out"
         );
         // Now 2 s, 5 s and 10 s are in the window: the next fits at 12 s.
-        clock.set_ms(111_500);
-        assert_eq!(refused(store.hit(&[&r], &clock)), (0, 1));
-        clock.set_ms(112_000);
-        assert!(store.hit(&[&r], &clock).is_admit());
+        assert_eq!(refused(b.hit_at(111_500)), (0, 1));
+        assert!(b.hit_at(112_000).is_admit());
     }
 
     #[test]
     fn sliding_never_admits_more_than_the_limit_in_any_window() {
-        let r = sliding("ip", 5, 10);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::for_rules(&[&r]);
+        let mut b = Bench::new(vec![sliding("ip", 5, 10)], 0);
         let mut admitted = Vec::new();
         // A request every 700 ms for a minute.
         for step in 0..86u64 {
-            clock.set_ms(step * 700);
-            if store.hit(&[&r], &clock).is_admit() {
+            if b.hit_at(step * 700).is_admit() {
                 admitted.push(step * 700);
             }
         }
@@ -504,20 +487,16 @@ mod tests {
 
     #[test]
     fn fixed_and_sliding_rules_together() {
-        let fixed = rule("minute", 10, 60);
-        let slide = sliding("burst", 2, 5);
-        let clock = FakeClock::at(0);
-        let mut store = Memory::for_rules(&[&fixed, &slide]);
-        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
-        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
-        assert!(!store.hit(&[&fixed, &slide], &clock).is_admit());
+        let mut b = Bench::new(vec![rule("minute", 10, 60), sliding("burst", 2, 5)], 0);
+        assert!(b.hit().is_admit());
+        assert!(b.hit().is_admit());
+        assert!(!b.hit().is_admit());
         assert_eq!(
-            store.counter(0).count,
+            b.store.counter(0).count,
             2,
             "refused by burst: minute untouched"
         );
-        clock.set_ms(5_000);
-        assert!(store.hit(&[&fixed, &slide], &clock).is_admit());
+        assert!(b.hit_at(5_000).is_admit());
     }
 
     #[test]

@@ -73,33 +73,37 @@ fn unpack(state: u64) -> (usize, usize) {
     ((state & 0xffff_ffff) as usize, (state >> 32) as usize)
 }
 
-/// Moves the first free byte from `from` to `to` if it is still at `from` (the block ending
-/// there is the latest), keeping the high-water mark up to date. False when it was not.
-fn move_next(from: usize, to: usize) -> bool {
+/// Moves the first free byte as `step` says, keeping the high-water mark up to date: `step`
+/// gets the first free byte and the mark, and answers where the first free byte goes and what
+/// to return once it is there, or None to leave it (then None). Another thread's move in
+/// between has `step` asked again.
+fn move_next_by<T>(step: impl Fn(usize, usize) -> Option<(usize, T)>) -> Option<T> {
     let mut state = STATE.load(Ordering::Relaxed);
     loop {
         let (next, high) = unpack(state);
-        if next != from {
-            return false;
-        }
+        let (to, out) = step(next, high)?;
         match STATE.compare_exchange_weak(
             state,
             pack(to, high.max(to)),
             Ordering::Relaxed,
             Ordering::Relaxed,
         ) {
-            Ok(_) => return true,
+            Ok(_) => return Some(out),
             Err(now) => state = now,
         }
     }
 }
 
+/// Moves the first free byte from `from` to `to` if it is still at `from` (the block ending
+/// there is the latest), keeping the high-water mark up to date. False when it was not.
+fn move_next(from: usize, to: usize) -> bool {
+    move_next_by(|next, _| (next == from).then_some((to, ()))).is_some()
+}
+
 /// A block of `layout` from the arena, with the offset from which its bytes were never handed
 /// out before; None when the arena has no room.
 fn bump(layout: Layout) -> Option<(*mut u8, usize)> {
-    let mut state = STATE.load(Ordering::Relaxed);
-    loop {
-        let (next, high) = unpack(state);
+    let (start, fresh) = move_next_by(|next, high| {
         // The base is page-aligned and alignments are powers of two, at most a page for any
         // type of this program (a larger one simply finds no room here).
         let start = next.checked_add(layout.align() - 1)? & !(layout.align() - 1);
@@ -107,20 +111,10 @@ fn bump(layout: Layout) -> Option<(*mut u8, usize)> {
         if end > ARENA_BYTES || layout.align() > 4096 {
             return None;
         }
-        match STATE.compare_exchange_weak(
-            state,
-            pack(end, high.max(end)),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            // The arena's provenance carries over to the block (`wrapping_add` on its pointer).
-            Ok(_) => {
-                let ptr = ARENA.0.get().cast::<u8>().wrapping_add(start);
-                return Some((ptr, high.max(start)));
-            }
-            Err(now) => state = now,
-        }
-    }
+        Some((end, (start, high.max(start))))
+    })?;
+    // The arena's provenance carries over to the block (`wrapping_add` on its pointer).
+    Some((ARENA.0.get().cast::<u8>().wrapping_add(start), fresh))
 }
 
 // SAFETY: blocks from the arena are distinct (see `bump`), aligned as asked and inside the

@@ -51,11 +51,7 @@ mod tests {
 
     #[test]
     fn only_the_exact_query_asks() {
-        let env = |method: &str, query: &str| {
-            Env::new()
-                .with("REQUEST_METHOD", method)
-                .with("QUERY_STRING", query)
-        };
+        let env = |method: &str, query: &str| Env::method(method).with("QUERY_STRING", query);
         assert!(is_about(&env("GET", "about=1")));
         assert!(is_about(&env("HEAD", "about=1")));
         for (method, query) in [

@@ -124,15 +124,7 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
                 ));
             }
             card.push_str("</ul>\n");
-            let body = page(
-                "Your download links are ready",
-                "ok",
-                None,
-                &card,
-                ("Another link", None),
-                frame,
-            );
-            html_page(200, body).header("Referrer-Policy", "no-referrer")
+            ready_page("Your download links are ready", &card, frame)
         }
         Format::Html => {
             // The heading says it is ready: the card holds the link alone.
@@ -150,17 +142,16 @@ pub fn resolved(format: Format, r: &Resolved, frame: &Frame<'_>) -> Response {
                     link_text(&r.download)
                 ));
             }
-            let body = page(
-                "Your download link is ready",
-                "ok",
-                None,
-                &card,
-                ("Another link", None),
-                frame,
-            );
-            html_page(200, body).header("Referrer-Policy", "no-referrer")
+            ready_page("Your download link is ready", &card, frame)
         }
     }
+}
+
+/// The page of one or more links that are ready: the card under its heading, sent with
+/// `Referrer-Policy: no-referrer`.
+fn ready_page(heading: &str, card: &str, frame: &Frame<'_>) -> Response {
+    let body = page(heading, "ok", None, card, ("Another link", None), frame);
+    html_page(200, body).header("Referrer-Policy", "no-referrer")
 }
 
 /// The answer for a link whose paid job is still under way at the provider: `202 Accepted`,

@@ -22,6 +22,12 @@ impl Env {
         self.vars.push((name.to_owned(), value.into()));
     }
 
+    /// A request with only its method set, for a test to add to.
+    #[cfg(test)]
+    pub fn method(method: &str) -> Env {
+        Env::new().with("REQUEST_METHOD", method)
+    }
+
     pub fn with(mut self, name: &str, value: impl Into<Vec<u8>>) -> Env {
         self.set(name, value);
         self
@@ -183,8 +189,7 @@ mod tests {
     use super::*;
 
     fn post(len: &str, ty: &str) -> Env {
-        Env::new()
-            .with("REQUEST_METHOD", "POST")
+        Env::method("POST")
             .with("CONTENT_LENGTH", len)
             .with("CONTENT_TYPE", ty)
     }
@@ -194,11 +199,11 @@ mod tests {
     #[test]
     fn methods() {
         for (m, want) in [("GET", Method::Get), ("HEAD", Method::Head)] {
-            let env = Env::new().with("REQUEST_METHOD", m);
+            let env = Env::method(m);
             assert_eq!(parse_head(&env, 8192).unwrap().method, want);
         }
         for m in ["PUT", "DELETE", "OPTIONS", "get", "", "G\r\nET"] {
-            let env = Env::new().with("REQUEST_METHOD", m);
+            let env = Env::method(m);
             assert_eq!(parse_head(&env, 8192).unwrap_err().status, 405, "{m:?}");
         }
         assert_eq!(parse_head(&Env::new(), 8192).unwrap_err().status, 405);
@@ -243,19 +248,14 @@ mod tests {
                 .status,
             415
         );
-        let no_type = Env::new()
-            .with("REQUEST_METHOD", "POST")
-            .with("CONTENT_LENGTH", "5");
+        let no_type = Env::method("POST").with("CONTENT_LENGTH", "5");
         assert_eq!(parse_head(&no_type, 8192).unwrap_err().status, 415);
-        let no_length = Env::new()
-            .with("REQUEST_METHOD", "POST")
-            .with("CONTENT_TYPE", FORM);
+        let no_length = Env::method("POST").with("CONTENT_TYPE", FORM);
         assert_eq!(parse_head(&no_length, 8192).unwrap_err().status, 411);
     }
 
     fn link_of(method: &str, query: &[u8], body: &[u8]) -> Result<String, Problem> {
-        let env = Env::new()
-            .with("REQUEST_METHOD", method)
+        let env = Env::method(method)
             .with("QUERY_STRING", query)
             .with("CONTENT_TYPE", FORM)
             .with("CONTENT_LENGTH", body.len().to_string());

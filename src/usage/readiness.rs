@@ -384,11 +384,7 @@ mod tests {
 
     #[test]
     fn a_link_into_the_web_root_is_under_the_web_root() {
-        let home = std::env::temp_dir().join(format!(
-            "resolve-webroot-{}-{:x}",
-            std::process::id(),
-            crate::support::random::u64()
-        ));
+        let home = crate::support::temp::dir("webroot", "link");
         std::fs::create_dir_all(home.join("public_html/files")).unwrap();
         std::fs::create_dir_all(home.join("resolve")).unwrap();
         std::os::unix::fs::symlink(

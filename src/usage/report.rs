@@ -171,6 +171,13 @@ mod tests {
         }
     }
 
+    /// The day of `rows` alone (no spend limits, no notes), whose whole report holds `lines`.
+    fn reported(rows: &[Row], lines: &[&str]) -> Stats {
+        let s = stats(rows, vec![], vec![]);
+        crate::usage::text::assert_lines(&render(&s, false).unwrap(), lines);
+        s
+    }
+
     fn total(name: &str, count: u64) -> Row {
         Row::Total {
             hour: DAY + 5,
@@ -332,19 +339,13 @@ mod tests {
 
     #[test]
     fn the_report_shows_automatic_blocks_and_what_shadow_rules_would_have_refused() {
-        let s = stats(
+        let s = reported(
             &[
                 total("requests", 500),
                 total("blocked", 30),
                 total("auto_blocked", 3),
                 total("would_refuse:tight", 120),
             ],
-            vec![],
-            vec![],
-        );
-        let text = render(&s, false).unwrap();
-        crate::usage::text::assert_lines(
-            &text,
             &[
                 "Blocked (403):     30 (3 clients blocked automatically)",
                 "Shadow rules:      120 would have been refused (tight 120)",
@@ -356,18 +357,12 @@ mod tests {
 
     #[test]
     fn the_report_shows_failed_and_refused_dashboard_sign_ins() {
-        let s = stats(
+        reported(
             &[
                 total("requests", 5),
                 total("signin_failed", 12),
                 total("signin_refused", 40),
             ],
-            vec![],
-            vec![],
-        );
-        let text = render(&s, false).unwrap();
-        crate::usage::text::assert_lines(
-            &text,
             &["Dashboard sign-ins: 12 wrong passwords, 40 refused past a budget"],
         );
     }

@@ -4,7 +4,6 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -12,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::client::{HttpClient, fire};
 use super::net::free_port;
-use super::process::{port_taken, read_lossy, start_retrying};
+use super::process::{port_taken, read_lossy, spawn_group, start_retrying};
 use super::system::{ServerUser, binary, give_to_server_user, processes_of, require, server_user};
 use super::temp::{TempDir, set_mode};
 
@@ -216,16 +215,15 @@ impl ApacheBuilder {
         let conf_path = dir.write("conf/httpd.conf", conf);
         let stdout = fs::File::create(dir.join("logs/stdout")).expect("create stdout log");
         let stderr = fs::File::create(dir.join("logs/stderr")).expect("create stderr log");
-        let child = Command::new(APACHE)
-            .arg("-f")
-            .arg(&conf_path)
-            .arg("-DFOREGROUND")
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .process_group(0)
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {APACHE}: {e}"));
+        let child = spawn_group(
+            Command::new(APACHE)
+                .arg("-f")
+                .arg(&conf_path)
+                .arg("-DFOREGROUND"),
+            stdout,
+            stderr,
+            APACHE,
+        );
         let mut apache = Apache {
             port,
             mode: self.mode,

@@ -180,6 +180,22 @@ impl Cgi {
     }
 }
 
+/// The binary under test as a CGI program answering one GET of `query` from `addr`, with
+/// the configuration at `config` and no more than the variables a CGI request cannot do
+/// without (nothing inherited), on an empty stdin: for a test that runs it as a [`Command`]
+/// of its own (more variables, its own waiting) rather than as a [`Cgi`].
+pub fn bare_get(config: &Path, query: &str, addr: &str) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.env_clear()
+        .env("GATEWAY_INTERFACE", "CGI/1.1")
+        .env("REQUEST_METHOD", "GET")
+        .env("QUERY_STRING", query)
+        .env("REMOTE_ADDR", addr)
+        .env("RESOLVE_CONFIG", config)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// The variables Apache sets when `program` answers `METHOD /cgi-bin/resolve?query` from
 /// 127.0.0.1 (no body).
 pub fn apache_vars(program: &Path, method: &str, query: &[u8]) -> Vec<(String, Vec<u8>)> {

@@ -97,6 +97,14 @@ impl Response {
         super::http::header(&self.headers, name)
     }
 
+    /// The `Retry-After` header's whole seconds; a missing or malformed one fails the test.
+    pub fn retry_after(&self) -> u64 {
+        self.header("Retry-After")
+            .unwrap_or_else(|| panic!("no Retry-After:\n{}", self.everything()))
+            .parse()
+            .unwrap_or_else(|_| panic!("Retry-After not an integer:\n{}", self.everything()))
+    }
+
     /// What the program itself spent on the request, from its `Server-Timing: app;dur=MS`
     /// header: the store's and the provider's waits without the web server's or the client's.
     /// A time bound is checked on this figure, which a busy machine does not stretch the way it

@@ -1,6 +1,7 @@
 //! What the servers the harness starts share: for MariaDB and Redis, the process started with its output appended to a log, waited for until it answers, stopped gently or killed, restarted, and its log shown when a test fails; for Apache too, starting again on another port when the free one was taken meanwhile, and reading logs.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -165,6 +166,23 @@ pub fn start_retrying<T>(what: &str, mut attempt: impl FnMut() -> Result<T, (Str
 /// Whether start-up `output` says the port was taken.
 pub fn port_taken(output: &str) -> bool {
     output.contains("Address already in use")
+}
+
+/// Starts `cmd` as the leader of a process group of its own (so that what it starts can be
+/// ended with it: `kill -SIG -- -PID`), standard input closed, its output to `stdout` and
+/// `stderr`; `what` names it when it cannot be started.
+pub fn spawn_group(
+    cmd: &mut Command,
+    stdout: impl Into<Stdio>,
+    stderr: impl Into<Stdio>,
+    what: &str,
+) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"))
 }
 
 /// `kill -SIG pid`, quietly.

@@ -23,10 +23,7 @@ fn a_blocked_address_gets_403_at_the_dashboard() {
     let mut site = site();
     // Blocked in the store (`resolve block`): 403, no sign-in form, not even with a session.
     let mut jar = Jar::default();
-    assert_eq!(
-        site.sign_in(&mut jar, PASSWORD, "203.0.113.9").0.status,
-        303
-    );
+    assert_eq!(site.owner_signs_in(&mut jar), 303);
     block_in_store(&site, "203.0.113.0/24", None);
     let (r, page) = site.get(&mut jar);
     assert_eq!(r.status, 403, "{page}");
@@ -60,11 +57,8 @@ fn a_blocked_address_gets_403_at_the_dashboard() {
 /// A signed-in browser and its form token.
 fn owner(site: &Site) -> (Jar, String) {
     let mut jar = Jar::default();
-    assert_eq!(
-        site.sign_in(&mut jar, PASSWORD, "203.0.113.9").0.status,
-        303
-    );
-    let token = hidden(&site.get(&mut jar).1, "csrf");
+    assert_eq!(site.owner_signs_in(&mut jar), 303);
+    let token = site.token(&mut jar);
     (jar, token)
 }
 
@@ -73,14 +67,7 @@ fn the_dashboard_blocks_no_range_wider_than_a_16_or_a_32() {
     let site = site();
     let (mut jar, token) = owner(&site);
     for wide in ["0.0.0.0/0", "::/0", "10.0.0.0/15", "2001:db8::/31"] {
-        let (r, page) = site.post(
-            &mut jar,
-            &format!(
-                "action=block&client={}&csrf={token}",
-                wide.replace('/', "%2F")
-            ),
-            "203.0.113.9",
-        );
+        let (r, page) = site.block(&mut jar, wide, &token);
         assert_eq!(r.status, 403, "{wide}");
         assert!(
             page.contains("wider than the dashboard may block"),
@@ -89,14 +76,7 @@ fn the_dashboard_blocks_no_range_wider_than_a_16_or_a_32() {
     }
     assert!(blocks::read(&site.store).unwrap().is_empty());
     for narrow in ["10.0.0.0/16", "2001:db8::/32"] {
-        let (r, _) = site.post(
-            &mut jar,
-            &format!(
-                "action=block&client={}&csrf={token}",
-                narrow.replace('/', "%2F")
-            ),
-            "203.0.113.9",
-        );
+        let (r, _) = site.block(&mut jar, narrow, &token);
         assert_eq!(r.status, 303, "{narrow}");
     }
     assert_eq!(blocks::read(&site.store).unwrap().len(), 2);
@@ -109,11 +89,7 @@ fn the_dashboard_never_shortens_a_longer_block() {
     block_in_store(&site, "192.0.2.67", Some(START_MS + 7 * 86_400_000));
     let (mut jar, token) = owner(&site);
     for client in ["192.0.2.66", "192.0.2.67", "192.0.2.68"] {
-        let (r, _) = site.post(
-            &mut jar,
-            &format!("action=block&client={client}&csrf={token}"),
-            "203.0.113.9",
-        );
+        let (r, _) = site.block(&mut jar, client, &token);
         assert_eq!(r.status, 303);
     }
     let list = blocks::read(&site.store).unwrap();

@@ -7,10 +7,7 @@ use super::*;
 /// Signs in from a fresh browser and returns it.
 fn signed_in(site: &Site) -> Jar {
     let mut jar = Jar::default();
-    assert_eq!(
-        site.sign_in(&mut jar, PASSWORD, "203.0.113.9").0.status,
-        303
-    );
+    assert_eq!(site.owner_signs_in(&mut jar), 303);
     assert!(site.get(&mut jar.clone()).1.contains(DATA));
     jar
 }
@@ -20,7 +17,7 @@ fn a_cookie_replayed_after_sign_out_shows_the_sign_in_form() {
     let site = site();
     let mut jar = signed_in(&site);
     let copy = jar.clone();
-    let token = hidden(&site.get(&mut jar).1, "csrf");
+    let token = site.token(&mut jar);
     let (r, _) = site.post(
         &mut jar,
         &format!("action=signout&csrf={token}"),
@@ -34,11 +31,7 @@ fn a_cookie_replayed_after_sign_out_shows_the_sign_in_form() {
         "{page}"
     );
     // Nor can the copy block anyone with the token it had.
-    let (r, _) = site.post(
-        &mut copy.clone(),
-        &format!("action=block&client=192.0.2.66&csrf={token}"),
-        "203.0.113.9",
-    );
+    let (r, _) = site.block(&mut copy.clone(), "192.0.2.66", &token);
     assert_eq!(r.status, 403);
     assert!(
         crate::app::controls::blocks::read(&site.store)
@@ -52,7 +45,7 @@ fn signing_out_everywhere_ends_every_session() {
     let site = site();
     let mut one = signed_in(&site);
     let two = signed_in(&site);
-    let token = hidden(&site.get(&mut one).1, "csrf");
+    let token = site.token(&mut one);
     assert!(site.get(&mut one.clone()).1.contains("Sign out everywhere"));
     // Only with the session's token.
     let (r, _) = site.post(
@@ -137,12 +130,7 @@ fn cookies_are_host_prefixed_and_secure_over_https_even_through_a_trusted_proxy(
 fn forms_from_another_site_are_refused_even_with_the_token() {
     let site = site();
     let mut jar = Jar::default();
-    let (_, form) = site.get(&mut jar);
-    let token = hidden(&form, "csrf");
-    let body = format!(
-        "action=signin&csrf={token}&password={}",
-        PASSWORD.replace(' ', "+")
-    );
+    let body = sign_in_form(&site.token(&mut jar), PASSWORD);
     let send = |jar: &mut Jar, name: &str, value: &str| {
         let env = env("POST", jar, "203.0.113.9")
             .with("HTTP_HOST", "mysite.example")

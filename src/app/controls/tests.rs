@@ -61,6 +61,15 @@ impl Bench {
         }
     }
 
+    /// A rule of `limit` requests a minute per address, and a block of an hour for an address
+    /// refused `refusals` times within ten minutes.
+    fn auto_blocking(limit: u32, refusals: u32) -> Bench {
+        Bench::new(&format!(
+            r#"{{"rules": [{{"name": "ip", "key": "ip", "limit": {limit}, "window_secs": 60}}],
+                "auto_block": {{"refusals": {refusals}, "window_secs": 600, "block_secs": 3600}}}}"#
+        ))
+    }
+
     fn app(&self) -> App<'_> {
         App {
             config: &self.cfg,
@@ -103,8 +112,7 @@ impl Bench {
 }
 
 fn get(addr: &str) -> Env {
-    Env::new()
-        .with("REQUEST_METHOD", "GET")
+    Env::method("GET")
         .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
         .with("REMOTE_ADDR", addr)
 }
@@ -291,10 +299,7 @@ fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_re
 
 #[test]
 fn auto_block_triggers_at_exactly_the_threshold() {
-    let b = Bench::new(
-        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 2, "window_secs": 60}],
-            "auto_block": {"refusals": 5, "window_secs": 600, "block_secs": 3600}}"#,
-    );
+    let b = Bench::auto_blocking(2, 5);
     let statuses: Vec<u16> = (0..9).map(|_| b.from("192.0.2.9")).collect();
     // Two admitted, five refusals (the fifth blocks), then 403.
     assert_eq!(statuses, [200, 200, 429, 429, 429, 429, 429, 403, 403]);
@@ -315,10 +320,7 @@ fn auto_block_triggers_at_exactly_the_threshold() {
 
 #[test]
 fn rotating_addresses_cannot_flush_an_automatic_block() {
-    let b = Bench::new(
-        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}],
-            "auto_block": {"refusals": 2, "window_secs": 600, "block_secs": 3600}}"#,
-    );
+    let b = Bench::auto_blocking(1, 2);
     // The block that matters.
     for _ in 0..3 {
         b.from("192.0.2.9");

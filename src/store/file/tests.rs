@@ -7,6 +7,8 @@ use lock::{MAX_WAITERS, WAITERS};
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
 
+use crate::support::temp::Dir;
+
 fn rule(name: &str, limit: u32, window: u32) -> Rule {
     Rule::new(
         name,
@@ -43,8 +45,14 @@ fn hold_lock(store: &FileStore<FakeClock>, key: &str) -> File {
     holder
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    crate::support::temp::dir("fs", name)
+/// How many entries `dir` holds.
+fn entries(dir: &Path) -> usize {
+    fs::read_dir(dir).unwrap().count()
+}
+
+/// A directory of its own for a test, removed when it is dropped (kept when the test fails).
+fn tempdir(name: &str) -> Dir {
+    Dir::new("fs", name)
 }
 
 #[test]
@@ -61,55 +69,76 @@ fn file_names_are_hashes_inside_the_directory() {
         store.path_for("resolve:ip:1.2.3.4"),
         store.path_for("resolve:ip:1.2.3.5")
     );
-    fs::remove_dir_all(dir).unwrap();
+}
+
+/// One key counted once (of 3 a minute) in a store in a directory of its own, `name`, that
+/// waits up to `lock_timeout_ms` for a counter file's lock (`store.lock_timeout_ms`).
+struct Counted {
+    store: FileStore<FakeClock>,
+    rule: Rule,
+    key: &'static str,
+    _dir: Dir,
+}
+
+impl Counted {
+    fn new(name: &str, key: &'static str, lock_timeout_ms: u64) -> Counted {
+        let dir = tempdir(name);
+        let counted = Counted {
+            store: store_in(&dir).with_lock_timeout(Duration::from_millis(lock_timeout_ms)),
+            rule: rule("ip", 3, 60),
+            key,
+            _dir: dir,
+        };
+        assert!(counted.check().unwrap().is_admit());
+        counted
+    }
+
+    /// The next request for the key.
+    fn check(&self) -> Result<Decision, StoreError> {
+        decide_one(&self.store, &self.rule, self.key)
+    }
+
+    /// The key's lock, taken as another process would, until the file is dropped.
+    fn hold(&self) -> File {
+        hold_lock(&self.store, self.key)
+    }
 }
 
 #[test]
 fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
-    let dir = tempdir("lockwait");
-    let r = rule("ip", 3, 60);
-    let key = "resolve:ip:192.0.2.1";
-    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(300));
-    let check = || decide_one(&store, &r, key);
-    assert!(check().unwrap().is_admit());
+    let key = Counted::new("lockwait", "resolve:ip:192.0.2.1", 300);
     // Another holder that lets go after 100 ms: the request waits for it and counts.
-    let holder = hold_lock(&store, key);
+    let holder = key.hold();
     let released = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         drop(holder);
     });
-    assert!(check().unwrap().is_admit());
+    assert!(key.check().unwrap().is_admit());
     released.join().unwrap();
     // One that never lets go: a store error after the timeout, not a wait without end.
-    let holder = hold_lock(&store, key);
+    let holder = key.hold();
     let started = Instant::now();
-    let error = check().unwrap_err();
+    let error = key.check().unwrap_err();
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(error.to_string().contains("stayed locked"), "{error}");
     drop(holder);
     // Once it is gone, the count goes on where it was.
-    assert!(check().unwrap().is_admit());
-    assert!(!check().unwrap().is_admit());
-    fs::remove_dir_all(dir).unwrap();
+    assert!(key.check().unwrap().is_admit());
+    assert!(!key.check().unwrap().is_admit());
 }
 
 #[test]
 fn waiters_given_up_on_are_capped() {
-    let dir = tempdir("waiters");
-    let r = rule("ip", 3, 60);
-    let key = "resolve:ip:192.0.2.77";
     // Giving up at once and after the wait stand a second apart: a busy machine moves neither
     // that far.
-    let store = store_in(&dir).with_lock_timeout(Duration::from_millis(1000));
-    let check = || decide_one(&store, &r, key);
-    assert!(check().unwrap().is_admit());
-    let holder = hold_lock(&store, key);
+    let key = Counted::new("waiters", "resolve:ip:192.0.2.77", 1000);
+    let holder = key.hold();
     // Each request gives up; the first ones leave a waiter behind, the later ones find
     // the cap reached and give up at once instead of adding one.
     let at_once = (0..MAX_WAITERS + 4)
         .filter(|_| {
             let started = Instant::now();
-            assert!(check().is_err());
+            assert!(key.check().is_err());
             started.elapsed() < Duration::from_millis(500)
         })
         .count();
@@ -121,8 +150,7 @@ fn waiters_given_up_on_are_capped() {
     while WAITERS.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(check().unwrap().is_admit());
-    fs::remove_dir_all(dir).unwrap();
+    assert!(key.check().unwrap().is_admit());
 }
 
 #[test]
@@ -174,13 +202,7 @@ fn links_and_fifos_are_refused_never_followed_or_waited_on() {
         let report = store.sweep(None).unwrap();
         assert!(report.complete);
     }
-    assert_eq!(
-        fs::read_dir(&outside).unwrap().count(),
-        1,
-        "only the target outside"
-    );
-    fs::remove_dir_all(dir).unwrap();
-    fs::remove_dir_all(outside).unwrap();
+    assert_eq!(entries(&outside), 1, "only the target outside");
 }
 
 #[test]
@@ -189,7 +211,7 @@ fn counts_persist_across_store_instances() {
     let r = rule("ip", 3, 60);
     for i in 0..5 {
         // A new store per request, as each CGI request is a new process.
-        let store = FileStore::new(&dir, FakeClock::at(1_000 + i), Duration::from_secs(600));
+        let store = FileStore::new(&*dir, FakeClock::at(1_000 + i), Duration::from_secs(600));
         let d = decide_one(&store, &r, "resolve:ip:192.0.2.1").unwrap();
         assert_eq!(d.is_admit(), i < 3, "request {i}");
     }
@@ -199,18 +221,17 @@ fn counts_persist_across_store_instances() {
         3
     );
     assert_eq!(store.read("resolve:ip:192.0.2.2").unwrap(), None);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_missing_directory_is_created_private() {
-    let dir = tempdir("missing").join("nested").join("data");
+    let base = tempdir("missing");
+    let dir = base.join("nested").join("data");
     let store = store_in(&dir);
     let r = rule("ip", 3, 60);
     assert!(decide_one(&store, &r, "k").unwrap().is_admit());
     let mode = fs::metadata(&dir).unwrap().mode() & 0o777;
     assert_eq!(mode, 0o700);
-    fs::remove_dir_all(dir.parent().unwrap().parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -222,7 +243,6 @@ fn an_uncreatable_directory_is_an_error_with_a_fix() {
     let e = decide_one(&store, &r, "k").unwrap_err();
     assert!(e.detail.contains("mkdir -m 700"), "{e}");
     assert!(store.probe().is_err());
-    fs::remove_dir_all(base).unwrap();
 }
 
 #[test]
@@ -249,7 +269,6 @@ fn damaged_files_are_reported_and_moved_aside() {
     assert!(e.detail.contains(".damaged"), "{e}");
     // The next request starts a new count.
     assert!(store.decide(&check).unwrap().is_admit());
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -258,7 +277,7 @@ fn sweeps_remove_only_long_finished_windows() {
     fs::write(dir.join(".htaccess"), "Require all denied\n").unwrap();
     let r = rule("ip", 3, 60);
     let clock = FakeClock::at(1_000_000);
-    let store = FileStore::new(&dir, clock, Duration::from_secs(600));
+    let store = FileStore::new(&*dir, clock, Duration::from_secs(600));
     for n in 0..20 {
         decide_one(&store, &r, &format!("resolve:ip:192.0.2.{n}")).unwrap();
     }
@@ -279,14 +298,13 @@ fn sweeps_remove_only_long_finished_windows() {
     assert_eq!((report.scanned, report.removed), (21, 20));
     assert!(store.read(&fresh.key).unwrap().is_some());
     assert!(dir.join(".htaccess").exists(), "never touches other files");
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn a_zero_budget_sweep_stops_early() {
     let dir = tempdir("budget");
     let r = rule("ip", 3, 1);
-    let store = FileStore::new(&dir, FakeClock::at(0), Duration::from_secs(0));
+    let store = FileStore::new(&*dir, FakeClock::at(0), Duration::from_secs(0));
     for n in 0..50 {
         decide_one(&store, &r, &format!("k{n}")).unwrap();
     }
@@ -295,7 +313,6 @@ fn a_zero_budget_sweep_stops_early() {
     assert!(!report.complete);
     assert_eq!(report.removed, 0);
     assert_eq!(store.sweep(None).unwrap().removed, 50);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 /// One entry of `hour` for client `who`: a request and its refusal.
@@ -351,10 +368,10 @@ fn journal_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 
 const HOUR: u32 = 480_000;
 
-fn journal_store(name: &str) -> (PathBuf, FileStore<FakeClock>) {
+fn journal_store(name: &str) -> (Dir, FileStore<FakeClock>) {
     let dir = tempdir(name);
     let store = FileStore::new(
-        &dir,
+        &*dir,
         FakeClock::at(u64::from(HOUR) * usage::HOUR_MS + 5),
         Duration::from_secs(600),
     );
@@ -399,7 +416,6 @@ fn journal_files_are_private_and_a_crash_left_over_never_counts_twice() {
     store.sweep(None).unwrap();
     assert!(journal_files(&dir, "h").is_empty());
     assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -433,7 +449,6 @@ fn a_journal_write_that_never_completed_leaves_the_counts_before_it() {
         .journal_add(&refused_entry(HOUR, "192.0.2.1"))
         .unwrap();
     assert_eq!(journal_of(&store, HOUR, HOUR + 1)[0].2, 2);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -471,7 +486,6 @@ fn damaged_journal_files_are_moved_aside_and_reported() {
     fs::write(dir.join(journal::DIR_NAME).join("notes"), b"junk").unwrap();
     assert!(store.journal_notes().is_err());
     assert_eq!(store.journal_notes().unwrap(), []);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -486,13 +500,7 @@ fn a_journal_directory_that_is_a_link_is_refused_never_followed() {
     assert!(store.journal_rows(HOUR, HOUR + 1).is_err());
     assert!(store.journal_notes().is_err());
     assert!(store.sweep(None).unwrap().complete);
-    assert_eq!(
-        fs::read_dir(&outside).unwrap().count(),
-        0,
-        "nothing outside"
-    );
-    fs::remove_dir_all(dir).unwrap();
-    fs::remove_dir_all(outside).unwrap();
+    assert_eq!(entries(&outside), 0, "nothing outside");
 }
 
 #[test]
@@ -515,7 +523,6 @@ fn used_reads_counters_without_writing() {
     assert!(!store.path_for("resolve:ip:b").exists(), "nothing written");
     store.clock.advance_ms(60_000);
     assert_eq!(store.used(&[check("resolve:ip:a")]).unwrap(), [0]);
-    fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -552,5 +559,4 @@ fn a_bounded_sweep_moves_whole_hours_and_the_rest_later() {
     assert_eq!(sweeps, 5, "one hour each, the last one complete");
     assert!(journal_files(&dir, "h").is_empty());
     assert_eq!(journal_of(&store, first, first + 6), want);
-    fs::remove_dir_all(dir).unwrap();
 }

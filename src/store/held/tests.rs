@@ -25,10 +25,15 @@ fn check<'a>(rule: &'a Rule, who: &str) -> Check<'a> {
     }
 }
 
+/// A store on the memory store and a fake clock at `T0`: the store, and their clock.
+fn memory() -> (MemoryStore<Rc<FakeClock>>, Rc<FakeClock>) {
+    let clock = Rc::new(FakeClock::at(T0));
+    (MemoryStore::new(clock.clone(), Duration::ZERO), clock)
+}
+
 /// The store under memory, a handle on what is behind it, and their clock.
 fn held() -> (Store, MemoryStore<Rc<FakeClock>>, Rc<FakeClock>) {
-    let clock = Rc::new(FakeClock::at(T0));
-    let inner = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let (inner, clock) = memory();
     let store = held_with(inner.as_store(), &clock);
     (store, inner, clock)
 }
@@ -40,6 +45,44 @@ fn held_with(store: Store, clock: &Rc<FakeClock>) -> Store {
         .with_journal(|j| Rc::new(HeldJournal::with_clock(j, clock.clone())))
 }
 
+/// One client (192.0.2.1) under one rule, asking the held store of [`held`].
+struct Client {
+    store: Store,
+    inner: MemoryStore<Rc<FakeClock>>,
+    clock: Rc<FakeClock>,
+    rule: Rule,
+}
+
+impl Client {
+    fn new(limit: u32, window_secs: u32) -> Client {
+        let (store, inner, clock) = held();
+        Client {
+            store,
+            inner,
+            clock,
+            rule: rule(limit, window_secs),
+        }
+    }
+
+    fn checks(&self) -> [Check<'_>; 1] {
+        [check(&self.rule, "192.0.2.1")]
+    }
+
+    fn decide(&self) -> Result<Decision, StoreError> {
+        self.store.counters.decide(&self.checks())
+    }
+
+    /// Whether the next request is admitted (the store answering).
+    fn admitted(&self) -> bool {
+        self.decide().unwrap().is_admit()
+    }
+}
+
+/// Whether the held store admits `checks` (the store answering).
+fn admits(store: &Store, checks: &[Check<'_>]) -> bool {
+    store.counters.decide(checks).unwrap().is_admit()
+}
+
 fn wait_ms(d: &Decision) -> u64 {
     match d {
         Decision::Refuse { wait_ms, .. } => *wait_ms,
@@ -49,110 +92,87 @@ fn wait_ms(d: &Decision) -> u64 {
 
 #[test]
 fn a_refusal_is_answered_from_memory_for_up_to_a_second() {
-    let (store, inner, clock) = held();
-    let r = rule(2, 60);
-    let c = [check(&r, "192.0.2.1")];
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 60_000);
-    inner.set_failing(true);
-    clock.advance_ms(999);
-    let later = store.counters.decide(&c).unwrap();
+    let client = Client::new(2, 60);
+    assert!(client.admitted());
+    assert!(client.admitted());
+    assert_eq!(wait_ms(&client.decide().unwrap()), 60_000);
+    client.inner.set_failing(true);
+    client.clock.advance_ms(999);
+    let later = client.decide().unwrap();
     assert_eq!(wait_ms(&later), 59_001, "the wait counts down");
     assert_eq!(later.statuses()[0].reset_ms, 59_001);
-    clock.advance_ms(1);
+    client.clock.advance_ms(1);
     assert!(
-        store.counters.decide(&c).is_err(),
+        client.decide().is_err(),
         "after a second the store is asked again"
     );
 }
 
 #[test]
 fn a_refusal_is_never_remembered_past_its_end() {
-    let (store, inner, clock) = held();
-    let r = rule(1, 1);
-    let c = [check(&r, "192.0.2.1")];
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    clock.advance_ms(500);
-    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 500);
-    inner.set_failing(true);
-    clock.advance_ms(499);
-    assert_eq!(wait_ms(&store.counters.decide(&c).unwrap()), 1);
-    clock.advance_ms(1);
+    let client = Client::new(1, 1);
+    assert!(client.admitted());
+    client.clock.advance_ms(500);
+    assert_eq!(wait_ms(&client.decide().unwrap()), 500);
+    client.inner.set_failing(true);
+    client.clock.advance_ms(499);
+    assert_eq!(wait_ms(&client.decide().unwrap()), 1);
+    client.clock.advance_ms(1);
     assert!(
-        store.counters.decide(&c).is_err(),
+        client.decide().is_err(),
         "the window ended: the store decides"
     );
-    inner.set_failing(false);
-    assert!(store.counters.decide(&c).unwrap().is_admit());
+    client.inner.set_failing(false);
+    assert!(client.admitted());
 }
 
 #[test]
 fn admissions_always_ask_the_store() {
-    let (store, inner, _) = held();
-    let r = rule(5, 60);
-    let c = [check(&r, "192.0.2.1")];
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    inner.set_failing(true);
-    assert!(store.counters.decide(&c).is_err());
+    let client = Client::new(5, 60);
+    assert!(client.admitted());
+    client.inner.set_failing(true);
+    assert!(client.decide().is_err());
 }
 
 #[test]
 fn other_clients_and_other_rules_are_not_answered_by_a_remembered_refusal() {
-    let (store, _, _) = held();
-    let (r, wider) = (rule(1, 60), rule(2, 60));
-    let c = [check(&r, "192.0.2.1")];
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    assert!(!store.counters.decide(&c).unwrap().is_admit());
-    assert!(
-        store
-            .counters
-            .decide(&[check(&r, "192.0.2.2")])
-            .unwrap()
-            .is_admit()
-    );
+    let client = Client::new(1, 60);
+    assert!(client.admitted());
+    assert!(!client.admitted());
+    assert!(admits(&client.store, &[check(&client.rule, "192.0.2.2")]));
     // The same key under a rule with another limit is another question.
-    assert!(
-        store
-            .counters
-            .decide(&[check(&wider, "192.0.2.1")])
-            .unwrap()
-            .is_admit()
-    );
+    let wider = rule(2, 60);
+    assert!(admits(&client.store, &[check(&wider, "192.0.2.1")]));
 }
 
 #[test]
 fn a_refund_forgets_what_was_remembered() {
-    let (store, _, _) = held();
-    let r = rule(1, 60);
-    let c = [check(&r, "192.0.2.1")];
-    let Decision::Admit { at_ms, .. } = store.counters.decide(&c).unwrap() else {
+    let client = Client::new(1, 60);
+    let Decision::Admit { at_ms, .. } = client.decide().unwrap() else {
         panic!("the first is admitted");
     };
-    assert!(!store.counters.decide(&c).unwrap().is_admit());
-    store.counters.refund(&c, at_ms).unwrap();
-    assert!(
-        store.counters.decide(&c).unwrap().is_admit(),
-        "the place given back is taken at once"
-    );
+    assert!(!client.admitted());
+    client
+        .store
+        .counters
+        .refund(&client.checks(), at_ms)
+        .unwrap();
+    assert!(client.admitted(), "the place given back is taken at once");
 }
 
 #[test]
 fn a_clock_gone_back_forgets() {
-    let (store, inner, clock) = held();
-    let r = rule(1, 60);
-    let c = [check(&r, "192.0.2.1")];
-    assert!(store.counters.decide(&c).unwrap().is_admit());
-    assert!(!store.counters.decide(&c).unwrap().is_admit());
-    inner.set_failing(true);
-    clock.set_ms(T0 - 1);
-    assert!(store.counters.decide(&c).is_err());
+    let client = Client::new(1, 60);
+    assert!(client.admitted());
+    assert!(!client.admitted());
+    client.inner.set_failing(true);
+    client.clock.set_ms(T0 - 1);
+    assert!(client.decide().is_err());
 }
 
 #[test]
 fn no_more_refusals_are_remembered_than_the_bound() {
-    let clock = Rc::new(FakeClock::at(T0));
-    let inner = MemoryStore::new(clock.clone(), Duration::ZERO);
+    let (inner, clock) = memory();
     let store = HeldCounters::with_clock(Rc::new(inner), clock);
     let r = rule(1, 60);
     let n = defaults::FASTCGI_REFUSALS_REMEMBERED + 10;
@@ -296,13 +316,8 @@ fn a_failed_write_is_the_error_of_the_call_that_wrote_and_holds_nothing_after() 
 /// server (which may hang: a request would wait behind it); the next request writes it.
 #[test]
 fn idle_entries_go_to_the_spool_and_the_next_request_writes_them() {
-    let clock = Rc::new(FakeClock::at(T0));
-    let server = MemoryStore::new(clock.clone(), Duration::ZERO);
-    let data = std::env::temp_dir().join(format!(
-        "resolve-held-spool-{}-{}",
-        std::process::id(),
-        crate::support::random::u64()
-    ));
+    let (server, clock) = memory();
+    let data = crate::support::temp::dir("held", "spool");
     let spooled = server.as_store().with_journal(|j| {
         Rc::new(crate::store::spool::SpooledJournal::with_clock(
             j,
@@ -334,14 +349,8 @@ fn idle_entries_go_to_the_spool_and_the_next_request_writes_them() {
 /// stays held, the next request writes it, and so does the end of the process.
 #[test]
 fn what_the_spool_does_not_take_stays_held() {
-    let clock = Rc::new(FakeClock::at(T0));
-    let server = MemoryStore::new(clock.clone(), Duration::ZERO);
-    let data = std::env::temp_dir().join(format!(
-        "resolve-held-nospool-{}-{}",
-        std::process::id(),
-        crate::support::random::u64()
-    ));
-    std::fs::create_dir_all(&data).unwrap();
+    let (server, clock) = memory();
+    let data = crate::support::temp::dir("held", "nospool");
     std::fs::write(data.join(defaults::JOURNAL_SPOOL_DIR), b"in the way").unwrap();
     let spooled = || {
         server.as_store().with_journal(|j| {

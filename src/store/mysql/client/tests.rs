@@ -41,8 +41,9 @@ impl<S: Read + Write> Peer<S> {
         p
     }
 
-    /// The greeting proposing `plugin`, with the capabilities of MySQL 8.
-    fn greet(&mut self, plugin: &str) {
+    /// The greeting proposing `plugin`, with the capabilities of MySQL 8, and the client's
+    /// handshake response to it ([`Peer::response`]).
+    fn greet(&mut self, plugin: &str) -> (u32, String, Vec<u8>, String) {
         let caps: u32 = 0xDFFF_F7FF & !packet::SSL;
         let mut p = vec![10];
         p.extend_from_slice(b"8.0.40\0");
@@ -60,6 +61,7 @@ impl<S: Read + Write> Peer<S> {
         p.extend_from_slice(plugin.as_bytes());
         p.push(0);
         self.send(&p);
+        self.response()
     }
 
     /// Reads the handshake response: (capabilities, user, scramble, plugin).
@@ -87,22 +89,29 @@ impl<S: Read + Write> Peer<S> {
 
 /// What a server checks of a `mysql_native_password` reply.
 fn native_ok(reply: &[u8], salt: &[u8]) -> bool {
-    let stored = Sha1::digest(Sha1::digest(PASSWORD.as_bytes()));
-    let mut h = Sha1::new();
-    h.update(salt);
-    h.update(stored);
-    let once: Vec<u8> = reply.iter().zip(h.finalize()).map(|(a, b)| a ^ b).collect();
-    reply.len() == 20 && Sha1::digest(once).as_slice() == stored.as_slice()
+    scramble_ok::<Sha1>(reply, |h, stored| {
+        h.update(salt);
+        h.update(stored);
+    })
 }
 
 /// What a server checks of a `caching_sha2_password` reply.
 fn sha2_ok(reply: &[u8], salt: &[u8]) -> bool {
-    let stored = Sha256::digest(Sha256::digest(PASSWORD.as_bytes()));
-    let mut h = Sha256::new();
-    h.update(stored);
-    h.update(salt);
+    scramble_ok::<Sha256>(reply, |h, stored| {
+        h.update(stored);
+        h.update(salt);
+    })
+}
+
+/// What a server checks of a scramble made with the hash `D`: the reply, XORed with the hash
+/// of the salt and the stored hash (fed in the method's order by `feed`), hashes to the
+/// stored hash (the hash of the password's hash).
+fn scramble_ok<D: Digest>(reply: &[u8], feed: impl FnOnce(&mut D, &[u8])) -> bool {
+    let stored = D::digest(D::digest(PASSWORD.as_bytes()));
+    let mut h = D::new();
+    feed(&mut h, &stored);
     let once: Vec<u8> = reply.iter().zip(h.finalize()).map(|(a, b)| a ^ b).collect();
-    reply.len() == 32 && Sha256::digest(once).as_slice() == stored.as_slice()
+    reply.len() == <D as Digest>::output_size() && D::digest(once).as_slice() == stored.as_slice()
 }
 
 fn params(place: Place, password: &str) -> Params {
@@ -138,11 +147,18 @@ fn open(place: Place, password: &str) -> Result<Conn, Error> {
     )
 }
 
+/// Why signing in failed, where it must (signing in is a failure of the test).
+fn refused(place: Place, password: &str) -> Error {
+    match open(place, password) {
+        Err(e) => e,
+        Ok(conn) => panic!("signed in to {}", conn.version),
+    }
+}
+
 #[test]
 fn caching_sha2_signs_in_from_the_servers_cache_and_queries() {
     let place = tcp(|p| {
-        p.greet(auth::CACHING_SHA2);
-        let (caps, user, reply, plugin) = p.response();
+        let (caps, user, reply, plugin) = p.greet(auth::CACHING_SHA2);
         assert_eq!(
             (user.as_str(), plugin.as_str()),
             ("site", auth::CACHING_SHA2)
@@ -184,8 +200,7 @@ fn caching_sha2_signs_in_from_the_servers_cache_and_queries() {
 #[test]
 fn caching_sha2_never_sends_the_password_over_plain_tcp() {
     let place = tcp(|p| {
-        p.greet(auth::CACHING_SHA2);
-        let _ = p.response();
+        let _ = p.greet(auth::CACHING_SHA2);
         p.send(&[0x01, 0x04]);
         // Nothing more may come: the client leaves.
         let mut rest = Vec::new();
@@ -195,27 +210,25 @@ fn caching_sha2_never_sends_the_password_over_plain_tcp() {
             "sent after the request for the password: {rest:?}"
         );
     });
-    match open(place, PASSWORD) {
-        Err(Error::Unsupported(why)) => {
+    match refused(place, PASSWORD) {
+        Error::Unsupported(why) => {
             assert!(why.contains("store.tls"), "{why}");
             assert!(!why.contains(PASSWORD));
         }
-        other => panic!("{:?}", other.map(|c| c.version.clone())),
+        other => panic!("{other:?}"),
     }
 }
 
 #[test]
 fn caching_sha2_sends_the_password_over_a_unix_socket() {
-    let dir = std::env::temp_dir().join(format!("resolve-mysql-client-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
+    let dir = crate::support::temp::dir("mysql-client", "unix");
     let path = dir.join("mysql.sock");
     let _ = std::fs::remove_file(&path);
     let l = UnixListener::bind(&path).unwrap();
     let server = std::thread::spawn(move || {
         let (s, _) = l.accept().unwrap();
         let mut p = Peer { s, seq: 0 };
-        p.greet(auth::CACHING_SHA2);
-        let _ = p.response();
+        let _ = p.greet(auth::CACHING_SHA2);
         p.send(&[0x01, 0x04]);
         let clear = p.recv();
         p.ok(2);
@@ -231,8 +244,7 @@ fn caching_sha2_sends_the_password_over_a_unix_socket() {
 fn an_authentication_switch_is_followed_and_a_wrong_password_named() {
     // MariaDB proposes the native method; the user has caching_sha2_password.
     let place = tcp(|p| {
-        p.greet(auth::NATIVE);
-        let (_, _, reply, plugin) = p.response();
+        let (_, _, reply, plugin) = p.greet(auth::NATIVE);
         assert_eq!(plugin, auth::NATIVE);
         assert!(native_ok(&reply, SALT));
         let salt2 = b"ABCDEFGHIJKLMNOPQRST";
@@ -247,37 +259,34 @@ fn an_authentication_switch_is_followed_and_a_wrong_password_named() {
     assert!(open(place, PASSWORD).is_ok());
 
     let place = tcp(|p| {
-        p.greet(auth::NATIVE);
-        let (_, _, reply, _) = p.response();
+        let (_, _, reply, _) = p.greet(auth::NATIVE);
         assert!(!native_ok(&reply, SALT));
         p.send(b"\xff\x15\x04#28000Access denied for user 'site'@'localhost'");
     });
-    match open(place, "wrong") {
-        Err(Error::Server(e)) => assert_eq!(e.code, 1045),
-        other => panic!("{:?}", other.map(|c| c.version.clone())),
+    match refused(place, "wrong") {
+        Error::Server(e) => assert_eq!(e.code, 1045),
+        other => panic!("{other:?}"),
     }
 }
 
 #[test]
 fn a_method_it_does_not_speak_is_named() {
     let place = tcp(|p| {
-        p.greet(auth::NATIVE);
-        let _ = p.response();
+        let _ = p.greet(auth::NATIVE);
         p.send(b"\xfeclient_ed25519\0abcdefghijklmnopqrstuvwxyz012345\0");
         let mut rest = Vec::new();
         let _ = p.s.read_to_end(&mut rest);
     });
-    match open(place, PASSWORD) {
-        Err(Error::Unsupported(why)) => assert!(why.contains("client_ed25519"), "{why}"),
-        other => panic!("{:?}", other.map(|c| c.version.clone())),
+    match refused(place, PASSWORD) {
+        Error::Unsupported(why) => assert!(why.contains("client_ed25519"), "{why}"),
+        other => panic!("{other:?}"),
     }
 }
 
 #[test]
 fn a_server_that_stops_answering_is_given_up_at_the_deadline() {
     let place = tcp(|p| {
-        p.greet(auth::NATIVE);
-        let _ = p.response();
+        let _ = p.greet(auth::NATIVE);
         std::thread::sleep(Duration::from_secs(3));
     });
     let began = Instant::now();
