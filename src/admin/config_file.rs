@@ -3,8 +3,6 @@
 //! new one, never half of one), the replaced text kept as `config.json.previous` for one button
 //! to put back, and the setup code's file beside it. The thin adapter under the pure forms.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::support::defaults;
@@ -30,29 +28,27 @@ pub fn read(path: &Path) -> std::io::Result<Option<String>> {
     }
 }
 
+/// The file's text and its JSON; `missing` stands for the text of a file that is not there
+/// (none: that is a failure). The failure is a line for the log, naming the file.
+pub fn read_json(
+    path: &Path,
+    missing: Option<&str>,
+) -> Result<(String, serde_json::Value), String> {
+    let text = match read(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => missing
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{} is gone", path.display()))?,
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let json =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    Ok((text, json))
+}
+
 /// Writes `text` to `path` in one step, mode 600: a fresh file beside it, synced, renamed over.
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let fresh = path.with_file_name(format!(
-        ".{}.{}.{:x}",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id(),
-        crate::support::random::u64()
-    ));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&fresh)
-        .and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&fresh, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&fresh);
-    }
-    written
+    crate::support::private_file::replace(path, text.as_bytes())
 }
 
 /// Replaces the configuration with `text`, keeping `old` (the text it replaces) as the backup.

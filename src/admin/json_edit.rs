@@ -59,10 +59,7 @@ pub fn set(text: &str, path: &[Step], value: &Value) -> Result<String, String> {
     let mut at = skip_ws(b, 0);
     for (depth, step) in path.iter().enumerate() {
         let (items, names) = children(b, at)?;
-        let found = match step {
-            Step::Key(k) => names.iter().position(|n| n == k),
-            Step::Index(i) => (*i < items.len()).then_some(*i),
-        };
+        let found = position(&items, &names, step);
         match found {
             Some(i) => at = items[i].value_start,
             None => {
@@ -90,20 +87,14 @@ pub fn remove(text: &str, path: &[Step]) -> Result<String, String> {
     let mut at = skip_ws(b, 0);
     for step in parents {
         let (items, names) = children(b, at)?;
-        let found = match step {
-            Step::Key(k) => names.iter().position(|n| n == k),
-            Step::Index(i) => (*i < items.len()).then_some(*i),
-        };
+        let found = position(&items, &names, step);
         match found {
             Some(i) => at = items[i].value_start,
             None => return Ok(text.to_owned()),
         }
     }
     let (items, names) = children(b, at)?;
-    let found = match last {
-        Step::Key(k) => names.iter().position(|n| n == k),
-        Step::Index(i) => (*i < items.len()).then_some(*i),
-    };
+    let found = position(&items, &names, last);
     let Some(i) = found else {
         return Ok(text.to_owned());
     };
@@ -115,6 +106,14 @@ pub fn remove(text: &str, path: &[Step]) -> Result<String, String> {
         (items[0].start, items[0].value_end)
     };
     Ok(format!("{}{}", &text[..from], &text[to..]))
+}
+
+/// Where `step` stands among a value's children (`names`: an object's keys, in order).
+fn position(items: &[Item], names: &[String], step: &Step) -> Option<usize> {
+    match step {
+        Step::Key(k) => names.iter().position(|n| n == k),
+        Step::Index(i) => (*i < items.len()).then_some(*i),
+    }
 }
 
 fn check(text: &str) -> Result<(), String> {

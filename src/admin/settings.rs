@@ -88,18 +88,9 @@ impl Dashboard<'_> {
                 },
             )
         };
-        let old = match config_file::read(&file) {
-            Ok(Some(t)) => t,
-            Ok(None) => return self.settings_failed(ctx, &format!("{} is gone", file.display())),
-            Err(e) => {
-                return self.settings_failed(ctx, &format!("cannot read {}: {e}", file.display()));
-            }
-        };
-        let json: Value = match serde_json::from_str(&old) {
-            Ok(v) => v,
-            Err(e) => {
-                return self.settings_failed(ctx, &format!("{} is not JSON: {e}", file.display()));
-            }
+        let (old, json) = match config_file::read_json(&file, None) {
+            Ok(read) => read,
+            Err(why) => return self.settings_failed(ctx, &why),
         };
         let change = match settings_form::changes(Kind::Settings, &values, &secrets, &json) {
             Ok(c) => c,

@@ -201,18 +201,9 @@ impl Dashboard<'_> {
             Ok(pair) => pair,
             Err(r) => return r,
         };
-        let old = match config_file::read(&file) {
-            Ok(Some(text)) => text,
-            Ok(None) => crate::config::starter::TEXT.to_owned(),
-            Err(e) => {
-                return self.unavailable(ctx, &format!("cannot read {}: {e}", file.display()));
-            }
-        };
-        let json: Value = match serde_json::from_str(&old) {
-            Ok(v) => v,
-            Err(e) => {
-                return self.unavailable(ctx, &format!("{} is not JSON: {e}", file.display()));
-            }
+        let (old, json) = match config_file::read_json(&file, Some(crate::config::starter::TEXT)) {
+            Ok(read) => read,
+            Err(why) => return self.unavailable(ctx, &why),
         };
         if json["admin"]["password_hash"].is_string() {
             return page::html(
