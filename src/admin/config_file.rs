@@ -28,6 +28,16 @@ pub fn read(path: &Path) -> std::io::Result<Option<String>> {
     }
 }
 
+/// The file's JSON as it is, for showing its values in a form: `null` when it is missing or
+/// does not read.
+pub fn json_or_null(path: &Path) -> serde_json::Value {
+    read(path)
+        .ok()
+        .flatten()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 /// The file's text and its JSON; `missing` stands for the text of a file that is not there
 /// (none: that is a failure). The failure is a line for the log, naming the file.
 pub fn read_json(

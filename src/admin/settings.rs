@@ -15,6 +15,24 @@ use crate::http::response::Response;
 use crate::support::log::Level;
 
 impl Dashboard<'_> {
+    /// Writes `new` over the configuration `file`, keeping `old` as the backup, and logs what
+    /// was `done` and from where; a write that fails is answered as a failed save.
+    fn save_logged(
+        &self,
+        ctx: &Ctx<'_>,
+        file: &std::path::Path,
+        (old, new): (&str, &str),
+        done: &str,
+    ) -> Result<(), Response> {
+        if let Err(e) = config_file::save(file, old, new) {
+            return Err(self.settings_failed(ctx, &format!("cannot write {}: {e}", file.display())));
+        }
+        let who = self.identity(ctx.env);
+        self.log
+            .line(Level::Notice, &format!("dashboard: {done} from {who}"));
+        Ok(())
+    }
+
     /// The settings section, filled from the file (or with what was just sent).
     pub(super) fn settings_section(
         &self,
@@ -27,14 +45,7 @@ impl Dashboard<'_> {
         };
         let values = match shown.values {
             Some(v) => v.clone(),
-            None => {
-                let json = config_file::read(file)
-                    .ok()
-                    .flatten()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                    .unwrap_or(Value::Null);
-                Values::of(&json, "")
-            }
+            None => Values::of(&config_file::json_or_null(file), ""),
         };
         settings_page::settings_section(
             &ctx.frame,
@@ -136,14 +147,9 @@ impl Dashboard<'_> {
         if let Err(problems) = check_text(self, &file, &text) {
             return again(&problems);
         }
-        if let Err(e) = config_file::save(&file, &old, &text) {
-            return self.settings_failed(ctx, &format!("cannot write {}: {e}", file.display()));
+        if let Err(r) = self.save_logged(ctx, &file, (&old, &text), "the settings were saved") {
+            return r;
         }
-        let who = self.identity(ctx.env);
-        self.log.line(
-            Level::Notice,
-            &format!("dashboard: the settings were saved from {who}"),
-        );
         match new_hash {
             // The password signs the cookies: the owner is signed in again with the new one.
             Some(hash) => {
@@ -151,7 +157,7 @@ impl Dashboard<'_> {
                     self.sign_in_form(ctx, status, notice)
                 };
                 let keys = token::Keys::derive(&ctx.secret, &hash);
-                self.open_session(ctx, &keys, &who, &refuse)
+                self.open_session(ctx, &keys, &self.identity(ctx.env), &refuse)
             }
             None => saved(ctx, "saved"),
         }
@@ -201,14 +207,14 @@ impl Dashboard<'_> {
                 },
             );
         }
-        if let Err(e) = config_file::save(&file, &current, &previous) {
-            return self.settings_failed(ctx, &format!("cannot write {}: {e}", file.display()));
+        if let Err(r) = self.save_logged(
+            ctx,
+            &file,
+            (&current, &previous),
+            "the previous settings were put back",
+        ) {
+            return r;
         }
-        let who = self.identity(ctx.env);
-        self.log.line(
-            Level::Notice,
-            &format!("dashboard: the previous settings were put back from {who}"),
-        );
         saved(ctx, "restored")
     }
 }

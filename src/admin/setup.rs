@@ -140,14 +140,7 @@ impl Dashboard<'_> {
         };
         let values = match values {
             Some(v) => v.clone(),
-            None => {
-                let json = config_file::read(file)
-                    .ok()
-                    .flatten()
-                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                    .unwrap_or(Value::Null);
-                Values::of(&json, &site_of(ctx))
-            }
+            None => Values::of(&config_file::json_or_null(file), &site_of(ctx)),
         };
         let token = session::sign_in_token(&ctx.keys, &form_cookie);
         let code_file = shown_name(&config_file::code_path(file));
