@@ -352,3 +352,65 @@ fn serve_answers_the_dashboard_at_its_path() {
     assert_eq!(link.unwrap().status, 200);
     assert_eq!(other.unwrap().status, 404);
 }
+
+#[test]
+fn check_and_block_judge_the_lists_as_the_dashboard_does() {
+    let dir = TempDir::new("cli-reach");
+    let config = dir.join("config.json");
+    let config_arg = config.to_str().unwrap();
+    // What the settings boxes once saved without a word: everyone blocked, everyone allowed,
+    // and no visitor limit left.
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data"}, "rules": [],
+            "block": ["0.0.0.0/0", "10.0.0.0/8", "198.51.100.0/24"], "allow": ["::/0"]}"#,
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let o = resolve(&["check", "--config", config_arg], None);
+    let out = output_text(&o);
+    for warning in [
+        "WARN block: 0.0.0.0/0 covers every IPv4 address: it refuses every visitor",
+        "WARN block: 10.0.0.0/8 is wider than an IPv4 /16",
+        "WARN allow: ::/0 covers every IPv6 address: it lets past the visitor limits every visitor",
+        "WARN rules: no rule counts per visitor",
+    ] {
+        assert!(out.contains(warning), "{warning}\n{out}");
+    }
+    assert!(
+        !out.contains("198.51.100.0/24;"),
+        "an ordinary range: {out}"
+    );
+    assert_eq!(out.matches("WARN").count(), 4, "{out}");
+    // `resolve block` asks for --wide where the dashboard would ask for a confirmation.
+    for range in ["0.0.0.0/0", "::/0", "10.0.0.0/8"] {
+        let o = resolve(&["block", range, "--config", config_arg], None);
+        let out = output_text(&o);
+        assert!(!o.status.success(), "{range}: {out}");
+        assert!(
+            out.contains(&format!("resolve block {range} --wide")),
+            "{range}: {out}"
+        );
+        let o = resolve(&["blocks", "--config", config_arg], None);
+        assert!(
+            output_text(&o).contains("No blocks in the store."),
+            "{range}: {}",
+            output_text(&o)
+        );
+    }
+    let o = resolve(
+        &["block", "10.0.0.0/8", "--wide", "--config", config_arg],
+        None,
+    );
+    assert!(o.status.success(), "{}", output_text(&o));
+    let o = resolve(&["block", "10.1.0.0/16", "--config", config_arg], None);
+    assert!(o.status.success(), "{}", output_text(&o));
+    let listed = output_text(&resolve(&["blocks", "--config", config_arg], None));
+    assert!(
+        listed.contains("10.0.0.0/8") && listed.contains("10.1.0.0/16"),
+        "{listed}"
+    );
+}

@@ -5,6 +5,7 @@
 
 pub mod auto_blocks;
 pub mod blocks;
+pub mod reach;
 
 use crate::app::{App, Asked, Tally};
 use crate::core::decision::Decision;

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::app::controls::blocks::{Block, FOREVER, clean_reason, read, update, with, without};
+use crate::app::controls::reach::{self, List};
 use crate::config::Config;
 use crate::core::calendar;
 use crate::core::clock::Clock;
@@ -31,16 +32,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(secs))
 }
 
+/// What `resolve block` was asked besides the range.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Asked<'a> {
+    /// `--for`: how long (none: until unblocked).
+    pub duration: Option<&'a str>,
+    /// `--reason`.
+    pub reason: Option<&'a str>,
+    /// `--wide`: the owner means a range wider than the dashboard may block.
+    pub wide: bool,
+}
+
 /// `resolve block` and `resolve unblock` at the time `clock` tells: the line to print, or what
-/// went wrong.
+/// went wrong. A block the dashboard would not take (wider than its limit, every address) is
+/// refused unless `--wide` says it is meant, the same rule the dashboard's settings apply.
 pub fn command(
     store: &dyn Cache,
     copy: Option<&Path>,
     clock: &dyn Clock,
     verb: &str,
     target: &str,
-    duration: Option<&str>,
-    reason: Option<&str>,
+    asked: &Asked<'_>,
 ) -> Result<String, String> {
     let range = Cidr::parse(target).ok_or_else(|| {
         format!("{target:?} is not an address or range: write e.g. 203.0.113.7, 203.0.113.0/24 or 2001:db8::/48")
@@ -55,14 +67,23 @@ pub fn command(
             format!("{range} was not blocked (`resolve blocks` lists the blocks)")
         });
     }
-    let until_ms = duration
+    if !asked.wide
+        && let Some(concern) = reach::judge(List::Block, &range, None)
+    {
+        return Err(format!(
+            "not blocked: {}. To block it all the same: resolve block {range} --wide",
+            concern.describe()
+        ));
+    }
+    let until_ms = asked
+        .duration
         .map(parse_duration)
         .transpose()?
         .map(|d| now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
     let block = Block {
         range,
         until_ms,
-        reason: clean_reason(reason.unwrap_or("blocked by the owner")),
+        reason: clean_reason(asked.reason.unwrap_or("blocked by the owner")),
         auto: false,
     };
     update(store, copy, now, |list| (with(list, block, now), ())).map_err(failed)?;

@@ -40,9 +40,10 @@ Commands:
         Yesterday's (UTC) summary for a daily cron job, warnings first. With
         --only-problems it prints nothing (so cron sends no mail) unless
         something needs the owner.
-  resolve block ADDRESS|RANGE [--for 24h] [--reason TEXT] [--config FILE]
+  resolve block ADDRESS|RANGE [--for 24h] [--reason TEXT] [--wide] [--config FILE]
         Refuse a client or a range (403) on every server sharing the store,
-        for a while (--for 90s, 30m, 24h, 7d) or until unblocked.
+        for a while (--for 90s, 30m, 24h, 7d) or until unblocked. A range
+        wider than an IPv4 /16 or an IPv6 /32 needs --wide.
   resolve unblock ADDRESS|RANGE [--config FILE]
   resolve blocks [--config FILE]
         The blocks in force: range, until when, why (automatic or not).
@@ -69,6 +70,7 @@ struct Options {
     since: Option<String>,
     json: bool,
     only_problems: bool,
+    wide: bool,
     duration: Option<String>,
     reason: Option<String>,
 }
@@ -88,6 +90,10 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
             }
             "--only-problems" => {
                 o.only_problems = true;
+                continue;
+            }
+            "--wide" => {
+                o.wide = true;
                 continue;
             }
             _ => {}
@@ -231,7 +237,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                     )
                 })?;
             let allowed: &[&str] = if verb == "block" {
-                &["--config", "--for", "--reason"]
+                &["--config", "--for", "--reason", "--wide"]
             } else {
                 &["--config"]
             };
@@ -244,8 +250,11 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 &crate::core::clock::SystemClock,
                 verb,
                 &target,
-                options.duration.as_deref(),
-                options.reason.as_deref(),
+                &crate::command::blocks::Asked {
+                    duration: options.duration.as_deref(),
+                    reason: options.reason.as_deref(),
+                    wide: options.wide,
+                },
             )
             .map(|line| {
                 println!("{line}");

@@ -4,6 +4,7 @@
 
 use std::io::Write;
 
+use crate::app::controls::reach::{self, List};
 use crate::config::Config;
 use crate::core::rule::KeyKind;
 use crate::provider::spec::{HttpMethod, ProviderSpec};
@@ -151,6 +152,7 @@ fn report_controls(config: &Config, store: &Store, out: &mut dyn Write) {
             "block: {block} addresses or ranges refused with 403; allow: {allow} exempt from the ip rules (`resolve blocks` lists the temporary blocks)"
         );
     }
+    warn_reach(config, out);
     if let Some(a) = config.auto_block {
         let _ = writeln!(
             out,
@@ -169,6 +171,33 @@ fn report_controls(config: &Config, store: &Store, out: &mut dyn Write) {
                  and real visitors get 429s. Fix: \"client\": {{\"trusted_proxies\": [\"{name}\"]}}"
             );
         }
+    }
+}
+
+/// Warns of what the dashboard would not write without a confirmation (the same judgement,
+/// `app::controls::reach`): a `block` or `allow` entry wider than its Block button's limit or
+/// covering every address, and no rule left that counts per visitor.
+fn warn_reach(config: &Config, out: &mut dyn Write) {
+    for (list, set, name) in [
+        (List::Block, &config.block, "block"),
+        (List::Allow, &config.allow, "allow"),
+    ] {
+        for concern in reach::judge_all(list, set.ranges(), None) {
+            let _ = writeln!(
+                out,
+                "WARN {name}: {}; if that is not meant, take {} out of \"{name}\"",
+                concern.describe(),
+                concern.range()
+            );
+        }
+    }
+    if !config.rules.iter().any(|r| r.key == KeyKind::Ip) {
+        let _ = writeln!(
+            out,
+            "WARN rules: no rule counts per visitor (\"key\": \"ip\"), so one visitor can spend \
+             what the spend limits leave for everyone; add for example \
+             {{\"name\": \"ip\", \"key\": \"ip\", \"limit\": 30, \"window_secs\": 60}} to \"rules\""
+        );
     }
 }
 

@@ -259,8 +259,12 @@ fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_re
     let b =
         Bench::new(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}]}"#);
     let command = |verb, target, duration, reason| {
-        crate::command::blocks::command(&b.store, None, b.clock(), verb, target, duration, reason)
-            .unwrap()
+        let asked = crate::command::blocks::Asked {
+            duration,
+            reason,
+            wide: false,
+        };
+        crate::command::blocks::command(&b.store, None, b.clock(), verb, target, &asked).unwrap()
     };
     let listing = || crate::command::blocks::listing(&b.store, &b.cfg, b.clock()).unwrap();
     assert_eq!(
