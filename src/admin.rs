@@ -16,6 +16,7 @@ pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;
 pub mod json_edit;
+mod kept_tokens;
 pub mod page;
 pub mod same_origin;
 pub mod server_key;
@@ -97,6 +98,20 @@ struct Fields {
 }
 
 impl Fields {
+    /// The form's name for the log, from its `action` field (the sign-in form has none).
+    fn form_name(&self) -> &'static str {
+        match self.action.as_str() {
+            "settings" => "settings",
+            "restore" => "restore",
+            "signout" => "sign-out",
+            "signout-all" => "sign-out-everywhere",
+            "block" => "block",
+            "unblock" => "unblock",
+            "setup" => "setup",
+            _ => "sign-in",
+        }
+    }
+
     fn read(body: &[u8]) -> Fields {
         let field = |name: &str| {
             form::raw_values(body, name)
@@ -182,10 +197,17 @@ impl Dashboard<'_> {
             return self.show(&ctx);
         }
         let mut bytes = Vec::new();
-        if let Err(e) = body.take(head.body_len).read_to_end(&mut bytes) {
-            return page::text(400, &format!("The form arrived incomplete: {e}."));
-        }
-        if bytes.len() as u64 != head.body_len {
+        let read = body.take(head.body_len).read_to_end(&mut bytes);
+        if read.is_err() || bytes.len() as u64 != head.body_len {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused a form from {}: it arrived incomplete ({} of {} bytes)",
+                    self.identity(env),
+                    bytes.len(),
+                    head.body_len
+                ),
+            );
             return page::text(400, "The form arrived incomplete.");
         }
         if let Err(header) = same_origin::check(env) {
@@ -203,7 +225,18 @@ impl Dashboard<'_> {
         if self.config.admin.is_none() {
             return match fields.action.as_str() {
                 "setup" => self.setup(&ctx, &fields.csrf, &bytes),
-                _ => self.setup_form(&ctx, 403, None, &[], None),
+                _ => {
+                    self.log.line(
+                        Level::Warn,
+                        &format!(
+                            "dashboard: refused the {} form from {}: the site is not set up \
+                             yet (no admin section), so only the setup form is used",
+                            fields.form_name(),
+                            self.identity(env)
+                        ),
+                    );
+                    self.setup_form(&ctx, 403, None, &[], None)
+                }
             };
         }
         match fields.action.as_str() {
@@ -418,21 +451,43 @@ impl Dashboard<'_> {
                 page::see_other(&ctx.frame)
                     .header("Set-Cookie", cookies::clear(ctx.scope, SESSION_COOKIE))
             }
-            Some(_) => page::refused(
-                &ctx.frame,
-                403,
-                "Not signed out",
-                "This sign-out form did not come from your dashboard, so it was \
+            Some(_) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!(
+                        "dashboard: refused the {} form from {}: its form token is not this \
+                         session's; still signed in",
+                        fields.form_name(),
+                        self.identity(ctx.env)
+                    ),
+                );
+                page::refused(
+                    &ctx.frame,
+                    403,
+                    "Not signed out",
+                    "This sign-out form did not come from your dashboard, so it was \
                  not used: you are still signed in.",
-            ),
-            None => self.sign_in_form(
-                ctx,
-                403,
-                Some(Notice {
-                    kind: "error",
-                    text: "You were not signed in (or your sign-in had expired).",
-                }),
-            ),
+                )
+            }
+            None => {
+                self.log.line(
+                    Level::Warn,
+                    &format!(
+                        "dashboard: refused the {} form from {}: not signed in (or the sign-in \
+                         had expired)",
+                        fields.form_name(),
+                        self.identity(ctx.env)
+                    ),
+                );
+                self.sign_in_form(
+                    ctx,
+                    403,
+                    Some(Notice {
+                        kind: "error",
+                        text: "You were not signed in (or your sign-in had expired).",
+                    }),
+                )
+            }
         }
     }
 
@@ -450,8 +505,9 @@ impl Dashboard<'_> {
     /// The dashboard itself: the figures of the period, then the configuration check.
     fn dashboard(&self, ctx: &Ctx<'_>, session: &Session) -> Response {
         let query = ctx.env.get("QUERY_STRING").unwrap_or_default();
+        let done = settings_page::done_notice(query);
         let shown = settings_page::Shown {
-            notice: settings_page::done_notice(query),
+            notice: done.as_deref().map(|text| Notice { kind: "ok", text }),
             ..settings_page::Shown::default()
         };
         self.dashboard_with(ctx, session, 200, &shown)

@@ -356,6 +356,7 @@ fn settings_saved_refused_and_put_back_leaving_the_hand_written_json() {
         &[
             ("spend_day", "50"),
             ("token", new_token),
+            ("current_password", PASSWORD),
             ("origins", "https://ann.example\nhttps://www.ann.example"),
             ("block", "203.0.113.0/24"),
         ],

@@ -77,6 +77,14 @@ impl Dashboard<'_> {
                 )
             });
         if !bound {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused the sign-in form from {}: its form token has expired or \
+                     is not this browser's; the password was not checked",
+                    self.identity(ctx.env)
+                ),
+            );
             return self.sign_in_form(
                 ctx,
                 403,

@@ -1,32 +1,19 @@
 //! The dashboard's blocks: a client blocked for a day from the top clients' table, the store's
 //! blocks listed with a button to lift each. A block from here covers at most an IPv4 /16 or an
-//! IPv6 /32 (a leaked session cannot block everyone), and never shortens a longer block of the
+//! IPv6 /32 (a leaked session cannot block everyone) and never the owner's own address (the
+//! lists' one judgement, `app::controls::reach`), and never shortens a longer block of the
 //! same range. The configuration's `block` list is the file's, not the dashboard's: not shown.
 
 use super::page::{self, Notice};
 use super::session::{self, Session};
 use super::{Ctx, Dashboard, Fields};
 use crate::app::controls::blocks::{self, Block};
+use crate::app::controls::reach::{self, List};
 use crate::http::response::Response;
 use crate::net::cidr::Cidr;
 use crate::support::defaults;
 use crate::support::html::escape;
 use crate::support::log::Level;
-
-/// Why a range may not be blocked from the dashboard, if it may not.
-pub fn too_wide(range: &Cidr) -> Option<String> {
-    let (least, family) = if range.is_ipv4() {
-        (defaults::ADMIN_BLOCK_WIDEST_V4, "IPv4")
-    } else {
-        (defaults::ADMIN_BLOCK_WIDEST_V6, "IPv6")
-    };
-    (range.prefix() < least).then(|| {
-        format!(
-            "{range} is wider than the dashboard may block ({family} /{least} at most): use \
-             `resolve block` or the configuration's block list for wider ranges."
-        )
-    })
-}
 
 /// What blocking `block` from the dashboard does to `list`: the list to keep, and the live
 /// block of the same range that already ends later (or never), which is then kept as it is.
@@ -58,7 +45,16 @@ impl Dashboard<'_> {
         fields: &Fields,
         title: &'static str,
     ) -> Result<Session, Response> {
+        let what = fields.form_name();
         let Some(session) = self.session(ctx) else {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused the {what} form from {}: not signed in (or the \
+                     sign-in had expired); nothing was changed",
+                    self.identity(ctx.env)
+                ),
+            );
             return Err(self.sign_in_form(
                 ctx,
                 403,
@@ -70,6 +66,14 @@ impl Dashboard<'_> {
             ));
         };
         if !session::check_sign_out(&ctx.keys, &session, &fields.csrf) {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused the {what} form from {}: its form token is not this \
+                     session's; nothing was changed",
+                    self.identity(ctx.env)
+                ),
+            );
             return Err(page::refused(
                 &ctx.frame,
                 403,
@@ -90,6 +94,15 @@ impl Dashboard<'_> {
     ) -> Result<Cidr, Response> {
         self.check_form(ctx, fields, title)?;
         Cidr::parse(&fields.client).ok_or_else(|| {
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused the {} form from {}: {:?} is not an address or a range",
+                    fields.form_name(),
+                    self.identity(ctx.env),
+                    crate::support::text::one_line(&fields.client, 60)
+                ),
+            );
             page::refused(&ctx.frame, 403, title, "That is not an address or a range.")
         })
     }
@@ -102,7 +115,20 @@ impl Dashboard<'_> {
             Ok(range) => range,
             Err(r) => return r,
         };
-        if let Some(why) = too_wide(&range) {
+        if let Some(concern) = reach::judge(List::Block, &range, self.address(ctx.env)) {
+            let why = format!(
+                "{}. The Block button blocks at most an IPv4 /16 or an IPv6 /32, never your own \
+                 address: the settings' block list takes it once you confirm, and `resolve \
+                 block` with --wide.",
+                concern.describe()
+            );
+            self.log.line(
+                Level::Warn,
+                &format!(
+                    "dashboard: refused the block form from {}: {why}",
+                    self.identity(ctx.env)
+                ),
+            );
             return page::refused(&ctx.frame, 403, TITLE, &why);
         }
         let now = self.now_ms;

@@ -14,6 +14,13 @@ pub fn backup_path(config: &Path) -> PathBuf {
     config.with_file_name(name)
 }
 
+/// The tokens of the providers not in use, beside the configuration.
+pub fn kept_tokens_path(config: &Path) -> PathBuf {
+    let mut name = config.file_name().unwrap_or_default().to_owned();
+    name.push(defaults::KEPT_TOKENS_SUFFIX);
+    config.with_file_name(name)
+}
+
 /// The setup code's file, beside the configuration.
 pub fn code_path(config: &Path) -> PathBuf {
     config.with_file_name(defaults::SETUP_CODE_FILE)

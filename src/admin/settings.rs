@@ -1,16 +1,18 @@
 //! The dashboard's settings: the section shown under the figures (filled from the file as it
 //! is now), its POST (checked as `resolve check` checks, nothing changed when invalid, written
-//! in one step with the replaced file kept) and the button that puts the previous file back.
+//! in one step with the replaced file kept; a new password, token or provider only with the
+//! current password; what the block and allow lists' judgement flags only once confirmed) and
+//! the button that puts the previous file back, the dashboard's password kept.
 
 use serde_json::Value;
 
 use super::json_edit::{self, Edit};
 use super::page::{self, Notice};
 use super::session::{self, Session};
-use super::settings_form::{self, Kind, Problem, Secrets, Values};
+use super::settings_form::{self, Confirm, Kind, Problem, Secrets, Values};
 use super::settings_page::Shown;
 use super::setup::check_text;
-use super::{Ctx, Dashboard, Fields, config_file, settings_page, token};
+use super::{Ctx, Dashboard, Fields, config_file, kept_tokens, settings_page, token};
 use crate::http::response::Response;
 use crate::support::log::Level;
 
@@ -51,8 +53,7 @@ impl Dashboard<'_> {
             &ctx.frame,
             &session::sign_out_token(&ctx.keys, session),
             &values,
-            shown.problems,
-            shown.notice,
+            shown,
             config_file::backup_path(file).exists(),
         )
     }
@@ -76,7 +77,17 @@ impl Dashboard<'_> {
         )
     }
 
-    /// POST of the settings form: only with the session's own token.
+    /// A form of the settings section refused, with its line in the log: `what` was not done
+    /// for the owner at the request's address, `why`.
+    fn not_done(&self, ctx: &Ctx<'_>, what: &str, why: &str) {
+        let who = self.identity(ctx.env);
+        self.log
+            .line(Level::Warn, &format!("dashboard: {what} from {who}: {why}"));
+    }
+
+    /// POST of the settings form: only with the session's own token; a new password, token or
+    /// provider only with the current password, and what the lists' judgement flags only with
+    /// the confirmation that names it.
     pub(super) fn save_settings(&self, ctx: &Ctx<'_>, fields: &Fields, body: &[u8]) -> Response {
         let session = match self.check_form(ctx, fields, "Not saved") {
             Ok(s) => s,
@@ -86,8 +97,14 @@ impl Dashboard<'_> {
             return self.settings_failed(ctx, "the program has no configuration file to write");
         };
         let values = Values::from_form(body);
-        let secrets = Secrets::from_form(body);
-        let again = |problems: &[Problem]| {
+        let mut secrets = Secrets::from_form(body);
+        let again = |problems: &[Problem], confirm: Option<&Confirm>| {
+            let fields: Vec<&str> = problems.iter().map(|p| p.field).collect();
+            self.not_done(
+                ctx,
+                "the settings were not saved",
+                &format!("to fix or confirm: {}", fields.join(", ")),
+            );
             self.dashboard_with(
                 ctx,
                 &session,
@@ -96,6 +113,7 @@ impl Dashboard<'_> {
                     values: Some(&values),
                     problems,
                     notice: None,
+                    confirm,
                 },
             )
         };
@@ -103,11 +121,36 @@ impl Dashboard<'_> {
             Ok(read) => read,
             Err(why) => return self.settings_failed(ctx, &why),
         };
+        let kept_path = config_file::kept_tokens_path(&file);
+        let kept = config_file::json_or_null(&kept_path);
+        kept_tokens::fill(&values, &mut secrets, &json, &kept);
         let change = match settings_form::changes(Kind::Settings, &values, &secrets, &json) {
             Ok(c) => c,
-            Err(problems) => return again(&problems),
+            Err(problems) => return again(&problems, None),
         };
-        let mut edits = change.edits;
+        let confirm = settings_form::to_confirm(&values, &json, self.address(ctx.env));
+        if !confirm.confirmed_by(&values) {
+            let problems: Vec<Problem> = confirm
+                .concerns
+                .iter()
+                .map(|(field, text)| Problem {
+                    field,
+                    text: format!(
+                        "{text}: tick the box at the end of the form to save it all the same"
+                    ),
+                })
+                .collect();
+            return again(&problems, Some(&confirm));
+        }
+        let _turn = if change.needs_password() {
+            match self.current_password(ctx, &session, &values, &secrets) {
+                Ok(turn) => Some(turn),
+                Err(r) => return r,
+            }
+        } else {
+            None
+        };
+        let mut edits = change.edits.clone();
         let mut new_hash = None;
         if let Some(password) = &change.password {
             match crate::support::random::secret_bytes::<16>()
@@ -145,9 +188,24 @@ impl Dashboard<'_> {
             Err(e) => return self.settings_failed(ctx, &e),
         };
         if let Err(problems) = check_text(self, &file, &text) {
-            return again(&problems);
+            return again(&problems, None);
         }
-        if let Err(r) = self.save_logged(ctx, &file, (&old, &text), "the settings were saved") {
+        // The token of the provider left is kept before the file that no longer holds it is
+        // written: a failure leaves everything as it was.
+        if let Some(kept) = kept_tokens::after_save(&values, &json, &kept) {
+            let kept = serde_json::to_string_pretty(&kept).unwrap_or_default() + "\n";
+            if let Err(e) = config_file::write_atomic(&kept_path, &kept) {
+                return self
+                    .settings_failed(ctx, &format!("cannot write {}: {e}", kept_path.display()));
+            }
+        }
+        let done = if change.needs_password() {
+            "the settings were saved (the password, the provider or its token changed; the \
+             current password was given)"
+        } else {
+            "the settings were saved"
+        };
+        if let Err(r) = self.save_logged(ctx, &file, (&old, &text), done) {
             return r;
         }
         match new_hash {
@@ -163,7 +221,65 @@ impl Dashboard<'_> {
         }
     }
 
-    /// POST to put the previous file back (the current one becomes the previous).
+    /// The current password a change of the password, the token or the provider needs,
+    /// checked as a sign-in is (a wrong one counts against the sign-in budgets): the hash's
+    /// turn, held until the save is done; else the form again, saying why.
+    fn current_password(
+        &self,
+        ctx: &Ctx<'_>,
+        session: &Session,
+        values: &Values,
+        secrets: &Secrets,
+    ) -> Result<crate::admin::hash_turn::Turn, Response> {
+        let refuse = |status: u16, notice: Option<Notice<'_>>| {
+            let text = notice.map_or_else(String::new, |n| n.text.to_owned());
+            let problems = [Problem {
+                field: "current_password",
+                text: format!(
+                    "{text} A new password, API token or provider needs your current password: \
+                     nothing was changed."
+                ),
+            }];
+            self.dashboard_with(
+                ctx,
+                session,
+                status,
+                &Shown {
+                    values: Some(values),
+                    problems: &problems,
+                    notice: None,
+                    confirm: None,
+                },
+            )
+        };
+        if secrets.current.is_empty() {
+            self.not_done(
+                ctx,
+                "the settings were not saved",
+                "a new password, token or provider without the current password",
+            );
+            return Err(refuse(
+                403,
+                Some(Notice {
+                    kind: "error",
+                    text: "Type your current password.",
+                }),
+            ));
+        }
+        let hash = self
+            .config
+            .admin
+            .as_ref()
+            .map(|a| a.password_hash.expose())
+            .unwrap_or_default();
+        let right = || crate::support::password::verify(hash, &secrets.current);
+        self.guarded(ctx, "current password", &refuse, &right)
+            .map(|(turn, _)| turn)
+    }
+
+    /// POST to put the previous file back (the current one becomes the previous), with the
+    /// current `admin` section kept (the password and the sessions it signs): the dashboard
+    /// then lists the settings put back.
     pub(super) fn restore(&self, ctx: &Ctx<'_>, fields: &Fields) -> Response {
         const TITLE: &str = "Not restored";
         let session = match self.check_form(ctx, fields, TITLE) {
@@ -177,6 +293,11 @@ impl Dashboard<'_> {
         let (current, previous) = match (config_file::read(&file), config_file::read(&backup)) {
             (Ok(Some(c)), Ok(Some(p))) => (c, p),
             (Ok(_), Ok(None)) => {
+                self.not_done(
+                    ctx,
+                    "nothing was put back",
+                    "there is no previous file to put back",
+                );
                 return self.dashboard_with(
                     ctx,
                     &session,
@@ -195,27 +316,61 @@ impl Dashboard<'_> {
                 return self.settings_failed(ctx, &format!("{} is gone", file.display()));
             }
         };
-        if let Err(problems) = check_text(self, &file, &previous) {
+        let parse = |t: &str| serde_json::from_str::<Value>(t).unwrap_or(Value::Null);
+        let (now, before) = (parse(&current), parse(&previous));
+        let text = match (&now["admin"], &before["admin"]) {
+            (admin, was) if !admin.is_null() && admin != was && before.is_object() => {
+                match json_edit::apply(
+                    &previous,
+                    &[Edit {
+                        path: json_edit::path(&["admin"]),
+                        value: Some(admin.clone()),
+                    }],
+                ) {
+                    Ok(t) => t,
+                    Err(e) => return self.settings_failed(ctx, &e),
+                }
+            }
+            _ => previous.clone(),
+        };
+        if let Err(problems) = check_text(self, &file, &text) {
+            let fields: Vec<&str> = problems.iter().map(|p| p.field).collect();
+            self.not_done(
+                ctx,
+                "nothing was put back",
+                &format!(
+                    "the previous file does not pass the check: {}",
+                    fields.join(", ")
+                ),
+            );
             return self.dashboard_with(
                 ctx,
                 &session,
                 400,
                 &Shown {
                     problems: &problems,
-                    notice: None,
-                    values: None,
+                    ..Shown::default()
                 },
             );
         }
+        let put = settings_form::put_back(&now, &before);
+        let listed = if put.is_empty() {
+            "none".to_owned()
+        } else {
+            put.join(",")
+        };
         if let Err(r) = self.save_logged(
             ctx,
             &file,
-            (&current, &previous),
-            "the previous settings were put back",
+            (&current, &text),
+            &format!(
+                "the previous settings were put back ({}), the dashboard password kept",
+                listed.replace(',', ", ")
+            ),
         ) {
             return r;
         }
-        saved(ctx, "restored")
+        saved(ctx, &format!("restored&put={listed}"))
     }
 }
 

@@ -51,6 +51,8 @@ pub struct Values {
     pub origins: String,
     pub block: String,
     pub allow: String,
+    /// The confirmation the form's second step sent: what it confirms (see [`Confirm`]).
+    pub confirm: String,
 }
 
 /// What the form sends that is never shown back.
@@ -60,6 +62,8 @@ pub struct Secrets {
     pub token: String,
     pub password: String,
     pub again: String,
+    /// The current password, which a change of the password, the token or the provider needs.
+    pub current: String,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -90,6 +94,7 @@ impl Values {
             origins: field(body, "origins"),
             block: field(body, "block"),
             allow: field(body, "allow"),
+            confirm: field(body, "confirm"),
         }
     }
 
@@ -130,6 +135,7 @@ impl Values {
             origins: lines("allowed_origins"),
             block: lines("block"),
             allow: lines("allow"),
+            confirm: String::new(),
         };
         if json.get("rules").is_none() {
             // The rule that applies when the file names none.
@@ -148,6 +154,7 @@ impl Secrets {
             token: field(body, "token"),
             password: field(body, "password"),
             again: field(body, "password_again"),
+            current: field(body, "current_password"),
         }
     }
 }
@@ -172,6 +179,92 @@ fn problem(field: &'static str, text: impl Into<String>) -> Problem {
 pub struct Change {
     pub edits: Vec<Edit>,
     pub password: Option<String>,
+}
+
+impl Change {
+    /// Whether it changes what a stolen session must not change without the password: the
+    /// password, the provider or its token.
+    pub fn needs_password(&self) -> bool {
+        self.password.is_some()
+            || self
+                .edits
+                .iter()
+                .any(|e| e.path.first() == Some(&Step::Key("provider".into())))
+    }
+}
+
+/// What a form would write that the owner must confirm apart, in a second step that names it:
+/// new `block` and `allow` entries the lists' judgement flags (`app::controls::reach`), and
+/// visitor limits all taken away.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confirm {
+    /// Each concern: the field it is about and the sentence that says what it does.
+    pub concerns: Vec<(&'static str, String)>,
+}
+
+impl Confirm {
+    /// What the confirmation's checkbox sends: the concerns' fields and ranges, so that a
+    /// confirmation of one set of concerns never passes another.
+    pub fn key(&self) -> String {
+        self.concerns
+            .iter()
+            .map(|(field, text)| {
+                let range = text.split(' ').next().unwrap_or_default();
+                format!("{field}:{range}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Whether the form sent the confirmation of exactly these concerns (none: nothing to
+    /// confirm).
+    pub fn confirmed_by(&self, values: &Values) -> bool {
+        self.concerns.is_empty() || values.confirm == self.key()
+    }
+}
+
+/// What the settings form `values` would write, against the configuration `json` holds now,
+/// that must be confirmed: the owner writing from `owner`.
+pub fn to_confirm(values: &Values, json: &Value, owner: Option<std::net::IpAddr>) -> Confirm {
+    use crate::app::controls::reach::{self, List};
+    let now = Values::of(json, &values.site);
+    let mut concerns = Vec::new();
+    for (field, list, text, have) in [
+        ("block", List::Block, &values.block, &now.block),
+        ("allow", List::Allow, &values.allow, &now.allow),
+    ] {
+        let had = lines(have);
+        let new: Vec<crate::net::cidr::Cidr> = lines(text)
+            .iter()
+            .filter(|l| !had.contains(l))
+            .filter_map(|l| crate::net::cidr::Cidr::parse(l))
+            .collect();
+        for c in reach::judge_all(list, &new, owner) {
+            concerns.push((field, c.describe()));
+        }
+    }
+    let other_visitor_rule = json["rules"].as_array().is_some_and(|rules| {
+        rules.iter().any(|r| {
+            r["key"].as_str() == Some("ip")
+                && ![Some(MINUTE), Some(DAY)].contains(&r["window_secs"].as_u64())
+        })
+    });
+    let had_visitor_limit =
+        !now.visitor_minute.trim().is_empty() || !now.visitor_day.trim().is_empty();
+    if values.visitor_minute.trim().is_empty()
+        && values.visitor_day.trim().is_empty()
+        && json.get("rules").is_some()
+        && had_visitor_limit
+        && !other_visitor_rule
+    {
+        concerns.push((
+            "visitor_minute",
+            "no visitor limit: with both fields empty no rule counts per visitor, and one \
+             visitor can spend what the spend limits leave for everyone"
+                .to_owned(),
+        ));
+    }
+    Confirm { concerns }
 }
 
 /// Which form: the first setup, or the settings of a site set up already.
@@ -459,6 +552,59 @@ pub fn changes(
     } else {
         Err(problems)
     }
+}
+
+/// What putting `to` back in place of `from` changes, by the short names the dashboard's
+/// notice lists (`settings_page::PUT_BACK`); the `admin` section is not compared (a restore
+/// keeps it).
+pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
+    let (a, b) = (Values::of(from, ""), Values::of(to, ""));
+    let mut put = Vec::new();
+    for (name, x, y) in [
+        ("provider", &a.provider, &b.provider),
+        ("spend_day", &a.spend_day, &b.spend_day),
+        ("spend_month", &a.spend_month, &b.spend_month),
+        ("visitor_minute", &a.visitor_minute, &b.visitor_minute),
+        ("visitor_day", &a.visitor_day, &b.visitor_day),
+        ("origins", &a.origins, &b.origins),
+        ("block", &a.block, &b.block),
+        ("allow", &a.allow, &b.allow),
+    ] {
+        if x != y {
+            put.push(name);
+        }
+    }
+    if from["provider"]["token"] != to["provider"]["token"] {
+        put.insert(usize::from(put.first() == Some(&"provider")), "token");
+    }
+    let rest = |json: &Value| {
+        let mut map = json.as_object().cloned().unwrap_or_default();
+        for shown in [
+            "admin",
+            "provider",
+            "spend",
+            "rules",
+            "allowed_origins",
+            "block",
+            "allow",
+        ] {
+            map.remove(shown);
+        }
+        map
+    };
+    if rest(from) != rest(to) || (put.is_empty() && strip_admin(from) != strip_admin(to)) {
+        put.push("other");
+    }
+    put
+}
+
+/// `json` without its `admin` section.
+fn strip_admin(json: &Value) -> Value {
+    let mut json = json.clone();
+    if let Some(map) = json.as_object_mut() {
+        map.remove("admin");
+    }
+    json
 }
 
 /// The form field a configuration error is about, from its field's name.

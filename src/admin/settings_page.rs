@@ -3,7 +3,7 @@
 //! secrets' fields always empty (a token or password is never written into a page). Pure.
 
 use super::page::{self, Frame, Notice};
-use super::settings_form::{Problem, Values, providers};
+use super::settings_form::{Confirm, Problem, Values, providers};
 use crate::support::defaults;
 use crate::support::html::escape;
 
@@ -13,22 +13,78 @@ pub struct Shown<'a> {
     pub values: Option<&'a Values>,
     pub problems: &'a [Problem],
     pub notice: Option<Notice<'a>>,
+    /// What must be confirmed before the form is saved: shown as a second step.
+    pub confirm: Option<&'a Confirm>,
 }
 
-/// The notice for `?done=...` after a save or a restore.
-pub fn done_notice(query: &[u8]) -> Option<Notice<'static>> {
+/// The settings a restore can put back, by the short name `?put=` gives them, in words.
+pub const PUT_BACK: [(&str, &str); 11] = [
+    ("provider", "the provider"),
+    ("token", "the API token"),
+    ("spend_day", "the paid calls per day"),
+    ("spend_month", "the paid calls per 30 days"),
+    ("visitor_minute", "the requests per visitor per minute"),
+    ("visitor_day", "the requests per visitor per day"),
+    ("origins", "the sites whose pages may use it"),
+    ("block", "the blocked addresses"),
+    ("allow", "the allowed addresses"),
+    ("other", "settings written by hand in the file"),
+    ("none", ""),
+];
+
+/// The notice's text for `?done=...` after a save or a restore (`&put=` lists what the
+/// restore put back).
+pub fn done_notice(query: &[u8]) -> Option<String> {
     let done = crate::net::form::raw_values(query, "done");
     match done.first().copied() {
-        Some(b"saved") => Some(Notice {
-            kind: "ok",
-            text: "Saved. The previous file is kept: the button below the form puts it back.",
-        }),
-        Some(b"restored") => Some(Notice {
-            kind: "ok",
-            text: "The previous settings are back (and the ones they replaced are kept).",
-        }),
+        Some(b"saved") => {
+            Some("Saved. The previous file is kept: the button below the form puts it back.".into())
+        }
+        Some(b"restored") => {
+            let put = crate::net::form::raw_values(query, "put");
+            let names: Vec<&str> = put
+                .first()
+                .map(|p| p.split(|b| *b == b',').collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|n| PUT_BACK.iter().find(|(k, _)| k.as_bytes() == n))
+                .map(|(_, words)| *words)
+                .filter(|w| !w.is_empty())
+                .collect();
+            let what = if names.is_empty() {
+                "The previous file is back; it held the same settings as the one it replaced."
+                    .to_owned()
+            } else {
+                format!("The previous settings are back: {}.", names.join(", "))
+            };
+            Some(format!(
+                "{what} Your dashboard password and sign-ins were kept as they are; the \
+                 replaced file is kept, so the button puts it back in turn."
+            ))
+        }
         _ => None,
     }
+}
+
+/// The second step of a form that would write something to confirm apart: each concern in
+/// words, and the checkbox that confirms exactly these.
+fn confirm_step(confirm: Option<&Confirm>) -> String {
+    let Some(confirm) = confirm.filter(|c| !c.concerns.is_empty()) else {
+        return String::new();
+    };
+    let items: String = confirm
+        .concerns
+        .iter()
+        .map(|(_, text)| format!("<li>{}</li>", escape(text)))
+        .collect();
+    format!(
+        "<fieldset class=\"confirm\">\n<legend>Confirm what this saves</legend>\n\
+         <ul id=\"confirm-what\">{items}</ul>\n<div class=\"check\">\
+         <input id=\"confirm\" name=\"confirm\" type=\"checkbox\" value=\"{}\" \
+         aria-describedby=\"confirm-what\"> <label for=\"confirm\">I mean this: save it as \
+         written above</label></div>\n</fieldset>\n",
+        escape(&confirm.key())
+    )
 }
 
 /// The problem of one field, under it.
@@ -299,22 +355,37 @@ pub fn setup(
     page::document("Set up", &main, frame, true)
 }
 
-/// The dashboard's settings section: the form, and the button that puts the previous file
-/// back when there is one.
+/// The dashboard's settings section: the form (with its confirmation step when `shown` has
+/// one), and the button that puts the previous file back when there is one.
 pub fn settings_section(
     frame: &Frame<'_>,
     csrf: &str,
     values: &Values,
-    problems: &[Problem],
-    notice: Option<Notice<'_>>,
+    shown: &Shown<'_>,
     has_backup: bool,
 ) -> String {
+    let (problems, notice) = (shown.problems, shown.notice);
+    let confirming = shown.confirm.is_some_and(|c| !c.concerns.is_empty());
+    let summary = if confirming {
+        summary(
+            &[],
+            Some(Notice {
+                kind: "error",
+                text: "Nothing was changed yet: what is marked below shuts visitors (or you) \
+                       out, or lets them past the limits. Tick the box at the end of the form \
+                       to save it as written, or change it, then save again.",
+            }),
+        )
+    } else {
+        summary(problems, notice)
+    };
     let restore = if has_backup {
         format!(
             "<form class=\"restore\" {}>\n\
              <input type=\"hidden\" name=\"action\" value=\"restore\">\n\
              <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
-             <p class=\"hint\">Each save keeps the file it replaced.</p>\n\
+             <p class=\"hint\">Each save keeps the file it replaced. Putting it back keeps \
+             your dashboard password and sign-ins.</p>\n\
              <button id=\"restore\" type=\"submit\">Put the previous settings back</button>\n\
              </form>\n",
             page::form_attributes(frame),
@@ -329,16 +400,17 @@ pub fn settings_section(
          <input type=\"hidden\" name=\"action\" value=\"settings\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n{}\
          <fieldset>\n<legend>Who may use it</legend>\n{}{}{}</fieldset>\n\
-         <fieldset>\n<legend>The dashboard</legend>\n{}</fieldset>\n{}\
+         <fieldset>\n<legend>The dashboard</legend>\n{}{}</fieldset>\n{}{}\
          <button id=\"save-settings\" type=\"submit\">Save settings</button>\n</form>\n{restore}\
          </section>\n",
-        summary(problems, notice),
+        summary,
         page::form_attributes(frame),
         escape(csrf),
         common(
             values,
             problems,
-            "Empty: the token stays as it is (it is never shown)."
+            "Empty: the token stays as it is (it is never shown), and each provider's token is \
+             kept when you choose another."
         ),
         lines(
             "origins",
@@ -351,7 +423,8 @@ pub fn settings_section(
             "block",
             "Blocked addresses",
             &values.block,
-            "One address or range a line, like 203.0.113.0/24: refused before anything counts.",
+            "One address or range a line, like 203.0.113.0/24: refused before anything counts. \
+             Wider than a /16, or your own address: you are asked to confirm.",
             problems
         ),
         lines(
@@ -362,7 +435,15 @@ pub fn settings_section(
             problems
         ),
         password_fields(problems, "Empty: the password stays as it is."),
+        secret(
+            "current_password",
+            "Your current password",
+            "current-password",
+            "Needed to change the password, the API token or the provider.",
+            problems
+        ),
         general(problems),
+        confirm_step(shown.confirm),
     )
 }
 
@@ -409,11 +490,11 @@ mod tests {
             page.contains("aria-describedby=\"token-hint token-problem\" aria-invalid=\"true\"")
         );
         assert!(page.contains("~/resolve/setup-code.txt"));
-        let section = settings_section(&Frame::default(), "c", &values, &[], None, true);
+        let section = settings_section(&Frame::default(), "c", &values, &Shown::default(), true);
         assert!(section.contains("&lt;b&gt;</textarea>"), "{section}");
         assert!(section.contains("value=\"restore\""));
         assert!(
-            !settings_section(&Frame::default(), "c", &values, &[], None, false)
+            !settings_section(&Frame::default(), "c", &values, &Shown::default(), false)
                 .contains("restore")
         );
     }

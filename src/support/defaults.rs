@@ -285,3 +285,8 @@ pub const SETUP_CODE_BYTES: usize = 10;
 /// What is added to the configuration file's name for the copy a dashboard save keeps of the
 /// file it replaced (`config.json.previous`), which one button puts back.
 pub const CONFIG_BACKUP_SUFFIX: &str = ".previous";
+/// What is added to the configuration file's name for the file that keeps the tokens of the
+/// providers not in use (`config.json.tokens`, mode 600, beside the configuration and so
+/// outside the web root): choosing another provider in the settings and coming back never
+/// asks for a token again.
+pub const KEPT_TOKENS_SUFFIX: &str = ".tokens";

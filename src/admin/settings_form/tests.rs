@@ -23,6 +23,7 @@ fn secrets(token: &str, password: &str) -> Secrets {
         token: token.into(),
         password: password.into(),
         again: password.into(),
+        current: String::new(),
     }
 }
 
@@ -162,4 +163,52 @@ fn config_errors_point_at_a_form_field() {
     assert_eq!(field_of("spend[1].limit"), "spend_day");
     assert_eq!(field_of("block[0]"), "block");
     assert_eq!(field_of("line 3 column 4"), "file");
+}
+
+#[test]
+fn what_shuts_everyone_out_is_confirmed_apart_and_only_what_is_new() {
+    let file = serde_json::json!({
+        "rules": [{"name": "ip", "key": "ip", "limit": 20, "window_secs": 60}],
+        "block": ["10.0.0.0/8"]
+    });
+    let mut values = Values::of(&file, "");
+    let me: std::net::IpAddr = "203.0.113.7".parse().unwrap();
+    // Written by hand before: not asked about again.
+    assert_eq!(to_confirm(&values, &file, Some(me)), Confirm::default());
+    values.block = "10.0.0.0/8\n0.0.0.0/0\n203.0.113.0/24".into();
+    values.allow = "::/0".into();
+    values.visitor_minute = String::new();
+    let confirm = to_confirm(&values, &file, Some(me));
+    let fields: Vec<&str> = confirm.concerns.iter().map(|(f, _)| *f).collect();
+    assert_eq!(fields, ["block", "block", "allow", "visitor_minute"]);
+    assert_eq!(
+        confirm.key(),
+        "block:0.0.0.0/0 block:203.0.113.0/24 allow:::/0 visitor_minute:no"
+    );
+    assert!(!confirm.confirmed_by(&values));
+    values.confirm = confirm.key();
+    assert!(confirm.confirmed_by(&values));
+    values.confirm = "block:0.0.0.0/0".into();
+    assert!(!confirm.confirmed_by(&values), "another set of concerns");
+}
+
+#[test]
+fn a_restore_names_what_it_puts_back_and_never_the_password() {
+    let now = serde_json::json!({
+        "provider": {"preset": "realdebrid", "token": "a"},
+        "spend": [{"name": "day", "limit": 50, "window_secs": 86400}],
+        "admin": {"password_hash": "new"}
+    });
+    let before = serde_json::json!({
+        "provider": {"kind": "echo"},
+        "spend": [{"name": "day", "limit": 40, "window_secs": 86400}],
+        "cache": {"ttl_secs": 60}
+    });
+    assert_eq!(
+        put_back(&now, &before),
+        ["provider", "token", "spend_day", "other"]
+    );
+    let mut same = now.clone();
+    same["admin"]["password_hash"] = "old".into();
+    assert!(put_back(&now, &same).is_empty());
 }

@@ -63,15 +63,24 @@ fn owner(site: &Site) -> (Jar, String) {
 }
 
 #[test]
-fn the_dashboard_blocks_no_range_wider_than_a_16_or_a_32() {
+fn the_dashboard_blocks_no_range_wider_than_a_16_or_a_32_nor_the_owner() {
     let site = site();
     let (mut jar, token) = owner(&site);
     for wide in ["0.0.0.0/0", "::/0", "10.0.0.0/15", "2001:db8::/31"] {
         let (r, page) = site.block(&mut jar, wide, &token);
         assert_eq!(r.status, 403, "{wide}");
         assert!(
-            page.contains("wider than the dashboard may block"),
+            page.contains("The Block button blocks at most an IPv4 /16 or an IPv6 /32"),
             "{wide}: {page}"
+        );
+    }
+    // Nor the owner's own address (203.0.113.9), alone or in a range.
+    for own in ["203.0.113.9", "203.0.113.0/24"] {
+        let (r, page) = site.block(&mut jar, own, &token);
+        assert_eq!(r.status, 403, "{own}");
+        assert!(
+            page.contains("holds your own address 203.0.113.9"),
+            "{own}: {page}"
         );
     }
     assert!(blocks::read(&site.store).unwrap().is_empty());
