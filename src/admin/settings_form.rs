@@ -41,7 +41,7 @@ pub fn providers() -> Vec<(&'static str, &'static str)> {
 pub struct Values {
     /// A preset's name, `echo`, or `custom` (a provider written by hand, kept as it is).
     pub provider: String,
-    /// The site's address (setup only).
+    /// The site's addresses, one a line (setup only).
     pub site: String,
     pub spend_day: String,
     pub spend_month: String,
@@ -390,17 +390,27 @@ pub fn changes(
     }
 
     let origins: Vec<String> = match kind {
-        Kind::Setup => match crate::http::origin::origin_of(&values.site) {
-            Some(o) => vec![o],
-            None => {
+        // The site's addresses, one a line, after the origins the file holds already.
+        Kind::Setup => {
+            let mut list = lines(&now.origins);
+            let given = lines(&values.site);
+            let mut good = !given.is_empty();
+            for line in &given {
+                match crate::http::origin::origin_of(line) {
+                    Some(o) if !list.contains(&o) => list.push(o),
+                    Some(_) => {}
+                    None => good = false,
+                }
+            }
+            if !good {
                 problems.push(problem(
                     "site",
                     "the site's address, like https://example.com (the address of the page \
-                     visitors use)",
+                     visitors use), one a line",
                 ));
-                Vec::new()
             }
-        },
+            list
+        }
         Kind::Settings => lines(&values.origins),
     };
     if kind == Kind::Setup
@@ -431,33 +441,41 @@ pub fn changes(
         }
     }
 
-    let password = &secrets.password;
-    if kind == Kind::Setup || !password.is_empty() {
-        if password.trim().is_empty() {
-            problems.push(problem("password", "the password is empty: choose one"));
-        } else if crate::support::password::check_strength(password).is_err() {
-            problems.push(problem(
-                "password",
-                format!(
-                    "the password has {} characters: use at least {} (a few unrelated words \
-                     make a good one)",
-                    password.chars().count(),
-                    defaults::ADMIN_PASSWORD_MIN_CHARS
-                ),
-            ));
-        } else if *password != secrets.again {
-            problems.push(problem(
-                "password",
-                "the two passwords differ: type the same twice",
-            ));
-        } else {
-            change.password = Some(password.clone());
+    if kind == Kind::Setup || !secrets.password.is_empty() {
+        match new_password(secrets) {
+            Ok(password) => change.password = Some(password),
+            Err(p) => problems.push(p),
         }
     }
     if problems.is_empty() {
         Ok(change)
     } else {
         Err(problems)
+    }
+}
+
+/// The new password the form sends, typed twice, or what is wrong with it.
+pub fn new_password(secrets: &Secrets) -> Result<String, Problem> {
+    let password = &secrets.password;
+    if password.trim().is_empty() {
+        Err(problem("password", "the password is empty: choose one"))
+    } else if crate::support::password::check_strength(password).is_err() {
+        Err(problem(
+            "password",
+            format!(
+                "the password has {} characters: use at least {} (a few unrelated words make \
+                 a good one)",
+                password.chars().count(),
+                defaults::ADMIN_PASSWORD_MIN_CHARS
+            ),
+        ))
+    } else if *password != secrets.again {
+        Err(problem(
+            "password",
+            "the two passwords differ: type the same twice",
+        ))
+    } else {
+        Ok(password.clone())
     }
 }
 
