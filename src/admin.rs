@@ -13,6 +13,7 @@
 
 mod attempt;
 mod blocking;
+pub mod broken;
 pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;

@@ -4,7 +4,8 @@
 //! address and network (strangers never keep the owner out), a form with mistakes keeping the
 //! code, a site with settings set up again with none of them shown or changed, the files
 //! written in one step with mode 600, the settings saved or refused, the previous file put
-//! back, the hand-written JSON left as written, and the token in no answer.
+//! back, the hand-written JSON left as written, a broken file explained at the dashboard, and
+//! the token in no answer.
 
 mod support;
 
@@ -684,4 +685,63 @@ fn setting_up_again_keeps_every_setting_and_both_origins() {
     );
     seen.assert_no(TOKEN);
     seen.assert_no(PASSWORD);
+}
+
+#[test]
+fn a_broken_configuration_is_explained_at_the_dashboard_not_to_visitors() {
+    // A comma missing at the end of line 3; the token is in the file.
+    let text = "{\n  \"provider\": {\"preset\": \"alldebrid\", \"token\": \"@TOKEN@\"},\n  \
+                \"store\": {\"kind\": \"file\", \"dir\": \"@DATA@\"}\n  \"allowed_origins\": \
+                []\n}\n"
+        .replace("@TOKEN@", TOKEN);
+    let (_dir, file) = home("setup-broken", &text);
+    let apache = serve("setup-broken", &file);
+    let mut browser = Browser::with_client(apache.client());
+    let r = browser.get();
+    assert_eq!(r.status, 503, "{}", r.everything());
+    let page = r.text();
+    assert!(page.contains("The settings cannot be read"), "{page}");
+    assert!(!page.contains("not set up yet</h1>"), "{page}");
+    assert!(
+        !page.contains("name=\"code\""),
+        "not the setup form:\n{page}"
+    );
+    for says in [
+        "line 4 column 3",
+        "go to line 4, column 3",
+        "~/resolve/config.json",
+        "config.json.previous",
+        "<strong>Errors</strong> page (Metrics &gt; Errors)",
+    ] {
+        assert!(page.contains(says), "{says}:\n{page}");
+    }
+    assert!(!r.everything().contains(TOKEN), "{}", r.everything());
+    let home_dir = file.parent().unwrap().parent().unwrap();
+    assert!(
+        !page.contains(home_dir.to_str().unwrap()),
+        "the home folder is not shown:\n{page}"
+    );
+    // The log says the same.
+    assert!(
+        apache.wait_for_log("line 4 column 3", Duration::from_secs(5)),
+        "{}",
+        apache.error_log()
+    );
+    // A visitor still gets the visitor's page, with no detail.
+    let r = apache
+        .client()
+        .send(&Request::get("/cgi-bin/resolve").header("Accept", "text/html"))
+        .unwrap();
+    assert_eq!(r.status, 503, "{}", r.everything());
+    assert!(r.text().contains("not set up yet"), "{}", r.text());
+    assert!(!r.text().contains("line 4"), "{}", r.text());
+    // Mended: the dashboard opens (the setup page of a site with settings).
+    std::fs::write(
+        &file,
+        read(&file).replace("}\n  \"allowed", "},\n  \"allowed"),
+    )
+    .unwrap();
+    let r = browser.get();
+    assert_eq!(r.status, 200, "{}", r.everything());
+    assert!(r.text().contains("Set up this site"), "{}", r.text());
 }

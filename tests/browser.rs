@@ -2233,4 +2233,15 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     let text = page["text"].as_str().unwrap_or_default();
     assert!(!text.contains("AllDebrid"), "{text}");
     fits("setup-again");
+
+    // A mistake in the file: the dashboard says where, and how to mend it.
+    let broken = fs::read_to_string(&config)
+        .expect("the configuration")
+        .replacen(',', "", 1);
+    support::config::write_text(&h.site().dir, &broken);
+    h.web().open(&admin);
+    let page = h1_is("The settings cannot be read");
+    says(&page, "Metrics > Errors");
+    says(&page, "config.json.previous");
+    fits("broken");
 }
