@@ -2,7 +2,8 @@
 //! (mod_cgid, or mod_fcgid under RESOLVE_TEST_APACHE_MODE=fcgid), as an owner without a shell:
 //! the one-time code read from its file, wrong and expired codes refused and budgeted per
 //! address and network (strangers never keep the owner out), a form with mistakes keeping the
-//! code, a site with settings set up again with none of them shown or changed, the files
+//! code, a site with settings set up again with none of them shown or changed, one setup
+//! saved of eight sent at once with the code, the files
 //! written in one step with mode 600, the settings saved or refused, the previous file put
 //! back, the hand-written JSON left as written, a broken file explained at the dashboard, and
 //! the token in no answer.
@@ -744,4 +745,61 @@ fn a_broken_configuration_is_explained_at_the_dashboard_not_to_visitors() {
     let r = browser.get();
     assert_eq!(r.status, 200, "{}", r.everything());
     assert!(r.text().contains("Set up this site"), "{}", r.text());
+}
+
+#[test]
+fn of_eight_setups_sent_at_once_with_the_right_code_one_is_saved() {
+    let starter = resolve::config::starter::TEXT.replace("\"ratelimit\"", "\"@DATA@\"");
+    let (_dir, file) = home("setup-race", &starter);
+    let apache = serve("setup-race", &file);
+    let site = apache.base_url();
+    // Eight browsers, each with its form; one code.
+    let mut forms: Vec<(Browser, String)> = (0..8)
+        .map(|_| {
+            let mut b = Browser::with_client(apache.client());
+            let page = b.get();
+            assert_eq!(page.status, 200, "{}", page.everything());
+            let csrf = hidden(&page.text(), "csrf");
+            (b, csrf)
+        })
+        .collect();
+    let code = code_of(&file);
+    let start = std::sync::Barrier::new(forms.len());
+    let statuses: Vec<u16> = std::thread::scope(|s| {
+        let runs: Vec<_> = forms
+            .iter_mut()
+            .map(|(browser, csrf)| {
+                let (start, code, site) = (&start, &code, &site);
+                s.spawn(move || {
+                    let body = setup_body(csrf, code, "echo", site);
+                    start.wait();
+                    browser.post(&body).status
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    eprintln!("eight setups at once: {statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 303).count(),
+        1,
+        "one setup saved: {statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| matches!(s, 303 | 403 | 409 | 429)),
+        "{statuses:?}"
+    );
+    let written: serde_json::Value = serde_json::from_str(&read(&file)).unwrap();
+    assert!(written["admin"]["password_hash"].is_string());
+    assert!(!file.with_file_name("setup-code.txt").exists());
+    apache.settle_log();
+    assert_eq!(
+        apache
+            .error_log()
+            .matches("the site was set up from")
+            .count(),
+        1,
+        "{}",
+        apache.error_log()
+    );
 }
