@@ -2,11 +2,10 @@
 //! (mod_cgid, or mod_fcgid under RESOLVE_TEST_APACHE_MODE=fcgid), as an owner without a shell:
 //! the one-time code read from its file, wrong and expired codes refused and budgeted per
 //! address and network (strangers never keep the owner out), a form with mistakes keeping the
-//! code, a site with settings set up again with none of them shown or changed, one setup
-//! saved of eight sent at once with the code, the files
-//! written in one step with mode 600, the settings saved or refused, the previous file put
-//! back, the hand-written JSON left as written, a broken file explained at the dashboard, and
-//! the token in no answer.
+//! code, a site with settings set up again with none of them shown or changed, one setup saved
+//! of eight sent at once with the code, the files written in one step with mode 600, the
+//! settings saved or refused, the previous file put back, the hand-written JSON left as
+//! written, a broken file explained at the dashboard, and the token in no answer.
 
 mod support;
 
