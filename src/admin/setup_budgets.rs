@@ -171,7 +171,7 @@ mod tests {
         // first was.
         for net in 0..100 {
             for host in 0..10 {
-                let who = from(&format!("10.{net}.{}.{host}", 0));
+                let who = from(&format!("10.{net}.0.{host}"));
                 let _ = count_wrong(&store, &budgets, &who).unwrap();
             }
         }
