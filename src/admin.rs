@@ -7,17 +7,20 @@
 //!
 //! The parts: [`server_key`] (the secret in the data directory), [`token`] (the signing key
 //! and tags), [`session`] (what the cookies and tokens hold), [`cookies`] (the headers),
-//! [`signin`] (the budgets), [`hash_turn`] (one hash at a time), [`page`] (the HTML and its headers). The password hashes are
+//! [`signin`] (the budgets), [`hash_turn`] (one hash at a time), [`page`] (the HTML and its headers),
+//! [`setup_budgets`] (wrong setup codes). The password hashes are
 //! `support::password`'s; the figures' HTML is `usage::html`'s.
 
 mod attempt;
 mod blocking;
+pub mod broken;
 pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;
 pub mod json_edit;
 mod kept_tokens;
 pub mod page;
+pub mod put_back;
 pub mod same_origin;
 pub mod server_key;
 pub mod session;
@@ -26,6 +29,7 @@ mod settings;
 pub mod settings_form;
 pub mod settings_page;
 mod setup;
+pub mod setup_budgets;
 pub mod setup_code;
 pub mod signin;
 pub mod token;
@@ -235,7 +239,7 @@ impl Dashboard<'_> {
                             self.identity(env)
                         ),
                     );
-                    self.setup_form(&ctx, 403, None, &[], None)
+                    self.setup_form(&ctx, 403, None, "", &[], None)
                 }
             };
         }
@@ -283,7 +287,7 @@ impl Dashboard<'_> {
     /// GET: the dashboard for a signed-in owner; the sign-in form for anyone else.
     fn show(&self, ctx: &Ctx<'_>) -> Response {
         if self.config.admin.is_none() {
-            return self.setup_form(ctx, 200, None, &[], None);
+            return self.setup_form(ctx, 200, None, "", &[], None);
         }
         match self.session(ctx) {
             Some(session) => self.dashboard(ctx, &session),
@@ -558,6 +562,8 @@ impl Dashboard<'_> {
             0,
             &page::warnings(self.config, self.origin(ctx.env).as_deref()),
         );
+        let query = ctx.env.get("QUERY_STRING").unwrap_or_default();
+        sections.insert_str(0, &self.set_up_notice(query));
         let mut report = Vec::new();
         let ready = crate::usage::readiness::report(self.config, self.store, &mut report);
         let report = String::from_utf8_lossy(&report);

@@ -102,6 +102,8 @@ impl Site {
 /// The answer when no configuration could be loaded: 503 to the visitor, with no detail, and
 /// `message` (the file, the field, its line and column, the fix) in the log, each distinct
 /// message at most once a minute when `located` names a file beside which the time of the last line can be kept.
+/// At the dashboard, the owner's page with the same message and how to mend the file
+/// ([`crate::admin::broken`]).
 pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> Answer {
     let stamp = match located {
         Some(Located::File(source)) => source
@@ -137,8 +139,18 @@ pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> An
         negotiate::from_accept(env.header("Accept"))
     };
     let frame = render::Frame::new(env.text("SCRIPT_NAME"), None);
+    // The owner at the dashboard is told what is wrong and how to mend it.
+    let response = if crate::admin::is_admin(env) && !crate::http::about::is_about(env) {
+        let file = match located {
+            Some(Located::File(source)) => Some(source.path()),
+            _ => None,
+        };
+        crate::admin::broken::page(crate::admin::own_path(env).as_deref(), message, file)
+    } else {
+        render::problem(format, &p, &frame)
+    };
     Answer {
-        response: render::problem(format, &p, &frame),
+        response,
         head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
     }
 }

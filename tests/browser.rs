@@ -2133,20 +2133,27 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     let config = h.site().config_path.clone();
     support::system::give_to_server_user(config.parent().expect("a folder"));
     let admin = format!("{}/admin", h.endpoint());
-    let h1_is = |h1: &str| {
-        wait_for(&format!("the page {h1:?}"), Duration::from_secs(15), || {
-            let page = h.web().script(
-                "var h = document.querySelector('h1'); return {h1: h ? h.textContent : '', \
+    // The page with this heading and these words (a form sent again keeps its heading: its
+    // answer is known by what it says).
+    let shows = |h1: &str, words: &str| {
+        wait_for(
+            &format!("the page {h1:?} saying {words:?}"),
+            Duration::from_secs(15),
+            || {
+                let page = h.web().script(
+                    "var h = document.querySelector('h1'); return {h1: h ? h.textContent : '', \
                  text: document.body ? document.body.innerText : '', \
                  inner: window.innerWidth, scroll: document.documentElement.scrollWidth};",
-            );
-            if page["h1"] == h1 {
-                Ok(page)
-            } else {
-                Err(page.to_string())
-            }
-        })
+                );
+                if page["h1"] == h1 && page["text"].as_str().is_some_and(|t| t.contains(words)) {
+                    Ok(page)
+                } else {
+                    Err(page.to_string())
+                }
+            },
+        )
     };
+    let h1_is = |h1: &str| shows(h1, "");
     let says = |page: &Value, words: &str| {
         let text = page["text"].as_str().unwrap_or_default();
         assert!(text.contains(words), "{words:?} in {page}");
@@ -2164,30 +2171,43 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
             h.axe(&format!("{label}-{width}"));
         }
     };
+    // A site with the starter's settings: the first setup's whole form.
+    let starter: Value = serde_json::from_str(resolve::config::starter::TEXT).expect("starter");
+    h.site().edit_config(|c| {
+        for key in ["provider", "rules", "spend", "allowed_origins"] {
+            c[key] = starter[key].clone();
+        }
+        if let Some(c) = c.as_object_mut() {
+            c.remove("block");
+            c.remove("allow");
+        }
+    });
     h.web().open(&admin);
-    h1_is("Set up this site");
+    let page = h1_is("Set up this site");
+    says(&page, "The site's addresses");
     fits("setup");
     let code_file = config.with_file_name("setup-code.txt");
     let code = fs::read_to_string(&code_file).expect("the code's file");
     let code = code.lines().next().expect("the code");
-    // Too short a password: the form says so under the field.
+    // Too short a password: the form says so under the field, and keeps the code.
     h.web().type_into("#code", code);
     h.web().type_into("#password", "short");
     h.web().type_into("#password_again", "short");
     h.web().click("#save");
-    let page = h1_is("Set up this site");
-    says(&page, "Nothing was changed");
-    // The provider written by hand is paid: it needs a spend limit, which this site lacked.
-    says(&page, "a paid provider needs a spend limit");
+    let page = shows("Set up this site", "Nothing was changed");
+    says(&page, "the password has 5 characters");
+    let kept = h
+        .web()
+        .script("return document.getElementById('code').value;");
+    assert_eq!(kept, json!(code), "the code stays in its field");
     fits("setup-problems");
-    h.web().type_into("#spend_day", "100");
-    h.web().type_into("#code", code);
     h.web()
         .type_into("#password", "correct horse battery staple");
     h.web()
         .type_into("#password_again", "correct horse battery staple");
     h.web().click("#save");
-    let page = h1_is("Dashboard");
+    let page = shows("Dashboard", "The site is set up");
+    says(&page, "Cron Jobs");
     let text = page["text"].as_str().unwrap_or_default();
     assert!(text.contains("Settings"), "{text}");
     assert!(
@@ -2195,11 +2215,10 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
         "the token is never shown"
     );
     assert!(!code_file.exists(), "the code is used up");
-    fits("settings");
+    fits("set-up");
     h.web().type_into("#block", "not an address");
     h.web().click("#save-settings");
-    let page = h1_is("Dashboard");
-    says(&page, "is not an address or range");
+    shows("Dashboard", "is not an address or range");
     fits("settings-problems");
     // A range wider than the Block button takes: asked about in a second step, then saved.
     h.web().type_into("#block", "10.0.0.0/8");
@@ -2212,4 +2231,28 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     h.web().click("#save-settings");
     let page = h1_is("Dashboard");
     says(&page, "Saved.");
+
+    // The password forgotten, the admin section removed: set up again, no setting shown.
+    h.site().edit_config(|c| {
+        c["provider"] = json!({"preset": "alldebrid", "token": support::config::TOKEN});
+        if let Some(c) = c.as_object_mut() {
+            c.remove("admin");
+        }
+    });
+    h.web().open(&admin);
+    let page = shows("Set up this site", "they stay as they are");
+    let text = page["text"].as_str().unwrap_or_default();
+    assert!(!text.contains("AllDebrid"), "{text}");
+    fits("setup-again");
+
+    // A mistake in the file: the dashboard says where, and how to mend it.
+    let broken = fs::read_to_string(&config)
+        .expect("the configuration")
+        .replacen(',', "", 1);
+    support::config::write_text(&h.site().dir, &broken);
+    h.web().open(&admin);
+    let page = h1_is("The settings cannot be read");
+    says(&page, "Metrics > Errors");
+    says(&page, "config.json.previous");
+    fits("broken");
 }

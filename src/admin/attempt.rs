@@ -16,7 +16,7 @@ use crate::support::password;
 impl Dashboard<'_> {
     /// Adds a sign-in's event to the usage journal (figures of the dashboard, `resolve stats`
     /// and `resolve report`); a journal that cannot be written costs only the figure.
-    fn journal(&self, event: Event) {
+    pub(super) fn journal(&self, event: Event) {
         let entry = Entry::new(self.now_ms, None, &[event]);
         if let Err(e) = self.store.journal.journal_add(&entry) {
             self.log.line(
@@ -28,7 +28,7 @@ impl Dashboard<'_> {
 
     /// `refuse`'s form again with a 429: a budget is spent, or another sign-in holds the
     /// hash's turn; `retry_after` says when to try again.
-    fn sign_in_wait(
+    pub(super) fn sign_in_wait(
         refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
         sentence: &str,
         retry_after: impl Into<String>,
@@ -45,7 +45,7 @@ impl Dashboard<'_> {
 
     /// `refuse`'s form again with a 503: what a sign-in needs (the store's counts, the hash's
     /// lock) is not there; the store's `deny_retry_after_secs` says when to try again.
-    fn sign_in_unavailable(
+    pub(super) fn sign_in_unavailable(
         &self,
         refuse: &dyn Fn(u16, Option<Notice<'_>>) -> Response,
     ) -> Response {

@@ -353,7 +353,7 @@ impl Dashboard<'_> {
                 },
             );
         }
-        let put = settings_form::put_back(&now, &before);
+        let put = super::put_back::put_back(&now, &before);
         let listed = if put.is_empty() {
             "none".to_owned()
         } else {

@@ -41,7 +41,7 @@ pub fn providers() -> Vec<(&'static str, &'static str)> {
 pub struct Values {
     /// A preset's name, `echo`, or `custom` (a provider written by hand, kept as it is).
     pub provider: String,
-    /// The site's address (setup only).
+    /// The site's addresses, one a line (setup only).
     pub site: String,
     pub spend_day: String,
     pub spend_month: String,
@@ -483,17 +483,27 @@ pub fn changes(
     }
 
     let origins: Vec<String> = match kind {
-        Kind::Setup => match crate::http::origin::origin_of(&values.site) {
-            Some(o) => vec![o],
-            None => {
+        // The site's addresses, one a line, after the origins the file holds already.
+        Kind::Setup => {
+            let mut list = lines(&now.origins);
+            let given = lines(&values.site);
+            let mut good = !given.is_empty();
+            for line in &given {
+                match crate::http::origin::origin_of(line) {
+                    Some(o) if !list.contains(&o) => list.push(o),
+                    Some(_) => {}
+                    None => good = false,
+                }
+            }
+            if !good {
                 problems.push(problem(
                     "site",
                     "the site's address, like https://example.com (the address of the page \
-                     visitors use)",
+                     visitors use), one a line",
                 ));
-                Vec::new()
             }
-        },
+            list
+        }
         Kind::Settings => lines(&values.origins),
     };
     if kind == Kind::Setup
@@ -524,27 +534,10 @@ pub fn changes(
         }
     }
 
-    let password = &secrets.password;
-    if kind == Kind::Setup || !password.is_empty() {
-        if password.trim().is_empty() {
-            problems.push(problem("password", "the password is empty: choose one"));
-        } else if crate::support::password::check_strength(password).is_err() {
-            problems.push(problem(
-                "password",
-                format!(
-                    "the password has {} characters: use at least {} (a few unrelated words \
-                     make a good one)",
-                    password.chars().count(),
-                    defaults::ADMIN_PASSWORD_MIN_CHARS
-                ),
-            ));
-        } else if *password != secrets.again {
-            problems.push(problem(
-                "password",
-                "the two passwords differ: type the same twice",
-            ));
-        } else {
-            change.password = Some(password.clone());
+    if kind == Kind::Setup || !secrets.password.is_empty() {
+        match new_password(secrets) {
+            Ok(password) => change.password = Some(password),
+            Err(p) => problems.push(p),
         }
     }
     if problems.is_empty() {
@@ -554,57 +547,29 @@ pub fn changes(
     }
 }
 
-/// What putting `to` back in place of `from` changes, by the short names the dashboard's
-/// notice lists (`settings_page::PUT_BACK`); the `admin` section is not compared (a restore
-/// keeps it).
-pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
-    let (a, b) = (Values::of(from, ""), Values::of(to, ""));
-    let mut put = Vec::new();
-    for (name, x, y) in [
-        ("provider", &a.provider, &b.provider),
-        ("spend_day", &a.spend_day, &b.spend_day),
-        ("spend_month", &a.spend_month, &b.spend_month),
-        ("visitor_minute", &a.visitor_minute, &b.visitor_minute),
-        ("visitor_day", &a.visitor_day, &b.visitor_day),
-        ("origins", &a.origins, &b.origins),
-        ("block", &a.block, &b.block),
-        ("allow", &a.allow, &b.allow),
-    ] {
-        if x != y {
-            put.push(name);
-        }
+/// The new password the form sends, typed twice, or what is wrong with it.
+pub fn new_password(secrets: &Secrets) -> Result<String, Problem> {
+    let password = &secrets.password;
+    if password.trim().is_empty() {
+        Err(problem("password", "the password is empty: choose one"))
+    } else if crate::support::password::check_strength(password).is_err() {
+        Err(problem(
+            "password",
+            format!(
+                "the password has {} characters: use at least {} (a few unrelated words make \
+                 a good one)",
+                password.chars().count(),
+                defaults::ADMIN_PASSWORD_MIN_CHARS
+            ),
+        ))
+    } else if *password != secrets.again {
+        Err(problem(
+            "password",
+            "the two passwords differ: type the same twice",
+        ))
+    } else {
+        Ok(password.clone())
     }
-    if from["provider"]["token"] != to["provider"]["token"] {
-        put.insert(usize::from(put.first() == Some(&"provider")), "token");
-    }
-    let rest = |json: &Value| {
-        let mut map = json.as_object().cloned().unwrap_or_default();
-        for shown in [
-            "admin",
-            "provider",
-            "spend",
-            "rules",
-            "allowed_origins",
-            "block",
-            "allow",
-        ] {
-            map.remove(shown);
-        }
-        map
-    };
-    if rest(from) != rest(to) || (put.is_empty() && strip_admin(from) != strip_admin(to)) {
-        put.push("other");
-    }
-    put
-}
-
-/// `json` without its `admin` section.
-fn strip_admin(json: &Value) -> Value {
-    let mut json = json.clone();
-    if let Some(map) = json.as_object_mut() {
-        map.remove("admin");
-    }
-    json
 }
 
 /// The form field a configuration error is about, from its field's name.

@@ -287,60 +287,87 @@ fn summary(problems: &[Problem], notice: Option<Notice<'_>>) -> String {
     })
 }
 
+/// What the setup page holds besides the fields' values.
+pub struct SetupForm<'a> {
+    /// The form's token.
+    pub token: &'a str,
+    /// The code's file, as File Manager shows its place.
+    pub code_file: &'a str,
+    /// The code as typed, kept in its field (never the token or the passwords).
+    pub code: &'a str,
+    /// Setting up a site that has settings already: only the code and a new password, none
+    /// of its settings shown.
+    pub again: bool,
+}
+
 /// The setup page: the one-time code (from the file named), then what the site needs.
 pub fn setup(
     frame: &Frame<'_>,
-    token: &str,
-    code_file: &str,
+    form: &SetupForm<'_>,
     values: &Values,
     problems: &[Problem],
     notice: Option<Notice<'_>>,
 ) -> String {
     let code_hint = format!(
-        "Open {code_file} in cPanel's File Manager (beside config.json, outside public_html): \
+        "Open {} in cPanel's File Manager (beside config.json, outside public_html): \
          its first line is the code. It works for an hour; opening this page after that makes \
-         a new one."
+         a new one.",
+        form.code_file
     );
+    let (intro, site) = if form.again {
+        (
+            "No dashboard password is set: this site's settings are in config.json already, \
+             and they stay as they are. Prove the site is yours with the one-time code the \
+             program wrote to a file in your account, then choose a new password; the settings \
+             are in the dashboard once you are signed in.",
+            String::new(),
+        )
+    } else {
+        (
+            "No dashboard password is set yet. Prove the site is yours with the one-time code \
+             the program wrote to a file in your account, then choose the provider and the \
+             limits.",
+            format!(
+                "{}<fieldset>\n<legend>Your site</legend>\n{}</fieldset>\n",
+                common(
+                    values,
+                    problems,
+                    "Needed for a paid provider: from your account there."
+                ),
+                lines(
+                    "site",
+                    "The site's addresses",
+                    &values.site,
+                    "One a line: only pages at these addresses may use the program \
+                     (allowed_origins). With and without www. are both filled in: keep the \
+                     ones your site answers at.",
+                    problems
+                ),
+            ),
+        )
+    };
     let main = format!(
-        "<h1>Set up this site</h1>\n\
-         <p class=\"intro\">No dashboard password is set yet. Prove the site is yours with the \
-         one-time code the program wrote to a file in your account, then choose the provider \
-         and the limits.</p>\n{}\
+        "<h1>Set up this site</h1>\n<p class=\"intro\">{}</p>\n{}\
          <form class=\"settings again\" {}>\n\
          <input type=\"hidden\" name=\"action\" value=\"setup\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
-         <fieldset>\n<legend>Your one-time code</legend>\n{}</fieldset>\n{}\
-         <fieldset>\n<legend>Your site</legend>\n{}</fieldset>\n\
+         <fieldset>\n<legend>Your one-time code</legend>\n{}</fieldset>\n{site}\
          <fieldset>\n<legend>The dashboard</legend>\n{}</fieldset>\n{}\
          <button id=\"save\" type=\"submit\">Save and sign in</button>\n</form>\n",
+        escape(intro),
         summary(problems, notice),
         page::form_attributes(frame),
-        escape(token),
+        escape(form.token),
         field(
             "code",
             "Setup code",
             &format!(
                 "<input id=\"code\" name=\"code\" class=\"code\" autocomplete=\"off\" \
-                 autocapitalize=\"characters\" spellcheck=\"false\" value=\"\"{}>",
+                 autocapitalize=\"characters\" spellcheck=\"false\" value=\"{}\"{}>",
+                escape(form.code),
                 described("code", true, problems)
             ),
             &code_hint,
-            problems
-        ),
-        common(
-            values,
-            problems,
-            "Needed for a paid provider: from your account there."
-        ),
-        field(
-            "site",
-            "The site's address",
-            &format!(
-                "<input id=\"site\" name=\"site\" type=\"url\" value=\"{}\"{}>",
-                escape(&values.site),
-                described("site", true, problems)
-            ),
-            "Only pages of this site may use the program (allowed_origins).",
             problems
         ),
         password_fields(
@@ -466,14 +493,13 @@ mod tests {
             field: "token",
             text: "needed".into(),
         }];
-        let page = setup(
-            &Frame::default(),
-            "tok",
-            "~/resolve/setup-code.txt",
-            &values,
-            &problems,
-            None,
-        );
+        let form = SetupForm {
+            token: "tok",
+            code_file: "~/resolve/setup-code.txt",
+            code: "",
+            again: false,
+        };
+        let page = setup(&Frame::default(), &form, &values, &problems, None);
         for input in ["code", "token", "password", "password_again"] {
             let at = page
                 .find(&format!("id=\"{input}\" name=\"{input}\""))

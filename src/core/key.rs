@@ -94,8 +94,8 @@ fn hex(s: &str) -> bool {
 
 /// What the keys resolve keeps for itself start with: the block list and its lock, counts of
 /// refusals and of log lines (`resolve:~…`), cached answers, the usage journal in Redis, and
-/// the dashboard's sign-in limits. A rule's template must make no key that starts so.
-pub const RESERVED_PREFIXES: [&str; 7] = [
+/// the dashboard's sign-in and setup limits. A rule's template must make no key that starts so.
+pub const RESERVED_PREFIXES: [&str; 9] = [
     "resolve:~",
     "resolve:cache:",
     "resolve:journal:",
@@ -103,6 +103,8 @@ pub const RESERVED_PREFIXES: [&str; 7] = [
     "resolve:admin-signin-net:",
     "resolve:admin-signin-site:",
     "resolve:admin-signin-device:",
+    "resolve:admin-signin-setup:",
+    "resolve:admin-signin-setup-net:",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]

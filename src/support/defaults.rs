@@ -245,6 +245,16 @@ pub const ADMIN_SIGNIN_RULE: &str = "admin-signin";
 pub const ADMIN_SIGNIN_NETWORK_RULE: &str = "admin-signin-net";
 pub const ADMIN_SIGNIN_SITE_RULE: &str = "admin-signin-site";
 pub const ADMIN_SIGNIN_DEVICE_RULE: &str = "admin-signin-device";
+/// Wrong setup codes one client address may send per window (the sign-ins' 15 minutes): a
+/// person who mistypes gets a few tries; the code's 80 bits need no more.
+pub const ADMIN_SETUP_FAILURES: u32 = 5;
+/// Wrong setup codes one network (an IPv4 /24, an IPv6 /48) may send per window. There is no
+/// budget for the whole site: one would let strangers keep the owner from setting it up.
+pub const ADMIN_SETUP_NETWORK_FAILURES: u32 = 10;
+/// The names of those limits in the store (`resolve:admin-signin-setup:ADDRESS`,
+/// `resolve:admin-signin-setup-net:RANGE`): names kept for the dashboard, like the sign-in's.
+pub const ADMIN_SETUP_RULE: &str = "admin-signin-setup";
+pub const ADMIN_SETUP_NETWORK_RULE: &str = "admin-signin-setup-net";
 /// The file in the data directory whose lock is held while a password hash is computed: one
 /// at a time per site, so guesses cannot take more than one core of a shared host.
 pub const ADMIN_HASH_LOCK_FILE: &str = "admin-hash.lock";
@@ -279,8 +289,8 @@ pub const SETUP_CODE_FILE: &str = "setup-code.txt";
 /// How long a setup code is good for, in seconds (an hour): long enough to find the file and
 /// fill the form; an old one is replaced by a new one when the setup page is opened again.
 pub const SETUP_CODE_SECS: u64 = 3600;
-/// Random bytes in a setup code (80 bits, 16 letters and digits): guesses are budgeted as
-/// wrong passwords are, so it only has to outlast those budgets.
+/// Random bytes in a setup code (80 bits, 16 letters and digits): out of reach of guessing
+/// within its hour under the budgets per address and per network alone.
 pub const SETUP_CODE_BYTES: usize = 10;
 /// What is added to the configuration file's name for the copy a dashboard save keeps of the
 /// file it replaced (`config.json.previous`), which one button puts back.

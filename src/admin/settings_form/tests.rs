@@ -191,24 +191,3 @@ fn what_shuts_everyone_out_is_confirmed_apart_and_only_what_is_new() {
     values.confirm = "block:0.0.0.0/0".into();
     assert!(!confirm.confirmed_by(&values), "another set of concerns");
 }
-
-#[test]
-fn a_restore_names_what_it_puts_back_and_never_the_password() {
-    let now = serde_json::json!({
-        "provider": {"preset": "realdebrid", "token": "a"},
-        "spend": [{"name": "day", "limit": 50, "window_secs": 86400}],
-        "admin": {"password_hash": "new"}
-    });
-    let before = serde_json::json!({
-        "provider": {"kind": "echo"},
-        "spend": [{"name": "day", "limit": 40, "window_secs": 86400}],
-        "cache": {"ttl_secs": 60}
-    });
-    assert_eq!(
-        put_back(&now, &before),
-        ["provider", "token", "spend_day", "other"]
-    );
-    let mut same = now.clone();
-    same["admin"]["password_hash"] = "old".into();
-    assert!(put_back(&now, &same).is_empty());
-}

@@ -1,0 +1,85 @@
+//! What putting the previous settings back changes, by the short names the dashboard's notice
+//! lists: compared value by value, the `admin` section left out (a restore keeps it). Pure.
+
+use serde_json::Value;
+
+use super::settings_form::Values;
+
+/// What putting `to` back in place of `from` changes, by the short names the dashboard's
+/// notice lists (`settings_page::PUT_BACK`); the `admin` section is not compared (a restore
+/// keeps it).
+pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
+    let (a, b) = (Values::of(from, ""), Values::of(to, ""));
+    let mut put = Vec::new();
+    for (name, x, y) in [
+        ("provider", &a.provider, &b.provider),
+        ("spend_day", &a.spend_day, &b.spend_day),
+        ("spend_month", &a.spend_month, &b.spend_month),
+        ("visitor_minute", &a.visitor_minute, &b.visitor_minute),
+        ("visitor_day", &a.visitor_day, &b.visitor_day),
+        ("origins", &a.origins, &b.origins),
+        ("block", &a.block, &b.block),
+        ("allow", &a.allow, &b.allow),
+    ] {
+        if x != y {
+            put.push(name);
+        }
+    }
+    if from["provider"]["token"] != to["provider"]["token"] {
+        put.insert(usize::from(put.first() == Some(&"provider")), "token");
+    }
+    let rest = |json: &Value| {
+        let mut map = json.as_object().cloned().unwrap_or_default();
+        for shown in [
+            "admin",
+            "provider",
+            "spend",
+            "rules",
+            "allowed_origins",
+            "block",
+            "allow",
+        ] {
+            map.remove(shown);
+        }
+        map
+    };
+    if rest(from) != rest(to) || (put.is_empty() && strip_admin(from) != strip_admin(to)) {
+        put.push("other");
+    }
+    put
+}
+
+/// `json` without its `admin` section.
+fn strip_admin(json: &Value) -> Value {
+    let mut json = json.clone();
+    if let Some(map) = json.as_object_mut() {
+        map.remove("admin");
+    }
+    json
+}
+
+#[cfg(test)]
+mod tests {
+    use super::put_back;
+
+    #[test]
+    fn a_restore_names_what_it_puts_back_and_never_the_password() {
+        let now = serde_json::json!({
+            "provider": {"preset": "realdebrid", "token": "a"},
+            "spend": [{"name": "day", "limit": 50, "window_secs": 86400}],
+            "admin": {"password_hash": "new"}
+        });
+        let before = serde_json::json!({
+            "provider": {"kind": "echo"},
+            "spend": [{"name": "day", "limit": 40, "window_secs": 86400}],
+            "cache": {"ttl_secs": 60}
+        });
+        assert_eq!(
+            put_back(&now, &before),
+            ["provider", "token", "spend_day", "other"]
+        );
+        let mut same = now.clone();
+        same["admin"]["password_hash"] = "old".into();
+        assert!(put_back(&now, &same).is_empty());
+    }
+}
