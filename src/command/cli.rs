@@ -139,7 +139,7 @@ pub fn main() -> ExitCode {
 
 /// The configuration a command reads: the starter is made where the account has none.
 fn locate_from(options: &Options) -> Result<Located, String> {
-    let located = locate::locate_or_start(
+    let located = crate::site::web_root::locate_for_command(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
     )?;
@@ -161,7 +161,14 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("check") => {
             let options = parse_options(rest, &["--config", "--live"])?;
-            let located = locate_from(&options)?;
+            let located = match locate_from(&options) {
+                Ok(l) => l,
+                // A configuration missing where one was is a failed check, said as one.
+                Err(e) => {
+                    println!("FAIL {e}\nNOT READY: fix the lines marked FAIL");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
             let ok = crate::command::check::run(
                 &located,
                 options.live.as_deref(),

@@ -30,7 +30,7 @@ pub fn env_from_process() -> Env {
 pub fn run() {
     let started = Instant::now();
     let env = env_from_process();
-    let located = locate::locate_or_start(None, std::env::var_os(defaults::CONFIG_ENV));
+    let located = web_root::locate(&env, std::env::var_os(defaults::CONFIG_ENV));
     if let Ok(l) = &located {
         l.name_in_the_log();
     }
