@@ -85,13 +85,12 @@ fn check(user: &HostUser) -> (String, bool) {
 
 /// Moves `from` to `to` (paths from the home), as File Manager's Move does.
 fn mv(user: &HostUser, from: &str, to: &str) {
-    fs::rename(user.path(from), user.path(to))
-        .unwrap_or_else(|e| {
-            panic!(
-                "move {from} to {to}: {e}: {:?}",
-                support::temp::entries_under(&user.home)
-            )
-        });
+    fs::rename(user.path(from), user.path(to)).unwrap_or_else(|e| {
+        panic!(
+            "move {from} to {to}: {e}: {:?}",
+            support::temp::entries_under(&user.home)
+        )
+    });
 }
 
 /// Asserts that a request is refused, that the error log says `found` lies under the web root
