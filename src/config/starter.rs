@@ -101,7 +101,10 @@ pub fn create(base: &Path) -> Result<PathBuf, String> {
         Err(e) => Err(format!("cannot create {}: {e}", file.display())),
     }?;
     // The data directory after the file: a data directory alone means a file that was there.
-    dir(&base.join(defaults::DATA_DIR_NAME))?;
+    let data = base.join(defaults::DATA_DIR_NAME);
+    dir(&data)?;
+    // Marked as the file store's: deleted later, it is said to be made again.
+    crate::store::file::made::mark(&data);
     Ok(made)
 }
 
@@ -148,8 +151,8 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_dir(&base).unwrap().count(),
-            2,
-            "no file left over"
+            3,
+            "no file left over: the file, the data directory and its mark"
         );
         // Where nothing can be made, the reason.
         let e = create(&home.join("missing/resolve")).unwrap_err();

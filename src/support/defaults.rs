@@ -159,6 +159,15 @@ pub const FILE_STORE_FOLD_V6_PREFIX: u8 = 48;
 /// again removes it).
 pub const FILE_STORE_FOLDING_MARK: &str = "folding";
 
+/// Added to the data directory's name for the mark beside it (`.ratelimit.made`) that says
+/// which directory the file store counted in: one made again where it was is said out loud.
+pub const DATA_DIR_MARK_SUFFIX: &str = ".made";
+/// The file whose creation in a data directory made again says so (logged once).
+pub const DATA_DIR_MADE_AGAIN_MARK: &str = "made-again";
+/// How long the store's notes say the data directory was made again: a month, the longest
+/// spend window of the starter, whose count restarted with it.
+pub const DATA_DIR_MADE_AGAIN_NOTE_SECS: u64 = 31 * 86_400;
+
 /// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
 pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
 /// The longest a FastCGI process holds its requests' journal entries before writing them as
