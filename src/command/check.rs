@@ -40,6 +40,7 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     if let Located::File(source) = located {
         warn_exposure(source.path(), "configuration", out);
     }
+    crate::site::page_files::keep_for(&config);
     let mut ok = report(&config, &crate::site::open::from_config(&config), out);
     if let Some(link) = live {
         ok &= live_call(&config, link, out);

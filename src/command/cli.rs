@@ -187,6 +187,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 .upkeep
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
+            // The page files the owner edited, kept, or put back after an upgrade.
+            crate::site::page_files::keep_for(&config);
             let looked = if report.scanned > 0 {
                 format!("{} keys looked at, ", report.scanned)
             } else {

@@ -5,7 +5,7 @@
 //! `config.json.previous` shows that a configuration was there before: a file moved away by
 //! mistake is put back, not met by a new one in its place.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::support::{defaults, private_file};
@@ -94,6 +94,9 @@ pub fn create(base: &Path) -> Result<PathBuf, String> {
         return Err(message);
     }
     dir(base)?;
+    // Private even where an archive's extraction made the folder (for its installed.txt).
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("cannot make {} private: {e}", base.display()))?;
     let made = match private_file::create(&file, TEXT.as_bytes()) {
         Ok(()) => Ok(file),
         // Another process made it first.

@@ -78,7 +78,9 @@ pub fn serve_one(config: Config, env: &Env, started: Instant) {
     let _ = out.flush();
     drop(out);
     drain_stdin(env, stdin.read);
-    site.app().maybe_sweep();
+    if site.app().maybe_sweep() {
+        crate::site::page_files::keep_for(&site.config);
+    }
 }
 
 /// Standard input, counting what was taken from it; opened (unbuffered) at the first read, so

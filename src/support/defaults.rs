@@ -31,6 +31,12 @@ pub const DATA_DIR_NAME: &str = "ratelimit";
 pub const HOME_SUBDIR: &str = "resolve";
 /// Name of the configuration file in that directory.
 pub const CONFIG_FILE_NAME: &str = "config.json";
+/// The list of installed files beside the configuration (`SHA256  PATH` lines, paths from the
+/// home directory), written by `deploy.sh` and carried by the release archives.
+pub const INSTALLED_LIST: &str = "installed.txt";
+/// The folder beside the configuration (mode 700) with the owner's copies of the page files
+/// they edited, put back after an upgrade writes over them.
+pub const KEPT_PAGE_DIR: &str = "kept";
 /// Environment variable that names the configuration file (not available under suEXEC).
 pub const CONFIG_ENV: &str = "RESOLVE_CONFIG";
 

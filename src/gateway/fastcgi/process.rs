@@ -189,8 +189,9 @@ impl Responder for Sites {
     fn after(&mut self) {
         if self.answered_by_site
             && let Some(l) = &self.loaded
+            && l.site.app().maybe_sweep()
         {
-            l.site.app().maybe_sweep();
+            site::page_files::keep_for(&l.site.config);
         }
     }
 
