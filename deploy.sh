@@ -29,8 +29,9 @@ Builds the static resolve binary and installs a working site in a cPanel-style a
 
 An existing configuration and existing limit data are never overwritten or deleted, so running
 it again (to upgrade) is safe. It replaces only files it installed itself and that are unchanged
-since (listed in ~/resolve/installed.txt); any other file in the way stops it before anything is
-changed, naming the file (--force replaces it). Where a shell is available (local, ssh) it then
+since (listed in ~/resolve/installed.txt). A file of the page you edited since is kept, and the
+new version's is put beside it as NAME.new (said in a warning); any other file in the way stops
+it before anything is changed, naming the file (--force replaces it). Where a shell is available (local, ssh) it then
 runs `resolve check` on the host and prints its report.
 
 Where to:
@@ -65,7 +66,7 @@ What:
                               so the page is https://DOMAIN/resolve/; . for the web root)
   --endpoint PATH             where the page sends links (default: /cgi-bin/resolve)
   --force                     replace files in the way that deploy.sh did not install (or that
-                              were changed since it did)
+                              were changed since it did, the page's files you edited too)
 
 The configuration, written only when there is none yet:
   --provider NAME             a provider preset: realdebrid, alldebrid, premiumize, debridlink
@@ -827,7 +828,8 @@ plan_files() {
 }
 
 # Refuses (before anything is built or changed) to replace a file deploy.sh did not install, or
-# one changed since it did, unless --force.
+# the program changed since it did, unless --force. A file of the page the owner edited since is
+# kept: the new version's goes beside it as NAME.new (unless --force, which replaces it).
 check_overwrites() {
     local problems=() i dest cur mine
     for i in "${!DESTS[@]}"; do
@@ -842,6 +844,10 @@ check_overwrites() {
         fi
         if mine=$(manifest_sha "$dest"); then
             [ "$cur" = "$mine" ] && continue
+            if [ "$FORCE" = no ] && [ "$dest" != "$WEB/cgi-bin/resolve" ] && [ "${dest%.new}" = "$dest" ]; then
+                keep_edited "$i"
+                continue
+            fi
             problems+=("$dest: changed since deploy.sh installed it")
         elif [ "$dest" = "$WEB/cgi-bin/resolve" ]; then
             problems+=("$dest: not installed by this deploy.sh (an earlier resolve, installed before deploy.sh listed its files in resolve/installed.txt, is replaced with --force)")
@@ -866,6 +872,21 @@ check_overwrites() {
         printf '  folder with --page-dir DIR, or replace them with --force.\n'
     } >&2
     exit 1
+}
+
+# The page file DESTS[$1], edited by the owner since deploy.sh installed it, stays as it is: this
+# run installs the new version's as NAME.new beside it, and says so.
+keep_edited() {
+    local i=$1 dest name j
+    dest=${DESTS[i]}
+    name=${dest##*/}
+    mv -f "$WORK/page/$name" "$WORK/page/$name.new"
+    for j in "${!PAGE_FILES[@]}"; do
+        [ "${PAGE_FILES[j]}" = "$name" ] && PAGE_FILES[j]=$name.new
+    done
+    DESTS[i]=$dest.new
+    SRCS[i]=$WORK/page/$name.new
+    warn "$dest was edited since deploy.sh installed it: it is kept as it is, and the new version's goes beside it as $dest.new; compare them, copy what you want from the new one, then delete $dest.new"
 }
 
 # The new list of installed files: this run's files, and earlier entries for other paths (a
@@ -1480,7 +1501,9 @@ for d, dirs, files in os.walk(root):
         paths.append(os.path.relpath(os.path.join(d, n), root))
 with zipfile.ZipFile(out, "w") as z:
     for rel in sorted(paths):
-        if rel == web:
+        # No entry for the web root or ~/resolve: extracting never changes their modes (the
+        # page's folder, where an archive extracted into the web root puts resolve/, stays 755).
+        if rel in (web, "resolve"):
             continue
         st = os.lstat(os.path.join(root, rel))
         mode = stat.S_IMODE(st.st_mode)
@@ -1531,9 +1554,22 @@ make_package() {
     [ "$PAGE_DIR" = . ] || page_url="$page_url${PAGE_DIR#./}/"
     sed -e "s|@VERSION@|$version|g" -e "s|@PAGE_URL@|$page_url|g" -e "s|@PAGE_PATH@|$PAGE_PATH|g" \
         -e "s|@WEB@|$WEB|g" "$REPO/docs/INSTALL.txt" >"$stage/INSTALL.txt"
+    # The list of the files installed, as deploy.sh keeps it: the program compares the page's
+    # files with it, keeps a copy of those the owner edited and puts them back after the next
+    # archive is extracted over them (the new ones beside them, as NAME.new).
+    mkdir -p "$stage/resolve"
+    {
+        printf '# Files the archive installed: sha256 and path from the home directory. The program\n'
+        printf '# keeps the page files you edit and puts them back after an upgrade.\n'
+        for f in "${PAGE_FILES[@]}"; do
+            printf '%s  %s\n' "$(sha256_of "$stage/$PAGE_PATH/$f")" "$PAGE_PATH/$f"
+        done
+        printf '%s  %s\n' "$(sha256_of "$stage/$WEB/cgi-bin/resolve")" "$WEB/cgi-bin/resolve"
+    } >"$stage/resolve/installed.txt"
     find "$stage" -type d -exec chmod 755 {} +
     find "$stage" -type f -exec chmod 644 {} +
     chmod 755 "$stage/$WEB/cgi-bin/resolve"
+    chmod 600 "$stage/resolve/installed.txt"
 
     epoch=$(git -C "$REPO" log -1 --format=%ct 2>/dev/null || true)
     [ -n "$epoch" ] || epoch=${SOURCE_DATE_EPOCH:-1704067200}
@@ -1544,7 +1580,7 @@ make_package() {
     write_zip "$stage" "$out/$name.zip" "$epoch"
     (
         cd "$stage"
-        find . -mindepth 1 ! -path "./$WEB" | sed 's|^\./||' | LC_ALL=C sort >"$WORK/package.list"
+        find . -mindepth 1 ! -path "./$WEB" ! -path ./resolve | sed 's|^\./||' | LC_ALL=C sort >"$WORK/package.list"
         tar --format=gnu --no-recursion --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
             -cf - -T "$WORK/package.list"
     ) | gzip -9 -n >"$out/$name.tar.gz"
@@ -1555,7 +1591,7 @@ make_package() {
     for f in "$name.zip" "$name.tar.gz" SHA256SUMS; do
         note "$out/$f ($(wc -c <"$out/$f" | tr -d ' ') bytes)"
     done
-    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/ (no settings: the program makes them)"
+    note "inside: INSTALL.txt, $WEB/cgi-bin/resolve, $PAGE_PATH/, resolve/installed.txt (no settings: the program makes them)"
 }
 
 # ---------------------------------------------------------------------------------------------

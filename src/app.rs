@@ -562,11 +562,12 @@ impl App<'_> {
         }
     }
 
-    /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget.
-    pub fn maybe_sweep(&self) {
+    /// Sweeps the store once in `store.sweep_one_in` calls, within the configured budget;
+    /// true when it did.
+    pub fn maybe_sweep(&self) -> bool {
         let every = self.config.store.sweep_one_in;
         if every == 0 || !crate::support::random::one_in(every) {
-            return;
+            return false;
         }
         if let Err(e) = self
             .store
@@ -575,6 +576,7 @@ impl App<'_> {
         {
             self.log.line(Level::Warn, &format!("sweep failed: {e}"));
         }
+        true
     }
 }
 

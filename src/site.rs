@@ -3,6 +3,7 @@
 //! whose secrets lie under the web root is refused ([`web_root`]).
 
 pub mod open;
+pub mod page_files;
 pub mod web_root;
 
 use crate::app::{Answer, App};

@@ -1147,14 +1147,18 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     ]);
     assert_deployed(&user, &r.binary());
 
-    // Over FTPS too, a page file changed since is found (fetched and hashed) and not replaced.
+    // Over FTPS too, a page file changed since is found (fetched and hashed) and kept, the new
+    // version's beside it.
     let css = user.web().join("resolve/style.css");
     user.write(&css, "/* the owner's */\n", 0o644);
-    let before = listing(&user.home);
     let r = run(args(&tls_port, &password_file), &[]);
-    r.assert_exit(1);
-    r.warns(&["public_html/resolve/style.css: changed since deploy.sh installed it"]);
-    assert_untouched(&before, &user, "a refused FTPS deployment");
+    r.assert_ok();
+    r.warns(&["public_html/resolve/style.css was edited since deploy.sh installed it"]);
+    assert_eq!(fs::read_to_string(&css).unwrap(), "/* the owner's */\n");
+    assert_eq!(
+        fs::read(user.web().join("resolve/style.css.new")).unwrap(),
+        installed_page("style.css", "/cgi-bin/resolve")
+    );
     user.write(&css, installed_page("style.css", "/cgi-bin/resolve"), 0o644);
 
     assert_redeploy_keeps_the_configuration(&user, || {
@@ -1315,17 +1319,30 @@ fn an_existing_site_keeps_its_files_and_the_page_works_from_its_folder() {
     ]);
     assert_untouched(&before, &user, "a refused deployment");
 
-    // A file of the page the owner changed is not replaced either.
-    user.write(
-        &user.web().join("resolve/style.css"),
-        "/* mine now */\n",
-        0o644,
-    );
-    let before = listing(&user.home);
+    // A file of the page the owner changed is kept: the new version's goes beside it, and
+    // deploy.sh says so.
+    let css = user.web().join("resolve/style.css");
+    user.write(&css, "/* mine now */\n", 0o644);
     let r = deploy(&local_args(&user, &["--binary", &built_arg]));
-    r.assert_exit(1);
-    r.warns(&["public_html/resolve/style.css: changed since deploy.sh installed it"]);
-    assert_untouched(&before, &user, "a refused deployment");
+    r.assert_ok();
+    r.warns(&[
+        "public_html/resolve/style.css was edited since deploy.sh installed it: it is kept as \
+         it is, and the new version's goes beside it as public_html/resolve/style.css.new",
+    ]);
+    assert_eq!(fs::read_to_string(&css).unwrap(), "/* mine now */\n");
+    assert_eq!(
+        fs::read(user.web().join("resolve/style.css.new")).unwrap(),
+        installed_page("style.css", "/cgi-bin/resolve")
+    );
+    user.assert_mode("public_html/resolve/style.css.new", 0o644);
+    let listed = fs::read_to_string(user.path("resolve/installed.txt")).unwrap();
+    assert!(
+        listed.contains("  public_html/resolve/style.css.new\n")
+            && listed.contains("  public_html/resolve/style.css\n"),
+        "{listed}"
+    );
+    let (_, r) = send_through_page(&apache, &user.url("resolve/"), &link(5));
+    assert_status(&r, 200, &apache, &suexec);
 
     // A program in cgi-bin/resolve that deploy.sh did not install.
     let listed = fs::read_to_string(user.path("resolve/installed.txt")).unwrap();

@@ -77,9 +77,10 @@ fn modes(listing: &str, path_field: usize) -> Vec<(String, String)> {
         .collect()
 }
 
-/// What the archives hold, with the modes extraction gives: the program and the page, no
-/// settings (the program makes them).
-const EXPECTED: [(&str, &str); 7] = [
+/// What the archives hold, with the modes extraction gives: the program, the page and the list
+/// of the files installed (no entry for `resolve/` itself), no settings (the program makes
+/// them).
+const EXPECTED: [(&str, &str); 8] = [
     ("-rw-r--r--", "INSTALL.txt"),
     ("drwxr-xr-x", "public_html/cgi-bin"),
     ("-rwxr-xr-x", "public_html/cgi-bin/resolve"),
@@ -87,6 +88,7 @@ const EXPECTED: [(&str, &str); 7] = [
     ("-rw-r--r--", "public_html/resolve/app.js"),
     ("-rw-r--r--", "public_html/resolve/index.html"),
     ("-rw-r--r--", "public_html/resolve/style.css"),
+    ("-rw-------", "resolve/installed.txt"),
 ];
 
 fn expected() -> Vec<(String, String)> {
@@ -252,10 +254,13 @@ fn the_package_installs_with_file_manager_steps_and_resolves_under_suexec() {
     user.assert_mode("public_html/cgi-bin", 0o755);
     user.assert_mode("public_html/cgi-bin/resolve", 0o755);
     user.assert_mode("public_html", 0o750);
-    assert!(
-        !user.path("resolve").exists(),
+    let home_files: Vec<_> = entries_under(&user.path("resolve"));
+    assert_eq!(
+        home_files,
+        [user.path("resolve/installed.txt")],
         "settings came with the archive"
     );
+    user.assert_mode("resolve/installed.txt", 0o600);
     assert_eq!(
         fs::read_to_string(user.web().join("index.html")).unwrap(),
         mine,
@@ -312,6 +317,14 @@ fn the_package_installs_with_file_manager_steps_and_resolves_under_suexec() {
     let check = user.run("public_html/cgi-bin/resolve", &["check"]);
     assert!(check.lines().any(|l| l.trim() == "OK"), "{check}");
 
+    // The owner edits the page in File Manager; the cron job's sweep keeps a copy of it.
+    let index = user.web().join("resolve/index.html");
+    let shipped = fs::read_to_string(&index).unwrap();
+    let owners_page = shipped.replace("</title>", " (Owner's edition)</title>");
+    assert_ne!(owners_page, shipped);
+    user.write(&index, &owners_page, 0o644);
+    user.run("public_html/cgi-bin/resolve", &["sweep"]);
+
     // Upgrading: the next version extracted where the first was, as INSTALL.txt says. The
     // program and the page are the new ones; the settings and counters are the owner's.
     let (next, next_zip) = next_version(&dir, &zip_binary(&dir, &zip, &name));
@@ -329,12 +342,36 @@ fn the_package_installs_with_file_manager_steps_and_resolves_under_suexec() {
         "the settings were replaced"
     );
     user.assert_mode("resolve/config.json", 0o600);
+    user.assert_mode("resolve", 0o700);
+    for file in ["style.css", "app.js"] {
+        assert_eq!(
+            fs::read(user.web().join("resolve").join(file)).unwrap(),
+            fs::read(dir.join("next-repo/public").join(file)).unwrap(),
+            "{file} is the next version's"
+        );
+    }
+    // The edited page is back after the next sweep, the new version's beside it, and the
+    // sweep's output (the cron job's mail) says so.
+    let swept = user.run("public_html/cgi-bin/resolve", &["sweep"]);
+    assert_eq!(fs::read_to_string(&index).unwrap(), owners_page);
+    let new_page = user.web().join("resolve/index.html.new");
     assert!(
-        fs::read_to_string(user.web().join("resolve/index.html"))
+        fs::read_to_string(&new_page)
             .unwrap()
             .contains(&format!("resolve {next}")),
-        "the page is the next version's"
+        "the next version's page is beside the owner's"
     );
+    user.assert_mode("public_html/resolve/index.html", 0o644);
+    user.assert_mode("public_html/resolve/index.html.new", 0o644);
+    assert!(
+        swept.contains(&format!(
+            "the upgrade replaced {}, which you had edited",
+            index.display()
+        )) && swept.contains("index.html.new"),
+        "{swept}"
+    );
+    let r = apache.client().get(&user.url("resolve/")).unwrap();
+    assert!(r.text().contains("(Owner's edition)"), "{}", r.everything());
     for c in &counters {
         assert!(c.exists(), "{} went with the upgrade", c.display());
     }

@@ -2229,6 +2229,53 @@ fn host_list_is_not_fetched_for_a_client_over_its_limit() {
     assert_eq!(api.calls_to(POST, AD_UNLOCK), 2);
 }
 
+/// The owner's line for a provider never reached: `ACTION NEEDED`, the cause, what to do.
+fn assert_unreachable_says_what_to_do(log: &str) {
+    let line = log
+        .lines()
+        .find(|l| l.contains("class=unreachable"))
+        .unwrap_or_else(|| panic!("no class=unreachable line:\n{log}"));
+    for words in [
+        "ACTION NEEDED: the provider could not be reached from this server",
+        "nothing was sent or charged",
+        "look at the provider's status page",
+        "ask the host whether this account may make outgoing HTTPS connections",
+    ] {
+        assert!(line.contains(words), "{words:?} not in {line}");
+    }
+}
+
+/// A provider whose name never resolves, under Apache: the owner's error log says what to do,
+/// and the dashboard's notes keep it.
+#[test]
+fn an_unreachable_provider_says_what_to_do_under_apache() {
+    let site = Site::builder("unreachable-apache")
+        .provider(api_stand_in())
+        .provider_section(|_| {
+            json!({
+                "preset": "realdebrid", "token": TOKEN,
+                "base_url": "https://resolve-test.invalid/rest/1.0",
+                "connect_timeout_ms": 2000, "timeout_ms": 3000
+            })
+        })
+        .start();
+    let r = get_json(&site.apache.client(), "https://hoster.example/dns/apache").unwrap();
+    assert_eq!(r.status, 502, "{}", r.everything());
+    assert!(
+        site.apache
+            .wait_for_log("class=unreachable", std::time::Duration::from_secs(5)),
+        "{}",
+        site.apache.error_log()
+    );
+    assert_unreachable_says_what_to_do(&site.apache.error_log());
+    assert!(!site.apache.error_log().contains(TOKEN));
+    let stats = site_command(&site, &["stats"]);
+    assert!(
+        stats.contains("ACTION NEEDED: the provider could not be reached"),
+        "{stats}"
+    );
+}
+
 /// A port on 127.0.0.1 where nothing listens.
 #[test]
 fn a_call_that_never_connected_is_refunded() {
@@ -2252,8 +2299,7 @@ fn a_call_that_never_connected_is_refunded() {
             out.describe()
         );
         assert_eq!(body["detail"], GENERIC);
-        assert!(!out.stderr.contains("ACTION NEEDED"), "{}", out.stderr);
-        assert!(out.stderr.contains("class=unreachable"), "{}", out.stderr);
+        assert_unreachable_says_what_to_do(&out.stderr);
     }
     // Now the provider answers: the whole budget of 2 is still there.
     let api = &site.provider;
@@ -2296,7 +2342,7 @@ fn a_failed_name_lookup_is_refunded() {
             "{}",
             out.describe()
         );
-        assert!(out.stderr.contains("class=unreachable"), "{}", out.stderr);
+        assert_unreachable_says_what_to_do(&out.stderr);
         assert!(!out.stderr.contains("class=bad_answer"), "{}", out.stderr);
     }
     // The one call the spend limit allows is still there.

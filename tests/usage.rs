@@ -339,12 +339,14 @@ fn expect_figures(site: &Site) {
     }
     let notes = s["action_needed"].as_array().unwrap();
     let texts: Vec<&str> = notes.iter().map(|n| n["text"].as_str().unwrap()).collect();
-    assert_eq!(texts.len(), 4, "{texts:?}");
-    // Newest first: the plan, the server's address, the credentials, the quota.
-    assert!(texts[0].starts_with("ACTION NEEDED: the provider account's plan does not cover"));
-    assert!(texts[1].starts_with("ACTION NEEDED: the provider refuses calls from this server's"));
-    assert!(texts[2].starts_with("ACTION NEEDED: the provider refused the site's credentials"));
-    assert!(texts[3].starts_with("ACTION NEEDED: the provider account has no quota left"));
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    // Newest first: the provider not reached, the plan, the server's address, the
+    // credentials, the quota.
+    assert!(texts[0].starts_with("ACTION NEEDED: the provider could not be reached"));
+    assert!(texts[1].starts_with("ACTION NEEDED: the provider account's plan does not cover"));
+    assert!(texts[2].starts_with("ACTION NEEDED: the provider refuses calls from this server's"));
+    assert!(texts[3].starts_with("ACTION NEEDED: the provider refused the site's credentials"));
+    assert!(texts[4].starts_with("ACTION NEEDED: the provider account has no quota left"));
     assert!(!s.to_string().contains(TOKEN), "no secret in the figures");
 
     // The same in words, for people.

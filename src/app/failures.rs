@@ -24,11 +24,13 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             .log(log.clone())
     };
     // The owner's account or server is the problem: a neutral sentence for the visitor, and an
-    // `ACTION NEEDED` line with the cause and the provider's own fix for the owner.
-    let owner_must_act = |status: u16, cause: &str| {
+    // `ACTION NEEDED` line with the cause and what to do: the provider's own fix where its
+    // description has one, else the program's.
+    let owner_must_act = |status: u16, cause: &str, what_to_do: Option<&str>| {
         let fix = e
             .advice
             .as_deref()
+            .or(what_to_do)
             .map(|a| format!("; {a}"))
             .unwrap_or_default();
         Problem::new(status, "provider_unavailable", UNAVAILABLE)
@@ -68,23 +70,45 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
         Failure::Auth => owner_must_act(
             502,
             "the provider refused the site's credentials; check provider.token and the account",
+            None,
         ),
         Failure::ServerRefused => owner_must_act(
             502,
             "the provider refuses calls from this server's address (a server, datacenter or VPN \
              address): the token is not at fault, nor the visitor's link",
+            Some(
+                "ask the provider how to allow calls from a server (some have a setting for it), or \
+             choose a provider that allows them",
+            ),
         ),
         Failure::Plan => owner_must_act(
             502,
             "the provider account's plan does not cover this (not premium, not for this file \
              host, or a top-up is needed): the visitor's link is not at fault",
+            Some("renew or upgrade the plan on the provider's site"),
         ),
         Failure::Quota => owner_must_act(
             503,
             "the provider account has no quota left (traffic, links or fair use)",
+            Some(
+                "see the account's limits on the provider's site: wait for them to renew or top \
+             up, and lower the spend limits to stay within them",
+            ),
         )
         .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS),
-        Failure::Unavailable | Failure::BadAnswer | Failure::Unreachable => {
+        // Nothing was sent, so nothing was charged; but no visitor is served until it is.
+        Failure::Unreachable => owner_must_act(
+            502,
+            "the provider could not be reached from this server (its name did not resolve or \
+             no connection was made), so nothing was sent or charged",
+            Some(
+                "if it lasts more than a few minutes, look at the provider's status page; if the \
+             provider is up, ask the host whether this account may make outgoing HTTPS \
+             connections (some hosts block them until asked) and whether its DNS works, and \
+             check provider.base_url if you set it yourself",
+            ),
+        ),
+        Failure::Unavailable | Failure::BadAnswer => {
             Problem::new(502, "provider_unavailable", UNAVAILABLE).log(log)
         }
     }

@@ -251,7 +251,11 @@ fn provider_failures_become_clear_answers() {
         let line = &log.lines.borrow()[0];
         let owners = matches!(
             failure,
-            Failure::Auth | Failure::ServerRefused | Failure::Plan | Failure::Quota
+            Failure::Auth
+                | Failure::ServerRefused
+                | Failure::Plan
+                | Failure::Quota
+                | Failure::Unreachable
         );
         assert_eq!(line.contains("ACTION NEEDED"), owners, "{line}");
         if owners {
@@ -264,6 +268,33 @@ fn provider_failures_become_clear_answers() {
         if failure == Failure::ServerRefused {
             assert!(line.contains("this server's address"), "{line}");
         }
+    }
+}
+
+#[test]
+fn every_owners_failure_says_what_to_do_without_the_providers_advice() {
+    let cfg = config("{}");
+    for (failure, what_to_do) in [
+        (Failure::Auth, "check provider.token and the account"),
+        (
+            Failure::ServerRefused,
+            "ask the provider how to allow calls from a server",
+        ),
+        (Failure::Plan, "renew or upgrade the plan"),
+        (Failure::Quota, "wait for them to renew or top up"),
+        (
+            Failure::Unreachable,
+            "ask the host whether this account may make outgoing HTTPS",
+        ),
+    ] {
+        let p = Counting {
+            calls: Cell::new(0),
+            answer: Err(ProviderError::new(failure, "Name does not resolve")),
+        };
+        let (_, log) = run(&cfg, &store(), &p, &get("192.0.2.1", LINK));
+        let line = &log.lines.borrow()[0];
+        assert!(line.contains("ACTION NEEDED: "), "{line}");
+        assert!(line.contains(what_to_do), "{failure:?}: {line}");
     }
 }
 
@@ -547,8 +578,15 @@ fn the_journal_counts_cache_hits_failures_refunds_and_keeps_action_notes() {
     assert_eq!(f.provider_failures.get("timeout"), Some(&1));
     assert_eq!(f.provider_failures.get("auth"), Some(&1));
     let notes = s.journal_notes().unwrap();
-    assert_eq!(notes.len(), 1);
-    assert!(notes[0].text.starts_with("ACTION NEEDED"), "{notes:?}");
+    assert_eq!(
+        notes.len(),
+        2,
+        "the unreachable provider and the auth failure"
+    );
+    assert!(
+        notes.iter().all(|n| n.text.starts_with("ACTION NEEDED")),
+        "{notes:?}"
+    );
     let spend =
         crate::usage::stats::Stats::gather(&cfg, &s.as_store(), SystemClock.now_ms(), 24).unwrap();
     // The first call, the timeout and the auth failure; the unreachable call gave its back.

@@ -31,9 +31,16 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
             return false;
         }
     };
+    // What every request refuses: settings where they can be fetched over HTTP.
+    if let Some(refused) = crate::site::web_root::for_check(located, Some(&config)) {
+        let _ = writeln!(out, "FAIL web root: {refused}");
+        let _ = writeln!(out, "NOT READY: fix the lines marked FAIL");
+        return false;
+    }
     if let Located::File(source) = located {
         warn_exposure(source.path(), "configuration", out);
     }
+    crate::site::page_files::keep_for(&config);
     let mut ok = report(&config, &crate::site::open::from_config(&config), out);
     if let Some(link) = live {
         ok &= live_call(&config, link, out);

@@ -145,7 +145,7 @@ pub fn main() -> ExitCode {
 
 /// The configuration a command reads: the starter is made where the account has none.
 fn locate_from(options: &Options) -> Result<Located, String> {
-    let located = locate::locate_or_start(
+    let located = crate::site::web_root::locate_for_command(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
     )?;
@@ -167,7 +167,14 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("check") => {
             let options = parse_options(rest, &["--config", "--live"])?;
-            let located = locate_from(&options)?;
+            let located = match locate_from(&options) {
+                Ok(l) => l,
+                // A configuration missing where one was is a failed check, said as one.
+                Err(e) => {
+                    println!("FAIL {e}\nNOT READY: fix the lines marked FAIL");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
             let ok = crate::command::check::run(
                 &located,
                 options.live.as_deref(),
@@ -186,6 +193,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 .upkeep
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
+            // The page files the owner edited, kept, or put back after an upgrade.
+            crate::site::page_files::keep_for(&config);
             let looked = if report.scanned > 0 {
                 format!("{} keys looked at, ", report.scanned)
             } else {

@@ -126,13 +126,24 @@ pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, S
 /// archive carries a `config.json` to write over the owner's. Where it cannot be made, the
 /// defaults apply as before.
 pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
-    let located = locate(flag, env)?;
-    if let Located::Defaults { base } = &located
-        && let Ok(file) = crate::config::starter::create(base)
-    {
-        return Ok(Located::File(Source::Home(file)));
+    start(locate(flag, env)?)
+}
+
+/// `located`, or where it is the defaults, the starter made in their place. Where the
+/// account's configuration was there before (its data directory or `config.json.previous` is
+/// left, [`crate::config::starter::missing`]), an error that says how to put it back: the
+/// defaults would answer visitors with the echo provider and no origins.
+pub fn start(located: Located) -> Result<Located, String> {
+    let Located::Defaults { base } = &located else {
+        return Ok(located);
+    };
+    if let Some(message) = crate::config::starter::missing(base) {
+        return Err(message);
     }
-    Ok(located)
+    match crate::config::starter::create(base) {
+        Ok(file) => Ok(Located::File(Source::Home(file))),
+        Err(_) => Ok(located),
+    }
 }
 
 fn absolute(p: &Path) -> PathBuf {

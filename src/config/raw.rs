@@ -4,6 +4,39 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The top-level fields of the file, as [`RawConfig`] names them.
+pub const FIELDS: [&str; 16] = [
+    "provider",
+    "spend",
+    "store",
+    "rules",
+    "client",
+    "request",
+    "api_keys",
+    "cache",
+    "allowed_origins",
+    "fastcgi",
+    "page",
+    "admin",
+    "journal",
+    "block",
+    "allow",
+    "auto_block",
+];
+
+/// True when `text`, a `config.json` found somewhere, is this program's configuration and not
+/// another program's file of that name: an object of this program's fields only, or, where it
+/// is not JSON (a file broken by an edit), one that names a provider.
+pub fn looks_like_ours(text: &str) -> bool {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => {
+            !fields.is_empty() && fields.keys().all(|k| FIELDS.contains(&k.as_str()))
+        }
+        Ok(_) => false,
+        Err(_) => text.contains("\"provider\""),
+    }
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConfig {
@@ -131,4 +164,24 @@ pub(crate) struct RawClient {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRequest {
     pub(crate) max_body_bytes: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fields_are_the_files_and_a_file_of_them_is_ours() {
+        for field in FIELDS {
+            let one = format!("{{\"{field}\": null}}");
+            assert!(serde_json::from_str::<RawConfig>(&one).is_ok(), "{field}");
+            assert!(looks_like_ours(&one), "{field}");
+        }
+        assert!(serde_json::from_str::<RawConfig>("{\"name\": null}").is_err());
+        assert!(looks_like_ours(crate::config::starter::TEXT));
+        assert!(looks_like_ours("{\"provider\": {\"kind\": \"echo\"},"));
+        for other in ["{}", "[]", "{\"name\": \"app\", \"rules\": []}", "not json"] {
+            assert!(!looks_like_ours(other), "{other}");
+        }
+    }
 }

@@ -1,9 +1,11 @@
 //! The starter configuration, which the program writes itself the first time it runs without
 //! one (a request or a command), so that no archive has to carry a `config.json`: extracting
 //! any version anywhere never replaces the owner's settings. It is never written over a file
-//! that is there, even by two processes starting at once.
+//! that is there, even by two processes starting at once, nor where a data directory or a
+//! `config.json.previous` shows that a configuration was there before: a file moved away by
+//! mistake is put back, not met by a new one in its place.
 
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::support::{defaults, private_file};
@@ -27,9 +29,56 @@ pub const TEXT: &str = r#"{
 }
 "#;
 
+/// Why the starter must not be written in `base`: `config.json` is missing, but what a
+/// configuration leaves beside it (its data directory, the copy a dashboard save keeps) is
+/// there. The line says what is missing and how to put it back; None when nothing is left.
+pub fn missing(base: &Path) -> Option<String> {
+    let file = base.join(defaults::CONFIG_FILE_NAME);
+    let previous = previous_of(&file);
+    let data = base.join(defaults::DATA_DIR_NAME);
+    let trace = [&previous, &data]
+        .into_iter()
+        .find(|p| p.symlink_metadata().is_ok())?;
+    let put_back = if previous.exists() {
+        format!(
+            "rename {} to {} (the settings before the dashboard's last save), or move the \
+             config.json you moved away back into {}",
+            previous.display(),
+            defaults::CONFIG_FILE_NAME,
+            base.display()
+        )
+    } else {
+        format!(
+            "move the config.json you moved away back into {}",
+            base.display()
+        )
+    };
+    Some(format!(
+        "the configuration {} is missing, but {} shows the site had one, so no new one is \
+         written in its place and every request gets 503 until it is back. To put it back, in \
+         cPanel's File Manager {put_back}; to start again with new settings instead, delete {}",
+        file.display(),
+        trace.display(),
+        [&previous, &data]
+            .iter()
+            .filter(|p| p.symlink_metadata().is_ok())
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
+    ))
+}
+
+/// `config.json.previous` beside `config.json`.
+pub fn previous_of(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(defaults::CONFIG_BACKUP_SUFFIX);
+    PathBuf::from(name)
+}
+
 /// Makes `base` (mode 700) with the starter `config.json` (600) and the data directory (700)
 /// in it, where there is no configuration yet; returns the file's path. A file already there
-/// is kept as it is: the starter is linked into place, which fails rather than replace.
+/// is kept as it is: the starter is linked into place, which fails rather than replace. Where
+/// a configuration was there before ([`missing`]), nothing is made: the error says so.
 pub fn create(base: &Path) -> Result<PathBuf, String> {
     let dir = |path: &Path| match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
@@ -37,18 +86,29 @@ pub fn create(base: &Path) -> Result<PathBuf, String> {
         }
         _ => Ok(()),
     };
-    dir(base)?;
-    dir(&base.join(defaults::DATA_DIR_NAME))?;
     let file = base.join(defaults::CONFIG_FILE_NAME);
     if file.exists() {
         return Ok(file);
     }
-    match private_file::create(&file, TEXT.as_bytes()) {
+    if let Some(message) = missing(base) {
+        return Err(message);
+    }
+    dir(base)?;
+    // Private even where an archive's extraction made the folder (for its installed.txt).
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| format!("cannot make {} private: {e}", base.display()))?;
+    let made = match private_file::create(&file, TEXT.as_bytes()) {
         Ok(()) => Ok(file),
         // Another process made it first.
         Err(_) if file.exists() => Ok(file),
         Err(e) => Err(format!("cannot create {}: {e}", file.display())),
-    }
+    }?;
+    // The data directory after the file: a data directory alone means a file that was there.
+    let data = base.join(defaults::DATA_DIR_NAME);
+    dir(&data)?;
+    // Marked as the file store's: deleted later, it is said to be made again.
+    crate::store::file::made::mark(&data);
+    Ok(made)
 }
 
 #[cfg(test)]
@@ -94,12 +154,60 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_dir(&base).unwrap().count(),
-            2,
-            "no file left over"
+            3,
+            "no file left over: the file, the data directory and its mark"
         );
         // Where nothing can be made, the reason.
         let e = create(&home.join("missing/resolve")).unwrap_err();
         assert!(e.starts_with("cannot create "), "{e}");
+        let _ = std::fs::remove_dir_all(&home);
+    }
+
+    #[test]
+    fn never_made_where_a_configuration_was() {
+        let home = crate::support::temp::dir("starter", "was");
+        let base = home.join("resolve");
+        create(&base).unwrap();
+        let file = base.join("config.json");
+        // The file moved away: its data directory is left.
+        std::fs::remove_file(&file).unwrap();
+        let e = create(&base).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "the configuration {} is missing, but {} shows the site had one",
+                file.display(),
+                base.join("ratelimit").display()
+            )),
+            "{e}"
+        );
+        assert!(
+            e.contains("move the config.json you moved away back into"),
+            "{e}"
+        );
+        assert!(!file.exists());
+        // The dashboard's copy is named first, and how to put it back.
+        std::fs::write(base.join("config.json.previous"), "{}").unwrap();
+        let e = create(&base).unwrap_err();
+        assert!(
+            e.contains(&format!(
+                "rename {}/config.json.previous to config.json",
+                base.display()
+            )),
+            "{e}"
+        );
+        assert!(e.contains("ratelimit"), "{e}");
+        // Only the copy left.
+        std::fs::remove_dir(base.join("ratelimit")).unwrap();
+        assert!(
+            missing(&base)
+                .unwrap()
+                .contains("config.json.previous shows")
+        );
+        assert!(!file.exists());
+        // Nothing left: a fresh start.
+        std::fs::remove_file(base.join("config.json.previous")).unwrap();
+        assert_eq!(missing(&base), None);
+        assert_eq!(create(&base).unwrap(), file);
         let _ = std::fs::remove_dir_all(&home);
     }
 }

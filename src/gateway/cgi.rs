@@ -30,7 +30,7 @@ pub fn env_from_process() -> Env {
 pub fn run() {
     let started = Instant::now();
     let env = env_from_process();
-    let located = locate::locate_or_start(None, std::env::var_os(defaults::CONFIG_ENV));
+    let located = web_root::locate(&env, std::env::var_os(defaults::CONFIG_ENV));
     if let Ok(l) = &located {
         l.name_in_the_log();
     }
@@ -78,7 +78,9 @@ pub fn serve_one(config: Config, env: &Env, started: Instant) {
     let _ = out.flush();
     drop(out);
     drain_stdin(env, stdin.read);
-    site.app().maybe_sweep();
+    if site.app().maybe_sweep() {
+        crate::site::page_files::keep_for(&site.config);
+    }
 }
 
 /// Standard input, counting what was taken from it; opened (unbuffered) at the first read, so

@@ -26,6 +26,7 @@ pub mod budget;
 mod journal;
 mod journal_record;
 pub(crate) mod lock;
+pub mod made;
 mod place;
 pub mod record;
 pub(crate) mod safe_open;
@@ -191,7 +192,7 @@ impl<C: Clock> FileStore<C> {
     /// Creates the data directory (mode 700) if it is missing: a store that cannot count
     /// would let every request through under the `allow` policy.
     fn ensure_dir(&self) -> Result<(), StoreError> {
-        lock::ensure_dir(&self.dir)
+        lock::ensure_data_dir(&self.dir)
     }
 
     /// Opens (creating if needed) and locks the file at `path`.
@@ -539,7 +540,13 @@ impl<C: Clock> Notes for FileStore<C> {
     }
 
     fn journal_notes(&self) -> Result<Vec<usage::Note>, StoreError> {
-        self.journal().notes()
+        let mut notes = self.journal().notes()?;
+        // The counts restarted with the directory: said among the notes while it is recent.
+        if let Some(note) = made::note(&self.dir, self.clock.now_ms()) {
+            let at = notes.partition_point(|n| n.at_ms > note.at_ms);
+            notes.insert(at, note);
+        }
+        Ok(notes)
     }
 }
 
@@ -551,6 +558,7 @@ impl<C: Clock> Upkeep for FileStore<C> {
                 ..SweepReport::default()
             });
         }
+        made::check(&self.dir);
         let deadline = budget.map(|b| Instant::now() + b);
         let now = self.clock.now_ms();
         let mut shards: Vec<PathBuf> = fs::read_dir(&self.dir)

@@ -31,6 +31,12 @@ pub const DATA_DIR_NAME: &str = "ratelimit";
 pub const HOME_SUBDIR: &str = "resolve";
 /// Name of the configuration file in that directory.
 pub const CONFIG_FILE_NAME: &str = "config.json";
+/// The list of installed files beside the configuration (`SHA256  PATH` lines, paths from the
+/// home directory), written by `deploy.sh` and carried by the release archives.
+pub const INSTALLED_LIST: &str = "installed.txt";
+/// The folder beside the configuration (mode 700) with the owner's copies of the page files
+/// they edited, put back after an upgrade writes over them.
+pub const KEPT_PAGE_DIR: &str = "kept";
 /// Environment variable that names the configuration file (not available under suEXEC).
 pub const CONFIG_ENV: &str = "RESOLVE_CONFIG";
 
@@ -158,6 +164,15 @@ pub const FILE_STORE_FOLD_V6_PREFIX: u8 = 48;
 /// The file whose creation says folding has started (logged once; a sweep that finds room
 /// again removes it).
 pub const FILE_STORE_FOLDING_MARK: &str = "folding";
+
+/// Added to the data directory's name for the mark beside it (`.ratelimit.made`) that says
+/// which directory the file store counted in: one made again where it was is said out loud.
+pub const DATA_DIR_MARK_SUFFIX: &str = ".made";
+/// The file whose creation in a data directory made again says so (logged once).
+pub const DATA_DIR_MADE_AGAIN_MARK: &str = "made-again";
+/// How long the store's notes say the data directory was made again: a month, the longest
+/// spend window of the starter, whose count restarted with it.
+pub const DATA_DIR_MADE_AGAIN_NOTE_SECS: u64 = 31 * 86_400;
 
 /// Requests one FastCGI process answers before it exits and the web server starts a fresh one.
 pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;

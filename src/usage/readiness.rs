@@ -202,7 +202,7 @@ fn warn_reach(config: &Config, out: &mut dyn Write) {
 }
 
 /// Directory names that web hosts serve.
-const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
+pub const WEB_ROOTS: [&str; 5] = ["public_html", "www", "htdocs", "html", "httpdocs"];
 
 /// The web root `path` lies under (by the names hosts give it), if it does: as written, or
 /// once its symbolic links are followed (`~/resolve/ratelimit` may be a link into

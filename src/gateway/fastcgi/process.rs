@@ -19,6 +19,7 @@ use crate::gateway::fastcgi::connection::{
     Ended, IO_TIMEOUT, Request, Responder, env_from_params, serve_connection,
 };
 use crate::gateway::signals;
+use crate::http::request::Env;
 use crate::site::{self, Site};
 use crate::support::defaults;
 use crate::support::log::{Level, Log, StderrLog};
@@ -74,8 +75,8 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn load(name: Option<OsString>) -> Result<Loaded, String> {
-        let located = locate::locate_or_start(None, name.clone())?;
+    fn load(name: Option<OsString>, env: &Env) -> Result<Loaded, String> {
+        let located = site::web_root::locate(env, name.clone())?;
         located.name_in_the_log();
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
@@ -113,13 +114,13 @@ impl Sites {
 
     /// The site for a request whose RESOLVE_CONFIG (a FastCGI param, as `SetEnv` sends it, else
     /// the process's own, as `FcgidInitialEnv` sets it) is `name`.
-    fn site(&mut self, name: Option<OsString>) -> Result<&Loaded, String> {
+    fn site(&mut self, name: Option<OsString>, env: &Env) -> Result<&Loaded, String> {
         if !self.loaded.as_ref().is_some_and(|l| l.is_current(&name)) {
             // What the old site holds is written by it; then it is dropped first: a store
             // connection is never open twice.
             self.finish();
             self.loaded = None;
-            self.loaded = Some(Loaded::load(name)?);
+            self.loaded = Some(Loaded::load(name, env)?);
         }
         match &self.loaded {
             Some(l) => Ok(l),
@@ -151,7 +152,7 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let loaded = self.site(name.clone()).and_then(|l| {
+        let loaded = self.site(name.clone(), &env).and_then(|l| {
             // Nothing secret under this request's web root.
             match site::web_root::refusal(&env, &l.located, Some(&l.site.config)) {
                 Some(refused) => Err(refused),
@@ -188,8 +189,9 @@ impl Responder for Sites {
     fn after(&mut self) {
         if self.answered_by_site
             && let Some(l) = &self.loaded
+            && l.site.app().maybe_sweep()
         {
-            l.site.app().maybe_sweep();
+            site::page_files::keep_for(&l.site.config);
         }
     }
 

@@ -143,6 +143,17 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
         })
 }
 
+/// [`ensure_dir`] for the file store's data directory: one made again where it was is said
+/// out loud ([`super::made`]), as its counts are gone.
+pub(crate) fn ensure_data_dir(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    ensure_dir(dir)?;
+    super::made::made(dir);
+    Ok(())
+}
+
 /// Opens the file at `path`, in a directory of its own right under the data directory `dir`
 /// (a shard, the journal), and takes its lock. The file and its directory (mode 700) are
 /// created when missing; a directory that is a symbolic link is refused.
@@ -165,7 +176,7 @@ pub(crate) fn open_locked(
         let file = match open_rw(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
-                ensure_dir(dir)?;
+                ensure_data_dir(dir)?;
                 match fs::DirBuilder::new().mode(0o700).create(parent) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
