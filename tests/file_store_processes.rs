@@ -497,3 +497,62 @@ fn a_flood_of_new_networks_never_shuts_out_new_visitors() {
 fn a_flood_past_a_small_budget_never_shuts_out_new_visitors() {
     flood_then_one_folded_address(3_000, 2_000);
 }
+
+/// Three first-time visitors of one /24, refused only because the directory is full and the
+/// folded key they share with a spender of their network is spent, are not blamed for it:
+/// `auto_block` blocks none of them, nor their /24.
+#[test]
+fn refusals_by_a_shared_key_never_block_anyone() {
+    let dir = TempDir::new("fold-auto-block");
+    let path = dir.join("config.json");
+    let config = serde_json::json!({
+        "provider": {"kind": "echo"},
+        "store": {"kind": "file", "dir": dir.join("data"), "sweep_one_in": 0,
+                  "max_files": defaults::FILE_STORE_MIN_MAX_FILES,
+                  "max_bytes": defaults::FILE_STORE_MIN_MAX_BYTES},
+        "rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 3600}],
+        "auto_block": {"refusals": 2, "window_secs": 3600, "block_secs": 3600},
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    // Fill the clients' share: one HEAD from each of 400 /24s.
+    for i in 0..400 {
+        assert_eq!(ask(&path, "HEAD", &visitor(10, i)).0, Some(200), "{i}");
+    }
+    let store = FileStore::new(dir.join("data"), SystemClock, Duration::from_secs(600));
+    // One address of 11.0.0.0/24, folded, spends its folded key.
+    let spender = "11.0.0.200";
+    let mut spent = false;
+    for _ in 0..4 {
+        spent = ask(&path, "GET", spender).0 == Some(429);
+    }
+    assert!(spent, "the folded key was not spent");
+    assert!(
+        store
+            .read(&format!("resolve:ip:{spender}"))
+            .unwrap()
+            .is_none(),
+        "the spender has a key of its own: nothing was folded"
+    );
+    // Three first-time visitors of the same /24: refused by the shared key, three times each.
+    let mut statuses = Vec::new();
+    for visitor in ["11.0.0.1", "11.0.0.2", "11.0.0.3"] {
+        for _ in 0..3 {
+            statuses.push(ask(&path, "GET", visitor).0);
+        }
+    }
+    let after = ask(&path, "GET", "11.0.0.4").0;
+    eprintln!(
+        "three first-time visitors refused by a shared key: {statuses:?}; a fourth: {after:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == Some(429)),
+        "{statuses:?}: blocked for refusals that were not theirs"
+    );
+    assert_eq!(after, Some(429), "the /24 was blocked");
+    // A client refused by its own key still is: one of the flood's, past its limit of 3.
+    let own = visitor(10, 5);
+    assert!(store.read(&format!("resolve:ip:{own}")).unwrap().is_some());
+    let mine: Vec<Option<u16>> = (0..6).map(|_| ask(&path, "GET", &own).0).collect();
+    eprintln!("a client over its own key's limit: {mine:?}");
+    assert_eq!(mine.last(), Some(&Some(403)), "{mine:?}");
+}
