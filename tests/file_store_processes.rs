@@ -556,3 +556,92 @@ fn refusals_by_a_shared_key_never_block_anyone() {
     eprintln!("a client over its own key's limit: {mine:?}");
     assert_eq!(mine.last(), Some(&Some(403)), "{mine:?}");
 }
+
+/// Past the data directory's budget, the dashboard's sign-in budgets still count each address
+/// and network by their own keys: failures from twenty new networks never shut out a
+/// brand-new address of another one, and its first wrong password is its first failure.
+#[test]
+fn sign_in_budgets_never_fold_into_another_network() {
+    use resolve::admin::signin::{self, Budgets, Gate, Who};
+    let dir = TempDir::new("fold-signin");
+    let store = FileStore::new(dir.join("data"), SystemClock, Duration::from_secs(600))
+        .with_budget(Budget {
+            max_files: defaults::FILE_STORE_MIN_MAX_FILES,
+            max_bytes: defaults::FILE_STORE_MIN_MAX_BYTES,
+            ..Budget::default()
+        });
+    // Visitors fill the clients' share.
+    let rule = Rule::new(
+        "ip",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        3,
+        3600,
+        "resolve:{rule}:{ip}",
+    )
+    .unwrap();
+    for i in 0..600 {
+        admitted_by(&store, std::slice::from_ref(&rule), &visitor(10, i));
+    }
+    assert!(
+        store
+            .read(&rule.key_for(&visitor(10, 599)))
+            .unwrap()
+            .is_none(),
+        "the directory is not full"
+    );
+    let budgets = Budgets::default();
+    let who = |addr: &str| Who::new(addr.parse().unwrap(), addr.to_owned(), None);
+    // One wrong password from each of twenty new networks (the site's budget takes thirty).
+    for i in 0..20 {
+        let gate = signin::gate(&store, &budgets, &who(&visitor(12, i << 8))).unwrap();
+        assert!(
+            matches!(gate, Gate::Open { attempt: 1, .. }),
+            "{i}: {gate:?}"
+        );
+    }
+    // A brand-new address of another network: its own first failure.
+    let gate = signin::gate(&store, &budgets, &who("13.0.0.7")).unwrap();
+    eprintln!("a new address's first wrong password past the budget: {gate:?}");
+    assert!(
+        matches!(
+            gate,
+            Gate::Open {
+                attempt: 1,
+                limit: 5,
+                ..
+            }
+        ),
+        "{gate:?}"
+    );
+    // Its own address's and network's keys count it, nobody else's.
+    for key in [
+        "resolve:admin-signin:13.0.0.7",
+        "resolve:admin-signin-net:13.0.0.0/24",
+    ] {
+        assert_eq!(store.read(key).unwrap().map(|c| c.count), Some(1), "{key}");
+    }
+    // They are never folded, so what bounds their files is the site's budget: attempts past
+    // it leave no file behind (the 256 shard directories are the budget's already).
+    let files = || {
+        support::temp::entries_under(&dir.join("data"))
+            .into_iter()
+            .filter(|p| p.is_file())
+            .count()
+    };
+    let before = files();
+    let (mut open, mut shut) = (0, 0);
+    for i in 0..100 {
+        match signin::gate(&store, &budgets, &who(&visitor(14, i << 8))).unwrap() {
+            Gate::Open { .. } => open += 1,
+            Gate::Shut { .. } => shut += 1,
+        }
+    }
+    let grown = files() - before;
+    eprintln!("100 more networks: {open} counted, {shut} refused, {grown} more files");
+    assert_eq!(open, 9, "the site's budget of 30");
+    assert!(
+        grown <= 2 * open,
+        "{grown} files for {open} attempts counted"
+    );
+}

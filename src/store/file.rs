@@ -432,16 +432,17 @@ impl<C: Clock> Counters for FileStore<C> {
             let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
             let mut outcome = limiter::decide(&rules, &states, self.clock.now_ms());
             for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-                if let Write::Counter(counter) = write {
-                    self.store(l, before, counter)?;
+                match write {
+                    Write::Counter(counter) => self.store(l, before, counter)?,
+                    // A file made for this request and left empty (it was refused) goes, still
+                    // locked: a refused request leaves no file behind.
+                    _ if before.counter.is_none() => {
+                        let _ = fs::remove_file(&l.path);
+                    }
+                    _ => {}
                 }
             }
-            let statuses = match &mut outcome.decision {
-                Decision::Admit { statuses, .. } | Decision::Refuse { statuses, .. } => statuses,
-            };
-            for (status, p) in statuses.iter_mut().zip(&placed) {
-                status.shared = p.shared();
-            }
+            self.mark_shared(&mut outcome.decision, &placed);
             return Ok(outcome.decision);
             // Dropping `locked` closes the files, which releases the locks.
         }

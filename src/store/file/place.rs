@@ -17,6 +17,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use crate::core::clock::Clock;
+use crate::core::decision::Decision;
 use crate::core::rule::KeyKind;
 use crate::store::file::FileStore;
 use crate::store::file::budget::{self, Room};
@@ -50,11 +51,13 @@ impl<C: Clock> FileStore<C> {
             return Ok(mine(own));
         }
         let Some(bucket) = budget::folded(check.rule, &check.key, self.budget.buckets()) else {
-            // A site-wide key is one file, made as before; the controls' own counts and the
-            // sign-in budgets (one per client) are made while there is room for them.
+            // A site-wide key is one file, made as before, and so is a sign-in budget's (a
+            // key is kept only for an attempt counted, and the site's budget bounds those);
+            // the controls' own counts (one per client) are made while there is room for them.
             let site_wide =
                 check.rule.key == KeyKind::Global && check.key == check.rule.key_for("");
-            if !site_wide && !self.make_room(&own, Room::Kept)? {
+            let always = site_wide || budget::never_folded(check.rule);
+            if !always && !self.make_room(&own, Room::Kept)? {
                 return Err(StoreError::unavailable(format!(
                     "the data directory is at its budget (store.max_files {}, store.max_bytes \
                      {}): {} is not counted",
@@ -71,6 +74,16 @@ impl<C: Clock> FileStore<C> {
             path: self.fold_path(&bucket),
             own: Some(own),
         })
+    }
+
+    /// Marks the statuses of a decision whose checks were placed at folded keys as shared.
+    pub(crate) fn mark_shared(&self, decision: &mut Decision, placed: &[Placed]) {
+        let statuses = match decision {
+            Decision::Admit { statuses, .. } | Decision::Refuse { statuses, .. } => statuses,
+        };
+        for (status, p) in statuses.iter_mut().zip(placed) {
+            status.shared = p.shared();
+        }
     }
 
     /// Whether a placement still holds once its file is locked: a check placed at a folded key
