@@ -26,6 +26,7 @@ pub mod settings_form;
 pub mod settings_page;
 mod setup;
 pub mod setup_code;
+mod shared_keys;
 pub mod signin;
 pub mod token;
 
@@ -213,6 +214,7 @@ impl Dashboard<'_> {
             "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
             "unblock" => self.unblock(&ctx, &fields),
+            "clear-shared" => self.clear_shared(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }

@@ -31,12 +31,10 @@ pub trait Upkeep {
     }
 }
 
-/// New clients counted by shared (folded) keys because the store's room for clients' own keys
-/// is full: what `resolve report`, `resolve stats` and the dashboard tell the owner.
+/// New clients counted by shared (folded) keys now, because the store's room for clients' own
+/// keys is full: what `resolve report`, `resolve stats` and the dashboard tell the owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Folding {
-    /// Whether a new client is folded now (else only folded keys still count a window).
-    pub on: bool,
     /// Entries the store holds, and how many it may hold before it folds.
     pub entries: u64,
     pub cap: u64,

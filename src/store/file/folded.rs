@@ -42,6 +42,9 @@ impl<C: Clock> FileStore<C> {
     pub(crate) fn folding_now(&self) -> Result<Option<Folding>, StoreError> {
         let entries = self.room().total()?;
         let cap = self.budget.cap(Room::Client);
+        if entries < cap {
+            return Ok(None);
+        }
         let now = self.clock.now_ms();
         let live = self
             .folded_counters()?
@@ -49,11 +52,7 @@ impl<C: Clock> FileStore<C> {
             .flatten()
             .filter(|c| c.end_ms() > now)
             .count() as u64;
-        if entries < cap && live == 0 {
-            return Ok(None);
-        }
         Ok(Some(Folding {
-            on: entries >= cap,
             entries,
             cap,
             max_files: self.budget.max_files,
