@@ -360,13 +360,31 @@ fn visitor(base: u8, i: u32) -> String {
     format!("{base}.{}.{}.7", (i >> 8) & 0xff, i & 0xff)
 }
 
-/// One HEAD from each of `networks` IPv4 /24s run as CGI (a flood of new clients past the data
+/// Client `i` of group `base` in one IPv4 /24 of its own: its address, and its identity as the
+/// rules count it (the same).
+fn v4_client(base: u8, i: u32) -> (String, String) {
+    let addr = visitor(base, i);
+    (addr.clone(), addr)
+}
+
+/// Client `i` of group `base` in one IPv6 /48 of its own: its address, and its identity as the
+/// rules count it (its /64).
+fn v6_client(base: u8, i: u32) -> (String, String) {
+    let net = |last| Ipv6Addr::new(0x2001, 0xd00 + u16::from(base), i as u16, 0, 0, 0, 0, last);
+    (net(1).to_string(), format!("{}/64", net(0)))
+}
+
+/// One HEAD from each of `networks` networks (`client`: IPv4 /24s or IPv6 /48s) run as CGI (a flood of new clients past the data
 /// directory's budget of `max_files`), then, on the same files with a clock moved by the test:
 /// one folded address at 31 a minute for twelve minutes (enough to spend a day's 300), new
 /// visitors arriving meanwhile, and new visitors a minute after it stopped. The directory
 /// stays within its budget, and at least 99% of new visitors are admitted during the flood,
 /// while the address spends its share, and after.
-fn flood_then_one_folded_address(max_files: u64, networks: u32) {
+fn flood_then_one_folded_address(
+    max_files: u64,
+    networks: u32,
+    client: fn(u8, u32) -> (String, String),
+) {
     let dir = TempDir::new(&format!("flood-{max_files}"));
     let config = starter_limits_config(dir.path(), max_files);
     let data = dir.join("data");
@@ -382,7 +400,7 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
                     if i >= networks {
                         return admitted;
                     }
-                    let (status, stderr) = ask(&config, "HEAD", &visitor(10, i));
+                    let (status, stderr) = ask(&config, "HEAD", &client(10, i).0);
                     match status {
                         Some(200) => admitted += 1,
                         Some(429) => {}
@@ -408,7 +426,7 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
     // A folded address: a new one whose own keys are not made (the directory is full).
     let mut attacker_admitted = 0u32;
     let attacker = (0..50)
-        .map(|i| visitor(11, i))
+        .map(|i| client(11, i).1)
         .find(|addr| {
             attacker_admitted = u32::from(admitted_by(&store, &rules, addr));
             store.read(&rules[0].key_for(addr)).unwrap().is_none()
@@ -425,7 +443,7 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
             for _ in 0..3 {
                 during += 1;
                 newcomer += 1;
-                if admitted_by(&store, &rules, &visitor(12, newcomer)) {
+                if admitted_by(&store, &rules, &client(12, newcomer).1) {
                     during_admitted += 1;
                 }
             }
@@ -436,13 +454,13 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
     clock.advance_ms(60_000);
     let after = 1000u32;
     let after_admitted = (0..after)
-        .filter(|i| admitted_by(&store, &rules, &visitor(13, *i)))
+        .filter(|i| admitted_by(&store, &rules, &client(13, *i).1))
         .count() as u32;
     let entries_after = support::temp::entries_under(&data).len() as u64;
     let attacker_spent = !admitted_by(&store, &rules, &attacker);
     let share = |a: u32, n: u32| f64::from(a) * 100.0 / f64::from(n.max(1));
     eprintln!(
-        "budget {max_files} files: {networks} /24s in {flood_secs:.1} s, {flood_admitted} \
+        "budget {max_files} files: {networks} networks in {flood_secs:.1} s, {flood_admitted} \
          admitted ({:.2}%), {entries} entries after the flood, {entries_after} at the end; the \
          folded address {attacker}: {attacker_admitted} of 372 admitted in 12 minutes; new \
          visitors meanwhile: {during_admitted} of {during} admitted ({:.2}%); a minute after it \
@@ -468,7 +486,7 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
     // removed them, a new visitor gets a key of its own again.
     clock.advance_ms(11 * 60_000);
     let swept = store.sweep(None).unwrap();
-    let fresh = visitor(14, 1);
+    let fresh = client(14, 1).1;
     assert!(admitted_by(&store, &rules, &fresh));
     let own_again = store.read(&rules[0].key_for(&fresh)).unwrap().is_some();
     // And the folded keys end with their windows: a day on, a sweep removes them all.
@@ -490,12 +508,17 @@ fn flood_then_one_folded_address(max_files: u64, networks: u32) {
 
 #[test]
 fn a_flood_of_new_networks_never_shuts_out_new_visitors() {
-    flood_then_one_folded_address(defaults::FILE_STORE_MAX_FILES, 3_500);
+    flood_then_one_folded_address(defaults::FILE_STORE_MAX_FILES, 3_500, v4_client);
+}
+
+#[test]
+fn a_flood_of_new_ipv6_networks_never_shuts_out_new_visitors() {
+    flood_then_one_folded_address(defaults::FILE_STORE_MAX_FILES, 3_500, v6_client);
 }
 
 #[test]
 fn a_flood_past_a_small_budget_never_shuts_out_new_visitors() {
-    flood_then_one_folded_address(3_000, 2_000);
+    flood_then_one_folded_address(3_000, 2_000, v4_client);
 }
 
 /// Three first-time visitors of one /24, refused only because the directory is full and the
