@@ -365,6 +365,16 @@ fn a_full_data_directory_is_action_needed_and_its_shared_counters_clear() {
             .unwrap_or(0)
     };
 
+    // Under FastCGI a process writes its journal entries up to a second later.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let json: serde_json::Value =
+            serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
+        if json["folding"]["networks"][0]["clients"] == 40 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let report = site_command(&site, &["report", "--only-problems"]);
     let stats = site_command(&site, &["stats"]);
     let json: serde_json::Value =
