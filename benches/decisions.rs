@@ -130,6 +130,7 @@ fn per_store(c: &mut Criterion) {
 const BIG_BUDGET: Budget = Budget {
     max_files: 1_000_000,
     max_bytes: 1 << 40,
+    fold_rules: 1,
 };
 
 fn file_store_size(c: &mut Criterion) {

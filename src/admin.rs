@@ -31,6 +31,7 @@ pub mod settings_page;
 mod setup;
 pub mod setup_budgets;
 pub mod setup_code;
+mod shared_keys;
 pub mod signin;
 pub mod token;
 
@@ -111,6 +112,7 @@ impl Fields {
             "signout-all" => "sign-out-everywhere",
             "block" => "block",
             "unblock" => "unblock",
+            "clear-shared" => "clear-shared",
             "setup" => "setup",
             _ => "sign-in",
         }
@@ -250,6 +252,7 @@ impl Dashboard<'_> {
             "signout-all" => self.sign_out(&ctx, &fields, true),
             "block" => self.block(&ctx, &fields),
             "unblock" => self.unblock(&ctx, &fields),
+            "clear-shared" => self.clear_shared(&ctx, &fields),
             _ => self.sign_in(&ctx, &fields),
         }
     }

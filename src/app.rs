@@ -90,7 +90,7 @@ struct Admitted {
 
 /// What the decision means: go on (None when the store failed and the policy is to answer
 /// anyway), or this 429 and nothing else; `by_client` when a rule counting this client (its
-/// address or its key) refused it, not only a site-wide one.
+/// address or its key) refused it by the client's own key, not only a site-wide or shared one.
 enum Verdict {
     Admitted(Option<Admitted>),
     Refused { response: Response, by_client: bool },
@@ -320,7 +320,8 @@ impl App<'_> {
                 response,
                 by_client,
             } => {
-                // A busy site refuses everyone by its global rules: no reason to block anyone.
+                // A busy site refuses everyone by its global rules, a full store new clients by
+                // keys they share: no reason to block anyone.
                 if by_client {
                     self.count_refusal(&asked, tally);
                 }

@@ -302,3 +302,117 @@ fn setup_without_a_hash_and_secure_cookies_over_https() {
         r.everything()
     );
 }
+
+/// `resolve COMMAND ARGS --config` for this site, as the account Apache runs it as (so that
+/// the files it makes stay the site's), its standard output.
+fn site_command(site: &Site, args: &[&str]) -> String {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(support::binary());
+    cmd.args(args)
+        .arg("--config")
+        .arg(&site.config_path)
+        .env_remove("RESOLVE_CONFIG");
+    if let Some(user) = support::server_user() {
+        cmd.uid(user.uid).gid(user.gid);
+    }
+    String::from_utf8(support::system::succeeded(
+        &mut cmd,
+        &format!("resolve {args:?}"),
+    ))
+    .expect("utf-8")
+}
+
+/// A flood of new clients past a small data directory's budget (one HEAD each from 380 /24s
+/// and 40 addresses of one more): `resolve report --only-problems`, `resolve stats` (text and
+/// JSON) and the dashboard say `ACTION NEEDED` while new visitors share counters, with what to
+/// do and the network with most clients to block; the dashboard's button (its form token
+/// only) clears the shared counters.
+#[test]
+fn a_full_data_directory_is_action_needed_and_its_shared_counters_clear() {
+    let hash = hash();
+    let site = Site::builder("admin-full")
+        .rules(vec![
+            json!({"name": "ip", "key": "ip", "limit": 3, "window_secs": 3600}),
+        ])
+        .config(move |c| {
+            c["admin"] = json!({ "password_hash": hash });
+            c["store"]["max_files"] = json!(2000);
+            c["store"]["max_bytes"] = json!(16 * 1024 * 1024);
+        })
+        .start();
+    assert_eq!(site_command(&site, &["report", "--only-problems"]), "");
+    let mut browser = Browser::new(&site);
+    assert_eq!(browser.sign_in(PASSWORD).status, 303);
+    assert!(browser.get().text().contains("Nothing to act on"));
+
+    let addresses: Vec<String> = (0..380)
+        .map(|i| format!("127.{}.{}.7", 1 + i / 200, i % 200))
+        .chain((1..=40).map(|i| format!("127.9.9.{i}")))
+        .collect();
+    let statuses: Vec<u16> = support::client::par_map(addresses.len(), 4, |i| {
+        site.client()
+            .bind_source(&addresses[i])
+            .send(&Request::head(
+                "/cgi-bin/resolve?link=https%3A%2F%2Fhost.example%2Ff",
+            ))
+            .map_or(0, |r| r.status)
+    });
+    let admitted = statuses.iter().filter(|s| **s == 200).count();
+    eprintln!("{} new clients: {admitted} admitted", addresses.len());
+    let shared = || {
+        std::fs::read_dir(site.data.join("folded"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+
+    // Under FastCGI a process writes its journal entries up to a second later.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let json: serde_json::Value =
+            serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
+        if json["folding"]["networks"][0]["clients"] == 40 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let report = site_command(&site, &["report", "--only-problems"]);
+    let stats = site_command(&site, &["stats"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
+    let page = browser.get().text();
+    eprintln!("{report}");
+    for (what, text) in [("report", &report), ("stats", &stats), ("dashboard", &page)] {
+        for part in [
+            "ACTION NEEDED: the data directory is full",
+            "Raise store.max_files and store.max_bytes",
+            "127.9.9.0/24 (40 clients)",
+        ] {
+            assert!(text.contains(part), "{what}: {part}\n{text}");
+        }
+    }
+    assert!(report.starts_with("ACTION NEEDED"), "{report}");
+    assert_eq!(json["folding"]["networks"][0]["network"], "127.9.9.0/24");
+    assert!(!page.contains("Nothing to act on"), "{page}");
+    assert!(
+        page.contains("Clear the shared counters</button>"),
+        "{page}"
+    );
+    assert!(shared() > 0, "nothing was folded");
+
+    // The button: never without the page's token.
+    let csrf = hidden(&page, "csrf");
+    let r = browser.post("action=clear-shared&csrf=0123456789abcdef");
+    assert_eq!(r.status, 403, "{}", r.everything());
+    assert!(shared() > 0);
+    let r = browser.post(&format!("action=clear-shared&csrf={csrf}"));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    assert_eq!(shared(), 0, "the shared counters are still there");
+    assert!(
+        site.apache.wait_for_log(
+            "shared counters of new visitors cleared by the owner",
+            Duration::from_secs(5)
+        ),
+        "{}",
+        site.apache.error_log()
+    );
+}

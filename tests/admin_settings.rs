@@ -436,6 +436,7 @@ fn every_refused_dashboard_form_leaves_one_log_line() {
         "action=signout-all&csrf=0123456789abcdef".to_owned(),
         "action=block&client=198.51.100.7&csrf=0123456789abcdef".to_owned(),
         "action=unblock&client=198.51.100.7&csrf=0123456789abcdef".to_owned(),
+        "action=clear-shared&csrf=0123456789abcdef".to_owned(),
         format!("action=block&client=not-an-address&csrf={csrf}"),
         format!("action=block&client=10.0.0.0%2F8&csrf={csrf}"),
         "action=signin&csrf=0123456789abcdef&password=x".to_owned(),

@@ -9,12 +9,19 @@ use std::net::Ipv6Addr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use resolve::core::clock::SystemClock;
+use resolve::core::clock::{FakeClock, SystemClock};
+use resolve::core::rule::{Algorithm, KeyKind, Rule};
+use resolve::store::Check;
+use resolve::store::counters::Counters;
 use resolve::store::file::FileStore;
+use resolve::store::file::budget::Budget;
+use resolve::store::upkeep::Upkeep;
+use resolve::support::defaults;
 use support::TempDir;
 use support::cgi::bare_get;
 
@@ -185,7 +192,7 @@ fn own_key(i: u32) -> String {
 
 /// 10,000 clients, each from its own IPv6 /64 in one of 100 /48s, one HEAD each: the data
 /// directory stays within its budget (3,000 files, 16 MiB), the clients past it are counted by
-/// their /48 or all together, never past the limit, a client counted before keeps its count, and
+/// their /48's folded key, never past the limit, a client counted before keeps its count, and
 /// the folding is logged once.
 #[test]
 fn a_flood_of_10000_clients_keeps_the_data_directory_within_its_budget() {
@@ -253,36 +260,31 @@ fn a_flood_of_10000_clients_keeps_the_data_directory_within_its_budget() {
     assert!(bytes <= MAX_BYTES, "{bytes} bytes");
     assert_eq!(logged.len(), 1, "{logged:?}");
 
-    // Every admitted request is counted once, by the client's own key, its /48's or everyone's,
-    // and none of them past the limit.
+    // Every admitted request is counted once, by the client's own key or by a folded key (a
+    // bucket its /48 shares with a few others), and none of them past the limit.
     let mut counted = 0u64;
-    let (mut own, mut networks) = (0, 0);
-    let mut keys: Vec<String> = (0..CLIENTS).map(own_key).collect();
-    let clients = keys.len();
-    keys.extend((0..100).map(|n| {
-        format!(
-            "resolve:ip:{}/48",
-            Ipv6Addr::new(0x2001, 0xdb8, n, 0, 0, 0, 0, 0)
-        )
-    }));
-    keys.push("resolve:ip:*".to_owned());
-    for (n, key) in keys.iter().enumerate() {
-        if let Some(c) = store.read(key).unwrap() {
-            assert!(c.count <= 3, "{key}: {}", c.count);
+    let mut own = 0;
+    for i in 0..CLIENTS {
+        if let Some(c) = store.read(&own_key(i)).unwrap() {
+            assert!(c.count <= 3, "{}: {}", own_key(i), c.count);
             counted += u64::from(c.count);
-            if n < clients {
-                own += 1;
-            } else if n < clients + 100 {
-                networks += 1;
-            }
+            own += 1;
         }
     }
-    eprintln!("own keys {own}, network keys {networks}");
+    let buckets = store.folded_counters().unwrap();
+    for c in buckets.iter().flatten() {
+        assert!(c.count <= 3, "a folded key: {}", c.count);
+        counted += u64::from(c.count);
+    }
+    eprintln!("own keys {own}, folded keys {}", buckets.len());
     assert_eq!(counted, admitted, "admitted requests and counts");
     assert!(
-        own < clients && networks > 0,
-        "nothing was folded: {own}, {networks}"
+        own < CLIENTS && !buckets.is_empty(),
+        "nothing was folded: {own}, {}",
+        buckets.len()
     );
+    // The 100 /48s are spread over the buckets, never counted by one key for everyone.
+    assert!(buckets.len() > 50, "{} folded keys", buckets.len());
 
     // A folded client asking again is refused at its network's limit, never given its own.
     let folded = (0..CLIENTS)
@@ -304,4 +306,365 @@ fn a_flood_of_10000_clients_keeps_the_data_directory_within_its_budget() {
     assert_eq!(before.count, 2);
     assert_eq!(ask(&config, "HEAD", regular).0, Some(200));
     assert_eq!(ask(&config, "GET", regular).0, Some(429));
+}
+
+/// The starter's visitor limits (30 a minute, 300 a day) with the data directory's budget set
+/// to `max_files` and the default 64 MiB.
+fn starter_limits_config(dir: &Path, max_files: u64) -> PathBuf {
+    let path = dir.join("config.json");
+    let config = serde_json::json!({
+        "provider": {"kind": "echo"},
+        "store": {"kind": "file", "dir": dir.join("data"), "sweep_one_in": 0,
+                  "max_files": max_files, "max_bytes": 64 * 1024 * 1024},
+        "rules": [
+            {"name": "ip", "key": "ip", "limit": 30, "window_secs": 60},
+            {"name": "ip-day", "key": "ip", "limit": 300, "window_secs": 86400},
+        ],
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+/// The same rules as the program reads them from `starter_limits_config`.
+fn starter_rules() -> Vec<Rule> {
+    [("ip", 30, 60), ("ip-day", 300, 86_400)]
+        .iter()
+        .map(|&(name, limit, window)| {
+            Rule::new(
+                name,
+                KeyKind::Ip,
+                Algorithm::Fixed,
+                limit,
+                window,
+                "resolve:{rule}:{ip}",
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+/// One request from `addr` decided by `store` as the program decides it: both rules at once.
+fn admitted_by(store: &dyn Counters, rules: &[Rule], addr: &str) -> bool {
+    let checks: Vec<Check<'_>> = rules
+        .iter()
+        .map(|rule| Check {
+            rule,
+            key: rule.key_for(addr),
+        })
+        .collect();
+    store.decide(&checks).expect("decided").is_admit()
+}
+
+/// The address of new visitor `i` of a flood or a test: one per IPv4 /24, out of `base`.
+fn visitor(base: u8, i: u32) -> String {
+    format!("{base}.{}.{}.7", (i >> 8) & 0xff, i & 0xff)
+}
+
+/// Client `i` of group `base` in one IPv4 /24 of its own: its address, and its identity as the
+/// rules count it (the same).
+fn v4_client(base: u8, i: u32) -> (String, String) {
+    let addr = visitor(base, i);
+    (addr.clone(), addr)
+}
+
+/// Client `i` of group `base` in one IPv6 /48 of its own: its address, and its identity as the
+/// rules count it (its /64).
+fn v6_client(base: u8, i: u32) -> (String, String) {
+    let net = |last| Ipv6Addr::new(0x2001, 0xd00 + u16::from(base), i as u16, 0, 0, 0, 0, last);
+    (net(1).to_string(), format!("{}/64", net(0)))
+}
+
+/// One HEAD from each of `networks` networks (`client`: IPv4 /24s or IPv6 /48s) run as CGI (a flood of new clients past the data
+/// directory's budget of `max_files`), then, on the same files with a clock moved by the test:
+/// one folded address at 31 a minute for twelve minutes (enough to spend a day's 300), new
+/// visitors arriving meanwhile, and new visitors a minute after it stopped. The directory
+/// stays within its budget, and at least 99% of new visitors are admitted during the flood,
+/// while the address spends its share, and after.
+fn flood_then_one_folded_address(
+    max_files: u64,
+    networks: u32,
+    client: fn(u8, u32) -> (String, String),
+) {
+    let dir = TempDir::new(&format!("flood-{max_files}"));
+    let config = starter_limits_config(dir.path(), max_files);
+    let data = dir.join("data");
+    let started = Instant::now();
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (config, next) = (config.clone(), next.clone());
+            std::thread::spawn(move || {
+                let mut admitted = 0u32;
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst) as u32;
+                    if i >= networks {
+                        return admitted;
+                    }
+                    let (status, stderr) = ask(&config, "HEAD", &client(10, i).0);
+                    match status {
+                        Some(200) => admitted += 1,
+                        Some(429) => {}
+                        other => panic!("client {i}: {other:?} {stderr}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let flood_admitted: u32 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    let flood_secs = started.elapsed().as_secs_f64();
+    let entries = support::temp::entries_under(&data).len() as u64;
+
+    // The rest on the same files, with the time moved by the test.
+    let clock = Rc::new(FakeClock::at(support::system::now_ms() + 1000));
+    let store =
+        FileStore::new(&data, clock.clone(), Duration::from_secs(600)).with_budget(Budget {
+            max_files,
+            max_bytes: 64 * 1024 * 1024,
+            ..Budget::default()
+        });
+    let rules = starter_rules();
+    // A folded address: a new one whose own keys are not made (the directory is full).
+    let mut attacker_admitted = 0u32;
+    let attacker = (0..50)
+        .map(|i| client(11, i).1)
+        .find(|addr| {
+            attacker_admitted = u32::from(admitted_by(&store, &rules, addr));
+            store.read(&rules[0].key_for(addr)).unwrap().is_none()
+        })
+        .expect("new clients are folded past the budget");
+    let (mut during, mut during_admitted) = (0u32, 0u32);
+    let mut newcomer = 0u32;
+    for _minute in 0..12 {
+        for _ in 0..31 {
+            if admitted_by(&store, &rules, &attacker) {
+                attacker_admitted += 1;
+            }
+            // Three new visitors for each of the address's requests.
+            for _ in 0..3 {
+                during += 1;
+                newcomer += 1;
+                if admitted_by(&store, &rules, &client(12, newcomer).1) {
+                    during_admitted += 1;
+                }
+            }
+            clock.advance_ms(60_000 / 31);
+        }
+    }
+    // A minute after the address stopped.
+    clock.advance_ms(60_000);
+    let after = 1000u32;
+    let after_admitted = (0..after)
+        .filter(|i| admitted_by(&store, &rules, &client(13, *i).1))
+        .count() as u32;
+    let entries_after = support::temp::entries_under(&data).len() as u64;
+    let attacker_spent = !admitted_by(&store, &rules, &attacker);
+    let share = |a: u32, n: u32| f64::from(a) * 100.0 / f64::from(n.max(1));
+    eprintln!(
+        "budget {max_files} files: {networks} networks in {flood_secs:.1} s, {flood_admitted} \
+         admitted ({:.2}%), {entries} entries after the flood, {entries_after} at the end; the \
+         folded address {attacker}: {attacker_admitted} of 372 admitted in 12 minutes; new \
+         visitors meanwhile: {during_admitted} of {during} admitted ({:.2}%); a minute after it \
+         stopped: {after_admitted} of {after} ({:.2}%)",
+        share(flood_admitted, networks),
+        share(during_admitted, during),
+        share(after_admitted, after)
+    );
+    assert!(entries <= max_files && entries_after <= max_files);
+    assert!(
+        share(flood_admitted, networks) >= 99.0,
+        "{flood_admitted} of {networks} admitted during the flood"
+    );
+    assert!(
+        share(during_admitted, during) >= 99.0,
+        "{during_admitted} of {during} new visitors admitted while the address spent its share"
+    );
+    assert!(
+        share(after_admitted, after) >= 99.0,
+        "{after_admitted} of {after} new visitors admitted a minute after it stopped"
+    );
+    // Folding stops as soon as there is room: once the minutes' keys have ended and a sweep
+    // removed them, a new visitor gets a key of its own again.
+    clock.advance_ms(11 * 60_000);
+    let swept = store.sweep(None).unwrap();
+    let fresh = client(14, 1).1;
+    assert!(admitted_by(&store, &rules, &fresh));
+    let own_again = store.read(&rules[0].key_for(&fresh)).unwrap().is_some();
+    // And the folded keys end with their windows: a day on, a sweep removes them all.
+    clock.advance_ms(86_400_000);
+    store.sweep(None).unwrap();
+    let folded_left = store.folded_counters().unwrap().len();
+    eprintln!(
+        "a sweep 11 minutes on removed {} keys; a new visitor then counted by its own key: \
+         {own_again}; folded keys left a day on: {folded_left}",
+        swept.removed
+    );
+    assert!(own_again, "still folded after the sweep found room");
+    assert_eq!(folded_left, 0);
+    // The folded address spent its folded key's day (with the few new visitors that share
+    // it), and got no more than the day's limit.
+    assert!(attacker_admitted <= 300, "{attacker_admitted}");
+    assert!(attacker_spent, "the folded address is still admitted");
+}
+
+#[test]
+fn a_flood_of_new_networks_never_shuts_out_new_visitors() {
+    flood_then_one_folded_address(defaults::FILE_STORE_MAX_FILES, 3_500, v4_client);
+}
+
+#[test]
+fn a_flood_of_new_ipv6_networks_never_shuts_out_new_visitors() {
+    flood_then_one_folded_address(defaults::FILE_STORE_MAX_FILES, 3_500, v6_client);
+}
+
+#[test]
+fn a_flood_past_a_small_budget_never_shuts_out_new_visitors() {
+    flood_then_one_folded_address(3_000, 2_000, v4_client);
+}
+
+/// Three first-time visitors of one /24, refused only because the directory is full and the
+/// folded key they share with a spender of their network is spent, are not blamed for it:
+/// `auto_block` blocks none of them, nor their /24.
+#[test]
+fn refusals_by_a_shared_key_never_block_anyone() {
+    let dir = TempDir::new("fold-auto-block");
+    let path = dir.join("config.json");
+    let config = serde_json::json!({
+        "provider": {"kind": "echo"},
+        "store": {"kind": "file", "dir": dir.join("data"), "sweep_one_in": 0,
+                  "max_files": defaults::FILE_STORE_MIN_MAX_FILES,
+                  "max_bytes": defaults::FILE_STORE_MIN_MAX_BYTES},
+        "rules": [{"name": "ip", "key": "ip", "limit": 3, "window_secs": 3600}],
+        "auto_block": {"refusals": 2, "window_secs": 3600, "block_secs": 3600},
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    // Fill the clients' share: one HEAD from each of 400 /24s.
+    for i in 0..400 {
+        assert_eq!(ask(&path, "HEAD", &visitor(10, i)).0, Some(200), "{i}");
+    }
+    let store = FileStore::new(dir.join("data"), SystemClock, Duration::from_secs(600));
+    // One address of 11.0.0.0/24, folded, spends its folded key.
+    let spender = "11.0.0.200";
+    let mut spent = false;
+    for _ in 0..4 {
+        spent = ask(&path, "GET", spender).0 == Some(429);
+    }
+    assert!(spent, "the folded key was not spent");
+    assert!(
+        store
+            .read(&format!("resolve:ip:{spender}"))
+            .unwrap()
+            .is_none(),
+        "the spender has a key of its own: nothing was folded"
+    );
+    // Three first-time visitors of the same /24: refused by the shared key, three times each.
+    let mut statuses = Vec::new();
+    for visitor in ["11.0.0.1", "11.0.0.2", "11.0.0.3"] {
+        for _ in 0..3 {
+            statuses.push(ask(&path, "GET", visitor).0);
+        }
+    }
+    let after = ask(&path, "GET", "11.0.0.4").0;
+    eprintln!(
+        "three first-time visitors refused by a shared key: {statuses:?}; a fourth: {after:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == Some(429)),
+        "{statuses:?}: blocked for refusals that were not theirs"
+    );
+    assert_eq!(after, Some(429), "the /24 was blocked");
+    // A client refused by its own key still is: one of the flood's, past its limit of 3.
+    let own = visitor(10, 5);
+    assert!(store.read(&format!("resolve:ip:{own}")).unwrap().is_some());
+    let mine: Vec<Option<u16>> = (0..6).map(|_| ask(&path, "GET", &own).0).collect();
+    eprintln!("a client over its own key's limit: {mine:?}");
+    assert_eq!(mine.last(), Some(&Some(403)), "{mine:?}");
+}
+
+/// Past the data directory's budget, the dashboard's sign-in budgets still count each address
+/// and network by their own keys: failures from twenty new networks never shut out a
+/// brand-new address of another one, and its first wrong password is its first failure.
+#[test]
+fn sign_in_budgets_never_fold_into_another_network() {
+    use resolve::admin::signin::{self, Budgets, Gate, Who};
+    let dir = TempDir::new("fold-signin");
+    let store = FileStore::new(dir.join("data"), SystemClock, Duration::from_secs(600))
+        .with_budget(Budget {
+            max_files: defaults::FILE_STORE_MIN_MAX_FILES,
+            max_bytes: defaults::FILE_STORE_MIN_MAX_BYTES,
+            ..Budget::default()
+        });
+    // Visitors fill the clients' share.
+    let rule = Rule::new(
+        "ip",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        3,
+        3600,
+        "resolve:{rule}:{ip}",
+    )
+    .unwrap();
+    for i in 0..600 {
+        admitted_by(&store, std::slice::from_ref(&rule), &visitor(10, i));
+    }
+    assert!(
+        store
+            .read(&rule.key_for(&visitor(10, 599)))
+            .unwrap()
+            .is_none(),
+        "the directory is not full"
+    );
+    let budgets = Budgets::default();
+    let who = |addr: &str| Who::new(addr.parse().unwrap(), addr.to_owned(), None);
+    // One wrong password from each of twenty new networks (the site's budget takes thirty).
+    for i in 0..20 {
+        let gate = signin::gate(&store, &budgets, &who(&visitor(12, i << 8))).unwrap();
+        assert!(
+            matches!(gate, Gate::Open { attempt: 1, .. }),
+            "{i}: {gate:?}"
+        );
+    }
+    // A brand-new address of another network: its own first failure.
+    let gate = signin::gate(&store, &budgets, &who("13.0.0.7")).unwrap();
+    eprintln!("a new address's first wrong password past the budget: {gate:?}");
+    assert!(
+        matches!(
+            gate,
+            Gate::Open {
+                attempt: 1,
+                limit: 5,
+                ..
+            }
+        ),
+        "{gate:?}"
+    );
+    // Its own address's and network's keys count it, nobody else's.
+    for key in [
+        "resolve:admin-signin:13.0.0.7",
+        "resolve:admin-signin-net:13.0.0.0/24",
+    ] {
+        assert_eq!(store.read(key).unwrap().map(|c| c.count), Some(1), "{key}");
+    }
+    // They are never folded, so what bounds their files is the site's budget: attempts past
+    // it leave no file behind (the 256 shard directories are the budget's already).
+    let files = || {
+        support::temp::entries_under(&dir.join("data"))
+            .into_iter()
+            .filter(|p| p.is_file())
+            .count()
+    };
+    let before = files();
+    let (mut open, mut shut) = (0, 0);
+    for i in 0..100 {
+        match signin::gate(&store, &budgets, &who(&visitor(14, i << 8))).unwrap() {
+            Gate::Open { .. } => open += 1,
+            Gate::Shut { .. } => shut += 1,
+        }
+    }
+    let grown = files() - before;
+    eprintln!("100 more networks: {open} counted, {shut} refused, {grown} more files");
+    assert_eq!(open, 9, "the site's budget of 30");
+    assert!(
+        grown <= 2 * open,
+        "{grown} files for {open} attempts counted"
+    );
 }

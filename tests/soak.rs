@@ -743,7 +743,8 @@ fn file_storage(dir: &Path) -> Storage {
             .parent()
             .and_then(|p| p.file_name())
             .is_some_and(|p| p == "journal");
-        if in_journal {
+        if in_journal || name == resolve::support::defaults::FILE_STORE_COUNT_FILE {
+            // The journal's files, and the store's count of its shards' entries.
             s.journal += 1;
         } else if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
             s.counters += 1;

@@ -198,7 +198,7 @@ impl Dashboard<'_> {
         }
     }
 
-    fn store_failed(
+    pub(super) fn store_failed(
         &self,
         ctx: &Ctx<'_>,
         title: &'static str,

@@ -70,8 +70,9 @@ impl App<'_> {
         }
     }
 
-    /// After a 429 by a rule that counts the client (`ip` or `api_key`; a site-wide `global`
-    /// rule refuses everyone alike when the site is busy): counts the client's refusals, and
+    /// After a 429 by a rule that counts the client by its own key (`ip` or `api_key`; a
+    /// site-wide `global` rule refuses everyone alike when the site is busy, and a full store's
+    /// folded key the new clients that share it): counts the client's refusals, and
     /// blocks it when they reach `auto_block`'s threshold (exactly once: the refusal that fills
     /// the count).
     pub(super) fn count_refusal(&self, asked: &Asked<'_>, tally: &mut Tally) {

@@ -25,6 +25,19 @@ pub(super) fn over_own_limit(
         .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0)
 }
 
+/// Whether a refusal found the client over one of its own rules counted by its own key: not a
+/// site-wide rule, and not a key it shares with other new clients (a full store's folded key,
+/// spent by others as much as by it). Only such a refusal is the client's to answer for.
+pub(super) fn own_key_refused(
+    rules: &[&Rule],
+    statuses: &[crate::core::decision::RuleStatus],
+) -> bool {
+    rules
+        .iter()
+        .zip(statuses)
+        .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0 && !s.shared)
+}
+
 impl App<'_> {
     /// What the store's decision means for this request: go on (with the limit headers and
     /// the time it was counted at, unless the store failed and the policy lets it through), or
@@ -70,7 +83,7 @@ impl App<'_> {
                 },
             ) => {
                 let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
-                let by_client = over_own_limit(rules, statuses);
+                let by_client = own_key_refused(rules, statuses);
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,

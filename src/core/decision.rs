@@ -12,6 +12,9 @@ pub struct RuleStatus {
     pub remaining: u32,
     /// Milliseconds until the current window ends (0 when the key has no window running).
     pub reset_ms: u64,
+    /// The key counted others too: the store was full and counted this client by a key it
+    /// shares with other new clients (the file store's folded keys), not by its own.
+    pub shared: bool,
 }
 
 impl RuleStatus {
@@ -89,6 +92,7 @@ impl Decision {
                         .map(|s| RuleStatus {
                             remaining: s.remaining,
                             reset_ms: s.reset_ms.saturating_sub(elapsed_ms),
+                            shared: s.shared,
                         })
                         .collect(),
                 })
@@ -110,10 +114,12 @@ mod tests {
                 RuleStatus {
                     remaining: 4,
                     reset_ms: 5000,
+                    shared: false,
                 },
                 RuleStatus {
                     remaining: 0,
                     reset_ms: wait_ms,
+                    shared: false,
                 },
             ],
         }
@@ -140,10 +146,12 @@ mod tests {
                     RuleStatus {
                         remaining: 4,
                         reset_ms: 4000,
+                        shared: false
                     },
                     RuleStatus {
                         remaining: 0,
                         reset_ms: 1500,
+                        shared: false
                     },
                 ],
             }

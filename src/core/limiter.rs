@@ -156,6 +156,7 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
             .map(|(r, s)| RuleStatus {
                 remaining: r.limit.get().saturating_sub(s.used),
                 reset_ms: s.reset_ms,
+                shared: false,
             })
             .collect();
         return Outcome {
@@ -190,6 +191,7 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
                 statuses.push(RuleStatus {
                     remaining,
                     reset_ms: counter.end_ms().saturating_sub(now_ms),
+                    shared: false,
                 });
             }
             Algorithm::Sliding => {
@@ -202,6 +204,7 @@ pub fn decide(rules: &[&Rule], states: &[State], now_ms: u64) -> Outcome {
                 statuses.push(RuleStatus {
                     remaining,
                     reset_ms,
+                    shared: false,
                 });
             }
         }
@@ -415,14 +418,16 @@ mod tests {
             b.hit().statuses(),
             &[RuleStatus {
                 remaining: 2,
-                reset_ms: 60_000
+                reset_ms: 60_000,
+                shared: false
             }]
         );
         assert_eq!(
             b.hit_at(20_001).statuses(),
             &[RuleStatus {
                 remaining: 1,
-                reset_ms: 39_999
+                reset_ms: 39_999,
+                shared: false
             }]
         );
     }

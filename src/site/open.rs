@@ -22,6 +22,7 @@ pub fn from_config(config: &Config) -> Store {
                 .with_budget(Budget {
                     max_files: config.store.max_files,
                     max_bytes: config.store.max_bytes,
+                    fold_rules: folding_rules(config),
                 }),
         ),
         StoreKind::Mysql(settings) => {
@@ -41,6 +42,24 @@ pub fn from_config(config: &Config) -> Store {
         }
         StoreKind::Redis(settings) => Store::whole(RedisStore::new((**settings).clone())),
     }
+}
+
+/// The rules whose keys the file store may fold: every rule that counts a client, its shadow
+/// rules and the API keys' own included.
+fn folding_rules(config: &Config) -> u64 {
+    let keys = config
+        .api_keys
+        .keys
+        .iter()
+        .flat_map(|k| k.rules.iter().flatten());
+    let counted = config
+        .rules
+        .iter()
+        .chain(&config.shadow_rules)
+        .chain(keys)
+        .filter(|r| r.key != crate::core::rule::KeyKind::Global)
+        .count();
+    counted as u64
 }
 
 /// The configured store as requests use it: a store on a server (MySQL, Redis) with its

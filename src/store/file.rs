@@ -12,8 +12,9 @@
 //! path no longer names its inode) and opens it again.
 //!
 //! Budget: the directory holds at most `store.max_files` files and `store.max_bytes` bytes
-//! (`budget`): a key that has a file is counted exactly; past the budget a new client is
-//! counted by its network's key, or its rule's key for everyone, with the same limit (`place`).
+//! (`budget`): a key that has a file is counted exactly; past the clients' share a new client
+//! is counted by a folded key, one of many buckets chosen by its network, with the same limit
+//! (`place`); the shard directories' entries are counted in one small file (`room`).
 //!
 //! Hostile or broken contents of the directory: a symbolic link is never followed (the last
 //! component is opened with `O_NOFOLLOW`, and a shard directory that is a link is refused), a
@@ -23,12 +24,14 @@
 //! answered by `store.on_error` and logged.
 
 pub mod budget;
+mod folded;
 mod journal;
 mod journal_record;
 pub(crate) mod lock;
 pub mod made;
 mod place;
 pub mod record;
+mod room;
 pub(crate) mod safe_open;
 
 use std::fs::{self, File};
@@ -421,23 +424,26 @@ impl<C: Clock> Counters for FileStore<C> {
                 .iter()
                 .map(|l| self.load(l))
                 .collect::<Result<Vec<_>, _>>()?;
-            let holds = placed
-                .iter()
-                .zip(&locked)
-                .zip(&loaded)
-                .all(|((p, l), d)| self.still_placed(p, l, d));
+            let holds = placed.iter().all(|p| self.still_placed(p));
             if !holds {
                 continue; // dropping `locked` releases the locks
             }
 
             let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
             let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
-            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            let mut outcome = limiter::decide(&rules, &states, self.clock.now_ms());
             for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-                if let Write::Counter(counter) = write {
-                    self.store(l, before, counter)?;
+                match write {
+                    Write::Counter(counter) => self.store(l, before, counter)?,
+                    // A file made for this request and left empty (it was refused) goes, still
+                    // locked: a refused request leaves no file behind.
+                    _ if before.counter.is_none() => {
+                        let _ = fs::remove_file(&l.path);
+                    }
+                    _ => {}
                 }
             }
+            self.mark_shared(&mut outcome.decision, &placed);
             return Ok(outcome.decision);
             // Dropping `locked` closes the files, which releases the locks.
         }
@@ -584,14 +590,23 @@ impl<C: Clock> Upkeep for FileStore<C> {
             report.complete = false;
             return Ok(report);
         }
+        // The folded keys first: they are few, and end with their windows.
+        let folded = self.dir.join(crate::support::defaults::FILE_STORE_FOLD_DIR);
+        if !self.sweep_shard(&folded, now, deadline, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
         for shard in &shards {
-            if !self.sweep_shard(shard, now, deadline, &mut report)? {
+            let done = self.sweep_shard(shard, now, deadline, &mut report)?;
+            // What the sweep removed is room again for new clients' own keys.
+            self.recount(shard)?;
+            if !done {
                 report.complete = false;
                 break;
             }
         }
         if report.complete {
-            self.room_again(report.scanned.saturating_sub(report.removed));
+            self.room_again();
         }
         Ok(report)
     }
@@ -615,6 +630,14 @@ impl<C: Clock> Upkeep for FileStore<C> {
         let _ = fs::remove_file(&probe);
         written?;
         Ok(format!("file store in {}", self.dir.display()))
+    }
+
+    fn folding(&self) -> Result<Option<crate::store::upkeep::Folding>, StoreError> {
+        self.folding_now()
+    }
+
+    fn clear_folded(&self) -> Result<u64, StoreError> {
+        self.clear_folded_keys()
     }
 }
 

@@ -81,6 +81,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
                 .get()
                 .saturating_sub(u32::try_from(ints[4 + 2 * i]).unwrap_or(u32::MAX)),
             reset_ms: ms(ints[5 + 2 * i]),
+            shared: false,
         })
         .collect();
     if ints[0] == 1 {

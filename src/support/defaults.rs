@@ -140,8 +140,8 @@ pub const FILE_LOCK_TIMEOUT_MS: u32 = 2000;
 
 /// The file store's data directory budget (`store.max_files`, `store.max_bytes`): a shared
 /// host counts every file against the account's inode quota (often 100,000 to 250,000 in all),
-/// so the counters keep to a tenth of a small one. Past it, new clients are counted by their
-/// network (see `store::file::budget`).
+/// so the counters keep to a tenth of a small one. Past it, new clients are counted by shared
+/// buckets (see `store::file::budget`).
 pub const FILE_STORE_MAX_FILES: u64 = 10_000;
 pub const FILE_STORE_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// The least each may be set to: the journal's share (below) and room for keys.
@@ -154,15 +154,28 @@ pub const FILE_STORE_JOURNAL_FILES: u64 = 1_500;
 pub const FILE_STORE_JOURNAL_BYTES: u64 = 8 * 1024 * 1024;
 /// What one key's file takes on disk: one block.
 pub const FILE_STORE_KEY_FILE_BYTES: u64 = 4096;
-/// Of the room for keys, the share (percent) one client's own keys may fill: the rest is for
-/// the network keys that count the clients that come after.
+/// Of the room for keys, the share (percent) clients' own keys may fill: past it a new client
+/// is counted by a folded key (a shared bucket); the rest is for those buckets and the
+/// controls' and sign-ins' own counts, which are never folded.
 pub const FILE_STORE_CLIENT_SHARE_PERCENT: u64 = 75;
-/// Networks new clients are counted by once the budget is reached: an IPv4 address's /24, an
-/// IPv6 prefix's /48.
+/// Of the room for keys, the share (percent) the folded keys may take, all rules together.
+pub const FILE_STORE_FOLD_SHARE_PERCENT: u64 = 20;
+/// The most folded keys (buckets) per rule: with this many, one spent bucket holds back one
+/// new visitor in 256.
+pub const FILE_STORE_FOLD_MAX_BUCKETS: u64 = 256;
+/// The rules that fold, when the store is not told (the starter's two `ip` rules).
+pub const FILE_STORE_FOLD_RULES: u64 = 2;
+/// Networks a new client's bucket is chosen by, so that one network's clients share one: an
+/// IPv4 address's /24, an IPv6 prefix's /48. The ranges the owner is told to block are these.
 pub const FILE_STORE_FOLD_V4_PREFIX: u8 = 24;
 pub const FILE_STORE_FOLD_V6_PREFIX: u8 = 48;
-/// The file whose creation says folding has started (logged once; a sweep that finds room
-/// again removes it).
+/// The directory of the folded keys, beside the shard directories.
+pub const FILE_STORE_FOLD_DIR: &str = "folded";
+/// The file that holds how many entries each shard directory holds (one read tells whether a
+/// new key has room).
+pub const FILE_STORE_COUNT_FILE: &str = "shard-entries";
+/// The file whose creation says folding has started (logged once; removed when a new client
+/// finds room again).
 pub const FILE_STORE_FOLDING_MARK: &str = "folding";
 
 /// Added to the data directory's name for the mark beside it (`.ratelimit.made`) that says

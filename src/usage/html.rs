@@ -385,9 +385,28 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
     out.push_str("</div>\n</section>\n");
 
     out.push_str("<section aria-labelledby=\"action\">\n<h2 id=\"action\">Action needed</h2>\n");
-    if stats.notes.is_empty() {
+    let folding = stats.folding_line();
+    if let Some(text) = &folding {
+        let button = block.map_or(String::new(), |form| {
+            format!(
+                "<form method=\"post\"{}>\
+                 <input type=\"hidden\" name=\"action\" value=\"clear-shared\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+                 <button type=\"submit\">Clear the shared counters</button></form>",
+                form.action
+                    .map_or(String::new(), |a| format!(" action=\"{}\"", escape(a))),
+                escape(form.csrf)
+            )
+        });
+        let _ = writeln!(
+            out,
+            "<div class=\"result\"><div class=\"card error\"><p>{}</p>{button}</div></div>",
+            escape(text)
+        );
+    }
+    if stats.notes.is_empty() && folding.is_none() {
         out.push_str("<p>Nothing to act on: no <code>ACTION NEEDED</code> line was logged.</p>\n");
-    } else {
+    } else if !stats.notes.is_empty() {
         out.push_str("<ul>\n");
         for n in stats.notes.iter().take(10) {
             let at = calendar::iso(n.at_ms);
@@ -451,6 +470,7 @@ mod tests {
                 at_ms: u64::from(DAY_START) * HOUR_MS + 90_000,
                 text: "ACTION NEEDED: the provider refused the <token>".into(),
             }],
+            folding: None,
         }
     }
 

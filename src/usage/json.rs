@@ -51,6 +51,23 @@ impl Stats {
             })).collect::<Vec<_>>(),
         });
         merge(&mut out, counts_json(f));
+        out["folding"] = match &self.folding {
+            None => serde_json::Value::Null,
+            Some(now) => serde_json::json!({
+                "entries": now.store.entries,
+                "entries_before_folding": now.store.cap,
+                "max_files": now.store.max_files,
+                "max_bytes": now.store.max_bytes,
+                "shared_keys": now.store.folded_keys,
+                "shared_keys_per_rule": now.store.buckets,
+                "networks": now.networks.iter()
+                .map(|(network, clients)| serde_json::json!({
+                    "network": network, "clients": clients,
+                }))
+                .collect::<Vec<_>>(),
+                "text": self.folding_line(),
+            }),
+        };
         out
     }
 }

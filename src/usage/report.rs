@@ -38,7 +38,7 @@ fn percent(n: u64, limit: u32) -> u64 {
 /// counter reads low although yesterday came close. One line per limit either way.
 pub fn warnings(stats: &Stats) -> Vec<String> {
     let f = &stats.figures;
-    let mut out = Vec::new();
+    let mut out: Vec<String> = stats.folding_line().into_iter().collect();
     for s in &stats.spend {
         let per = stats::window_words(s.window_secs);
         let threshold = u64::from(s.limit) * u64::from(SPEND_WARNING_PERCENT);
@@ -107,7 +107,7 @@ pub fn warnings(stats: &Stats) -> Vec<String> {
             plural(f.store_failures)
         ));
     }
-    if out.is_empty() && !stats.notes_in_period().is_empty() {
+    if out.iter().all(|w| w.starts_with("ACTION NEEDED")) && !stats.notes_in_period().is_empty() {
         out.push("WARNING: ACTION NEEDED events were logged (below)".into());
     }
     out
@@ -168,6 +168,7 @@ mod tests {
             totals: rows.to_vec(),
             spend,
             notes,
+            folding: None,
         }
     }
 

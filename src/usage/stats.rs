@@ -8,6 +8,7 @@ use crate::core::calendar;
 use crate::core::journal::{self, Figures, HOUR_MS, Note, Row};
 use crate::store::roles::Store;
 use crate::store::{Check, StoreError};
+use crate::usage::folding::FoldingNow;
 
 /// Clients listed by refusals, and by admitted requests.
 pub const TOP_CLIENTS: usize = 10;
@@ -60,6 +61,8 @@ pub struct Stats {
     pub totals: Vec<Row>,
     pub spend: Vec<SpendUse>,
     pub notes: Vec<Note>,
+    /// New visitors counted by shared keys now, the store being full (the file store's).
+    pub folding: Option<FoldingNow>,
 }
 
 impl Stats {
@@ -119,7 +122,13 @@ impl Stats {
             totals,
             spend,
             notes: store.notes.journal_notes()?,
+            folding: crate::usage::folding::gather(store, now_ms)?,
         })
+    }
+
+    /// The `ACTION NEEDED` line while new visitors are counted by shared keys; None otherwise.
+    pub fn folding_line(&self) -> Option<String> {
+        self.folding.as_ref().map(FoldingNow::line)
     }
 
     /// The notes made within the period.
@@ -201,6 +210,7 @@ mod tests {
             totals: rows,
             spend: vec![],
             notes: vec![],
+            folding: None,
         }
     }
 
@@ -260,6 +270,7 @@ mod tests {
             totals: rows,
             spend: Vec::new(),
             notes: Vec::new(),
+            folding: None,
         }
     }
 

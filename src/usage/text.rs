@@ -142,7 +142,11 @@ impl Stats {
         }
         line(String::new());
         line("Last ACTION NEEDED events:".into());
-        if self.notes.is_empty() {
+        let folding = self.folding_line();
+        if let Some(text) = &folding {
+            line(format!("  now                   {text}"));
+        }
+        if self.notes.is_empty() && folding.is_none() {
             line("  none".into());
         }
         for n in self.notes.iter().take(10) {

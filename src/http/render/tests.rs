@@ -26,10 +26,12 @@ fn rate_limit_headers_follow_the_draft() {
             RuleStatus {
                 remaining: 0,
                 reset_ms: 41_001,
+                shared: false,
             },
             RuleStatus {
                 remaining: 470,
                 reset_ms: 80_000_000,
+                shared: false,
             },
         ],
     };

@@ -24,7 +24,8 @@ fn script_answers_become_decisions() {
         Decision::Admit {
             statuses: vec![RuleStatus {
                 remaining: 27,
-                reset_ms: 59_001
+                reset_ms: 59_001,
+                shared: false
             }],
             at_ms: 5
         }
@@ -36,7 +37,8 @@ fn script_answers_become_decisions() {
             wait_ms: 41_500,
             statuses: vec![RuleStatus {
                 remaining: 0,
-                reset_ms: 41_500
+                reset_ms: 41_500,
+                shared: false
             }]
         }
     );
