@@ -725,11 +725,13 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json.
+/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json
+/// (and the data directory's mark, `.data.made`, which a sweep writes).
 fn files_beside_data(dir: &Path) -> Option<String> {
+    let mark = format!(".data{}", resolve::support::defaults::DATA_DIR_MARK_SUFFIX);
     let outside: Vec<PathBuf> = files_under(dir)
         .into_iter()
-        .filter(|f| !f.starts_with("data"))
+        .filter(|f| !f.starts_with("data") && *f != Path::new(&mark))
         .collect();
     (outside != [PathBuf::from("config.json")])
         .then(|| format!("files beside the data directory: {outside:?}"))
