@@ -113,7 +113,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
         "each entry is a few words of the provider's message, e.g. \"not logged in\"",
         |words| {
             let words = words.trim().to_lowercase();
-            (!words.is_empty() && !words.chars().any(char::is_control)).then_some(words)
+            (!words.is_empty() && !crate::support::text::has_control(&words)).then_some(words)
         },
     )?;
     // Class name to HTTP error statuses (400 to 599) in that class.
@@ -243,7 +243,7 @@ fn advice(raw: Option<BTreeMap<String, String>>) -> Result<Vec<(String, String)>
     let mut out = Vec::new();
     for (name, text) in raw.unwrap_or_default() {
         class("provider.advice", &name)?;
-        if text.trim().is_empty() || text.chars().any(char::is_control) || text.len() > 1000 {
+        if text.trim().is_empty() || crate::support::text::has_control(&text) || text.len() > 1000 {
             return Err(err(
                 format!("provider.advice.{name}"),
                 "is one line of at most 1000 characters telling the owner what to do",
@@ -341,7 +341,7 @@ fn remote(raw: &RawProvider, steps: &mut [Step]) -> Result<(), ConfigError> {
         ));
     };
     for (k, v) in form {
-        if v.contains(['{', '}']) || v.chars().any(char::is_control) {
+        if v.contains(['{', '}']) || crate::support::text::has_control(v) {
             return Err(err(
                 format!("provider.remote_form.{k}"),
                 "holds plain text, no {placeholder}",

@@ -63,7 +63,7 @@ pub(crate) fn templates(
                 "is not a header name (letters, digits and '-')",
             ));
         }
-        if value.chars().any(|c| c.is_control()) {
+        if crate::support::text::has_control(&value) {
             return Err(err(
                 format!("{field}.{name}"),
                 "cannot contain control characters",

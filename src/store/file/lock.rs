@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::store::StoreError;
-use crate::store::file::safe_open::{io_error, open_ro, open_rw, still_named};
+use crate::store::file::safe_open::{io_error, names, open_ro, open_rw_checked};
 
 /// Threads of this process waiting for a busy lock, and how many may.
 pub(crate) static WAITERS: AtomicUsize = AtomicUsize::new(0);
@@ -173,8 +173,8 @@ pub(crate) fn open_locked(
         )));
     }
     loop {
-        let file = match open_rw(path) {
-            Ok(f) => f,
+        let (file, opened) = match open_rw_checked(path) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
                 ensure_data_dir(dir)?;
                 match fs::DirBuilder::new().mode(0o700).create(parent) {
@@ -182,12 +182,13 @@ pub(crate) fn open_locked(
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => return Err(io_error("create directory", parent, &e)),
                 }
-                open_rw(path).map_err(|e| io_error("create", path, &e))?
+                open_rw_checked(path).map_err(|e| io_error("create", path, &e))?
             }
             Err(e) => return Err(io_error("open", path, &e)),
         };
         lock_within(&file, path, kind, timeout)?;
-        if still_named(path, &file) {
+        // The inode opened is the one locked: only the path is looked up again.
+        if names(path, &opened) {
             return Ok(Locked {
                 path: path.to_owned(),
                 file,

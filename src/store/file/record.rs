@@ -7,6 +7,8 @@ use crate::core::limiter::Counter;
 /// Bytes per slot; the file holds at most two.
 pub const SLOT: usize = 128;
 const MAGIC: &str = "resolve1";
+/// Bytes of a slot's checksum, ` sum=` and eight hex digits, at the end of its line.
+const SUM_TAIL: usize = " sum=".len() + 8;
 
 /// What a file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,11 +62,16 @@ fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
     if slot.len() != SLOT || slot[SLOT - 1] != b'\n' {
         return None;
     }
-    let text = std::str::from_utf8(&slot[..SLOT - 1])
-        .ok()?
-        .trim_end_matches(' ');
-    let (body, sum) = text.rsplit_once(" sum=")?;
-    if sum.len() != 8 || u32::from_str_radix(sum, 16).ok()? != checksum(body.as_bytes()) {
+    // The padding taken off as bytes, not characters (decoded from the end one by one, it cost
+    // more than the rest): what is left is valid UTF-8 exactly when the whole line is.
+    let line = &slot[..SLOT - 1];
+    let end = line.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+    let text = std::str::from_utf8(&line[..end]).ok()?;
+    // The line ends with ` sum=` and eight hex digits: taken from the end rather than searched
+    // for (a substring search cost more than the rest of the parse).
+    let (body, tail) = text.split_at_checked(text.len().checked_sub(SUM_TAIL)?)?;
+    let sum = tail.strip_prefix(" sum=")?;
+    if u32::from_str_radix(sum, 16).ok()? != checksum(body.as_bytes()) {
         return None;
     }
     let mut fields = body.split(' ');

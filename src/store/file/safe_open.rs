@@ -39,6 +39,16 @@ pub(crate) fn not_a_file(e: &io::Error) -> bool {
 
 /// Opens `path` (as `options` say) and makes sure it is a regular file.
 pub(crate) fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    open_regular_checked(options, path).map(|(file, _)| file)
+}
+
+/// `open_regular`, with the metadata it checked the file by: its device and inode hold for as
+/// long as the file is open, so `names` can tell later whether the path still leads to it
+/// without asking the descriptor again.
+pub(crate) fn open_regular_checked(
+    options: &mut OpenOptions,
+    path: &Path,
+) -> io::Result<(File, fs::Metadata)> {
     let file = options.custom_flags(OPEN_FLAGS).open(path).map_err(|e| {
         if e.raw_os_error() == Some(libc::ELOOP) {
             io::Error::new(
@@ -52,14 +62,20 @@ pub(crate) fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result
             e
         }
     })?;
-    if !file.metadata()?.file_type().is_file() {
+    let metadata = file.metadata()?;
+    if !metadata.file_type().is_file() {
         return Err(not_regular(path));
     }
-    Ok(file)
+    Ok((file, metadata))
 }
 
 pub(crate) fn open_rw(path: &Path) -> io::Result<File> {
-    open_regular(
+    open_rw_checked(path).map(|(file, _)| file)
+}
+
+/// `open_rw`, with the metadata of the file opened (see `open_regular_checked`).
+pub(crate) fn open_rw_checked(path: &Path) -> io::Result<(File, fs::Metadata)> {
+    open_regular_checked(
         OpenOptions::new()
             .read(true)
             .write(true)
@@ -76,10 +92,13 @@ pub(crate) fn open_ro(path: &Path) -> io::Result<File> {
 
 /// True when `path` still names the inode `file` has open (and is not a link to it).
 pub(crate) fn still_named(path: &Path, file: &File) -> bool {
-    match (fs::symlink_metadata(path), file.metadata()) {
-        (Ok(p), Ok(f)) => p.dev() == f.dev() && p.ino() == f.ino(),
-        _ => false,
-    }
+    file.metadata().is_ok_and(|f| names(path, &f))
+}
+
+/// True when `path` names the inode whose metadata `opened` is (taken from its descriptor,
+/// see `open_regular_checked`), and is not a link to it.
+pub(crate) fn names(path: &Path, opened: &fs::Metadata) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|p| p.dev() == opened.dev() && p.ino() == opened.ino())
 }
 
 /// A failed file operation, as a store failure naming the file.
