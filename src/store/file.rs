@@ -22,6 +22,8 @@
 //! regular file is refused or, by a sweep, passed over), and a lock held by a process that never
 //! lets go is waited for at most `store.lock_timeout_ms`. Each of these is a store failure,
 //! answered by `store.on_error` and logged.
+//! Long because the five roles' implementations (counters, cache, journal, notes, upkeep and
+//! its sweep) share the record's locking and naming that this file holds.
 
 pub mod budget;
 mod folded;
