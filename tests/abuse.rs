@@ -2,14 +2,14 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use support::config::rule;
@@ -729,11 +729,16 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json.
+/// What is wrong beside the data directory of a site in `dir`: it must hold only config.json
+/// and the store's mark beside the data directory (`.data.made`, the program's own file).
 fn files_beside_data(dir: &Path) -> Option<String> {
+    let mark = PathBuf::from(format!(
+        ".data{}",
+        resolve::support::defaults::DATA_DIR_MARK_SUFFIX
+    ));
     let outside: Vec<PathBuf> = files_under(dir)
         .into_iter()
-        .filter(|f| !f.starts_with("data"))
+        .filter(|f| !f.starts_with("data") && *f != mark)
         .collect();
     (outside != [PathBuf::from("config.json")])
         .then(|| format!("files beside the data directory: {outside:?}"))
@@ -775,15 +780,40 @@ fn lexical(base: &Path, rel: &str) -> PathBuf {
     out
 }
 
-/// Places a key naming `marker` could have created a file, that exist.
-fn marker_files(marker: &str, keys: &[String], bases: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = keys
-        .iter()
+/// The paths a key naming `marker` leads to from any of `bases`, resolved by name.
+fn marker_paths(marker: &str, keys: &[String], bases: &[PathBuf]) -> BTreeSet<PathBuf> {
+    keys.iter()
         .filter(|k| k.contains(marker))
         .flat_map(|k| bases.iter().map(move |b| lexical(b, k)))
-        .filter(|p| p.exists())
+        .collect()
+}
+
+/// What is at each of `paths` now, that exists: its modification time.
+fn snapshot(paths: &BTreeSet<PathBuf>) -> BTreeMap<PathBuf, Option<SystemTime>> {
+    paths
+        .iter()
+        .filter_map(|p| {
+            let meta = fs::symlink_metadata(p).ok()?;
+            Some((p.clone(), meta.modified().ok()))
+        })
+        .collect()
+}
+
+/// The files a key naming `marker` made or changed since `before` (taken before the requests
+/// over `bases`, or more), and anywhere two levels down the temp directory a name holding the
+/// marker: what the program did, never what the machine already held (a `/tmp/x`).
+fn marker_files(
+    marker: &str,
+    keys: &[String],
+    bases: &[PathBuf],
+    before: &BTreeMap<PathBuf, Option<SystemTime>>,
+) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = snapshot(&marker_paths(marker, keys, bases))
+        .into_iter()
+        .filter(|(p, modified)| before.get(p) != Some(modified))
+        .map(|(p, _)| p)
         .collect();
-    // And anywhere two levels down the temp directory.
+    // The marker holds this test's process id: no name in the temp directory holds it before.
     let tmp = std::env::temp_dir();
     for e in fs::read_dir(&tmp).into_iter().flatten().flatten() {
         if e.file_name().to_string_lossy().contains(marker) {
@@ -830,6 +860,12 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
         .config(|c| c["api_keys"] = json!({"require": true}))
         .start();
     let mut tally = Tally::for_site("API keys through Apache, no key list", &site);
+    // Where a key could lead, before any is sent: from the data directory, from every shard
+    // of it the requests may make (two hex digits), from cgi-bin and from the root.
+    let cgi_bin = site.apache.dir().join("cgi-bin");
+    let mut bases = vec![site.data.clone(), cgi_bin.clone(), PathBuf::from("/")];
+    bases.extend((0..=255u8).map(|b| site.data.join(format!("{b:02x}"))));
+    let before = snapshot(&marker_paths(&marker, &traversal_keys(&marker), &bases));
     let mut fails = Vec::new();
     let client = site.apache.client();
     let log_from = site.apache.log_len();
@@ -959,7 +995,6 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
         ));
     }
     fails.extend(files_beside_data(site.dir.path()));
-    let cgi_bin = site.apache.dir().join("cgi-bin");
     if files_under(&cgi_bin) != [PathBuf::from("resolve")] {
         fails.push(format!("cgi-bin holds {:?}", files_under(&cgi_bin)));
     }
@@ -969,7 +1004,7 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
             .filter(|p| !p.as_os_str().is_empty())
             .map(|p| site.data.join(p))
     }));
-    let planted = marker_files(&marker, &traversal, &bases);
+    let planted = marker_files(&marker, &traversal, &bases, &before);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
     }
@@ -1038,6 +1073,8 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     };
     let secrets = ["passwd", "win.ini", marker.as_str(), "kkkkkkkk"];
     let traversal = traversal_keys(&marker);
+    let bases = [d.data.clone(), PathBuf::from("/")];
+    let before = snapshot(&marker_paths(&marker, &traversal, &bases));
     let mut got = Vec::new();
     for key in &traversal {
         let out = run(&d, get(key.into()));
@@ -1154,7 +1191,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
         ));
     }
     fails.extend(files_beside_data(d.dir.path()));
-    let planted = marker_files(&marker, &traversal, &[d.data.clone(), PathBuf::from("/")]);
+    let planted = marker_files(&marker, &traversal, &bases, &before);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
     }
