@@ -286,7 +286,7 @@ impl App<'_> {
         // A client over one of its own rules is refused at once, whatever else refused it.
         let over_own_limit = decided
             .as_ref()
-            .is_ok_and(|d| !d.is_admit() && verdict::over_own_limit(&rules, d.statuses()));
+            .is_ok_and(|d| !d.is_admit() && Self::over_own_limit(&rules, d.statuses()));
         let verdict = self.verdict(decided, &rules, &all_rules, format, frame, tally);
         // A link whose paid job is under way joins it (a request that waited for another one
         // resolving the same link too): no new paid call, and the request counted by nothing.

@@ -2,14 +2,14 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 use support::config::rule;
@@ -415,6 +415,10 @@ fn forged_headers(i: usize) -> Vec<(&'static str, String)> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn forged_forwarded_for_headers_count_only_from_a_trusted_proxy() {
     // IPv6 loopback, when the machine has it: Apache listens there too, and on the
     // IPv4-mapped form of 127.0.0.1.
@@ -726,12 +730,15 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// What is wrong beside the data directory of a site in `dir`: it must hold only config.json
-/// (and the data directory's mark, `.data.made`, which a sweep writes).
+/// and the store's mark beside the data directory (`.data.made`, the program's own file).
 fn files_beside_data(dir: &Path) -> Option<String> {
-    let mark = format!(".data{}", resolve::support::defaults::DATA_DIR_MARK_SUFFIX);
+    let mark = PathBuf::from(format!(
+        ".data{}",
+        resolve::support::defaults::DATA_DIR_MARK_SUFFIX
+    ));
     let outside: Vec<PathBuf> = files_under(dir)
         .into_iter()
-        .filter(|f| !f.starts_with("data") && *f != Path::new(&mark))
+        .filter(|f| !f.starts_with("data") && *f != mark)
         .collect();
     (outside != [PathBuf::from("config.json")])
         .then(|| format!("files beside the data directory: {outside:?}"))
@@ -773,15 +780,40 @@ fn lexical(base: &Path, rel: &str) -> PathBuf {
     out
 }
 
-/// Places a key naming `marker` could have created a file, that exist.
-fn marker_files(marker: &str, keys: &[String], bases: &[PathBuf]) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = keys
-        .iter()
+/// The paths a key naming `marker` leads to from any of `bases`, resolved by name.
+fn marker_paths(marker: &str, keys: &[String], bases: &[PathBuf]) -> BTreeSet<PathBuf> {
+    keys.iter()
         .filter(|k| k.contains(marker))
         .flat_map(|k| bases.iter().map(move |b| lexical(b, k)))
-        .filter(|p| p.exists())
+        .collect()
+}
+
+/// What is at each of `paths` now, that exists: its modification time.
+fn snapshot(paths: &BTreeSet<PathBuf>) -> BTreeMap<PathBuf, Option<SystemTime>> {
+    paths
+        .iter()
+        .filter_map(|p| {
+            let meta = fs::symlink_metadata(p).ok()?;
+            Some((p.clone(), meta.modified().ok()))
+        })
+        .collect()
+}
+
+/// The files a key naming `marker` made or changed since `before` (taken before the requests
+/// over `bases`, or more), and anywhere two levels down the temp directory a name holding the
+/// marker: what the program did, never what the machine already held (a `/tmp/x`).
+fn marker_files(
+    marker: &str,
+    keys: &[String],
+    bases: &[PathBuf],
+    before: &BTreeMap<PathBuf, Option<SystemTime>>,
+) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = snapshot(&marker_paths(marker, keys, bases))
+        .into_iter()
+        .filter(|(p, modified)| before.get(p) != Some(modified))
+        .map(|(p, _)| p)
         .collect();
-    // And anywhere two levels down the temp directory.
+    // The marker holds this test's process id: no name in the temp directory holds it before.
     let tmp = std::env::temp_dir();
     for e in fs::read_dir(&tmp).into_iter().flatten().flatten() {
         if e.file_name().to_string_lossy().contains(marker) {
@@ -816,6 +848,10 @@ fn key_rules() -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem() {
     let marker = format!("resolve-abuse-pwned-{}", std::process::id());
     let site = site("abuse-keys", GENEROUS)
@@ -824,6 +860,12 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
         .config(|c| c["api_keys"] = json!({"require": true}))
         .start();
     let mut tally = Tally::for_site("API keys through Apache, no key list", &site);
+    // Where a key could lead, before any is sent: from the data directory, from every shard
+    // of it the requests may make (two hex digits), from cgi-bin and from the root.
+    let cgi_bin = site.apache.dir().join("cgi-bin");
+    let mut bases = vec![site.data.clone(), cgi_bin.clone(), PathBuf::from("/")];
+    bases.extend((0..=255u8).map(|b| site.data.join(format!("{b:02x}"))));
+    let before = snapshot(&marker_paths(&marker, &traversal_keys(&marker), &bases));
     let mut fails = Vec::new();
     let client = site.apache.client();
     let log_from = site.apache.log_len();
@@ -953,7 +995,6 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
         ));
     }
     fails.extend(files_beside_data(site.dir.path()));
-    let cgi_bin = site.apache.dir().join("cgi-bin");
     if files_under(&cgi_bin) != [PathBuf::from("resolve")] {
         fails.push(format!("cgi-bin holds {:?}", files_under(&cgi_bin)));
     }
@@ -963,7 +1004,7 @@ fn api_keys_that_try_path_traversal_or_huge_lengths_stay_out_of_the_filesystem()
             .filter(|p| !p.as_os_str().is_empty())
             .map(|p| site.data.join(p))
     }));
-    let planted = marker_files(&marker, &traversal, &bases);
+    let planted = marker_files(&marker, &traversal, &bases, &before);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
     }
@@ -1032,6 +1073,8 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
     };
     let secrets = ["passwd", "win.ini", marker.as_str(), "kkkkkkkk"];
     let traversal = traversal_keys(&marker);
+    let bases = [d.data.clone(), PathBuf::from("/")];
+    let before = snapshot(&marker_paths(&marker, &traversal, &bases));
     let mut got = Vec::new();
     for key in &traversal {
         let out = run(&d, get(key.into()));
@@ -1148,7 +1191,7 @@ fn hostile_api_keys_run_directly_as_cgi_and_fastcgi() {
         ));
     }
     fails.extend(files_beside_data(d.dir.path()));
-    let planted = marker_files(&marker, &traversal, &[d.data.clone(), PathBuf::from("/")]);
+    let planted = marker_files(&marker, &traversal, &bases, &before);
     if !planted.is_empty() {
         fails.push(format!("files named by a key: {planted:?}"));
     }
@@ -1339,6 +1382,10 @@ fn apache_request(field: Field, p: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn control_characters_never_split_a_header_or_a_log_line_through_apache() {
     let site = site("abuse-ctl", GENEROUS).config(control_config).start();
     let client = site.apache.client();
@@ -1638,6 +1685,10 @@ fn unicode_line_separators_in_a_logged_value_are_escaped() {
 // Oversized query strings.
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn oversized_query_strings() {
     let site = site("abuse-query", GENEROUS).start();
     let client = site.apache.client();
@@ -1878,6 +1929,10 @@ const TIMEOUT_SECS: u64 = 3;
 const CAP_BYTES: u64 = 16384;
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
     const LIMIT: usize = 3;
     let site = site("abuse-slow", LIMIT)
@@ -2054,6 +2109,10 @@ fn half_sent_and_stalled_bodies_end_at_apaches_timeout() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn slow_bodies_are_cut_by_mod_reqtimeout() {
     const LIMIT: usize = 2;
     const BODY_SECS: u64 = 2;
@@ -2134,6 +2193,10 @@ fn slow_bodies_are_cut_by_mod_reqtimeout() {
 const SITE_LIMIT: usize = 20;
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn other_sites_pages_are_refused_and_their_refusals_cost_nothing() {
     let site = site("abuse-origin", SITE_LIMIT)
         .config(|c| c["allowed_origins"] = json!(["https://mysite.example"]))

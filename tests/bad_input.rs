@@ -529,6 +529,10 @@ fn request_bodies_are_read_within_content_length_and_never_waited_for() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn hostile_requests_through_apache() {
     let site = Site::builder("bad-apache").start();
     let (apache, provider) = (&site.apache, &site.provider);

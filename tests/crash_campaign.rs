@@ -4,7 +4,7 @@
 // (default 180), each FastCGI campaign until a fifth of that many FastCGI processes were
 // killed. The long run:
 //
-//     RESOLVE_CAMPAIGN_KILLS=1000 cargo test --test crash_campaign -- --nocapture --test-threads=1
+//     RESOLVE_CAMPAIGN_KILLS=1000 cargo test --features servers --test crash_campaign -- --nocapture --test-threads=1
 //
 // `RESOLVE_CAMPAIGN_SEED` replays a run's pseudo-random choices (each campaign prints its seed).
 //

@@ -209,6 +209,10 @@ fn one_process_keeps_its_connections(store: Value, connections: &dyn Fn() -> u64
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn one_process_keeps_its_redis_and_provider_connections() {
     let redis = Redis::start();
     one_process_keeps_its_connections(json!({"kind": "redis", "url": redis.url()}), &|| {
@@ -217,6 +221,10 @@ fn one_process_keeps_its_redis_and_provider_connections() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs MariaDB: cargo test --features servers"
+)]
 fn one_process_keeps_its_mariadb_and_provider_connections() {
     let db = MariaDb::start();
     one_process_keeps_its_connections(json!({"kind": "mysql", "url": db.url()}), &|| {
@@ -253,6 +261,10 @@ fn a_restarted_store_is_reconnected(store: Value, restart: &mut dyn FnMut()) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn a_restarted_redis_is_reconnected_by_the_same_process() {
     let mut redis = Redis::start();
     let store = json!({"kind": "redis", "url": redis.url()});
@@ -260,6 +272,10 @@ fn a_restarted_redis_is_reconnected_by_the_same_process() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs MariaDB: cargo test --features servers"
+)]
 fn a_restarted_mariadb_is_reconnected_by_the_same_process() {
     let mut db = MariaDb::start();
     let store = json!({"kind": "mysql", "url": db.url()});
@@ -511,6 +527,10 @@ fn a_process_writes_its_journal_within_seconds_when_idle_and_all_of_it_on_sigter
 /// gets the policy's answer within the store's read timeout, not after the idle write's too.
 /// The held entry is not lost: `stats` finds it once Redis answers again.
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn an_idle_process_never_waits_on_a_hung_redis_for_its_journal() {
     // Long enough that a request stuck behind the idle write (about 2 x READ_MS - 300 ms) and
     // one that is not (READ_MS) stand seconds apart: a busy machine moves neither that far.
@@ -618,6 +638,10 @@ fn get(site: &Site, i: usize) -> Response {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn under_mod_fcgid_one_process_answers_request_after_request() {
     let site = fcgid_site("fcgid-reuse", json!({}), "");
     let mut seen = BTreeSet::new();
@@ -656,6 +680,10 @@ fn under_mod_fcgid_one_process_answers_request_after_request() {
 /// Processes are renewed, by mod_fcgid (FcgidMaxRequestsPerProcess) or by the binary itself
 /// (fastcgi.max_requests), and no request is lost on the way, one at a time or four at once.
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
     // At most 3 requests a process when mod_fcgid counts them. When the process counts them
     // itself, it stops taking connections after its third answer and still answers one that
@@ -716,6 +744,10 @@ fn under_mod_fcgid_processes_are_renewed_without_losing_a_request() {
 /// The harness's fcgid mode starts a pool before the test's first request, without a trace in
 /// the test's store, provider or log.
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache: cargo test --features servers"
+)]
 fn the_harness_warms_a_pool_of_fastcgi_processes_unseen() {
     let site = Site::builder("fcgid-pool")
         .mode(Mode::Fcgid)
@@ -757,6 +789,10 @@ fn the_harness_warms_a_pool_of_fastcgi_processes_unseen() {
 /// computes, the script is loaded by the first decision, and when the server's script cache is
 /// emptied (`SCRIPT FLUSH`, as a restart does) the next decision loads it again with no failure.
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn the_redis_script_runs_by_its_sha1_and_is_reloaded_when_the_server_forgets_it() {
     use resolve::store::redis::{REFUND_SCRIPT, REFUND_SCRIPT_SHA1, SCRIPT, SCRIPT_SHA1};
     let redis = Redis::start();

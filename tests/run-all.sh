@@ -172,11 +172,14 @@ main() {
     cargo fmt --check
     cargo fmt --check --manifest-path fuzz/Cargo.toml
 
-    step "cargo clippy --locked --all-targets -- -D warnings"
-    cargo clippy --locked --all-targets -- -D warnings
+    # --all-features: the suites behind the `servers` feature are linted too.
+    step "cargo clippy --locked --all-targets --all-features -- -D warnings"
+    cargo clippy --locked --all-targets --all-features -- -D warnings
 
-    step "cargo test --no-fail-fast"
-    cargo test --locked --no-fail-fast </dev/null
+    # Every suite: the `servers` feature adds those that start Apache, MariaDB, Redis,
+    # Chromium, sshd or vsftpd (installed above; a missing one fails its tests, never skips).
+    step "cargo test --features servers --no-fail-fast"
+    cargo test --locked --features servers --no-fail-fast </dev/null
 
     # The tests that run the binary under Apache through the harness (a site of the support kit,
     # Site::builder, or Apache's resolve_cgi), once more with mod_fcgid (FastCGI) instead of
@@ -193,8 +196,9 @@ main() {
             apache_tests+=(--test "$(basename "$file" .rs)")
         fi
     done
-    step "RESOLVE_TEST_APACHE_MODE=fcgid cargo test --no-fail-fast ${apache_tests[*]}"
-    RESOLVE_TEST_APACHE_MODE=fcgid cargo test --locked --no-fail-fast "${apache_tests[@]}" </dev/null
+    step "RESOLVE_TEST_APACHE_MODE=fcgid cargo test --features servers --no-fail-fast ${apache_tests[*]}"
+    RESOLVE_TEST_APACHE_MODE=fcgid cargo test --locked --features servers --no-fail-fast \
+        "${apache_tests[@]}" </dev/null
 
     step "release build for $MUSL_TARGET"
     CC_x86_64_unknown_linux_musl=musl-gcc cargo build --locked --release --target "$MUSL_TARGET"

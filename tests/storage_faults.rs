@@ -1819,6 +1819,10 @@ fn mysql_opts(db: &MariaDb) -> mysql::Opts {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs MariaDB: cargo test --features servers"
+)]
 fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     use mysql::prelude::Queryable;
     let began = Instant::now();
@@ -1948,6 +1952,10 @@ fn mysql_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
 // Redis
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn redis_faults_follow_the_policy_within_the_timeout_and_limiting_resumes() {
     let began = Instant::now();
     let password = "faults-REDISPW-7f3a";

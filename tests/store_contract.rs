@@ -112,12 +112,41 @@ macro_rules! store_test {
         store_test!(mysql, $($scenario)+);
         store_test!(redis, $($scenario)+);
     };
+    (memory, $module:ident::$func:ident) => {
+        store_fn!(plain, memory, $module::$func);
+    };
+    (file, served::$func:ident) => {
+        store_fn!(servers, file, served::$func);
+    };
+    (file, $module:ident::$func:ident) => {
+        store_fn!(plain, file, $module::$func);
+    };
     ($store:ident, $module:ident::$func:ident) => {
+        store_fn!(servers, $store, $module::$func);
+    };
+}
+
+/// The test function itself. The memory store, and the file store's scenarios run on handles in
+/// this process or in its own child processes, run in plain `cargo test`; the scenarios served
+/// by the program under Apache, and every MySQL and Redis one, need the `servers` feature.
+macro_rules! store_fn {
+    (plain, $store:ident, $module:ident::$func:ident) => {
         #[test]
         fn $store() {
-            let mut store = <store_type!($store) as crate::stores::StoreUnderTest>::start(
-                stringify!($store),
-            );
+            let mut store =
+                <store_type!($store) as crate::stores::StoreUnderTest>::start(stringify!($store));
+            crate::$module::$func(&mut store);
+        }
+    };
+    (servers, $store:ident, $module:ident::$func:ident) => {
+        #[test]
+        #[cfg_attr(
+            not(feature = "servers"),
+            ignore = "needs Apache, MariaDB or Redis: cargo test --features servers"
+        )]
+        fn $store() {
+            let mut store =
+                <store_type!($store) as crate::stores::StoreUnderTest>::start(stringify!($store));
             crate::$module::$func(&mut store);
         }
     };

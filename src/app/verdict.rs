@@ -12,19 +12,6 @@ use crate::http::render;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
 
-/// Whether a refusal found the client over one of its own rules (its address's, its key's),
-/// not only over a site-wide one. A rule refuses exactly when none of its window is left; the
-/// statuses begin with the client's rules.
-pub(super) fn over_own_limit(
-    rules: &[&Rule],
-    statuses: &[crate::core::decision::RuleStatus],
-) -> bool {
-    rules
-        .iter()
-        .zip(statuses)
-        .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0)
-}
-
 /// Whether a refusal found the client over one of its own rules counted by its own key: not a
 /// site-wide rule, and not a key it shares with other new clients (a full store's folded key,
 /// spent by others as much as by it). Only such a refusal is the client's to answer for.
@@ -39,6 +26,20 @@ pub(super) fn own_key_refused(
 }
 
 impl App<'_> {
+    /// Whether a refusal found the client over one of its own rules (its address's, its
+    /// key's), not only over a site-wide one. A rule refuses exactly when none of its window is
+    /// left; the statuses begin with the client's rules. (A function of `App`'s, so that
+    /// app.rs names nothing of this file, which imports from it.)
+    pub(super) fn over_own_limit(
+        rules: &[&Rule],
+        statuses: &[crate::core::decision::RuleStatus],
+    ) -> bool {
+        rules
+            .iter()
+            .zip(statuses)
+            .any(|(r, s)| r.key != KeyKind::Global && s.remaining == 0)
+    }
+
     /// What the store's decision means for this request: go on (with the limit headers and
     /// the time it was counted at, unless the store failed and the policy lets it through), or
     /// the answer that ends it. `rules` are the client's; `all_rules` adds the spend rules.

@@ -130,6 +130,124 @@ pub fn listing(store: &dyn Cache, config: &Config, clock: &dyn Clock) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    use crate::app::App;
+    use crate::core::clock::FakeClock;
+    use crate::http::request::Env;
+    use crate::provider::resolved::Resolved;
+    use crate::provider::{Meter, Provider, ProviderError};
+    use crate::store::memory::MemoryStore;
+    use crate::store::roles::Store;
+    use crate::support::log::MemoryLog;
+
+    /// A provider that answers every link with itself, counting its calls.
+    struct Counting(Cell<usize>);
+
+    impl Provider for Counting {
+        fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
+            self.0.set(self.0.get() + 1);
+            Ok(Resolved {
+                download: link.to_owned(),
+                filename: None,
+                files: Vec::new(),
+            })
+        }
+    }
+
+    /// When the bench starts: 2023-11-14T22:13:20Z.
+    const START_MS: u64 = 1_700_000_000_000;
+
+    /// A configuration, a store in memory and the requests' clock, which is the store's: it
+    /// moves only when the test moves it; requests answered by the request service.
+    struct Bench {
+        cfg: Config,
+        store: MemoryStore<FakeClock>,
+        whole: Store,
+        provider: Counting,
+        log: MemoryLog,
+    }
+
+    impl Bench {
+        fn new(cfg: &str) -> Bench {
+            let store = MemoryStore::new(FakeClock::at(START_MS), Duration::ZERO);
+            Bench {
+                cfg: Config::from_json(cfg, Path::new("/nonexistent")).unwrap(),
+                whole: store.as_store(),
+                store,
+                provider: Counting(Cell::new(0)),
+                log: MemoryLog::default(),
+            }
+        }
+
+        fn clock(&self) -> &FakeClock {
+            self.store.clock()
+        }
+
+        /// The status of a request for a link from `addr`.
+        fn from(&self, addr: &str) -> u16 {
+            let app = App {
+                config: &self.cfg,
+                store: &self.whole,
+                provider: Some(&self.provider),
+                log: &self.log,
+                clock: self.store.clock(),
+            };
+            let env = Env::method("GET")
+                .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")
+                .with("REMOTE_ADDR", addr);
+            app.handle(&env, &mut std::io::empty()).response.status
+        }
+    }
+
+    #[test]
+    fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_reason() {
+        const DAY_MS: u64 = 24 * 3_600_000;
+        let b = Bench::new(
+            r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}]}"#,
+        );
+        let command = |verb, target, duration, reason| {
+            let asked = Asked {
+                duration,
+                reason,
+                wide: false,
+            };
+            command(&b.store, None, b.clock(), verb, target, &asked).unwrap()
+        };
+        let listing = || listing(&b.store, &b.cfg, b.clock()).unwrap();
+        assert_eq!(
+            command("block", "192.0.2.0/24", Some("24h"), Some("scraper")),
+            "blocked 192.0.2.0/24 until 2023-11-15T22:13:20Z (UTC)"
+        );
+        assert_eq!(
+            command("block", "2001:db8::7", None, None),
+            "blocked 2001:db8::7/128 until `resolve unblock 2001:db8::7/128`"
+        );
+        let listed = listing();
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(
+            lines[..2],
+            [
+                format!(
+                    "{:<43} until 2023-11-15T22:13:20Z resolve block: scraper",
+                    "192.0.2.0/24"
+                ),
+                format!(
+                    "{:<43} {:<26} resolve block: blocked by the owner",
+                    "2001:db8::7/128", "until unblocked"
+                ),
+            ],
+            "{listed}"
+        );
+        b.clock().set_ms(START_MS + DAY_MS - 1);
+        assert_eq!(b.from("192.0.2.9"), 403, "a millisecond before its end");
+        assert!(listing().contains("192.0.2.0/24"));
+        b.clock().set_ms(START_MS + DAY_MS);
+        assert_eq!(b.from("192.0.2.9"), 200, "ended at 24 h");
+        assert!(!listing().contains("192.0.2.0/24"), "{}", listing());
+        assert_eq!(b.from("2001:db8::7"), 403, "no end");
+        assert_eq!(b.from("2001:db8::8"), 200, "one address, not its /64");
+    }
 
     #[test]
     fn durations() {

@@ -372,6 +372,10 @@ fn run(redis: &Redis, seed: u64) -> Seen {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
 fn redis_script_decides_as_the_rust_limiter() {
     // The prelude can only stand in for the clock the script actually reads.
     assert_eq!(

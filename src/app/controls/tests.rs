@@ -254,54 +254,6 @@ fn blocks_in_the_store_refuse_until_they_end_or_are_lifted() {
 }
 
 #[test]
-fn a_block_for_24h_holds_to_its_last_millisecond_and_blocks_lists_its_end_and_reason() {
-    const DAY_MS: u64 = 24 * 3_600_000;
-    let b =
-        Bench::new(r#"{"rules": [{"name": "ip", "key": "ip", "limit": 100, "window_secs": 60}]}"#);
-    let command = |verb, target, duration, reason| {
-        let asked = crate::command::blocks::Asked {
-            duration,
-            reason,
-            wide: false,
-        };
-        crate::command::blocks::command(&b.store, None, b.clock(), verb, target, &asked).unwrap()
-    };
-    let listing = || crate::command::blocks::listing(&b.store, &b.cfg, b.clock()).unwrap();
-    assert_eq!(
-        command("block", "192.0.2.0/24", Some("24h"), Some("scraper")),
-        "blocked 192.0.2.0/24 until 2023-11-15T22:13:20Z (UTC)"
-    );
-    assert_eq!(
-        command("block", "2001:db8::7", None, None),
-        "blocked 2001:db8::7/128 until `resolve unblock 2001:db8::7/128`"
-    );
-    let listed = listing();
-    let lines: Vec<&str> = listed.lines().collect();
-    assert_eq!(
-        lines[..2],
-        [
-            format!(
-                "{:<43} until 2023-11-15T22:13:20Z resolve block: scraper",
-                "192.0.2.0/24"
-            ),
-            format!(
-                "{:<43} {:<26} resolve block: blocked by the owner",
-                "2001:db8::7/128", "until unblocked"
-            ),
-        ],
-        "{listed}"
-    );
-    b.clock().set_ms(START_MS + DAY_MS - 1);
-    assert_eq!(b.from("192.0.2.9"), 403, "a millisecond before its end");
-    assert!(listing().contains("192.0.2.0/24"));
-    b.clock().set_ms(START_MS + DAY_MS);
-    assert_eq!(b.from("192.0.2.9"), 200, "ended at 24 h");
-    assert!(!listing().contains("192.0.2.0/24"), "{}", listing());
-    assert_eq!(b.from("2001:db8::7"), 403, "no end");
-    assert_eq!(b.from("2001:db8::8"), 200, "one address, not its /64");
-}
-
-#[test]
 fn auto_block_triggers_at_exactly_the_threshold() {
     let b = Bench::auto_blocking(2, 5);
     let statuses: Vec<u16> = (0..9).map(|_| b.from("192.0.2.9")).collect();

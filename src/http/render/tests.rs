@@ -12,7 +12,11 @@ fn rule(name: &str, limit: u32, window: u32) -> Rule {
         algorithm: crate::core::rule::Algorithm::Fixed,
         limit: NonZeroU32::new(limit).unwrap(),
         window_secs: NonZeroU32::new(window).unwrap(),
-        key_template: crate::config::default_key_template(KeyKind::Ip),
+        // The default template of an `ip` rule, as the configuration gives it.
+        key_template: crate::core::key::KeyTemplate::parse(
+            crate::support::defaults::KEY_TEMPLATE_IP,
+        )
+        .unwrap(),
     }
 }
 

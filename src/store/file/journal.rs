@@ -36,7 +36,7 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::core::journal::{Entry, Expiry, Note, Row};
 use crate::store::file::journal_record::{self as record, Damage, HEADER, Header};
@@ -378,11 +378,12 @@ impl Journal<'_> {
     }
 
     /// Moves hours past `CLIENT_HOURS` into their day's file and deletes what
-    /// [`Expiry`] lets go, until `deadline`; false when it ran out first.
+    /// [`Expiry`] lets go, until `past` says the sweep's time is up; false when it ran out
+    /// first.
     pub fn sweep(
         &self,
         now_ms: u64,
-        deadline: Option<Instant>,
+        past: &dyn Fn() -> bool,
         report: &mut SweepReport,
     ) -> Result<bool, StoreError> {
         if !fs::symlink_metadata(self.dir()).is_ok_and(|m| m.is_dir()) {
@@ -403,7 +404,7 @@ impl Journal<'_> {
         // Some work in every sweep however short its time, so the journal never only grows.
         let mut worked = false;
         for (day, files) in days {
-            if worked && deadline.is_some_and(|d| Instant::now() >= d) {
+            if worked && past() {
                 return Ok(false);
             }
             let start = day.saturating_mul(24);
@@ -420,7 +421,7 @@ impl Journal<'_> {
             let due = files.hours.iter().any(|(h, _)| *h < expiry.clients_before)
                 || (files.has_file && start < expiry.totals_before);
             if due {
-                if !self.compact(day, &files.hours, expiry, deadline, report)? {
+                if !self.compact(day, &files.hours, expiry, past, report)? {
                     return Ok(false);
                 }
                 worked = true;
@@ -431,14 +432,14 @@ impl Journal<'_> {
 
     /// Moves the day's hours past `CLIENT_HOURS` into its file (their totals; the client
     /// counts go), drops its totals past `KEEP_HOURS`, then deletes the hour files it holds.
-    /// Returns false when `deadline` came first (the hours moved so far stay moved: the mark
+    /// Returns false when `past` came first (the hours moved so far stay moved: the mark
     /// says up to where).
     fn compact(
         &self,
         day: u32,
         hours: &[(u32, PathBuf)],
         expiry: Expiry,
-        deadline: Option<Instant>,
+        past: &dyn Fn() -> bool,
         report: &mut SweepReport,
     ) -> Result<bool, StoreError> {
         let base = day * 24;
@@ -471,7 +472,7 @@ impl Journal<'_> {
             }
             if current != Some(*hour) {
                 // Whole hours at a time, and at least one per sweep.
-                if current.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+                if current.is_some() && past() {
                     new_mark = *hour;
                     complete = false;
                     break;

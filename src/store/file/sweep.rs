@@ -5,7 +5,6 @@
 use std::fs;
 use std::io;
 use std::path::Path;
-use std::time::Instant;
 
 use super::lock::Locked;
 use super::record::Loaded;
@@ -67,7 +66,7 @@ impl<C: Clock> FileStore<C> {
         &self,
         shard: &Path,
         now: u64,
-        deadline: Option<Instant>,
+        past: &dyn Fn() -> bool,
         report: &mut SweepReport,
     ) -> Result<bool, StoreError> {
         let entries = match fs::read_dir(shard) {
@@ -76,7 +75,7 @@ impl<C: Clock> FileStore<C> {
             Err(e) => return Err(io_error("list", shard, &e)),
         };
         for entry in entries {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if past() {
                 return Ok(false);
             }
             let entry = entry.map_err(|e| io_error("list", shard, &e))?;

@@ -6,6 +6,7 @@ use crate::core::rule::KeyKind;
 use lock::{MAX_WAITERS, WAITERS};
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use crate::support::temp::Dir;
 
@@ -313,6 +314,22 @@ fn a_zero_budget_sweep_stops_early() {
     assert!(!report.complete);
     assert_eq!(report.removed, 0);
     assert_eq!(store.sweep(None).unwrap().removed, 50);
+}
+
+#[test]
+fn a_sweeps_budget_is_kept_on_the_stores_clock() {
+    // However slow the machine, a millisecond on a clock that does not move never runs out;
+    // a clock already past the budget stops the sweep before its first file.
+    let dir = tempdir("budget-clock");
+    let r = rule("ip", 3, 1);
+    let store = FileStore::new(&*dir, FakeClock::at(0), Duration::from_secs(0));
+    for n in 0..50 {
+        decide_one(&store, &r, &format!("k{n}")).unwrap();
+    }
+    store.clock.advance_ms(10_000);
+    let report = store.sweep(Some(Duration::from_millis(1))).unwrap();
+    assert!(report.complete);
+    assert_eq!(report.removed, 50);
 }
 
 /// One entry of `hour` for client `who`: a request and its refusal.

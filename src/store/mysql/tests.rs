@@ -1,26 +1,36 @@
 //! Tests of the MySQL store, without a server.
 
 use super::*;
-use crate::config::Config;
 use crate::core::rule::KeyKind;
-use crate::store::settings::StoreKind;
 use errors::explain_io;
 use std::io::{Read, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 
-/// A store pointed at `port` on loopback, with short timeouts.
+/// A store pointed at `port` on loopback, with short timeouts, the tables' default names, no
+/// TLS: the settings a checked `"store": {"kind": "mysql", ...}` section gives.
 fn store_at(port: u16, connect_ms: u64, read_ms: u64) -> MysqlStore {
-    let text = format!(
-        r#"{{"store": {{"kind": "mysql", "host": "127.0.0.1", "port": {port},
-            "user": "u", "password": "p", "database": "d",
-            "connect_timeout_ms": {connect_ms}, "read_timeout_ms": {read_ms}}}}}"#
-    );
-    let config = Config::from_json(&text, Path::new("/nonexistent")).unwrap();
-    let StoreKind::Mysql(settings) = config.store.kind else {
-        panic!("not a mysql store");
+    use crate::store::mysql::settings::TsUnit;
+    use crate::support::defaults;
+    use crate::support::secret::Secret;
+    let settings = MysqlSettings {
+        url: None,
+        host: Some("127.0.0.1".into()),
+        port: Some(port),
+        socket: None,
+        user: Some("u".into()),
+        password: Some(Secret::new("p")),
+        database: Some("d".into()),
+        counter_table: defaults::MYSQL_COUNTER_TABLE.into(),
+        events_table: defaults::MYSQL_EVENTS_TABLE.into(),
+        cache_table: defaults::MYSQL_CACHE_TABLE.into(),
+        journal_table: defaults::MYSQL_JOURNAL_TABLE.into(),
+        notes_table: defaults::MYSQL_NOTES_TABLE.into(),
+        events_ts: TsUnit::Millis,
+        connect_timeout: Duration::from_millis(connect_ms),
+        read_timeout: Duration::from_millis(read_ms),
+        tls: false,
     };
-    MysqlStore::new(*settings, &[], Duration::from_secs(600))
+    MysqlStore::new(settings, &[], Duration::from_secs(600))
 }
 
 /// A server that sends `bytes`, one every `every` (all at once when zero), then holds the

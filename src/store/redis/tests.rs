@@ -47,17 +47,21 @@ fn script_answers_become_decisions() {
     assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
 }
 
+/// A store at `port` on loopback, with the settings a checked `"store": {"kind": "redis",
+/// "host": "127.0.0.1", "port": PORT, "connect_timeout_ms": 1000, "read_timeout_ms": 200}`
+/// section gives.
 fn store_at(port: u16) -> RedisStore {
-    let text = format!(
-        r#"{{"store": {{"kind": "redis", "host": "127.0.0.1", "port": {port},
-            "connect_timeout_ms": 1000, "read_timeout_ms": 200}}}}"#
-    );
-    let config =
-        crate::config::Config::from_json(&text, std::path::Path::new("/nonexistent")).unwrap();
-    let crate::store::settings::StoreKind::Redis(settings) = config.store.kind else {
-        panic!("not a redis store");
-    };
-    RedisStore::new(*settings)
+    RedisStore::new(crate::store::redis::settings::RedisSettings {
+        target: crate::store::redis::resp::Target::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        username: None,
+        password: None,
+        db: 0,
+        connect_timeout: Duration::from_millis(1000),
+        read_timeout: Duration::from_millis(200),
+    })
 }
 
 #[test]
