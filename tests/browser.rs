@@ -2223,14 +2223,13 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     // A range wider than the Block button takes: asked about in a second step, then saved.
     h.web().type_into("#block", "10.0.0.0/8");
     h.web().click("#save-settings");
-    let page = h1_is("Dashboard");
-    says(&page, "Confirm what this saves");
+    // Waited for by what the answer says: the page before it has the same heading.
+    let page = shows("Dashboard", "Confirm what this saves");
     says(&page, "10.0.0.0/8 is wider than an IPv4 /16");
     fits("settings-confirm");
     h.web().click("#confirm");
     h.web().click("#save-settings");
-    let page = h1_is("Dashboard");
-    says(&page, "Saved.");
+    shows("Dashboard", "Saved.");
 
     // The password forgotten, the admin section removed: set up again, no setting shown.
     h.site().edit_config(|c| {
