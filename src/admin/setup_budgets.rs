@@ -96,25 +96,8 @@ pub fn count_wrong(
 
 #[cfg(test)]
 mod tests {
-    use std::net::IpAddr;
-
     use super::*;
-    use crate::core::clock::FakeClock;
-    use crate::net::cidr;
-    use crate::store::memory::MemoryStore;
-
-    fn store() -> MemoryStore<FakeClock> {
-        MemoryStore::new(FakeClock::at(1_000_000), std::time::Duration::ZERO)
-    }
-
-    fn from(addr: &str) -> Who {
-        let ip: IpAddr = addr.parse().unwrap();
-        let identity = match ip {
-            IpAddr::V4(_) => addr.to_owned(),
-            IpAddr::V6(_) => format!("{}/64", cidr::mask(ip, 64)),
-        };
-        Who::new(ip, identity, None)
-    }
+    use crate::admin::signin::tests::{from, store};
 
     fn open(g: &Gate) -> bool {
         matches!(g, Gate::Open { .. })

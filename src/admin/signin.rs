@@ -213,16 +213,18 @@ pub fn passed(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::core::clock::FakeClock;
     use crate::store::memory::MemoryStore;
 
-    fn store() -> MemoryStore<FakeClock> {
+    /// A store on a fake clock, for the budgets' tests (the setup's too).
+    pub(in crate::admin) fn store() -> MemoryStore<FakeClock> {
         MemoryStore::new(FakeClock::at(1_000_000), std::time::Duration::ZERO)
     }
 
-    fn from(addr: &str) -> Who {
+    /// A visitor from `addr`, identified as the client would be (an IPv6 address by its /64).
+    pub(in crate::admin) fn from(addr: &str) -> Who {
         let ip: IpAddr = addr.parse().unwrap();
         let identity = match ip {
             IpAddr::V4(_) => addr.to_owned(),
