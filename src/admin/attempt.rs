@@ -97,13 +97,7 @@ impl Dashboard<'_> {
         }
         let refuse =
             |status: u16, notice: Option<Notice<'_>>| self.sign_in_form(ctx, status, notice);
-        let hash = self
-            .config
-            .admin
-            .as_ref()
-            .map(|a| a.password_hash.expose())
-            .unwrap_or_default();
-        let right = || password::verify(hash, &fields.password);
+        let right = || self.is_password(&fields.password);
         match self.guarded(ctx, "password", &refuse, &right) {
             Ok((_turn, shown)) => self.open_session(ctx, &ctx.keys, &shown, &refuse),
             Err(r) => r,
@@ -342,5 +336,18 @@ impl Dashboard<'_> {
                 ),
             )
             .header("Set-Cookie", cookies::clear(ctx.scope, FORM_COOKIE))
+    }
+}
+
+impl Dashboard<'_> {
+    /// Whether `typed` is the dashboard's password (false while none is set).
+    pub(super) fn is_password(&self, typed: &str) -> bool {
+        let hash = self
+            .config
+            .admin
+            .as_ref()
+            .map(|a| a.password_hash.expose())
+            .unwrap_or_default();
+        password::verify(hash, typed)
     }
 }

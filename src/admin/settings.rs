@@ -266,13 +266,7 @@ impl Dashboard<'_> {
                 }),
             ));
         }
-        let hash = self
-            .config
-            .admin
-            .as_ref()
-            .map(|a| a.password_hash.expose())
-            .unwrap_or_default();
-        let right = || crate::support::password::verify(hash, &secrets.current);
+        let right = || self.is_password(&secrets.current);
         self.guarded(ctx, "current password", &refuse, &right)
             .map(|(turn, _)| turn)
     }
