@@ -102,12 +102,23 @@ impl Config {
     /// The configuration with no file: safe defaults and no provider. `base` holds the data
     /// directory.
     pub fn defaults(base: &Path) -> Config {
-        Config::from_raw(RawConfig::default(), base).expect("defaults are valid")
+        Config::from_raw(RawConfig::default(), base, false).expect("defaults are valid")
     }
 
     /// Parses and checks a configuration file's text. Relative paths are taken from `base`,
     /// the file's directory.
     pub fn from_json(text: &str, base: &Path) -> Result<Config, ConfigError> {
+        Config::from_json_with(text, base, false)
+    }
+
+    /// As [`Config::from_json`], for a process that answers one request (CGI): a preset given
+    /// only its token is checked as far as the owner wrote it and built at its first use (see
+    /// [`provider::parse_deferred`]), so that a refused request never builds it.
+    pub fn for_one_request(text: &str, base: &Path) -> Result<Config, ConfigError> {
+        Config::from_json_with(text, base, true)
+    }
+
+    fn from_json_with(text: &str, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
             // A name closed with a curly quote reads as an unknown field: every failure is
             // looked at for an editor's mistake.
@@ -128,7 +139,7 @@ impl Config {
                 format!("{message}; the file must be one JSON object (see README: Configuration)"),
             )
         })?;
-        Config::from_raw(raw, base).map_err(|mut e| {
+        Config::from_raw(raw, base, deferred).map_err(|mut e| {
             e.at = position::of_field(text, &e.field);
             e
         })
@@ -144,9 +155,13 @@ impl Config {
         matches!(self.provider, Some(ProviderSpec::Http(_)))
     }
 
-    fn from_raw(raw: RawConfig, base: &Path) -> Result<Config, ConfigError> {
+    fn from_raw(raw: RawConfig, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
         let (provider, rate_rules) = match raw.provider {
             None => (None, Vec::new()),
+            Some(section) if deferred => {
+                let (p, r) = crate::config::provider::parse_deferred(section)?;
+                (Some(p), r)
+            }
             Some(section) => {
                 let (p, r) = crate::config::provider::parse(section)?;
                 (Some(p), r)

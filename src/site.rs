@@ -52,7 +52,7 @@ impl Site {
         let provider: Option<Box<dyn Provider>> = match &config.provider {
             None => None,
             Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
-            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::new((**spec).clone()))),
+            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::shared(spec.clone()))),
         };
         Site {
             // Every form of every secret: a provider echoes a token percent-encoded or quoted.

@@ -79,7 +79,7 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
         ProviderSpec::Echo => {
             crate::provider::EchoProvider.resolve(link, &crate::provider::Unmetered)
         }
-        ProviderSpec::Http(h) => crate::provider::http::HttpProvider::new((**h).clone())
+        ProviderSpec::Http(h) => crate::provider::http::HttpProvider::shared(h.clone())
             .resolve(link, &crate::provider::Unmetered),
     };
     let took = started.elapsed().as_millis();

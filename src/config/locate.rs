@@ -152,6 +152,18 @@ fn absolute(p: &Path) -> PathBuf {
 
 /// Reads and checks the configuration that `located` names.
 pub fn load(located: &Located) -> Result<Config, String> {
+    load_with(located, Config::from_json)
+}
+
+/// As [`load`], for a process that answers one request: see [`Config::for_one_request`].
+pub fn load_for_one_request(located: &Located) -> Result<Config, String> {
+    load_with(located, Config::for_one_request)
+}
+
+fn load_with(
+    located: &Located,
+    read: fn(&str, &Path) -> Result<Config, crate::config::error::ConfigError>,
+) -> Result<Config, String> {
     match located {
         Located::Defaults { base } => Ok(Config::defaults(base)),
         Located::File(source) => {
@@ -159,8 +171,8 @@ pub fn load(located: &Located) -> Result<Config, String> {
             let text = fs::read_to_string(path)
                 .map_err(|e| format!("cannot read the configuration {}: {e}", source.describe()))?;
             let base = path.parent().unwrap_or(Path::new("/"));
-            let mut config = Config::from_json(&text, base)
-                .map_err(|e| format!("configuration {}: {e}", path.display()))?;
+            let mut config =
+                read(&text, base).map_err(|e| format!("configuration {}: {e}", path.display()))?;
             config.file = Some(path.to_owned());
             Ok(config)
         }

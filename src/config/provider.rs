@@ -2,6 +2,7 @@
 //! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
 //! provider account (its published request rate).
 
+mod deferred;
 mod raw;
 mod shorthand;
 pub mod site_rules;
@@ -18,7 +19,7 @@ use crate::core::rule::Rule;
 use crate::provider::Failure;
 use crate::provider::presets;
 use crate::provider::spec::{
-    HostList, HttpMethod, HttpSpec, LinkCheck, ProviderSpec, Step, Template,
+    HostList, HttpMethod, HttpSpec, LazySpec, LinkCheck, ProviderSpec, Step, Template,
 };
 use crate::support::defaults;
 use crate::support::secret::Secret;
@@ -27,6 +28,8 @@ use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
 use urls::{check_step_url, check_url};
+
+pub use deferred::parse_deferred;
 
 /// Parses the `provider` section. Returns the provider and its site-wide rate rules.
 pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
@@ -42,6 +45,12 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
         }
         return Ok((ProviderSpec::Echo, Vec::new()));
     }
+    let (spec, rate_rules) = http(user)?;
+    Ok((ProviderSpec::Http(LazySpec::built(spec)), rate_rules))
+}
+
+/// The description of an HTTP provider from the owner's section, a preset under it.
+fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> {
     let (preset, merged) = with_preset(user)?;
     let secrets = crate::config::redact::secret_values(&merged);
     let mut raw: RawProvider = serde_json::from_value(merged).map_err(|e| {
@@ -126,12 +135,13 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
-    let (connect_ms, timeout_ms, deadline_ms) = timeouts(&raw)?;
+    let (connect_ms, timeout_ms, deadline_ms) =
+        timeouts(raw.connect_timeout_ms, raw.timeout_ms, raw.deadline_ms)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
     let rate_rules = site_rules(rate_list, "provider.rate_limits")?;
     let rate_steps = site_rules::counted_steps(rate_list, "provider.rate_limits", steps.len())?;
     Ok((
-        ProviderSpec::Http(Box::new(HttpSpec {
+        HttpSpec {
             preset,
             base_url: raw.base_url,
             token: raw.token.map(Secret::new),
@@ -146,7 +156,7 @@ pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
-        })),
+        },
         rate_rules,
     ))
 }
@@ -354,14 +364,14 @@ fn remote(raw: &RawProvider, steps: &mut [Step]) -> Result<(), ConfigError> {
 }
 
 /// Connect, per-call and whole-resolution time limits, in milliseconds.
-fn timeouts(raw: &RawProvider) -> Result<(u64, u64, u64), ConfigError> {
-    let connect_ms = raw
-        .connect_timeout_ms
-        .unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
-    let timeout_ms = raw.timeout_ms.unwrap_or(defaults::PROVIDER_TIMEOUT_MS);
-    let deadline_ms = raw
-        .deadline_ms
-        .unwrap_or(defaults::PROVIDER_DEADLINE_MS.max(timeout_ms));
+fn timeouts(
+    connect_ms: Option<u64>,
+    timeout_ms: Option<u64>,
+    deadline_ms: Option<u64>,
+) -> Result<(u64, u64, u64), ConfigError> {
+    let connect_ms = connect_ms.unwrap_or(defaults::PROVIDER_CONNECT_TIMEOUT_MS);
+    let timeout_ms = timeout_ms.unwrap_or(defaults::PROVIDER_TIMEOUT_MS);
+    let deadline_ms = deadline_ms.unwrap_or(defaults::PROVIDER_DEADLINE_MS.max(timeout_ms));
     if !(1..=30_000).contains(&connect_ms) {
         return Err(err(
             "provider.connect_timeout_ms",
@@ -391,7 +401,7 @@ mod tests {
 
     fn http(section: &str) -> HttpSpec {
         match parse(serde_json::from_str(section).unwrap()).unwrap().0 {
-            ProviderSpec::Http(h) => *h,
+            ProviderSpec::Http(h) => h.spec().unwrap().clone(),
             ProviderSpec::Echo => panic!("echo"),
         }
     }

@@ -37,7 +37,7 @@ pub fn run() {
     let config = located
         .as_ref()
         .map_err(String::clone)
-        .and_then(locate::load);
+        .and_then(locate::load_for_one_request);
     // Nothing secret under the web root: that comes before any mistake in the file.
     let refused = located
         .as_ref()

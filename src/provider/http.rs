@@ -7,22 +7,41 @@ use std::time::{Duration, Instant};
 
 use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
-use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
+use std::sync::Arc;
+
+use crate::provider::spec::{HttpMethod, HttpSpec, LazySpec, Step, StepOutcome, Vars};
 use crate::provider::{Failure, Meter, Provider, ProviderError};
 use crate::support::defaults;
 
 pub struct HttpProvider {
-    spec: HttpSpec,
+    /// Built at the first call too: a refused request reads only its summary.
+    spec: Arc<LazySpec>,
     /// Made at the first call: a CGI request that is refused never needs it.
     agent: std::sync::OnceLock<ureq::Agent>,
 }
 
 impl HttpProvider {
     pub fn new(spec: HttpSpec) -> HttpProvider {
+        HttpProvider::shared(LazySpec::built(spec))
+    }
+
+    /// A provider of the configuration's description, built (if it is not yet) at the first
+    /// call.
+    pub fn shared(spec: Arc<LazySpec>) -> HttpProvider {
         HttpProvider {
             spec,
             agent: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The description, or the failure of a call when it could not be built.
+    fn built(&self) -> Result<&HttpSpec, ProviderError> {
+        self.spec.spec().map_err(|why| {
+            ProviderError::new(
+                Failure::Unavailable,
+                format!("the provider's description could not be built: {why}"),
+            )
+        })
     }
 
     fn agent(&self) -> &ureq::Agent {
@@ -248,7 +267,7 @@ impl HttpProvider {
 
 impl Provider for HttpProvider {
     fn link_dead(&self, link: &str) -> Option<Result<bool, String>> {
-        let check = self.spec.link_check.as_ref()?;
+        let check = self.spec.spec().ok()?.link_check.as_ref()?;
         Some((|| {
             let url = check.url.render(&self.base_vars())?;
             // Public: sent without the token.
@@ -270,7 +289,7 @@ impl Provider for HttpProvider {
     }
 
     fn host_list(&self) -> Option<Result<Vec<String>, String>> {
-        let list = self.spec.hosts.as_ref()?;
+        let list = self.spec.spec().ok()?.hosts.as_ref()?;
         Some((|| {
             let url = list.url.render(&self.base_vars())?;
             // Public: sent without the token.
@@ -304,12 +323,12 @@ impl Provider for HttpProvider {
     }
 
     fn resolve(&self, link: &str, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
-        self.run_from(0, self.spec.start_vars(link), false, meter)
+        self.run_from(0, self.built()?.start_vars(link), false, meter)
     }
 
     fn resume(&self, link: &str, job: &Job, meter: &dyn Meter) -> Result<Resolved, ProviderError> {
         if self
-            .spec
+            .built()?
             .steps
             .get(job.step)
             .is_none_or(|s| s.poll.is_none())

@@ -214,7 +214,7 @@ impl Site {
                 let Some(ProviderSpec::Http(spec)) = &config.provider else {
                     panic!("the sites call the provider stand-in over HTTP");
                 };
-                let provider = HttpProvider::new((**spec).clone());
+                let provider = HttpProvider::shared(spec.clone());
                 let app = App {
                     config: &config,
                     store: &p.store.as_store(),
