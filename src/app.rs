@@ -438,7 +438,7 @@ impl App<'_> {
     /// rates that counts the first step's calls.
     fn first_call_rules(&self) -> impl Iterator<Item = &Rule> {
         let spec = match self.config.provider.as_ref() {
-            Some(crate::provider::spec::ProviderSpec::Http(h)) => Some(&**h),
+            Some(crate::provider::described::ProviderSpec::Http(h)) => Some(&**h),
             _ => None,
         };
         let rates = self.config.provider_rate_limits;
@@ -483,7 +483,7 @@ impl App<'_> {
     /// The provider's meter of calls, when it has rates to count them against.
     fn meter(&self) -> Option<meter::StoreMeter<'_>> {
         match self.config.provider.as_ref() {
-            Some(crate::provider::spec::ProviderSpec::Http(spec)) => Some(meter::StoreMeter {
+            Some(crate::provider::described::ProviderSpec::Http(spec)) => Some(meter::StoreMeter {
                 counters: &*self.store.counters,
                 rates: &self.config.spend[..self
                     .config

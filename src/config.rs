@@ -32,7 +32,7 @@ use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
 use crate::http::api_key::KeyPolicy;
 use crate::http::identity::ClientPolicy;
 use crate::net::addr_set::AddrSet;
-use crate::provider::spec::ProviderSpec;
+use crate::provider::described::ProviderSpec;
 use crate::store::settings::StoreConfig;
 use crate::support::defaults;
 
@@ -113,7 +113,7 @@ impl Config {
 
     /// As [`Config::from_json`], for a process that answers one request (CGI): a preset given
     /// only its token is checked as far as the owner wrote it and built at its first use (see
-    /// [`provider::parse_deferred`]), so that a refused request never builds it.
+    /// [`provider::deferred::parse_deferred`]), so that a refused request never builds it.
     pub fn for_one_request(text: &str, base: &Path) -> Result<Config, ConfigError> {
         Config::from_json_with(text, base, true)
     }
@@ -159,7 +159,7 @@ impl Config {
         let (provider, rate_rules) = match raw.provider {
             None => (None, Vec::new()),
             Some(section) if deferred => {
-                let (p, r) = crate::config::provider::parse_deferred(section)?;
+                let (p, r) = crate::config::provider::deferred::parse_deferred(section)?;
                 (Some(p), r)
             }
             Some(section) => {

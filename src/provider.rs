@@ -4,6 +4,7 @@
 //! services as presets.
 
 pub mod cache;
+pub mod described;
 pub mod http;
 pub mod job;
 pub mod presets;

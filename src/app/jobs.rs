@@ -53,7 +53,7 @@ impl App<'_> {
         // Only a provider that polls leaves jobs: the others cost no store read here.
         let polls = matches!(
             self.config.provider.as_ref(),
-            Some(crate::provider::spec::ProviderSpec::Http(h)) if h.steps.iter().any(|s| s.poll.is_some())
+            Some(crate::provider::described::ProviderSpec::Http(h)) if h.steps.iter().any(|s| s.poll.is_some())
         );
         if !polls {
             return None;

@@ -15,7 +15,7 @@ impl App<'_> {
     /// for this request.
     pub(super) fn look_up(&self, key: &str) -> Lookup<'_> {
         let deadline = match self.config.provider.as_ref() {
-            Some(crate::provider::spec::ProviderSpec::Http(h)) => h.deadline,
+            Some(crate::provider::described::ProviderSpec::Http(h)) => h.deadline,
             _ => Duration::from_millis(defaults::PROVIDER_DEADLINE_MS),
         };
         let give_up = Instant::now() + deadline;

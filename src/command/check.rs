@@ -7,7 +7,7 @@ use std::io::Write;
 use crate::config::Config;
 use crate::config::locate::{self, Located};
 use crate::provider::Provider;
-use crate::provider::spec::ProviderSpec;
+use crate::provider::described::ProviderSpec;
 use crate::usage::readiness::{report, warn_exposure};
 
 /// Runs the check, writing a report to `out`. With `live`, also makes one real provider call

@@ -91,8 +91,8 @@ impl Serialize for Provider<'_> {
         let mut v = serde_json::to_value(spec).map_err(serde::ser::Error::custom)?;
         without_nulls(&mut v);
         let steps = match spec {
-            crate::provider::spec::ProviderSpec::Http(h) => h.rate_steps.clone(),
-            crate::provider::spec::ProviderSpec::Echo => Vec::new(),
+            crate::provider::described::ProviderSpec::Http(h) => h.rate_steps.clone(),
+            crate::provider::described::ProviderSpec::Echo => Vec::new(),
         };
         let rates: Vec<SiteRule> = (c.provider_rates.iter().enumerate())
             .map(|(i, r)| {

@@ -2,7 +2,7 @@
 //! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
 //! provider account (its published request rate).
 
-mod deferred;
+pub mod deferred;
 mod raw;
 mod shorthand;
 pub mod site_rules;
@@ -17,10 +17,9 @@ use serde_json::{Map, Value};
 use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
+use crate::provider::described::{LazySpec, ProviderSpec};
 use crate::provider::presets;
-use crate::provider::spec::{
-    HostList, HttpMethod, HttpSpec, LazySpec, LinkCheck, ProviderSpec, Step, Template,
-};
+use crate::provider::spec::{HostList, HttpMethod, HttpSpec, LinkCheck, Step, Template};
 use crate::support::defaults;
 use crate::support::secret::Secret;
 use raw::{RawHosts, RawLinkCheck, RawProvider};
@@ -28,8 +27,6 @@ use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
 use urls::{check_step_url, check_url};
-
-pub use deferred::parse_deferred;
 
 /// Parses the `provider` section. Returns the provider and its site-wide rate rules.
 pub fn parse(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {

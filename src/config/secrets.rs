@@ -2,7 +2,7 @@
 //! appear.
 
 use crate::config::Config;
-use crate::provider::spec::ProviderSpec;
+use crate::provider::described::ProviderSpec;
 use crate::store::settings::StoreKind;
 
 impl Config {

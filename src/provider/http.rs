@@ -9,7 +9,8 @@ use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
 use std::sync::Arc;
 
-use crate::provider::spec::{HttpMethod, HttpSpec, LazySpec, Step, StepOutcome, Vars};
+use crate::provider::described::LazySpec;
+use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
 use crate::provider::{Failure, Meter, Provider, ProviderError};
 use crate::support::defaults;
 

@@ -12,9 +12,6 @@ use crate::provider::{Failure, ProviderError, clean_text};
 use crate::support::secret::Secret;
 use crate::support::show;
 
-mod lazy;
-pub use lazy::{Build, LazySpec, Summary};
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HttpMethod {
@@ -331,19 +328,6 @@ pub struct HttpSpec {
     pub deadline: Duration,
 }
 
-/// Which provider the site uses.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum ProviderSpec {
-    Echo,
-    Http(#[serde(serialize_with = "whole")] std::sync::Arc<LazySpec>),
-}
-
-/// The description as it is built (the summary alone would leave most of it out).
-fn whole<S: serde::Serializer>(spec: &std::sync::Arc<LazySpec>, s: S) -> Result<S::Ok, S::Error> {
-    serde::Serialize::serialize(&**spec, s)
-}
-
 /// The provider's error codes grouped by class, as the configuration's `errors` map writes them.
 fn errors_by_class<S: serde::Serializer>(
     errors: &[(String, Failure)],
@@ -406,27 +390,6 @@ impl HttpSpec {
                 .find(|(words, _)| message.contains(words.as_str()))
                 .map(|(_, f)| *f)
         })
-    }
-
-    /// A description with no steps, tables or lists: what one that could not be built reads
-    /// as (see [`LazySpec`]); a call with it fails before anything is sent.
-    pub fn empty(deadline: Duration) -> HttpSpec {
-        HttpSpec {
-            preset: None,
-            base_url: None,
-            token: None,
-            steps: Vec::new(),
-            errors: Vec::new(),
-            error_messages: Vec::new(),
-            statuses: Vec::new(),
-            advice: Vec::new(),
-            rate_steps: Vec::new(),
-            hosts: None,
-            link_check: None,
-            connect_timeout: deadline,
-            timeout: deadline,
-            deadline,
-        }
     }
 
     /// Whether the provider's `rate`-th rate limit counts the calls of step `step`.

@@ -7,7 +7,8 @@ use std::io::Write;
 use crate::app::controls::reach::{self, List};
 use crate::config::Config;
 use crate::core::rule::KeyKind;
-use crate::provider::spec::{HttpMethod, ProviderSpec};
+use crate::provider::described::ProviderSpec;
+use crate::provider::spec::HttpMethod;
 use crate::store::roles::Store;
 
 /// The checks of a loaded configuration: the data directory, the store (reached, nothing

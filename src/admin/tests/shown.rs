@@ -49,7 +49,7 @@ fn a_paid_provider_open_to_every_site_is_warned_about_with_its_fix() {
     site.config.allowed_origins = vec!["https://links.example.com".into()];
     assert!(!page_at(&site, "203.0.113.9", "links.example.com").contains(WARNING));
     site.config.allowed_origins.clear();
-    site.config.provider = Some(crate::provider::spec::ProviderSpec::Echo);
+    site.config.provider = Some(crate::provider::described::ProviderSpec::Echo);
     assert!(
         !page_at(&site, "203.0.113.9", "links.example.com").contains(WARNING),
         "the echo provider spends nothing"

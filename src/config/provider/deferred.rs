@@ -10,8 +10,9 @@ use crate::config::error::{ConfigError, err};
 use crate::config::provider::site_rules::{RawSiteRule, counted_steps, site_rules};
 use crate::config::provider::{http, parse, timeouts, urls::check_url};
 use crate::core::rule::Rule;
+use crate::provider::described::{LazySpec, ProviderSpec, Summary};
 use crate::provider::presets;
-use crate::provider::spec::{HttpSpec, LazySpec, ProviderSpec, Summary};
+use crate::provider::spec::HttpSpec;
 use crate::support::secret::Secret;
 
 /// The fields an owner may give a preset for it to be built later: text, each of them.

@@ -1,7 +1,7 @@
-//! A provider's description that a refused request never builds: what deciding needs (the
-//! preset, the token, which steps each published rate counts, the time limit) is known at once;
-//! the rest (steps, error tables, advice, host list) is built from the owner's section at its
-//! first use, which under CGI is the first paid call, if any.
+//! Which provider the site uses, and its description in a form a refused request never
+//! builds: what deciding needs (the preset, the token, which steps each published rate counts,
+//! the time limit) is known at once; the rest (steps, error tables, advice, host list) is built
+//! from the owner's section at its first use, which under CGI is the first paid call, if any.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -10,6 +10,19 @@ use serde_json::Value;
 
 use crate::provider::spec::HttpSpec;
 use crate::support::secret::Secret;
+
+/// Which provider the site uses.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ProviderSpec {
+    Echo,
+    Http(#[serde(serialize_with = "whole")] Arc<LazySpec>),
+}
+
+/// The description as it is built (the summary alone would leave most of it out).
+fn whole<S: serde::Serializer>(spec: &Arc<LazySpec>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&**spec, s)
+}
 
 /// Builds the whole description from the owner's `provider` section. It cannot fail on a
 /// section that was checked as it was read (see [`LazySpec::deferred`]); should it fail, the
@@ -106,9 +119,30 @@ impl LazySpec {
     }
 }
 
-/// An empty description: what a section that could not be built reads as. Its one step has no
-/// URL, so a call fails with the reason logged rather than anything being sent.
+/// What a section that could not be built reads as (a safety net: a call checks the build
+/// first and fails with its reason).
 static UNBUILT: OnceLock<HttpSpec> = OnceLock::new();
+
+/// A description with no steps, tables or lists: what one that could not be built reads
+/// as (see [`LazySpec`]); a call with it fails before anything is sent.
+fn empty(deadline: Duration) -> HttpSpec {
+    HttpSpec {
+        preset: None,
+        base_url: None,
+        token: None,
+        steps: Vec::new(),
+        errors: Vec::new(),
+        error_messages: Vec::new(),
+        statuses: Vec::new(),
+        advice: Vec::new(),
+        rate_steps: Vec::new(),
+        hosts: None,
+        link_check: None,
+        connect_timeout: deadline,
+        timeout: deadline,
+        deadline,
+    }
+}
 
 impl std::ops::Deref for LazySpec {
     type Target = HttpSpec;
@@ -118,7 +152,7 @@ impl std::ops::Deref for LazySpec {
             Ok(spec) => spec,
             // Checked as it was read, a section always builds (a unit test builds every
             // preset so); were it not, the description reads as one with no steps.
-            Err(_) => UNBUILT.get_or_init(|| HttpSpec::empty(self.deadline)),
+            Err(_) => UNBUILT.get_or_init(|| empty(self.deadline)),
         }
     }
 }
