@@ -6,9 +6,9 @@ pub mod api_keys;
 pub mod controls;
 pub mod editor;
 pub mod error;
+pub mod json_text;
 pub mod locate;
 pub mod page;
-pub mod position;
 pub mod print;
 pub mod provider;
 pub mod raw;
@@ -129,7 +129,7 @@ impl Config {
             )
         })?;
         Config::from_raw(raw, base).map_err(|mut e| {
-            e.at = position::of_field(text, &e.field);
+            e.at = json_text::of_field(text, &e.field);
             e
         })
     }
