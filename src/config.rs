@@ -14,6 +14,7 @@ pub mod provider;
 pub mod raw;
 pub mod redact;
 pub mod rules;
+pub mod schema;
 pub mod secrets;
 pub mod starter;
 pub mod store;

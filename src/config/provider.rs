@@ -2,7 +2,7 @@
 //! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
 //! provider account (its published request rate).
 
-mod raw;
+pub(crate) mod raw;
 mod shorthand;
 pub mod site_rules;
 mod steps;
