@@ -385,6 +385,9 @@ fn timeouts(raw: &RawProvider) -> Result<(u64, u64, u64), ConfigError> {
 
 #[cfg(test)]
 mod tests {
+    // Every preset's documented answers, interpreted: tests/answers.rs.
+    mod answers;
+
     use super::*;
     use crate::provider::spec::Vars;
     use steps::named_in_text;
