@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::config::json_text::{Edit, Step};
+use crate::config::json_text::Edit;
 use crate::config::schema::{self, Field, Limits};
 use crate::net::form;
 use crate::support::defaults;
@@ -359,24 +359,14 @@ fn list_edits(json: &Value, list: &Limits, wants: &[Want<'_>]) -> Vec<Edit<'stat
     let mut edits = sets;
     for (k, v) in appends.into_iter().enumerate() {
         edits.push(Edit {
-            path: list
-                .list
-                .at(&[])
-                .into_iter()
-                .chain([Step::Index(items.len() + k)])
-                .collect(),
+            path: list.list.item(items.len() + k),
             value: Some(v),
         });
     }
     removes.sort_unstable();
     for i in removes.into_iter().rev() {
         edits.push(Edit {
-            path: list
-                .list
-                .at(&[])
-                .into_iter()
-                .chain([Step::Index(i)])
-                .collect(),
+            path: list.list.item(i),
             value: None,
         });
     }

@@ -16,17 +16,6 @@ pub enum Step<'a> {
     Index(usize),
 }
 
-/// A path from a list of steps written as text: numbers are indexes, anything else names.
-pub fn path<'a>(steps: &[&'a str]) -> Vec<Step<'a>> {
-    steps
-        .iter()
-        .map(|s| match s.parse::<usize>() {
-            Ok(i) => Step::Index(i),
-            Err(_) => Step::Key(s),
-        })
-        .collect()
-}
-
 /// The steps of a field as errors name it: `store.kind`, `rules[1].limit`,
 /// `provider.steps[0].headers.Authorization`. None for a name that is not a path (a syntax
 /// error's "line 3 column 7").

@@ -179,6 +179,13 @@ impl Field {
     pub fn steps(self) -> Vec<Step<'static>> {
         self.at(&[])
     }
+
+    /// An edit's path to item `i` of the list the field is (one past the last appends).
+    pub fn item(self, i: usize) -> Vec<Step<'static>> {
+        let mut steps = self.steps();
+        steps.push(Step::Index(i));
+        steps
+    }
 }
 
 impl Limits {
@@ -296,6 +303,7 @@ mod tests {
             RULE_WINDOW.at(&[2]),
             [Step::Key("rules"), Step::Index(2), Step::Key("window_secs")]
         );
+        assert_eq!(RULES.item(1), [Step::Key("rules"), Step::Index(1)]);
         assert_eq!(PROVIDER_TOKEN.name(), "token");
         assert_eq!(RULE_LIMIT.section(), "rules");
     }
