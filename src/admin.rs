@@ -17,7 +17,6 @@ pub mod broken;
 pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;
-pub mod json_edit;
 mod kept_tokens;
 pub mod page;
 pub mod put_back;

@@ -6,14 +6,15 @@ pub mod api_keys;
 pub mod controls;
 pub mod editor;
 pub mod error;
+pub mod json_text;
 pub mod locate;
 pub mod page;
-pub mod position;
 pub mod print;
 pub mod provider;
 pub mod raw;
 pub mod redact;
 pub mod rules;
+pub mod schema;
 pub mod secrets;
 pub mod starter;
 pub mod store;
@@ -140,7 +141,7 @@ impl Config {
             )
         })?;
         Config::from_raw(raw, base, deferred).map_err(|mut e| {
-            e.at = position::of_field(text, &e.field);
+            e.at = json_text::of_field(text, &e.field);
             e
         })
     }

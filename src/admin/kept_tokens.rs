@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::settings_form::{Secrets, Values};
+use crate::config::schema;
 
 /// The token kept for `provider` in `kept` (the file's JSON), if any.
 fn kept_for<'k>(kept: &'k Value, provider: &str) -> Option<&'k str> {
@@ -32,14 +33,17 @@ pub fn fill(values: &Values, secrets: &mut Secrets, json: &Value, kept: &Value) 
 /// for `values.provider`: the token of the one left kept under its name, the one chosen no
 /// longer kept (it is in the configuration again). None when nothing changes.
 pub fn after_save(values: &Values, json: &Value, kept: &Value) -> Option<Value> {
-    let left = json["provider"]["preset"].as_str();
+    let left = schema::PROVIDER_PRESET.of(json).as_str();
     if left == Some(values.provider.as_str()) {
         return None;
     }
     let mut map = kept.as_object().cloned().unwrap_or_else(Map::new);
     let before = map.clone();
     if let Some(left) = left
-        && let Some(token) = json["provider"]["token"].as_str().filter(|t| !t.is_empty())
+        && let Some(token) = schema::PROVIDER_TOKEN
+            .of(json)
+            .as_str()
+            .filter(|t| !t.is_empty())
     {
         map.insert(left.to_owned(), Value::String(token.to_owned()));
     }

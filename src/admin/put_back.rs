@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::settings_form::Values;
+use crate::config::schema;
 
 /// What putting `to` back in place of `from` changes, by the short names the dashboard's
 /// notice lists (`settings_page::PUT_BACK`); the `admin` section is not compared (a restore
@@ -25,21 +26,21 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
             put.push(name);
         }
     }
-    if from["provider"]["token"] != to["provider"]["token"] {
+    if schema::PROVIDER_TOKEN.of(from) != schema::PROVIDER_TOKEN.of(to) {
         put.insert(usize::from(put.first() == Some(&"provider")), "token");
     }
     let rest = |json: &Value| {
         let mut map = json.as_object().cloned().unwrap_or_default();
         for shown in [
-            "admin",
-            "provider",
-            "spend",
-            "rules",
-            "allowed_origins",
-            "block",
-            "allow",
+            schema::ADMIN,
+            schema::PROVIDER,
+            schema::SPEND,
+            schema::RULES,
+            schema::ALLOWED_ORIGINS,
+            schema::BLOCK,
+            schema::ALLOW,
         ] {
-            map.remove(shown);
+            map.remove(shown.section());
         }
         map
     };
@@ -53,7 +54,7 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
 fn strip_admin(json: &Value) -> Value {
     let mut json = json.clone();
     if let Some(map) = json.as_object_mut() {
-        map.remove("admin");
+        map.remove(schema::ADMIN.section());
     }
     json
 }

@@ -6,13 +6,14 @@
 
 use serde_json::Value;
 
-use super::json_edit::{self, Edit};
 use super::page::{self, Notice};
 use super::session::{self, Session};
 use super::settings_form::{self, Confirm, Kind, Problem, Secrets, Values};
 use super::settings_page::Shown;
 use super::setup::check_text;
 use super::{Ctx, Dashboard, Fields, config_file, kept_tokens, settings_page, token};
+use crate::config::json_text::{self, Edit};
+use crate::config::schema;
 use crate::http::response::Response;
 use crate::support::log::Level;
 
@@ -159,7 +160,7 @@ impl Dashboard<'_> {
             {
                 Ok(hash) => {
                     edits.push(Edit {
-                        path: json_edit::path(&["admin", "password_hash"]),
+                        path: schema::ADMIN_PASSWORD_HASH.steps(),
                         value: Some(Value::String(hash.clone())),
                     });
                     new_hash = Some(hash);
@@ -183,9 +184,9 @@ impl Dashboard<'_> {
                 },
             );
         }
-        let text = match json_edit::apply(&old, &edits) {
+        let text = match json_text::apply(&old, &edits) {
             Ok(t) => t,
-            Err(e) => return self.settings_failed(ctx, &e),
+            Err(e) => return self.settings_failed(ctx, &e.to_string()),
         };
         if let Err(problems) = check_text(self, &file, &text) {
             return again(&problems, None);
@@ -312,17 +313,17 @@ impl Dashboard<'_> {
         };
         let parse = |t: &str| serde_json::from_str::<Value>(t).unwrap_or(Value::Null);
         let (now, before) = (parse(&current), parse(&previous));
-        let text = match (&now["admin"], &before["admin"]) {
+        let text = match (schema::ADMIN.of(&now), schema::ADMIN.of(&before)) {
             (admin, was) if !admin.is_null() && admin != was && before.is_object() => {
-                match json_edit::apply(
+                match json_text::apply(
                     &previous,
                     &[Edit {
-                        path: json_edit::path(&["admin"]),
+                        path: schema::ADMIN.steps(),
                         value: Some(admin.clone()),
                     }],
                 ) {
                     Ok(t) => t,
-                    Err(e) => return self.settings_failed(ctx, &e),
+                    Err(e) => return self.settings_failed(ctx, &e.to_string()),
                 }
             }
             _ => previous.clone(),

@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::json_edit::{Edit, Step, path};
+use crate::config::json_text::Edit;
+use crate::config::schema::{self, Field, Limits};
 use crate::net::form;
 use crate::support::defaults;
 
@@ -101,21 +102,21 @@ impl Values {
     /// The values the configuration `json` holds now; `site`: the address the request came
     /// to, for the setup form.
     pub fn of(json: &Value, site: &str) -> Values {
-        let provider = &json["provider"];
-        let provider = if let Some(p) = provider["preset"].as_str() {
+        let provider = if let Some(p) = schema::PROVIDER_PRESET.of(json).as_str() {
             p.to_owned()
-        } else if provider.is_null() || provider["kind"] == "echo" {
+        } else if schema::PROVIDER.of(json).is_null() || schema::PROVIDER_KIND.of(json) == "echo" {
             "echo".to_owned()
         } else {
             "custom".to_owned()
         };
-        let number = |list: &str, window: u64, ip: bool| {
+        let number = |list: &Limits, window: u64, ip: bool| {
             find(json, list, window, ip)
-                .and_then(|i| json[list][i]["limit"].as_u64())
+                .and_then(|i| list.limit.of_item(json, i).as_u64())
                 .map_or(String::new(), |n| n.to_string())
         };
-        let lines = |name: &str| {
-            json[name]
+        let lines = |field: Field| {
+            field
+                .of(json)
                 .as_array()
                 .map(|l| {
                     l.iter()
@@ -128,16 +129,16 @@ impl Values {
         let mut values = Values {
             provider,
             site: site.to_owned(),
-            spend_day: number("spend", DAY, false),
-            spend_month: number("spend", MONTH, false),
-            visitor_minute: number("rules", MINUTE, true),
-            visitor_day: number("rules", DAY, true),
-            origins: lines("allowed_origins"),
-            block: lines("block"),
-            allow: lines("allow"),
+            spend_day: number(&schema::SPEND_LIMITS, DAY, false),
+            spend_month: number(&schema::SPEND_LIMITS, MONTH, false),
+            visitor_minute: number(&schema::RULE_LIMITS, MINUTE, true),
+            visitor_day: number(&schema::RULE_LIMITS, DAY, true),
+            origins: lines(schema::ALLOWED_ORIGINS),
+            block: lines(schema::BLOCK),
+            allow: lines(schema::ALLOW),
             confirm: String::new(),
         };
-        if json.get("rules").is_none() {
+        if schema::RULES.find(json, &[]).is_none() {
             // The rule that applies when the file names none.
             if u64::from(defaults::RULE_WINDOW_SECS) == MINUTE {
                 values.visitor_minute = defaults::RULE_LIMIT.to_string();
@@ -177,7 +178,7 @@ fn problem(field: &'static str, text: impl Into<String>) -> Problem {
 /// The changes a valid form makes: edits of the JSON text, and a new password to hash.
 #[derive(Debug, Default)]
 pub struct Change {
-    pub edits: Vec<Edit>,
+    pub edits: Vec<Edit<'static>>,
     pub password: Option<String>,
 }
 
@@ -189,7 +190,7 @@ impl Change {
             || self
                 .edits
                 .iter()
-                .any(|e| e.path.first() == Some(&Step::Key("provider".into())))
+                .any(|e| e.path.first() == schema::PROVIDER.steps().first())
     }
 }
 
@@ -243,17 +244,18 @@ pub fn to_confirm(values: &Values, json: &Value, owner: Option<std::net::IpAddr>
             concerns.push((field, c.describe()));
         }
     }
-    let other_visitor_rule = json["rules"].as_array().is_some_and(|rules| {
-        rules.iter().any(|r| {
-            r["key"].as_str() == Some("ip")
-                && ![Some(MINUTE), Some(DAY)].contains(&r["window_secs"].as_u64())
+    let rules = &schema::RULE_LIMITS;
+    let other_visitor_rule = rules.list.of(json).as_array().is_some_and(|list| {
+        (0..list.len()).any(|i| {
+            rules.key.is_some_and(|k| k.of_item(json, i) == "ip")
+                && ![Some(MINUTE), Some(DAY)].contains(&rules.window.of_item(json, i).as_u64())
         })
     });
     let had_visitor_limit =
         !now.visitor_minute.trim().is_empty() || !now.visitor_day.trim().is_empty();
     if values.visitor_minute.trim().is_empty()
         && values.visitor_day.trim().is_empty()
-        && json.get("rules").is_some()
+        && rules.list.find(json, &[]).is_some()
         && had_visitor_limit
         && !other_visitor_rule
     {
@@ -276,9 +278,14 @@ pub enum Kind {
 
 /// The index of the entry of `list` (`spend` or `rules`) with this window (and for rules, the
 /// `ip` key).
-fn find(json: &Value, list: &str, window: u64, ip: bool) -> Option<usize> {
-    json[list].as_array()?.iter().position(|r| {
-        r["window_secs"].as_u64() == Some(window) && (!ip || r["key"].as_str() == Some("ip"))
+fn find(json: &Value, list: &Limits, window: u64, ip: bool) -> Option<usize> {
+    let len = list.list.of(json).as_array()?.len();
+    (0..len).find(|&i| {
+        list.window.of_item(json, i).as_u64() == Some(window)
+            && (!ip
+                || list
+                    .key
+                    .is_some_and(|k| k.of_item(json, i).as_str() == Some("ip")))
     })
 }
 
@@ -318,15 +325,9 @@ struct Want<'a> {
 /// The edits that make `list` hold the limits wanted: numbers changed in place, missing ones
 /// appended, unwanted ones taken out (last first, so the other indexes still hold); a list
 /// that is not there is written whole.
-fn list_edits(json: &Value, list: &str, wants: &[Want<'_>]) -> Vec<Edit> {
-    let entry = |w: &Want<'_>, n: u64| {
-        if w.ip {
-            json!({"name": w.name, "key": "ip", "limit": n, "window_secs": w.window})
-        } else {
-            json!({"name": w.name, "limit": n, "window_secs": w.window})
-        }
-    };
-    let Some(items) = json[list].as_array() else {
+fn list_edits(json: &Value, list: &Limits, wants: &[Want<'_>]) -> Vec<Edit<'static>> {
+    let entry = |w: &Want<'_>, n: u64| list.entry(w.name, "ip", n, w.window);
+    let Some(items) = list.list.of(json).as_array() else {
         let new: Vec<Value> = wants
             .iter()
             .filter_map(|w| w.limit.map(|n| entry(w, n)))
@@ -335,7 +336,7 @@ fn list_edits(json: &Value, list: &str, wants: &[Want<'_>]) -> Vec<Edit> {
             Vec::new()
         } else {
             vec![Edit {
-                path: vec![Step::Key(list.into())],
+                path: list.list.steps(),
                 value: Some(Value::Array(new)),
             }]
         };
@@ -344,14 +345,12 @@ fn list_edits(json: &Value, list: &str, wants: &[Want<'_>]) -> Vec<Edit> {
     for w in wants {
         let at = find(json, list, w.window, w.ip);
         match (at, w.limit) {
-            (Some(i), Some(n)) if items[i]["limit"].as_u64() != Some(n) => sets.push(Edit {
-                path: vec![
-                    Step::Key(list.into()),
-                    Step::Index(i),
-                    Step::Key("limit".into()),
-                ],
-                value: Some(json!(n)),
-            }),
+            (Some(i), Some(n)) if list.limit.of_item(json, i).as_u64() != Some(n) => {
+                sets.push(Edit {
+                    path: list.limit.at(&[i]),
+                    value: Some(json!(n)),
+                });
+            }
             (Some(i), None) => removes.push(i),
             (None, Some(n)) => appends.push(entry(w, n)),
             _ => {}
@@ -360,14 +359,14 @@ fn list_edits(json: &Value, list: &str, wants: &[Want<'_>]) -> Vec<Edit> {
     let mut edits = sets;
     for (k, v) in appends.into_iter().enumerate() {
         edits.push(Edit {
-            path: vec![Step::Key(list.into()), Step::Index(items.len() + k)],
+            path: list.list.item(items.len() + k),
             value: Some(v),
         });
     }
     removes.sort_unstable();
     for i in removes.into_iter().rev() {
         edits.push(Edit {
-            path: vec![Step::Key(list.into()), Step::Index(i)],
+            path: list.list.item(i),
             value: None,
         });
     }
@@ -391,15 +390,15 @@ pub fn changes(
     if values.provider == now.provider && values.provider != "echo" {
         if !token.is_empty() {
             change.edits.push(Edit {
-                path: path(&["provider", "token"]),
+                path: schema::PROVIDER_TOKEN.steps(),
                 value: Some(json!(token)),
             });
         }
     } else if values.provider == "echo" {
-        if now.provider != "echo" || json.get("provider").is_none() {
+        if now.provider != "echo" || schema::PROVIDER.find(json, &[]).is_none() {
             change.edits.push(Edit {
-                path: path(&["provider"]),
-                value: Some(json!({"kind": "echo"})),
+                path: schema::PROVIDER.steps(),
+                value: Some(schema::echo_section()),
             });
         }
     } else if choices.iter().any(|(n, _)| *n == values.provider) {
@@ -410,8 +409,8 @@ pub fn changes(
             ));
         } else {
             change.edits.push(Edit {
-                path: path(&["provider"]),
-                value: Some(json!({"preset": values.provider, "token": token})),
+                path: schema::PROVIDER.steps(),
+                value: Some(schema::preset_section(&values.provider, token)),
             });
         }
     } else {
@@ -458,7 +457,9 @@ pub fn changes(
                 limit: month,
             },
         ];
-        change.edits.extend(list_edits(json, "spend", &spend));
+        change
+            .edits
+            .extend(list_edits(json, &schema::SPEND_LIMITS, &spend));
         let rules = [
             Want {
                 window: MINUTE,
@@ -474,11 +475,13 @@ pub fn changes(
             },
         ];
         // No rules in the file: the default rule, shown as it is, stays unwritten.
-        let default = json.get("rules").is_none()
+        let default = schema::RULES.find(json, &[]).is_none()
             && minute == Some(u64::from(defaults::RULE_LIMIT))
             && vday.is_none();
         if !default {
-            change.edits.extend(list_edits(json, "rules", &rules));
+            change
+                .edits
+                .extend(list_edits(json, &schema::RULE_LIMITS, &rules));
         }
     }
 
@@ -515,20 +518,21 @@ pub fn changes(
     }
     if lines(&now.origins) != origins {
         change.edits.push(Edit {
-            path: path(&["allowed_origins"]),
+            path: schema::ALLOWED_ORIGINS.steps(),
             value: Some(json!(origins)),
         });
     }
     if kind == Kind::Settings {
-        for (name, text, have) in [
-            ("block", &values.block, &now.block),
-            ("allow", &values.allow, &now.allow),
+        for (field, text, have) in [
+            (schema::BLOCK, &values.block, &now.block),
+            (schema::ALLOW, &values.allow, &now.allow),
         ] {
             let want = lines(text);
             if lines(have) != want {
                 change.edits.push(Edit {
-                    path: path(&[name]),
-                    value: (!want.is_empty() || json.get(name).is_some()).then(|| json!(want)),
+                    path: field.steps(),
+                    value: (!want.is_empty() || field.find(json, &[]).is_some())
+                        .then(|| json!(want)),
                 });
             }
         }
@@ -575,16 +579,18 @@ pub fn new_password(secrets: &Secrets) -> Result<String, Problem> {
 /// The form field a configuration error is about, from its field's name.
 pub fn field_of(config_field: &str) -> &'static str {
     let top = config_field.split(['.', '[']).next().unwrap_or_default();
-    match top {
-        "provider" => "provider",
-        "spend" => "spend_day",
-        "rules" => "visitor_minute",
-        "allowed_origins" => "origins",
-        "block" => "block",
-        "allow" => "allow",
-        "admin" => "password",
-        _ => "file",
-    }
+    [
+        (schema::PROVIDER, "provider"),
+        (schema::SPEND, "spend_day"),
+        (schema::RULES, "visitor_minute"),
+        (schema::ALLOWED_ORIGINS, "origins"),
+        (schema::BLOCK, "block"),
+        (schema::ALLOW, "allow"),
+        (schema::ADMIN, "password"),
+    ]
+    .iter()
+    .find(|(field, _)| field.section() == top)
+    .map_or("file", |(_, form)| form)
 }
 
 #[cfg(test)]

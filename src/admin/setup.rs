@@ -11,7 +11,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::json_edit::{self, Edit};
 use super::page::{self, Notice};
 use super::session::{self, FORM_COOKIE};
 use super::settings_form::{self, Kind, Problem, Secrets, Values};
@@ -20,6 +19,8 @@ use super::setup_code::Code;
 use super::signin::{Budget, Gate, Who};
 use super::{Ctx, Dashboard, config_file, hash_turn, settings_page, token};
 use crate::config::Config;
+use crate::config::json_text::{self, Edit};
+use crate::config::schema;
 use crate::core::journal::Event;
 use crate::http::render;
 use crate::http::response::Response;
@@ -413,7 +414,7 @@ impl Dashboard<'_> {
                 Ok(read) => read,
                 Err(why) => return self.unavailable(ctx, &why),
             };
-        if json["admin"]["password_hash"].is_string() {
+        if schema::ADMIN_PASSWORD_HASH.of(&json).is_string() {
             return page::html(
                 403,
                 page::refusal(
@@ -451,12 +452,12 @@ impl Dashboard<'_> {
         };
         let mut edits = change.edits;
         edits.push(Edit {
-            path: json_edit::path(&["admin", "password_hash"]),
+            path: schema::ADMIN_PASSWORD_HASH.steps(),
             value: Some(Value::String(hash.clone())),
         });
-        let text = match json_edit::apply(&old, &edits) {
+        let text = match json_text::apply(&old, &edits) {
             Ok(t) => t,
-            Err(e) => return self.unavailable(ctx, &e),
+            Err(e) => return self.unavailable(ctx, &e.to_string()),
         };
         if let Err(problems) = check_text(self, &file, &text) {
             return problems_form(400, &problems);

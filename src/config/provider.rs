@@ -3,7 +3,7 @@
 //! provider account (its published request rate).
 
 pub mod deferred;
-mod raw;
+pub(crate) mod raw;
 mod shorthand;
 pub mod site_rules;
 mod steps;
@@ -392,6 +392,9 @@ fn timeouts(
 
 #[cfg(test)]
 mod tests {
+    // Every preset's documented answers, interpreted: tests/answers.rs.
+    mod answers;
+
     use super::*;
     use crate::provider::spec::Vars;
     use steps::named_in_text;

@@ -1,7 +1,7 @@
 //! The forms' changes against hand-written files: only what differs is edited.
 
 use super::*;
-use crate::admin::json_edit::apply;
+use crate::config::json_text::apply;
 
 const STARTER: &str = crate::config::starter::TEXT;
 
