@@ -9,9 +9,62 @@ use crate::http::problem::Problem;
 
 /// `scheme://host[:port]` in lower case, from an Origin or Referer value.
 pub fn origin_of(value: &str) -> Option<String> {
-    crate::net::url::parse(value.trim(), &["https", "http"])
-        .ok()
-        .map(|u| u.origin())
+    let value = value.trim();
+    plain_origin(value).or_else(|| {
+        crate::net::url::parse(value, &["https", "http"])
+            .ok()
+            .map(|u| u.origin())
+    })
+}
+
+/// The origin of a URL written plainly (`https://www.example.com`, `http://localhost:8080/x`),
+/// read without the URL parser: the configuration's `allowed_origins` are read at every start,
+/// and the parser (with its IDNA tables) is most of that. None for anything else (upper case,
+/// a number for a host, an IDNA label, a user name, an empty port, ...), which the parser reads;
+/// where this gives an origin, it is the parser's (a test compares them).
+fn plain_origin(value: &str) -> Option<String> {
+    let (scheme, default_port, rest) = if let Some(rest) = value.strip_prefix("https://") {
+        ("https", 443, rest)
+    } else {
+        ("http", 80, value.strip_prefix("http://")?)
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    if rest[authority_end..]
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return None;
+    }
+    let authority = &rest[..authority_end];
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    let plain_label = |l: &str| {
+        !l.is_empty()
+            && !l.starts_with("xn--")
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    let last = host.rsplit('.').next()?;
+    // A last label that is a number (decimal, or hex after 0x) makes the host an IPv4 address
+    // to the parser.
+    let numeric = last.bytes().all(|b| b.is_ascii_digit())
+        || last
+            .strip_prefix("0x")
+            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    if host.len() > 253 || numeric || !host.split('.').all(plain_label) {
+        return None;
+    }
+    let port = match port {
+        None => None,
+        Some(p) if p.is_empty() || p.len() > 5 || p.starts_with('0') => return None,
+        Some(p) => Some(p.parse::<u16>().ok()?).filter(|p| *p != default_port),
+    };
+    Some(match port {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
+    })
 }
 
 /// Checks a request's `Origin` (or, without one, its `Referer`) against `allowed` (normalised
@@ -80,6 +133,54 @@ fn refused(what: String) -> Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plainly_written_origin_is_read_as_the_url_parser_reads_it() {
+        let parsed = |v: &str| {
+            crate::net::url::parse(v, &["https", "http"])
+                .ok()
+                .map(|u| u.origin())
+        };
+        // Read without the parser, and as it reads them.
+        for v in [
+            "https://example.com",
+            "https://www.example.com/",
+            "http://localhost:8080/page?x=1#top",
+            "https://a-b.example.co.uk:443/x",
+            "http://example.com:80",
+            "https://sub.example.com:8443",
+            "https://1example.com",
+            "https://example.0xg",
+            "https://-x.example",
+        ] {
+            assert!(plain_origin(v).is_some(), "{v}");
+            assert_eq!(plain_origin(v), parsed(v), "{v}");
+        }
+        // Left to the parser (what it makes of them may differ, or it refuses them).
+        for v in [
+            "https://Example.com",
+            "HTTPS://example.com",
+            "https://127.0.0.1",
+            "https://example.1",
+            "https://example.0x1f",
+            "https://xn--bcher-kva.example",
+            "https://bücher.example",
+            "https://example.com.",
+            "https://user@example.com",
+            "https://example.com:",
+            "https://example.com:0443",
+            "https://example.com:65536",
+            "https://example..com",
+            "https://example.com?x",
+            "https://example.com/a b",
+            "https://",
+            "ftp://example.com",
+            "https://[::1]:8080",
+        ] {
+            assert_eq!(plain_origin(v), None, "{v}");
+            assert_eq!(origin_of(v), parsed(v), "{v}");
+        }
+    }
 
     #[test]
     fn origins_are_normalised() {
