@@ -213,10 +213,32 @@ impl fmt::Display for ProviderError {
     }
 }
 
+impl std::error::Error for ProviderError {}
+
 /// Longest provider message passed on, in characters.
 const MAX_MESSAGE_CHARS: usize = 200;
 
 /// A provider's text made safe to show and log: one line, printable, bounded.
 pub fn clean_text(s: &str) -> String {
     crate::support::text::one_line(s, MAX_MESSAGE_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_its_class_detail_status_code_and_message() {
+        let mut e = ProviderError::new(Failure::DeadLink, "step 1");
+        assert_eq!(e.to_string(), "class=dead_link step 1");
+        e.status = Some(404);
+        e.code = Some("file_gone".to_owned());
+        e.message = Some("File \"x\" removed".to_owned());
+        assert_eq!(
+            e.to_string(),
+            "class=dead_link step 1 (HTTP 404) code=file_gone message=\"File \\\"x\\\" removed\""
+        );
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.source().is_none());
+    }
 }

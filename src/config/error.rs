@@ -24,11 +24,34 @@ impl fmt::Display for ConfigError {
     }
 }
 
+impl std::error::Error for ConfigError {}
+
 /// A mistake in `field`, with the fix in `message`.
 pub(crate) fn err(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
     ConfigError {
         field: field.into(),
         message: message.into(),
         at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn says_the_field_where_it_is_and_the_fix() {
+        let e = err("store.path", "write a directory");
+        assert_eq!(e.to_string(), "store.path: write a directory");
+        let at = ConfigError {
+            at: Some((3, 7)),
+            ..e
+        };
+        assert_eq!(
+            at.to_string(),
+            "store.path (line 3, column 7): write a directory"
+        );
+        let boxed: Box<dyn std::error::Error> = Box::new(at);
+        assert!(boxed.source().is_none());
     }
 }
