@@ -57,11 +57,6 @@ impl Located {
             ),
         }
     }
-
-    /// Says in every later log line of this process which configuration it read.
-    pub fn name_in_the_log(&self) {
-        crate::support::log::set_configuration(self.describe());
-    }
 }
 
 /// The effective user id, from /proc (no libc call needed).
