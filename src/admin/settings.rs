@@ -155,8 +155,9 @@ impl Dashboard<'_> {
         if let Some(password) = &change.password {
             match crate::support::random::secret_bytes::<16>()
                 .map_err(|e| e.to_string())
-                .and_then(|salt| crate::support::password::hash(password, &salt))
-            {
+                .and_then(|salt| {
+                    crate::support::password::hash(password, &salt).map_err(|e| e.to_string())
+                }) {
                 Ok(hash) => {
                     edits.push(Edit {
                         path: json_edit::path(&["admin", "password_hash"]),

@@ -444,8 +444,9 @@ impl Dashboard<'_> {
         };
         let hash = match crate::support::random::secret_bytes::<16>()
             .map_err(|e| e.to_string())
-            .and_then(|salt| crate::support::password::hash(&password, &salt))
-        {
+            .and_then(|salt| {
+                crate::support::password::hash(&password, &salt).map_err(|e| e.to_string())
+            }) {
             Ok(h) => h,
             Err(e) => return self.unavailable(ctx, &format!("cannot hash the password: {e}")),
         };

@@ -338,7 +338,7 @@ fn hash_password(input: &mut dyn std::io::BufRead) -> Result<String, String> {
     })?;
     let salt = crate::support::random::secret_bytes::<16>()
         .map_err(|e| format!("cannot read random bytes for the salt: {e}"))?;
-    crate::support::password::hash(password, &salt)
+    crate::support::password::hash(password, &salt).map_err(|e| e.to_string())
 }
 
 fn serve_command(options: &Options) -> Result<ExitCode, String> {
