@@ -152,7 +152,8 @@ fn locate_from(options: &Options, log: &Context) -> Result<(Located, Context), S
     let located = crate::site::web_root::locate_for_command(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let log = log.clone().naming(located.describe());
     Ok((located, log))
 }
@@ -160,7 +161,8 @@ fn locate_from(options: &Options, log: &Context) -> Result<(Located, Context), S
 /// The configuration a command reads, loaded, and `log` naming it.
 fn load_from(options: &Options, log: &Context) -> Result<(Config, Context), String> {
     let (located, log) = locate_from(options, log)?;
-    Ok((locate::load(&located)?, log))
+    let config = locate::load(&located).map_err(|e| e.to_string())?;
+    Ok((config, log))
 }
 
 fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
@@ -361,8 +363,9 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
     let located = locate::locate(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )?;
-    let config = locate::load(&located)?;
+    )
+    .map_err(|e| e.to_string())?;
+    let config = locate::load(&located).map_err(|e| e.to_string())?;
     let config_path = match &located {
         Located::File(source) if config.provider.is_some() => source.path().to_owned(),
         _ => {

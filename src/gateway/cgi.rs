@@ -38,8 +38,8 @@ pub fn run(log: Context) {
     };
     let config = located
         .as_ref()
-        .map_err(String::clone)
-        .and_then(locate::load);
+        .map_err(ToString::to_string)
+        .and_then(|l| locate::load(l).map_err(|e| e.to_string()));
     // Nothing secret under the web root: that comes before any mistake in the file.
     let refused = located
         .as_ref()

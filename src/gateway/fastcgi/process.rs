@@ -77,7 +77,7 @@ struct Loaded {
 impl Loaded {
     /// The site `name` locates, its log lines carrying `log` and the configuration's name.
     fn load(name: Option<OsString>, env: &Env, log: &Context) -> Result<Loaded, String> {
-        let located = site::web_root::locate(env, name.clone())?;
+        let located = site::web_root::locate(env, name.clone()).map_err(|e| e.to_string())?;
         let log = log.clone().naming(located.describe());
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
@@ -85,7 +85,7 @@ impl Loaded {
         };
         // Stamped before reading: a change made during the read is seen at the next request.
         let stamp = stamp(&watched);
-        let config = locate::load(&located)?;
+        let config = locate::load(&located).map_err(|e| e.to_string())?;
         Ok(Loaded {
             name,
             watched,
