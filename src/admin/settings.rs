@@ -119,7 +119,7 @@ impl Dashboard<'_> {
         };
         let (old, json) = match config_file::read_json(&file, None) {
             Ok(read) => read,
-            Err(why) => return self.settings_failed(ctx, &why),
+            Err(why) => return self.settings_failed(ctx, &why.to_string()),
         };
         let kept_path = config_file::kept_tokens_path(&file);
         let kept = config_file::json_or_null(&kept_path);
