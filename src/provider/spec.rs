@@ -3,6 +3,7 @@
 //! `provider::http`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,6 +29,18 @@ pub struct Template(pub String);
 /// The values a provider call works with: the link, the token and what steps extracted.
 pub type Vars = BTreeMap<String, String>;
 
+/// A template names a value the call does not have: its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingValue(pub String);
+
+impl fmt::Display for MissingValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no value for {{{}}}", self.0)
+    }
+}
+
+impl std::error::Error for MissingValue {}
+
 impl Template {
     /// The names the template uses.
     pub fn names(&self) -> Vec<&str> {
@@ -47,7 +60,7 @@ impl Template {
     }
 
     /// The text with every `{NAME}` replaced; a name with no value is an error.
-    pub fn render(&self, vars: &Vars) -> Result<String, String> {
+    pub fn render(&self, vars: &Vars) -> Result<String, MissingValue> {
         let mut out = String::with_capacity(self.0.len());
         let mut rest = self.0.as_str();
         while let Some(open) = rest.find('{') {
@@ -60,7 +73,7 @@ impl Template {
             let name = &after[..close];
             let value = vars
                 .get(name)
-                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+                .ok_or_else(|| MissingValue(name.to_owned()))?;
             out.push_str(value);
             rest = &after[close + 1..];
         }
