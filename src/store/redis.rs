@@ -47,29 +47,44 @@ pub struct RedisStore {
     conn: RefCell<Option<Connection>>,
 }
 
+/// A reply the store did not expect from the server (a script's, a transaction's, a
+/// command's): what it was, for the owner's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OddReply(pub String);
+
+impl std::fmt::Display for OddReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OddReply {}
+
 /// A count of milliseconds from the script (never negative in a well-formed answer).
 fn ms(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
 /// Turns the script's answer into a decision.
-pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, String> {
+pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, OddReply> {
     let Reply::Array(Some(items)) = reply else {
-        return Err(format!("the script answered {reply:?}"));
+        return Err(OddReply(format!("the script answered {reply:?}")));
     };
     let ints: Vec<i64> = items
         .iter()
         .map(|i| match i {
             Reply::Int(v) => Ok(*v),
-            other => Err(format!("the script answered {other:?} among numbers")),
+            other => Err(OddReply(format!(
+                "the script answered {other:?} among numbers"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     if ints.len() != 4 + 2 * checks.len() {
-        return Err(format!(
+        return Err(OddReply(format!(
             "the script answered {} numbers for {} keys",
             ints.len(),
             checks.len()
-        ));
+        )));
     }
     let statuses = checks
         .iter()
@@ -93,7 +108,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
     let rule = usize::try_from(ints[1] - 1)
         .ok()
         .filter(|r| *r < checks.len())
-        .ok_or("the script named no refusing rule")?;
+        .ok_or_else(|| OddReply("the script named no refusing rule".into()))?;
     Ok(Decision::Refuse {
         rule,
         wait_ms: ms(ints[2]),
