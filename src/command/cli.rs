@@ -221,8 +221,8 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
         }
         Some("stats") => {
             let options = parse_options(rest, &["--config", "--since", "--json"])?;
-            let hours =
-                crate::usage::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
+            let hours = crate::usage::stats::parse_since(options.since.as_deref().unwrap_or("24h"))
+                .map_err(|e| e.to_string())?;
             let (config, log) = load_from(&options, log)?;
             let store = crate::site::open::for_requests(&config, &log);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
