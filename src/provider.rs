@@ -215,6 +215,18 @@ impl fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
+/// A template (`provider::spec`) names a value the call does not have: its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingValue(pub String);
+
+impl fmt::Display for MissingValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no value for {{{}}}", self.0)
+    }
+}
+
+impl std::error::Error for MissingValue {}
+
 /// One of a provider's free pre-checks (its link check, its host list).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precheck {
@@ -226,7 +238,7 @@ pub enum Precheck {
 #[derive(Debug)]
 pub enum PrecheckError {
     /// The check's URL names a value there is none of.
-    Template(spec::MissingValue),
+    Template(MissingValue),
     /// The call could not be made.
     Call(Precheck, Box<ureq::Error>),
     /// The check answered with this HTTP status.
@@ -273,8 +285,8 @@ impl std::error::Error for PrecheckError {
     }
 }
 
-impl From<spec::MissingValue> for PrecheckError {
-    fn from(e: spec::MissingValue) -> PrecheckError {
+impl From<MissingValue> for PrecheckError {
+    fn from(e: MissingValue) -> PrecheckError {
         PrecheckError::Template(e)
     }
 }
@@ -309,7 +321,7 @@ mod tests {
     #[test]
     fn a_precheck_error_says_what_could_not_be_told() {
         use std::error::Error as _;
-        let e = PrecheckError::from(spec::MissingValue("base".to_owned()));
+        let e = PrecheckError::from(MissingValue("base".to_owned()));
         assert_eq!(e.to_string(), "no value for {base}");
         assert_eq!(e.source().unwrap().to_string(), "no value for {base}");
         assert_eq!(

@@ -36,7 +36,7 @@ pub enum LoadError {
     /// The account's home directory could not be found (the effective user id, if known).
     NoHome { uid: Option<u32> },
     /// `config.json` is gone but what it leaves beside it is there: the sentence that says
-    /// what is missing and how to put it back ([`crate::config::starter::missing`]).
+    /// what is missing and how to put it back (the starter's `missing`).
     Missing(String),
     /// The starter's folder or file could not be made (or the folder made private).
     Starter {

@@ -7,8 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
-use crate::provider::spec::{HttpMethod, HttpSpec, MissingValue, Step, StepOutcome, Vars};
-use crate::provider::{Failure, Meter, Precheck, PrecheckError, Provider, ProviderError};
+use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
+use crate::provider::{
+    Failure, Meter, MissingValue, Precheck, PrecheckError, Provider, ProviderError,
+};
 use crate::support::defaults;
 
 pub struct HttpProvider {

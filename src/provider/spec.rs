@@ -3,13 +3,12 @@
 //! `provider::http`.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::provider::resolved::{FileLink, Resolved};
-use crate::provider::{Failure, ProviderError, clean_text};
+use crate::provider::{Failure, MissingValue, ProviderError, clean_text};
 use crate::support::secret::Secret;
 use crate::support::show;
 
@@ -28,18 +27,6 @@ pub struct Template(pub String);
 
 /// The values a provider call works with: the link, the token and what steps extracted.
 pub type Vars = BTreeMap<String, String>;
-
-/// A template names a value the call does not have: its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MissingValue(pub String);
-
-impl fmt::Display for MissingValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no value for {{{}}}", self.0)
-    }
-}
-
-impl std::error::Error for MissingValue {}
 
 impl Template {
     /// The names the template uses.

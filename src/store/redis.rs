@@ -24,7 +24,7 @@ use crate::store::notes::Notes;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
-use resp::{Connection, Reply};
+use resp::{Connection, OddReply, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
 /// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
@@ -46,19 +46,6 @@ pub struct RedisStore {
     settings: RedisSettings,
     conn: RefCell<Option<Connection>>,
 }
-
-/// A reply the store did not expect from the server (a script's, a transaction's, a
-/// command's): what it was, for the owner's log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OddReply(pub String);
-
-impl std::fmt::Display for OddReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for OddReply {}
 
 /// A count of milliseconds from the script (never negative in a well-formed answer).
 fn ms(n: i64) -> u64 {

@@ -12,8 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::core::journal::{self, ClientCount, Entry, HOUR_MS, KEEP_NOTES, Note, Row};
-use crate::store::redis::OddReply;
-use crate::store::redis::resp::{self, Reply};
+use crate::store::redis::resp::{self, OddReply, Reply};
 
 /// Fields of a clients hash fetched whole; bigger ones are read with `HSCAN`.
 pub const WHOLE_HASH: i64 = 20_000;
