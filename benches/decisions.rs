@@ -106,7 +106,8 @@ fn per_store(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     group.measurement_time(Duration::from_secs(3));
     for (name, cfg) in &cases {
-        let kept = resolve::site::open::from_config(cfg);
+        let kept =
+            resolve::site::open::from_config(cfg, &resolve::support::log::Context::default());
         kept.upkeep.probe().expect("store reachable");
         let mut n = 0u64;
         group.bench_function(BenchmarkId::new("kept (FastCGI)", name), |b| {
@@ -118,7 +119,10 @@ fn per_store(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("opened for one (CGI)", name), |b| {
             b.iter(|| {
                 n += 1;
-                let store = resolve::site::open::from_config(cfg);
+                let store = resolve::site::open::from_config(
+                    cfg,
+                    &resolve::support::log::Context::default(),
+                );
                 black_box(decide(&*store.counters, cfg, n % 50))
             })
         });
@@ -145,7 +149,8 @@ fn file_store_size(c: &mut Criterion) {
             "fixed",
             3600,
         );
-        let store = resolve::site::open::from_config(&cfg);
+        let store =
+            resolve::site::open::from_config(&cfg, &resolve::support::log::Context::default());
         for n in 0..keys {
             decide(&*store.counters, &cfg, n);
         }
@@ -206,7 +211,7 @@ fn journal(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     let dir = support::TempDir::new("bench-journal");
     let cfg = config(json!({"kind": "file", "dir": dir.path()}), "fixed", 3600);
-    let store = resolve::site::open::from_config(&cfg);
+    let store = resolve::site::open::from_config(&cfg, &resolve::support::log::Context::default());
     let hour = hour_of(resolve::core::clock::SystemClock.now_ms());
     let entry = |n: u64| Entry {
         hour,

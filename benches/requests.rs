@@ -188,7 +188,7 @@ fn whole_requests(c: &mut Criterion) {
     .to_string();
     let config = Config::from_json(&text, Path::new("/")).expect("valid configuration");
     let env = browser_env();
-    let site = Site::new(config.clone());
+    let site = Site::new(config.clone(), resolve::support::log::Context::default());
     site.app().handle(&env, &mut std::io::empty()); // spends the one admitted request
     c.bench_function("handle: 429, file store kept (FastCGI)", |b| {
         b.iter(|| {
@@ -202,7 +202,7 @@ fn whole_requests(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 let config = Config::from_json(black_box(&text), Path::new("/")).expect("valid");
-                let site = Site::new(config);
+                let site = Site::new(config, resolve::support::log::Context::default());
                 let answer = site.app().handle(&env, &mut std::io::empty());
                 assert_eq!(answer.response.status, 429);
                 black_box(answer)
@@ -239,7 +239,7 @@ fn lists(c: &mut Criterion) {
         .to_string();
         let config = Config::from_json(&text, Path::new("/")).expect("valid configuration");
         let env = browser_env();
-        let site = Site::new(config);
+        let site = Site::new(config, resolve::support::log::Context::default());
         site.app().handle(&env, &mut std::io::empty());
         c.bench_function(
             &format!("lists of {n}: handle a 429, kept (FastCGI)"),

@@ -22,13 +22,13 @@ pub trait Provider {
 
     /// The provider's public list of supported hosts (a free call), when it publishes one:
     /// None when it does not, else the domains or why they could not be had.
-    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+    fn host_list(&self) -> Option<Result<Vec<String>, PrecheckError>> {
         None
     }
 
     /// The provider's free check of one link, when it has one: None when it has none, else
     /// whether the check found the file dead, or why it could not tell.
-    fn link_dead(&self, _link: &str) -> Option<Result<bool, String>> {
+    fn link_dead(&self, _link: &str) -> Option<Result<bool, PrecheckError>> {
         None
     }
 
@@ -214,10 +214,150 @@ impl fmt::Display for ProviderError {
     }
 }
 
+impl std::error::Error for ProviderError {}
+
+/// A template (`provider::spec`) names a value the call does not have: its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingValue(pub String);
+
+impl fmt::Display for MissingValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no value for {{{}}}", self.0)
+    }
+}
+
+impl std::error::Error for MissingValue {}
+
+/// One of a provider's free pre-checks (its link check, its host list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precheck {
+    LinkCheck,
+    HostList,
+}
+
+/// Why a free pre-check could not tell: the link goes on to the paid call.
+#[derive(Debug)]
+pub enum PrecheckError {
+    /// The check's URL names a value there is none of.
+    Template(MissingValue),
+    /// The call could not be made.
+    Call(Precheck, Box<ureq::Error>),
+    /// The check answered with this HTTP status.
+    Status(Precheck, u16),
+    /// The host list could not be read to its end.
+    Read(std::io::Error),
+    /// The host list is not JSON.
+    NotJson,
+    /// The host list names no domain.
+    NoDomain,
+}
+
+impl fmt::Display for PrecheckError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrecheckError::Template(e) => e.fmt(f),
+            PrecheckError::Call(Precheck::LinkCheck, e) => {
+                write!(f, "the link check could not be made: {e}")
+            }
+            PrecheckError::Call(Precheck::HostList, e) => {
+                write!(f, "the host list could not be fetched: {e}")
+            }
+            PrecheckError::Status(Precheck::LinkCheck, s) => {
+                write!(f, "the link check answered HTTP {s}")
+            }
+            PrecheckError::Status(Precheck::HostList, s) => {
+                write!(f, "the host list answered HTTP {s}")
+            }
+            PrecheckError::Read(e) => write!(f, "reading the host list failed: {e}"),
+            PrecheckError::NotJson => f.write_str("the host list is not JSON"),
+            PrecheckError::NoDomain => f.write_str("the host list holds no domain"),
+        }
+    }
+}
+
+impl std::error::Error for PrecheckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PrecheckError::Template(e) => Some(e),
+            PrecheckError::Call(_, e) => Some(e.as_ref()),
+            PrecheckError::Read(e) => Some(e),
+            PrecheckError::Status(..) | PrecheckError::NotJson | PrecheckError::NoDomain => None,
+        }
+    }
+}
+
+impl From<MissingValue> for PrecheckError {
+    fn from(e: MissingValue) -> PrecheckError {
+        PrecheckError::Template(e)
+    }
+}
+
 /// Longest provider message passed on, in characters.
 const MAX_MESSAGE_CHARS: usize = 200;
 
 /// A provider's text made safe to show and log: one line, printable, bounded.
 pub fn clean_text(s: &str) -> String {
     crate::support::text::one_line(s, MAX_MESSAGE_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_its_class_detail_status_code_and_message() {
+        let mut e = ProviderError::new(Failure::DeadLink, "step 1");
+        assert_eq!(e.to_string(), "class=dead_link step 1");
+        e.status = Some(404);
+        e.code = Some("file_gone".to_owned());
+        e.message = Some("File \"x\" removed".to_owned());
+        assert_eq!(
+            e.to_string(),
+            "class=dead_link step 1 (HTTP 404) code=file_gone message=\"File \\\"x\\\" removed\""
+        );
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.source().is_none());
+    }
+
+    #[test]
+    fn a_precheck_error_says_what_could_not_be_told() {
+        use std::error::Error as _;
+        let e = PrecheckError::from(MissingValue("base".to_owned()));
+        assert_eq!(e.to_string(), "no value for {base}");
+        assert_eq!(e.source().unwrap().to_string(), "no value for {base}");
+        assert_eq!(
+            PrecheckError::Status(Precheck::LinkCheck, 503).to_string(),
+            "the link check answered HTTP 503"
+        );
+        assert_eq!(
+            PrecheckError::Status(Precheck::HostList, 404).to_string(),
+            "the host list answered HTTP 404"
+        );
+        let e = PrecheckError::Call(Precheck::HostList, Box::new(ureq::Error::ConnectionFailed));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the host list could not be fetched: {}",
+                ureq::Error::ConnectionFailed
+            )
+        );
+        assert!(e.source().is_some());
+        let cut = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            PrecheckError::Read(cut).to_string(),
+            format!(
+                "reading the host list failed: {}",
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
+            )
+        );
+        assert_eq!(
+            PrecheckError::NotJson.to_string(),
+            "the host list is not JSON"
+        );
+        assert_eq!(
+            PrecheckError::NoDomain.to_string(),
+            "the host list holds no domain"
+        );
+        assert!(PrecheckError::NoDomain.source().is_none());
+    }
 }

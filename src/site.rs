@@ -22,7 +22,7 @@ use crate::provider::http::HttpProvider;
 use crate::provider::{EchoProvider, Provider};
 use crate::store::roles::Store;
 use crate::support::defaults;
-use crate::support::log::{Level, Log, StderrLog};
+use crate::support::log::{Context, Level, Log, StderrLog};
 
 /// A configuration with the store and the provider it names, ready to answer requests. The
 /// store opens its connection on first use and keeps it; the provider keeps its HTTP agent (and
@@ -35,20 +35,21 @@ pub struct Site {
 }
 
 impl Site {
-    /// A site for one request (CGI).
-    pub fn new(config: Config) -> Site {
-        let store = crate::site::open::for_requests(&config);
-        Site::with_store(config, store)
+    /// A site for one request (CGI), whose log lines carry `log`.
+    pub fn new(config: Config, log: Context) -> Site {
+        let store = crate::site::open::for_requests(&config, &log);
+        Site::with_store(config, store, log)
     }
 
     /// A site for a process that answers request after request (FastCGI): its store holds
     /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
-    pub fn long_lived(config: Config) -> Site {
-        let store = crate::site::open::for_requests(&config);
-        Site::with_store(config, crate::store::held::held(store))
+    pub fn long_lived(config: Config, log: Context) -> Site {
+        let store = crate::site::open::for_requests(&config, &log);
+        let store = crate::store::held::held(store, StderrLog::new(log.clone()));
+        Site::with_store(config, store, log)
     }
 
-    fn with_store(config: Config, store: Store) -> Site {
+    fn with_store(config: Config, store: Store, log: Context) -> Site {
         let provider: Option<Box<dyn Provider>> = match &config.provider {
             None => None,
             Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
@@ -56,7 +57,7 @@ impl Site {
         };
         Site {
             // Every form of every secret: a provider echoes a token percent-encoded or quoted.
-            log: StderrLog::masking(config.secrets()),
+            log: StderrLog::new(log).masking(config.secrets()),
             store,
             provider,
             config,
@@ -88,6 +89,11 @@ impl Site {
         &self.log
     }
 
+    /// What its log lines carry after their message.
+    pub fn log_context(&self) -> &Context {
+        self.log.context()
+    }
+
     /// The request handler, borrowing this site's parts.
     pub fn app(&self) -> App<'_> {
         App {
@@ -102,10 +108,16 @@ impl Site {
 
 /// The answer when no configuration could be loaded: 503 to the visitor, with no detail, and
 /// `message` (the file, the field, its line and column, the fix) in the log, each distinct
-/// message at most once a minute when `located` names a file beside which the time of the last line can be kept.
+/// message at most once a minute when `located` names a file beside which the time of the last line can be kept;
+/// the line carries `log`.
 /// At the dashboard, the owner's page with the same message and how to mend the file
 /// ([`crate::admin::broken`]).
-pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> Answer {
+pub fn not_configured(
+    env: &Env,
+    message: &str,
+    located: Option<&Located>,
+    log: &Context,
+) -> Answer {
     let stamp = match located {
         Some(Located::File(source)) => source
             .path()
@@ -120,7 +132,7 @@ pub fn not_configured(env: &Env, message: &str, located: Option<&Located>) -> An
         .as_deref()
         .is_none_or(|s| crate::support::recent::once_each(s, message, interval))
     {
-        StderrLog::default().line(
+        StderrLog::new(log.clone()).line(
             Level::Error,
             &format!(
                 "{message} (every request gets 503 until this is fixed; this line is repeated at most once a minute)"

@@ -80,3 +80,23 @@ impl fmt::Display for StoreError {
         f.write_str(&self.detail)
     }
 }
+
+impl std::error::Error for StoreError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_its_detail_and_keeps_its_kind() {
+        let e = StoreError::unavailable("cannot open /data: permission denied");
+        assert_eq!(e.to_string(), "cannot open /data: permission denied");
+        assert_eq!(e.kind, StoreErrorKind::Unavailable);
+        assert_eq!(
+            StoreError::corrupt("bad record").kind,
+            StoreErrorKind::Corrupt
+        );
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert!(boxed.source().is_none());
+    }
+}

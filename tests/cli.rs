@@ -414,3 +414,63 @@ fn check_and_block_judge_the_lists_as_the_dashboard_does() {
         "{listed}"
     );
 }
+
+/// The context a log line ends with: `[TIME; configuration FILE (from …)]`, the time in UTC.
+fn context_of(line: &str) -> (&str, &str) {
+    let context = line
+        .rsplit_once(" [")
+        .and_then(|(_, c)| c.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("no context: {line}"));
+    let (time, file) = context
+        .split_once("; configuration ")
+        .unwrap_or_else(|| panic!("no configuration named: {line}"));
+    assert_eq!(time.len(), "2026-12-03T08:00:00Z".len(), "{line}");
+    assert!(time.starts_with("20") && time.ends_with('Z'), "{line}");
+    (time, file)
+}
+
+#[test]
+fn the_stores_own_lines_carry_the_time_and_the_configuration() {
+    let dir = TempDir::new("cli-store-context");
+    let data = dir.join("data");
+    let config = dir.join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"provider": {"kind": "echo"}, "store": {"dir": "data", "sweep_one_in": 0},
+            "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 60}]}"#,
+    )
+    .unwrap();
+    let request = || {
+        std::process::Command::new(support::binary())
+            .env_clear()
+            .env("GATEWAY_INTERFACE", "CGI/1.1")
+            .env("REQUEST_METHOD", "GET")
+            .env("QUERY_STRING", "link=https://e.example/f")
+            .env("REMOTE_ADDR", "192.0.2.1")
+            .env("RESOLVE_CONFIG", &config)
+            .output()
+            .unwrap()
+    };
+    assert!(String::from_utf8_lossy(&request().stdout).starts_with("Status: 200"));
+    // The data directory deleted: the request that makes it again says so (the store's line).
+    std::fs::remove_dir_all(&data).unwrap();
+    let o = request();
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("resolve: error: ACTION NEEDED: the data directory "))
+        .unwrap_or_else(|| panic!("no line for the directory made again: {log}"));
+    let (_, file) = context_of(line);
+    assert_eq!(file, format!("{} (from RESOLVE_CONFIG)", config.display()));
+    // Made again by hand: the sweep command's store says so, naming the file it was given.
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir(&data).unwrap();
+    let o = resolve(&["sweep", "--config", config.to_str().unwrap()], None);
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("resolve: error: ACTION NEEDED: the data directory "))
+        .unwrap_or_else(|| panic!("no line for the directory made again: {log}"));
+    let (_, file) = context_of(line);
+    assert_eq!(file, format!("{} (from --config)", config.display()));
+}

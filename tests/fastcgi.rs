@@ -397,6 +397,21 @@ fn malformed_records_close_that_connection_only_with_one_log_line() {
             lines[n].starts_with("resolve: warn: FastCGI connection closed: "),
             "{lines:?}"
         );
+        // The process's own line carries the time, and the configuration once a request has
+        // located it (every case after the first).
+        let context = lines[n]
+            .rsplit_once(" [")
+            .map(|(_, c)| c)
+            .unwrap_or_default();
+        assert!(
+            context.starts_with("20") && context.ends_with(']'),
+            "{lines:?}"
+        );
+        assert_eq!(
+            context.contains("; configuration "),
+            n > 0,
+            "case {n}: {lines:?}"
+        );
     }
     // A connection closed in the middle of a request.
     let mut s = process.connect();

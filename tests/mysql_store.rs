@@ -262,7 +262,8 @@ fn sweep_leaves_only_live_keys() {
     // 200 clients through the library, as the program does for each request.
     let config = resolve::config::Config::from_json(&value.to_string(), cfg.dir.path())
         .expect("valid configuration");
-    let lib_store = resolve::site::open::from_config(&config);
+    let lib_store =
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
     let old: Vec<String> = (0..200)
         .map(|n| format!("10.7.{}.{}", n / 100, n % 100 + 1))
         .collect();
@@ -946,7 +947,8 @@ fn datetime_rows_age_out_and_refunds_take_one_back() {
         "rules": [php_rule("ip", 2, 2)],
     });
     let config = resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-    let store = resolve::site::open::from_config(&config);
+    let store =
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
     let rule = &config.rules[0];
     let checks = [Check {
         rule,
@@ -997,7 +999,8 @@ fn a_short_windows_admission_keeps_the_rows_a_longer_window_on_its_key_counts() 
         let value = json!({"provider": {"kind": "echo"}, "store": php_store(&db), "rules": [rule]});
         let config = resolve::config::Config::from_json(&value.to_string(), Path::new("/"))
             .unwrap_or_else(|e| panic!("{e}"));
-        let store = resolve::site::open::from_config(&config);
+        let store =
+            resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
         (config, store)
     };
     let (short_config, short_site) = open(php_rule("short", 5, 2));
@@ -1119,7 +1122,8 @@ fn a_refused_request_leaves_no_row_behind() {
         &db,
         json!([rule("ip", "fixed", 5, 60), rule("day", "fixed", 1, 86400)]),
     );
-    let store = resolve::site::open::from_config(&config);
+    let store =
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
     let (ip, day) = (&config.rules[0], &config.rules[1]);
     let check = |rule, key: &str| Check {
         rule,
@@ -1169,7 +1173,7 @@ fn the_journal_table_is_myisam_and_one_made_innodb_by_hand_works_alike() {
         });
         let config =
             resolve::config::Config::from_json(&config.to_string(), Path::new("/")).unwrap();
-        resolve::site::open::from_config(&config)
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default())
     };
     // An owner's own InnoDB table of the same shape, made before resolve first ran.
     db.root_sql(
@@ -1234,7 +1238,8 @@ fn a_connection_that_ends_says_so_and_the_server_counts_no_aborted_client() {
     };
     let before = aborted();
     for i in 0..5 {
-        let store = resolve::site::open::from_config(&config);
+        let store =
+            resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
         let check = Check {
             rule: &config.rules[0],
             key: "resolve:ip:192.0.2.9".to_owned(),
@@ -1252,7 +1257,8 @@ fn a_refusal_takes_no_lock_and_answers_while_another_holds_the_keys_row() {
     // for it past the store's lock wait timeout and fail.
     let db = MariaDb::start();
     let config = echo_config(&db, json!([rule("ip", "fixed", 1, 600)]));
-    let store = resolve::site::open::from_config(&config);
+    let store =
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
     let check = || Check {
         rule: &config.rules[0],
         key: "resolve:ip:192.0.2.5".to_owned(),

@@ -247,7 +247,10 @@ pub fn through_the_store<T>(site: &support::Setup, change: impl FnOnce(&Store) -
     let text = std::fs::read_to_string(&site.config_path).expect("the configuration");
     let base = site.config_path.parent().expect("its directory");
     let config = resolve::config::Config::from_json(&text, base).expect("a valid configuration");
-    let out = change(&resolve::site::open::from_config(&config));
+    let out = change(&resolve::site::open::from_config(
+        &config,
+        &resolve::support::log::Context::default(),
+    ));
     for path in support::temp::entries_under(&site.data) {
         give_to_server_user(&path);
     }

@@ -3,9 +3,65 @@
 //! new one, never half of one), the replaced text kept as `config.json.previous` for one button
 //! to put back, and the setup code's file beside it. The thin adapter under the pure forms.
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::support::defaults;
+
+/// Why the dashboard could not read or write one of its files: a line for the log, naming
+/// the file.
+#[derive(Debug)]
+pub enum FileError {
+    /// The file is not there, and must be.
+    Gone { path: PathBuf },
+    /// The file could not be read (the file named when known).
+    Read {
+        path: Option<PathBuf>,
+        error: io::Error,
+    },
+    /// The file is not JSON.
+    NotJson {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// The file could not be written.
+    Write { path: PathBuf, error: io::Error },
+    /// No random bytes for what the file was to hold.
+    Random(io::Error),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Gone { path } => write!(f, "{} is gone", path.display()),
+            FileError::Read {
+                path: Some(path),
+                error,
+            } => write!(f, "cannot read {}: {error}", path.display()),
+            FileError::Read { path: None, error } => write!(f, "{error}"),
+            FileError::NotJson { path, error } => {
+                write!(f, "{} is not JSON: {error}", path.display())
+            }
+            FileError::Write { path, error } => {
+                write!(f, "cannot write {}: {error}", path.display())
+            }
+            FileError::Random(error) => write!(f, "cannot read random bytes: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for FileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FileError::Gone { .. } => None,
+            FileError::Read { error, .. }
+            | FileError::Write { error, .. }
+            | FileError::Random(error) => Some(error),
+            FileError::NotJson { error, .. } => Some(error),
+        }
+    }
+}
 
 /// The copy of the text a save replaced.
 pub fn backup_path(config: &Path) -> PathBuf {
@@ -50,16 +106,23 @@ pub fn json_or_null(path: &Path) -> serde_json::Value {
 pub fn read_json(
     path: &Path,
     missing: Option<&str>,
-) -> Result<(String, serde_json::Value), String> {
+) -> Result<(String, serde_json::Value), FileError> {
     let text = match read(path) {
         Ok(Some(text)) => text,
-        Ok(None) => missing
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{} is gone", path.display()))?,
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Ok(None) => missing.map(str::to_owned).ok_or_else(|| FileError::Gone {
+            path: path.to_owned(),
+        })?,
+        Err(error) => {
+            return Err(FileError::Read {
+                path: Some(path.to_owned()),
+                error,
+            });
+        }
     };
-    let json =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let json = serde_json::from_str(&text).map_err(|error| FileError::NotJson {
+        path: path.to_owned(),
+        error,
+    })?;
     Ok((text, json))
 }
 
@@ -102,6 +165,46 @@ mod tests {
         assert_eq!(read(&dir.join("none")).unwrap(), None);
         // Where it cannot write, the error, and the file as it was.
         assert!(write_atomic(&dir.join("missing/config.json"), "x").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_not_read_is_named_with_the_reason() {
+        use std::error::Error as _;
+        let dir = crate::support::temp::dir("config-file", "errors");
+        let config = dir.join("config.json");
+        let e = read_json(&config, None).unwrap_err();
+        assert_eq!(e.to_string(), format!("{} is gone", config.display()));
+        assert!(e.source().is_none());
+        assert_eq!(read_json(&config, Some("{}")).unwrap().0, "{}");
+        std::fs::write(&config, "{\"a\": ").unwrap();
+        let e = read_json(&config, None).unwrap_err();
+        let FileError::NotJson { error, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("{} is not JSON: {error}", config.display())
+        );
+        assert_eq!(e.source().unwrap().to_string(), error.to_string());
+        // A directory where the file should be: not readable as one.
+        let e = read_json(&dir, None).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot read {}: ", dir.display())),
+            "{e}"
+        );
+        assert!(e.source().is_some());
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let e = FileError::Read {
+            path: None,
+            error: denied(),
+        };
+        assert_eq!(e.to_string(), denied().to_string());
+        assert_eq!(
+            FileError::Random(denied()).to_string(),
+            format!("cannot read random bytes: {}", denied())
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

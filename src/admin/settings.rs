@@ -120,7 +120,7 @@ impl Dashboard<'_> {
         };
         let (old, json) = match config_file::read_json(&file, None) {
             Ok(read) => read,
-            Err(why) => return self.settings_failed(ctx, &why),
+            Err(why) => return self.settings_failed(ctx, &why.to_string()),
         };
         let kept_path = config_file::kept_tokens_path(&file);
         let kept = config_file::json_or_null(&kept_path);
@@ -156,8 +156,9 @@ impl Dashboard<'_> {
         if let Some(password) = &change.password {
             match crate::support::random::secret_bytes::<16>()
                 .map_err(|e| e.to_string())
-                .and_then(|salt| crate::support::password::hash(password, &salt))
-            {
+                .and_then(|salt| {
+                    crate::support::password::hash(password, &salt).map_err(|e| e.to_string())
+                }) {
                 Ok(hash) => {
                     edits.push(Edit {
                         path: schema::ADMIN_PASSWORD_HASH.steps(),

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::config_file::FileError;
 use super::page::{self, Notice};
 use super::session::{self, FORM_COOKIE};
 use super::settings_form::{self, Kind, Problem, Secrets, Values};
@@ -126,23 +127,26 @@ pub(super) fn check_text(
 impl Dashboard<'_> {
     /// The current code in the file beside the configuration, a new one written when there is
     /// none or it expired.
-    fn current_code(&self, file: &Path) -> Result<Code, String> {
+    fn current_code(&self, file: &Path) -> Result<Code, FileError> {
         let path = config_file::code_path(file);
         let now = self.now_secs();
-        let read = config_file::read(&path).map_err(|e| e.to_string())?;
+        let read =
+            config_file::read(&path).map_err(|error| FileError::Read { path: None, error })?;
         if let Some(code) = read.as_deref().and_then(Code::parse)
             && code.is_current(now)
         {
             return Ok(code);
         }
         let bytes = crate::support::random::secret_bytes::<{ defaults::SETUP_CODE_BYTES }>()
-            .map_err(|e| format!("cannot read random bytes: {e}"))?;
+            .map_err(FileError::Random)?;
         let code = Code {
             code: super::setup_code::generate(&bytes),
             expires_secs: now.saturating_add(defaults::SETUP_CODE_SECS),
         };
-        config_file::write_atomic(&path, &code.file_text())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        config_file::write_atomic(&path, &code.file_text()).map_err(|error| FileError::Write {
+            path: path.clone(),
+            error,
+        })?;
         self.log.line(
             Level::Notice,
             &format!(
@@ -187,7 +191,7 @@ impl Dashboard<'_> {
             return self.unavailable(ctx, "the program has no configuration file to write");
         };
         if let Err(e) = self.current_code(file) {
-            return self.unavailable(ctx, &e);
+            return self.unavailable(ctx, &e.to_string());
         }
         let (form_cookie, set) = match self.form_cookie(ctx) {
             Ok(c) => c,
@@ -350,7 +354,7 @@ impl Dashboard<'_> {
         };
         let (old, json) = match config_file::read_json(&file, Some(crate::config::starter::TEXT)) {
             Ok(read) => read,
-            Err(why) => return self.unavailable(ctx, &why),
+            Err(why) => return self.unavailable(ctx, &why.to_string()),
         };
         let again = holds_settings(&json);
         // What the form asks for: a new password alone when setting up again.
@@ -412,7 +416,7 @@ impl Dashboard<'_> {
         let (now_text, json) =
             match config_file::read_json(&file, Some(crate::config::starter::TEXT)) {
                 Ok(read) => read,
-                Err(why) => return self.unavailable(ctx, &why),
+                Err(why) => return self.unavailable(ctx, &why.to_string()),
             };
         if schema::ADMIN_PASSWORD_HASH.of(&json).is_string() {
             return page::html(
@@ -445,8 +449,9 @@ impl Dashboard<'_> {
         };
         let hash = match crate::support::random::secret_bytes::<16>()
             .map_err(|e| e.to_string())
-            .and_then(|salt| crate::support::password::hash(&password, &salt))
-        {
+            .and_then(|salt| {
+                crate::support::password::hash(&password, &salt).map_err(|e| e.to_string())
+            }) {
             Ok(h) => h,
             Err(e) => return self.unavailable(ctx, &format!("cannot hash the password: {e}")),
         };

@@ -8,11 +8,13 @@ use crate::config::Config;
 use crate::config::locate::{self, Located};
 use crate::provider::Provider;
 use crate::provider::described::ProviderSpec;
+use crate::support::log::{Context, StderrLog};
 use crate::usage::readiness::{report, warn_exposure};
 
 /// Runs the check, writing a report to `out`. With `live`, also makes one real provider call
-/// for that link. Returns true when the site can serve requests (and the call succeeded).
-pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
+/// for that link. Returns true when the site can serve requests (and the call succeeded). The
+/// lines it logs (the page files put back, the store's own) carry `log`.
+pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write, log: &Context) -> bool {
     let _ = writeln!(
         out,
         "configuration: {}",
@@ -40,8 +42,8 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write) -> bool {
     if let Located::File(source) = located {
         warn_exposure(source.path(), "configuration", out);
     }
-    crate::site::page_files::keep_for(&config);
-    let mut ok = report(&config, &crate::site::open::from_config(&config), out);
+    crate::site::page_files::keep_for(&config, &StderrLog::new(log.clone()));
+    let mut ok = report(&config, &crate::site::open::from_config(&config, log), out);
     if let Some(link) = live {
         ok &= live_call(&config, link, out);
     }

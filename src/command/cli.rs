@@ -9,10 +9,12 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::config::Config;
 use crate::config::locate::{self, Located};
 use crate::gateway::serve::{self, ServeOptions};
 use crate::store::settings::StoreKind;
 use crate::support::defaults;
+use crate::support::log::{Context, StderrLog};
 
 const HELP: &str = "\
 resolve: a rate-limited gateway to paid link-resolver APIs
@@ -121,20 +123,21 @@ pub fn main() -> ExitCode {
     // live long (the first blocks, such as standard input's buffer, are taken before it knows).
     crate::gateway::arena::use_for_this_process();
     crate::gateway::signals::ignore_file_size_signal();
-    crate::support::log::set_time_format(crate::core::calendar::iso);
+    // Every log line's time is written as UTC, by the calendar.
+    let log = Context::new(crate::core::calendar::iso);
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
         crate::gateway::arena::stop_for_this_process();
-        return crate::gateway::fastcgi::process::run(listener);
+        return crate::gateway::fastcgi::process::run(listener, log);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
-        crate::gateway::cgi::run();
+        crate::gateway::cgi::run(log);
         // Answered, flushed and every value of the request dropped: nothing is left for the
         // runtime's teardown to do that the kernel does not do with the process.
         crate::gateway::exit::now(0);
     }
     crate::gateway::arena::stop_for_this_process();
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match command(&args) {
+    match command(&args, &log) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("resolve: {message}");
@@ -143,17 +146,26 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The configuration a command reads: the starter is made where the account has none.
-fn locate_from(options: &Options) -> Result<Located, String> {
+/// The configuration a command reads (the starter is made where the account has none), and
+/// `log` naming it, for the lines written under it.
+fn locate_from(options: &Options, log: &Context) -> Result<(Located, Context), String> {
     let located = crate::site::web_root::locate_for_command(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )?;
-    located.name_in_the_log();
-    Ok(located)
+    )
+    .map_err(|e| e.to_string())?;
+    let log = log.clone().naming(located.describe());
+    Ok((located, log))
 }
 
-fn command(args: &[OsString]) -> Result<ExitCode, String> {
+/// The configuration a command reads, loaded, and `log` naming it.
+fn load_from(options: &Options, log: &Context) -> Result<(Config, Context), String> {
+    let (located, log) = locate_from(options, log)?;
+    let config = locate::load(&located).map_err(|e| e.to_string())?;
+    Ok((config, log))
+}
+
+fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
     let first = args.first().map(|a| a.to_string_lossy().into_owned());
     let rest = args.get(1..).unwrap_or_default();
     match first.as_deref() {
@@ -167,8 +179,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("check") => {
             let options = parse_options(rest, &["--config", "--live"])?;
-            let located = match locate_from(&options) {
-                Ok(l) => l,
+            let (located, log) = match locate_from(&options, log) {
+                Ok(found) => found,
                 // A configuration missing where one was is a failed check, said as one.
                 Err(e) => {
                     println!("FAIL {e}\nNOT READY: fix the lines marked FAIL");
@@ -179,6 +191,7 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 &located,
                 options.live.as_deref(),
                 &mut std::io::stdout().lock(),
+                &log,
             );
             Ok(if ok {
                 ExitCode::SUCCESS
@@ -188,13 +201,13 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
-            let config = locate::load(&locate_from(&options)?)?;
-            let report = crate::site::open::from_config(&config)
+            let (config, log) = load_from(&options, log)?;
+            let report = crate::site::open::from_config(&config, &log)
                 .upkeep
                 .sweep(None)
                 .map_err(|e| e.to_string())?;
             // The page files the owner edited, kept, or put back after an upgrade.
-            crate::site::page_files::keep_for(&config);
+            crate::site::page_files::keep_for(&config, &StderrLog::new(log));
             let looked = if report.scanned > 0 {
                 format!("{} keys looked at, ", report.scanned)
             } else {
@@ -208,10 +221,10 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("stats") => {
             let options = parse_options(rest, &["--config", "--since", "--json"])?;
-            let hours =
-                crate::usage::stats::parse_since(options.since.as_deref().unwrap_or("24h"))?;
-            let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::site::open::for_requests(&config);
+            let hours = crate::usage::stats::parse_since(options.since.as_deref().unwrap_or("24h"))
+                .map_err(|e| e.to_string())?;
+            let (config, log) = load_from(&options, log)?;
+            let store = crate::site::open::for_requests(&config, &log);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let stats = crate::usage::stats::Stats::gather(&config, &store, now, hours)
                 .map_err(|e| format!("the usage journal could not be read: {e}"))?;
@@ -224,8 +237,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("report") => {
             let options = parse_options(rest, &["--config", "--only-problems"])?;
-            let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::site::open::for_requests(&config);
+            let (config, log) = load_from(&options, log)?;
+            let store = crate::site::open::for_requests(&config, &log);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let (from, to) = crate::usage::report::yesterday(now);
             let stats = crate::usage::stats::Stats::gather_hours(&config, &store, now, from, to)
@@ -251,8 +264,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
                 &["--config"]
             };
             let options = parse_options(&rest[1..], allowed)?;
-            let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::site::open::from_config(&config);
+            let (config, log) = load_from(&options, log)?;
+            let store = crate::site::open::from_config(&config, &log);
             crate::command::blocks::command(
                 &*store.cache,
                 crate::app::controls::blocks::copy_path(&config).as_deref(),
@@ -272,8 +285,8 @@ fn command(args: &[OsString]) -> Result<ExitCode, String> {
         }
         Some("blocks") => {
             let options = parse_options(rest, &["--config"])?;
-            let config = locate::load(&locate_from(&options)?)?;
-            let store = crate::site::open::from_config(&config);
+            let (config, log) = load_from(&options, log)?;
+            let store = crate::site::open::from_config(&config, &log);
             print!(
                 "{}",
                 crate::command::blocks::listing(
@@ -327,7 +340,7 @@ fn hash_password(input: &mut dyn std::io::BufRead) -> Result<String, String> {
     })?;
     let salt = crate::support::random::secret_bytes::<16>()
         .map_err(|e| format!("cannot read random bytes for the salt: {e}"))?;
-    crate::support::password::hash(password, &salt)
+    crate::support::password::hash(password, &salt).map_err(|e| e.to_string())
 }
 
 fn serve_command(options: &Options) -> Result<ExitCode, String> {
@@ -350,9 +363,9 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
     let located = locate::locate(
         options.config.clone(),
         std::env::var_os(defaults::CONFIG_ENV),
-    )?;
-    located.name_in_the_log();
-    let config = locate::load(&located)?;
+    )
+    .map_err(|e| e.to_string())?;
+    let config = locate::load(&located).map_err(|e| e.to_string())?;
     let config_path = match &located {
         Located::File(source) if config.provider.is_some() => source.path().to_owned(),
         _ => {

@@ -41,7 +41,8 @@ pub(crate) fn admin(
              standard input), or remove the admin section to keep the dashboard off",
         )
     })?;
-    crate::support::password::check_hash(hash.trim()).map_err(|e| err("admin.password_hash", e))?;
+    crate::support::password::check_hash(hash.trim())
+        .map_err(|e| err("admin.password_hash", e.to_string()))?;
     Ok(Some(Admin {
         password_hash: Secret::new(hash.trim()),
     }))

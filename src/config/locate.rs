@@ -7,6 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::config::error::LoadError;
 use crate::support::defaults;
 
 /// Where the configuration came from.
@@ -57,11 +58,6 @@ impl Located {
             ),
         }
     }
-
-    /// Says in every later log line of this process which configuration it read.
-    pub fn name_in_the_log(&self) {
-        crate::support::log::set_configuration(self.describe());
-    }
 }
 
 /// The effective user id, from /proc (no libc call needed).
@@ -98,19 +94,15 @@ pub fn home_dir() -> Option<PathBuf> {
 
 /// Where the configuration is: `--config`, then `RESOLVE_CONFIG`, then
 /// `~/resolve/config.json`; without any, defaults beside that file's place.
-pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
+pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, LoadError> {
     if let Some(p) = flag {
         return Ok(Located::File(Source::Flag(absolute(&p))));
     }
     if let Some(p) = env.filter(|v| !v.is_empty()) {
         return Ok(Located::File(Source::Env(absolute(Path::new(&p)))));
     }
-    let home = home_dir().ok_or_else(|| {
-        format!(
-            "cannot find the home directory of this account (uid {:?}): pass --config FILE or set {}",
-            effective_uid(),
-            defaults::CONFIG_ENV
-        )
+    let home = home_dir().ok_or_else(|| LoadError::NoHome {
+        uid: effective_uid(),
     })?;
     let base = home.join(defaults::HOME_SUBDIR);
     let file = base.join(defaults::CONFIG_FILE_NAME);
@@ -125,7 +117,7 @@ pub fn locate(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, S
 /// ([`crate::config::starter`]): the first request or command sets the site up, so that no
 /// archive carries a `config.json` to write over the owner's. Where it cannot be made, the
 /// defaults apply as before.
-pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, String> {
+pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<Located, LoadError> {
     start(locate(flag, env)?)
 }
 
@@ -133,12 +125,12 @@ pub fn locate_or_start(flag: Option<PathBuf>, env: Option<OsString>) -> Result<L
 /// account's configuration was there before (its data directory or `config.json.previous` is
 /// left, [`crate::config::starter::missing`]), an error that says how to put it back: the
 /// defaults would answer visitors with the echo provider and no origins.
-pub fn start(located: Located) -> Result<Located, String> {
+pub fn start(located: Located) -> Result<Located, LoadError> {
     let Located::Defaults { base } = &located else {
         return Ok(located);
     };
     if let Some(message) = crate::config::starter::missing(base) {
-        return Err(message);
+        return Err(LoadError::Missing(message));
     }
     match crate::config::starter::create(base) {
         Ok(file) => Ok(Located::File(Source::Home(file))),
@@ -151,28 +143,32 @@ fn absolute(p: &Path) -> PathBuf {
 }
 
 /// Reads and checks the configuration that `located` names.
-pub fn load(located: &Located) -> Result<Config, String> {
+pub fn load(located: &Located) -> Result<Config, LoadError> {
     load_with(located, Config::from_json)
 }
 
 /// As [`load`], for a process that answers one request: see [`Config::for_one_request`].
-pub fn load_for_one_request(located: &Located) -> Result<Config, String> {
+pub fn load_for_one_request(located: &Located) -> Result<Config, LoadError> {
     load_with(located, Config::for_one_request)
 }
 
 fn load_with(
     located: &Located,
     read: fn(&str, &Path) -> Result<Config, crate::config::error::ConfigError>,
-) -> Result<Config, String> {
+) -> Result<Config, LoadError> {
     match located {
         Located::Defaults { base } => Ok(Config::defaults(base)),
         Located::File(source) => {
             let path = source.path();
-            let text = fs::read_to_string(path)
-                .map_err(|e| format!("cannot read the configuration {}: {e}", source.describe()))?;
+            let text = fs::read_to_string(path).map_err(|error| LoadError::Unreadable {
+                described: source.describe(),
+                error,
+            })?;
             let base = path.parent().unwrap_or(Path::new("/"));
-            let mut config =
-                read(&text, base).map_err(|e| format!("configuration {}: {e}", path.display()))?;
+            let mut config = read(&text, base).map_err(|error| LoadError::Invalid {
+                path: path.to_owned(),
+                error,
+            })?;
             config.file = Some(path.to_owned());
             Ok(config)
         }

@@ -8,6 +8,7 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::config::error::{LoadError, StarterStep};
 use crate::support::{defaults, private_file};
 
 /// The starter: the echo provider (nothing is spent), the file store beside it, limits per
@@ -79,10 +80,15 @@ pub fn previous_of(file: &Path) -> PathBuf {
 /// in it, where there is no configuration yet; returns the file's path. A file already there
 /// is kept as it is: the starter is linked into place, which fails rather than replace. Where
 /// a configuration was there before ([`missing`]), nothing is made: the error says so.
-pub fn create(base: &Path) -> Result<PathBuf, String> {
+pub fn create(base: &Path) -> Result<PathBuf, LoadError> {
+    let failed = |action, path: &Path, error| LoadError::Starter {
+        action,
+        path: path.to_owned(),
+        error,
+    };
     let dir = |path: &Path| match std::fs::DirBuilder::new().mode(0o700).create(path) {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
-            Err(format!("cannot create {}: {e}", path.display()))
+            Err(failed(StarterStep::Create, path, e))
         }
         _ => Ok(()),
     };
@@ -91,17 +97,17 @@ pub fn create(base: &Path) -> Result<PathBuf, String> {
         return Ok(file);
     }
     if let Some(message) = missing(base) {
-        return Err(message);
+        return Err(LoadError::Missing(message));
     }
     dir(base)?;
     // Private even where an archive's extraction made the folder (for its installed.txt).
     std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| format!("cannot make {} private: {e}", base.display()))?;
+        .map_err(|e| failed(StarterStep::MakePrivate, base, e))?;
     let made = match private_file::create(&file, TEXT.as_bytes()) {
         Ok(()) => Ok(file),
         // Another process made it first.
         Err(_) if file.exists() => Ok(file),
-        Err(e) => Err(format!("cannot create {}: {e}", file.display())),
+        Err(e) => Err(failed(StarterStep::Create, &file, e)),
     }?;
     // The data directory after the file: a data directory alone means a file that was there.
     let data = base.join(defaults::DATA_DIR_NAME);
@@ -159,6 +165,17 @@ mod tests {
         );
         // Where nothing can be made, the reason.
         let e = create(&home.join("missing/resolve")).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::Starter {
+                    action: StarterStep::Create,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.starts_with("cannot create "), "{e}");
         let _ = std::fs::remove_dir_all(&home);
     }
@@ -172,6 +189,8 @@ mod tests {
         // The file moved away: its data directory is left.
         std::fs::remove_file(&file).unwrap();
         let e = create(&base).unwrap_err();
+        assert!(matches!(e, LoadError::Missing(_)), "{e:?}");
+        let e = e.to_string();
         assert!(
             e.starts_with(&format!(
                 "the configuration {} is missing, but {} shows the site had one",
@@ -187,7 +206,7 @@ mod tests {
         assert!(!file.exists());
         // The dashboard's copy is named first, and how to put it back.
         std::fs::write(base.join("config.json.previous"), "{}").unwrap();
-        let e = create(&base).unwrap_err();
+        let e = create(&base).unwrap_err().to_string();
         assert!(
             e.contains(&format!(
                 "rename {}/config.json.previous to config.json",

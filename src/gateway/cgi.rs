@@ -13,7 +13,7 @@ use crate::config::locate;
 use crate::http::request::Env;
 use crate::site::{Site, not_configured, web_root};
 use crate::support::defaults;
-use crate::support::log::Level;
+use crate::support::log::{Context, Level};
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
@@ -26,18 +26,20 @@ pub fn env_from_process() -> Env {
     env
 }
 
-/// Serves one CGI request. Returns normally in every case: errors become answers.
-pub fn run() {
+/// Serves one CGI request, its log lines carrying `log` and the configuration located.
+/// Returns normally in every case: errors become answers.
+pub fn run(log: Context) {
     let started = Instant::now();
     let env = env_from_process();
     let located = web_root::locate(&env, std::env::var_os(defaults::CONFIG_ENV));
-    if let Ok(l) = &located {
-        l.name_in_the_log();
-    }
+    let log = match &located {
+        Ok(l) => log.naming(l.describe()),
+        Err(_) => log,
+    };
     let config = located
         .as_ref()
-        .map_err(String::clone)
-        .and_then(locate::load_for_one_request);
+        .map_err(ToString::to_string)
+        .and_then(|l| locate::load_for_one_request(l).map_err(|e| e.to_string()));
     // Nothing secret under the web root: that comes before any mistake in the file.
     let refused = located
         .as_ref()
@@ -46,7 +48,7 @@ pub fn run() {
     let config = match (config, refused) {
         (Ok(c), None) => c,
         (_, Some(message)) | (Err(message), None) => {
-            let mut answer = not_configured(&env, &message, located.as_ref().ok());
+            let mut answer = not_configured(&env, &message, located.as_ref().ok(), &log);
             answer.response.timed(started.elapsed());
             let _ = answer
                 .response
@@ -55,12 +57,13 @@ pub fn run() {
             return;
         }
     };
-    serve_one(config, &env, started);
+    serve_one(config, &env, started, log);
 }
 
-/// Answers one request with a loaded configuration; `started`: when the request began.
-pub fn serve_one(config: Config, env: &Env, started: Instant) {
-    let site = Site::new(config);
+/// Answers one request with a loaded configuration; `started`: when the request began; `log`:
+/// what its lines carry.
+pub fn serve_one(config: Config, env: &Env, started: Instant, log: Context) {
+    let site = Site::new(config, log);
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: None,
@@ -79,7 +82,7 @@ pub fn serve_one(config: Config, env: &Env, started: Instant) {
     drop(out);
     drain_stdin(env, stdin.read);
     if site.app().maybe_sweep() {
-        crate::site::page_files::keep_for(&site.config);
+        crate::site::page_files::keep_for(&site.config, site.log());
     }
 }
 

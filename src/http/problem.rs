@@ -1,6 +1,8 @@
 //! A refusal or failure to answer: its status, a stable code for programs, a sentence for
 //! people, and a separate line for the owner's log.
 
+use std::fmt;
+
 /// Everything an error answer needs. `detail` is shown to the client; `log` only to the owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -49,5 +51,30 @@ impl Problem {
         } else {
             "about:blank"
         }
+    }
+}
+
+/// What the owner's log says of it: the status, the code and the log line (or the sentence).
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let said = self.log.as_deref().unwrap_or(&self.detail);
+        write!(f, "{} {}: {said}", self.status, self.code)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_with_its_status_code_and_the_owners_line() {
+        let p = Problem::new(400, "bad_link", "That is not a link.");
+        assert_eq!(p.to_string(), "400 bad_link: That is not a link.");
+        let p = p.log("bad link \"x\"");
+        assert_eq!(p.to_string(), "400 bad_link: bad link \"x\"");
+        let boxed: Box<dyn std::error::Error> = Box::new(p);
+        assert!(boxed.source().is_none());
     }
 }

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use crate::provider::described::LazySpec;
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
-use crate::provider::{Failure, Meter, Provider, ProviderError};
+use crate::provider::{
+    Failure, Meter, MissingValue, Precheck, PrecheckError, Provider, ProviderError,
+};
 use crate::support::defaults;
 
 pub struct HttpProvider {
@@ -64,7 +66,7 @@ impl HttpProvider {
         step: &Step,
         vars: &Vars,
         timeout: Duration,
-    ) -> Result<Result<ureq::http::Response<ureq::Body>, ureq::Error>, String> {
+    ) -> Result<Result<ureq::http::Response<ureq::Body>, ureq::Error>, MissingValue> {
         let render = |list: &[(String, crate::provider::spec::Template)]| {
             list.iter()
                 .map(|(k, t)| t.render(vars).map(|v| (k.clone(), v)))
@@ -267,7 +269,7 @@ impl HttpProvider {
 }
 
 impl Provider for HttpProvider {
-    fn link_dead(&self, link: &str) -> Option<Result<bool, String>> {
+    fn link_dead(&self, link: &str) -> Option<Result<bool, PrecheckError>> {
         let check = self.spec.spec().ok()?.link_check.as_ref()?;
         Some((|| {
             let url = check.url.render(&self.base_vars())?;
@@ -279,17 +281,17 @@ impl Provider for HttpProvider {
                 .timeout_global(Some(self.spec.timeout))
                 .build()
                 .send_form([(check.field.as_str(), link)])
-                .map_err(|e| format!("the link check could not be made: {e}"))?;
+                .map_err(|e| PrecheckError::Call(Precheck::LinkCheck, Box::new(e)))?;
             let status = response.status().as_u16();
             match status {
                 s if check.dead_statuses.contains(&s) => Ok(true),
                 200..=299 => Ok(false),
-                s => Err(format!("the link check answered HTTP {s}")),
+                s => Err(PrecheckError::Status(Precheck::LinkCheck, s)),
             }
         })())
     }
 
-    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+    fn host_list(&self) -> Option<Result<Vec<String>, PrecheckError>> {
         let list = self.spec.spec().ok()?.hosts.as_ref()?;
         Some((|| {
             let url = list.url.render(&self.base_vars())?;
@@ -301,10 +303,10 @@ impl Provider for HttpProvider {
                 .timeout_global(Some(self.spec.timeout))
                 .build()
                 .call()
-                .map_err(|e| format!("the host list could not be fetched: {e}"))?;
+                .map_err(|e| PrecheckError::Call(Precheck::HostList, Box::new(e)))?;
             let status = response.status().as_u16();
             if status != 200 {
-                return Err(format!("the host list answered HTTP {status}"));
+                return Err(PrecheckError::Status(Precheck::HostList, status));
             }
             let mut body = Vec::new();
             response
@@ -312,12 +314,12 @@ impl Provider for HttpProvider {
                 .as_reader()
                 .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
                 .read_to_end(&mut body)
-                .map_err(|e| format!("reading the host list failed: {e}"))?;
-            let v: serde_json::Value = serde_json::from_slice(&body)
-                .map_err(|_| "the host list is not JSON".to_owned())?;
+                .map_err(PrecheckError::Read)?;
+            let v: serde_json::Value =
+                serde_json::from_slice(&body).map_err(|_| PrecheckError::NotJson)?;
             let domains = list.domains_in(&v);
             if domains.is_empty() {
-                return Err("the host list holds no domain".into());
+                return Err(PrecheckError::NoDomain);
             }
             Ok(domains)
         })())

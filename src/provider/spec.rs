@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::provider::resolved::{FileLink, Resolved};
-use crate::provider::{Failure, ProviderError, clean_text};
+use crate::provider::{Failure, MissingValue, ProviderError, clean_text};
 use crate::support::secret::Secret;
 use crate::support::show;
 
@@ -47,7 +47,7 @@ impl Template {
     }
 
     /// The text with every `{NAME}` replaced; a name with no value is an error.
-    pub fn render(&self, vars: &Vars) -> Result<String, String> {
+    pub fn render(&self, vars: &Vars) -> Result<String, MissingValue> {
         let mut out = String::with_capacity(self.0.len());
         let mut rest = self.0.as_str();
         while let Some(open) = rest.find('{') {
@@ -60,7 +60,7 @@ impl Template {
             let name = &after[..close];
             let value = vars
                 .get(name)
-                .ok_or_else(|| format!("no value for {{{name}}}"))?;
+                .ok_or_else(|| MissingValue(name.to_owned()))?;
             out.push_str(value);
             rest = &after[close + 1..];
         }

@@ -12,9 +12,11 @@ use crate::store::redis::RedisStore;
 use crate::store::roles::Store;
 use crate::store::settings::StoreKind;
 use crate::store::spool::SpooledJournal;
+use crate::support::log::{Context, StderrLog};
 
-/// The configured store, ready to use (connections are opened on first use).
-pub fn from_config(config: &Config) -> Store {
+/// The configured store, ready to use (connections are opened on first use); the lines it
+/// writes itself carry `log`.
+pub fn from_config(config: &Config, log: &Context) -> Store {
     match &config.store.kind {
         StoreKind::File { dir } => Store::whole(
             FileStore::new(dir, SystemClock, config.store.sweep_grace)
@@ -23,7 +25,8 @@ pub fn from_config(config: &Config) -> Store {
                     max_files: config.store.max_files,
                     max_bytes: config.store.max_bytes,
                     fold_rules: folding_rules(config),
-                }),
+                })
+                .with_log(StderrLog::new(log.clone())),
         ),
         StoreKind::Mysql(settings) => {
             // Every rule a request may be counted by: shadow rules, spend limits and the
@@ -66,8 +69,8 @@ fn folding_rules(config: &Config) -> u64 {
 /// usage journal spooled in the data directory (see [`crate::store::spool`]); the file store
 /// as it is (its journal is local already). `stats` and `report` read through it too, so that
 /// what is spooled is written before it is read.
-pub fn for_requests(config: &Config) -> Store {
-    let store = from_config(config);
+pub fn for_requests(config: &Config, log: &Context) -> Store {
+    let store = from_config(config, log);
     match config.store.kind {
         StoreKind::File { .. } => store,
         StoreKind::Mysql(_) | StoreKind::Redis(_) => store.with_journal(|journal| {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::config::Config;
-use crate::support::log::{Level, Log, StderrLog};
+use crate::support::log::{Level, Log};
 use crate::support::{defaults, hex, private_file};
 
 /// What happened to one page file.
@@ -49,8 +49,8 @@ impl Kept {
 }
 
 /// [`keep`] for the site of `config` (its file's folder, the account's home), each file put
-/// back said in the log.
-pub fn keep_for(config: &Config) {
+/// back said in `log`.
+pub fn keep_for(config: &Config, log: &dyn Log) {
     let (Some(base), Some(home)) = (
         config.file.as_deref().and_then(Path::parent),
         crate::config::locate::home_dir(),
@@ -58,7 +58,7 @@ pub fn keep_for(config: &Config) {
         return;
     };
     for line in keep(&home, base).iter().filter_map(Kept::line) {
-        StderrLog::default().line(Level::Warn, &line);
+        log.line(Level::Warn, &line);
     }
 }
 

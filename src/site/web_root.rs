@@ -14,6 +14,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use crate::config::error::LoadError;
 use crate::config::locate::{self, Located, home_dir};
 use crate::config::starter::previous_of;
 use crate::http::request::Env;
@@ -190,7 +191,7 @@ fn request_roots(env: &Env) -> impl Iterator<Item = (PathBuf, Option<PathBuf>)> 
 /// Where a request's configuration is ([`locate::locate`]), with the starter made where the
 /// account has none ([`locate::start`]), except while settings lie under the request's web
 /// root: then nothing is written, and [`refusal`] refuses the request with where they must go.
-pub fn locate(env: &Env, name: Option<OsString>) -> Result<Located, String> {
+pub fn locate(env: &Env, name: Option<OsString>) -> Result<Located, LoadError> {
     let located = locate::locate(None, name)?;
     if matches!(located, Located::Defaults { .. })
         && request_roots(env).any(|(root, program)| stray(&root, program.as_deref()).is_some())
@@ -214,7 +215,7 @@ pub fn refusal(env: &Env, located: &Located, config: Option<&Config>) -> Option<
 pub fn locate_for_command(
     flag: Option<PathBuf>,
     name: Option<OsString>,
-) -> Result<Located, String> {
+) -> Result<Located, LoadError> {
     let located = locate::locate(flag, name)?;
     if matches!(located, Located::Defaults { .. })
         && home_roots()

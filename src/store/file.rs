@@ -54,6 +54,7 @@ use crate::store::journal::Journal as JournalRole;
 use crate::store::notes::Notes;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
+use crate::support::log::StderrLog;
 use budget::Budget;
 use journal::Journal;
 use lock::{Lock, Locked};
@@ -73,6 +74,8 @@ pub struct FileStore<C: Clock> {
     grace_ms: u64,
     lock_timeout: Duration,
     budget: Budget,
+    /// Where the store's own lines go (a folding begun, the directory made again).
+    log: StderrLog,
 }
 
 /// Placements tried for one decision before giving up (each is undone only by a race between
@@ -91,12 +94,19 @@ impl<C: Clock> FileStore<C> {
                 crate::support::defaults::FILE_LOCK_TIMEOUT_MS.into(),
             ),
             budget: Budget::default(),
+            log: StderrLog::default(),
         }
     }
 
     /// The data directory's budget, files and bytes.
     pub fn with_budget(mut self, budget: Budget) -> Self {
         self.budget = budget;
+        self
+    }
+
+    /// The log its own lines go to, with the context the process names.
+    pub fn with_log(mut self, log: StderrLog) -> Self {
+        self.log = log;
         self
     }
 
@@ -115,6 +125,7 @@ impl<C: Clock> FileStore<C> {
             data: &self.dir,
             timeout: self.lock_timeout,
             grace_ms: self.grace_ms,
+            log: &self.log,
         }
     }
 
@@ -194,12 +205,18 @@ impl<C: Clock> FileStore<C> {
     /// Creates the data directory (mode 700) if it is missing: a store that cannot count
     /// would let every request through under the `allow` policy.
     fn ensure_dir(&self) -> Result<(), StoreError> {
-        lock::ensure_data_dir(&self.dir)
+        lock::ensure_data_dir(&self.dir, &self.log)
     }
 
     /// Opens (creating if needed) and locks the file at `path`.
     fn lock(&self, path: &Path) -> Result<Locked, StoreError> {
-        lock::open_locked(&self.dir, path, Lock::Exclusive, self.lock_timeout)
+        lock::open_locked(
+            &self.dir,
+            path,
+            Lock::Exclusive,
+            self.lock_timeout,
+            &self.log,
+        )
     }
 
     /// Reads and decodes a locked file's record, changing nothing.
@@ -462,7 +479,7 @@ impl<C: Clock> Upkeep for FileStore<C> {
                 ..SweepReport::default()
             });
         }
-        made::check(&self.dir);
+        made::check(&self.dir, &self.log);
         // The budget is kept on the store's clock, as every time it keeps: with a test's clock
         // the sweep's end depends on that clock alone, never on the machine's speed.
         let deadline = budget.map(|b| {

@@ -53,13 +53,16 @@ pub struct HeldJournal<C: Clock = SystemClock> {
     inner: Rc<dyn Journal>,
     clock: C,
     held: RefCell<Held>,
+    /// Where what could not be written as the process ended is said.
+    log: StderrLog,
 }
 
-/// `store` with both of a FastCGI process's memories in front of it.
-pub fn held(store: Store) -> Store {
+/// `store` with both of a FastCGI process's memories in front of it; `log` says what the
+/// journal could not write as the process ended.
+pub fn held(store: Store, log: StderrLog) -> Store {
     store
         .with_counters(|c| Rc::new(HeldCounters::new(c)))
-        .with_journal(|j| Rc::new(HeldJournal::new(j)))
+        .with_journal(|j| Rc::new(HeldJournal::new(j).with_log(log)))
 }
 
 /// What names one request's checks: each rule (with its limit, window and algorithm) and key.
@@ -159,7 +162,14 @@ impl<C: Clock> HeldJournal<C> {
             inner,
             clock,
             held: RefCell::new(Held::default()),
+            log: StderrLog::default(),
         }
+    }
+
+    /// The log its last words go to.
+    pub fn with_log(mut self, log: StderrLog) -> HeldJournal<C> {
+        self.log = log;
+        self
     }
 }
 
@@ -231,7 +241,7 @@ impl<C: Clock> Drop for HeldJournal<C> {
         let _ = self.flush();
         // What could not be kept aside goes to the store itself.
         if let Err(e) = self.write_held(false) {
-            StderrLog::default().line(
+            self.log.line(
                 Level::Warn,
                 &format!("the usage journal could not be written as the process ended: {e}"),
             );

@@ -24,7 +24,7 @@ use crate::store::notes::Notes;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
-use resp::{Connection, Reply};
+use resp::{Connection, OddReply, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
 /// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
@@ -53,23 +53,25 @@ fn ms(n: i64) -> u64 {
 }
 
 /// Turns the script's answer into a decision.
-pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, String> {
+pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, OddReply> {
     let Reply::Array(Some(items)) = reply else {
-        return Err(format!("the script answered {reply:?}"));
+        return Err(OddReply(format!("the script answered {reply:?}")));
     };
     let ints: Vec<i64> = items
         .iter()
         .map(|i| match i {
             Reply::Int(v) => Ok(*v),
-            other => Err(format!("the script answered {other:?} among numbers")),
+            other => Err(OddReply(format!(
+                "the script answered {other:?} among numbers"
+            ))),
         })
         .collect::<Result<_, _>>()?;
     if ints.len() != 4 + 2 * checks.len() {
-        return Err(format!(
+        return Err(OddReply(format!(
             "the script answered {} numbers for {} keys",
             ints.len(),
             checks.len()
-        ));
+        )));
     }
     let statuses = checks
         .iter()
@@ -93,7 +95,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, St
     let rule = usize::try_from(ints[1] - 1)
         .ok()
         .filter(|r| *r < checks.len())
-        .ok_or("the script named no refusing rule")?;
+        .ok_or_else(|| OddReply("the script named no refusing rule".into()))?;
     Ok(Decision::Refuse {
         rule,
         wait_ms: ms(ints[2]),

@@ -1,12 +1,14 @@
 //! The owner's log: one line per event on standard error, which Apache writes to its error_log.
 //! Every line is made safe on the way out: secrets masked, control characters escaped, bounded.
 //! Each carries, after its message, the time (UTC, by the program's own clock: mod_cgid adds
-//! none) and the configuration file the process read.
+//! none) and the configuration file the process read: a [`Context`] each log holds, given by
+//! whoever builds it (the gateway or command that located the configuration); nothing here is
+//! kept for the whole process.
 
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,58 +103,94 @@ fn push_safe(out: &mut String, text: &str, limit: usize) {
     }
 }
 
-/// What this process's log lines carry after their message: the configuration file read
-/// (set by the gateway or command once it has located it) ...
-static CONFIGURATION: Mutex<Option<String>> = Mutex::new(None);
-/// ... and the time, written as UTC by the function the program starts with (the calendar is
-/// in a layer above this one).
-static TIME_FORMAT: OnceLock<fn(u64) -> String> = OnceLock::new();
+/// What a line carries after its message: the time, written by the function the program
+/// gives (the calendar is in a layer above this one), and the configuration file read, once
+/// the gateway or command has located it. Held by each log, never by the process.
+#[derive(Debug, Clone)]
+pub struct Context {
+    time: fn(u64) -> String,
+    configuration: Option<Arc<str>>,
+}
 
-/// Names the configuration file every later line of this process was read with.
-pub fn set_configuration(described: String) {
-    if let Ok(mut c) = CONFIGURATION.lock() {
-        *c = Some(described);
+impl Default for Context {
+    /// The time as seconds, and no configuration named.
+    fn default() -> Context {
+        Context::new(seconds_since_1970)
     }
 }
 
-/// Sets how the time of each line is written (milliseconds since 1970 to UTC text); the
-/// first call wins.
-pub fn set_time_format(format: fn(u64) -> String) {
-    let _ = TIME_FORMAT.set(format);
+fn seconds_since_1970(ms: u64) -> String {
+    format!("{} s since 1970 UTC", ms / 1000)
 }
 
-/// The context of a line written now: the time, and the configuration file when known.
-fn context() -> String {
-    let ms = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let time = match TIME_FORMAT.get() {
-        Some(format) => format(ms),
-        None => format!("{} s since 1970 UTC", ms / 1000),
-    };
-    match CONFIGURATION.lock().ok().and_then(|c| c.clone()) {
-        Some(file) => format!("{time}; configuration {file}"),
-        None => time,
+impl Context {
+    /// Lines whose time `time` writes (milliseconds since 1970 to UTC text).
+    pub fn new(time: fn(u64) -> String) -> Context {
+        Context {
+            time,
+            configuration: None,
+        }
+    }
+
+    /// The same, naming the configuration file the lines were written under.
+    pub fn naming(self, described: String) -> Context {
+        Context {
+            configuration: Some(described.into()),
+            ..self
+        }
+    }
+
+    /// The context of a line written at `ms`: the time, and the configuration file when known.
+    pub fn at(&self, ms: u64) -> String {
+        let time = (self.time)(ms);
+        match &self.configuration {
+            Some(file) => format!("{time}; configuration {file}"),
+            None => time,
+        }
+    }
+
+    /// The context of a line written now.
+    fn now(&self) -> String {
+        let ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.at(ms)
     }
 }
 
-/// Writes to standard error.
-#[derive(Debug, Default)]
+/// Writes to standard error, each line with its [`Context`].
+#[derive(Debug, Default, Clone)]
 pub struct StderrLog {
+    context: Context,
     /// The secrets to mask, as the configuration holds them.
     secrets: Vec<String>,
     /// Every form of them ([`crate::support::secret::all_forms`]), made at the first line: most CGI
     /// requests log nothing.
-    forms: std::sync::OnceLock<Vec<String>>,
+    forms: OnceLock<Vec<String>>,
 }
 
 impl StderrLog {
-    /// A log that masks `secrets` in every form.
-    pub fn masking(secrets: Vec<String>) -> StderrLog {
+    /// A log whose lines carry `context`, masking nothing.
+    pub fn new(context: Context) -> StderrLog {
+        StderrLog {
+            context,
+            secrets: Vec::new(),
+            forms: OnceLock::new(),
+        }
+    }
+
+    /// The same log, masking `secrets` in every form.
+    pub fn masking(self, secrets: Vec<String>) -> StderrLog {
         StderrLog {
             secrets,
-            forms: std::sync::OnceLock::new(),
+            forms: OnceLock::new(),
+            ..self
         }
+    }
+
+    /// What its lines carry after their message.
+    pub fn context(&self) -> &Context {
+        &self.context
     }
 }
 
@@ -161,7 +199,7 @@ impl Log for StderrLog {
         let forms = self
             .forms
             .get_or_init(|| crate::support::secret::all_forms(&self.secrets));
-        let line = format_line_in(level, message, &context(), forms);
+        let line = format_line_in(level, message, &self.context.now(), forms);
         // One write per line, so lines of concurrent processes do not interleave.
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
@@ -317,6 +355,24 @@ mod tests {
         let long = format_line_in(Level::Notice, &"x".repeat(5000), "the time", &[]);
         assert!(long.ends_with("... [the time]\n"), "{long}");
         assert!(long.len() < MAX_LINE + 30);
+    }
+
+    #[test]
+    fn the_context_is_the_time_as_written_and_the_configuration_named() {
+        fn iso(ms: u64) -> String {
+            format!("T{ms}Z")
+        }
+        assert_eq!(Context::default().at(1_500), "1 s since 1970 UTC");
+        assert_eq!(Context::new(iso).at(1_500), "T1500Z");
+        let named = Context::new(iso).naming("/home/u/resolve/config.json".to_owned());
+        assert_eq!(
+            named.at(7),
+            "T7Z; configuration /home/u/resolve/config.json"
+        );
+        // Each log holds its own: another log's context is not this one's.
+        let log = StderrLog::new(named.clone()).masking(vec!["tok1".to_owned()]);
+        assert_eq!(log.context().at(7), named.at(7));
+        assert_eq!(StderrLog::default().context().at(7), "0 s since 1970 UTC");
     }
 
     #[test]

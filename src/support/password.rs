@@ -2,6 +2,9 @@
 //! (`$argon2id$v=19$m=...,t=...,p=...$SALT$HASH`), salted and deliberately slow, and checked
 //! against one. The configuration holds the hash only, never the password.
 
+use std::fmt;
+
+use argon2::password_hash;
 use argon2::{Algorithm, Argon2, Params, PasswordHash, PasswordHasher, PasswordVerifier, Version};
 
 use crate::support::defaults;
@@ -21,79 +24,142 @@ const MAX_WORK_KIB: u64 = defaults::ADMIN_HASH_MAX_WORK_KIB;
 const MAKE_ONE: &str = "make one with `resolve hash-password` (it reads the password on standard input) \
      and paste the line it prints";
 
+/// Why a password or a hash is refused, or a hash could not be made; each message ends with
+/// what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordError {
+    /// The password is empty or blank ([`check_strength`]).
+    Empty,
+    /// The password has fewer characters than the least ([`check_strength`]).
+    TooShort { chars: usize },
+    /// The default costs were refused ([`hash`]).
+    Params(argon2::Error),
+    /// Hashing failed ([`hash`]).
+    Hashing(password_hash::Error),
+    /// Not a hash in its standard form ([`check_hash`], and so on below).
+    NotPhc(password_hash::phc::Error),
+    /// A hash of another algorithm.
+    NotArgon2id(String),
+    /// A hash of another version of Argon2.
+    NotVersion19,
+    /// A hash without its salt or its hash part.
+    Incomplete,
+    /// The hash's costs could not be read.
+    Costs(password_hash::Error),
+    /// The costs are too low to slow down guessing.
+    TooCheap { m: u32, t: u32 },
+    /// The costs are too high for a shared host.
+    TooDear { m: u32, t: u32, p: u32 },
+}
+
+impl fmt::Display for PasswordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PasswordError::Empty => f.write_str("the password is empty"),
+            PasswordError::TooShort { chars } => write!(
+                f,
+                "the password has {chars} characters: use at least {} (a few unrelated words make \
+                 a good one, or let deploy.sh --admin-password make one)",
+                defaults::ADMIN_PASSWORD_MIN_CHARS
+            ),
+            PasswordError::Params(e) => write!(f, "bad hash parameters: {e}"),
+            PasswordError::Hashing(e) => write!(f, "hashing failed: {e}"),
+            PasswordError::NotPhc(e) => write!(
+                f,
+                "not a password hash in its standard form ($argon2id$v=19$m=...,t=...,p=...$SALT$HASH): \
+                 {e}; {MAKE_ONE}"
+            ),
+            PasswordError::NotArgon2id(algorithm) => {
+                write!(f, "the hash is {algorithm}, not argon2id; {MAKE_ONE}")
+            }
+            PasswordError::NotVersion19 => {
+                write!(f, "the hash must say v=19 (Argon2 version 1.3); {MAKE_ONE}")
+            }
+            PasswordError::Incomplete => {
+                write!(f, "the hash has no salt or no hash part; {MAKE_ONE}")
+            }
+            PasswordError::Costs(e) => {
+                write!(f, "the hash's costs do not read: {e}; {MAKE_ONE}")
+            }
+            PasswordError::TooCheap { m, t } => write!(
+                f,
+                "the hash is too cheap to slow down guessing (m={m}, t={t}: at least m={MIN_M_COST_KIB} \
+                 and m times t at least {MIN_WORK_KIB}); {MAKE_ONE}"
+            ),
+            PasswordError::TooDear { m, t, p } => write!(
+                f,
+                "the hash asks too much of a shared host for each sign-in (m={m}, t={t}, p={p}: at \
+                 most m={MAX_M_COST_KIB}, t={MAX_T_COST}, p={MAX_P_COST}, and m times t at most \
+                 {MAX_WORK_KIB}); {MAKE_ONE}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PasswordError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PasswordError::Params(e) => Some(e),
+            PasswordError::Hashing(e) | PasswordError::Costs(e) => Some(e),
+            PasswordError::NotPhc(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Whether a password is long enough to be worth a dashboard; the reason when not.
-pub fn check_strength(password: &str) -> Result<(), String> {
+pub fn check_strength(password: &str) -> Result<(), PasswordError> {
     let chars = password.chars().count();
     if password.trim().is_empty() {
-        return Err("the password is empty".into());
+        return Err(PasswordError::Empty);
     }
     if chars < defaults::ADMIN_PASSWORD_MIN_CHARS {
-        return Err(format!(
-            "the password has {chars} characters: use at least {} (a few unrelated words make a \
-             good one, or let deploy.sh --admin-password make one)",
-            defaults::ADMIN_PASSWORD_MIN_CHARS
-        ));
+        return Err(PasswordError::TooShort { chars });
     }
     Ok(())
 }
 
 /// The hash of `password` with this `salt` (16 random bytes), with the default costs.
-pub fn hash(password: &str, salt: &[u8; 16]) -> Result<String, String> {
+pub fn hash(password: &str, salt: &[u8; 16]) -> Result<String, PasswordError> {
     let params = Params::new(
         defaults::ADMIN_HASH_MEMORY_KIB,
         defaults::ADMIN_HASH_PASSES,
         defaults::ADMIN_HASH_LANES,
         None,
     )
-    .map_err(|e| format!("bad hash parameters: {e}"))?;
+    .map_err(PasswordError::Params)?;
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password_with_salt(password.as_bytes(), salt)
         .map(|h| h.to_string())
-        .map_err(|e| format!("hashing failed: {e}"))
+        .map_err(PasswordError::Hashing)
 }
 
 /// Checks that `hash` is an Argon2id hash in its standard form whose costs are neither too low
 /// to slow down guessing nor too high for a shared host; the problem and its fix when not.
-pub fn check_hash(hash: &str) -> Result<(), String> {
-    let parsed = PasswordHash::new(hash).map_err(|e| {
-        format!(
-            "not a password hash in its standard form ($argon2id$v=19$m=...,t=...,p=...$SALT$HASH): \
-             {e}; {MAKE_ONE}"
-        )
-    })?;
+pub fn check_hash(hash: &str) -> Result<(), PasswordError> {
+    let parsed = PasswordHash::new(hash).map_err(PasswordError::NotPhc)?;
     if parsed.algorithm.as_str() != "argon2id" {
-        return Err(format!(
-            "the hash is {}, not argon2id; {MAKE_ONE}",
-            parsed.algorithm.as_str()
+        return Err(PasswordError::NotArgon2id(
+            parsed.algorithm.as_str().to_owned(),
         ));
     }
     if parsed.version != Some(0x13) {
-        return Err(format!(
-            "the hash must say v=19 (Argon2 version 1.3); {MAKE_ONE}"
-        ));
+        return Err(PasswordError::NotVersion19);
     }
     if parsed.salt.is_none() || parsed.hash.is_none() {
-        return Err(format!("the hash has no salt or no hash part; {MAKE_ONE}"));
+        return Err(PasswordError::Incomplete);
     }
-    let params = Params::try_from(&parsed)
-        .map_err(|e| format!("the hash's costs do not read: {e}; {MAKE_ONE}"))?;
+    let params = Params::try_from(&parsed).map_err(PasswordError::Costs)?;
     let (m, t, p) = (params.m_cost(), params.t_cost(), params.p_cost());
     if m < MIN_M_COST_KIB || u64::from(m) * u64::from(t) < MIN_WORK_KIB {
-        return Err(format!(
-            "the hash is too cheap to slow down guessing (m={m}, t={t}: at least m={MIN_M_COST_KIB} \
-             and m times t at least {MIN_WORK_KIB}); {MAKE_ONE}"
-        ));
+        return Err(PasswordError::TooCheap { m, t });
     }
     if m > MAX_M_COST_KIB
         || t > MAX_T_COST
         || p > MAX_P_COST
         || u64::from(m) * u64::from(t) > MAX_WORK_KIB
     {
-        return Err(format!(
-            "the hash asks too much of a shared host for each sign-in (m={m}, t={t}, p={p}: at \
-             most m={MAX_M_COST_KIB}, t={MAX_T_COST}, p={MAX_P_COST}, and m times t at most \
-             {MAX_WORK_KIB}); {MAKE_ONE}"
-        ));
+        return Err(PasswordError::TooDear { m, t, p });
     }
     Ok(())
 }
@@ -140,13 +206,13 @@ mod tests {
 
     #[test]
     fn short_and_empty_passwords_are_refused() {
-        assert!(check_strength("").unwrap_err().contains("empty"));
-        assert!(
-            check_strength("            ")
-                .unwrap_err()
-                .contains("empty")
+        assert_eq!(check_strength(""), Err(PasswordError::Empty));
+        assert_eq!(check_strength("            "), Err(PasswordError::Empty));
+        assert_eq!(
+            check_strength("").unwrap_err().to_string(),
+            "the password is empty"
         );
-        let short = check_strength("hunter2").unwrap_err();
+        let short = check_strength("hunter2").unwrap_err().to_string();
         assert!(
             short.contains("7 characters") && short.contains("at least 12"),
             "{short}"
@@ -204,11 +270,38 @@ mod tests {
                 "too much",
             ),
         ] {
-            let e = check_hash(bad).unwrap_err();
+            let e = check_hash(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
             assert!(e.contains("resolve hash-password"), "{bad}: {e}");
             assert!(!verify(bad, "anything at all"), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_error_says_the_words_it_said_before_and_keeps_its_cause() {
+        use std::error::Error as _;
+        assert_eq!(
+            PasswordError::TooShort { chars: 7 }.to_string(),
+            "the password has 7 characters: use at least 12 (a few unrelated words make a good \
+             one, or let deploy.sh --admin-password make one)"
+        );
+        assert_eq!(
+            PasswordError::NotArgon2id("argon2i".to_owned()).to_string(),
+            format!("the hash is argon2i, not argon2id; {MAKE_ONE}")
+        );
+        assert_eq!(
+            PasswordError::TooCheap { m: 1024, t: 1 }.to_string(),
+            format!(
+                "the hash is too cheap to slow down guessing (m=1024, t=1: at least m=7168 and \
+                 m times t at least 35840); {MAKE_ONE}"
+            )
+        );
+        assert!(PasswordError::TooCheap { m: 1, t: 1 }.source().is_none());
+        // A hash that does not parse keeps the parser's error as its cause.
+        let e = check_hash("hunter22hunter22").unwrap_err();
+        assert!(matches!(e, PasswordError::NotPhc(_)), "{e:?}");
+        let cause = e.source().expect("the parser's error").to_string();
+        assert!(e.to_string().contains(&format!(": {cause}; ")), "{e}");
     }
 
     /// The costs the cap allowed before: 256 MiB, 20 passes, 8 lanes.
@@ -223,7 +316,7 @@ mod tests {
         let memory =
             "$argon2id$v=19$m=262144,t=1,p=1$MDEyMzQ1Njc4OWFiY2RlZg$aGFzaGhhc2hoYXNoaGFzaA";
         assert!(within_old_cap(memory));
-        let e = check_hash(memory).unwrap_err();
+        let e = check_hash(memory).unwrap_err().to_string();
         assert!(e.contains("too much") && e.contains("m=262144"), "{e}");
         assert!(!verify(memory, "anything at all"));
 
@@ -236,7 +329,7 @@ mod tests {
             .to_string();
         assert!(passes.contains("m=7168,t=20,p=8"), "{passes}");
         assert!(within_old_cap(&passes));
-        let e = check_hash(&passes).unwrap_err();
+        let e = check_hash(&passes).unwrap_err().to_string();
         assert!(e.contains("too much") && e.contains("t=20, p=8"), "{e}");
         assert!(!verify(&passes, "correct horse battery"));
     }

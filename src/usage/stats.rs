@@ -16,16 +16,28 @@ pub const TOP_CLIENTS: usize = 10;
 /// The periods `--since` takes.
 pub const PERIODS: &[(&str, u32)] = &[("24h", 24), ("7d", 7 * 24), ("30d", 30 * 24)];
 
-/// The hours of `--since TEXT`: `24h`, `7d` or `30d`, or any `Nh` / `Nd` up to what the
-/// journal keeps.
-pub fn parse_since(text: &str) -> Result<u32, String> {
-    let err = || {
-        format!(
-            "--since {text:?} is not a period: write 24h, 7d or 30d (or a number of hours \
-             or days, up to {} days)",
+/// `--since` given text that is not a period (the text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAPeriod(pub String);
+
+impl std::fmt::Display for NotAPeriod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "--since {:?} is not a period: write 24h, 7d or 30d (or a number of hours or days, \
+             up to {} days)",
+            self.0,
             journal::KEEP_HOURS / 24
         )
-    };
+    }
+}
+
+impl std::error::Error for NotAPeriod {}
+
+/// The hours of `--since TEXT`: `24h`, `7d` or `30d`, or any `Nh` / `Nd` up to what the
+/// journal keeps.
+pub fn parse_since(text: &str) -> Result<u32, NotAPeriod> {
+    let err = || NotAPeriod(text.to_owned());
     let (number, unit) = text.split_at(text.len().saturating_sub(1));
     let n: u32 = number.parse().map_err(|_| err())?;
     let hours = match unit {
@@ -361,7 +373,16 @@ mod tests {
         assert_eq!(parse_since("30d"), Ok(720));
         for bad in ["", "h", "0h", "24", "1w", "-1d", "401d", "99999999999d"] {
             let e = parse_since(bad).unwrap_err();
-            assert!(e.contains("24h, 7d or 30d"), "{bad}: {e}");
+            assert_eq!(e, NotAPeriod(bad.to_owned()));
+            assert!(e.to_string().contains("24h, 7d or 30d"), "{bad}: {e}");
         }
+        assert_eq!(
+            parse_since("1w").unwrap_err().to_string(),
+            format!(
+                "--since \"1w\" is not a period: write 24h, 7d or 30d (or a number of hours or \
+                 days, up to {} days)",
+                journal::KEEP_HOURS / 24
+            )
+        );
     }
 }

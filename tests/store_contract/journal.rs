@@ -566,7 +566,8 @@ pub fn child_adds_one_entry() {
     let text = format!(r#"{{"store": {section}}}"#);
     let config = Config::from_json(&text, std::path::Path::new("/")).expect("a store section");
     let spool = std::env::var_os(CHILD_SPOOL);
-    let mut store = resolve::site::open::from_config(&config);
+    let mut store =
+        resolve::site::open::from_config(&config, &resolve::support::log::Context::default());
     if let Some(dir) = &spool {
         store = store.with_journal(|journal| {
             Rc::new(

@@ -2,6 +2,7 @@
 //! the limiter refuses costs: no job read, no host list, no check.
 
 use super::*;
+use crate::provider::PrecheckError;
 use crate::store::cache::Cache;
 use std::rc::Rc;
 
@@ -20,12 +21,12 @@ impl Provider for Prechecked {
         ok_provider().answer
     }
 
-    fn host_list(&self) -> Option<Result<Vec<String>, String>> {
+    fn host_list(&self) -> Option<Result<Vec<String>, PrecheckError>> {
         self.lists.set(self.lists.get() + 1);
         Some(Ok(vec!["listed.example".into()]))
     }
 
-    fn link_dead(&self, link: &str) -> Option<Result<bool, String>> {
+    fn link_dead(&self, link: &str) -> Option<Result<bool, PrecheckError>> {
         self.checks.set(self.checks.get() + 1);
         Some(Ok(link.contains("dead")))
     }

@@ -22,7 +22,7 @@ use crate::gateway::signals;
 use crate::http::request::Env;
 use crate::site::{self, Site};
 use crate::support::defaults;
-use crate::support::log::{Level, Log, StderrLog};
+use crate::support::log::{Context, Level, Log, StderrLog};
 
 /// The listening socket the web server passed as standard input, if it did: `getpeername` on
 /// it fails with ENOTCONN (spec section 2.2). A pipe, file or terminal (ENOTSOCK) and a
@@ -75,21 +75,22 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn load(name: Option<OsString>, env: &Env) -> Result<Loaded, String> {
-        let located = site::web_root::locate(env, name.clone())?;
-        located.name_in_the_log();
+    /// The site `name` locates, its log lines carrying `log` and the configuration's name.
+    fn load(name: Option<OsString>, env: &Env, log: &Context) -> Result<Loaded, String> {
+        let located = site::web_root::locate(env, name.clone()).map_err(|e| e.to_string())?;
+        let log = log.clone().naming(located.describe());
         let watched = match &located {
             Located::File(source) => source.path().to_owned(),
             Located::Defaults { base } => base.join(defaults::CONFIG_FILE_NAME),
         };
         // Stamped before reading: a change made during the read is seen at the next request.
         let stamp = stamp(&watched);
-        let config = locate::load(&located)?;
+        let config = locate::load(&located).map_err(|e| e.to_string())?;
         Ok(Loaded {
             name,
             watched,
             stamp,
-            site: Site::long_lived(config),
+            site: Site::long_lived(config, log),
             located,
         })
     }
@@ -100,16 +101,28 @@ impl Loaded {
 }
 
 /// Answers requests with a site loaded once and kept while its configuration stays the same.
-#[derive(Default)]
 pub struct Sites {
     loaded: Option<Loaded>,
     served: u64,
     answered_by_site: bool,
+    /// What the process's own lines carry: the time, and the configuration last located.
+    log: Context,
 }
 
 impl Sites {
-    pub fn new() -> Sites {
-        Sites::default()
+    /// No site loaded yet; lines carry `log`.
+    pub fn new(log: Context) -> Sites {
+        Sites {
+            loaded: None,
+            served: 0,
+            answered_by_site: false,
+            log,
+        }
+    }
+
+    /// The process's log, its lines naming the configuration last located.
+    fn log(&self) -> StderrLog {
+        StderrLog::new(self.log.clone())
     }
 
     /// The site for a request whose RESOLVE_CONFIG (a FastCGI param, as `SetEnv` sends it, else
@@ -120,7 +133,9 @@ impl Sites {
             // connection is never open twice.
             self.finish();
             self.loaded = None;
-            self.loaded = Some(Loaded::load(name, env)?);
+            let loaded = Loaded::load(name, env, &self.log)?;
+            self.log = loaded.site.log_context().clone();
+            self.loaded = Some(loaded);
         }
         match &self.loaded {
             Some(l) => Ok(l),
@@ -169,14 +184,14 @@ impl Responder for Sites {
                 self.answered_by_site = false;
                 let located = locate::locate(None, name).ok();
                 if let Some(l) = &located {
-                    l.name_in_the_log();
+                    self.log = self.log.clone().naming(l.describe());
                 }
                 // A file that could not be read is judged by its place first.
                 let message = located
                     .as_ref()
                     .and_then(|l| site::web_root::refusal(&env, l, None))
                     .unwrap_or(message);
-                site::not_configured(&env, &message, located.as_ref())
+                site::not_configured(&env, &message, located.as_ref(), &self.log)
             }
         };
         answer.response.timed(started.elapsed());
@@ -191,7 +206,7 @@ impl Responder for Sites {
             && let Some(l) = &self.loaded
             && l.site.app().maybe_sweep()
         {
-            site::page_files::keep_for(&l.site.config);
+            site::page_files::keep_for(&l.site.config, l.site.log());
         }
     }
 
@@ -220,14 +235,13 @@ fn allowed_servers() -> Option<Vec<IpAddr>> {
     )
 }
 
-/// Serves the connections to `listener` until the responder is done; a connection's failure
+/// Serves the connections to `listener` until `sites` is done; a connection's failure
 /// is logged and ends that connection only.
 ///
-/// Waiting for a connection wakes now and then to let the responder write what it holds, and
+/// Waiting for a connection wakes now and then to let `sites` write what it holds, and
 /// to end the loop when the process was asked to stop (SIGTERM, which mod_fcgid sends to a
 /// process it retires): a request being answered is finished first.
-pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()> {
-    let log = StderrLog::default();
+pub fn serve(listener: &Socket, sites: &mut Sites) -> io::Result<()> {
     let allowed = allowed_servers();
     let mut draining = false;
     // An accept on a socket with a receive timeout returns at the timeout, and on a signal
@@ -245,7 +259,7 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
                 if let (Some(ip), Some(list)) = (peer_ip, &allowed)
                     && !list.contains(&ip)
                 {
-                    log.line(
+                    sites.log().line(
                         Level::Warn,
                         &format!(
                             "FastCGI connection from {ip} refused: not in FCGI_WEB_SERVER_ADDRS"
@@ -265,7 +279,7 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                responder.idle();
+                sites.idle();
                 continue;
             }
             Err(e) => return Err(e),
@@ -274,10 +288,12 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
         let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
         let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
         let mut conn = conn;
-        if let Ended::Broken(reason) = serve_connection(&mut conn, responder) {
-            log.line(Level::Warn, &format!("FastCGI connection closed: {reason}"));
+        if let Ended::Broken(reason) = serve_connection(&mut conn, sites) {
+            sites
+                .log()
+                .line(Level::Warn, &format!("FastCGI connection closed: {reason}"));
         }
-        if responder.done() && !draining {
+        if sites.done() && !draining {
             // No new connection, then answer those already waiting, then exit. A Unix socket
             // shut down for reading refuses new connections (mod_fcgid then turns to another
             // process) and still hands out the waiting ones; a TCP one would drop them, so it
@@ -294,16 +310,17 @@ pub fn serve(listener: &Socket, responder: &mut dyn Responder) -> io::Result<()>
     }
 }
 
-/// Runs the process in FastCGI mode on the listening socket from standard input.
-pub fn run(listener: Socket) -> ExitCode {
+/// Runs the process in FastCGI mode on the listening socket from standard input, its lines
+/// carrying `log`.
+pub fn run(listener: Socket, log: Context) -> ExitCode {
     signals::on_stop_finish_first();
-    let mut sites = Sites::new();
+    let mut sites = Sites::new(log);
     let served = serve(&listener, &mut sites);
     sites.finish();
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            StderrLog::default().line(
+            sites.log().line(
                 Level::Error,
                 &format!(
                     "FastCGI: accepting connections failed after {} requests: {e}",

@@ -103,6 +103,8 @@ pub struct Journal<'a> {
     pub data: &'a Path,
     pub timeout: Duration,
     pub grace_ms: u64,
+    /// Where a data directory made again is said.
+    pub log: &'a dyn crate::support::log::Log,
 }
 
 impl Journal<'_> {
@@ -119,7 +121,7 @@ impl Journal<'_> {
     }
 
     fn lock(&self, path: &Path, kind: Lock) -> Result<Locked, StoreError> {
-        open_locked(self.data, path, kind, self.timeout)
+        open_locked(self.data, path, kind, self.timeout, self.log)
     }
 
     /// A locked file's header and live copy, changing nothing. One read takes the whole of a

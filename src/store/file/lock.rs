@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::store::StoreError;
 use crate::store::file::safe_open::{io_error, names, open_ro, open_rw_checked};
+use crate::support::log::Log;
 
 /// Threads of this process waiting for a busy lock, and how many may.
 pub(crate) static WAITERS: AtomicUsize = AtomicUsize::new(0);
@@ -145,12 +146,12 @@ pub(crate) fn ensure_dir(dir: &Path) -> Result<(), StoreError> {
 
 /// [`ensure_dir`] for the file store's data directory: one made again where it was is said
 /// out loud ([`super::made`]), as its counts are gone.
-pub(crate) fn ensure_data_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn ensure_data_dir(dir: &Path, log: &dyn Log) -> Result<(), StoreError> {
     if dir.is_dir() {
         return Ok(());
     }
     ensure_dir(dir)?;
-    super::made::made(dir);
+    super::made::made(dir, log);
     Ok(())
 }
 
@@ -162,6 +163,7 @@ pub(crate) fn open_locked(
     path: &Path,
     kind: Lock,
     timeout: Duration,
+    log: &dyn Log,
 ) -> Result<Locked, StoreError> {
     let parent = path.parent().unwrap_or(dir);
     // A directory that is a link would take the files somewhere else.
@@ -176,7 +178,7 @@ pub(crate) fn open_locked(
         let (file, opened) = match open_rw_checked(path) {
             Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
-                ensure_data_dir(dir)?;
+                ensure_data_dir(dir, log)?;
                 match fs::DirBuilder::new().mode(0o700).create(parent) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::journal::Note;
 use crate::support::defaults;
-use crate::support::log::{Level, Log, StderrLog};
+use crate::support::log::{Level, Log};
 
 /// The mark beside `dir`: `.NAME.made` in its parent.
 pub fn mark_path(dir: &Path) -> PathBuf {
@@ -53,23 +53,23 @@ fn marked(dir: &Path) -> Option<String> {
 }
 
 /// After this process made `dir`: said when a mark shows it was there before; marked.
-pub fn made(dir: &Path) {
+pub fn made(dir: &Path, log: &dyn Log) {
     if marked(dir).is_some() {
-        again(dir);
+        again(dir, log);
     }
     mark(dir);
 }
 
 /// At a sweep: marks a directory not marked yet, and says so when the directory is not the one
 /// marked (made again by another part of the program, or moved back by hand).
-pub fn check(dir: &Path) {
+pub fn check(dir: &Path, log: &dyn Log) {
     let Ok(meta) = fs::metadata(dir) else {
         return;
     };
     match marked(dir) {
         Some(marked) if marked == identity(&meta) => {}
         Some(_) => {
-            again(dir);
+            again(dir, log);
             mark(dir);
         }
         None => mark(dir),
@@ -77,7 +77,7 @@ pub fn check(dir: &Path) {
 }
 
 /// Claims the mark of the directory made again (one process of many) and logs the line.
-fn again(dir: &Path) {
+fn again(dir: &Path, log: &dyn Log) {
     let at_ms = now_ms();
     let claimed = fs::OpenOptions::new()
         .write(true)
@@ -85,7 +85,7 @@ fn again(dir: &Path) {
         .open(dir.join(defaults::DATA_DIR_MADE_AGAIN_MARK))
         .and_then(|mut f| writeln!(f, "{at_ms}"));
     if claimed.is_ok() {
-        StderrLog::masking(Vec::new()).line(Level::Error, &text(dir, at_ms));
+        log.line(Level::Error, &text(dir, at_ms));
     }
 }
 
@@ -127,23 +127,25 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::support::log::MemoryLog;
 
     #[test]
     fn made_again_is_said_once_and_noted_for_a_month() {
         let home = crate::support::temp::dir("made", "again");
         let dir = home.join("ratelimit");
         assert_eq!(mark_path(&dir), home.join(".ratelimit.made"));
+        let log = MemoryLog::default();
         // Made the first time: marked, nothing said.
         fs::create_dir(&dir).unwrap();
-        made(&dir);
+        made(&dir, &log);
         assert!(mark_path(&dir).is_file());
         assert_eq!(note(&dir, now_ms()), None);
-        check(&dir);
+        check(&dir, &log);
         assert_eq!(note(&dir, now_ms()), None);
         // Deleted and made again by the store.
         fs::remove_dir_all(&dir).unwrap();
         fs::create_dir(&dir).unwrap();
-        made(&dir);
+        made(&dir, &log);
         let n = note(&dir, now_ms()).expect("a note");
         assert!(
             n.text.starts_with("ACTION NEEDED: the data directory "),
@@ -151,13 +153,15 @@ mod tests {
             n.text
         );
         assert!(n.text.contains("started again from zero"), "{}", n.text);
+        assert_eq!(log.lines.borrow().len(), 1, "said in the log it was given");
         // Said once: a second process finds the claim made.
         let claim = fs::read_to_string(dir.join(defaults::DATA_DIR_MADE_AGAIN_MARK)).unwrap();
-        made(&dir);
+        made(&dir, &log);
         assert_eq!(
             fs::read_to_string(dir.join(defaults::DATA_DIR_MADE_AGAIN_MARK)).unwrap(),
             claim
         );
+        assert_eq!(log.lines.borrow().len(), 1, "said once");
         // Kept while the month lasts.
         let month = defaults::DATA_DIR_MADE_AGAIN_NOTE_SECS * 1000;
         assert!(note(&dir, n.at_ms + month - 1).is_some());
@@ -166,7 +170,7 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
         fs::create_dir(&dir).unwrap();
         assert_eq!(note(&dir, now_ms()), None);
-        check(&dir);
+        check(&dir, &log);
         assert!(note(&dir, now_ms()).is_some());
         let _ = fs::remove_dir_all(&home);
     }

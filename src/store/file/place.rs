@@ -26,7 +26,7 @@ use crate::store::file::room;
 use crate::store::file::safe_open::{io_error, open_rw};
 use crate::store::{Check, StoreError};
 use crate::support::defaults;
-use crate::support::log::{Level as LogLevel, Log, StderrLog};
+use crate::support::log::{Level as LogLevel, Log};
 
 /// Where one check is counted.
 pub(crate) struct Placed {
@@ -199,7 +199,7 @@ impl<C: Clock> FileStore<C> {
                 defaults::FILE_STORE_FOLD_V4_PREFIX,
                 defaults::FILE_STORE_FOLD_V6_PREFIX
             );
-            StderrLog::masking(Vec::new()).line(LogLevel::Warn, &text);
+            self.log.line(LogLevel::Warn, &text);
             let _ = self.journal().note(&crate::core::journal::Note {
                 at_ms: self.clock.now_ms(),
                 text,

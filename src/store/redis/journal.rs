@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::core::journal::{self, ClientCount, Entry, HOUR_MS, KEEP_NOTES, Note, Row};
-use crate::store::redis::resp::{self, Reply};
+use crate::store::redis::resp::{self, OddReply, Reply};
 
 /// Fields of a clients hash fetched whole; bigger ones are read with `HSCAN`.
 pub const WHOLE_HASH: i64 = 20_000;
@@ -90,12 +90,12 @@ pub fn note_commands(note: &Note) -> Vec<Vec<u8>> {
 
 /// After [`note_commands`]' transaction (its `EXEC` reply): the commands that remove the
 /// notes of a kind beyond its share ([`journal::notes_kept`]), oldest first.
-pub fn notes_dropped(exec: &Reply) -> Result<Vec<Vec<u8>>, String> {
+pub fn notes_dropped(exec: &Reply) -> Result<Vec<Vec<u8>>, OddReply> {
     let Reply::Array(Some(items)) = exec else {
-        return Err(format!("EXEC answered {exec:?}"));
+        return Err(OddReply(format!("EXEC answered {exec:?}")));
     };
     let Some(Reply::Array(Some(list))) = items.last() else {
-        return Err("the notes were not read back".into());
+        return Err(OddReply("the notes were not read back".into()));
     };
     let values: Vec<&[u8]> = list
         .iter()
@@ -121,34 +121,40 @@ pub fn notes_dropped(exec: &Reply) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// Whether a transaction's last reply (`EXEC`'s) says every command ran.
-pub fn committed(exec: &Reply) -> Result<(), String> {
+pub fn committed(exec: &Reply) -> Result<(), OddReply> {
     match exec {
         Reply::Array(Some(items)) => match items.iter().find_map(|r| match r {
             Reply::Error(e) => Some(e),
             _ => None,
         }) {
-            Some(e) => Err(format!("a command of the transaction failed: {e}")),
+            Some(e) => Err(OddReply(format!(
+                "a command of the transaction failed: {e}"
+            ))),
             None => Ok(()),
         },
-        other => Err(format!("EXEC answered {other:?}")),
+        other => Err(OddReply(format!("EXEC answered {other:?}"))),
     }
 }
 
 /// The notes of an `LRANGE`, newest first.
-pub fn notes_from(reply: &Reply) -> Result<Vec<Note>, String> {
+pub fn notes_from(reply: &Reply) -> Result<Vec<Note>, OddReply> {
     let Reply::Array(Some(items)) = reply else {
-        return Err(format!("LRANGE answered {reply:?}"));
+        return Err(OddReply(format!("LRANGE answered {reply:?}")));
     };
     items
         .iter()
         .map(|item| {
             let Reply::Bulk(Some(bytes)) = item else {
-                return Err(format!("a note is {item:?}"));
+                return Err(OddReply(format!("a note is {item:?}")));
             };
             let text = String::from_utf8_lossy(bytes);
-            let (at, text) = text.split_once(' ').ok_or("a note without its time")?;
+            let (at, text) = text
+                .split_once(' ')
+                .ok_or_else(|| OddReply("a note without its time".into()))?;
             Ok(Note {
-                at_ms: at.parse().map_err(|_| "a note without its time")?,
+                at_ms: at
+                    .parse()
+                    .map_err(|_| OddReply("a note without its time".into()))?,
                 text: text.to_owned(),
             })
         })
@@ -156,9 +162,9 @@ pub fn notes_from(reply: &Reply) -> Result<Vec<Note>, String> {
 }
 
 /// The field-value pairs of an `HGETALL` (or the second half of an `HSCAN`).
-pub fn pairs(reply: &Reply) -> Result<Vec<(String, u64)>, String> {
+pub fn pairs(reply: &Reply) -> Result<Vec<(String, u64)>, OddReply> {
     let Reply::Array(Some(items)) = reply else {
-        return Err(format!("a hash answered {reply:?}"));
+        return Err(OddReply(format!("a hash answered {reply:?}")));
     };
     items
         .chunks(2)
@@ -167,9 +173,9 @@ pub fn pairs(reply: &Reply) -> Result<Vec<(String, u64)>, String> {
                 String::from_utf8_lossy(field).into_owned(),
                 String::from_utf8_lossy(value)
                     .parse()
-                    .map_err(|_| "a count that is not a number")?,
+                    .map_err(|_| OddReply("a count that is not a number".into()))?,
             )),
-            other => Err(format!("a hash field is {other:?}")),
+            other => Err(OddReply(format!("a hash field is {other:?}"))),
         })
         .collect()
 }
@@ -191,9 +197,9 @@ pub fn client_rows(hour: u32, fields: Vec<(String, u64)>, out: &mut Vec<Row>) {
 }
 
 /// Milliseconds of the server's `TIME` reply.
-pub fn ms_from_time(reply: &Reply) -> Result<u64, String> {
+pub fn ms_from_time(reply: &Reply) -> Result<u64, OddReply> {
     let Reply::Array(Some(parts)) = reply else {
-        return Err(format!("TIME answered {reply:?}"));
+        return Err(OddReply(format!("TIME answered {reply:?}")));
     };
     let number = |i: usize| -> Option<u64> {
         match parts.get(i)? {
@@ -203,7 +209,7 @@ pub fn ms_from_time(reply: &Reply) -> Result<u64, String> {
     };
     match (number(0), number(1)) {
         (Some(s), Some(us)) => Ok(s * 1000 + us / 1000),
-        _ => Err(format!("TIME answered {reply:?}")),
+        _ => Err(OddReply(format!("TIME answered {reply:?}"))),
     }
 }
 

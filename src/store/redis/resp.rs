@@ -7,6 +7,19 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// A reply the store did not expect from the server (a script's, a transaction's, a
+/// command's): what it was, for the owner's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OddReply(pub String);
+
+impl std::fmt::Display for OddReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OddReply {}
+
 /// A reply from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {

@@ -42,9 +42,50 @@ fn script_answers_become_decisions() {
             }]
         }
     );
-    assert!(decision_from(&ints(&[0, 2, 1, 5, 30, 1]), &checks).is_err());
-    assert!(decision_from(&ints(&[1, 0, 0]), &checks).is_err());
-    assert!(decision_from(&Reply::Simple("OK".into()), &checks).is_err());
+    let odd = |reply: &Reply| decision_from(reply, &checks).unwrap_err().to_string();
+    assert_eq!(
+        odd(&ints(&[0, 2, 1, 5, 30, 1])),
+        "the script named no refusing rule"
+    );
+    assert_eq!(
+        odd(&ints(&[1, 0, 0])),
+        "the script answered 3 numbers for 1 keys"
+    );
+    assert_eq!(
+        odd(&Reply::Simple("OK".into())),
+        "the script answered Simple(\"OK\")"
+    );
+    assert_eq!(
+        odd(&Reply::Array(Some(vec![Reply::Simple("x".into())]))),
+        "the script answered Simple(\"x\") among numbers"
+    );
+}
+
+#[test]
+fn odd_replies_say_what_the_server_answered() {
+    let e = journal::committed(&Reply::Array(Some(vec![
+        Reply::Simple("OK".into()),
+        Reply::Error("ERR wrong".into()),
+    ])))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "a command of the transaction failed: ERR wrong"
+    );
+    assert!(std::error::Error::source(&e).is_none());
+    assert_eq!(
+        journal::ms_from_time(&Reply::Int(3)).unwrap_err(),
+        OddReply("TIME answered Int(3)".into())
+    );
+    assert_eq!(
+        journal::pairs(&Reply::Array(Some(vec![
+            Reply::Bulk(Some(b"f".to_vec())),
+            Reply::Bulk(Some(b"x".to_vec())),
+        ])))
+        .unwrap_err()
+        .to_string(),
+        "a count that is not a number"
+    );
 }
 
 /// A store at `port` on loopback, with the settings a checked `"store": {"kind": "redis",
