@@ -5,11 +5,16 @@
 //! two digits (256 shard directories keep each small and let a sweep take one at a time). No
 //! input reaches a file name, so nothing can escape the directory or collide.
 //!
-//! Locking: a request locks the files of all its keys in name order (no deadlock), reads them,
-//! decides, writes the changed ones and unlocks by closing. The counter is written before the
-//! request is admitted, so a process killed at any instant can only over-count. A sweep removes
-//! a file only while holding its lock; a request that opened the file before that notices (the
-//! path no longer names its inode) and opens it again.
+//! Locking: a request locks the files of its client's own keys in name order, reads them and,
+//! when they refuse, is refused without opening the others (the site-wide spend and rate
+//! keys). Otherwise it locks the others in name order too, keeping its first locks, decides
+//! with every file, writes the changed ones and unlocks by closing. No deadlock: a key's group
+//! follows from its rule (the configuration gives the client's rules and the site's distinct
+//! keys), so every request takes its locks in one order, the client's group before the
+//! site's and names within each; a refund holds one file's lock at a time, a sweep only tries.
+//! The counter is written before the request is admitted, so a process killed at any instant
+//! can only over-count. A sweep removes a file only while holding its lock; a request that
+//! opened the file before that notices (the path no longer names its inode) and opens it again.
 //!
 //! Budget: the directory holds at most `store.max_files` files and `store.max_bytes` bytes
 //! (`budget`): a key that has a file is counted exactly; past the clients' share a new client
@@ -295,55 +300,119 @@ fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-impl<C: Clock> Counters for FileStore<C> {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
-        fixed_only(checks)?;
-        for _ in 0..PLACE_TRIES {
-            let placed = checks
-                .iter()
-                .map(|c| self.place(c))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut order: Vec<(usize, &Path)> = placed
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i, p.path.as_path()))
-                .collect();
-            order.sort_by(|a, b| a.1.cmp(b.1));
-            order.dedup_by(|a, b| a.1 == b.1);
-            if order.len() != checks.len() {
-                return Err(StoreError::unavailable("two rules share one key"));
-            }
-            let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-            for (i, path) in &order {
-                locked[*i] = Some(self.lock(path)?);
-            }
-            let locked: Vec<Locked> = locked.into_iter().flatten().collect();
-            let loaded = locked
-                .iter()
-                .map(|l| self.load(l))
-                .collect::<Result<Vec<_>, _>>()?;
-            let holds = placed.iter().all(|p| self.still_placed(p));
-            if !holds {
-                continue; // dropping `locked` releases the locks
-            }
+/// One group of a decision's checks (the client's own, or the others), placed, their files
+/// locked in name order and read; in the checks' order. Dropping it releases the locks.
+struct Group {
+    placed: Vec<place::Placed>,
+    locked: Vec<Locked>,
+    loaded: Vec<Loaded>,
+}
 
-            let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
-            let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
-            let mut outcome = limiter::decide(&rules, &states, self.clock.now_ms());
-            for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-                match write {
-                    Write::Counter(counter) => self.store(l, before, counter)?,
-                    // A file made for this request and left empty (it was refused) goes, still
-                    // locked: a refused request leaves no file behind.
-                    _ if before.counter.is_none() => {
-                        let _ = fs::remove_file(&l.path);
-                    }
-                    _ => {}
+impl Group {
+    fn states(&self) -> Vec<State> {
+        self.loaded
+            .iter()
+            .map(|l| State::Fixed(l.counter))
+            .collect()
+    }
+}
+
+impl<C: Clock> FileStore<C> {
+    /// Places `checks`, locks their files in name order and reads them; None when a placement
+    /// no longer held once its file was locked (the caller starts over). `taken`: the files
+    /// of the group already locked, which no check of this one may share.
+    fn lock_group(
+        &self,
+        checks: &[Check<'_>],
+        taken: &[place::Placed],
+    ) -> Result<Option<Group>, StoreError> {
+        let placed = checks
+            .iter()
+            .map(|c| self.place(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut order: Vec<(usize, &Path)> = placed
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i, p.path.as_path()))
+            .collect();
+        order.sort_by(|a, b| a.1.cmp(b.1));
+        order.dedup_by(|a, b| a.1 == b.1);
+        let shared = order
+            .iter()
+            .any(|(_, path)| taken.iter().any(|t| t.path == *path));
+        if order.len() != checks.len() || shared {
+            return Err(StoreError::unavailable("two rules share one key"));
+        }
+        let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
+        for (i, path) in &order {
+            locked[*i] = Some(self.lock(path)?);
+        }
+        let locked: Vec<Locked> = locked.into_iter().flatten().collect();
+        let loaded = locked
+            .iter()
+            .map(|l| self.load(l))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !placed.iter().all(|p| self.still_placed(p)) {
+            return Ok(None);
+        }
+        Ok(Some(Group {
+            placed,
+            locked,
+            loaded,
+        }))
+    }
+
+    /// Writes a decision's counters into the locked files of `groups` (in the checks' order,
+    /// as the outcome's writes are) and marks the statuses of folded keys.
+    fn finish(
+        &self,
+        mut outcome: limiter::Outcome,
+        groups: &[Group],
+    ) -> Result<Decision, StoreError> {
+        let files = groups.iter().flat_map(|g| g.locked.iter().zip(&g.loaded));
+        for ((l, before), write) in files.zip(&outcome.writes) {
+            match write {
+                Write::Counter(counter) => self.store(l, before, counter)?,
+                // A file made for this request and left empty (it was refused) goes, still
+                // locked: a refused request leaves no file behind.
+                _ if before.counter.is_none() => {
+                    let _ = fs::remove_file(&l.path);
+                }
+                _ => {}
+            }
+        }
+        let placed: Vec<&place::Placed> = groups.iter().flat_map(|g| &g.placed).collect();
+        self.mark_shared(&mut outcome.decision, &placed);
+        Ok(outcome.decision)
+    }
+}
+
+impl<C: Clock> Counters for FileStore<C> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+        fixed_only(checks)?;
+        let own = own.min(checks.len());
+        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        for _ in 0..PLACE_TRIES {
+            // The client's own files first: a client over its own limit is refused from them
+            // alone, the site's files neither opened nor locked.
+            let Some(mine) = self.lock_group(&checks[..own], &[])? else {
+                continue; // dropping the group releases its locks
+            };
+            if own < checks.len() {
+                let states = mine.states();
+                let now = self.clock.now_ms();
+                if let Some(refused) = limiter::own_refusal(&rules[..own], &states, now) {
+                    return self.finish(refused, &[mine]);
                 }
             }
-            self.mark_shared(&mut outcome.decision, &placed);
-            return Ok(outcome.decision);
-            // Dropping `locked` closes the files, which releases the locks.
+            // Then the others, their locks taken while the client's are held.
+            let Some(rest) = self.lock_group(&checks[own..], &mine.placed)? else {
+                continue;
+            };
+            let states: Vec<State> = mine.states().into_iter().chain(rest.states()).collect();
+            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            return self.finish(outcome, &[mine, rest]);
+            // Dropping the groups closes the files, which releases the locks.
         }
         Err(StoreError::unavailable(
             "a client's own key and its network's were made at once too often to tell which \
@@ -355,14 +424,13 @@ impl<C: Clock> Counters for FileStore<C> {
         let mut paths: Vec<PathBuf> = checks.iter().filter_map(|c| self.counted_at(c)).collect();
         paths.sort();
         paths.dedup();
-        let locked = paths
-            .iter()
-            .map(|p| self.lock(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        for l in &locked {
-            let loaded = self.load(l)?;
+        // One file at a time: each key takes its request back on its own, and a lock held
+        // while waiting for another could meet a decision taking them in its own order.
+        for path in &paths {
+            let locked = self.lock(path)?;
+            let loaded = self.load(&locked)?;
             if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
-                self.store(l, &loaded, &c)?;
+                self.store(&locked, &loaded, &c)?;
             }
         }
         Ok(())
