@@ -30,6 +30,7 @@
 
 pub mod budget;
 mod folded;
+mod group;
 mod journal;
 mod journal_record;
 pub(crate) mod lock;
@@ -51,7 +52,7 @@ use sha2::{Digest, Sha256};
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
-use crate::core::limiter::{self, Counter, State, Write};
+use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
@@ -298,93 +299,6 @@ fn is_key_file_name(name: &str) -> bool {
 
 fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
-
-/// One group of a decision's checks (the client's own, or the others), placed, their files
-/// locked in name order and read; in the checks' order. Dropping it releases the locks.
-struct Group {
-    placed: Vec<place::Placed>,
-    locked: Vec<Locked>,
-    loaded: Vec<Loaded>,
-}
-
-impl Group {
-    fn states(&self) -> Vec<State> {
-        self.loaded
-            .iter()
-            .map(|l| State::Fixed(l.counter))
-            .collect()
-    }
-}
-
-impl<C: Clock> FileStore<C> {
-    /// Places `checks`, locks their files in name order and reads them; None when a placement
-    /// no longer held once its file was locked (the caller starts over). `taken`: the files
-    /// of the group already locked, which no check of this one may share.
-    fn lock_group(
-        &self,
-        checks: &[Check<'_>],
-        taken: &[place::Placed],
-    ) -> Result<Option<Group>, StoreError> {
-        let placed = checks
-            .iter()
-            .map(|c| self.place(c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut order: Vec<(usize, &Path)> = placed
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i, p.path.as_path()))
-            .collect();
-        order.sort_by(|a, b| a.1.cmp(b.1));
-        order.dedup_by(|a, b| a.1 == b.1);
-        let shared = order
-            .iter()
-            .any(|(_, path)| taken.iter().any(|t| t.path == *path));
-        if order.len() != checks.len() || shared {
-            return Err(StoreError::unavailable("two rules share one key"));
-        }
-        let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-        for (i, path) in &order {
-            locked[*i] = Some(self.lock(path)?);
-        }
-        let locked: Vec<Locked> = locked.into_iter().flatten().collect();
-        let loaded = locked
-            .iter()
-            .map(|l| self.load(l))
-            .collect::<Result<Vec<_>, _>>()?;
-        if !placed.iter().all(|p| self.still_placed(p)) {
-            return Ok(None);
-        }
-        Ok(Some(Group {
-            placed,
-            locked,
-            loaded,
-        }))
-    }
-
-    /// Writes a decision's counters into the locked files of `groups` (in the checks' order,
-    /// as the outcome's writes are) and marks the statuses of folded keys.
-    fn finish(
-        &self,
-        mut outcome: limiter::Outcome,
-        groups: &[Group],
-    ) -> Result<Decision, StoreError> {
-        let files = groups.iter().flat_map(|g| g.locked.iter().zip(&g.loaded));
-        for ((l, before), write) in files.zip(&outcome.writes) {
-            match write {
-                Write::Counter(counter) => self.store(l, before, counter)?,
-                // A file made for this request and left empty (it was refused) goes, still
-                // locked: a refused request leaves no file behind.
-                _ if before.counter.is_none() => {
-                    let _ = fs::remove_file(&l.path);
-                }
-                _ => {}
-            }
-        }
-        let placed: Vec<&place::Placed> = groups.iter().flat_map(|g| &g.placed).collect();
-        self.mark_shared(&mut outcome.decision, &placed);
-        Ok(outcome.decision)
-    }
 }
 
 impl<C: Clock> Counters for FileStore<C> {
