@@ -18,10 +18,12 @@ pub trait Counters {
 
     /// Decides a request whose first `own` checks are the client's own rules, the rest the
     /// site's (the spend limits, the provider's rates), as `limiter::decide_own_first` does:
-    /// when the client's own checks refuse, the refusal is theirs alone, and the other checks'
-    /// counters are neither read nor locked (a file store leaves their files alone) nor
-    /// counted; the refusal's statuses then cover the first `own` checks only. Otherwise every
-    /// check decides and records at once, as one atomic step, as [`Counters::decide`].
+    /// when the client's own checks refuse, the refusal is theirs alone, and the other checks
+    /// are neither decided, locked nor counted (the file store does not open their files, the
+    /// Redis script does not read their keys; MySQL's one unlocked read fetches their rows
+    /// without deciding by them); the refusal's statuses then cover the first `own` checks
+    /// only. Otherwise every check decides and records at once, as one atomic step, as
+    /// [`Counters::decide`].
     fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError>;
 
     /// Takes back one request admitted at `at_ms` (the decision's time) from every check's
