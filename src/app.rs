@@ -278,9 +278,12 @@ impl App<'_> {
             .chain(self.first_call_rules().filter(|_| paid))
             .collect();
         let checks = checks(&all_rules, &asked);
+        // The client's own rules decide first: a client over them is refused by them alone
+        // (429 with their wait, even when the site's spend limit is reached too), and the
+        // site-wide spend and rate counters are left unread and unlocked.
         let decided = match blocks_failure.or(cache_failure) {
             Some(e) => Err(e),
-            None => self.store.counters.decide(&checks),
+            None => self.store.counters.decide_own_first(&checks, rules.len()),
         };
         let store_up = decided.is_ok();
         // A client over one of its own rules is refused at once, whatever else refused it.

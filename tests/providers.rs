@@ -1216,17 +1216,20 @@ fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
     assert!(polls >= 2, "{polls}");
     assert!(!out.describe().contains(TOKEN), "{}", out.describe());
 
-    // At once, the same visitor, whose one request an hour is used: refused (by the day's
-    // spend limit, the rule the limiter names first) without the job being read; another
-    // visitor: the kept job's progress, no call, and the request counted by no rule.
+    // At once, the same visitor, whose one request an hour is used: refused by its own rule
+    // (decided before the day's spend limit, also spent, which is left unread) without the job
+    // being read; another visitor: the kept job's progress, no call, and the request counted
+    // by no rule.
     let out = site.request(GET, link, "127.0.0.60");
     let (status, body) = status_body(&out);
     assert_eq!(
-        (status, body["code"].as_str()),
-        (503, Some("spend_limit")),
+        (status, body["code"].as_str(), body["rule"].as_str()),
+        (429, Some("rate_limited"), Some("ip")),
         "{}",
         out.describe()
     );
+    let wait = out.answer().retry_after();
+    assert!((3500..=3600).contains(&wait), "{wait}");
     for _ in 0..2 {
         let out = site.request(GET, link, "127.0.0.61");
         let (status, body) = status_body(&out);
@@ -1244,9 +1247,9 @@ fn a_long_job_is_kept_polled_and_joined_without_paying_again() {
     );
     let stats: Value = serde_json::from_str(&site_command(&site, &["stats", "--json"])).unwrap();
     assert_eq!(
-        stats["spend_refused"],
-        json!({"day": 1}),
-        "the first visitor's refusal, not the joined job's answers: {stats:#}"
+        (&stats["refused"], &stats["spend_refused"]),
+        (&json!({"ip": 1}), &json!({})),
+        "the first visitor's refusal, by its own rule; not the joined job's answers: {stats:#}"
     );
 
     // After the interval, the job is done: one poll, the answer, and no second creation.

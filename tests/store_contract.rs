@@ -7,6 +7,7 @@
 //! | scenario                                               | memory  | file      | mysql     | redis     |
 //! |--------------------------------------------------------|---------|-----------|-----------|-----------|
 //! | several_rules_at_once                                  | yes     | yes       | yes       | yes       |
+//! | own_rules_refuse_before_the_sites_are_read             | yes     | yes       | yes       | yes       |
 //! | refused_requests_consume_nothing                       | yes     | fixed (1) | yes       | yes       |
 //! | retry_after_counts_to_the_end_of_the_window            | yes     | yes       | yes       | yes       |
 //! | sliding_window_admits_again_as_requests_age_out        | yes     | (1)       | yes       | yes       |
@@ -154,6 +155,7 @@ macro_rules! store_fn {
 
 contract! {
     handles::several_rules_at_once() for all_stores;
+    handles::own_rules_refuse_before_the_sites_are_read() for all_stores;
     handles::refused_requests_consume_nothing() for all_stores;
     handles::retry_after_counts_to_the_end_of_the_window() for all_stores;
     handles::sliding_window_admits_again_as_requests_age_out() for all_stores;

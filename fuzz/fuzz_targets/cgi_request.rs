@@ -89,9 +89,9 @@ struct Counted {
 }
 
 impl Counters for Counted {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
         self.decisions.set(self.decisions.get() + 1);
-        self.inner.decide(checks)
+        self.inner.decide_own_first(checks, own)
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {

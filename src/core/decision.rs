@@ -39,6 +39,9 @@ pub enum Decision {
         rule: usize,
         /// Milliseconds until every refusing rule admits again.
         wait_ms: u64,
+        /// One per rule decided, in order: every rule, or only the client's own when they
+        /// refused the request by themselves (`limiter::decide_own_first`), the site's rules
+        /// then unread.
         statuses: Vec<RuleStatus>,
     },
 }

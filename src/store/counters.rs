@@ -11,7 +11,20 @@ use crate::support::defaults;
 pub trait Counters {
     /// Reads every check's counter, decides with the limiter and records the request when it
     /// is admitted, as one atomic step: concurrent requests never see each other's halves.
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError>;
+    /// The same as [`Counters::decide_own_first`] with every check the client's own.
+    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+        self.decide_own_first(checks, checks.len())
+    }
+
+    /// Decides a request whose first `own` checks are the client's own rules, the rest the
+    /// site's (the spend limits, the provider's rates), as `limiter::decide_own_first` does:
+    /// when the client's own checks refuse, the refusal is theirs alone, and the other checks
+    /// are neither decided, locked nor counted (the file store does not open their files, the
+    /// Redis script does not read their keys; MySQL's one unlocked read fetches their rows
+    /// without deciding by them); the refusal's statuses then cover the first `own` checks
+    /// only. Otherwise every check decides and records at once, as one atomic step, as
+    /// [`Counters::decide`].
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError>;
 
     /// Takes back one request admitted at `at_ms` (the decision's time) from every check's
     /// key, if its window still holds it: for a paid call that never reached the provider.

@@ -5,11 +5,16 @@
 //! two digits (256 shard directories keep each small and let a sweep take one at a time). No
 //! input reaches a file name, so nothing can escape the directory or collide.
 //!
-//! Locking: a request locks the files of all its keys in name order (no deadlock), reads them,
-//! decides, writes the changed ones and unlocks by closing. The counter is written before the
-//! request is admitted, so a process killed at any instant can only over-count. A sweep removes
-//! a file only while holding its lock; a request that opened the file before that notices (the
-//! path no longer names its inode) and opens it again.
+//! Locking: a request locks the files of its client's own keys in name order, reads them and,
+//! when they refuse, is refused without opening the others (the site-wide spend and rate
+//! keys). Otherwise it locks the others in name order too, keeping its first locks, decides
+//! with every file, writes the changed ones and unlocks by closing. No deadlock: a key's group
+//! follows from its rule (the configuration gives the client's rules and the site's distinct
+//! keys), so every request takes its locks in one order, the client's group before the
+//! site's and names within each; a refund holds one file's lock at a time, a sweep only tries.
+//! The counter is written before the request is admitted, so a process killed at any instant
+//! can only over-count. A sweep removes a file only while holding its lock; a request that
+//! opened the file before that notices (the path no longer names its inode) and opens it again.
 //!
 //! Budget: the directory holds at most `store.max_files` files and `store.max_bytes` bytes
 //! (`budget`): a key that has a file is counted exactly; past the clients' share a new client
@@ -25,6 +30,7 @@
 
 pub mod budget;
 mod folded;
+mod group;
 mod journal;
 mod journal_record;
 pub(crate) mod lock;
@@ -46,7 +52,7 @@ use sha2::{Digest, Sha256};
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
-use crate::core::limiter::{self, Counter, State, Write};
+use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
@@ -313,54 +319,31 @@ fn is_shard_name(name: &str) -> bool {
 }
 
 impl<C: Clock> Counters for FileStore<C> {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
         fixed_only(checks)?;
+        let own = own.min(checks.len());
+        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
         for _ in 0..PLACE_TRIES {
-            let placed = checks
-                .iter()
-                .map(|c| self.place(c))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut order: Vec<(usize, &Path)> = placed
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i, p.path.as_path()))
-                .collect();
-            order.sort_by(|a, b| a.1.cmp(b.1));
-            order.dedup_by(|a, b| a.1 == b.1);
-            if order.len() != checks.len() {
-                return Err(StoreError::unavailable("two rules share one key"));
-            }
-            let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-            for (i, path) in &order {
-                locked[*i] = Some(self.lock(path)?);
-            }
-            let locked: Vec<Locked> = locked.into_iter().flatten().collect();
-            let loaded = locked
-                .iter()
-                .map(|l| self.load(l))
-                .collect::<Result<Vec<_>, _>>()?;
-            let holds = placed.iter().all(|p| self.still_placed(p));
-            if !holds {
-                continue; // dropping `locked` releases the locks
-            }
-
-            let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
-            let states: Vec<State> = loaded.iter().map(|l| State::Fixed(l.counter)).collect();
-            let mut outcome = limiter::decide(&rules, &states, self.clock.now_ms());
-            for ((l, before), write) in locked.iter().zip(&loaded).zip(&outcome.writes) {
-                match write {
-                    Write::Counter(counter) => self.store(l, before, counter)?,
-                    // A file made for this request and left empty (it was refused) goes, still
-                    // locked: a refused request leaves no file behind.
-                    _ if before.counter.is_none() => {
-                        let _ = fs::remove_file(&l.path);
-                    }
-                    _ => {}
+            // The client's own files first: a client over its own limit is refused from them
+            // alone, the site's files neither opened nor locked.
+            let Some(mine) = self.lock_group(&checks[..own], &[])? else {
+                continue; // dropping the group releases its locks
+            };
+            if own < checks.len() {
+                let states = mine.states();
+                let now = self.clock.now_ms();
+                if let Some(refused) = limiter::own_refusal(&rules[..own], &states, now) {
+                    return self.finish(refused, &[mine]);
                 }
             }
-            self.mark_shared(&mut outcome.decision, &placed);
-            return Ok(outcome.decision);
-            // Dropping `locked` closes the files, which releases the locks.
+            // Then the others, their locks taken while the client's are held.
+            let Some(rest) = self.lock_group(&checks[own..], &mine.placed)? else {
+                continue;
+            };
+            let states: Vec<State> = mine.states().into_iter().chain(rest.states()).collect();
+            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            return self.finish(outcome, &[mine, rest]);
+            // Dropping the groups closes the files, which releases the locks.
         }
         Err(StoreError::unavailable(
             "a client's own key and its network's were made at once too often to tell which \
@@ -372,14 +355,13 @@ impl<C: Clock> Counters for FileStore<C> {
         let mut paths: Vec<PathBuf> = checks.iter().filter_map(|c| self.counted_at(c)).collect();
         paths.sort();
         paths.dedup();
-        let locked = paths
-            .iter()
-            .map(|p| self.lock(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        for l in &locked {
-            let loaded = self.load(l)?;
+        // One file at a time: each key takes its request back on its own, and a lock held
+        // while waiting for another could meet a decision taking them in its own order.
+        for path in &paths {
+            let locked = self.lock(path)?;
+            let loaded = self.load(&locked)?;
             if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
-                self.store(l, &loaded, &c)?;
+                self.store(&locked, &loaded, &c)?;
             }
         }
         Ok(())

@@ -125,13 +125,16 @@ impl<C: Clock> HeldCounters<C> {
 }
 
 impl<C: Clock> Counters for HeldCounters<C> {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
-        let key = checks_key(checks);
+    /// A refusal by the client's own checks alone is remembered as it came: its statuses cover
+    /// those checks, whose windows alone can end it.
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+        let mut key = checks_key(checks);
+        let _ = write!(key, "{}", own.min(checks.len()));
         let now = self.clock.now_ms();
         if let Some(refused) = self.recall(&key, now) {
             return Ok(refused);
         }
-        let decision = self.inner.decide(checks)?;
+        let decision = self.inner.decide_own_first(checks, own)?;
         if !decision.is_admit() {
             self.remember(key, now, decision.clone());
         }

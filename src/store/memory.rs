@@ -2,11 +2,12 @@
 //! For the tests, the benchmarks and the fuzz targets only: compiled for the unit tests and
 //! with the `memory-store` feature, which the program itself never turns on.
 //!
-//! It decides like every store: under its lock it reads each check's state, calls
-//! `limiter::decide` with the time of its clock (read under the lock, so decisions are ordered
-//! in time as they are in the map) and applies the writes. Fixed and sliding windows, refunds,
-//! sweeps and the cache all follow the other stores; what it holds lives as long as the
-//! process. Clones are handles of one store: threads that share a clone share every count.
+//! It decides like every store: under its lock it reads each check's state (the client's own
+//! first, the others only when those admit), calls the limiter with the time of its clock (read
+//! under the lock, so decisions are ordered in time as they are in the map) and applies the
+//! writes. Fixed and sliding windows, refunds, sweeps and the cache all follow the other
+//! stores; what it holds lives as long as the process. Clones are handles of one store: threads
+//! that share a clone share every count.
 //!
 //! As in the Redis store, a sliding key's records that left the window are dropped whenever the
 //! key is read, and a key left by a rule of the other algorithm (the configuration changed)
@@ -86,6 +87,25 @@ fn empty(algorithm: Algorithm) -> State {
     match algorithm {
         Algorithm::Fixed => State::Fixed(None),
         Algorithm::Sliding => State::Sliding(Vec::new()),
+    }
+}
+
+/// What `check`'s key holds at `now`, as a decision reads it: a sliding key's records that
+/// left the window dropped, a key of the other algorithm (the configuration changed) removed.
+fn read_state(data: &mut Data, check: &Check<'_>, now: u64) -> State {
+    let window_ms = check.rule.window_ms();
+    match data.keys.get_mut(&check.key) {
+        Some(e) if algorithm_of(&e.state) == check.rule.algorithm => {
+            if let State::Sliding(times) = &mut e.state {
+                times.retain(|t| t.saturating_add(window_ms) > now);
+            }
+            e.state.clone()
+        }
+        Some(_) => {
+            data.keys.remove(&check.key);
+            empty(check.rule.algorithm)
+        }
+        None => empty(check.rule.algorithm),
     }
 }
 
@@ -178,7 +198,7 @@ impl<C: Clock + 'static> MemoryStore<C> {
 }
 
 impl<C: Clock> Counters for MemoryStore<C> {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
         self.up()?;
         let mut keys: Vec<&str> = checks.iter().map(|c| c.key.as_str()).collect();
         keys.sort_unstable();
@@ -186,28 +206,22 @@ impl<C: Clock> Counters for MemoryStore<C> {
         if keys.len() != checks.len() {
             return Err(StoreError::unavailable("two rules share one key"));
         }
+        let own = own.min(checks.len());
         let mut data = self.data();
         let now = self.shared.clock.now_ms();
-        let mut states = Vec::with_capacity(checks.len());
-        for c in checks {
-            let window_ms = c.rule.window_ms();
-            let state = match data.keys.get_mut(&c.key) {
-                Some(e) if algorithm_of(&e.state) == c.rule.algorithm => {
-                    // Records that left the window are dropped whenever the key is read.
-                    if let State::Sliding(times) = &mut e.state {
-                        times.retain(|t| t.saturating_add(window_ms) > now);
-                    }
-                    e.state.clone()
-                }
-                Some(_) => {
-                    data.keys.remove(&c.key);
-                    empty(c.rule.algorithm)
-                }
-                None => empty(c.rule.algorithm),
-            };
-            states.push(state);
-        }
         let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        // The client's own keys first: when they refuse, the others are never read (a read
+        // drops a sliding key's old records), as in the stores that lock what they read.
+        let mut states: Vec<State> = checks[..own]
+            .iter()
+            .map(|c| read_state(&mut data, c, now))
+            .collect();
+        if own < checks.len()
+            && let Some(refused) = limiter::own_refusal(&rules[..own], &states, now)
+        {
+            return Ok(refused.decision);
+        }
+        states.extend(checks[own..].iter().map(|c| read_state(&mut data, c, now)));
         let outcome = limiter::decide(&rules, &states, now);
         for ((check, state), write) in checks.iter().zip(states).zip(&outcome.writes) {
             let entry = match (state, write) {

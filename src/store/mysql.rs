@@ -309,7 +309,7 @@ fn one(mut answers: Vec<client::Answer>) -> client::Answer {
 }
 
 impl Counters for MysqlStore {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
@@ -318,7 +318,7 @@ impl Counters for MysqlStore {
             .iter()
             .map(|c| self.needs.keep_ms(c.rule, self.grace_ms))
             .collect();
-        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, checks, &keep))
+        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, (checks, own), &keep))
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {

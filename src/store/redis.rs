@@ -26,14 +26,16 @@ use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
 use resp::{Connection, OddReply, Reply};
 
-/// The decision, as the limiter in `limiter.rs` makes it, in Lua. ARGV holds, per key, the
-/// algorithm (`f` or `s`), the limit and the window in milliseconds. Returns
-/// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`.
+/// The decision, as the limiter in `limiter.rs` makes it (`decide_own_first`), in Lua. ARGV
+/// holds, per key, the algorithm (`f` or `s`), the limit and the window in milliseconds, then
+/// how many of the first keys are the client's own (all when missing). Returns
+/// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`, a
+/// pair per key read: every key, or only the client's own when they refused by themselves.
 pub const SCRIPT: &str = include_str!("redis/decide.lua");
 
 /// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/fastcgi.rs checks it against the server's
 /// `SCRIPT LOAD`).
-pub const SCRIPT_SHA1: &str = "c4985e20ee84d979e346524de690c5e6aeb5846a";
+pub const SCRIPT_SHA1: &str = "167f8075f53a9fd381922486e2810a37cea2d96b";
 
 /// SHA-1 of [`REFUND_SCRIPT`].
 pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
@@ -52,8 +54,13 @@ fn ms(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// Turns the script's answer into a decision.
-pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, OddReply> {
+/// Turns the script's answer into a decision, for `checks` of which the first `own` are the
+/// client's own: a refusal by those alone tells of them only.
+pub fn decision_from(
+    reply: &Reply,
+    checks: &[Check<'_>],
+    own: usize,
+) -> Result<Decision, OddReply> {
     let Reply::Array(Some(items)) = reply else {
         return Err(OddReply(format!("the script answered {reply:?}")));
     };
@@ -66,14 +73,18 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, Od
             ))),
         })
         .collect::<Result<_, _>>()?;
-    if ints.len() != 4 + 2 * checks.len() {
+    let own = own.min(checks.len());
+    let refused_by_own =
+        ints.len() == 4 + 2 * own && ints[0] == 0 && (1..=own as i64).contains(&ints[1]);
+    let read = if refused_by_own { own } else { checks.len() };
+    if ints.len() != 4 + 2 * read {
         return Err(OddReply(format!(
             "the script answered {} numbers for {} keys",
             ints.len(),
             checks.len()
         )));
     }
-    let statuses = checks
+    let statuses = checks[..read]
         .iter()
         .enumerate()
         .map(|(i, c)| RuleStatus {
@@ -94,7 +105,7 @@ pub fn decision_from(reply: &Reply, checks: &[Check<'_>]) -> Result<Decision, Od
     }
     let rule = usize::try_from(ints[1] - 1)
         .ok()
-        .filter(|r| *r < checks.len())
+        .filter(|r| *r < read)
         .ok_or_else(|| OddReply("the script named no refusing rule".into()))?;
     Ok(Decision::Refuse {
         rule,
@@ -340,7 +351,7 @@ fn connection_gone(e: &io::Error) -> bool {
 }
 
 impl Counters for RedisStore {
-    fn decide(&self, checks: &[Check<'_>]) -> Result<Decision, StoreError> {
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
@@ -357,11 +368,12 @@ impl Counters for RedisStore {
             argv.push(c.rule.limit.get().to_string());
             argv.push(c.rule.window_ms().to_string());
         }
+        argv.push(own.min(checks.len()).to_string());
         let mut args: Vec<&[u8]> = vec![count.as_bytes()];
         args.extend(checks.iter().map(|c| c.key.as_bytes()));
         args.extend(argv.iter().map(|a| a.as_bytes()));
         let reply = self.eval(SCRIPT, SCRIPT_SHA1, &args)?;
-        decision_from(&reply, checks)
+        decision_from(&reply, checks, own)
             .map_err(|e| StoreError::unavailable(format!("redis store at {}: {e}", self.place())))
     }
 

@@ -1,9 +1,10 @@
 //! The Redis store's Lua script against the Rust limiter. Random request sequences (seeded,
 //! so that a failure replays) are decided step by step by the script on a real redis-server
-//! and by the memory store (`limiter::decide` over a map, with `limiter::refunded` for
-//! refunds); both must give the same decision: admitted or refused, by the same rule, with
+//! and by the memory store (`limiter::decide_own_first` over a map, with `limiter::refunded`
+//! for refunds); both must give the same decision: admitted or refused, by the same rule, with
 //! the same Retry-After, the same remaining counts and resets, at the same time. Several rules
-//! per request, fixed and sliding windows, refunds, rules that change algorithm, and time that
+//! per request, any number of them the client's own (a refusal by those alone tells of them
+//! only), fixed and sliding windows, refunds, rules that change algorithm, and time that
 //! stands still, creeps, lands on window edges (one millisecond before, on, after), jumps
 //! windows ahead and now and then goes back.
 //!
@@ -112,8 +113,8 @@ impl Script {
         }
     }
 
-    /// The arguments `RedisStore::decide` sends, then the time.
-    fn decide(&mut self, checks: &[Check<'_>], now_ms: u64) -> Decision {
+    /// The arguments `RedisStore::decide_own_first` sends, then the time.
+    fn decide(&mut self, checks: &[Check<'_>], own: usize, now_ms: u64) -> Decision {
         let count = checks.len().to_string();
         let mut argv: Vec<String> = Vec::new();
         for c in checks {
@@ -124,13 +125,14 @@ impl Script {
             argv.push(c.rule.limit.get().to_string());
             argv.push(c.rule.window_ms().to_string());
         }
+        argv.push(own.to_string());
         argv.push(now_ms.to_string());
         let sha = self.decide_sha.clone();
         let mut args: Vec<&[u8]> = vec![b"EVALSHA", sha.as_bytes(), count.as_bytes()];
         args.extend(checks.iter().map(|c| c.key.as_bytes()));
         args.extend(argv.iter().map(|a| a.as_bytes()));
         let reply = self.run(&args);
-        decision_from(&reply, checks).unwrap_or_else(|e| panic!("the script: {e}: {reply:?}"))
+        decision_from(&reply, checks, own).unwrap_or_else(|e| panic!("the script: {e}: {reply:?}"))
     }
 
     /// The arguments `RedisStore::refund` sends.
@@ -182,6 +184,8 @@ struct Seen {
     admitted: usize,
     refused_fixed: usize,
     refused_sliding: usize,
+    /// Refused by the client's own rules alone, the others unread.
+    refused_by_own_alone: usize,
     refunds: usize,
     on_an_edge: usize,
     backwards: usize,
@@ -317,10 +321,14 @@ fn run(redis: &Redis, seed: u64) -> Seen {
         };
         last = Some((who, picked.clone()));
         let checks = checks_of(&rules, &picked, who);
-        let expected = reference.decide(&checks).expect("the memory store decides");
-        let got = script.decide(&checks, now);
+        // How many of the rules are the client's own, the rest the site's: any number.
+        let own = rng.below(checks.len() as u64 + 1) as usize;
+        let expected = reference
+            .decide_own_first(&checks, own)
+            .expect("the memory store decides");
+        let got = script.decide(&checks, own, now);
         let line = format!(
-            "{step}: at {}: {who} {:?} -> {expected:?}",
+            "{step}: at {}: {who} {:?} (own {own}) -> {expected:?}",
             now - start,
             checks
                 .iter()
@@ -362,10 +370,15 @@ fn run(redis: &Redis, seed: u64) -> Seen {
                 seen.admitted += 1;
                 admitted.push((picked, who, *at_ms));
             }
-            Decision::Refuse { rule, .. } => match checks[*rule].rule.algorithm {
-                Algorithm::Fixed => seen.refused_fixed += 1,
-                Algorithm::Sliding => seen.refused_sliding += 1,
-            },
+            Decision::Refuse { rule, statuses, .. } => {
+                if statuses.len() < checks.len() {
+                    seen.refused_by_own_alone += 1;
+                }
+                match checks[*rule].rule.algorithm {
+                    Algorithm::Fixed => seen.refused_fixed += 1,
+                    Algorithm::Sliding => seen.refused_sliding += 1,
+                }
+            }
         }
     }
     seen
@@ -393,7 +406,7 @@ fn redis_script_decides_as_the_rust_limiter() {
         key: "resolve:probe:1".to_owned(),
     }];
     let at = wall_ms() + 123_456_789;
-    match script.decide(&checks, at) {
+    match script.decide(&checks, 1, at) {
         Decision::Admit { at_ms, .. } => assert_eq!(at_ms, at, "the script's time"),
         other => panic!("{other:?}"),
     }
@@ -405,6 +418,7 @@ fn redis_script_decides_as_the_rust_limiter() {
             seen.admitted > STEPS / 5
                 && seen.refused_fixed > STEPS / 20
                 && seen.refused_sliding > STEPS / 20
+                && seen.refused_by_own_alone > STEPS / 50
                 && seen.refunds > STEPS / 20
                 && seen.on_an_edge > STEPS / 10
                 && seen.backwards > 0,

@@ -1,5 +1,5 @@
-//! Scenarios on store handles, as the program holds them: decisions of several rules, what a
-//! refusal leaves, Retry-After, fixed and sliding windows at their edges, handles sharing one
+//! Scenarios on store handles, as the program holds them: decisions of several rules, the
+//! client's own rules first, what a refusal leaves, Retry-After, fixed and sliding windows at their edges, handles sharing one
 //! store, the cache, refunds, sweeps, and a handle outliving its store's restart.
 //!
 //! Time: the memory and file handles run on a clock the test holds, so every edge is hit to
@@ -70,9 +70,19 @@ fn decide(
     checks: &[Check<'_>],
     what: &str,
 ) -> Decided {
+    decide_own_first(sut, store, (checks, checks.len()), what)
+}
+
+/// A decision whose first `own` checks are the client's own rules.
+fn decide_own_first(
+    sut: &dyn StoreUnderTest,
+    store: &dyn Backend,
+    (checks, own): (&[Check<'_>], usize),
+    what: &str,
+) -> Decided {
     let before = sut.now_ms();
     let decision = store
-        .decide(checks)
+        .decide_own_first(checks, own)
         .unwrap_or_else(|e| panic!("{}: {what}: {e}", sut.name()));
     Decided {
         decision,
@@ -198,6 +208,54 @@ pub fn several_rules_at_once(sut: &mut dyn StoreUnderTest) {
         ("resolve:burst:a", 3),
         ("resolve:ip:c", 2),
         ("resolve:burst:c", 2),
+    ] {
+        assert_eq!(
+            sut.counted(key, Algorithm::Fixed),
+            count,
+            "{}: {key}",
+            sut.name()
+        );
+    }
+}
+
+/// The client's own rule first: a client over it is refused by it alone, with its own wait and
+/// status only, though the site's rule (a spend limit) is spent too and would admit again
+/// later; a client within its own rule meets the site's, every status told. The site's count
+/// is what its two admissions made, whatever was refused.
+pub fn own_rules_refuse_before_the_sites_are_read(sut: &mut dyn StoreUnderTest) {
+    let rules = [
+        rule("ip", Algorithm::Fixed, 1, 600),
+        global("spend", 2, 3600),
+    ];
+    let store = sut.open(&rules);
+    let (a, b, c) = (
+        checks(&rules, "a"),
+        checks(&rules, "b"),
+        checks(&rules, "c"),
+    );
+    let first = decide_own_first(sut, &*store, (&a, 1), "a 1").admitted(&[0, 1]);
+    let second = decide_own_first(sut, &*store, (&b, 1), "b 1").admitted(&[0, 0]);
+    for n in 1..=3 {
+        decide_own_first(sut, &*store, (&a, 1), &format!("a over its own {n}")).refused(
+            0,
+            first + 600_000,
+            &[0],
+        );
+        decide_own_first(sut, &*store, (&b, 1), &format!("b over its own {n}")).refused(
+            0,
+            second + 600_000,
+            &[0],
+        );
+    }
+    // Every rule at once, as before: the site's rule admits again last, so it answers.
+    decide(sut, &*store, &a, "a, every rule at once").refused(1, first + 3_600_000, &[0, 0]);
+    // Within its own rule, the site's refuses.
+    decide_own_first(sut, &*store, (&c, 1), "c 1").refused(1, first + 3_600_000, &[1, 0]);
+    for (key, count) in [
+        ("resolve:spend:*", 2),
+        ("resolve:ip:a", 1),
+        ("resolve:ip:b", 1),
+        ("resolve:ip:c", 0),
     ] {
         assert_eq!(
             sut.counted(key, Algorithm::Fixed),

@@ -1,5 +1,6 @@
 //! Tests of what a request pays: a job the provider reports failed, the echo provider that
-//! never pays, and a refusal that keeps the visitor's link.
+//! never pays, a client over its own limit when the site's is reached too, and a refusal that
+//! keeps the visitor's link.
 
 use super::*;
 
@@ -90,4 +91,30 @@ fn an_html_refusal_keeps_the_link_in_the_field() {
     let (status, body) = html(get("192.0.2.2", "link=nope"));
     assert_eq!(status, 400);
     assert!(!body.contains("value="), "{body}");
+}
+
+#[test]
+fn a_client_over_its_own_limit_is_told_its_own_wait_when_the_spend_limit_is_reached_too() {
+    let mut cfg = config(
+        r#"{"rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}],
+            "spend": [{"name": "day", "limit": 2, "window_secs": 86400}]}"#,
+    );
+    cfg.provider_rate_limits = 0;
+    let (s, p) = (store(), ok_provider());
+    for addr in ["192.0.2.1", "192.0.2.2"] {
+        assert_eq!(status(&cfg, &s, &p, &get(addr, LINK)), 200);
+    }
+    // The day is spent, and 192.0.2.1 is over its own minute: its own rule answers.
+    let over = run(&cfg, &s, &p, &get("192.0.2.1", LINK)).0.response;
+    assert_eq!(over.status, 429);
+    assert_eq!(over.header_value("Retry-After"), Some("60"));
+    assert_eq!(over.header_value("RateLimit"), Some("\"ip\";r=0;t=60"));
+    // A client within its own limit meets the site's: 503, as before.
+    let within = run(&cfg, &s, &p, &get("192.0.2.3", LINK)).0.response;
+    assert_eq!(within.status, 503);
+    assert!(String::from_utf8_lossy(&within.body).contains("limit for now"));
+    assert_eq!(p.calls.get(), 2);
+    let f = figures(&s);
+    assert_eq!(f.refused.get("ip"), Some(&1), "{f:?}");
+    assert_eq!(f.spend_refused.get("day"), Some(&1), "{f:?}");
 }

@@ -77,7 +77,7 @@ impl<C: Clock> FileStore<C> {
     }
 
     /// Marks the statuses of a decision whose checks were placed at folded keys as shared.
-    pub(crate) fn mark_shared(&self, decision: &mut Decision, placed: &[Placed]) {
+    pub(crate) fn mark_shared(&self, decision: &mut Decision, placed: &[&Placed]) {
         let statuses = match decision {
             Decision::Admit { statuses, .. } | Decision::Refuse { statuses, .. } => statuses,
         };

@@ -129,6 +129,45 @@ fn a_busy_lock_is_waited_for_and_a_stuck_one_ends_the_wait() {
 }
 
 #[test]
+fn a_client_over_its_own_limit_never_opens_the_sites_files() {
+    let global = crate::support::defaults::KEY_TEMPLATE_GLOBAL;
+    let site = Rule::new("day", KeyKind::Global, Algorithm::Fixed, 9, 86_400, global).unwrap();
+    let key = Counted::new("ownfirst", "resolve:ip:192.0.2.1", 300);
+    let checks = [
+        Check {
+            rule: &key.rule,
+            key: key.key.into(),
+        },
+        Check {
+            rule: &site,
+            key: site.key_for(""),
+        },
+    ];
+    for _ in 0..2 {
+        assert!(key.store.decide_own_first(&checks, 1).unwrap().is_admit());
+    }
+    let site_file = key.store.path_for(&checks[1].key);
+    let before = fs::read(&site_file).unwrap();
+    // Another process holds the site's file: a request that locked it would wait, then fail.
+    let holder = hold_lock(&key.store, &checks[1].key);
+    match key.store.decide_own_first(&checks, 1).unwrap() {
+        Decision::Refuse { rule, statuses, .. } => assert_eq!((rule, statuses.len()), (0, 1)),
+        other => panic!("{other:?}"),
+    }
+    let every_rule = key.store.decide(&checks).unwrap_err();
+    assert!(
+        every_rule.to_string().contains("stayed locked"),
+        "{every_rule}"
+    );
+    drop(holder);
+    assert_eq!(
+        fs::read(&site_file).unwrap(),
+        before,
+        "the site's count untouched"
+    );
+}
+
+#[test]
 fn waiters_given_up_on_are_capped() {
     // Giving up at once and after the wait stand a second apart: a busy machine moves neither
     // that far.

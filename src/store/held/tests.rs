@@ -146,6 +146,38 @@ fn other_clients_and_other_rules_are_not_answered_by_a_remembered_refusal() {
 }
 
 #[test]
+fn a_refusal_by_the_clients_own_rules_is_theirs_and_remembered_so() {
+    let (store, inner, clock) = held();
+    let own = rule(1, 60);
+    let day = Rule::new(
+        "day",
+        KeyKind::Global,
+        Algorithm::Fixed,
+        1,
+        86_400,
+        defaults::KEY_TEMPLATE_GLOBAL,
+    )
+    .unwrap();
+    let checks = [check(&own, "192.0.2.1"), check(&day, "")];
+    assert!(
+        store
+            .counters
+            .decide_own_first(&checks, 1)
+            .unwrap()
+            .is_admit()
+    );
+    // Both spent: the client's own rule answers, with its own wait and status alone.
+    let refused = store.counters.decide_own_first(&checks, 1).unwrap();
+    assert_eq!((wait_ms(&refused), refused.statuses().len()), (60_000, 1));
+    inner.set_failing(true);
+    clock.advance_ms(400);
+    let later = store.counters.decide_own_first(&checks, 1).unwrap();
+    assert_eq!((wait_ms(&later), later.statuses().len()), (59_600, 1));
+    // Every rule at once is another question, asked of the store.
+    assert!(store.counters.decide(&checks).is_err());
+}
+
+#[test]
 fn a_refund_forgets_what_was_remembered() {
     let client = Client::new(1, 60);
     let Decision::Admit { at_ms, .. } = client.decide().unwrap() else {

@@ -1,6 +1,8 @@
 //! A decision in the MySQL store: a plain read that may refuse on its own, and for a request
 //! that read as admitted, the same read under the keys' row locks, the limiter's decision and
-//! its writes: one round trip for a refusal, three for an admission.
+//! its writes: one round trip for a refusal, three for an admission. Both decide the client's
+//! own checks first (`limiter::decide_own_first`): a client over its own limit is refused by
+//! them alone, from the plain read, which locks no row and waits on none.
 
 use std::fmt::Write as _;
 
@@ -107,20 +109,20 @@ pub(crate) fn states(
     Ok((now_ms, states))
 }
 
-/// Decides `checks` (not empty), their keys' rows locked in key order for an admission. An
-/// admission deletes the rows of each sliding check's key older than its `keep_ms` (at least
-/// its window).
+/// Decides `checks` (not empty), the first `own` the client's own, their keys' rows locked in
+/// key order for an admission. An admission deletes the rows of each sliding check's key older
+/// than its `keep_ms` (at least its window).
 pub(crate) fn decide(
     conn: &mut Conn,
     s: &MysqlSettings,
     deadline: &Deadline,
-    checks: &[Check<'_>],
+    (checks, own): (&[Check<'_>], usize),
     keep_ms: &[u64],
 ) -> Result<Decision, Failed> {
     let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
     let read = read_sql(s, checks);
     let (now_ms, read_states) = states(s, checks, conn.query(&read)?.first())?;
-    let first = limiter::decide(&rules, &read_states, now_ms);
+    let first = limiter::decide_own_first(&rules, &read_states, own, now_ms);
     if !first.decision.is_admit() {
         return Ok(first.decision);
     }
@@ -150,7 +152,7 @@ pub(crate) fn decide(
     sql.push_str(&read);
     let answers = in_transaction(conn, &sql)?;
     let (now_ms, locked_states) = states(s, checks, answers.get(4))?;
-    let outcome = limiter::decide(&rules, &locked_states, now_ms);
+    let outcome = limiter::decide_own_first(&rules, &locked_states, own, now_ms);
     if let Err(e) = deadline.check() {
         let _ = conn.query("ROLLBACK");
         return Err(e);

@@ -3,9 +3,16 @@ if redis.replicate_commands then pcall(redis.replicate_commands) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = #KEYS
+-- The first `own` keys are the client's own rules: when they refuse, the others are not read.
+local own = math.min(tonumber(ARGV[3 * n + 1]) or n, n)
 local used, reset, start = {}, {}, {}
 local refuse, wait = 0, 0
+local read = n
 for i = 1, n do
+  if i == own + 1 and refuse > 0 then
+    read = own
+    break
+  end
   local kind = ARGV[3 * i - 2]
   local limit = tonumber(ARGV[3 * i - 1])
   local window = tonumber(ARGV[3 * i])
@@ -75,7 +82,7 @@ else
   end
   out = {1, 0, 0, now}
 end
-for i = 1, n do
+for i = 1, read do
   out[#out + 1] = used[i]
   out[#out + 1] = reset[i]
 end

@@ -20,7 +20,7 @@ fn script_answers_become_decisions() {
     }];
     let ints = |v: &[i64]| Reply::Array(Some(v.iter().map(|i| Reply::Int(*i)).collect()));
     assert_eq!(
-        decision_from(&ints(&[1, 0, 0, 5, 3, 59_001]), &checks).unwrap(),
+        decision_from(&ints(&[1, 0, 0, 5, 3, 59_001]), &checks, 1).unwrap(),
         Decision::Admit {
             statuses: vec![RuleStatus {
                 remaining: 27,
@@ -31,7 +31,7 @@ fn script_answers_become_decisions() {
         }
     );
     assert_eq!(
-        decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks).unwrap(),
+        decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks, 1).unwrap(),
         Decision::Refuse {
             rule: 0,
             wait_ms: 41_500,
@@ -42,7 +42,7 @@ fn script_answers_become_decisions() {
             }]
         }
     );
-    let odd = |reply: &Reply| decision_from(reply, &checks).unwrap_err().to_string();
+    let odd = |reply: &Reply| decision_from(reply, &checks, 1).unwrap_err().to_string();
     assert_eq!(
         odd(&ints(&[0, 2, 1, 5, 30, 1])),
         "the script named no refusing rule"
@@ -86,6 +86,51 @@ fn odd_replies_say_what_the_server_answered() {
         .to_string(),
         "a count that is not a number"
     );
+}
+
+#[test]
+fn a_refusal_by_the_clients_own_keys_tells_of_them_alone() {
+    let rule = |name, key| {
+        let template = match key {
+            KeyKind::Ip => crate::support::defaults::KEY_TEMPLATE_IP,
+            _ => crate::support::defaults::KEY_TEMPLATE_GLOBAL,
+        };
+        Rule::new(name, key, Algorithm::Fixed, 30, 60, template).unwrap()
+    };
+    let (ip, day) = (rule("ip", KeyKind::Ip), rule("day", KeyKind::Global));
+    let checks = [
+        Check {
+            rule: &ip,
+            key: "k".into(),
+        },
+        Check {
+            rule: &day,
+            key: "d".into(),
+        },
+    ];
+    let ints = |v: &[i64]| Reply::Array(Some(v.iter().map(|i| Reply::Int(*i)).collect()));
+    // Refused by the client's own key, the site's unread: one pair.
+    let own = decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks, 1).unwrap();
+    assert_eq!(
+        own,
+        Decision::Refuse {
+            rule: 0,
+            wait_ms: 41_500,
+            statuses: vec![RuleStatus {
+                remaining: 0,
+                reset_ms: 41_500,
+                shared: false
+            }]
+        }
+    );
+    // Refused by the site's key: every pair, as before.
+    let site = [0, 2, 9_000, 5, 3, 41_500, 30, 9_000];
+    let d = decision_from(&ints(&site), &checks, 1).unwrap();
+    assert_eq!(d.statuses().len(), 2);
+    // One pair is a refusal by the client's keys only, never an admission or another's.
+    assert!(decision_from(&ints(&[1, 0, 0, 5, 3, 41_500]), &checks, 1).is_err());
+    assert!(decision_from(&ints(&[0, 2, 9_000, 5, 3, 41_500]), &checks, 1).is_err());
+    assert!(decision_from(&ints(&[0, 1, 41_500, 5, 30, 41_500]), &checks, 2).is_err());
 }
 
 /// A store at `port` on loopback, with the settings a checked `"store": {"kind": "redis",

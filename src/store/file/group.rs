@@ -1,0 +1,102 @@
+//! A decision's checks in groups, the client's own first: each group placed, its files locked
+//! in name order and read, held until the decision is written (see the locking order in
+//! [`super`]).
+
+use std::fs;
+use std::path::Path;
+
+use crate::core::clock::Clock;
+use crate::core::decision::Decision;
+use crate::core::limiter::{Outcome, State, Write};
+use crate::store::file::FileStore;
+use crate::store::file::lock::Locked;
+use crate::store::file::place::Placed;
+use crate::store::file::record::Loaded;
+use crate::store::{Check, StoreError};
+
+/// One group of a decision's checks (the client's own, or the others), placed, their files
+/// locked in name order and read; in the checks' order. Dropping it releases the locks.
+pub(super) struct Group {
+    pub(super) placed: Vec<Placed>,
+    locked: Vec<Locked>,
+    loaded: Vec<Loaded>,
+}
+
+impl Group {
+    pub(super) fn states(&self) -> Vec<State> {
+        self.loaded
+            .iter()
+            .map(|l| State::Fixed(l.counter))
+            .collect()
+    }
+}
+
+impl<C: Clock> FileStore<C> {
+    /// Places `checks`, locks their files in name order and reads them; None when a placement
+    /// no longer held once its file was locked (the caller starts over). `taken`: the files
+    /// of the group already locked, which no check of this one may share.
+    pub(super) fn lock_group(
+        &self,
+        checks: &[Check<'_>],
+        taken: &[Placed],
+    ) -> Result<Option<Group>, StoreError> {
+        let placed = checks
+            .iter()
+            .map(|c| self.place(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut order: Vec<(usize, &Path)> = placed
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i, p.path.as_path()))
+            .collect();
+        order.sort_by(|a, b| a.1.cmp(b.1));
+        order.dedup_by(|a, b| a.1 == b.1);
+        let shared = order
+            .iter()
+            .any(|(_, path)| taken.iter().any(|t| t.path == *path));
+        if order.len() != checks.len() || shared {
+            return Err(StoreError::unavailable("two rules share one key"));
+        }
+        let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
+        for (i, path) in &order {
+            locked[*i] = Some(self.lock(path)?);
+        }
+        let locked: Vec<Locked> = locked.into_iter().flatten().collect();
+        let loaded = locked
+            .iter()
+            .map(|l| self.load(l))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !placed.iter().all(|p| self.still_placed(p)) {
+            return Ok(None);
+        }
+        Ok(Some(Group {
+            placed,
+            locked,
+            loaded,
+        }))
+    }
+
+    /// Writes a decision's counters into the locked files of `groups` (in the checks' order,
+    /// as the outcome's writes are) and marks the statuses of folded keys.
+    pub(super) fn finish(
+        &self,
+        mut outcome: Outcome,
+        groups: &[Group],
+    ) -> Result<Decision, StoreError> {
+        let files = groups.iter().flat_map(|g| g.locked.iter().zip(&g.loaded));
+        for ((l, before), write) in files.zip(&outcome.writes) {
+            match write {
+                Write::Counter(counter) => self.store(l, before, counter)?,
+                // A file made for this request and left empty (it was refused) goes, still
+                // locked: a refused request leaves no file behind.
+                _ if before.counter.is_none() => {
+                    let _ = fs::remove_file(&l.path);
+                }
+                _ => {}
+            }
+        }
+        let placed: Vec<&Placed> = groups.iter().flat_map(|g| &g.placed).collect();
+        self.mark_shared(&mut outcome.decision, &placed);
+        Ok(outcome.decision)
+    }
+}
