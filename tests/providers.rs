@@ -250,6 +250,9 @@ fn bearer() -> String {
 // ---------------------------------------------------------------------------------------------
 // Real-Debrid: one call, errors as HTTP 4xx/5xx with `error_code`.
 //
+// Code 37 `disabled_endpoint` (403), not found in the documentation, as clients report
+// it: https://github.com/g0ldyy/comet/issues/243.
+//
 // Where the answers' form comes from: https://api.real-debrid.com/ ("Errors are returned with
 // HTTP code 4XX or 5XX, a JSON object with properties "error" (an error message) and
 // "error_code" (optional, an integer)"; its "Error codes" table for the numbers and their
@@ -367,7 +370,10 @@ fn realdebrid_remote_option_sends_remote_1_and_the_refusal_names_it() {
 // errors"; "Unlocking links", "Streaming links" and "Delayed links" for the success answers;
 // "All errors" for the codes and messages, NO_SERVER among them; the changelog of 15/01/2025,
 // "Removed agent and version requirements", for the `agent` parameter and its
-// AUTH_MISSING_AGENT / AUTH_BAD_AGENT errors of before).
+// AUTH_MISSING_AGENT / AUTH_BAD_AGENT errors of before; "Response format" for the `404`
+// "Endpoint doesn't exist" of an endpoint it does not have). DISCONTINUED's form, the answer of a
+// v4 endpoint that has a v4.1 form since December 2025, as clients report it:
+// https://github.com/Gujal00/ResolveURL/issues/1330.
 
 fn ad_error(code: &str, message: &str) -> Reply {
     Reply::ok(json!({"status": "error", "error": {"code": code, "message": message}}))
