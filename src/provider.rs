@@ -103,6 +103,9 @@ pub enum Failure {
     Plan,
     /// The owner's account has no quota left (traffic, links, fair use).
     Quota,
+    /// The service retired an endpoint this version of the program calls: neither the
+    /// visitor's fault nor the account's; the owner must upgrade the program.
+    Retired,
     /// The provider does not support this link's host.
     Unsupported,
     /// The file is gone.
@@ -130,11 +133,12 @@ pub enum Failure {
 
 impl Failure {
     /// The class names used in a provider's `errors` map.
-    pub const CLASSES: [(&'static str, Failure); 10] = [
+    pub const CLASSES: [(&'static str, Failure); 11] = [
         ("auth", Failure::Auth),
         ("server_refused", Failure::ServerRefused),
         ("plan", Failure::Plan),
         ("quota", Failure::Quota),
+        ("retired", Failure::Retired),
         ("unsupported", Failure::Unsupported),
         ("dead_link", Failure::DeadLink),
         ("password", Failure::Password),
@@ -149,6 +153,7 @@ impl Failure {
             Failure::ServerRefused => "server_refused",
             Failure::Plan => "plan",
             Failure::Quota => "quota",
+            Failure::Retired => "retired",
             Failure::Unsupported => "unsupported",
             Failure::DeadLink => "dead_link",
             Failure::Password => "password",

@@ -21,9 +21,10 @@ const GENERIC: &str = "The download service is not available right now. Please t
 // Each API's paths on the stand-in: the presets' base URLs with the host replaced.
 const RD_BASE: &str = "/rest/1.0";
 const RD_CALL: &str = "/rest/1.0/unrestrict/link";
-const AD_BASE: &str = "/v4";
-const AD_UNLOCK: &str = "/v4/link/unlock";
-const AD_DELAYED: &str = "/v4/link/delayed";
+// AllDebrid's base is the API's root: its calls name their version, v4.1 where there is one.
+const AD_BASE: &str = "";
+const AD_UNLOCK: &str = "/v4.1/link/unlock";
+const AD_DELAYED: &str = "/v4.1/link/delayed";
 const AD_STREAMING: &str = "/v4/link/streaming";
 const PM_BASE: &str = "/api";
 const PM_CALL: &str = "/api/transfer/directdl";
@@ -249,6 +250,9 @@ fn bearer() -> String {
 // ---------------------------------------------------------------------------------------------
 // Real-Debrid: one call, errors as HTTP 4xx/5xx with `error_code`.
 //
+// Code 37 `disabled_endpoint` (403), not found in the documentation, as clients report
+// it: https://github.com/g0ldyy/comet/issues/243.
+//
 // Where the answers' form comes from: https://api.real-debrid.com/ ("Errors are returned with
 // HTTP code 4XX or 5XX, a JSON object with properties "error" (an error message) and
 // "error_code" (optional, an integer)"; its "Error codes" table for the numbers and their
@@ -300,6 +304,19 @@ fn realdebrid_resolves_and_maps_an_error() {
         provider_code: Some("19"),
     }
     .run("realdebrid", RD_BASE);
+
+    // Code 37, an endpoint Real-Debrid disabled: the owner's to fix by upgrading.
+    Case {
+        what: "37 disabled_endpoint",
+        script: (POST, RD_CALL, rd_error(403, "disabled_endpoint", 37)),
+        status: 502,
+        code: "provider_unavailable",
+        detail: GENERIC,
+        retry_after: None,
+        action: Some("retired an endpoint this version of resolve uses"),
+        provider_code: Some("37"),
+    }
+    .run("realdebrid", RD_BASE);
 }
 
 #[test]
@@ -345,7 +362,7 @@ fn realdebrid_remote_option_sends_remote_1_and_the_refusal_names_it() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// AllDebrid v4: errors inside HTTP 200; some hosts answer "delayed".
+// AllDebrid v4 and v4.1: errors inside HTTP 200; some hosts answer "delayed".
 //
 // Where the answers' form comes from: https://docs.alldebrid.com/ ("Response format":
 // `{"status": "error", "error": {"code", "message"}}`; "Rate limiting": "12 requests per second
@@ -353,7 +370,10 @@ fn realdebrid_remote_option_sends_remote_1_and_the_refusal_names_it() {
 // errors"; "Unlocking links", "Streaming links" and "Delayed links" for the success answers;
 // "All errors" for the codes and messages, NO_SERVER among them; the changelog of 15/01/2025,
 // "Removed agent and version requirements", for the `agent` parameter and its
-// AUTH_MISSING_AGENT / AUTH_BAD_AGENT errors of before).
+// AUTH_MISSING_AGENT / AUTH_BAD_AGENT errors of before; "Response format" for the `404`
+// "Endpoint doesn't exist" of an endpoint it does not have). DISCONTINUED's form, the answer of a
+// v4 endpoint that has a v4.1 form since December 2025, as clients report it:
+// https://github.com/Gujal00/ResolveURL/issues/1330.
 
 fn ad_error(code: &str, message: &str) -> Reply {
     Reply::ok(json!({"status": "error", "error": {"code": code, "message": message}}))
@@ -398,6 +418,46 @@ fn alldebrid_resolves_and_maps_an_error() {
         retry_after: None,
         action: None,
         provider_code: Some("LINK_PASS_PROTECTED"),
+    }
+    .run("alldebrid", AD_BASE);
+
+    // An endpoint the service retired (`DISCONTINUED`, as v4 endpoints with a v4.1 form answer
+    // since December 2025) is the owner's to fix, never the visitor's link.
+    Case {
+        what: "DISCONTINUED",
+        script: (
+            POST,
+            AD_UNLOCK,
+            Reply::ok(json!({"status": "error", "error": {"code": "DISCONTINUED",
+                "message": "This API endpoint has been discontinued, please migrate to newest API. See https://docs.alldebrid.com"},
+                "deprecated": true})),
+        ),
+        status: 502,
+        code: "provider_unavailable",
+        detail: GENERIC,
+        retry_after: None,
+        action: Some("upgrade resolve"),
+        provider_code: Some("DISCONTINUED"),
+    }
+    .run("alldebrid", AD_BASE);
+
+    // "Too many requests" as HTTP 503 with the catch-all GENERIC: busy, not unavailable.
+    Case {
+        what: "HTTP 503 with GENERIC",
+        script: (
+            POST,
+            AD_UNLOCK,
+            Reply::json(
+                503,
+                json!({"status": "error", "error": {"code": "GENERIC", "message": "An orror occured"}}),
+            ),
+        ),
+        status: 503,
+        code: "provider_busy",
+        detail: "The download service is busy. Please try again shortly.",
+        retry_after: Some(60),
+        action: None,
+        provider_code: Some("GENERIC"),
     }
     .run("alldebrid", AD_BASE);
 }
@@ -1357,7 +1417,7 @@ const AD_DOMAINS: &str = "/v4/hosts/domains";
 fn host_list_pre_check_refuses_an_unlisted_host_before_paying() {
     let site = provider_fields(
         preset_site("hosts", "alldebrid", AD_BASE, spend(10)),
-        json!({"hosts": {"url": "{base}/hosts/domains", "lists": ["/data/hosts", "/data/streams", "/data/redirectors"]}}),
+        json!({"hosts": {"url": "{base}/v4/hosts/domains", "lists": ["/data/hosts", "/data/streams", "/data/redirectors"]}}),
     )
     .rules(vec![json!({"name": "ip", "key": "ip", "limit": 2, "window_secs": 3600})])
     .write();
@@ -1396,7 +1456,7 @@ fn host_list_pre_check_refuses_an_unlisted_host_before_paying() {
 fn host_list_unavailable_lets_links_through_and_is_not_asked_again_that_day() {
     let site = provider_fields(
         preset_site("hosts-down", "alldebrid", AD_BASE, json!({})),
-        json!({"hosts": {"url": "{base}/hosts/domains", "lists": ["/data/hosts"]}}),
+        json!({"hosts": {"url": "{base}/v4/hosts/domains", "lists": ["/data/hosts"]}}),
     )
     .write();
     let api = &site.provider;
@@ -1627,7 +1687,8 @@ fn host_list_is_not_fetched_for_a_client_over_its_limit() {
     expect_ok(&site.request(GET, "https://mega.nz/file/one", "127.0.0.96"));
     // The host list turned on once the visitor's one request is used.
     site.edit_config(|cfg| {
-        cfg["provider"]["hosts"] = json!({"url": "{base}/hosts/domains", "lists": ["/data/hosts"]});
+        cfg["provider"]["hosts"] =
+            json!({"url": "{base}/v4/hosts/domains", "lists": ["/data/hosts"]});
     });
     for i in 0..3 {
         let out = site.request(GET, &format!("https://mega.nz/file/more{i}"), "127.0.0.96");

@@ -96,6 +96,14 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             ),
         )
         .retry_after(defaults::PROVIDER_QUOTA_RETRY_AFTER_SECS),
+        // Nothing in the visitor's link or the account: the program calls what the service no
+        // longer answers, and no visitor is served until the owner upgrades it.
+        Failure::Retired => owner_must_act(
+            502,
+            "the service retired an endpoint this version of resolve uses: the visitor's link \
+             and the account are not at fault",
+            Some("upgrade resolve to a version that calls the service's current endpoints"),
+        ),
         // Nothing was sent, so nothing was charged; but no visitor is served until it is.
         Failure::Unreachable => owner_must_act(
             502,

@@ -228,6 +228,7 @@ fn provider_failures_become_clear_answers() {
         (Failure::ServerRefused, 502, "provider_unavailable"),
         (Failure::Plan, 502, "provider_unavailable"),
         (Failure::Quota, 503, "provider_unavailable"),
+        (Failure::Retired, 502, "provider_unavailable"),
         (Failure::RateLimited, 503, "provider_busy"),
         (Failure::Unavailable, 502, "provider_unavailable"),
         (Failure::BadAnswer, 502, "provider_unavailable"),
@@ -255,6 +256,7 @@ fn provider_failures_become_clear_answers() {
                 | Failure::ServerRefused
                 | Failure::Plan
                 | Failure::Quota
+                | Failure::Retired
                 | Failure::Unreachable
         );
         assert_eq!(line.contains("ACTION NEEDED"), owners, "{line}");
@@ -282,6 +284,7 @@ fn every_owners_failure_says_what_to_do_without_the_providers_advice() {
         ),
         (Failure::Plan, "renew or upgrade the plan"),
         (Failure::Quota, "wait for them to renew or top up"),
+        (Failure::Retired, "upgrade resolve"),
         (
             Failure::Unreachable,
             "ask the host whether this account may make outgoing HTTPS",

@@ -129,6 +129,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
         "statuses are HTTP error statuses, 400 to 599",
         |status| (400..=599).contains(&status).then_some(status),
     )?;
+    let generic_codes = generic_codes(raw.generic_codes.take())?;
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
@@ -146,6 +147,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
             errors,
             error_messages,
             statuses,
+            generic_codes,
             advice,
             rate_steps,
             hosts,
@@ -228,6 +230,22 @@ fn by_class<T, U>(
         }
     }
     Ok(out)
+}
+
+/// `generic_codes`: the provider's catch-all codes (strings or numbers), which yield to what
+/// an error status means.
+fn generic_codes(raw: Option<Vec<Value>>) -> Result<Vec<String>, ConfigError> {
+    raw.unwrap_or_default()
+        .into_iter()
+        .map(|code| match code {
+            Value::String(s) if !s.is_empty() => Ok(s),
+            Value::Number(n) => Ok(n.to_string()),
+            _ => Err(err(
+                "provider.generic_codes",
+                "codes are strings or numbers: the provider's catch-all codes, e.g. \"GENERIC\"",
+            )),
+        })
+        .collect()
 }
 
 /// A class name of the `errors` map (and of `error_messages`, `statuses`, `advice`).
@@ -426,6 +444,18 @@ mod tests {
         );
         let shown = serde_json::to_string(&h).unwrap();
         assert!(!shown.contains("k-55aa"), "{shown}");
+    }
+
+    #[test]
+    fn catch_all_codes_are_strings_or_numbers() {
+        let h = http(r#"{"preset": "realdebrid", "token": "t", "generic_codes": [-1, "GENERIC"]}"#);
+        assert_eq!(h.generic_codes, ["-1", "GENERIC"]);
+        for bad in ["[true]", "[\"\"]", "[{}]"] {
+            let section =
+                format!(r#"{{"preset": "alldebrid", "token": "t", "generic_codes": {bad}}}"#);
+            let e = parse(serde_json::from_str(&section).unwrap()).unwrap_err();
+            assert_eq!(e.field, "provider.generic_codes", "{bad}");
+        }
     }
 
     #[test]

@@ -134,6 +134,7 @@ fn empty(deadline: Duration) -> HttpSpec {
         errors: Vec::new(),
         error_messages: Vec::new(),
         statuses: Vec::new(),
+        generic_codes: Vec::new(),
         advice: Vec::new(),
         rate_steps: Vec::new(),
         hosts: None,

@@ -28,7 +28,7 @@ pub fn description(name: &str) -> Option<&'static str> {
 /// Real-Debrid: one call; errors as HTTP 4xx with `error_code`. Published rate: 250 per minute.
 const REAL_DEBRID: &str = include_str!("presets/realdebrid.json");
 
-/// AllDebrid v4: errors inside HTTP 200; some hosts answer "delayed", then poll every 5 s until
+/// AllDebrid v4 and v4.1: errors inside HTTP 200; some hosts answer "delayed", then poll every 5 s until
 /// status 2 (ready) or 3 (error). Published rates: 12 per second and 600 per minute.
 const ALLDEBRID: &str = include_str!("presets/alldebrid.json");
 

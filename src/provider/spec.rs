@@ -307,6 +307,9 @@ pub struct HttpSpec {
     /// requests"), when no code in the answer says more.
     #[serde(serialize_with = "statuses_by_class")]
     pub statuses: Vec<(u16, Failure)>,
+    /// The provider's catch-all codes ("something went wrong"): such a code says less than an
+    /// error status, so the status decides, by `statuses` or by what it means in HTTP.
+    pub generic_codes: Vec<String>,
     /// What the owner can do, by class: written after `ACTION NEEDED` in the log line.
     #[serde(serialize_with = "show::pairs")]
     pub advice: Vec<(String, String)>,
@@ -430,12 +433,19 @@ impl HttpSpec {
             let message = v.and_then(|v| text_at(v, step.error_message.as_deref()));
             // A known error code (or message) says more than the HTTP status (a 503 may well
             // carry "host unavailable", a 403 "quota used up"); the provider's own meaning of a
-            // status comes next.
+            // status comes next. A catch-all code says less than an error status: there the
+            // status decides (AllDebrid's 503 with GENERIC is "too many requests").
+            let by_status = self.status_class(status).filter(|_| status >= 400);
+            let catch_all = status >= 400
+                && code
+                    .as_deref()
+                    .is_some_and(|c| self.generic_codes.iter().any(|g| g == c));
             let classified = match failure {
                 Failure::BadAnswer | Failure::Timeout => None,
+                _ if catch_all => by_status,
                 _ => self
                     .classify(code.as_deref(), message.as_deref())
-                    .or_else(|| self.status_class(status).filter(|_| status >= 400)),
+                    .or(by_status),
             };
             let detail = match classified {
                 Some(c) if c != failure => format!("the provider reported {}", c.name()),

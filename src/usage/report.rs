@@ -100,6 +100,13 @@ pub fn warnings(stats: &Stats) -> Vec<String> {
             plural(*n)
         ));
     }
+    if let Some(n) = f.provider_failures.get("retired") {
+        out.push(format!(
+            "WARNING: the provider answered {n} time{} that an endpoint this version of resolve \
+             uses is retired: upgrade resolve",
+            plural(*n)
+        ));
+    }
     if f.store_failures > 0 {
         out.push(format!(
             "WARNING: the store failed {} time{} (answered by store.on_error)",
@@ -261,6 +268,22 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(&format!("T07:00:00Z  {note}")), "{text}");
+    }
+
+    #[test]
+    fn a_retired_endpoint_is_a_warning_to_upgrade() {
+        let s = stats(
+            &[total("provider_failure:retired", 2)],
+            vec![spend(1)],
+            vec![],
+        );
+        let text = render(&s, true).expect("problems to report");
+        assert!(
+            text.lines().next().unwrap().starts_with(
+                "WARNING: the provider answered 2 times that an endpoint this version of resolve uses is retired: upgrade resolve"
+            ),
+            "{text}"
+        );
     }
 
     fn spend_rule(name: &str, limit: u32, window_secs: u32, used: u32) -> SpendUse {

@@ -20,6 +20,7 @@ pub(crate) struct RawProvider {
     pub(crate) errors: Option<BTreeMap<String, Vec<Value>>>,
     pub(crate) error_messages: Option<BTreeMap<String, Vec<String>>>,
     pub(crate) statuses: Option<BTreeMap<String, Vec<u16>>>,
+    pub(crate) generic_codes: Option<Vec<Value>>,
     pub(crate) advice: Option<BTreeMap<String, String>>,
     /// Real-Debrid's remote traffic: `true` adds `remote_form` to the first call's form.
     pub(crate) remote: Option<bool>,

@@ -37,6 +37,7 @@ fn spec(steps: Vec<Step>) -> HttpSpec {
         ],
         error_messages: Vec::new(),
         statuses: Vec::new(),
+        generic_codes: Vec::new(),
         advice: Vec::new(),
         rate_steps: Vec::new(),
         hosts: None,
@@ -180,6 +181,47 @@ fn words_statuses_and_advice_class_what_codes_do_not() {
     );
     let e = err(500, json!({}));
     assert_eq!(e.failure, Failure::Unavailable);
+}
+
+#[test]
+fn a_catch_all_code_yields_to_what_an_error_status_means() {
+    let st = step(&[("download", "/download")]);
+    let mut s = spec(vec![st.clone()]);
+    s.errors.push(("GENERIC".into(), Failure::Unavailable));
+    s.generic_codes = vec!["GENERIC".into()];
+    s.statuses = vec![(503, Failure::RateLimited)];
+    let err = |status, b: Value| s.interpret(&st, status, None, &body(b)).unwrap_err();
+    let generic = json!({"error_code": "GENERIC"});
+    let e = err(503, generic.clone());
+    assert_eq!(
+        (e.failure, e.code.as_deref()),
+        (Failure::RateLimited, Some("GENERIC")),
+        "the provider's own 503"
+    );
+    assert_eq!(err(429, generic.clone()).failure, Failure::RateLimited);
+    assert_eq!(err(401, generic.clone()).failure, Failure::Auth);
+    assert_eq!(err(500, generic.clone()).failure, Failure::Unavailable);
+    let mut ok_generic = generic.clone();
+    ok_generic["status"] = json!("error");
+    let mut st_success = st.clone();
+    st_success.success = Some(SuccessTest {
+        pointer: "/status".into(),
+        equals: json!("success"),
+    });
+    let e = s
+        .interpret(&st_success, 200, None, &body(ok_generic))
+        .unwrap_err();
+    assert_eq!(
+        e.failure,
+        Failure::Unavailable,
+        "inside a 200 the code decides"
+    );
+    let e = err(503, json!({"error_code": 24}));
+    assert_eq!(
+        e.failure,
+        Failure::DeadLink,
+        "a code that says more still wins"
+    );
 }
 
 #[test]

@@ -3,8 +3,9 @@
 
 use super::*;
 
-const AD_UNLOCK: &str = "/v4/link/unlock";
-const AD_DELAYED: &str = "/v4/link/delayed";
+// The calls that have a v4.1 form are made there; the v4 forms answer DISCONTINUED.
+const AD_UNLOCK: &str = "/v4.1/link/unlock";
+const AD_DELAYED: &str = "/v4.1/link/delayed";
 
 fn ad(code: &str, message: &str) -> Answer {
     ok(json!({"status": "error", "error": {"code": code, "message": message}}))
@@ -51,7 +52,8 @@ fn alldebrid_answers() {
     table(
         "alldebrid",
         &[
-            c("AUTH_BAD_APIKEY", "The auth apikey is invalid", Auth),
+            c("AUTH_BAD_APIKEY", "The auth apikey is invalid", Auth)
+                .advice("approved from the security e-mail"),
             c("AUTH_MISSING_APIKEY", "The auth apikey was not sent", Auth),
             c("AUTH_USER_BANNED", "This account is banned", Auth),
             c(
@@ -67,7 +69,8 @@ fn alldebrid_answers() {
             )
             .advice("https://alldebrid.com/vpn"),
             c("AUTH_BLOCKED", "This apikey is geo-blocked or ip-blocked", ServerRefused)
-                .advice("geo- or IP-blocked"),
+                .advice("geo- or IP-blocked")
+                .advice("security e-mail"),
             c("MUST_BE_PREMIUM", "You must be premium to process this link", Plan),
             c(
                 "FREE_TRIAL_LIMIT_REACHED",
@@ -116,6 +119,35 @@ fn alldebrid_answers() {
                 Temporary,
             ),
             c("GENERIC", "An orror occured", Unavailable),
+            // An endpoint the service retired, and one it never had: the owner's to fix.
+            case(
+                "DISCONTINUED (an endpoint retired)",
+                (
+                    AD_UNLOCK,
+                    ok(json!({"status": "error", "error": {"code": "DISCONTINUED",
+                        "message": "This API endpoint has been discontinued, please migrate to newest API. See https://docs.alldebrid.com"},
+                        "deprecated": true})),
+                ),
+                Retired,
+                Some("DISCONTINUED"),
+            )
+            .advice("upgrade resolve"),
+            c("404", "Endpoint doesn't exist", Retired).advice("upgrade resolve"),
+            // The catch-all code yields to the status the service documents: 503 is "too many
+            // requests".
+            case(
+                "HTTP 503 with GENERIC",
+                (AD_UNLOCK, reply(503, json!({"status": "error", "error": {"code": "GENERIC", "message": "An orror occured"}})).wait(4)),
+                RateLimited,
+                Some("GENERIC"),
+            )
+            .retry_after(4),
+            case(
+                "HTTP 500 with GENERIC",
+                (AD_UNLOCK, reply(500, json!({"status": "error", "error": {"code": "GENERIC", "message": "An orror occured"}}))),
+                Unavailable,
+                Some("GENERIC"),
+            ),
             case(
                 "HTTP 429 with Retry-After",
                 (AD_UNLOCK, reply(429, too_many.clone()).wait(2)),

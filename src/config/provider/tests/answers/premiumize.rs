@@ -49,6 +49,19 @@ fn premiumize_answers() {
                 Plan,
                 Some("topup_required"),
             ),
+            // Fair use at 100%: the code, whatever the message says.
+            case(
+                "account_limit_reached inside 200",
+                (
+                    PM,
+                    ok(
+                        json!({"status": "error", "error": "account_limit_reached", "message": "Your account has reached its limit."}),
+                    ),
+                ),
+                Quota,
+                Some("account_limit_reached"),
+            )
+            .advice("account_limit_reached"),
             case(
                 "fair use limit inside 200",
                 (PM, error("Fair use limit reached!")),

@@ -138,6 +138,37 @@ fn realdebrid_answers() {
                 Temporary,
             ),
             c(
+                "disabled endpoint (403, 37)",
+                403,
+                "disabled_endpoint",
+                "37",
+                Retired,
+            )
+            .advice("upgrade resolve"),
+            case(
+                "unavailable for legal reasons (451, no code)",
+                (
+                    RD,
+                    reply(451, json!({"error": "unavailable_for_legal_reasons"})),
+                ),
+                DeadLink,
+                None,
+            ),
+            case(
+                "unavailable for legal reasons (451, no body)",
+                (RD, raw(451, "")),
+                DeadLink,
+                None,
+            ),
+            // The catch-all -1 yields to what the status says: 429 is the rate.
+            case(
+                "internal error under too many requests (429, -1)",
+                (RD, rd(429, "internal_error", -1).1.wait(9)),
+                RateLimited,
+                Some("-1"),
+            )
+            .retry_after(9),
+            c(
                 "internal error (500, -1)",
                 500,
                 "internal_error",

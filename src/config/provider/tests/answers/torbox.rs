@@ -89,6 +89,19 @@ fn torbox_answers() {
                 None,
             )
             .retry_after(30),
+            // The catch-all code yields to the status: 429 is the rate.
+            case(
+                "HTTP 429 with UNKNOWN_ERROR",
+                (
+                    TB_CREATE,
+                    reply(
+                        429,
+                        json!({"success": false, "error": "UNKNOWN_ERROR", "detail": "Too many requests.", "data": null}),
+                    ),
+                ),
+                RateLimited,
+                Some("UNKNOWN_ERROR"),
+            ),
             case(
                 "ITEM_NOT_FOUND at requestdl",
                 (TB_REQUEST, tb_error("ITEM_NOT_FOUND")),
