@@ -10,6 +10,7 @@ pub mod reach;
 use crate::app::{App, Asked, Tally};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
+use crate::core::key::Reserved;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::problem::Problem;
 use crate::net::cidr::Cidr;
@@ -43,7 +44,7 @@ impl App<'_> {
         };
         tally.add(Event::Blocked);
         if self.store.counters.first_within(
-            &format!("resolve:~blocked-log:{}", asked.identity),
+            &Reserved::BlockedLog(&asked.identity).key(),
             defaults::BLOCKED_LOG_INTERVAL_SECS,
         ) {
             self.log.line(
@@ -80,7 +81,7 @@ impl App<'_> {
             return;
         };
         let filled = self.store.counters.count_reaches(
-            &format!("resolve:~refusals:{}", asked.identity),
+            &Reserved::Refusals(&asked.identity).key(),
             auto.refusals,
             auto.window_secs,
         );
@@ -92,7 +93,7 @@ impl App<'_> {
         let network = auto_blocks::network_of(&own);
         let network_filled = network != own
             && self.store.counters.count_reaches(
-                &format!("resolve:~refusals-net:{network}"),
+                &Reserved::NetworkRefusals(&network).key(),
                 auto.refusals
                     .saturating_mul(defaults::AUTO_BLOCK_NETWORK_FACTOR),
                 auto.window_secs,
@@ -130,7 +131,7 @@ impl App<'_> {
             Ok(Added::Covered) => return,
             Ok(Added::Full) => {
                 if self.store.counters.first_within(
-                    "resolve:~blocks-full-log",
+                    &Reserved::BlocksFullLog.key(),
                     defaults::BLOCKED_LOG_INTERVAL_SECS,
                 ) {
                     self.log.line(
@@ -185,7 +186,11 @@ impl App<'_> {
             }
             tally.add(Event::WouldRefuse(rule.name.as_str().into()));
             if self.store.counters.first_within(
-                &format!("resolve:~shadow-log:{}:{}", rule.name, asked.identity),
+                &Reserved::ShadowLog {
+                    rule: &rule.name,
+                    client: &asked.identity,
+                }
+                .key(),
                 rule.window_secs.get(),
             ) {
                 self.log.line(

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::app::failures::{DEAD_LINK, UNSUPPORTED_HOST};
 use crate::app::{Admitted, App, Tally};
 use crate::core::journal::Event;
+use crate::core::key::Reserved;
 use crate::http::problem::Problem;
 use crate::net::url::Host;
 use crate::provider::Provider;
@@ -22,9 +23,9 @@ use crate::support::defaults;
 use crate::support::log::{Level, Log};
 
 /// Where the list is kept: among the cache's keys, never equal to a link's.
-const KEY: &str = "resolve:cache:hosts";
+const KEY: Reserved<'static> = Reserved::HostList;
 /// Held by the one request that fetches the list.
-const FETCHING: &str = "resolve:cache:hosts:fetching";
+const FETCHING: Reserved<'static> = Reserved::HostListFetching;
 
 /// A fetch of the list, as kept: when, and the domains (None: that fetch failed).
 struct Kept {
@@ -111,7 +112,7 @@ impl App<'_> {
         let kept = self
             .store
             .cache
-            .cache_get(KEY)
+            .cache_get(&KEY.key())
             .ok()
             .flatten()
             .and_then(|b| Kept::decode(&b))
@@ -144,7 +145,7 @@ impl App<'_> {
         if self
             .store
             .cache
-            .cache_claim(FETCHING, b"1", Duration::from_secs(60))
+            .cache_claim(&FETCHING.key(), b"1", Duration::from_secs(60))
             .ok()?
             .eq(&false)
         {
@@ -164,13 +165,13 @@ impl App<'_> {
             domains: fetched.ok(),
         };
         let keep = Duration::from_secs(defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 2);
-        if let Err(e) = self.store.cache.cache_put(KEY, &kept.encode(), keep) {
+        if let Err(e) = self.store.cache.cache_put(&KEY.key(), &kept.encode(), keep) {
             self.log.line(
                 Level::Warn,
                 &format!("keeping the provider's host list failed: {e}"),
             );
         }
-        let _ = self.store.cache.cache_release(FETCHING, b"1");
+        let _ = self.store.cache.cache_release(&FETCHING.key(), b"1");
         Some(kept)
     }
 }
