@@ -9,7 +9,7 @@ use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::api_key::ClientKey;
 use crate::http::negotiate::{self, Format};
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, LogKind, Problem};
 use crate::http::render;
 use crate::http::request::{self, Env, Method};
 use crate::http::response::Response;
@@ -198,13 +198,13 @@ impl App<'_> {
                 };
                 let said = p.log.as_deref().unwrap_or(&p.detail);
                 // Blocked clients are logged by the guard, at most once a minute each.
-                if p.status != 429 && p.code != "blocked" {
+                if p.status != 429 && p.kind != Kind::Blocked {
                     self.log.line(
                         level,
                         &format!("{} {}: {said}", p.status, who(env, key_header)),
                     );
                 }
-                if said.starts_with(ACTION_NEEDED) {
+                if p.log_kind == LogKind::ActionNeeded {
                     self.note(said);
                 }
                 render::problem_for(format, &p, &frame, tally.link.as_deref())
@@ -229,7 +229,7 @@ impl App<'_> {
     ) -> Result<Response, Problem> {
         let asked = self
             .read_request(env, body)
-            .inspect_err(|p| tally.add(Event::Bad(p.code.into())))?;
+            .inspect_err(|p| tally.add(Event::Bad(p.code().into())))?;
         tally.client = Some(asked.identity.clone());
         tally.link = Some(asked.link.clone());
         if let Some(network) = self.config.client.untrusted_network(asked.address) {
@@ -243,10 +243,10 @@ impl App<'_> {
             Err(e) => Some(e),
         };
         let Some(provider) = self.provider else {
-            tally.add(Event::Bad("not_configured".into()));
+            tally.add(Event::Bad(Kind::NotConfigured.code().into()));
             return Err(Problem::new(
                 503,
-                "not_configured",
+                Kind::NotConfigured,
                 "This service is not set up yet. Please try again later.",
             )
             .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS)
@@ -294,7 +294,7 @@ impl App<'_> {
         // over its limit costs no job read; the site's limits do not stop a poll.
         let may_join = match &verdict {
             Ok(Verdict::Admitted(_) | Verdict::Refused { .. }) => true,
-            Err(p) => p.code == "spend_limit",
+            Err(p) => p.kind == Kind::SpendLimit,
         };
         if may_join
             && store_up
@@ -406,7 +406,7 @@ impl App<'_> {
         .map_err(|e| {
             Problem::new(
                 400,
-                "unknown_client",
+                Kind::UnknownClient,
                 "The server could not tell who is asking.",
             )
             .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
@@ -514,7 +514,7 @@ impl App<'_> {
             Ok(r) if r.holds_any(&crate::support::secret::all_forms(&self.config.secrets())) => {
                 Err({
                     tally.add(Event::ProviderFailure(SECRET_IN_ANSWER));
-                    Problem::new(502, "provider_unavailable", UNAVAILABLE).log(format!(
+                    Problem::new(502, Kind::ProviderUnavailable, UNAVAILABLE).log(format!(
                         "the provider's answer for {link:?} holds a secret of the configuration \
                      (the provider token, in some form), so it is never passed on or cached; \
                      ask the provider why its download links carry the account's token"
@@ -587,18 +587,15 @@ fn read_body(input: &mut dyn Read, len: u64) -> Result<Vec<u8>, Problem> {
     match read {
         Ok(n) if n as u64 == len => Ok(body),
         Ok(n) => Err(
-            Problem::new(400, "short_body", "The form arrived incomplete.")
+            Problem::new(400, Kind::ShortBody, "The form arrived incomplete.")
                 .log(format!("body ended after {n} of {len} bytes")),
         ),
         Err(e) => Err(
-            Problem::new(400, "short_body", "The form arrived incomplete.")
+            Problem::new(400, Kind::ShortBody, "The form arrived incomplete.")
                 .log(format!("reading the body failed: {e}")),
         ),
     }
 }
-
-/// The start of every log line that asks the owner to act: kept in the journal too.
-pub const ACTION_NEEDED: &str = "ACTION NEEDED";
 
 /// The provider failure class of an answer refused because it holds the site's token.
 const SECRET_IN_ANSWER: &str = "secret_in_answer";

@@ -12,7 +12,7 @@ use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::key::Reserved;
 use crate::core::rule::{KeyKind, Rule};
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::net::cidr::Cidr;
 use crate::store::StoreError;
 use crate::support::defaults;
@@ -55,7 +55,7 @@ impl App<'_> {
                 ),
             );
         }
-        Ok(Some(Problem::new(403, "blocked", BLOCKED)))
+        Ok(Some(Problem::new(403, Kind::Blocked, BLOCKED)))
     }
 
     /// The client's rules without the `ip` ones when the allow list holds its address.

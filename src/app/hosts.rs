@@ -14,7 +14,7 @@ use crate::app::failures::{DEAD_LINK, UNSUPPORTED_HOST};
 use crate::app::{Admitted, App, Tally};
 use crate::core::journal::Event;
 use crate::core::key::Reserved;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::net::url::Host;
 use crate::provider::Provider;
 use crate::provider::spec::{ProviderSpec, host_listed};
@@ -73,7 +73,7 @@ impl App<'_> {
             .then(|| self.refuse_unlisted_host(provider, link))
             .flatten()
             .or_else(|| refuse_dead_link(provider, link, self.log))?;
-        tally.add(Event::Bad(refused.code.into()));
+        tally.add(Event::Bad(refused.code().into()));
         self.give_back(checks, admitted, tally);
         Some(refused)
     }
@@ -130,7 +130,7 @@ impl App<'_> {
             return None;
         }
         Some(
-            Problem::new(422, "unsupported_host", UNSUPPORTED_HOST).log(
+            Problem::new(422, Kind::UnsupportedHost, UNSUPPORTED_HOST).log(
                 format!(
                     "the provider's host list (fetched {}) does not name {host:?}: {link:?} refused before any paid call",
                     crate::core::calendar::iso(kept.fetched_at_ms)
@@ -180,7 +180,7 @@ impl App<'_> {
 /// finds the file, or cannot tell (logged: the link goes on to the paid call).
 fn refuse_dead_link(provider: &dyn Provider, link: &str, log: &dyn Log) -> Option<Problem> {
     match provider.link_dead(link)? {
-        Ok(true) => Some(Problem::new(422, "dead_link", DEAD_LINK).log(format!(
+        Ok(true) => Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
             "the provider's free link check finds {link:?} dead: refused before any paid call"
         ))),
         Ok(false) => None,

@@ -7,7 +7,7 @@ use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::negotiate::Format;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::http::render;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
@@ -66,7 +66,7 @@ impl App<'_> {
                 tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
                 Err(Problem::new(
                     503,
-                    "spend_limit",
+                    Kind::SpendLimit,
                     format!(
                         "The service has reached its limit for now. Please try again in {}.",
                         render::wait_words(retry_after_secs)
@@ -88,7 +88,7 @@ impl App<'_> {
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
-                    "rate_limited",
+                    Kind::RateLimited,
                     render::limited_sentence(retry_after_secs),
                 )
                 .retry_after(retry_after_secs);
@@ -116,7 +116,7 @@ impl App<'_> {
                     tally.store_failed(&e);
                     Err(Problem::new(
                         503,
-                        "store_unavailable",
+                        Kind::StoreUnavailable,
                         "The service is briefly unavailable. Please try again shortly.",
                     )
                     .retry_after(self.config.store.deny_retry_after_secs)
