@@ -539,7 +539,7 @@ impl App<'_> {
                 // Nothing reached the provider: every count is given back. A job it reports
                 // failed reached it: only the owner's spend limits get the paid link back, the
                 // provider's rates keep the calls it was sent.
-                let job_failed = e.detail == crate::provider::spec::WORK_FAILED;
+                let job_failed = e.job_failed;
                 let rates = &self.config.spend[..self
                     .config
                     .provider_rate_limits
