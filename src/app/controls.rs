@@ -7,7 +7,8 @@ pub mod auto_blocks;
 pub mod blocks;
 pub mod reach;
 
-use crate::app::{App, Asked, Tally};
+use crate::app::request::Asked;
+use crate::app::{App, Tally};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::key::Reserved;
@@ -177,7 +178,7 @@ impl App<'_> {
             if rule.key == KeyKind::ApiKey && asked.key.is_none() {
                 continue;
             }
-            let checks = super::checks(&[rule], asked);
+            let checks = asked.checks(&[rule]);
             if !matches!(
                 self.store.counters.decide(&checks),
                 Ok(Decision::Refuse { .. })
