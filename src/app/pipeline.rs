@@ -121,14 +121,22 @@ impl App<'_> {
         reply: &Reply<'_>,
         tally: &mut Tally,
     ) -> Result<Response, Exit> {
+        // Leaves: what the read found wrong (400, 401, 403 another site's page, 405, 411, 413,
+        // 415), before anything is counted.
         let asked = asked.inspect_err(|p| tally.add(Event::Bad(p.code().into())))?;
         tally.client = Some(asked.identity.clone());
         tally.link = Some(asked.link.clone());
+        // Leaves: a blocked client (403), a site without a provider (503).
         let gated = self.gate(&asked, tally)?;
         let looked = self.look_up_link(&asked, &gated);
+        // Counted in one step of the store; the verdict is acted on below.
         let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
+        // Leaves: a job under way for the link answers instead (202, or the job's end).
         self.join(&asked, &counted, &verdict, reply, tally)?;
+        // Leaves: refused by a limit, 429 by the client's rules, 503 by the site's spend
+        // limits or a failed store.
         let admitted = self.admit(&asked, verdict, tally)?;
+        // Leaves: a pre-check's 422, the provider's failure, a job just started (202).
         let response = self.serve(&asked, &counted, admitted.as_ref(), reply, tally)?;
         Ok(with_limit_headers(response, admitted))
     }
