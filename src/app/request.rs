@@ -100,53 +100,63 @@ impl App<'_> {
         } else {
             negotiate::from_accept(env.header("Accept"))
         };
+        let method = request::method(env);
+        let caller = Caller {
+            remote_addr: env.get("REMOTE_ADDR"),
+            key,
+        };
         let asking = if crate::http::about::is_about(env) {
             Asking::About
         } else {
-            Asking::Link(self.ask(env, key, body))
+            Asking::Link(self.ask(env, method, &caller, body))
         };
         Request {
             format,
-            head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+            head_only: method == Some(Method::Head),
             script_name: env.text("SCRIPT_NAME"),
-            caller: Caller {
-                remote_addr: env.get("REMOTE_ADDR"),
-                key,
-            },
+            caller,
             asking,
         }
     }
 
     /// Who is asking and for what: the method and body checked, the page's origin allowed, the
-    /// API key (the header's value, `key`) checked, the client's address found and the link
-    /// read, in that order. Nothing is counted yet.
+    /// API key checked, the client's address found and the link read, in that order. Nothing
+    /// is counted yet.
     fn ask<'r>(
         &'r self,
         env: &Env,
-        key: Option<&[u8]>,
+        method: Option<Method>,
+        caller: &Caller<'_>,
         body: &mut dyn Read,
     ) -> Result<Asked<'r>, Problem> {
-        let head = request::parse_head(env, self.config.max_body_bytes)?;
+        let head = request::parse_head_for(method, env, self.config.max_body_bytes)?;
         crate::http::origin::check(
             &self.config.allowed_origins,
             env.header("Origin"),
             env.header("Referer"),
             env.header("Sec-Fetch-Site"),
         )?;
-        let key = self.config.api_keys.check(key)?;
-        let address = crate::http::identity::client_address_in(
-            &self.config.client,
-            &self.config.forwarded_header,
-            env,
-        )
-        .map_err(|e| {
-            Problem::new(
-                400,
-                Kind::UnknownClient,
-                "The server could not tell who is asking.",
+        let key = self.config.api_keys.check(caller.key)?;
+        // The client's address as `http::identity::client_address_in` finds it, from the
+        // REMOTE_ADDR read once.
+        fn text(v: Option<&[u8]>) -> Option<&str> {
+            v.and_then(|v| std::str::from_utf8(v).ok())
+        }
+        let policy = &self.config.client;
+        let address = policy
+            .client_address(
+                text(caller.remote_addr),
+                text(env.header(&self.config.forwarded_header)),
+                policy.network_header().and_then(|h| text(env.header(h))),
             )
-            .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
-        })?;
+            .map_err(|e| {
+                Problem::new(
+                    400,
+                    Kind::UnknownClient,
+                    "The server could not tell who is asking.",
+                )
+                .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
+            })?;
         let body = read_body(body, head.body_len)?;
         let link = request::parse_link(&head, env, &body)?;
         Ok(Asked {

@@ -84,19 +84,29 @@ pub struct Head {
     pub body_len: u64,
 }
 
+/// The method (`REQUEST_METHOD`), when it is one the endpoint answers.
+pub fn method(env: &Env) -> Option<Method> {
+    match env.get("REQUEST_METHOD") {
+        Some(b"GET") => Some(Method::Get),
+        Some(b"HEAD") => Some(Method::Head),
+        Some(b"POST") => Some(Method::Post),
+        _ => None,
+    }
+}
+
 /// Checks the method and, for POST, the body's length and type. `max_body` is the cap.
 pub fn parse_head(env: &Env, max_body: u64) -> Result<Head, Problem> {
-    let method = match env.get("REQUEST_METHOD") {
-        Some(b"GET") => Method::Get,
-        Some(b"HEAD") => Method::Head,
-        Some(b"POST") => Method::Post,
-        _ => {
-            return Err(Problem::new(
-                405,
-                Kind::MethodNotAllowed,
-                "Use GET, HEAD or POST.",
-            ));
-        }
+    parse_head_for(method(env), env, max_body)
+}
+
+/// [`parse_head`] of a request whose method was read already ([`method`]).
+pub fn parse_head_for(method: Option<Method>, env: &Env, max_body: u64) -> Result<Head, Problem> {
+    let Some(method) = method else {
+        return Err(Problem::new(
+            405,
+            Kind::MethodNotAllowed,
+            "Use GET, HEAD or POST.",
+        ));
     };
     if method != Method::Post {
         return Ok(Head {
