@@ -11,7 +11,7 @@ use resolve::config::Config;
 use resolve::gateway::fastcgi::connection::env_from_params;
 use resolve::gateway::fastcgi::protocol as fastcgi;
 use resolve::http::negotiate::Format;
-use resolve::http::problem::Problem;
+use resolve::http::problem::{Kind, Problem};
 use resolve::http::render;
 use resolve::http::request::{self, Env};
 use resolve::provider::resolved::Resolved;
@@ -133,7 +133,8 @@ fn parsing(c: &mut Criterion) {
 }
 
 fn rendering(c: &mut Criterion) {
-    let limited = Problem::new(429, "rate_limited", render::limited_sentence(42)).retry_after(42);
+    let limited =
+        Problem::new(429, Kind::RateLimited, render::limited_sentence(42)).retry_after(42);
     let resolved = Resolved {
         download: "https://cdn.example/d/0123456789abcdef/holiday.part1.rar".into(),
         filename: Some("holiday.part1.rar".into()),

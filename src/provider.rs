@@ -185,6 +185,9 @@ pub struct ProviderError {
     pub advice: Option<String>,
     /// For `InProgress`: the job to poll.
     pub job: Option<Box<job::Job>>,
+    /// The provider reported that a job it took (and was paid for) failed: the paid link is
+    /// given back to the owner's spend limits.
+    pub job_failed: bool,
 }
 
 impl ProviderError {
@@ -199,6 +202,7 @@ impl ProviderError {
             detail: detail.into(),
             advice: None,
             job: None,
+            job_failed: false,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::config::locate::Located;
 use crate::core::clock::{Clock, SystemClock};
 use crate::http::negotiate;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::http::render;
 use crate::http::request::Env;
 use crate::provider::described::ProviderSpec;
@@ -141,7 +141,7 @@ pub fn not_configured(
     }
     let p = Problem::new(
         503,
-        "not_configured",
+        Kind::NotConfigured,
         "This service is not set up correctly yet. Please try again later.",
     )
     .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS);

@@ -7,11 +7,13 @@ pub mod auto_blocks;
 pub mod blocks;
 pub mod reach;
 
-use crate::app::{App, Asked, Tally};
+use crate::app::request::Asked;
+use crate::app::{App, Tally};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
+use crate::core::key::Reserved;
 use crate::core::rule::{KeyKind, Rule};
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::net::cidr::Cidr;
 use crate::store::StoreError;
 use crate::support::defaults;
@@ -43,7 +45,7 @@ impl App<'_> {
         };
         tally.add(Event::Blocked);
         if self.store.counters.first_within(
-            &format!("resolve:~blocked-log:{}", asked.identity),
+            &Reserved::BlockedLog(&asked.identity).key(),
             defaults::BLOCKED_LOG_INTERVAL_SECS,
         ) {
             self.log.line(
@@ -54,7 +56,7 @@ impl App<'_> {
                 ),
             );
         }
-        Ok(Some(Problem::new(403, "blocked", BLOCKED)))
+        Ok(Some(Problem::new(403, Kind::Blocked, BLOCKED)))
     }
 
     /// The client's rules without the `ip` ones when the allow list holds its address.
@@ -80,7 +82,7 @@ impl App<'_> {
             return;
         };
         let filled = self.store.counters.count_reaches(
-            &format!("resolve:~refusals:{}", asked.identity),
+            &Reserved::Refusals(&asked.identity).key(),
             auto.refusals,
             auto.window_secs,
         );
@@ -92,7 +94,7 @@ impl App<'_> {
         let network = auto_blocks::network_of(&own);
         let network_filled = network != own
             && self.store.counters.count_reaches(
-                &format!("resolve:~refusals-net:{network}"),
+                &Reserved::NetworkRefusals(&network).key(),
                 auto.refusals
                     .saturating_mul(defaults::AUTO_BLOCK_NETWORK_FACTOR),
                 auto.window_secs,
@@ -130,7 +132,7 @@ impl App<'_> {
             Ok(Added::Covered) => return,
             Ok(Added::Full) => {
                 if self.store.counters.first_within(
-                    "resolve:~blocks-full-log",
+                    &Reserved::BlocksFullLog.key(),
                     defaults::BLOCKED_LOG_INTERVAL_SECS,
                 ) {
                     self.log.line(
@@ -176,7 +178,7 @@ impl App<'_> {
             if rule.key == KeyKind::ApiKey && asked.key.is_none() {
                 continue;
             }
-            let checks = super::checks(&[rule], asked);
+            let checks = asked.checks(&[rule]);
             if !matches!(
                 self.store.counters.decide(&checks),
                 Ok(Decision::Refuse { .. })
@@ -185,7 +187,11 @@ impl App<'_> {
             }
             tally.add(Event::WouldRefuse(rule.name.as_str().into()));
             if self.store.counters.first_within(
-                &format!("resolve:~shadow-log:{}:{}", rule.name, asked.identity),
+                &Reserved::ShadowLog {
+                    rule: &rule.name,
+                    client: &asked.identity,
+                }
+                .key(),
                 rule.window_secs.get(),
             ) {
                 self.log.line(

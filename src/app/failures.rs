@@ -2,7 +2,7 @@
 //! provider's own words where they help) and the owner's log line, `ACTION NEEDED` when the
 //! owner must act.
 
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::provider::{Failure, ProviderError};
 use crate::support::defaults;
 
@@ -15,11 +15,10 @@ pub(super) const DEAD_LINK: &str = "This file is no longer available: the link i
 
 pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
     let log = format!("provider call for {link:?} failed: {e}");
-    let refused =
-        |code: &'static str, detail: &str| Problem::new(422, code, detail).log(log.clone());
+    let refused = |kind: Kind, detail: &str| Problem::new(422, kind, detail).log(log.clone());
     // Busy for now: again after the provider's own wait when it gave one, else `default_secs`.
-    let busy = |code: &'static str, detail: &str, default_secs| {
-        Problem::new(503, code, detail)
+    let busy = |kind: Kind, detail: &str, default_secs| {
+        Problem::new(503, kind, detail)
             .retry_after(e.retry_after.unwrap_or(default_secs))
             .log(log.clone())
     };
@@ -33,8 +32,8 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             .or(what_to_do)
             .map(|a| format!("; {a}"))
             .unwrap_or_default();
-        Problem::new(status, "provider_unavailable", UNAVAILABLE)
-            .log(format!("ACTION NEEDED: {cause}{fix}: {log}"))
+        Problem::new(status, Kind::ProviderUnavailable, UNAVAILABLE)
+            .action_needed(format_args!("{cause}{fix}: {log}"))
     };
     match e.failure {
         Failure::Rejected => {
@@ -45,25 +44,28 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
                 Some(m) => format!("The provider could not resolve this link: {m}."),
                 None => "The provider could not resolve this link (it may be dead, or its host unsupported).".to_owned(),
             };
-            Problem::new(422, "link_refused", detail).log(log)
+            Problem::new(422, Kind::LinkRefused, detail).log(log)
         }
-        Failure::Unsupported => refused("unsupported_host", UNSUPPORTED_HOST),
-        Failure::DeadLink => refused("dead_link", DEAD_LINK),
-        Failure::Password => refused("password_required", "This file is protected by a password."),
+        Failure::Unsupported => refused(Kind::UnsupportedHost, UNSUPPORTED_HOST),
+        Failure::DeadLink => refused(Kind::DeadLink, DEAD_LINK),
+        Failure::Password => refused(
+            Kind::PasswordRequired,
+            "This file is protected by a password.",
+        ),
         Failure::Temporary => busy(
-            "host_unavailable",
+            Kind::HostUnavailable,
             "The file host is unavailable for now. Please try again later.",
             defaults::PROVIDER_TEMPORARY_RETRY_AFTER_SECS,
         ),
         Failure::RateLimited => busy(
-            "provider_busy",
+            Kind::ProviderBusy,
             "The download service is busy. Please try again shortly.",
             defaults::PROVIDER_BUSY_RETRY_AFTER_SECS,
         ),
         // A job that could not be kept (no store to keep it in) ends as a timeout did.
         Failure::Timeout | Failure::InProgress => Problem::new(
             504,
-            "provider_timeout",
+            Kind::ProviderTimeout,
             "The download service took too long to answer. Please try again.",
         )
         .log(log),
@@ -117,7 +119,7 @@ pub(super) fn provider_problem(e: &ProviderError, link: &str) -> Problem {
             ),
         ),
         Failure::Unavailable | Failure::BadAnswer => {
-            Problem::new(502, "provider_unavailable", UNAVAILABLE).log(log)
+            Problem::new(502, Kind::ProviderUnavailable, UNAVAILABLE).log(log)
         }
     }
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 use crate::app::failures::{DEAD_LINK, UNSUPPORTED_HOST};
 use crate::app::{Admitted, App, Tally};
 use crate::core::journal::Event;
-use crate::http::problem::Problem;
+use crate::core::key::Reserved;
+use crate::http::problem::{Kind, Problem};
 use crate::net::url::Host;
 use crate::provider::Provider;
 use crate::provider::described::ProviderSpec;
@@ -23,9 +24,9 @@ use crate::support::defaults;
 use crate::support::log::{Level, Log};
 
 /// Where the list is kept: among the cache's keys, never equal to a link's.
-const KEY: &str = "resolve:cache:hosts";
+const KEY: Reserved<'static> = Reserved::HostList;
 /// Held by the one request that fetches the list.
-const FETCHING: &str = "resolve:cache:hosts:fetching";
+const FETCHING: Reserved<'static> = Reserved::HostListFetching;
 
 /// A fetch of the list, as kept: when, and the domains (None: that fetch failed).
 struct Kept {
@@ -73,7 +74,7 @@ impl App<'_> {
             .then(|| self.refuse_unlisted_host(provider, link))
             .flatten()
             .or_else(|| refuse_dead_link(provider, link, self.log))?;
-        tally.add(Event::Bad(refused.code.into()));
+        tally.add(Event::Bad(refused.code().into()));
         self.give_back(checks, admitted, tally);
         Some(refused)
     }
@@ -112,7 +113,7 @@ impl App<'_> {
         let kept = self
             .store
             .cache
-            .cache_get(KEY)
+            .cache_get(&KEY.key())
             .ok()
             .flatten()
             .and_then(|b| Kept::decode(&b))
@@ -130,7 +131,7 @@ impl App<'_> {
             return None;
         }
         Some(
-            Problem::new(422, "unsupported_host", UNSUPPORTED_HOST).log(
+            Problem::new(422, Kind::UnsupportedHost, UNSUPPORTED_HOST).log(
                 format!(
                     "the provider's host list (fetched {}) does not name {host:?}: {link:?} refused before any paid call",
                     crate::core::calendar::iso(kept.fetched_at_ms)
@@ -145,7 +146,7 @@ impl App<'_> {
         if self
             .store
             .cache
-            .cache_claim(FETCHING, b"1", Duration::from_secs(60))
+            .cache_claim(&FETCHING.key(), b"1", Duration::from_secs(60))
             .ok()?
             .eq(&false)
         {
@@ -165,13 +166,13 @@ impl App<'_> {
             domains: fetched.ok(),
         };
         let keep = Duration::from_secs(defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 2);
-        if let Err(e) = self.store.cache.cache_put(KEY, &kept.encode(), keep) {
+        if let Err(e) = self.store.cache.cache_put(&KEY.key(), &kept.encode(), keep) {
             self.log.line(
                 Level::Warn,
                 &format!("keeping the provider's host list failed: {e}"),
             );
         }
-        let _ = self.store.cache.cache_release(FETCHING, b"1");
+        let _ = self.store.cache.cache_release(&FETCHING.key(), b"1");
         Some(kept)
     }
 }
@@ -180,7 +181,7 @@ impl App<'_> {
 /// finds the file, or cannot tell (logged: the link goes on to the paid call).
 fn refuse_dead_link(provider: &dyn Provider, link: &str, log: &dyn Log) -> Option<Problem> {
     match provider.link_dead(link)? {
-        Ok(true) => Some(Problem::new(422, "dead_link", DEAD_LINK).log(format!(
+        Ok(true) => Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
             "the provider's free link check finds {link:?} dead: refused before any paid call"
         ))),
         Ok(false) => None,

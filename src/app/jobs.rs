@@ -12,7 +12,6 @@ use crate::core::journal::Event;
 use crate::http::negotiate::Format;
 use crate::http::problem::Problem;
 use crate::http::render;
-use crate::http::request::Env;
 use crate::http::response::Response;
 use crate::provider::Provider;
 use crate::provider::job::Job;
@@ -45,7 +44,7 @@ impl App<'_> {
         &self,
         provider: &dyn Provider,
         link: &str,
-        env: &Env,
+        script_name: Option<&str>,
         format: Format,
         frame: &render::Frame<'_>,
         tally: &mut Tally,
@@ -66,7 +65,7 @@ impl App<'_> {
             .polled_at_ms
             .saturating_add(u64::from(job.poll_secs) * 1000);
         if now < next_poll {
-            return Some(Ok(self.pending(&job, link, env, format, frame)));
+            return Some(Ok(self.pending(&job, link, script_name, format, frame)));
         }
         // This request polls; others meanwhile answer from the job as it was.
         let mut polling = job.clone();
@@ -90,7 +89,7 @@ impl App<'_> {
             let _ = self.store.cache.cache_release(&key, &polling.encode());
         }
         Some(match settled {
-            Ok(Paid::Pending(next)) => Ok(self.pending(&next, link, env, format, frame)),
+            Ok(Paid::Pending(next)) => Ok(self.pending(&next, link, script_name, format, frame)),
             Ok(Paid::Resolved(r)) => {
                 if !self.config.cache_ttl.is_zero()
                     && let Err(e) = self.store.cache.cache_put(
@@ -108,17 +107,17 @@ impl App<'_> {
         })
     }
 
-    /// The 202 answer for a job under way: its progress, when and where to ask again.
+    /// The 202 answer for a job under way: its progress, when and where to ask again (the
+    /// program's path, `script_name`, with the link).
     pub(super) fn pending(
         &self,
         job: &Job,
         link: &str,
-        env: &Env,
+        script_name: Option<&str>,
         format: Format,
         frame: &render::Frame<'_>,
     ) -> Response {
-        let script = env
-            .text("SCRIPT_NAME")
+        let script = script_name
             .filter(|s| {
                 s.starts_with('/') && !s.contains(['?', '#']) && !s.contains(char::is_whitespace)
             })

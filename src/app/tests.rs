@@ -1,8 +1,10 @@
 //! Tests of one request from start to answer, on a store in memory and a counting provider.
 
 use super::*;
+use crate::app::failures::UNAVAILABLE;
 use crate::core::clock::{Clock, FakeClock, SystemClock};
 use crate::core::journal;
+use crate::http::request::Env;
 use crate::provider::resolved::Resolved;
 use crate::provider::{EchoProvider, Failure, Meter, ProviderError};
 use crate::store::journal::Journal;

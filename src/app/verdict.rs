@@ -7,7 +7,7 @@ use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::negotiate::Format;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::http::render;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
@@ -42,7 +42,7 @@ impl App<'_> {
 
     /// What the store's decision means for this request: go on (with the limit headers and
     /// the time it was counted at, unless the store failed and the policy lets it through), or
-    /// the answer that ends it. `rules` are the client's; `all_rules` adds the spend rules.
+    /// the refusal that ends it. `rules` are the client's; `all_rules` adds the spend rules.
     pub(super) fn verdict(
         &self,
         decided: Result<Decision, crate::store::StoreError>,
@@ -51,22 +51,22 @@ impl App<'_> {
         format: Format,
         frame: &render::Frame<'_>,
         tally: &mut Tally,
-    ) -> Result<Verdict, Problem> {
+    ) -> Verdict {
         match decided {
             Ok(decision @ Decision::Admit { at_ms, .. }) => {
                 tally.add(Event::Admitted);
-                Ok(Verdict::Admitted(Some(Admitted {
+                Verdict::Admitted(Some(Admitted {
                     limit_headers: render::limit_headers(rules, &decision),
                     at_ms,
-                })))
+                }))
             }
             Ok(ref decision @ Decision::Refuse { rule, .. }) if rule >= rules.len() => {
                 let retry_after_secs = decision.retry_after_secs().unwrap_or(1);
                 // The site's own budget: nothing the visitor did.
                 tally.add(Event::SpendRefused(all_rules[rule].name.as_str().into()));
-                Err(Problem::new(
+                Verdict::SpendLimited(Problem::new(
                     503,
-                    "spend_limit",
+                    Kind::SpendLimit,
                     format!(
                         "The service has reached its limit for now. Please try again in {}.",
                         render::wait_words(retry_after_secs)
@@ -88,7 +88,7 @@ impl App<'_> {
                 tally.add(Event::Refused(all_rules[rule].name.as_str().into()));
                 let mut p = Problem::new(
                     429,
-                    "rate_limited",
+                    Kind::RateLimited,
                     render::limited_sentence(retry_after_secs),
                 )
                 .retry_after(retry_after_secs);
@@ -97,10 +97,10 @@ impl App<'_> {
                 response
                     .headers
                     .extend(render::limit_headers(rules, decision));
-                Ok(Verdict::Refused {
+                Verdict::Refused {
                     response,
                     by_client,
-                })
+                }
             }
             Err(e) => match self.config.store.on_error {
                 OnError::Allow => {
@@ -110,19 +110,21 @@ impl App<'_> {
                         Level::Error,
                         &format!("store failed, answering anyway (store.on_error is allow): {e}"),
                     );
-                    Ok(Verdict::Admitted(None))
+                    Verdict::Admitted(None)
                 }
                 OnError::Deny => {
                     tally.store_failed(&e);
-                    Err(Problem::new(
-                        503,
-                        "store_unavailable",
-                        "The service is briefly unavailable. Please try again shortly.",
+                    Verdict::StoreDenied(
+                        Problem::new(
+                            503,
+                            Kind::StoreUnavailable,
+                            "The service is briefly unavailable. Please try again shortly.",
+                        )
+                        .retry_after(self.config.store.deny_retry_after_secs)
+                        .log(format!(
+                            "store failed, refusing (store.on_error is deny): {e}"
+                        )),
                     )
-                    .retry_after(self.config.store.deny_retry_after_secs)
-                    .log(format!(
-                        "store failed, refusing (store.on_error is deny): {e}"
-                    )))
                 }
             },
         }

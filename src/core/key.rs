@@ -107,6 +107,54 @@ pub const RESERVED_PREFIXES: [&str; 9] = [
     "resolve:admin-signin-setup-net:",
 ];
 
+/// A key resolve keeps for itself: the one place each is written, so that every process, every
+/// store and every version of the program (a store on disk, in Redis or in MySQL outlives an
+/// upgrade) names it alike. The variable parts are shown as they are (`Display`), written
+/// straight into the key.
+pub enum Reserved<'a> {
+    /// The shared list of blocked clients (`store::block_list`).
+    BlockList,
+    /// The lock taken to change that list.
+    BlockListLock,
+    /// A blocked client's refusal was logged (at most once a minute each): its identity.
+    BlockedLog(&'a dyn fmt::Display),
+    /// A client's refusals, counted for `auto_block`: its identity.
+    Refusals(&'a dyn fmt::Display),
+    /// The refusals of a client's network, counted for `auto_block`: the network.
+    NetworkRefusals(&'a dyn fmt::Display),
+    /// A full list of blocks was logged (at most once a minute).
+    BlocksFullLog,
+    /// A shadow rule's would-be refusal of a client was logged (once per window).
+    ShadowLog {
+        rule: &'a dyn fmt::Display,
+        client: &'a dyn fmt::Display,
+    },
+    /// The provider's list of supported hosts, among the cached answers.
+    HostList,
+    /// Held by the one request that fetches that list.
+    HostListFetching,
+}
+
+impl Reserved<'_> {
+    /// The key as the stores keep it; the fixed ones without an allocation.
+    pub fn key(&self) -> std::borrow::Cow<'static, str> {
+        use std::borrow::Cow::{Borrowed, Owned};
+        match self {
+            Reserved::BlockList => Borrowed("resolve:~blocks"),
+            Reserved::BlockListLock => Borrowed("resolve:~blocks-lock"),
+            Reserved::BlockedLog(client) => Owned(format!("resolve:~blocked-log:{client}")),
+            Reserved::Refusals(client) => Owned(format!("resolve:~refusals:{client}")),
+            Reserved::NetworkRefusals(network) => Owned(format!("resolve:~refusals-net:{network}")),
+            Reserved::BlocksFullLog => Borrowed("resolve:~blocks-full-log"),
+            Reserved::ShadowLog { rule, client } => {
+                Owned(format!("resolve:~shadow-log:{rule}:{client}"))
+            }
+            Reserved::HostList => Borrowed("resolve:cache:hosts"),
+            Reserved::HostListFetching => Borrowed("resolve:cache:hosts:fetching"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Text(String),
@@ -431,5 +479,43 @@ mod tests {
             KeyTemplate::parse("{}").unwrap_err(),
             TemplateError::Unknown(String::new())
         );
+    }
+
+    #[test]
+    fn reserved_keys_are_written_as_every_earlier_version_wrote_them() {
+        let pinned = [
+            (Reserved::BlockList, "resolve:~blocks"),
+            (Reserved::BlockListLock, "resolve:~blocks-lock"),
+            (
+                Reserved::BlockedLog(&"192.0.2.7"),
+                "resolve:~blocked-log:192.0.2.7",
+            ),
+            (
+                Reserved::Refusals(&"2001:db8::/64"),
+                "resolve:~refusals:2001:db8::/64",
+            ),
+            (
+                Reserved::NetworkRefusals(&"192.0.2.0/24"),
+                "resolve:~refusals-net:192.0.2.0/24",
+            ),
+            (Reserved::BlocksFullLog, "resolve:~blocks-full-log"),
+            (
+                Reserved::ShadowLog {
+                    rule: &"burst",
+                    client: &"192.0.2.7",
+                },
+                "resolve:~shadow-log:burst:192.0.2.7",
+            ),
+            (Reserved::HostList, "resolve:cache:hosts"),
+            (Reserved::HostListFetching, "resolve:cache:hosts:fetching"),
+        ];
+        for (reserved, key) in pinned {
+            assert_eq!(reserved.key(), key);
+            // No rule's template can make it: every one starts with a reserved prefix.
+            assert!(
+                RESERVED_PREFIXES.iter().any(|p| key.starts_with(p)),
+                "{key}"
+            );
+        }
     }
 }

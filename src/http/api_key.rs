@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::core::rule::Rule;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 
 /// One accepted key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -51,8 +51,8 @@ impl KeyPolicy {
         format!("ApiKey realm=\"resolve\", header=\"{}\"", self.header)
     }
 
-    fn unauthorized(&self, code: &'static str, detail: &str, log: String) -> Problem {
-        let mut p = Problem::new(401, code, detail).log(log);
+    fn unauthorized(&self, kind: Kind, detail: &str, log: String) -> Problem {
+        let mut p = Problem::new(401, kind, detail).log(log);
         p.challenge = Some(self.challenge().into_boxed_str());
         p
     }
@@ -62,7 +62,7 @@ impl KeyPolicy {
         let Some(raw) = value else {
             if self.require {
                 return Err(self.unauthorized(
-                    "missing_api_key",
+                    Kind::MissingApiKey,
                     &format!("Send your API key in the {} header.", self.header),
                     format!("no {} header", self.header),
                 ));
@@ -74,7 +74,7 @@ impl KeyPolicy {
         });
         let Some(key) = key else {
             return Err(self.unauthorized(
-                "invalid_api_key",
+                Kind::InvalidApiKey,
                 "The API key is not valid.",
                 format!("a malformed {} header ({} bytes)", self.header, raw.len()),
             ));
@@ -93,7 +93,7 @@ impl KeyPolicy {
                 known: Some(known),
             })),
             None => Err(self.unauthorized(
-                "unknown_api_key",
+                Kind::UnknownApiKey,
                 "The API key is not valid.",
                 format!("unknown API key {short}"),
             )),
@@ -141,13 +141,13 @@ mod tests {
     fn required_and_listed_keys() {
         let p = policy(true, &[("partner", "k-123")]);
         let e = p.check(None).unwrap_err();
-        assert_eq!((e.status, e.code), (401, "missing_api_key"));
+        assert_eq!((e.status, e.code()), (401, "missing_api_key"));
         assert_eq!(
             e.challenge.as_deref(),
             Some("ApiKey realm=\"resolve\", header=\"X-API-Key\"")
         );
         let e = p.check(Some(b"k-999")).unwrap_err();
-        assert_eq!((e.status, e.code), (401, "unknown_api_key"));
+        assert_eq!((e.status, e.code()), (401, "unknown_api_key"));
         assert!(!e.log.as_deref().unwrap().contains("k-999"));
         assert_eq!(p.check(Some(b" k-123 ")).unwrap().unwrap().id, "partner");
     }
@@ -158,7 +158,7 @@ mod tests {
         let long = "k".repeat(257);
         for bad in [&b""[..], b"a b", b"k\r\nX: y", b"\xff\xfe", long.as_bytes()] {
             let e = p.check(Some(bad)).unwrap_err();
-            assert_eq!(e.code, "invalid_api_key", "{bad:?}");
+            assert_eq!(e.code(), "invalid_api_key", "{bad:?}");
         }
     }
 }

@@ -5,7 +5,7 @@
 //! them, or what they like, and are left to the rate limits and API keys: the check only binds
 //! browsers, which is what it is for.
 
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 
 /// `scheme://host[:port]` in lower case, from an Origin or Referer value.
 pub fn origin_of(value: &str) -> Option<String> {
@@ -124,7 +124,7 @@ fn check_fetch_site(fetch_site: Option<&[u8]>) -> Result<(), Problem> {
 fn refused(what: String) -> Problem {
     Problem::new(
         403,
-        "origin_not_allowed",
+        Kind::OriginNotAllowed,
         "This service can only be used from its own site.",
     )
     .log(format!("refused a request from another site ({what})"))
@@ -229,7 +229,7 @@ mod tests {
             ),
         ] {
             let e = check(&allowed, o, r, None).unwrap_err();
-            assert_eq!((e.status, e.code), (403, "origin_not_allowed"));
+            assert_eq!((e.status, e.code()), (403, "origin_not_allowed"));
         }
         assert!(
             check(&[], Some(b"https://evil.example"), None, None).is_ok(),
@@ -252,7 +252,7 @@ mod tests {
             "bogus",
         ] {
             let e = check(&allowed, None, None, site(v)).unwrap_err();
-            assert_eq!((e.status, e.code), (403, "origin_not_allowed"), "{v:?}");
+            assert_eq!((e.status, e.code()), (403, "origin_not_allowed"), "{v:?}");
             let log = e.log.unwrap();
             assert!(
                 log.starts_with("refused a request from another site (Sec-Fetch-Site "),

@@ -5,7 +5,7 @@ use crate::core::decision::Decision;
 use crate::core::rule::Rule;
 use crate::http::footer::{Contact, Page};
 use crate::http::negotiate::Format;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::http::request::ALLOWED_METHODS;
 use crate::http::response::Response;
 use crate::provider::resolved::Resolved;
@@ -246,7 +246,7 @@ pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<
                 "title": crate::http::response::reason(p.status),
                 "status": p.status,
                 "detail": p.detail,
-                "code": p.code,
+                "code": p.code(),
             });
             if let Some(secs) = p.retry_after {
                 body["retry_after"] = secs.into();
@@ -257,14 +257,21 @@ pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<
             Response::new(p.status, PROBLEM_JSON, format!("{body}\n"))
         }
         Format::Html => {
-            let (title, kind) = match (p.status, p.code) {
+            let (title, kind) = match (p.status, p.kind) {
                 (429, _) => ("Too many requests", "wait"),
-                (_, "not_configured") => ("This site is not set up yet", "error"),
+                (_, Kind::NotConfigured) => ("This site is not set up yet", "error"),
                 (500.., _) => ("Not available right now", "error"),
                 _ => ("That did not work", "error"),
             };
             let card = format!("<p>{}</p>\n", escape(&p.detail));
-            let body = page(title, kind, Some(p.code), &card, ("Try again", link), frame);
+            let body = page(
+                title,
+                kind,
+                Some(p.code()),
+                &card,
+                ("Try again", link),
+                frame,
+            );
             html_page(p.status, body)
         }
     };

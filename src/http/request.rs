@@ -2,7 +2,7 @@
 //! the meta-variables the web server set (RFC 3875 section 4). Pure: the adapter reads the body.
 
 use crate::http::link;
-use crate::http::problem::Problem;
+use crate::http::problem::{Kind, Problem};
 use crate::net::form;
 
 /// The CGI meta-variables of one request, as raw bytes (they need not be UTF-8).
@@ -84,19 +84,29 @@ pub struct Head {
     pub body_len: u64,
 }
 
+/// The method (`REQUEST_METHOD`), when it is one the endpoint answers.
+pub fn method(env: &Env) -> Option<Method> {
+    match env.get("REQUEST_METHOD") {
+        Some(b"GET") => Some(Method::Get),
+        Some(b"HEAD") => Some(Method::Head),
+        Some(b"POST") => Some(Method::Post),
+        _ => None,
+    }
+}
+
 /// Checks the method and, for POST, the body's length and type. `max_body` is the cap.
 pub fn parse_head(env: &Env, max_body: u64) -> Result<Head, Problem> {
-    let method = match env.get("REQUEST_METHOD") {
-        Some(b"GET") => Method::Get,
-        Some(b"HEAD") => Method::Head,
-        Some(b"POST") => Method::Post,
-        _ => {
-            return Err(Problem::new(
-                405,
-                "method_not_allowed",
-                "Use GET, HEAD or POST.",
-            ));
-        }
+    parse_head_for(method(env), env, max_body)
+}
+
+/// [`parse_head`] of a request whose method was read already ([`method`]).
+pub fn parse_head_for(method: Option<Method>, env: &Env, max_body: u64) -> Result<Head, Problem> {
+    let Some(method) = method else {
+        return Err(Problem::new(
+            405,
+            Kind::MethodNotAllowed,
+            "Use GET, HEAD or POST.",
+        ));
     };
     if method != Method::Post {
         return Ok(Head {
@@ -108,18 +118,18 @@ pub fn parse_head(env: &Env, max_body: u64) -> Result<Head, Problem> {
         None => {
             return Err(Problem::new(
                 411,
-                "length_required",
+                Kind::LengthRequired,
                 "Send the form with a Content-Length.",
             ));
         }
         Some(raw) => parse_length(raw).ok_or_else(|| {
-            Problem::new(400, "bad_length", "The Content-Length is not a number.")
+            Problem::new(400, Kind::BadLength, "The Content-Length is not a number.")
         })?,
     };
     if body_len > max_body {
         return Err(Problem::new(
             413,
-            "body_too_large",
+            Kind::BodyTooLarge,
             format!("The form is too large (at most {max_body} bytes)."),
         ));
     }
@@ -132,7 +142,7 @@ pub fn parse_head(env: &Env, max_body: u64) -> Result<Head, Problem> {
     if !form_type {
         return Err(Problem::new(
             415,
-            "unsupported_media_type",
+            Kind::UnsupportedMediaType,
             "Send the link as a form (application/x-www-form-urlencoded).",
         ));
     }
@@ -156,12 +166,12 @@ pub fn parse_link(head: &Head, env: &Env, body: &[u8]) -> Result<String, Problem
     };
     let values = form::raw_values(source, "link");
     let raw = match values.as_slice() {
-        [] => return Err(Problem::new(400, "missing_link", "Paste a link first.")),
+        [] => return Err(Problem::new(400, Kind::MissingLink, "Paste a link first.")),
         [one] => *one,
         _ => {
             return Err(Problem::new(
                 400,
-                "repeated_link",
+                Kind::RepeatedLink,
                 "Send one link at a time.",
             ));
         }
@@ -169,13 +179,13 @@ pub fn parse_link(head: &Head, env: &Env, body: &[u8]) -> Result<String, Problem
     let decoded = form::decode(raw).map_err(|_| {
         Problem::new(
             400,
-            "bad_encoding",
+            Kind::BadEncoding,
             "The link is not properly encoded (a % must be followed by two hex digits).",
         )
     })?;
     link::validate(&decoded)
         .map(str::to_owned)
-        .map_err(|e| Problem::new(400, "bad_link", e.to_string()))
+        .map_err(|e| Problem::new(400, Kind::BadLink, e.to_string()))
 }
 
 /// A header name as configured: 1 to 64 letters, digits and `-` (no `_`, which CGI cannot tell
@@ -268,7 +278,7 @@ mod tests {
         assert_eq!(
             link_of("GET", b"link=https%3A%2F%2Fe.x%2Fa%20b%2Bc", b"")
                 .unwrap_err()
-                .code,
+                .code(),
             "bad_link"
         );
         assert_eq!(
@@ -278,7 +288,7 @@ mod tests {
         assert_eq!(
             link_of("POST", b"link=ignored", b"link=https://e.x/a+b")
                 .unwrap_err()
-                .code,
+                .code(),
             "bad_link",
             "a + is a space"
         );
@@ -310,7 +320,7 @@ mod tests {
         ];
         for (query, code) in cases {
             assert_eq!(
-                link_of("GET", query, b"").unwrap_err().code,
+                link_of("GET", query, b"").unwrap_err().code(),
                 *code,
                 "{:?}",
                 String::from_utf8_lossy(query)

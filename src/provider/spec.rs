@@ -462,6 +462,7 @@ impl HttpSpec {
                 detail,
                 advice: self.advice_for(failure).map(str::to_owned),
                 job: None,
+                job_failed: false,
             }
         };
         match status {
@@ -505,7 +506,10 @@ impl HttpSpec {
         }
         if let Some(poll) = &step.poll {
             if poll.fail.as_ref().is_some_and(|f| f.holds(v)) {
-                return Err(error(Failure::Rejected, WORK_FAILED));
+                // Unless the answer names another class (then it is that failure).
+                let mut e = error(Failure::Rejected, WORK_FAILED);
+                e.job_failed = e.failure == Failure::Rejected;
+                return Err(e);
             }
             if !poll.until.holds(v) {
                 return Ok(StepOutcome::Again(

@@ -5,13 +5,10 @@
 
 use std::time::{Duration, Instant};
 
+use crate::core::key::Reserved;
 use crate::store::StoreError;
 use crate::store::cache::Cache;
 
-/// The cache entry holding the list.
-pub const LIST_KEY: &str = "resolve:~blocks";
-/// The lock taken to change it.
-pub const LOCK_KEY: &str = "resolve:~blocks-lock";
 /// A lock left by a process that died is free again after this.
 const LOCK_TTL: Duration = Duration::from_secs(10);
 /// How long a change waits for the lock.
@@ -25,6 +22,7 @@ pub type Change<'a> =
     Box<dyn FnOnce(Option<Vec<u8>>) -> Result<(Vec<u8>, Duration), StoreError> + 'a>;
 
 /// The shared block list.
+/// Kept under [`Reserved::BlockList`], changed under [`Reserved::BlockListLock`].
 pub trait BlockList {
     /// The stored list, None when none is stored (or it expired).
     fn block_list(&self) -> Result<Option<Vec<u8>>, StoreError>;
@@ -36,13 +34,13 @@ pub trait BlockList {
 
 impl<T: Cache + ?Sized> BlockList for T {
     fn block_list(&self) -> Result<Option<Vec<u8>>, StoreError> {
-        self.cache_get(LIST_KEY)
+        self.cache_get(&Reserved::BlockList.key())
     }
 
     fn change_block_list(&self, change: Change<'_>) -> Result<(), StoreError> {
         let token = format!("{:016x}", crate::support::random::u64());
         let give_up = Instant::now() + LOCK_WAIT;
-        while !self.cache_claim(LOCK_KEY, token.as_bytes(), LOCK_TTL)? {
+        while !self.cache_claim(&Reserved::BlockListLock.key(), token.as_bytes(), LOCK_TTL)? {
             if Instant::now() >= give_up {
                 return Err(StoreError::unavailable(
                     "the block list is locked by another process (try again)",
@@ -51,10 +49,10 @@ impl<T: Cache + ?Sized> BlockList for T {
             std::thread::sleep(LOCK_POLL);
         }
         let result = self
-            .cache_get(LIST_KEY)
+            .cache_get(&Reserved::BlockList.key())
             .and_then(change)
-            .and_then(|(list, ttl)| self.cache_put(LIST_KEY, &list, ttl));
-        self.cache_release(LOCK_KEY, token.as_bytes())?;
+            .and_then(|(list, ttl)| self.cache_put(&Reserved::BlockList.key(), &list, ttl));
+        self.cache_release(&Reserved::BlockListLock.key(), token.as_bytes())?;
         result
     }
 }

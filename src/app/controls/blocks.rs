@@ -200,8 +200,8 @@ mod tests {
 
     #[test]
     fn its_keys_are_among_those_no_rule_may_make() {
-        use crate::store::block_list::{LIST_KEY, LOCK_KEY};
-        for key in [LIST_KEY, LOCK_KEY] {
+        use crate::core::key::Reserved;
+        for key in [Reserved::BlockList.key(), Reserved::BlockListLock.key()] {
             let reserved = crate::core::key::RESERVED_PREFIXES;
             assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
         }

@@ -14,6 +14,7 @@ fn a_job_the_provider_reports_failed_gives_back_the_paid_link_not_the_providers_
     let s = store();
     let mut failed = ProviderError::new(Failure::Rejected, crate::provider::spec::WORK_FAILED);
     failed.reached = true;
+    failed.job_failed = true;
     let p = Counting {
         calls: Cell::new(0),
         answer: Err(failed),
@@ -35,6 +36,27 @@ fn a_job_the_provider_reports_failed_gives_back_the_paid_link_not_the_providers_
         "the owner's spend limit gets the paid link back"
     );
     assert_eq!(figures(&s).refunds, 1);
+}
+
+#[test]
+fn a_failure_that_only_reads_like_a_failed_job_gives_nothing_back() {
+    let mut cfg = config(r#"{"spend": [{"name": "day", "limit": 9, "window_secs": 86400}]}"#);
+    cfg.provider_rate_limits = 0;
+    let s = store();
+    // The provider's refusal of the link, in the words of a failed job: it was paid for.
+    let mut refused = ProviderError::new(Failure::Rejected, crate::provider::spec::WORK_FAILED);
+    refused.reached = true;
+    let p = Counting {
+        calls: Cell::new(0),
+        answer: Err(refused),
+    };
+    let (a, _) = run(&cfg, &s, &p, &get("192.0.2.1", LINK));
+    assert_eq!(a.response.status, 422);
+    assert_eq!(figures(&s).refunds, 0, "only a failed job is given back");
+    match s.state(&cfg.spend[0].key_for("")) {
+        Some(crate::core::limiter::State::Fixed(Some(c))) => assert_eq!(c.count, 1),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

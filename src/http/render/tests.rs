@@ -75,7 +75,7 @@ fn sentences() {
 
 #[test]
 fn json_problem_shape() {
-    let mut p = Problem::new(429, "rate_limited", limited_sentence(5)).retry_after(5);
+    let mut p = Problem::new(429, Kind::RateLimited, limited_sentence(5)).retry_after(5);
     p.rule = Some("ip".into());
     let r = problem(Format::Json, &p, &Frame::default());
     assert_eq!(r.header_value("Content-Type"), Some(PROBLEM_JSON));
@@ -114,7 +114,7 @@ fn html_is_escaped() {
 
 #[test]
 fn method_not_allowed_says_what_is() {
-    let not_allowed = Problem::new(405, "method_not_allowed", "no");
+    let not_allowed = Problem::new(405, Kind::MethodNotAllowed, "no");
     let r = problem(Format::Text, &not_allowed, &Frame::default());
     assert_eq!(r.header_value("Allow"), Some("GET, HEAD, POST"));
     assert_eq!(r.header_value("Cache-Control"), Some("no-store"));
@@ -132,7 +132,7 @@ fn answer_pages_stand_alone_with_the_form_and_the_footer() {
         terms_url: Some("https://example.com/terms?a=1&b=2".into()),
     };
     let frame = Frame::new(Some("/tools/cgi-bin/resolve"), Some(&page));
-    let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
+    let p = Problem::new(429, Kind::RateLimited, limited_sentence(42)).retry_after(42);
     let body = html(problem(Format::Html, &p, &frame));
     assert!(body.contains("<h1>Too many requests</h1>"), "{body}");
     let version = format!("<!-- resolve {} -->", env!("CARGO_PKG_VERSION"));
@@ -159,7 +159,7 @@ fn answer_pages_stand_alone_with_the_form_and_the_footer() {
 
     let unset = html(problem(
         Format::Html,
-        &Problem::new(503, "not_configured", "Not set up."),
+        &Problem::new(503, Kind::NotConfigured, "Not set up."),
         &Frame::new(None, None),
     ));
     assert!(
@@ -234,7 +234,7 @@ fn links_break_only_after_a_slash_or_a_question_mark() {
 
 #[test]
 fn a_refusal_keeps_the_link_in_the_field() {
-    let p = Problem::new(429, "rate_limited", limited_sentence(42)).retry_after(42);
+    let p = Problem::new(429, Kind::RateLimited, limited_sentence(42)).retry_after(42);
     let link = "https://host.example/f?a=1&b=\"2\"";
     let body = html(problem_for(Format::Html, &p, &Frame::default(), Some(link)));
     assert!(
@@ -265,7 +265,7 @@ fn base64_as_the_rfc_says() {
 
 #[test]
 fn answer_pages_allow_their_own_style_and_nothing_else() {
-    let bad_link = Problem::new(400, "bad_link", "No.");
+    let bad_link = Problem::new(400, Kind::BadLink, "No.");
     let r = problem(Format::Html, &bad_link, &Frame::default());
     let policy = r
         .header_value("Content-Security-Policy")

@@ -403,12 +403,24 @@ fn polling_steps() {
         s.interpret(&st, 200, None, &answer(1)).unwrap(),
         StepOutcome::Again(None)
     );
-    assert_eq!(
-        s.interpret(&st, 200, None, &answer(3)).unwrap_err().failure,
-        Failure::Rejected
-    );
+    let failed = s.interpret(&st, 200, None, &answer(3)).unwrap_err();
+    assert_eq!(failed.failure, Failure::Rejected);
+    assert!(failed.job_failed, "a failed job says so, for its refund");
     let vars = done(s.interpret(&st, 200, None, &answer(2)).unwrap());
     assert_eq!(vars["download"], "https://dl.example/g");
+    // A failed job whose answer names a known class is that failure, not a failed job.
+    st.error_code = Some("/error".into());
+    let mut s = spec(vec![st.clone()]);
+    s.errors = vec![("LINK_DOWN".into(), Failure::DeadLink)];
+    let e = s
+        .interpret(
+            &st,
+            200,
+            None,
+            &body(json!({"data": {"status": 3}, "error": "LINK_DOWN"})),
+        )
+        .unwrap_err();
+    assert_eq!((e.failure, e.job_failed), (Failure::DeadLink, false));
 }
 
 #[test]

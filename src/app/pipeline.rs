@@ -1,0 +1,418 @@
+//! The request's way through the program, stage by stage, each a function from typed values to
+//! typed values: read (once) → gate (blocks, allow list, a provider set up) → look up (the
+//! cache) → decide (the limiter) → join (a job under way) → admit (or the refusal) → serve
+//! (pre-checks, shadow rules, the cache or the provider) → answer (the limit headers) →
+//! account (the journal). A refusal leaves the way where it is made, as an [`Exit`].
+
+use std::io::Read;
+
+use crate::app::request::{Asked, Asking, Caller};
+use crate::app::{Admitted, Answer, App, Claim, Lookup, Paid, Tally, Verdict};
+use crate::core::journal::Event;
+use crate::core::rule::Rule;
+use crate::http::negotiate::Format;
+use crate::http::problem::{Kind, LogKind, Problem};
+use crate::http::render::{self, Frame};
+use crate::http::request::{Env, Method};
+use crate::http::response::Response;
+use crate::provider::Provider;
+use crate::provider::resolved::Resolved;
+use crate::store::{Check, StoreError};
+use crate::support::defaults;
+use crate::support::log::Level;
+
+/// How the request leaves the way before its end: with an answer made already (a 429, a job's
+/// 202), or with a refusal that is logged and rendered.
+enum Exit {
+    Answer(Response),
+    Refuse(Problem),
+}
+
+impl From<Problem> for Exit {
+    fn from(p: Problem) -> Exit {
+        Exit::Refuse(p)
+    }
+}
+
+/// How the answer is written: the format asked for, the page around HTML, and the program's
+/// path (where a job's 202 says to ask again).
+struct Reply<'r> {
+    format: Format,
+    frame: Frame<'r>,
+    script_name: Option<&'r str>,
+}
+
+/// Through the gate: the provider to call and the client's rules. A store that could not tell
+/// who is blocked fails the decision too: its error goes straight to the failure policy,
+/// without waiting out a second timeout.
+struct Gated<'a> {
+    provider: &'a dyn Provider,
+    rules: Vec<&'a Rule>,
+    blocks_failure: Option<StoreError>,
+}
+
+/// What the cache says about the link.
+struct Looked<'a> {
+    /// The key of the link's cached answer, when the link is cached at all.
+    cache_key: Option<String>,
+    cached: Option<Resolved>,
+    /// This request's claim on resolving the link: released when the way ends.
+    _claim: Option<Claim<'a>>,
+    /// A store that failed the cache read would fail the decision too, after another timeout:
+    /// its error goes straight to the failure policy.
+    failure: Option<StoreError>,
+}
+
+/// Counted by the limiter: what it decided, and what the stages after need of it.
+struct Counted<'a> {
+    gated: Gated<'a>,
+    looked: Looked<'a>,
+    /// A link paid for (not HEAD, not cached, a provider that costs something).
+    paid: bool,
+    /// The client's rules, then the spend rules when paid: what was counted.
+    checks: Vec<Check<'a>>,
+    /// The store answered the decision.
+    store_up: bool,
+    /// A rule of the client's own refused it (whatever else did too).
+    over_own_limit: bool,
+}
+
+impl App<'_> {
+    /// Answers one request. `body` is the request body (standard input under CGI); at most the
+    /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
+    pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
+        self.store.upkeep.begin_request();
+        let request = self.read(env, body);
+        let head_only = request.head_only;
+        let asked = match request.asking {
+            Asking::About => {
+                return Answer {
+                    response: crate::http::about::answer(
+                        &self.config.page,
+                        self.provider.is_some(),
+                    ),
+                    head_only,
+                };
+            }
+            Asking::Link(asked) => asked,
+        };
+        let reply = Reply {
+            format: request.format,
+            frame: Frame::new(request.script_name, Some(&self.config.page)),
+            script_name: request.script_name,
+        };
+        let mut tally = Tally::default();
+        tally.add(Event::Request);
+        let response = match self.way(asked, &reply, &mut tally) {
+            Ok(response) | Err(Exit::Answer(response)) => response,
+            Err(Exit::Refuse(p)) => self.refused(&p, &request.caller, &reply, &tally),
+        };
+        self.journal(&tally);
+        Answer {
+            response,
+            head_only,
+        }
+    }
+
+    /// The way from the request read to its answer.
+    fn way(
+        &self,
+        asked: Result<Asked<'_>, Problem>,
+        reply: &Reply<'_>,
+        tally: &mut Tally,
+    ) -> Result<Response, Exit> {
+        // Leaves: what the read found wrong (400, 401, 403 another site's page, 405, 411, 413,
+        // 415), before anything is counted.
+        let asked = asked.inspect_err(|p| tally.add(Event::Bad(p.code().into())))?;
+        tally.client = Some(asked.identity.clone());
+        tally.link = Some(asked.link.clone());
+        // Leaves: a blocked client (403), a site without a provider (503).
+        let gated = self.gate(&asked, tally)?;
+        let looked = self.look_up_link(&asked, &gated);
+        // Counted in one step of the store; the verdict is acted on below.
+        let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
+        // Leaves: a job under way for the link answers instead (202, or the job's end).
+        self.join(&asked, &counted, &verdict, reply, tally)?;
+        // Leaves: refused by a limit, 429 by the client's rules, 503 by the site's spend
+        // limits or a failed store.
+        let admitted = self.admit(&asked, verdict, tally)?;
+        // Leaves: a pre-check's 422, the provider's failure, a job just started (202).
+        let response = self.serve(&asked, &counted, admitted.as_ref(), reply, tally)?;
+        Ok(with_limit_headers(response, admitted))
+    }
+
+    /// Refuses a blocked client (403) and, without a provider, everyone (503); else the
+    /// client's rules, without the `ip` ones for an allowed address.
+    fn gate<'a>(&'a self, asked: &Asked<'a>, tally: &mut Tally) -> Result<Gated<'a>, Problem> {
+        if let Some(network) = self.config.client.untrusted_network(asked.address) {
+            tally.add(Event::UntrustedNetwork(network.name()));
+        }
+        let blocks_failure = match self.refuse_blocked(asked, tally) {
+            Ok(Some(p)) => return Err(p),
+            Ok(None) => None,
+            Err(e) => Some(e),
+        };
+        let Some(provider) = self.provider else {
+            tally.add(Event::Bad(Kind::NotConfigured.code().into()));
+            return Err(Problem::new(
+                503,
+                Kind::NotConfigured,
+                "This service is not set up yet. Please try again later.",
+            )
+            .retry_after(defaults::NOT_CONFIGURED_RETRY_AFTER_SECS)
+            .log("no provider is configured: set \"provider\" in the configuration file (run `resolve check`)"));
+        };
+        let rules = self.unless_allowed(asked, self.client_rules(asked.key.as_ref()));
+        Ok(Gated {
+            provider,
+            rules,
+            blocks_failure,
+        })
+    }
+
+    /// The link's cached answer, or this request's claim to resolve it. A cached answer costs
+    /// nothing: the client's rules count it, the spend rules do not. A provider that costs
+    /// nothing (the echo provider) is neither cached nor counted as paid.
+    fn look_up_link<'a>(&'a self, asked: &Asked<'_>, gated: &Gated<'_>) -> Looked<'a> {
+        let cache_key = (!self.config.cache_ttl.is_zero()
+            && asked.method != Method::Head
+            && gated.provider.pays())
+        .then(|| crate::provider::cache::key(&asked.link));
+        let lookup = cache_key
+            .as_deref()
+            .filter(|_| gated.blocks_failure.is_none())
+            .map(|k| self.look_up(k));
+        let (cached, failure, claim) = match lookup {
+            None => (None, None, None),
+            Some(Lookup::Hit(r)) => (Some(r), None, None),
+            Some(Lookup::Miss(claim)) => (None, None, claim),
+            Some(Lookup::Failed(e)) => (None, Some(e), None),
+        };
+        Looked {
+            cache_key,
+            cached,
+            _claim: claim,
+            failure,
+        }
+    }
+
+    /// Counts the request against every rule in one step of the store (the spend rules too
+    /// when the link is to be paid for), and what that means for it. The client's own rules
+    /// decide first: a client over them is refused by them alone (429 with their wait, even
+    /// when the site's spend limit is reached too), the site-wide counters left unread.
+    fn decide<'a>(
+        &'a self,
+        asked: &Asked<'_>,
+        mut gated: Gated<'a>,
+        mut looked: Looked<'a>,
+        reply: &Reply<'_>,
+        tally: &mut Tally,
+    ) -> (Counted<'a>, Verdict) {
+        let paid = asked.method != Method::Head && looked.cached.is_none() && gated.provider.pays();
+        let all_rules: Vec<&Rule> = gated
+            .rules
+            .iter()
+            .copied()
+            .chain(self.first_call_rules().filter(|_| paid))
+            .collect();
+        let checks = asked.checks(&all_rules);
+        let decided = match gated.blocks_failure.take().or(looked.failure.take()) {
+            Some(e) => Err(e),
+            None => self
+                .store
+                .counters
+                .decide_own_first(&checks, gated.rules.len()),
+        };
+        let store_up = decided.is_ok();
+        let over_own_limit = decided
+            .as_ref()
+            .is_ok_and(|d| !d.is_admit() && Self::over_own_limit(&gated.rules, d.statuses()));
+        let verdict = self.verdict(
+            decided,
+            &gated.rules,
+            &all_rules,
+            reply.format,
+            &reply.frame,
+            tally,
+        );
+        let counted = Counted {
+            gated,
+            looked,
+            paid,
+            checks,
+            store_up,
+            over_own_limit,
+        };
+        (counted, verdict)
+    }
+
+    /// A link whose paid job is under way joins it (a request that waited for another one
+    /// resolving the same link too): no new paid call, and the request counted by nothing.
+    /// Asked only once the visitor's own rules let the request through, so that a client over
+    /// its limit costs no job read; the site's limits do not stop a poll. The job's answer
+    /// leaves the way.
+    fn join(
+        &self,
+        asked: &Asked<'_>,
+        counted: &Counted<'_>,
+        verdict: &Verdict,
+        reply: &Reply<'_>,
+        tally: &mut Tally,
+    ) -> Result<(), Exit> {
+        let may_join = !matches!(verdict, Verdict::StoreDenied(_));
+        if !(may_join
+            && counted.store_up
+            && !counted.over_own_limit
+            && asked.method != Method::Head
+            && counted.looked.cached.is_none())
+        {
+            return Ok(());
+        }
+        let Some(answer) = self.join_job(
+            counted.gated.provider,
+            &asked.link,
+            reply.script_name,
+            reply.format,
+            &reply.frame,
+            tally,
+        ) else {
+            return Ok(());
+        };
+        match verdict {
+            Verdict::Admitted(admitted) => {
+                self.give_back(&counted.checks, admitted.as_ref(), tally);
+            }
+            // Refused by a site-wide rule, which counted nothing: not a refusal after all.
+            _ => tally
+                .events
+                .retain(|e| !matches!(e, Event::Refused(_) | Event::SpendRefused(_))),
+        }
+        Err(match answer {
+            Ok(response) => Exit::Answer(response),
+            Err(p) => Exit::Refuse(p),
+        })
+    }
+
+    /// Admitted, or the refusal leaves the way: a 429 by the client's own rules counts towards
+    /// `auto_block` (a busy site refuses everyone by its global rules, a full store new
+    /// clients by keys they share: no reason to block anyone for those).
+    fn admit(
+        &self,
+        asked: &Asked<'_>,
+        verdict: Verdict,
+        tally: &mut Tally,
+    ) -> Result<Option<Admitted>, Exit> {
+        match verdict {
+            Verdict::Admitted(admitted) => Ok(admitted),
+            Verdict::Refused {
+                response,
+                by_client,
+            } => {
+                if by_client {
+                    self.count_refusal(asked, tally);
+                }
+                Err(Exit::Answer(response))
+            }
+            Verdict::SpendLimited(p) | Verdict::StoreDenied(p) => Err(Exit::Refuse(p)),
+        }
+    }
+
+    /// The admitted request served: the free pre-checks before paying (a host the provider
+    /// does not list, a link it finds dead), the shadow rules, then the answer: counted only
+    /// (HEAD), cached, or paid for and cached. A job still under way leaves with its 202.
+    fn serve(
+        &self,
+        asked: &Asked<'_>,
+        counted: &Counted<'_>,
+        admitted: Option<&Admitted>,
+        reply: &Reply<'_>,
+        tally: &mut Tally,
+    ) -> Result<Response, Exit> {
+        let provider = counted.gated.provider;
+        if counted.paid
+            && let Some(p) = self.refuse_before_paying(
+                provider,
+                &asked.link,
+                counted.store_up,
+                (&counted.checks, admitted),
+                tally,
+            )
+        {
+            return Err(p.into());
+        }
+        self.shadow(asked, tally);
+        if asked.method == Method::Head {
+            return Ok(render::counted(reply.format));
+        }
+        if let Some(resolved) = &counted.looked.cached {
+            tally.add(Event::CacheHit);
+            return Ok(render::resolved(reply.format, resolved, &reply.frame)
+                .header("X-Resolve-Cache", "hit"));
+        }
+        let spend_checks = &counted.checks[counted.gated.rules.len()..];
+        let resolved = match self.pay(provider, &asked.link, admitted, spend_checks, tally)? {
+            Paid::Resolved(r) => r,
+            Paid::Pending(job) => {
+                return Err(Exit::Answer(self.pending(
+                    &job,
+                    &asked.link,
+                    reply.script_name,
+                    reply.format,
+                    &reply.frame,
+                )));
+            }
+        };
+        let cache_key = counted.looked.cache_key.as_ref();
+        if let Some(k) = cache_key.filter(|_| counted.store_up)
+            && let Err(e) = self.store.cache.cache_put(
+                k,
+                &crate::provider::cache::encode(&resolved),
+                self.config.cache_ttl,
+            )
+        {
+            self.log
+                .line(Level::Warn, &format!("caching the answer failed: {e}"));
+        }
+        let answer = render::resolved(reply.format, &resolved, &reply.frame);
+        Ok(if cache_key.is_some() {
+            answer.header("X-Resolve-Cache", "miss")
+        } else {
+            answer
+        })
+    }
+
+    /// A refusal's answer, and its line in the owner's log (a blocked client's is logged by
+    /// the gate, at most once a minute each; a 429 not at all); a line asking the owner to act
+    /// is kept as a note.
+    fn refused(
+        &self,
+        p: &Problem,
+        caller: &Caller<'_>,
+        reply: &Reply<'_>,
+        tally: &Tally,
+    ) -> Response {
+        let level = if p.status >= 500 {
+            Level::Error
+        } else {
+            Level::Warn
+        };
+        let said = p.log.as_deref().unwrap_or(&p.detail);
+        if p.status != 429 && p.kind != Kind::Blocked {
+            self.log
+                .line(level, &format!("{} {caller}: {said}", p.status));
+        }
+        if p.log_kind == LogKind::ActionNeeded {
+            self.note(said);
+        }
+        render::problem_for(reply.format, p, &reply.frame, tally.link.as_deref())
+    }
+}
+
+/// The answer with the limit headers of an admitted request (none when the store failed and
+/// the policy answered anyway).
+fn with_limit_headers(mut response: Response, admitted: Option<Admitted>) -> Response {
+    if let Some(admitted) = admitted {
+        response.headers.extend(admitted.limit_headers);
+    }
+    response
+}
