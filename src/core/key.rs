@@ -133,6 +133,17 @@ pub enum Reserved<'a> {
     HostList,
     /// Held by the one request that fetches that list.
     HostListFetching,
+    /// A link's cached answer (or the claim of the request resolving it): the SHA-256 of the
+    /// link in its standard form, in lower-case hex.
+    CachedAnswer(&'a str),
+    /// A link's paid job still under way at the provider: the same digest.
+    Job(&'a str),
+    /// The usage journal's totals of an hour (hours since 1970), in Redis.
+    JournalTotals(u32),
+    /// The usage journal's figures per client of an hour, in Redis.
+    JournalClients(u32),
+    /// The kept ACTION NEEDED lines, in Redis.
+    JournalNotes,
 }
 
 impl Reserved<'_> {
@@ -151,6 +162,11 @@ impl Reserved<'_> {
             }
             Reserved::HostList => Borrowed("resolve:cache:hosts"),
             Reserved::HostListFetching => Borrowed("resolve:cache:hosts:fetching"),
+            Reserved::CachedAnswer(digest) => Owned(format!("resolve:cache:{digest}")),
+            Reserved::Job(digest) => Owned(format!("resolve:cache:job:{digest}")),
+            Reserved::JournalTotals(hour) => Owned(format!("resolve:journal:totals:{hour}")),
+            Reserved::JournalClients(hour) => Owned(format!("resolve:journal:clients:{hour}")),
+            Reserved::JournalNotes => Borrowed("resolve:journal:notes"),
         }
     }
 }
@@ -508,6 +524,17 @@ mod tests {
             ),
             (Reserved::HostList, "resolve:cache:hosts"),
             (Reserved::HostListFetching, "resolve:cache:hosts:fetching"),
+            (Reserved::CachedAnswer("ab12"), "resolve:cache:ab12"),
+            (Reserved::Job("ab12"), "resolve:cache:job:ab12"),
+            (
+                Reserved::JournalTotals(499_015),
+                "resolve:journal:totals:499015",
+            ),
+            (
+                Reserved::JournalClients(499_015),
+                "resolve:journal:clients:499015",
+            ),
+            (Reserved::JournalNotes, "resolve:journal:notes"),
         ];
         for (reserved, key) in pinned {
             assert_eq!(reserved.key(), key);

@@ -19,11 +19,17 @@ pub fn normalise(link: &str) -> String {
     }
 }
 
+/// The SHA-256 of a link in its standard form, in lower-case hex: what its cached answer and
+/// its job are kept under.
+pub fn digest(link: &str) -> String {
+    crate::support::hex::lower(&Sha256::digest(normalise(link).as_bytes()))
+}
+
 /// The store key of a link's cached answer.
 pub fn key(link: &str) -> String {
-    let digest = Sha256::digest(normalise(link).as_bytes());
-    let hex = crate::support::hex::lower(&digest);
-    format!("resolve:cache:{hex}")
+    crate::core::key::Reserved::CachedAnswer(&digest(link))
+        .key()
+        .into_owned()
 }
 
 /// A resolved link as stored.

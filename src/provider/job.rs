@@ -47,7 +47,9 @@ impl Job {
 
     /// The store key of a link's job: beside its cached answer, never equal to one.
     pub fn key(link: &str) -> String {
-        crate::provider::cache::key(link).replacen("resolve:cache:", "resolve:cache:job:", 1)
+        crate::core::key::Reserved::Job(&crate::provider::cache::digest(link))
+            .key()
+            .into_owned()
     }
 
     pub fn encode(&self) -> Vec<u8> {

@@ -568,7 +568,7 @@ impl Notes for RedisStore {
         let last = (usage::KEEP_NOTES - 1).to_string();
         let reply = self.call(resp::encode(&[
             b"LRANGE",
-            journal::NOTES_KEY.as_bytes(),
+            journal::notes_key().as_bytes(),
             b"0",
             last.as_bytes(),
         ]))?;

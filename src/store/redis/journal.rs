@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::core::journal::{self, ClientCount, Entry, HOUR_MS, KEEP_NOTES, Note, Row};
+use crate::core::key::Reserved;
 use crate::store::redis::resp::{self, OddReply, Reply};
 
 /// Fields of a clients hash fetched whole; bigger ones are read with `HSCAN`.
@@ -20,14 +21,16 @@ pub const WHOLE_HASH: i64 = 20_000;
 pub const HOURS_AT_ONCE: u32 = 1_000;
 
 pub fn totals_key(hour: u32) -> String {
-    format!("resolve:journal:totals:{hour}")
+    Reserved::JournalTotals(hour).key().into_owned()
 }
 
 pub fn clients_key(hour: u32) -> String {
-    format!("resolve:journal:clients:{hour}")
+    Reserved::JournalClients(hour).key().into_owned()
 }
 
-pub const NOTES_KEY: &str = "resolve:journal:notes";
+pub fn notes_key() -> std::borrow::Cow<'static, str> {
+    Reserved::JournalNotes.key()
+}
 
 /// When the rows of `hour` may go, kept `hours` after it (ms since 1970).
 fn expires_at(hour: u32, hours: u32) -> String {
@@ -81,9 +84,9 @@ pub fn note_commands(note: &Note) -> Vec<Vec<u8>> {
     let last = (KEEP_NOTES - 1).to_string();
     vec![
         resp::encode(&[b"MULTI"]),
-        resp::encode(&[b"LPUSH", NOTES_KEY.as_bytes(), value.as_bytes()]),
-        resp::encode(&[b"LTRIM", NOTES_KEY.as_bytes(), b"0", last.as_bytes()]),
-        resp::encode(&[b"LRANGE", NOTES_KEY.as_bytes(), b"0", b"-1"]),
+        resp::encode(&[b"LPUSH", notes_key().as_bytes(), value.as_bytes()]),
+        resp::encode(&[b"LTRIM", notes_key().as_bytes(), b"0", last.as_bytes()]),
+        resp::encode(&[b"LRANGE", notes_key().as_bytes(), b"0", b"-1"]),
         resp::encode(&[b"EXEC"]),
     ]
 }
@@ -116,7 +119,7 @@ pub fn notes_dropped(exec: &Reply) -> Result<Vec<Vec<u8>>, OddReply> {
         .iter()
         .zip(kept)
         .filter(|(_, keep)| !keep)
-        .map(|(value, _)| resp::encode(&[b"LREM", NOTES_KEY.as_bytes(), b"-1", value]))
+        .map(|(value, _)| resp::encode(&[b"LREM", notes_key().as_bytes(), b"-1", value]))
         .collect())
 }
 
@@ -227,7 +230,7 @@ mod tests {
 
     #[test]
     fn its_keys_are_among_those_no_rule_may_make() {
-        for key in [totals_key(10), clients_key(10), NOTES_KEY.to_owned()] {
+        for key in [totals_key(10), clients_key(10), notes_key().into_owned()] {
             let reserved = crate::core::key::RESERVED_PREFIXES;
             assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
         }
