@@ -133,6 +133,10 @@ pub enum Reserved<'a> {
     HostList,
     /// Held by the one request that fetches that list.
     HostListFetching,
+    /// The host list of a service after the first of `providers`: its name.
+    ServiceHostList(&'a dyn fmt::Display),
+    /// Held by the one request that fetches that service's list.
+    ServiceHostListFetching(&'a dyn fmt::Display),
 }
 
 impl Reserved<'_> {
@@ -151,6 +155,10 @@ impl Reserved<'_> {
             }
             Reserved::HostList => Borrowed("resolve:cache:hosts"),
             Reserved::HostListFetching => Borrowed("resolve:cache:hosts:fetching"),
+            Reserved::ServiceHostList(name) => Owned(format!("resolve:cache:hosts@{name}")),
+            Reserved::ServiceHostListFetching(name) => {
+                Owned(format!("resolve:cache:hosts@{name}:fetching"))
+            }
         }
     }
 }
@@ -508,6 +516,14 @@ mod tests {
             ),
             (Reserved::HostList, "resolve:cache:hosts"),
             (Reserved::HostListFetching, "resolve:cache:hosts:fetching"),
+            (
+                Reserved::ServiceHostList(&"alldebrid"),
+                "resolve:cache:hosts@alldebrid",
+            ),
+            (
+                Reserved::ServiceHostListFetching(&"alldebrid"),
+                "resolve:cache:hosts@alldebrid:fetching",
+            ),
         ];
         for (reserved, key) in pinned {
             assert_eq!(reserved.key(), key);
