@@ -73,12 +73,16 @@ fn ad_ok(name: &str) -> Reply {
         "streams": [], "filesize": 1000, "id": "x1"}}))
 }
 
-fn stats(site: &Setup) -> Value {
-    let mut cmd = command(&["stats", "--json"]);
+fn command_text(site: &Setup, args: &[&str]) -> String {
+    let mut cmd = command(args);
     cmd.arg("--config").arg(&site.config_path);
     let out = cmd.output().expect("run the binary");
-    assert!(out.status.success(), "{}", output_text(&out));
-    serde_json::from_slice(&out.stdout).expect("JSON")
+    assert!(out.status.success(), "{args:?}: {}", output_text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stats(site: &Setup) -> Value {
+    serde_json::from_str(&command_text(site, &["stats", "--json"])).expect("JSON")
 }
 
 #[test]
@@ -111,6 +115,18 @@ fn a_refused_server_address_sends_the_link_to_the_second_service() {
     let s = stats(&site);
     assert_eq!(s["provider_failures"]["server_refused"], 1, "{s:#}");
     assert_eq!(s["paid_calls"], 2, "both calls reached a service: {s:#}");
+    assert_eq!(
+        s["services"],
+        json!({"realdebrid": {"calls": 1, "failures": {"server_refused": 1}},
+               "alldebrid": {"calls": 1, "failures": {}}}),
+        "{s:#}"
+    );
+    let text = command_text(&site, &["stats"]);
+    assert!(
+        text.contains("  realdebrid: 1 call, 1 failed (server_refused 1)")
+            && text.contains("  alldebrid: 1 call\n"),
+        "{text}"
+    );
 }
 
 #[test]

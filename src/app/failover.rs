@@ -140,6 +140,7 @@ impl App<'_> {
                 None => turn.provider.resolve(link, &crate::provider::Unmetered),
             };
             record(&answer, turn.provider, tally);
+            record_service(&answer, turn.name, tally);
             match answer {
                 Err(e) if fails_over(e.failure) && next.is_some() => {
                     self.turn_failed(&e, &turn, (&held, held_at_ms), next, tally);
@@ -289,6 +290,25 @@ impl App<'_> {
                 Level::Warn,
                 &format!("giving back the spend of a call not made failed: {e}"),
             );
+        }
+    }
+}
+
+/// The journal's figures of one service's turn: a call that reached it, and its failure.
+fn record_service(
+    answer: &Result<crate::provider::resolved::Resolved, ProviderError>,
+    name: &str,
+    tally: &mut Tally,
+) {
+    match answer {
+        Ok(_) => tally.add(Event::ServiceCall(name.to_owned())),
+        Err(e) => {
+            if e.reached {
+                tally.add(Event::ServiceCall(name.to_owned()));
+            }
+            if e.failure != Failure::InProgress {
+                tally.add(Event::ServiceFailure(name.to_owned(), e.failure.name()));
+            }
         }
     }
 }
