@@ -88,7 +88,7 @@ impl App<'_> {
         // gives those counts back, and each of its turns takes its own.
         let admission_holds = order[0] == 0;
         if !admission_holds {
-            self.give_back_spend(spend_checks, admitted_at(admitted, self.clock.now_ms()));
+            self.give_back_spend(spend_checks, admitted);
         }
         let mut last: Option<Problem> = None;
         for (at, &i) in order.iter().enumerate() {
@@ -120,7 +120,7 @@ impl App<'_> {
             let taken_at_ms = self.clock.now_ms();
             if let Err(p) = self.take(&own, turn.name, next, tally) {
                 if held_by_admission {
-                    self.give_back_spend(spend_checks, admitted_at(admitted, taken_at_ms));
+                    self.give_back_spend(spend_checks, admitted);
                 }
                 last = Some(p);
                 continue;
@@ -280,12 +280,13 @@ impl App<'_> {
         );
     }
 
-    /// Gives the admission's spend counts back for a first turn that was never called.
-    fn give_back_spend(&self, spend_checks: &[Check<'_>], at_ms: u64) {
-        if spend_checks.is_empty() {
+    /// Gives the admission's spend counts back for a first turn that was never called (none
+    /// when the store failed the admission: nothing was counted).
+    fn give_back_spend(&self, spend_checks: &[Check<'_>], admitted: Option<&Admitted>) {
+        let Some(admitted) = admitted.filter(|_| !spend_checks.is_empty()) else {
             return;
-        }
-        if let Err(e) = self.store.counters.refund(spend_checks, at_ms) {
+        };
+        if let Err(e) = self.store.counters.refund(spend_checks, admitted.at_ms) {
             self.log.line(
                 Level::Warn,
                 &format!("giving back the spend of a call not made failed: {e}"),
