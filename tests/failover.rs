@@ -121,6 +121,11 @@ fn a_refused_server_address_sends_the_link_to_the_second_service() {
                "alldebrid": {"calls": 1, "failures": {}}}),
         "{s:#}"
     );
+    let kept = s["action_needed"].to_string();
+    assert!(
+        kept.contains("ACTION NEEDED") && kept.contains("server's address"),
+        "the refusal is kept for the owner: {s:#}"
+    );
     let text = command_text(&site, &["stats"]);
     assert!(
         text.contains("  realdebrid: 1 call, 1 failed (server_refused 1)")

@@ -12,7 +12,7 @@ use crate::app::{Admitted, App, Paid, Tally};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::Rule;
-use crate::http::problem::{Kind, Problem};
+use crate::http::problem::{Kind, LogKind, Problem};
 use crate::http::render;
 use crate::provider::{Failure, Provider, ProviderError};
 use crate::store::Check;
@@ -144,7 +144,13 @@ impl App<'_> {
             match answer {
                 Err(e) if fails_over(e.failure) && next.is_some() => {
                     self.turn_failed(&e, &turn, (&held, held_at_ms), next, tally);
-                    last = Some(crate::app::failures::provider_problem(&e, link));
+                    // The owner must still act on this service (its address, its account):
+                    // the line is kept for the report as when it was the answer.
+                    let p = crate::app::failures::provider_problem(&e, link);
+                    if p.log_kind == LogKind::ActionNeeded {
+                        self.note(p.log.as_deref().unwrap_or(&p.detail));
+                    }
+                    last = Some(p);
                 }
                 answer => {
                     return self.settle_with(
