@@ -59,6 +59,8 @@ pub struct App<'a> {
     pub store: &'a Store,
     /// None when the configuration names no provider.
     pub provider: Option<&'a dyn Provider>,
+    /// The services after the first, in the order of `config.services` (empty with one).
+    pub others: &'a [Box<dyn Provider>],
     pub log: &'a dyn Log,
     /// The time of the request's blocks, automatic blocks and journal entry: the system's
     /// clock, or a test's.
@@ -171,6 +173,7 @@ impl App<'_> {
 }
 
 pub mod controls;
+mod failover;
 mod failures;
 mod hosts;
 mod jobs;

@@ -53,6 +53,10 @@ pub struct Config {
     /// The provider's rates as its description declares them, before they were made to hold in
     /// every window for this store (what `resolve check` prints).
     pub provider_rates: Vec<Rule>,
+    /// The services asked in order when `providers` lists them (empty with `provider`): the
+    /// first is `provider` (its rates lead `spend`), each later one is asked when the one
+    /// before refuses the server, the account or the call for now.
+    pub services: Vec<provider::list::Service>,
     /// How long a resolved link is answered again without a new paid call (0: never).
     pub cache_ttl: Duration,
     pub client: ClientPolicy,
@@ -157,13 +161,24 @@ impl Config {
     }
 
     fn from_raw(raw: RawConfig, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
-        let (provider, rate_rules) = match raw.provider {
-            None => (None, Vec::new()),
-            Some(section) if deferred => {
+        let mut services = Vec::new();
+        let (provider, rate_rules) = match (raw.provider, raw.providers) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "providers",
+                    "give either \"provider\" (one service) or \"providers\" (several, asked in order), not both: move the \"provider\" section into the list",
+                ));
+            }
+            (None, None) => (None, Vec::new()),
+            (None, Some(list)) => {
+                services = crate::config::provider::list::parse_list(list, deferred)?;
+                (Some(services[0].spec.clone()), services[0].rates.clone())
+            }
+            (Some(section), None) if deferred => {
                 let (p, r) = crate::config::provider::deferred::parse_deferred(section)?;
                 (Some(p), r)
             }
-            Some(section) => {
+            (Some(section), None) => {
                 let (p, r) = crate::config::provider::parse(section)?;
                 (Some(p), r)
             }
@@ -184,19 +199,33 @@ impl Config {
         for r in &mut spend[..provider_rate_limits] {
             *r = crate::config::provider::site_rules::never_over(r, sliding);
         }
+        for r in services.iter_mut().skip(1).flat_map(|s| s.rates.iter_mut()) {
+            *r = crate::config::provider::site_rules::never_over(r, sliding);
+        }
         let (rules, shadow_rules) = match raw.rules {
             None => (vec![default_rule()], Vec::new()),
             Some(list) => rules::site_rules(list, &spend)?,
         };
         rules::check_algorithms(&rules, &store.kind)?;
         rules::check_algorithms(&shadow_rules, &store.kind)?;
-        for (i, r) in spend.iter().enumerate() {
-            if rules.iter().any(|o| o.name == r.name) || spend[..i].iter().any(|o| o.name == r.name)
+        // Every site-wide counter: the spend limits, and each later service's rates and spend.
+        let counted: Vec<&Rule> = spend
+            .iter()
+            .chain(
+                services
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, s)| s.rates.iter().filter(move |_| i > 0).chain(s.spend.iter())),
+            )
+            .collect();
+        for (i, r) in counted.iter().enumerate() {
+            if rules.iter().any(|o| o.name == r.name)
+                || counted[..i].iter().any(|o| o.name == r.name)
             {
                 return Err(err(
                     "spend",
                     format!(
-                        "the rule name {:?} is used twice (rules, spend and the provider's rate_limits share names)",
+                        "the rule name {:?} is used twice (rules, spend, each provider's spend and rate_limits share names)",
                         r.name.as_str()
                     ),
                 ));
@@ -263,6 +292,7 @@ impl Config {
             spend,
             provider_rate_limits,
             provider_rates,
+            services,
             cache_ttl,
             client,
             forwarded_header,

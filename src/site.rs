@@ -32,6 +32,8 @@ pub struct Site {
     log: StderrLog,
     store: Store,
     provider: Option<Box<dyn Provider>>,
+    /// The services after the first, when the configuration lists several.
+    others: Vec<Box<dyn Provider>>,
 }
 
 impl Site {
@@ -50,16 +52,25 @@ impl Site {
     }
 
     fn with_store(config: Config, store: Store, log: Context) -> Site {
-        let provider: Option<Box<dyn Provider>> = match &config.provider {
-            None => None,
-            Some(ProviderSpec::Echo) => Some(Box::new(EchoProvider)),
-            Some(ProviderSpec::Http(spec)) => Some(Box::new(HttpProvider::shared(spec.clone()))),
+        let made = |spec: &ProviderSpec| -> Box<dyn Provider> {
+            match spec {
+                ProviderSpec::Echo => Box::new(EchoProvider),
+                ProviderSpec::Http(spec) => Box::new(HttpProvider::shared(spec.clone())),
+            }
         };
+        let provider = config.provider.as_ref().map(made);
+        let others = config
+            .services
+            .iter()
+            .skip(1)
+            .map(|s| made(&s.spec))
+            .collect();
         Site {
             // Every form of every secret: a provider echoes a token percent-encoded or quoted.
             log: StderrLog::new(log).masking(config.secrets()),
             store,
             provider,
+            others,
             config,
         }
     }
@@ -100,6 +111,7 @@ impl Site {
             config: &self.config,
             store: &self.store,
             provider: self.provider.as_deref(),
+            others: &self.others,
             log: &self.log,
             clock: &SystemClock,
         }

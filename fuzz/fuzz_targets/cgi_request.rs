@@ -289,6 +289,7 @@ fuzz_target!(|data: &[u8]| {
             config,
             store: &store,
             provider: config.provider.as_ref().map(|_| &provider as &dyn Provider),
+            others: &[],
             log: &log,
             clock: memory.clock(),
         };

@@ -387,7 +387,9 @@ pub fn changes(
     let choices = providers();
     let paid = values.provider != "echo";
     let token = secrets.token.trim();
-    if values.provider == now.provider && values.provider != "echo" {
+    if json.get("providers").is_some() {
+        // A list of providers is the file's to edit: the form's one provider leaves it alone.
+    } else if values.provider == now.provider && values.provider != "echo" {
         if !token.is_empty() {
             change.edits.push(Edit {
                 path: schema::PROVIDER_TOKEN.steps(),

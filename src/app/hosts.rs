@@ -99,8 +99,12 @@ impl App<'_> {
         }
     }
 
-    /// A refusal for a link whose host the provider's fresh host list does not name.
+    /// A refusal for a link whose host the provider's fresh host list does not name. With
+    /// several services none refuses alone: the link is routed instead ([`App::routed`]).
     fn refuse_unlisted_host(&self, provider: &dyn Provider, link: &str) -> Option<Problem> {
+        if self.config.services.len() > 1 {
+            return None;
+        }
         let listed = matches!(
             self.config.provider.as_ref(),
             Some(ProviderSpec::Http(h)) if h.hosts.is_some()
@@ -109,25 +113,10 @@ impl App<'_> {
             return None;
         }
         let now = self.clock.now_ms();
-        let max_age_ms = defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 1000;
-        let kept = self
-            .store
-            .cache
-            .cache_get(&KEY.key())
-            .ok()
-            .flatten()
-            .and_then(|b| Kept::decode(&b))
-            .filter(|k| now.saturating_sub(k.fetched_at_ms) < max_age_ms);
-        let kept = match kept {
-            Some(k) => k,
-            None => self.fetch_host_list(provider, now)?,
-        };
+        let kept = self.kept_list(provider, (KEY.key(), FETCHING.key()), now)?;
         let domains = kept.domains?;
-        let url = crate::net::url::parse(link, &["https", "http"]).ok()?;
-        let Host::Name(host) = url.host() else {
-            return None;
-        };
-        if host_listed(host, &domains) {
+        let host = link_host(link)?;
+        if host_listed(&host, &domains) {
             return None;
         }
         Some(
@@ -140,13 +129,76 @@ impl App<'_> {
         )
     }
 
+    /// With several services, the first (in their order) whose fresh host list names the
+    /// link's host; None when none does (no list, none fresh, or none naming it): the link then
+    /// asks the services in their order. `first` is the first service's provider.
+    pub(super) fn routed(&self, first: &dyn Provider, link: &str) -> Option<usize> {
+        let services = &self.config.services;
+        if services.len() < 2 || self.others.len() + 1 != services.len() {
+            return None;
+        }
+        let host = link_host(link)?;
+        let now = self.clock.now_ms();
+        services.iter().enumerate().position(|(i, service)| {
+            let lists = matches!(&service.spec, ProviderSpec::Http(h) if h.hosts.is_some());
+            if !lists {
+                return false;
+            }
+            let (provider, keys): (&dyn Provider, _) = if i == 0 {
+                (first, (KEY.key(), FETCHING.key()))
+            } else {
+                (
+                    &*self.others[i - 1],
+                    (
+                        Reserved::ServiceHostList(&service.name).key(),
+                        Reserved::ServiceHostListFetching(&service.name).key(),
+                    ),
+                )
+            };
+            self.kept_list(provider, keys, now)
+                .and_then(|k| k.domains)
+                .is_some_and(|d| host_listed(&host, &d))
+        })
+    }
+
+    /// A fresh list kept under `key`, else one fetched now (when no other request is fetching
+    /// it: `fetching` held meanwhile). None: no list to go by now.
+    fn kept_list(
+        &self,
+        provider: &dyn Provider,
+        (key, fetching): (
+            std::borrow::Cow<'static, str>,
+            std::borrow::Cow<'static, str>,
+        ),
+        now: u64,
+    ) -> Option<Kept> {
+        let max_age_ms = defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 1000;
+        let kept = self
+            .store
+            .cache
+            .cache_get(&key)
+            .ok()
+            .flatten()
+            .and_then(|b| Kept::decode(&b))
+            .filter(|k| now.saturating_sub(k.fetched_at_ms) < max_age_ms);
+        match kept {
+            Some(k) => Some(k),
+            None => self.fetch_host_list(provider, (&key, &fetching), now),
+        }
+    }
+
     /// Fetches the list when no other request is fetching it, and keeps the outcome for a day
     /// (a failure too: the list is asked for at most once a day). None: not fetched now.
-    fn fetch_host_list(&self, provider: &dyn Provider, now: u64) -> Option<Kept> {
+    fn fetch_host_list(
+        &self,
+        provider: &dyn Provider,
+        (key, fetching): (&str, &str),
+        now: u64,
+    ) -> Option<Kept> {
         if self
             .store
             .cache
-            .cache_claim(&FETCHING.key(), b"1", Duration::from_secs(60))
+            .cache_claim(fetching, b"1", Duration::from_secs(60))
             .ok()?
             .eq(&false)
         {
@@ -166,14 +218,23 @@ impl App<'_> {
             domains: fetched.ok(),
         };
         let keep = Duration::from_secs(defaults::PROVIDER_HOSTS_MAX_AGE_SECS * 2);
-        if let Err(e) = self.store.cache.cache_put(&KEY.key(), &kept.encode(), keep) {
+        if let Err(e) = self.store.cache.cache_put(key, &kept.encode(), keep) {
             self.log.line(
                 Level::Warn,
                 &format!("keeping the provider's host list failed: {e}"),
             );
         }
-        let _ = self.store.cache.cache_release(&FETCHING.key(), b"1");
+        let _ = self.store.cache.cache_release(fetching, b"1");
         Some(kept)
+    }
+}
+
+/// The host name of a link (None for an address or a link that does not parse).
+fn link_host(link: &str) -> Option<String> {
+    let url = crate::net::url::parse(link, &["https", "http"]).ok()?;
+    match url.host() {
+        Host::Name(host) => Some(host.to_owned()),
+        _ => None,
     }
 }
 

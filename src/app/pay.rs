@@ -30,36 +30,40 @@ impl App<'_> {
             Some(meter) => provider.resolve(link, &meter),
             None => provider.resolve(link, &crate::provider::Unmetered),
         };
-        match &answer {
-            Ok(_) if provider.pays() => tally.add(Event::Paid),
-            Ok(_) => {}
-            Err(e) => {
-                if e.reached && provider.pays() {
-                    tally.add(Event::Paid);
-                }
-                if e.failure != Failure::InProgress {
-                    tally.add(Event::ProviderFailure(e.failure.name()));
-                }
-            }
-        }
+        record(&answer, provider, tally);
         let paid_at_ms = admitted.map_or_else(|| self.clock.now_ms(), |a| a.at_ms);
         self.settle(answer, link, paid_at_ms, spend_checks, tally)
     }
 
     /// The provider's meter of calls, when it has rates to count them against.
     pub(super) fn meter(&self) -> Option<StoreMeter<'_>> {
-        match self.config.provider.as_ref() {
-            Some(crate::provider::described::ProviderSpec::Http(spec)) => Some(StoreMeter {
+        self.meter_for(self.config.provider.as_ref()?, self.provider_rates())
+    }
+
+    /// The meter of a service described by `spec`, counting against `rates` (its rates, in the
+    /// order of its `rate_limits`).
+    pub(super) fn meter_for<'m>(
+        &'m self,
+        spec: &'m crate::provider::described::ProviderSpec,
+        rates: &'m [crate::core::rule::Rule],
+    ) -> Option<StoreMeter<'m>> {
+        match spec {
+            crate::provider::described::ProviderSpec::Http(spec) => Some(StoreMeter {
                 counters: &*self.store.counters,
-                rates: &self.config.spend[..self
-                    .config
-                    .provider_rate_limits
-                    .min(self.config.spend.len())],
+                rates,
                 spec,
                 log: self.log,
             }),
-            _ => None,
+            crate::provider::described::ProviderSpec::Echo => None,
         }
+    }
+
+    /// The first provider's rates: the leading rules of `spend`.
+    pub(super) fn provider_rates(&self) -> &[crate::core::rule::Rule] {
+        &self.config.spend[..self
+            .config
+            .provider_rate_limits
+            .min(self.config.spend.len())]
     }
 
     /// What comes of a resolution (or of polling its job): the answer, a job kept under way,
@@ -71,6 +75,20 @@ impl App<'_> {
         link: &str,
         paid_at_ms: u64,
         spend_checks: &[Check<'_>],
+        tally: &mut Tally,
+    ) -> Result<Paid, Problem> {
+        let rates = self.provider_rates();
+        self.settle_with(answer, link, (paid_at_ms, spend_checks, rates), true, tally)
+    }
+
+    /// As [`App::settle`], for a service whose rates are `rates`; `keep_jobs`: a job under way
+    /// is kept to be polled (only the first service's jobs are: polling asks the first).
+    pub(super) fn settle_with(
+        &self,
+        answer: Result<Resolved, crate::provider::ProviderError>,
+        link: &str,
+        (paid_at_ms, spend_checks, rates): (u64, &[Check<'_>], &[crate::core::rule::Rule]),
+        keep_jobs: bool,
         tally: &mut Tally,
     ) -> Result<Paid, Problem> {
         match answer {
@@ -89,7 +107,11 @@ impl App<'_> {
             }
             Ok(r) => Ok(Paid::Resolved(r)),
             Err(mut e) => {
-                if let Some(mut job) = e.job.take().filter(|_| e.failure == Failure::InProgress) {
+                if let Some(mut job) = e
+                    .job
+                    .take()
+                    .filter(|_| keep_jobs && e.failure == Failure::InProgress)
+                {
                     job.paid_at_ms = paid_at_ms;
                     job.polled_at_ms = self.clock.now_ms();
                     if self.keep_job(link, &job) {
@@ -106,10 +128,6 @@ impl App<'_> {
                 // failed reached it: only the owner's spend limits get the paid link back, the
                 // provider's rates keep the calls it was sent.
                 let job_failed = e.job_failed;
-                let rates = &self.config.spend[..self
-                    .config
-                    .provider_rate_limits
-                    .min(self.config.spend.len())];
                 let given_back: Vec<Check<'_>> = spend_checks
                     .iter()
                     .filter(|c| !e.reached || !rates.iter().any(|r| std::ptr::eq(r, c.rule)))
@@ -125,6 +143,26 @@ impl App<'_> {
                     }
                 }
                 Err(provider_problem(&e, link))
+            }
+        }
+    }
+}
+
+/// The journal's events of a paid call: paid when it reached the provider, and its failure.
+pub(super) fn record(
+    answer: &Result<Resolved, crate::provider::ProviderError>,
+    provider: &dyn Provider,
+    tally: &mut Tally,
+) {
+    match answer {
+        Ok(_) if provider.pays() => tally.add(Event::Paid),
+        Ok(_) => {}
+        Err(e) => {
+            if e.reached && provider.pays() {
+                tally.add(Event::Paid);
+            }
+            if e.failure != Failure::InProgress {
+                tally.add(Event::ProviderFailure(e.failure.name()));
             }
         }
     }

@@ -350,7 +350,19 @@ impl App<'_> {
                 .header("X-Resolve-Cache", "hit"));
         }
         let spend_checks = &counted.checks[counted.gated.rules.len()..];
-        let resolved = match self.pay(provider, &asked.link, admitted, spend_checks, tally)? {
+        // With several services, the one whose fresh host list names the link's host first.
+        let listed = counted
+            .store_up
+            .then(|| self.routed(provider, &asked.link))
+            .flatten();
+        let paid = self.pay_in_turn(
+            provider,
+            &asked.link,
+            (admitted, listed),
+            spend_checks,
+            tally,
+        );
+        let resolved = match paid? {
             Paid::Resolved(r) => r,
             Paid::Pending(job) => {
                 return Err(Exit::Answer(self.pending(

@@ -72,6 +72,7 @@ fn run(
         config: cfg,
         store: &store.as_store(),
         provider: Some(provider),
+        others: &[],
         log: &log,
         clock: &SystemClock,
     };
@@ -174,6 +175,7 @@ fn short_bodies_are_refused() {
         config: &cfg,
         store: &s.as_store(),
         provider: Some(&p),
+        others: &[],
         log: &log,
         clock: &SystemClock,
     };
@@ -212,6 +214,7 @@ fn without_a_provider_every_request_gets_503() {
         config: &cfg,
         store: &s.as_store(),
         provider: None,
+        others: &[],
         log: &log,
         clock: &SystemClock,
     };

@@ -190,6 +190,7 @@ mod tests {
                 config: &self.cfg,
                 store: &self.whole,
                 provider: Some(&self.provider),
+                others: &[],
                 log: &self.log,
                 clock: self.store.clock(),
             };

@@ -3,6 +3,7 @@
 //! provider account (its published request rate).
 
 pub mod deferred;
+pub mod list;
 pub(crate) mod raw;
 mod shorthand;
 pub mod site_rules;

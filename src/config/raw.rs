@@ -5,8 +5,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
-pub const FIELDS: [&str; 16] = [
+pub const FIELDS: [&str; 17] = [
     "provider",
+    "providers",
     "spend",
     "store",
     "rules",
@@ -41,6 +42,7 @@ pub fn looks_like_ours(text: &str) -> bool {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConfig {
     pub(crate) provider: Option<Value>,
+    pub(crate) providers: Option<Value>,
     pub(crate) spend: Option<Value>,
     pub(crate) store: Option<RawStore>,
     pub(crate) rules: Option<Vec<RawRule>>,

@@ -29,14 +29,17 @@ impl Config {
     }
 
     fn provider_secrets(&self) -> Vec<String> {
-        match &self.provider {
-            Some(ProviderSpec::Http(h)) => h
-                .token
-                .iter()
-                .filter(|t| !t.expose().is_empty())
-                .map(|t| t.expose().to_owned())
-                .collect(),
-            _ => Vec::new(),
-        }
+        let specs = self
+            .provider
+            .iter()
+            .chain(self.services.iter().skip(1).map(|s| &s.spec));
+        specs
+            .filter_map(|spec| match spec {
+                ProviderSpec::Http(h) => h.token.as_ref(),
+                ProviderSpec::Echo => None,
+            })
+            .filter(|t| !t.expose().is_empty())
+            .map(|t| t.expose().to_owned())
+            .collect()
     }
 }

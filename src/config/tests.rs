@@ -371,3 +371,60 @@ fn a_mistake_says_where_it_is_written() {
         "{e}"
     );
 }
+
+#[test]
+fn several_providers_are_listed_in_order_and_one_provider_reads_as_before() {
+    let listed = r#"{"providers": [
+        {"preset": "realdebrid", "token": "A", "spend": [{"name": "rd-day", "limit": 100, "window_secs": 86400}]},
+        {"preset": "alldebrid", "token": "B"}],
+        "spend": [{"name": "day", "limit": 500, "window_secs": 86400}]}"#;
+    for c in [
+        parse(listed).unwrap(),
+        Config::for_one_request(listed, Path::new("/home/u/resolve")).unwrap(),
+    ] {
+        let names: Vec<&str> = c.services.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["realdebrid", "alldebrid"]);
+        assert_eq!(c.provider.as_ref(), Some(&c.services[0].spec));
+        // The first service's rates lead `spend`, as with `provider`; its own spend is apart.
+        let spend: Vec<&str> = c.spend.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(spend, ["provider-minute", "day"]);
+        assert_eq!(c.provider_rate_limits, 1);
+        assert_eq!(c.services[0].spend[0].name.as_str(), "rd-day");
+        let mut secrets = c.secrets();
+        secrets.sort();
+        assert_eq!(secrets, ["A", "B"]);
+    }
+    let one = parse(r#"{"provider": {"preset": "realdebrid", "token": "A"}}"#).unwrap();
+    assert!(one.services.is_empty());
+    assert!(one.provider.is_some());
+}
+
+#[test]
+fn provider_and_providers_together_and_shared_names_are_refused() {
+    let e = parse(
+        r#"{"provider": {"preset": "realdebrid", "token": "A"},
+            "providers": [{"preset": "alldebrid", "token": "B"}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "providers");
+    assert!(e.message.contains("not both"), "{e}");
+    let e = parse(
+        r#"{"providers": [
+            {"preset": "realdebrid", "token": "A", "spend": [{"name": "day", "limit": 9, "window_secs": 60}]},
+            {"preset": "alldebrid", "token": "B"}],
+            "spend": [{"name": "day", "limit": 500, "window_secs": 86400}]}"#,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("\"day\" is used twice"), "{e}");
+    let e = parse(
+        r#"{"providers": [{"preset": "alldebrid", "token": "A"}, {"preset": "alldebrid", "token": "B"}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "providers[1].name");
+    // Two accounts of one service, named apart, count their rates apart.
+    let c = parse(
+        r#"{"providers": [{"preset": "alldebrid", "token": "A"}, {"preset": "alldebrid", "token": "B", "name": "ad-2"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(c.services[1].rates[0].name.as_str(), "ad-2-second");
+}

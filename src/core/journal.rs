@@ -103,6 +103,10 @@ pub enum Event {
     SignInFailed,
     /// A dashboard sign-in refused past a budget of failures (429): no password checked.
     SignInRefused,
+    /// With several services: a call that reached this service.
+    ServiceCall(String),
+    /// With several services: this service's call failed, in this class.
+    ServiceFailure(String, &'static str),
 }
 
 impl Event {
@@ -125,6 +129,8 @@ impl Event {
             Event::UntrustedNetwork(name) => format!("untrusted_network:{name}"),
             Event::SignInFailed => "signin_failed".into(),
             Event::SignInRefused => "signin_refused".into(),
+            Event::ServiceCall(name) => format!("service_calls:{name}"),
+            Event::ServiceFailure(name, class) => format!("service_failure:{name}:{class}"),
         }
     }
 }
@@ -321,12 +327,23 @@ pub struct Figures {
     pub provider_failures: BTreeMap<String, u64>,
     /// Requests refused before counting (4xx), by reason.
     pub bad_requests: BTreeMap<String, u64>,
+    /// With several services, each one's calls and failures, by its name.
+    pub services: BTreeMap<String, ServiceFigures>,
     /// Totals the model does not know (written by a later version): kept, not dropped.
     pub other: BTreeMap<String, u64>,
     /// Paid calls per hour, oldest first, one per hour of the period.
     pub paid_per_hour: Vec<u64>,
     /// Every client with a count in the period.
     pub clients: Vec<ClientFigures>,
+}
+
+/// One service's figures, when the site lists several.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceFigures {
+    /// Calls that reached it.
+    pub calls: u64,
+    /// Its failures by class.
+    pub failures: BTreeMap<String, u64>,
 }
 
 impl Figures {
@@ -428,6 +445,20 @@ impl Figures {
             Some(("bad", reason)) => into(&mut self.bad_requests, reason),
             Some(("would_refuse", rule)) => into(&mut self.would_refuse, rule),
             Some(("untrusted_network", name)) => into(&mut self.untrusted_networks, name),
+            Some(("service_calls", service)) => {
+                self.services.entry(service.to_owned()).or_default().calls += count;
+            }
+            Some(("service_failure", rest)) if rest.contains(':') => {
+                let (service, class) = rest.split_once(':').unwrap_or((rest, ""));
+                into(
+                    &mut self
+                        .services
+                        .entry(service.to_owned())
+                        .or_default()
+                        .failures,
+                    class,
+                );
+            }
             Some(_) => into(&mut self.other, name),
         }
     }

@@ -144,6 +144,10 @@ pub enum Reserved<'a> {
     JournalClients(u32),
     /// The kept ACTION NEEDED lines, in Redis.
     JournalNotes,
+    /// The host list of a service after the first of `providers`: its name.
+    ServiceHostList(&'a dyn fmt::Display),
+    /// Held by the one request that fetches that service's list.
+    ServiceHostListFetching(&'a dyn fmt::Display),
 }
 
 impl Reserved<'_> {
@@ -167,6 +171,10 @@ impl Reserved<'_> {
             Reserved::JournalTotals(hour) => Owned(format!("resolve:journal:totals:{hour}")),
             Reserved::JournalClients(hour) => Owned(format!("resolve:journal:clients:{hour}")),
             Reserved::JournalNotes => Borrowed("resolve:journal:notes"),
+            Reserved::ServiceHostList(name) => Owned(format!("resolve:cache:hosts@{name}")),
+            Reserved::ServiceHostListFetching(name) => {
+                Owned(format!("resolve:cache:hosts@{name}:fetching"))
+            }
         }
     }
 }
@@ -535,6 +543,14 @@ mod tests {
                 "resolve:journal:clients:499015",
             ),
             (Reserved::JournalNotes, "resolve:journal:notes"),
+            (
+                Reserved::ServiceHostList(&"alldebrid"),
+                "resolve:cache:hosts@alldebrid",
+            ),
+            (
+                Reserved::ServiceHostListFetching(&"alldebrid"),
+                "resolve:cache:hosts@alldebrid:fetching",
+            ),
         ];
         for (reserved, key) in pinned {
             assert_eq!(reserved.key(), key);

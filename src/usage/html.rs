@@ -341,10 +341,27 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         list.push(("Sign-ins refused (429)", f.signin_refused));
     }
     out.push_str(&figures(&list));
+    // With several services: each one's calls, and its failures by kind.
+    let service_calls: BTreeMap<String, u64> = f
+        .services
+        .iter()
+        .map(|(name, s)| (name.clone(), s.calls))
+        .collect();
+    let service_failures: BTreeMap<String, u64> = f
+        .services
+        .iter()
+        .flat_map(|(name, s)| {
+            s.failures
+                .iter()
+                .map(move |(class, n)| (format!("{name}: {class}"), *n))
+        })
+        .collect();
     let tables = [
         counts("Refused by rule", "Rule", &f.refused),
         counts("Spend refusals by limit", "Limit", &f.spend_refused),
         counts("Provider failures by kind", "Kind", &f.provider_failures),
+        counts("Calls by service", "Service", &service_calls),
+        counts("Failures by service", "Service and kind", &service_failures),
         counts("Bad requests by reason", "Reason", &f.bad_requests),
         counts("Shadow rules: would have refused", "Rule", &f.would_refuse),
     ]
@@ -427,7 +444,7 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::journal::{Figures, Note};
+    use crate::core::journal::{Figures, Note, ServiceFigures};
     use crate::usage::stats::SpendUse;
 
     /// 2026-12-01 00:00 UTC, in hours since 1970.
@@ -505,6 +522,36 @@ mod tests {
             assert!(html.contains(shown), "{shown} in\n{html}");
         }
         assert!(!html.contains("<7>") && !html.contains("<token>"));
+    }
+
+    #[test]
+    fn each_services_calls_and_failures_are_shown() {
+        let mut s = stats(24, &[2]);
+        s.figures.services = [
+            (
+                "realdebrid".to_owned(),
+                ServiceFigures {
+                    calls: 1,
+                    failures: [("server_refused".to_owned(), 1)].into(),
+                },
+            ),
+            (
+                "alldebrid".to_owned(),
+                ServiceFigures {
+                    calls: 1,
+                    ..Default::default()
+                },
+            ),
+        ]
+        .into();
+        let html = sections(&s, None, None);
+        for shown in [
+            "<caption>Calls by service</caption>",
+            "<tr><td>alldebrid</td><td class=\"n\">1</td></tr>",
+            "<tr><td>realdebrid: server_refused</td><td class=\"n\">1</td></tr>",
+        ] {
+            assert!(html.contains(shown), "{shown} in\n{html}");
+        }
     }
 
     #[test]

@@ -96,6 +96,10 @@ fn counts_json(f: &Figures) -> serde_json::Value {
         "spend_refused": f.spend_refused,
         "provider_failures": f.provider_failures,
         "bad_requests": f.bad_requests,
+        "services": f.services.iter().map(|(name, s)| (name.clone(), serde_json::json!({
+            "calls": s.calls,
+            "failures": s.failures,
+        }))).collect::<serde_json::Map<_, _>>(),
     })
 }
 

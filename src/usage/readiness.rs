@@ -261,7 +261,10 @@ fn warn_unsafe(config: &Config, out: &mut dyn Write) {
     if !config.pays() {
         return;
     }
-    if config.budget().is_empty() {
+    // With several providers, each with spend limits of its own, every paid call is capped.
+    let each_capped =
+        !config.services.is_empty() && config.services.iter().all(|s| !s.spend.is_empty());
+    if config.budget().is_empty() && !each_capped {
         let _ = writeln!(
             out,
             "WARN spend: a paid provider is configured with no spend limit, so nothing caps what \
@@ -319,6 +322,47 @@ fn report_spool(config: &Config, out: &mut dyn Write) {
 }
 
 fn report_provider(config: &Config, out: &mut dyn Write) -> bool {
+    let ok = report_first_provider(config, out);
+    report_services(config, out);
+    ok
+}
+
+/// With several providers: the order they are asked in, each one's own spend and rates.
+fn report_services(config: &Config, out: &mut dyn Write) {
+    let names = |rules: &[crate::core::rule::Rule]| {
+        rules
+            .iter()
+            .map(|r| format!("{} ({} per {} s)", r.name, r.limit, r.window_secs))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for (i, service) in config.services.iter().enumerate() {
+        let what = match &service.spec {
+            ProviderSpec::Echo => "echo".to_owned(),
+            ProviderSpec::Http(h) => h
+                .preset
+                .as_deref()
+                .map_or("http".to_owned(), |p| format!("preset {p}")),
+        };
+        let when = if i == 0 {
+            "asked first".to_owned()
+        } else {
+            format!(
+                "asked when {} refuses the server, the account or the call for now",
+                config.services[i - 1].name
+            )
+        };
+        let _ = writeln!(out, "ok   providers[{i}] {}: {what}; {when}", service.name);
+        if i > 0 && !service.rates.is_empty() {
+            let _ = writeln!(out, "     its rates: {}", names(&service.rates));
+        }
+        if !service.spend.is_empty() {
+            let _ = writeln!(out, "     its own spend: {}", names(&service.spend));
+        }
+    }
+}
+
+fn report_first_provider(config: &Config, out: &mut dyn Write) -> bool {
     match &config.provider {
         None => {
             let _ = writeln!(
@@ -470,5 +514,33 @@ mod tests {
         );
         assert_eq!(warnings(r#"{"provider": {"kind": "echo"}}"#), "");
         assert_eq!(warnings("{}"), "");
+    }
+
+    #[test]
+    fn several_providers_each_capped_need_no_site_wide_spend_and_are_listed_in_order() {
+        let each = r#"{"providers": [
+            {"preset": "realdebrid", "token": "a", "spend": [{"name": "rd-day", "limit": 9, "window_secs": 86400}]},
+            {"preset": "alldebrid", "token": "b", "spend": [{"name": "ad-day", "limit": 9, "window_secs": 86400}]}],
+            "allowed_origins": ["https://example.com"]}"#;
+        assert_eq!(warnings(each), "");
+        let one_uncapped = each.replace(
+            r#", "spend": [{"name": "ad-day", "limit": 9, "window_secs": 86400}]"#,
+            "",
+        );
+        assert!(warnings(&one_uncapped).contains("WARN spend:"));
+        let config = Config::from_json(each, std::path::Path::new("/nonexistent")).unwrap();
+        let mut out = Vec::new();
+        report_services(&config, &mut out);
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains(
+                "ok   providers[1] alldebrid: preset alldebrid; asked when realdebrid refuses"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("its own spend: rd-day (9 per 86400 s)"),
+            "{out}"
+        );
     }
 }

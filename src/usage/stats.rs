@@ -311,7 +311,7 @@ mod tests {
                 "day": "2026-11-30", "hours": 24, "requests": 0, "admitted": 0,
                 "paid_calls": 2, "cache_hits": 0, "refunds": 0, "refused": {"ip": 1},
                 "refused_total": 1, "spend_refused": {}, "provider_failures": {},
-                "bad_requests": {},
+                "bad_requests": {}, "services": {},
             })
         );
         assert_eq!(days[5]["paid_calls"], 3);

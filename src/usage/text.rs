@@ -47,6 +47,18 @@ impl Stats {
             "Provider failures: {failures}{}",
             by(&f.provider_failures)
         ));
+        // With several services: each one's calls (those that reached it) and failures.
+        for (name, service) in &f.services {
+            line(format!(
+                "  {name}: {} call{}{}",
+                service.calls,
+                if service.calls == 1 { "" } else { "s" },
+                match service.failures.values().sum::<u64>() {
+                    0 => String::new(),
+                    n => format!(", {n} failed{}", by(&service.failures)),
+                }
+            ));
+        }
         if f.store_failures > 0 {
             line(format!("Store failures:    {}", f.store_failures));
         }

@@ -219,6 +219,7 @@ impl Site {
                     config: &config,
                     store: &p.store.as_store(),
                     provider: Some(&provider),
+                    others: &[],
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
                 };

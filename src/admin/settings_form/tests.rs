@@ -191,3 +191,16 @@ fn what_shuts_everyone_out_is_confirmed_apart_and_only_what_is_new() {
     values.confirm = "block:0.0.0.0/0".into();
     assert!(!confirm.confirmed_by(&values), "another set of concerns");
 }
+
+#[test]
+fn a_list_of_providers_is_left_alone_by_the_settings() {
+    let text = r#"{"providers": [{"preset": "realdebrid", "token": "a"}, {"preset": "alldebrid", "token": "b"}],
+ "spend": [{"name": "day", "limit": 3, "window_secs": 86400}]}"#;
+    let mut v = Values::of(&json(text), "");
+    v.spend_day = "4".into();
+    let change = changes(Kind::Settings, &v, &secrets("new", ""), &json(text)).unwrap();
+    let out = json(&apply(text, &change.edits).unwrap());
+    assert_eq!(out["providers"], json(text)["providers"]);
+    assert!(out.get("provider").is_none(), "{out}");
+    assert_eq!(out["spend"][0]["limit"], 4);
+}

@@ -75,6 +75,7 @@ impl Bench {
             config: &self.cfg,
             store: &self.whole,
             provider: Some(&self.provider),
+            others: &[],
             log: &self.log,
             clock: self.store.clock(),
         }

@@ -140,3 +140,49 @@ fn a_client_over_its_own_limit_is_told_its_own_wait_when_the_spend_limit_is_reac
     assert_eq!(f.refused.get("ip"), Some(&1), "{f:?}");
     assert_eq!(f.spend_refused.get("day"), Some(&1), "{f:?}");
 }
+
+#[test]
+fn a_refused_request_builds_none_of_several_providers() {
+    let text = r#"{"providers": [{"preset": "realdebrid", "token": "a"},
+        {"preset": "alldebrid", "token": "b"}, {"preset": "torbox", "token": "c"}],
+        "rules": [{"name": "ip", "key": "ip", "limit": 1, "window_secs": 60}],
+        "cache": {"ttl_secs": 0}}"#;
+    let cfg = Config::for_one_request(text, Path::new("/nonexistent")).unwrap();
+    let others: Vec<Box<dyn Provider>> = cfg.services[1..]
+        .iter()
+        .map(|s| match &s.spec {
+            crate::provider::described::ProviderSpec::Http(h) => {
+                Box::new(crate::provider::http::HttpProvider::shared(h.clone()))
+                    as Box<dyn Provider>
+            }
+            crate::provider::described::ProviderSpec::Echo => Box::new(EchoProvider),
+        })
+        .collect();
+    let s = store();
+    let first = ok_provider();
+    let log = MemoryLog::default();
+    let app = App {
+        config: &cfg,
+        store: &s.as_store(),
+        provider: Some(&first),
+        others: &others,
+        log: &log,
+        clock: &SystemClock,
+    };
+    let head = Env::method("HEAD")
+        .with("QUERY_STRING", LINK)
+        .with("REMOTE_ADDR", "192.0.2.1");
+    assert_eq!(
+        app.handle(&head, &mut std::io::empty()).response.status,
+        200
+    );
+    let refused = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
+    assert_eq!(refused.response.status, 429);
+    for service in &cfg.services {
+        let crate::provider::described::ProviderSpec::Http(h) = &service.spec else {
+            panic!("not an HTTP provider");
+        };
+        assert!(!h.is_built(), "{} built by a refused request", service.name);
+    }
+    assert_eq!(first.calls.get(), 0);
+}

@@ -101,6 +101,7 @@ fn ask(
         config: cfg,
         store,
         provider: Some(p),
+        others: &[],
         log: &log,
         clock: &SystemClock,
     };

@@ -267,3 +267,32 @@ fn each_kind_of_note_keeps_its_share() {
     assert_eq!(kept.iter().take_while(|k| **k).count(), KEEP_NOTES);
     assert!(!kept[KEEP_NOTES..].iter().any(|k| *k));
 }
+
+#[test]
+fn each_services_calls_and_failures_are_summed_by_its_name() {
+    let events = [
+        Event::ServiceCall("realdebrid".into()),
+        Event::ServiceFailure("realdebrid".into(), "server_refused"),
+        Event::ServiceCall("alldebrid".into()),
+    ];
+    let names: Vec<String> = events.iter().map(Event::name).collect();
+    assert_eq!(
+        names,
+        [
+            "service_calls:realdebrid",
+            "service_failure:realdebrid:server_refused",
+            "service_calls:alldebrid"
+        ]
+    );
+    let rows: Vec<Row> = names
+        .iter()
+        .chain(std::iter::once(&"service_calls:alldebrid".to_owned()))
+        .map(|n| total(10, n, 1))
+        .collect();
+    let f = Figures::from_rows(&rows, 10, 11);
+    assert_eq!(f.services["realdebrid"].calls, 1);
+    assert_eq!(f.services["realdebrid"].failures["server_refused"], 1);
+    assert_eq!(f.services["alldebrid"].calls, 2);
+    assert!(f.services["alldebrid"].failures.is_empty());
+    assert!(f.other.is_empty(), "{:?}", f.other);
+}
