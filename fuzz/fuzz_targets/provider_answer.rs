@@ -12,8 +12,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use resolve::provider::described::ProviderSpec;
 use resolve::provider::presets;
-use resolve::provider::spec::{HttpSpec, ProviderSpec, StepOutcome};
+use resolve::provider::spec::{HttpSpec, StepOutcome};
 use resolve::provider::{Failure, ProviderError};
 
 const LINK: &str = "https://host.example/file/abc";
@@ -27,7 +28,9 @@ fn specs() -> &'static Vec<HttpSpec> {
                 let section =
                     serde_json::json!({"preset": name, "token": "t", "base_url": "https://x"});
                 match resolve::config::provider::parse(section) {
-                    Ok((ProviderSpec::Http(spec), _)) => *spec,
+                    Ok((ProviderSpec::Http(spec), _)) => {
+                        spec.spec().expect("a preset builds").clone()
+                    }
                     other => panic!("preset {name} does not give an HTTP provider: {other:?}"),
                 }
             })
