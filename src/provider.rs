@@ -3,6 +3,7 @@
 //! the configuration's `provider` section), called over HTTPS (`http`), with the common
 //! services as presets.
 
+pub mod account;
 pub mod cache;
 pub mod described;
 pub mod http;

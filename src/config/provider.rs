@@ -17,12 +17,13 @@ use serde_json::{Map, Value};
 use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
+use crate::provider::account::{AccountCall, FairUse, Share};
 use crate::provider::described::{LazySpec, ProviderSpec};
 use crate::provider::presets;
 use crate::provider::spec::{HostList, HttpMethod, HttpSpec, LinkCheck, Step, Template};
 use crate::support::defaults;
 use crate::support::secret::Secret;
-use raw::{RawHosts, RawLinkCheck, RawProvider};
+use raw::{RawAccount, RawHosts, RawLinkCheck, RawProvider};
 use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
@@ -133,6 +134,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
+    let account = account(raw.account.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) =
         timeouts(raw.connect_timeout_ms, raw.timeout_ms, raw.deadline_ms)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
@@ -152,6 +154,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
             rate_steps,
             hosts,
             link_check,
+            account,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),
@@ -324,6 +327,62 @@ fn link_check(raw: Option<RawLinkCheck>, has_base: bool) -> Result<Option<LinkCh
         field: raw.field,
         dead_statuses: raw.dead_statuses,
     }))
+}
+
+/// `account`: one GET with the token, and the JSON Pointers of the facts its answer gives.
+fn account(raw: Option<RawAccount>, has_base: bool) -> Result<Option<AccountCall>, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let mut known = vec!["token".to_owned()];
+    if has_base {
+        known.push("base".into());
+    }
+    let url = Template(raw.url);
+    steps::check_names("provider.account.url", &url, &known)?;
+    check_step_url("provider.account.url", &url.0)?;
+    let mut headers = Vec::new();
+    for (name, value) in raw.headers.unwrap_or_default() {
+        let value = Template(value);
+        steps::check_names("provider.account.headers", &value, &known)?;
+        headers.push((name, value));
+    }
+    let field =
+        |name: &str, p: Option<String>| steps::pointer(&format!("provider.account.{name}"), p);
+    let fair_use = match raw.fair_use {
+        None => None,
+        Some(f) => Some(FairUse {
+            pointer: field("fair_use.pointer", Some(f.pointer))?.unwrap_or_default(),
+            unit: Share::from_name(&f.unit).ok_or_else(|| {
+                err(
+                    "provider.account.fair_use.unit",
+                    "is \"used_fraction\" (0 to 1 spent), \"used_percent\" or \"left_fraction\" (0 to 1 left)",
+                )
+            })?,
+        }),
+    };
+    let call = AccountCall {
+        url,
+        headers,
+        success: steps::test("provider.account.success", raw.success)?,
+        premium: steps::test("provider.account.premium", raw.premium)?,
+        premium_until: field("premium_until", raw.premium_until)?,
+        premium_seconds_left: field("premium_seconds_left", raw.premium_seconds_left)?,
+        fair_use,
+        host_quotas: field("host_quotas", raw.host_quotas)?,
+    };
+    if call.premium.is_none()
+        && call.premium_until.is_none()
+        && call.premium_seconds_left.is_none()
+        && call.fair_use.is_none()
+        && call.host_quotas.is_none()
+    {
+        return Err(err(
+            "provider.account",
+            "names no fact to read: give at least one of premium, premium_until, premium_seconds_left, fair_use, host_quotas",
+        ));
+    }
+    Ok(Some(call))
 }
 
 /// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.
