@@ -27,6 +27,12 @@ pub trait Provider {
         None
     }
 
+    /// The owner's account, when the description says where it is: None when it does not,
+    /// else its facts read at `now_ms`, or why they could not be had.
+    fn account(&self, _now_ms: u64) -> Option<Result<account::AccountFacts, String>> {
+        None
+    }
+
     /// The provider's free check of one link, when it has one: None when it has none, else
     /// whether the check found the file dead, or why it could not tell.
     fn link_dead(&self, _link: &str) -> Option<Result<bool, PrecheckError>> {

@@ -92,6 +92,7 @@ impl App<'_> {
                         self.provider.is_some(),
                     ),
                     head_only,
+                    admitted: false,
                 };
             }
             Asking::Link(asked) => asked,
@@ -111,6 +112,7 @@ impl App<'_> {
         Answer {
             response,
             head_only,
+            admitted: tally.events.contains(&Event::Admitted),
         }
     }
 

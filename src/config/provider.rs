@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
-use crate::provider::account::{AccountCall, FairUse, Share};
+use crate::provider::account::{AccountCall, FairUse, Share, ValueTest};
 use crate::provider::described::{LazySpec, ProviderSpec};
 use crate::provider::presets;
 use crate::provider::spec::{HostList, HttpMethod, HttpSpec, LinkCheck, Step, Template};
@@ -345,7 +345,7 @@ fn account(raw: Option<RawAccount>, has_base: bool) -> Result<Option<AccountCall
     for (name, value) in raw.headers.unwrap_or_default() {
         let value = Template(value);
         steps::check_names("provider.account.headers", &value, &known)?;
-        headers.push((name, value));
+        headers.push((name, value.0));
     }
     let field =
         |name: &str, p: Option<String>| steps::pointer(&format!("provider.account.{name}"), p);
@@ -361,11 +361,19 @@ fn account(raw: Option<RawAccount>, has_base: bool) -> Result<Option<AccountCall
             })?,
         }),
     };
+    let test = |name: &str, t| {
+        steps::test(&format!("provider.account.{name}"), t).map(|t| {
+            t.map(|t| ValueTest {
+                pointer: t.pointer,
+                equals: t.equals,
+            })
+        })
+    };
     let call = AccountCall {
-        url,
+        url: url.0,
         headers,
-        success: steps::test("provider.account.success", raw.success)?,
-        premium: steps::test("provider.account.premium", raw.premium)?,
+        success: test("success", raw.success)?,
+        premium: test("premium", raw.premium)?,
         premium_until: field("premium_until", raw.premium_until)?,
         premium_seconds_left: field("premium_seconds_left", raw.premium_seconds_left)?,
         fair_use,

@@ -6,7 +6,6 @@
 use serde_json::{Map, Value, json};
 
 use crate::core::calendar;
-use crate::provider::spec::{SuccessTest, Template};
 use crate::support::show;
 use crate::support::text;
 
@@ -52,19 +51,34 @@ pub struct FairUse {
     pub unit: Share,
 }
 
+/// A test on the account's answer: the value at `pointer` equals `equals` (as a step's
+/// `success`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ValueTest {
+    pub pointer: String,
+    pub equals: Value,
+}
+
+impl ValueTest {
+    pub fn holds(&self, v: &Value) -> bool {
+        v.pointer(&self.pointer) == Some(&self.equals)
+    }
+}
+
 /// The description's `account` section: one authenticated GET, and where its answer keeps
 /// each fact. Every pointer is optional: a fact the answer does not give stays unknown.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct AccountCall {
-    /// Where the account is (`{base}` and `{token}` filled in).
-    pub url: Template,
+    /// Where the account is: a template (`{base}` and `{token}` filled in when it is read).
+    pub url: String,
+    /// Header name and template.
     #[serde(serialize_with = "show::pairs")]
-    pub headers: Vec<(String, Template)>,
+    pub headers: Vec<(String, String)>,
     /// Beyond a 2xx status, what the answer must hold to be a reading.
-    pub success: Option<SuccessTest>,
+    pub success: Option<ValueTest>,
     /// The account is premium when this holds (and not premium when the pointer is there
     /// and it does not).
-    pub premium: Option<SuccessTest>,
+    pub premium: Option<ValueTest>,
     /// When premium ends: seconds since 1970, or a date as text (`2026-12-11T10:00:00.000Z`).
     pub premium_until: Option<String>,
     /// Seconds of premium left.
@@ -272,6 +286,42 @@ impl Reading {
         match self {
             Reading::Read { facts, .. } => facts.warnings(now_ms),
             Reading::Failed { .. } => Vec::new(),
+        }
+    }
+
+    /// The reading in one line for the report: premium until, days left, fair use, host
+    /// quotas, when read; or why it could not be read.
+    pub fn summary(&self, now_ms: u64) -> String {
+        match self {
+            Reading::Failed { at_ms, reason } => {
+                format!("could not be read ({}): {reason}", calendar::iso(*at_ms))
+            }
+            Reading::Read { at_ms, facts } => {
+                let mut parts = Vec::new();
+                match (facts.premium, facts.premium_until_ms) {
+                    (Some(false), _) => parts.push("not premium".to_owned()),
+                    (_, Some(until)) => parts.push(format!(
+                        "premium until {} ({} days left)",
+                        calendar::date(until),
+                        facts.days_left(now_ms).unwrap_or(0).max(0)
+                    )),
+                    (Some(true), None) => parts.push("premium".to_owned()),
+                    (None, None) => {}
+                }
+                if let Some(used) = facts.fair_use_used {
+                    parts.push(format!("fair use {:.0}% spent", used * 100.0));
+                }
+                if !facts.host_quotas.is_empty() {
+                    let quotas: Vec<String> = facts
+                        .host_quotas
+                        .iter()
+                        .map(|(h, l)| format!("{h} {l}"))
+                        .collect();
+                    parts.push(format!("host quotas left: {}", quotas.join(", ")));
+                }
+                parts.push(format!("read {}", calendar::iso(*at_ms)));
+                parts.join(", ")
+            }
         }
     }
 

@@ -471,6 +471,7 @@ mod tests {
                 text: "ACTION NEEDED: the provider refused the <token>".into(),
             }],
             folding: None,
+            account: None,
         }
     }
 

@@ -11,10 +11,10 @@ const DAY: u64 = 86_400_000;
 
 fn realdebrid() -> AccountCall {
     AccountCall {
-        url: Template("{base}/user".into()),
-        headers: vec![("Authorization".into(), Template("Bearer {token}".into()))],
+        url: "{base}/user".into(),
+        headers: vec![("Authorization".into(), "Bearer {token}".into())],
         success: None,
-        premium: Some(SuccessTest {
+        premium: Some(ValueTest {
             pointer: "/type".into(),
             equals: json!("premium"),
         }),
@@ -27,9 +27,9 @@ fn realdebrid() -> AccountCall {
 
 fn premiumize() -> AccountCall {
     AccountCall {
-        url: Template("{base}/account/info".into()),
+        url: "{base}/account/info".into(),
         headers: Vec::new(),
-        success: Some(SuccessTest {
+        success: Some(ValueTest {
             pointer: "/status".into(),
             equals: json!("success"),
         }),
