@@ -193,3 +193,68 @@ fn a_failed_reading_is_kept_with_its_reason_and_waits_an_hour() {
         "{report}"
     );
 }
+
+/// A stand-in of Premiumize whose account has spent 90% of its fair use.
+fn premiumize() -> Provider {
+    let api = Provider::builder().routes_only().start();
+    api.route(
+        "POST",
+        "/api/transfer/directdl",
+        Reply::ok(
+            json!({"status": "success", "location": "https://dl.example/d/f.bin",
+                         "filename": "f.bin", "filesize": 10}),
+        ),
+    );
+    api.route(
+        "GET",
+        "/api/account/info",
+        Reply::ok(json!({"status": "success", "customer_id": "1",
+                         "premium_until": now_ms() / 1000 + 90 * 86_400,
+                         "limit_used": 0.9, "space_used": 0})),
+    );
+    api
+}
+
+/// Three links from three clients against a spend limit of 4 a day: all paid, or the third
+/// refused when the limit tightens past 80% of fair use (to 2 at 90% spent).
+fn paid_of_three(tighten: Option<f64>) -> (Setup, Vec<u16>) {
+    let site = Setup::builder("account-tighten")
+        .provider(premiumize())
+        .provider_section(|api| {
+            json!({"preset": "premiumize", "token": TOKEN, "base_url": api.url("/api"),
+                   "hosts": null})
+        })
+        .config(move |cfg| {
+            cfg["spend"] = json!([{"name": "day", "limit": 4, "window_secs": 86400}]);
+            if let Some(share) = tighten {
+                cfg["account"] = json!({"tighten_spend_above": share});
+            }
+        })
+        .write();
+    let statuses = (2..5)
+        .map(|n| ask(&site, &format!("127.0.0.{n}")).answer().status)
+        .collect();
+    (site, statuses)
+}
+
+#[test]
+fn spend_limits_tighten_past_the_fair_use_share_only_when_asked() {
+    let (site, statuses) = paid_of_three(None);
+    assert_eq!(statuses, [200, 200, 200]);
+    assert_eq!(site.provider.calls_to("POST", "/api/transfer/directdl"), 3);
+    assert_eq!(site.provider.calls_to("GET", "/api/account/info"), 1);
+
+    let (site, statuses) = paid_of_three(Some(0.8));
+    assert_eq!(statuses, [200, 200, 503]);
+    assert_eq!(site.provider.calls_to("POST", "/api/transfer/directdl"), 2);
+    let third = ask(&site, "127.0.0.9");
+    assert_eq!(third.answer().status, 503, "{}", third.describe());
+    assert!(
+        third
+            .stderr
+            .contains("site-wide limit day tightened to 2 paid calls per 86400 s"),
+        "{}",
+        third.describe()
+    );
+    assert_eq!(site.provider.calls_to("POST", "/api/transfer/directdl"), 2);
+}

@@ -9,7 +9,10 @@ use std::fs::{File, TryLockError};
 use std::path::Path;
 
 use crate::app::App;
-use crate::provider::account::Reading;
+use crate::http::problem::{Kind, Problem};
+use crate::http::render;
+use crate::provider::account::{Reading, tightened};
+use crate::store::Check;
 use crate::support::log::Level;
 use crate::support::private_file;
 use crate::support::secret;
@@ -26,6 +29,47 @@ pub fn kept(data_dir: &Path) -> Option<Reading> {
 }
 
 impl App<'_> {
+    /// With `account.tighten_spend_above` set and the kept reading's fair use past it: the
+    /// first spend limit whose count (this paid request's included) passes its scaled-down
+    /// limit, as a 503 refusal and its name. Asked only for an admitted request about to be
+    /// paid for: a refused request reads nothing more.
+    pub(super) fn past_tightened_spend(&self, checks: &[Check<'_>]) -> Option<(Problem, String)> {
+        let share = self.config.tighten_spend_above?;
+        let Some(Reading::Read { facts, .. }) = kept(&self.config.data_dir) else {
+            return None;
+        };
+        let used = facts.fair_use_used.filter(|u| *u > share)?;
+        let budget: Vec<Check<'_>> = checks
+            .iter()
+            .filter(|c| self.config.budget().iter().any(|r| r.name == c.rule.name))
+            .cloned()
+            .collect();
+        let counts = self.store.counters.used(&budget).ok()?;
+        let (check, count) = budget
+            .iter()
+            .zip(counts)
+            .find(|(c, count)| *count > tightened(c.rule.limit.get(), used, share))?;
+        let rule = check.rule;
+        let limit = tightened(rule.limit.get(), used, share);
+        let wait = rule.window_secs.get().min(3600);
+        let problem = Problem::new(
+            503,
+            Kind::SpendLimit,
+            format!(
+                "The service has reached its limit for now. Please try again in {}.",
+                render::wait_words(wait)
+            ),
+        )
+        .retry_after(wait)
+        .log(format!(
+            "site-wide limit {} tightened to {limit} paid calls per {} s (the provider account's fair use is {:.0}% spent, past account.tighten_spend_above {share}); {count} counted: this paid call refused",
+            rule.name,
+            rule.window_secs,
+            used * 100.0
+        ));
+        Some((problem, rule.name.as_str().to_owned()))
+    }
+
     /// Reads the owner's account when the description says where it is and the kept reading
     /// is due (a day old, an hour after a failure): one process at a time, the others go on.
     /// The reading now kept, if any.

@@ -371,3 +371,25 @@ fn a_mistake_says_where_it_is_written() {
         "{e}"
     );
 }
+
+#[test]
+fn spend_tightens_past_fair_use_only_when_asked_and_within_a_share() {
+    assert_eq!(parse("{}").unwrap().tighten_spend_above, None);
+    let c = parse(r#"{"account": {"tighten_spend_above": 0.8}}"#).unwrap();
+    assert_eq!(c.tighten_spend_above, Some(0.8));
+    assert_eq!(c.masked_json()["account"]["tighten_spend_above"], 0.8);
+    assert_eq!(
+        parse(&c.masked_json().to_string())
+            .unwrap()
+            .tighten_spend_above,
+        Some(0.8)
+    );
+    for bad in ["1.5", "0", "1", "-0.2"] {
+        let e = parse(&format!(
+            r#"{{"account": {{"tighten_spend_above": {bad}}}}}"#
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "account.tighten_spend_above", "{bad}");
+    }
+    assert!(parse(r#"{"account": {"tighten": 0.8}}"#).is_err());
+}

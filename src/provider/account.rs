@@ -106,6 +106,20 @@ pub enum Reading {
     Failed { at_ms: u64, reason: String },
 }
 
+/// A spend limit scaled down past a share of fair use: unchanged while `used` (0 to 1 spent)
+/// is at most `share`; past it, in proportion to the fair use left beyond the share:
+/// `limit × (1 − used) / (1 − share)`, rounded down, at least 1. With a share of 0.8, a limit of
+/// 100 is 50 at 90% spent and 1 at 100%.
+pub fn tightened(limit: u32, used: f64, share: f64) -> u32 {
+    // NaN compares false both ways: an unknown share or fair use changes nothing.
+    let past = used > share && share < 1.0;
+    if !past {
+        return limit;
+    }
+    let left = ((1.0 - used.min(1.0)) / (1.0 - share)).clamp(0.0, 1.0);
+    ((f64::from(limit) * left).floor() as u32).max(1)
+}
+
 fn number(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),

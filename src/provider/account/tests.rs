@@ -227,3 +227,15 @@ fn a_kept_reading_reads_back_the_same() {
     }
     assert_eq!(Reading::from_json(&json!({"premium": true})), None);
 }
+
+#[test]
+fn spend_limits_tighten_past_the_share_in_proportion() {
+    assert_eq!(tightened(100, 0.5, 0.8), 100);
+    assert_eq!(tightened(100, 0.8, 0.8), 100);
+    assert_eq!(tightened(100, 0.9, 0.8), 50);
+    assert_eq!(tightened(100, 0.95, 0.8), 25);
+    assert_eq!(tightened(100, 1.0, 0.8), 1);
+    assert_eq!(tightened(4, 0.9, 0.8), 2);
+    assert_eq!(tightened(1, 0.99, 0.5), 1, "never below one call");
+    assert_eq!(tightened(100, f64::NAN, 0.8), 100);
+}
