@@ -258,3 +258,20 @@ fn spend_limits_tighten_past_the_fair_use_share_only_when_asked() {
     );
     assert_eq!(site.provider.calls_to("POST", "/api/transfer/directdl"), 2);
 }
+
+#[test]
+fn without_an_account_section_nothing_is_read_or_written() {
+    let site = Setup::builder("account-off")
+        .provider(realdebrid(premium_for(2)))
+        .provider_section(|api| {
+            json!({"preset": "realdebrid", "token": TOKEN, "base_url": api.url("/rest/1.0"),
+                   "hosts": null, "link_check": null, "account": null})
+        })
+        .write();
+    let answer = ask(&site, "127.0.0.2");
+    assert_eq!(answer.answer().status, 200, "{}", answer.describe());
+    assert_eq!(site.provider.calls_to("GET", USER), 0);
+    assert!(!site.data.join("account.json").exists());
+    assert!(!site.data.join("account.lock").exists());
+    assert!(!answer.stderr.contains("account"), "{}", answer.describe());
+}

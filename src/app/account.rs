@@ -12,6 +12,7 @@ use crate::app::App;
 use crate::http::problem::{Kind, Problem};
 use crate::http::render;
 use crate::provider::account::{Reading, tightened};
+use crate::provider::described::ProviderSpec;
 use crate::store::Check;
 use crate::support::log::Level;
 use crate::support::private_file;
@@ -74,6 +75,13 @@ impl App<'_> {
     /// is due (a day old, an hour after a failure): one process at a time, the others go on.
     /// The reading now kept, if any.
     pub fn read_account_if_due(&self) -> Option<Reading> {
+        let described = matches!(
+            self.config.provider.as_ref(),
+            Some(ProviderSpec::Http(h)) if h.account.is_some()
+        );
+        if !described {
+            return None;
+        }
         let provider = self.provider?;
         let now = self.clock.now_ms();
         let dir = &self.config.data_dir;
