@@ -154,6 +154,26 @@ mod tests {
     }
 
     #[test]
+    fn the_json_form_has_the_reading_its_days_left_and_warnings() {
+        assert_eq!(stats(None).json()["account"], serde_json::Value::Null);
+        let s = stats(Some(Reading::Read {
+            at_ms: NOW,
+            facts: AccountFacts {
+                premium: Some(true),
+                premium_until_ms: Some(NOW + 3 * 86_400_000),
+                fair_use_used: Some(0.5),
+                host_quotas: Vec::new(),
+            },
+        }));
+        let v = &s.json()["account"];
+        assert_eq!(v["read_at"], "2026-12-05T08:00:00Z");
+        assert_eq!(v["premium_until"], "2026-12-08T08:00:00Z");
+        assert_eq!(v["days_left"], 3);
+        assert_eq!(v["fair_use_used"], 0.5);
+        assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1), "{v}");
+    }
+
+    #[test]
     fn a_failed_reading_says_so_plainly() {
         let html = card(&stats(Some(Reading::Failed {
             at_ms: NOW,
