@@ -2,6 +2,7 @@
 //! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
 //! provider account (its published request rate).
 
+mod account;
 pub mod deferred;
 pub(crate) mod raw;
 mod shorthand;
@@ -17,13 +18,12 @@ use serde_json::{Map, Value};
 use crate::config::error::{ConfigError, err};
 use crate::core::rule::Rule;
 use crate::provider::Failure;
-use crate::provider::account::{AccountCall, FairUse, Share, ValueTest};
 use crate::provider::described::{LazySpec, ProviderSpec};
 use crate::provider::presets;
 use crate::provider::spec::{HostList, HttpMethod, HttpSpec, LinkCheck, Step, Template};
 use crate::support::defaults;
 use crate::support::secret::Secret;
-use raw::{RawAccount, RawHosts, RawLinkCheck, RawProvider};
+use raw::{RawHosts, RawLinkCheck, RawProvider};
 use shorthand::shorthand;
 use site_rules::site_rules;
 use steps::{steps, token_by_name};
@@ -134,7 +134,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
-    let account = account(raw.account.take(), raw.base_url.is_some())?;
+    let account = account::account(raw.account.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) =
         timeouts(raw.connect_timeout_ms, raw.timeout_ms, raw.deadline_ms)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
@@ -327,70 +327,6 @@ fn link_check(raw: Option<RawLinkCheck>, has_base: bool) -> Result<Option<LinkCh
         field: raw.field,
         dead_statuses: raw.dead_statuses,
     }))
-}
-
-/// `account`: one GET with the token, and the JSON Pointers of the facts its answer gives.
-fn account(raw: Option<RawAccount>, has_base: bool) -> Result<Option<AccountCall>, ConfigError> {
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    let mut known = vec!["token".to_owned()];
-    if has_base {
-        known.push("base".into());
-    }
-    let url = Template(raw.url);
-    steps::check_names("provider.account.url", &url, &known)?;
-    check_step_url("provider.account.url", &url.0)?;
-    let mut headers = Vec::new();
-    for (name, value) in raw.headers.unwrap_or_default() {
-        let value = Template(value);
-        steps::check_names("provider.account.headers", &value, &known)?;
-        headers.push((name, value.0));
-    }
-    let field =
-        |name: &str, p: Option<String>| steps::pointer(&format!("provider.account.{name}"), p);
-    let fair_use = match raw.fair_use {
-        None => None,
-        Some(f) => Some(FairUse {
-            pointer: field("fair_use.pointer", Some(f.pointer))?.unwrap_or_default(),
-            unit: Share::from_name(&f.unit).ok_or_else(|| {
-                err(
-                    "provider.account.fair_use.unit",
-                    "is \"used_fraction\" (0 to 1 spent), \"used_percent\" or \"left_fraction\" (0 to 1 left)",
-                )
-            })?,
-        }),
-    };
-    let test = |name: &str, t| {
-        steps::test(&format!("provider.account.{name}"), t).map(|t| {
-            t.map(|t| ValueTest {
-                pointer: t.pointer,
-                equals: t.equals,
-            })
-        })
-    };
-    let call = AccountCall {
-        url: url.0,
-        headers,
-        success: test("success", raw.success)?,
-        premium: test("premium", raw.premium)?,
-        premium_until: field("premium_until", raw.premium_until)?,
-        premium_seconds_left: field("premium_seconds_left", raw.premium_seconds_left)?,
-        fair_use,
-        host_quotas: field("host_quotas", raw.host_quotas)?,
-    };
-    if call.premium.is_none()
-        && call.premium_until.is_none()
-        && call.premium_seconds_left.is_none()
-        && call.fair_use.is_none()
-        && call.host_quotas.is_none()
-    {
-        return Err(err(
-            "provider.account",
-            "names no fact to read: give at least one of premium, premium_until, premium_seconds_left, fair_use, host_quotas",
-        ));
-    }
-    Ok(Some(call))
 }
 
 /// `hosts`: where the public list of supported hosts is, and the arrays of domains in it.

@@ -393,3 +393,22 @@ fn spend_tightens_past_fair_use_only_when_asked_and_within_a_share() {
     }
     assert!(parse(r#"{"account": {"tighten": 0.8}}"#).is_err());
 }
+
+#[test]
+fn an_account_section_names_a_fact_and_its_units() {
+    let with = |account: &str| {
+        parse(&format!(
+            r#"{{"provider": {{"preset": "realdebrid", "token": "t", "account": {account}}}}}"#
+        ))
+    };
+    assert!(with("null").is_ok());
+    let e = with(r#"{"url": "{base}/user"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account");
+    let e =
+        with(r#"{"url": "{base}/user", "fair_use": {"pointer": "/f", "unit": "gb"}}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.fair_use.unit");
+    let e = with(r#"{"url": "{base}/user", "premium_until": "until"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.premium_until");
+    let e = with(r#"{"url": "{base}/{link}", "premium_until": "/u"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.url");
+}
