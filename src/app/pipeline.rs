@@ -112,7 +112,8 @@ impl App<'_> {
         Answer {
             response,
             head_only,
-            admitted: tally.events.contains(&Event::Admitted),
+            // A discriminant test, no call: a refused request runs nothing more.
+            admitted: tally.events.iter().any(|e| matches!(e, Event::Admitted)),
         }
     }
 
