@@ -51,6 +51,9 @@ enum Paid {
 pub struct Answer {
     pub response: Response,
     pub head_only: bool,
+    /// Every rule admitted the request: once its answer is written, the owner's account may
+    /// be read (never for a refused one).
+    pub admitted: bool,
 }
 
 /// Everything one request needs, borrowed from whoever runs it.
@@ -172,6 +175,7 @@ impl App<'_> {
     }
 }
 
+pub mod account;
 pub mod controls;
 mod failover;
 mod failures;

@@ -78,6 +78,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Whether requests are counted in the usage journal (`"journal": false` turns it off).
     pub journal: bool,
+    /// `account.tighten_spend_above`: past this share of fair use spent (the provider
+    /// account's last reading), the spend limits are scaled down; None: never.
+    pub tighten_spend_above: Option<f64>,
     /// Rules in shadow mode: counted, and what they would refuse reported, refusing nothing.
     pub shadow_rules: Vec<Rule>,
     /// Clients refused with 403 before anything is counted (`block`).
@@ -281,6 +284,15 @@ impl Config {
         let block = controls::addr_list(raw.block, "block")?;
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
+        let tighten_spend_above = match raw.account.and_then(|a| a.tighten_spend_above) {
+            Some(share) if !(0.05..=0.99).contains(&share) => {
+                return Err(err(
+                    "account.tighten_spend_above",
+                    "is a share of the fair use, 0.05 to 0.99 (e.g. 0.8: past 80% spent)",
+                ));
+            }
+            share => share,
+        };
         let data_dir = match &store.kind {
             crate::store::settings::StoreKind::File { dir } => dir.clone(),
             _ => base.join(defaults::DATA_DIR_NAME),
@@ -304,6 +316,7 @@ impl Config {
             admin,
             data_dir,
             journal: raw.journal.unwrap_or(defaults::JOURNAL),
+            tighten_spend_above,
             shadow_rules,
             block,
             allow,

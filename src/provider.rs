@@ -3,6 +3,7 @@
 //! the configuration's `provider` section), called over HTTPS (`http`), with the common
 //! services as presets.
 
+pub mod account;
 pub mod cache;
 pub mod described;
 pub mod http;
@@ -23,6 +24,12 @@ pub trait Provider {
     /// The provider's public list of supported hosts (a free call), when it publishes one:
     /// None when it does not, else the domains or why they could not be had.
     fn host_list(&self) -> Option<Result<Vec<String>, PrecheckError>> {
+        None
+    }
+
+    /// The owner's account, when the description says where it is: None when it does not,
+    /// else its facts read at `now_ms`, or why they could not be had.
+    fn account(&self, _now_ms: u64) -> Option<Result<account::AccountFacts, String>> {
         None
     }
 

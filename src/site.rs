@@ -90,6 +90,7 @@ impl Site {
             return Answer {
                 response: dashboard.answer(env, body),
                 head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+                admitted: false,
             };
         }
         self.app().handle(env, body)
@@ -177,5 +178,6 @@ pub fn not_configured(
     Answer {
         response,
         head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+        admitted: false,
     }
 }

@@ -4,6 +4,7 @@
 //! report that `resolve check` prints and the dashboard shows (`readiness`); a full data
 //! directory's `ACTION NEEDED` line for all of them (`folding`).
 
+pub mod account;
 pub mod folding;
 pub mod html;
 pub mod json;

@@ -2255,3 +2255,108 @@ fn the_setup_page_and_the_settings_at_phone_and_desktop_widths() {
     says(&page, "config.json.previous");
     fits("broken");
 }
+
+/// The dashboard's Account card with a stand-in account (premium ending in 5 days, fair use
+/// 86% spent, two host quotas), read once after an admitted link: its facts, its warnings and
+/// its bar at 1280 and at 390 px, with no sideways scroll, the bar inside the page and
+/// axe-core clean; full-page screenshots of both widths.
+#[test]
+fn the_account_card_reads_at_both_widths() {
+    const PASSWORD: &str = "correct horse battery staple";
+    let hash = resolve::support::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
+    let provider = support::Provider::start_with(support::Reply::with(|call| {
+        if call.path == "/user" {
+            support::Reply::ok(json!({"type": "premium", "premium": 5 * 86_400 + 4 * 3600,
+                                      "fair": 0.86,
+                                      "quotas": {"rapidgator.net": 3, "nitroflare.com": "12 GB"}}))
+        } else {
+            support::Reply::Default
+        }
+    }));
+    let account = json!({
+        "url": provider.url("/user"), "headers": {"Authorization": "Bearer {token}"},
+        "premium": {"pointer": "/type", "equals": "premium"},
+        "premium_seconds_left": "/premium",
+        "fair_use": {"pointer": "/fair", "unit": "used_fraction"},
+        "host_quotas": "/quotas"
+    });
+    let h = Setup::new()
+        .provider(provider)
+        .config(move |c| {
+            c["admin"] = json!({ "password_hash": hash });
+            c["provider"]["account"] = account;
+        })
+        .start();
+    h.open_page();
+    assert!(h.submit(LINK).href.is_some());
+    assert_eq!(h.site().provider.calls_to("GET", "/user"), 1);
+
+    h.web().open(&format!("{}/admin", h.endpoint()));
+    h.web().type_into("#password", PASSWORD);
+    h.web().click("#submit");
+    let text = wait_for("the dashboard", Duration::from_secs(15), || {
+        let text = h.web().script("return document.body.innerText;");
+        let text = text.as_str().unwrap_or_default().to_owned();
+        if text.contains("Account") && text.contains("Fair use spent") {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    });
+    for shown in [
+        "Premium until",
+        "Days left",
+        "86%",
+        "ACTION NEEDED: the provider account's premium ends in 5 days",
+        "ACTION NEEDED: the provider account's fair use is 86% spent",
+        "Host quotas left",
+        "nitroflare.com",
+        "12 GB",
+        "Read from the provider on",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+    assert!(
+        !text.contains(support::config::TOKEN),
+        "the token is masked"
+    );
+    for phone in [false, true] {
+        h.web().phone(phone);
+        let label = if phone {
+            "account-phone"
+        } else {
+            "account-desktop"
+        };
+        let seen = h.web().script(
+            "var s = document.getElementById('account').parentNode; \
+             s.scrollIntoView(); \
+             var m = s.querySelector('meter').getBoundingClientRect(); \
+             var p = document.querySelector('main').getBoundingClientRect(); \
+             return {inner: window.innerWidth, scroll: document.documentElement.scrollWidth, \
+               meter: {left: m.left, right: m.right, width: m.width, height: m.height}, \
+               page: {left: p.left, right: p.right}, \
+               days: s.querySelector('dl').textContent};",
+        );
+        eprintln!("{label}: {seen:#}");
+        let width = if phone { 390.0 } else { 1280.0 };
+        assert_eq!(seen["inner"].as_f64(), Some(width), "{seen}");
+        assert!(
+            seen["scroll"].as_f64() <= seen["inner"].as_f64(),
+            "{label}: the page scrolls sideways: {seen}"
+        );
+        let (m, p) = (&seen["meter"], &seen["page"]);
+        assert!(m["width"].as_f64() > Some(40.0), "{label}: the bar: {seen}");
+        assert!(m["height"].as_f64() > Some(5.0), "{label}: the bar: {seen}");
+        assert!(
+            m["left"].as_f64() >= p["left"].as_f64() && m["right"].as_f64() <= p["right"].as_f64(),
+            "{label}: the bar leaves the page: {seen}"
+        );
+        h.web()
+            .full_screenshot(&h.dir.join(&format!("{label}-full.png")));
+        h.web()
+            .script("document.getElementById('account').scrollIntoView(); return null;");
+        h.shot(&format!("{label}-card.png"));
+        h.axe(label);
+    }
+    h.web().phone(false);
+}

@@ -38,11 +38,12 @@ const TB_REQUEST: &str = "/v1/api/webdl/requestdl";
 const POST: &str = "POST";
 const GET: &str = "GET";
 
-/// The `provider` section for preset `name`, pointed at the stand-in. Without the host list and
-/// the link check, so that each test's calls are its own; `host_list_*` and `link_check_*`
-/// test them.
+/// The `provider` section for preset `name`, pointed at the stand-in. Without the host list,
+/// the link check and the account's reading, so that each test's calls are its own;
+/// `host_list_*`, `link_check_*` and tests/account.rs test them.
 fn preset(name: &str, api: &Provider, base: &str) -> Value {
-    json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "hosts": null, "link_check": null})
+    json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "hosts": null, "link_check": null,
+           "account": null})
 }
 
 /// `v` with the top-level fields of `extra` set.
@@ -1569,7 +1570,8 @@ fn host_list_of_every_other_preset_refuses_an_unlisted_host_before_paying() {
             .provider(api_stand_in())
             // The preset's own host list; no link check, so that every call counted is paid.
             .provider_section(move |api| {
-                json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "link_check": null})
+                json!({"preset": name, "token": TOKEN, "base_url": api.url(base), "link_check": null,
+                       "account": null})
             })
             .rules(vec![json!({"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600})])
             .write();
@@ -1725,7 +1727,7 @@ fn an_unreachable_provider_says_what_to_do_under_apache() {
         .provider(api_stand_in())
         .provider_section(|_| {
             json!({
-                "preset": "realdebrid", "token": TOKEN,
+                "preset": "realdebrid", "token": TOKEN, "account": null,
                 "base_url": "https://resolve-test.invalid/rest/1.0",
                 "connect_timeout_ms": 2000, "timeout_ms": 3000
             })
@@ -1752,7 +1754,7 @@ fn an_unreachable_provider_says_what_to_do_under_apache() {
 #[test]
 fn a_call_that_never_connected_is_refunded() {
     let provider = json!({
-        "preset": "realdebrid", "token": TOKEN,
+        "preset": "realdebrid", "token": TOKEN, "account": null,
         "base_url": format!("http://127.0.0.1:{}{RD_BASE}", free_port()),
         "connect_timeout_ms": 1000, "timeout_ms": 2000
     });
@@ -1796,7 +1798,7 @@ fn a_call_that_never_connected_is_refunded() {
 #[test]
 fn a_failed_name_lookup_is_refunded() {
     let provider = json!({
-        "preset": "realdebrid", "token": TOKEN,
+        "preset": "realdebrid", "token": TOKEN, "account": null,
         "base_url": "https://resolve-test.invalid/rest/1.0",
         "connect_timeout_ms": 2000, "timeout_ms": 3000
     });

@@ -70,6 +70,11 @@ impl App<'_> {
         (checks, admitted): (&[Check<'_>], Option<&Admitted>),
         tally: &mut Tally,
     ) -> Option<Problem> {
+        if let Some((refused, rule)) = self.past_tightened_spend(checks) {
+            tally.add(Event::SpendRefused(rule));
+            self.give_back(checks, admitted, tally);
+            return Some(refused);
+        }
         let refused = store_up
             .then(|| self.refuse_unlisted_host(provider, link))
             .flatten()

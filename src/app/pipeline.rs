@@ -92,6 +92,7 @@ impl App<'_> {
                         self.provider.is_some(),
                     ),
                     head_only,
+                    admitted: false,
                 };
             }
             Asking::Link(asked) => asked,
@@ -111,6 +112,8 @@ impl App<'_> {
         Answer {
             response,
             head_only,
+            // A discriminant test, no call: a refused request runs nothing more.
+            admitted: tally.events.iter().any(|e| matches!(e, Event::Admitted)),
         }
     }
 

@@ -238,6 +238,10 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
         Some("report") => {
             let options = parse_options(rest, &["--config", "--only-problems"])?;
             let (config, log) = load_from(&options, log)?;
+            // The owner's account, when a day has passed since it was last read.
+            crate::site::Site::new(config.clone(), log.clone())
+                .app()
+                .read_account_if_due();
             let store = crate::site::open::for_requests(&config, &log);
             let now = crate::core::clock::Clock::now_ms(&crate::core::clock::SystemClock);
             let (from, to) = crate::usage::report::yesterday(now);

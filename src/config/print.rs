@@ -196,6 +196,12 @@ impl Serialize for Config {
         map.serialize_entry("allowed_origins", &self.allowed_origins)?;
         map.serialize_entry("api_keys", &self.api_keys)?;
         map.serialize_entry("journal", &self.journal)?;
+        if let Some(share) = self.tighten_spend_above {
+            map.serialize_entry(
+                "account",
+                &serde_json::json!({"tighten_spend_above": share}),
+            )?;
+        }
         let texts = |set: &crate::net::addr_set::AddrSet| -> Vec<String> {
             set.ranges().iter().map(ToString::to_string).collect()
         };

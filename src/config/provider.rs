@@ -2,6 +2,7 @@
 //! shorthand, checked into a `ProviderSpec` plus the site-wide rules that protect the
 //! provider account (its published request rate).
 
+mod account;
 pub mod deferred;
 pub mod list;
 pub(crate) mod raw;
@@ -134,6 +135,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
     let advice = advice(raw.advice.take())?;
     let hosts = host_list(raw.hosts.take(), raw.base_url.is_some())?;
     let link_check = link_check(raw.link_check.take(), raw.base_url.is_some())?;
+    let account = account::account(raw.account.take(), raw.base_url.is_some())?;
     let (connect_ms, timeout_ms, deadline_ms) =
         timeouts(raw.connect_timeout_ms, raw.timeout_ms, raw.deadline_ms)?;
     let rate_list = raw.rate_limits.as_deref().unwrap_or_default();
@@ -153,6 +155,7 @@ fn http(user: Map<String, Value>) -> Result<(HttpSpec, Vec<Rule>), ConfigError> 
             rate_steps,
             hosts,
             link_check,
+            account,
             connect_timeout: Duration::from_millis(connect_ms),
             timeout: Duration::from_millis(timeout_ms),
             deadline: Duration::from_millis(deadline_ms),

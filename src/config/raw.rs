@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
-pub const FIELDS: [&str; 17] = [
+pub const FIELDS: [&str; 18] = [
     "provider",
     "providers",
     "spend",
@@ -23,6 +23,7 @@ pub const FIELDS: [&str; 17] = [
     "block",
     "allow",
     "auto_block",
+    "account",
 ];
 
 /// True when `text`, a `config.json` found somewhere, is this program's configuration and not
@@ -58,6 +59,14 @@ pub(crate) struct RawConfig {
     pub(crate) block: Option<Vec<String>>,
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) auto_block: Option<RawAutoBlock>,
+    pub(crate) account: Option<RawAccountSettings>,
+}
+
+/// `account`: what the provider account's reading may change.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAccountSettings {
+    pub(crate) tighten_spend_above: Option<f64>,
 }
 
 #[derive(Deserialize)]

@@ -428,3 +428,44 @@ fn provider_and_providers_together_and_shared_names_are_refused() {
     .unwrap();
     assert_eq!(c.services[1].rates[0].name.as_str(), "ad-2-second");
 }
+
+#[test]
+fn spend_tightens_past_fair_use_only_when_asked_and_within_a_share() {
+    assert_eq!(parse("{}").unwrap().tighten_spend_above, None);
+    let c = parse(r#"{"account": {"tighten_spend_above": 0.8}}"#).unwrap();
+    assert_eq!(c.tighten_spend_above, Some(0.8));
+    assert_eq!(c.masked_json()["account"]["tighten_spend_above"], 0.8);
+    assert_eq!(
+        parse(&c.masked_json().to_string())
+            .unwrap()
+            .tighten_spend_above,
+        Some(0.8)
+    );
+    for bad in ["1.5", "0", "1", "-0.2"] {
+        let e = parse(&format!(
+            r#"{{"account": {{"tighten_spend_above": {bad}}}}}"#
+        ))
+        .unwrap_err();
+        assert_eq!(e.field, "account.tighten_spend_above", "{bad}");
+    }
+    assert!(parse(r#"{"account": {"tighten": 0.8}}"#).is_err());
+}
+
+#[test]
+fn an_account_section_names_a_fact_and_its_units() {
+    let with = |account: &str| {
+        parse(&format!(
+            r#"{{"provider": {{"preset": "realdebrid", "token": "t", "account": {account}}}}}"#
+        ))
+    };
+    assert!(with("null").is_ok());
+    let e = with(r#"{"url": "{base}/user"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account");
+    let e =
+        with(r#"{"url": "{base}/user", "fair_use": {"pointer": "/f", "unit": "gb"}}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.fair_use.unit");
+    let e = with(r#"{"url": "{base}/user", "premium_until": "until"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.premium_until");
+    let e = with(r#"{"url": "{base}/{link}", "premium_until": "/u"}"#).unwrap_err();
+    assert_eq!(e.field, "provider.account.url");
+}

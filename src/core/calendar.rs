@@ -21,6 +21,18 @@ pub fn date_of_day(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// The day count since 1970-01-01 of the UTC civil date `(year, month, day)`: the inverse of
+/// [`date_of_day`].
+pub fn day_of_date(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let m = i64::from(month);
+    let day_of_year = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 /// `2026-12-01T16:00:00Z` for a time in milliseconds since 1970.
 pub fn iso(ms: u64) -> String {
     let secs = ms / 1000;
@@ -52,6 +64,14 @@ mod tests {
         assert_eq!(date(4_107_542_399_000), "2100-02-28");
         assert_eq!(date(4_107_542_400_000), "2100-03-01");
         assert_eq!(date_of_day(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn day_of_date_undoes_date_of_day() {
+        for day in (-800_000..800_000).step_by(7) {
+            let (y, m, d) = date_of_day(day);
+            assert_eq!(day_of_date(y, m, d), day);
+        }
     }
 
     #[test]

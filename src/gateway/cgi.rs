@@ -81,6 +81,9 @@ pub fn serve_one(config: Config, env: &Env, started: Instant, log: Context) {
     let _ = out.flush();
     drop(out);
     drain_stdin(env, stdin.read);
+    if answer.admitted {
+        site.app().read_account_if_due();
+    }
     if site.app().maybe_sweep() {
         crate::site::page_files::keep_for(&site.config, site.log());
     }

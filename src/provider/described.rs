@@ -139,6 +139,7 @@ fn empty(deadline: Duration) -> HttpSpec {
         rate_steps: Vec::new(),
         hosts: None,
         link_check: None,
+        account: None,
         connect_timeout: deadline,
         timeout: deadline,
         deadline,

@@ -5,12 +5,13 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use crate::provider::account::AccountFacts;
 use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
 use std::sync::Arc;
 
 use crate::provider::described::LazySpec;
-use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Vars};
+use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Template, Vars};
 use crate::provider::{
     Failure, Meter, MissingValue, Precheck, PrecheckError, Provider, ProviderError,
 };
@@ -322,6 +323,46 @@ impl Provider for HttpProvider {
                 return Err(PrecheckError::NoDomain);
             }
             Ok(domains)
+        })())
+    }
+
+    fn account(&self, now_ms: u64) -> Option<Result<AccountFacts, String>> {
+        let spec = self.spec.spec().ok()?;
+        let call = spec.account.as_ref()?;
+        Some((|| {
+            let vars = spec.start_vars("");
+            let render = |t: &str| Template(t.to_owned()).render(&vars);
+            let url = render(&call.url).map_err(|e| e.to_string())?;
+            let headers = call
+                .headers
+                .iter()
+                .map(|(k, t)| render(t).map(|v| (k.clone(), v)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let mut response = prepared(self.agent().get(&url), &[], &headers, spec.timeout)
+                .call()
+                .map_err(|e| format!("the account call could not be made: {e}"))?;
+            let status = response.status().as_u16();
+            if !(200..300).contains(&status) {
+                return Err(format!("the account call answered HTTP {status}"));
+            }
+            let mut body = Vec::new();
+            response
+                .body_mut()
+                .as_reader()
+                .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
+                .read_to_end(&mut body)
+                .map_err(|e| format!("reading the account's answer failed: {e}"))?;
+            let v: serde_json::Value = serde_json::from_slice(&body)
+                .map_err(|_| "the account's answer is not JSON".to_owned())?;
+            if let Some(t) = call.success.as_ref().filter(|t| !t.holds(&v)) {
+                return Err(format!(
+                    "the account's answer does not hold {} = {}",
+                    t.pointer, t.equals
+                ));
+            }
+            call.facts(&v, now_ms)
+                .ok_or_else(|| "the account's answer holds none of the facts described".to_owned())
         })())
     }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::provider::account::AccountCall;
 use crate::provider::resolved::{FileLink, Resolved};
 use crate::provider::{Failure, MissingValue, ProviderError, clean_text};
 use crate::support::secret::Secret;
@@ -321,6 +322,8 @@ pub struct HttpSpec {
     pub hosts: Option<HostList>,
     /// The free check of one link, if the provider has one.
     pub link_check: Option<LinkCheck>,
+    /// Where the owner's account is read, once a day, if the provider says.
+    pub account: Option<AccountCall>,
     #[serde(rename = "connect_timeout_ms", serialize_with = "show::ms")]
     pub connect_timeout: Duration,
     /// Time for each call.

@@ -314,6 +314,8 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
     }
     out.push_str("</section>\n");
 
+    out.push_str(&crate::usage::account::card(stats));
+
     out.push_str(
         "<section aria-labelledby=\"per-hour\">\n<h2 id=\"per-hour\">Paid calls over time</h2>\n",
     );
@@ -488,6 +490,7 @@ mod tests {
                 text: "ACTION NEEDED: the provider refused the <token>".into(),
             }],
             folding: None,
+            account: None,
         }
     }
 

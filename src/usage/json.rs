@@ -68,6 +68,14 @@ impl Stats {
                 "text": self.folding_line(),
             }),
         };
+        out["account"] = self.account.as_ref().map_or(serde_json::Value::Null, |r| {
+            let mut v = r.to_json();
+            if let crate::provider::account::Reading::Read { facts, .. } = r {
+                v["days_left"] = facts.days_left(self.now_ms).into();
+            }
+            v["warnings"] = r.warnings(self.now_ms).into();
+            v
+        });
         out
     }
 }

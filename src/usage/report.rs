@@ -4,6 +4,7 @@
 
 use crate::core::calendar;
 use crate::core::journal::{self, HOUR_MS};
+use crate::provider::account::Reading;
 use crate::usage::stats::{self, Stats};
 
 /// A spend limit used this much (percent) or more is a warning.
@@ -39,6 +40,14 @@ fn percent(n: u64, limit: u32) -> u64 {
 pub fn warnings(stats: &Stats) -> Vec<String> {
     let f = &stats.figures;
     let mut out: Vec<String> = stats.folding_line().into_iter().collect();
+    match &stats.account {
+        Some(r @ Reading::Failed { .. }) => out.push(format!(
+            "WARNING: the provider account {}",
+            r.summary(stats.now_ms)
+        )),
+        Some(r) => out.extend(r.warnings(stats.now_ms)),
+        None => {}
+    }
     for s in &stats.spend {
         let per = stats::window_words(s.window_secs);
         let threshold = u64::from(s.limit) * u64::from(SPEND_WARNING_PERCENT);
@@ -148,6 +157,12 @@ pub fn render(stats: &Stats, only_problems: bool) -> Option<String> {
     }
     out.push_str(&format!("resolve: the day of {day} (UTC)\n\n"));
     out.push_str(&stats.text());
+    if let Some(r) = &stats.account {
+        out.push_str(&format!(
+            "\nProvider account: {}\n",
+            r.summary(stats.now_ms)
+        ));
+    }
     let notes = stats.notes_in_period();
     out.push_str(&format!(
         "\nACTION NEEDED events on {day}: {}\n",
@@ -176,6 +191,7 @@ mod tests {
             spend,
             notes,
             folding: None,
+            account: None,
         }
     }
 
@@ -202,6 +218,70 @@ mod tests {
             used,
             left: 100 - used,
         }
+    }
+
+    /// A quiet day with the account read as `facts` an hour before the report.
+    fn with_account(facts: crate::provider::account::AccountFacts) -> Stats {
+        let mut s = stats(&[total("paid", 12)], vec![], vec![]);
+        s.account = Some(Reading::Read {
+            at_ms: s.now_ms - HOUR_MS,
+            facts,
+        });
+        s
+    }
+
+    fn facts(
+        premium: bool,
+        days_left: u64,
+        fair_use: f64,
+    ) -> crate::provider::account::AccountFacts {
+        let now = u64::from(DAY + 24 + 3) * HOUR_MS;
+        crate::provider::account::AccountFacts {
+            premium: Some(premium),
+            premium_until_ms: Some(now + days_left * 24 * HOUR_MS + HOUR_MS),
+            fair_use_used: Some(fair_use),
+            host_quotas: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_account_is_silent_while_all_is_well_and_shown_in_the_body() {
+        let s = with_account(facts(true, 30, 0.5));
+        assert_eq!(render(&s, true), None);
+        let text = render(&s, false).unwrap();
+        assert!(
+            text.contains("Provider account: premium until 2024-11-04 (30 days left), fair use 50% spent, read 2024-10-05T02:00:00Z"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_account_warns_of_an_ending_premium_spent_fair_use_and_no_premium() {
+        let ending = render(&with_account(facts(true, 4, 0.1)), true).unwrap();
+        assert!(
+            ending.starts_with("ACTION NEEDED: the provider account's premium ends in 4 days"),
+            "{ending}"
+        );
+        let spent = render(&with_account(facts(true, 30, 0.93)), true).unwrap();
+        assert!(
+            spent.starts_with("ACTION NEEDED: the provider account's fair use is 93% spent"),
+            "{spent}"
+        );
+        let free = render(&with_account(facts(false, 30, 0.1)), true).unwrap();
+        assert!(
+            free.starts_with("ACTION NEEDED: the provider account is not premium"),
+            "{free}"
+        );
+        let mut s = stats(&[], vec![], vec![]);
+        s.account = Some(Reading::Failed {
+            at_ms: s.now_ms,
+            reason: "the account call answered HTTP 401".into(),
+        });
+        let failed = render(&s, true).unwrap();
+        assert!(
+            failed.starts_with("WARNING: the provider account could not be read (2024-10-05T03:00:00Z): the account call answered HTTP 401"),
+            "{failed}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::core::calendar;
 use crate::core::journal::{self, Figures, HOUR_MS, Note, Row};
+use crate::provider::account::Reading;
 use crate::store::roles::Store;
 use crate::store::{Check, StoreError};
 use crate::usage::folding::FoldingNow;
@@ -75,6 +76,8 @@ pub struct Stats {
     pub notes: Vec<Note>,
     /// New visitors counted by shared keys now, the store being full (the file store's).
     pub folding: Option<FoldingNow>,
+    /// The last reading of the owner's provider account, if one is kept.
+    pub account: Option<Reading>,
 }
 
 impl Stats {
@@ -135,6 +138,7 @@ impl Stats {
             spend,
             notes: store.notes.journal_notes()?,
             folding: crate::usage::folding::gather(store, now_ms)?,
+            account: crate::app::account::kept(&config.data_dir),
         })
     }
 
@@ -223,6 +227,7 @@ mod tests {
             spend: vec![],
             notes: vec![],
             folding: None,
+            account: None,
         }
     }
 
@@ -283,6 +288,7 @@ mod tests {
             spend: Vec::new(),
             notes: Vec::new(),
             folding: None,
+            account: None,
         }
     }
 

@@ -26,6 +26,7 @@ pub(crate) struct RawProvider {
     pub(crate) remote: Option<bool>,
     pub(crate) hosts: Option<RawHosts>,
     pub(crate) link_check: Option<RawLinkCheck>,
+    pub(crate) account: Option<RawAccount>,
     pub(crate) remote_form: Option<BTreeMap<String, String>>,
     pub(crate) rate_limits: Option<Vec<RawSiteRule>>,
     pub(crate) connect_timeout_ms: Option<u64>,
@@ -88,6 +89,20 @@ pub(crate) struct RawLinkCheck {
     pub(crate) url: String,
     pub(crate) field: String,
     pub(crate) dead_statuses: Vec<u16>,
+}
+
+/// `account`: where the owner's account is read, and where its answer keeps each fact.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAccount {
+    pub(crate) url: String,
+    pub(crate) headers: Option<BTreeMap<String, String>>,
+    pub(crate) success: Option<RawTest>,
+    pub(crate) premium: Option<RawTest>,
+    pub(crate) premium_until: Option<String>,
+    pub(crate) premium_seconds_left: Option<String>,
+    pub(crate) fair_use: Option<RawProgress>,
+    pub(crate) host_quotas: Option<String>,
 }
 
 #[derive(Deserialize)]

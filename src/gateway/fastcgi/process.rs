@@ -105,6 +105,8 @@ pub struct Sites {
     loaded: Option<Loaded>,
     served: u64,
     answered_by_site: bool,
+    /// The last request was admitted: the owner's account may be read after its answer.
+    admitted: bool,
     /// What the process's own lines carry: the time, and the configuration last located.
     log: Context,
 }
@@ -116,6 +118,7 @@ impl Sites {
             loaded: None,
             served: 0,
             answered_by_site: false,
+            admitted: false,
             log,
         }
     }
@@ -194,6 +197,7 @@ impl Responder for Sites {
                 site::not_configured(&env, &message, located.as_ref(), &self.log)
             }
         };
+        self.admitted = answer.admitted;
         answer.response.timed(started.elapsed());
         let mut out = Vec::with_capacity(256 + answer.response.body.len());
         // Writing to a Vec cannot fail.
@@ -202,6 +206,12 @@ impl Responder for Sites {
     }
 
     fn after(&mut self) {
+        if self.answered_by_site
+            && self.admitted
+            && let Some(l) = &self.loaded
+        {
+            l.site.app().read_account_if_due();
+        }
         if self.answered_by_site
             && let Some(l) = &self.loaded
             && l.site.app().maybe_sweep()

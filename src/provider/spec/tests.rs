@@ -42,6 +42,7 @@ fn spec(steps: Vec<Step>) -> HttpSpec {
         rate_steps: Vec::new(),
         hosts: None,
         link_check: None,
+        account: None,
         connect_timeout: Duration::from_secs(1),
         timeout: Duration::from_secs(5),
         deadline: Duration::from_secs(20),

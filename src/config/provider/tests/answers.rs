@@ -245,3 +245,75 @@ mod debridlink;
 mod premiumize;
 mod realdebrid;
 mod torbox;
+
+/// Each preset's account call, and the facts it reads from an answer of the form its
+/// documentation (or, where marked in docs/providers.md, its clients) gives.
+#[test]
+fn the_presets_read_their_accounts() {
+    // 2026-12-05T08:00:00Z.
+    const NOW: u64 = 1_796_457_600_000;
+    let cases = [
+        (
+            "realdebrid",
+            "https://api.real-debrid.com/rest/1.0/user",
+            json!({"id": 1, "username": "u", "type": "premium", "premium": 86_400,
+                   "expiration": "2026-12-11T08:00:00.000Z"}),
+            (Some(true), Some("2026-12-11T08:00:00Z"), None, 0),
+        ),
+        (
+            "alldebrid",
+            "https://api.alldebrid.com/v4/user",
+            json!({"status": "success", "data": {"user": {"username": "u", "isPremium": true,
+                   "isSubscribed": false, "premiumUntil": 1_796_976_000,
+                   "limitedHostersQuotas": {"ddownload": 50, "uptobox": 1000}}}}),
+            (Some(true), Some("2026-12-11T08:00:00Z"), None, 2),
+        ),
+        (
+            "premiumize",
+            "https://www.premiumize.me/api/account/info",
+            json!({"status": "success", "customer_id": "1", "premium_until": 1_796_976_000,
+                   "limit_used": 0.25, "space_used": 0}),
+            (None, Some("2026-12-11T08:00:00Z"), Some(0.25), 0),
+        ),
+        (
+            "torbox",
+            "https://api.torbox.app/v1/api/user/me",
+            json!({"success": true, "error": null, "detail": "", "data": {"id": 1, "plan": 2,
+                   "is_subscribed": true, "premium_expires_at": "2026-12-11T08:00:00Z"}}),
+            (None, Some("2026-12-11T08:00:00Z"), None, 0),
+        ),
+    ];
+    for (name, url, answer, (premium, until, fair_use, quotas)) in cases {
+        let spec = preset(name);
+        let call = spec
+            .account
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no account"));
+        let vars = spec.start_vars("");
+        let rendered = crate::provider::spec::Template(call.url.clone()).render(&vars);
+        assert_eq!(rendered.as_deref(), Ok(url), "{name}");
+        assert_eq!(
+            call.headers,
+            [("Authorization".to_owned(), "Bearer {token}".to_owned())]
+        );
+        assert!(
+            call.success.as_ref().is_none_or(|t| t.holds(&answer)),
+            "{name}"
+        );
+        let facts = call
+            .facts(&answer, NOW)
+            .unwrap_or_else(|| panic!("{name}: no facts"));
+        assert_eq!(facts.premium, premium, "{name}");
+        assert_eq!(
+            facts
+                .premium_until_ms
+                .map(crate::core::calendar::iso)
+                .as_deref(),
+            until,
+            "{name}"
+        );
+        assert_eq!(facts.fair_use_used, fair_use, "{name}");
+        assert_eq!(facts.host_quotas.len(), quotas, "{name}");
+    }
+    assert_eq!(preset("debridlink").account, None);
+}
