@@ -95,6 +95,7 @@ pub fn default_rule() -> Rule {
         algorithm: Algorithm::Fixed,
         limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
         window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
+        unit: crate::core::rule::Unit::Requests,
         key_template: default_key_template(KeyKind::Ip),
     }
 }

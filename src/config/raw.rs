@@ -146,6 +146,7 @@ pub(crate) struct RawRule {
     pub(crate) name: String,
     pub(crate) key: String,
     pub(crate) algorithm: Option<String>,
+    pub(crate) unit: Option<String>,
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
     pub(crate) mode: Option<String>,

@@ -12,6 +12,7 @@ fn rule(name: &str, limit: u32, window: u32) -> Rule {
         algorithm: crate::core::rule::Algorithm::Fixed,
         limit: NonZeroU32::new(limit).unwrap(),
         window_secs: NonZeroU32::new(window).unwrap(),
+        unit: crate::core::rule::Unit::Requests,
         // The default template of an `ip` rule, as the configuration gives it.
         key_template: crate::core::key::KeyTemplate::parse(
             crate::support::defaults::KEY_TEMPLATE_IP,
