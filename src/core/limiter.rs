@@ -143,13 +143,16 @@ pub fn used(rule: &Rule, state: &State, now_ms: u64) -> u32 {
     standing(rule, state, None, now_ms).used
 }
 
-/// A fixed window after taking back one request admitted at `at_ms`: None when that request
-/// is no longer in the window (the window ended, or the counter is at zero).
-pub fn refunded(counter: Counter, at_ms: u64) -> Option<Counter> {
-    (counter.count > 0 && counter.start_ms <= at_ms && at_ms < counter.end_ms()).then(|| Counter {
-        count: counter.count - 1,
-        ..counter
-    })
+/// A fixed window of `rule` after taking back one request admitted at `at_ms`: None when
+/// that request is no longer in the window (the window ended, or the counter is at zero), and
+/// on a rule of bytes, which keeps what it counted.
+pub fn refunded(rule: &Rule, counter: Counter, at_ms: u64) -> Option<Counter> {
+    let counts_requests = rule.unit == Unit::Requests;
+    (counts_requests && counter.count > 0 && counter.start_ms <= at_ms && at_ms < counter.end_ms())
+        .then(|| Counter {
+            count: counter.count - 1,
+            ..counter
+        })
 }
 
 /// What a request admitted at `at_ms` whose file turned out to be `size` bytes adds to a

@@ -302,10 +302,13 @@ fn refunds_take_back_only_from_the_same_window() {
         window_ms: 60_000,
         count: 3,
     };
-    assert_eq!(refunded(c, 5_000).map(|c| c.count), Some(2));
-    assert_eq!(refunded(c, 61_000), None, "after the window");
-    assert_eq!(refunded(c, 500), None, "before the window");
-    assert_eq!(refunded(Counter { count: 0, ..c }, 5_000), None);
+    let r = rule("ip", 9, 60);
+    assert_eq!(refunded(&r, c, 5_000).map(|c| c.count), Some(2));
+    assert_eq!(refunded(&r, c, 61_000), None, "after the window");
+    assert_eq!(refunded(&r, c, 500), None, "before the window");
+    assert_eq!(refunded(&r, Counter { count: 0, ..c }, 5_000), None);
+    // A rule of bytes keeps what it counted.
+    assert_eq!(refunded(&bytes_rule("b", 9, 60), c, 5_000), None);
 }
 
 /// The client's `ip` (1 a minute) and `burst` (1 in 10 s), then the site's `day` (2 a day).
