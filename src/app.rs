@@ -179,6 +179,7 @@ mod meter;
 mod pay;
 mod pipeline;
 mod request;
+mod sizes;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -77,6 +77,7 @@ pub struct EchoProvider;
 impl Provider for EchoProvider {
     fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         Ok(Resolved {
+            size: None,
             download: link.to_owned(),
             filename: None,
             files: Vec::new(),

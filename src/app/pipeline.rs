@@ -362,6 +362,7 @@ impl App<'_> {
                 )));
             }
         };
+        self.charge_size(&counted.checks, admitted, resolved.size);
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)
             && let Err(e) = self.store.cache.cache_put(

@@ -532,12 +532,15 @@ impl HttpSpec {
         Ok(StepOutcome::Done(vars, files))
     }
 
-    /// The answer, once every step ran: the download value, or the files of a list.
+    /// The answer, once every step ran: the download value, or the files of a list, and the
+    /// size the service gave (`filesize`: a whole number of bytes; 0 means not known).
     pub fn finish(&self, vars: &Vars, files: Vec<FileLink>) -> Result<Resolved, ProviderError> {
+        let size = crate::provider::resolved::size_from(vars.get("filesize"));
         if vars.get("download").is_none()
             && let Some(first) = files.first()
         {
             return Ok(Resolved {
+                size,
                 download: first.download.clone(),
                 filename: first.filename.clone(),
                 files: if files.len() > 1 { files } else { Vec::new() },
@@ -545,6 +548,7 @@ impl HttpSpec {
         }
         match vars.get("download") {
             Some(url) if is_web_url(url) => Ok(Resolved {
+                size,
                 download: url.clone(),
                 filename: vars.get("filename").cloned(),
                 files: if files.len() > 1 { files } else { Vec::new() },

@@ -95,6 +95,7 @@ fn json_problem_shape() {
 /// The HTML answer for a link resolved to `download`, named `filename`.
 fn download_page(download: &str, filename: &str, frame: &Frame<'_>) -> Response {
     let link = Resolved {
+        size: None,
         download: download.into(),
         filename: Some(filename.into()),
         files: Vec::new(),
@@ -323,6 +324,7 @@ fn several_files_are_all_given_in_every_format() {
         filename: n.map(str::to_owned),
     };
     let r = Resolved {
+        size: None,
         download: "https://dl.example/1".into(),
         filename: Some("one.bin".into()),
         files: vec![
@@ -352,6 +354,7 @@ fn several_files_are_all_given_in_every_format() {
     assert!(body.contains("https://dl.example/2?a=&lt;b&gt;"), "{body}");
     assert!(!body.contains("<b>"), "{body}");
     let one = Resolved {
+        size: None,
         files: Vec::new(),
         ..r
     };

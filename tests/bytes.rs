@@ -1,0 +1,112 @@
+//! Rules of bytes through the binary, run directly as CGI with a file store, against a
+//! stand-in of Real-Debrid's API answering with a file's size (`filesize`, as its documentation
+//! of `unrestrict/link` gives it): each answer's size is counted against the visitor's daily
+//! bytes, and once they are over, the next request is refused (429) without a paid call.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::config::{TOKEN, rule};
+use support::urlenc::link_param;
+use support::{Cgi, CgiOutput, Provider, Reply, Setup, Site};
+
+const RD_BASE: &str = "/rest/1.0";
+const RD_CALL: &str = "/rest/1.0/unrestrict/link";
+
+/// A Real-Debrid site on a fresh stand-in, with `rules`.
+fn site(label: &str, rules: Vec<Value>) -> Setup {
+    Site::builder(label)
+        .provider(Provider::builder().routes_only().start())
+        .provider_section(|api| {
+            json!({"preset": "realdebrid", "token": TOKEN, "base_url": api.url(RD_BASE),
+                   "hosts": null, "link_check": null})
+        })
+        .rules(rules)
+        .write()
+}
+
+/// A Real-Debrid answer for a file of `size` bytes.
+fn answer(size: u64) -> Reply {
+    Reply::ok(json!({
+        "id": "ABCDEF123", "filename": "big.mkv", "mimeType": "video/x-matroska",
+        "filesize": size, "link": "https://hoster.example/big", "host": "hoster.example",
+        "chunks": 16, "crc": 1, "download": "https://dl.example/d/big.mkv", "streamable": 1
+    }))
+}
+
+fn ask(site: &Setup, link: &str, from: &str) -> CgiOutput {
+    site.run(
+        Cgi::new("GET", link_param(link))
+            .var("REMOTE_ADDR", from)
+            .header("Accept", "application/json"),
+    )
+}
+
+fn status_code(out: &CgiOutput) -> (u16, String) {
+    let a = out.answer();
+    let body: Value = serde_json::from_slice(&a.body).unwrap_or_else(|e| {
+        panic!("body is not JSON ({e})\n{}", out.describe());
+    });
+    (a.status, body["code"].as_str().unwrap_or("").to_owned())
+}
+
+#[test]
+fn a_visitor_over_its_daily_bytes_is_refused_without_a_paid_call() {
+    // 3 MB a day per address (2929 KiB counted); each file 2 MB (1954 KiB).
+    let site = site(
+        "bytes-day",
+        vec![
+            rule("ip", "ip", 1000, 60),
+            json!({"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 3_000_000,
+                   "window_secs": 86400}),
+        ],
+    );
+    let api = &site.provider;
+    api.route("POST", RD_CALL, answer(2_000_000));
+    let visitor = "203.0.113.10";
+    // The first file fits; the second is admitted below the limit and charged after its
+    // answer, past it (one file over, the bound of a size known only from the answer).
+    for i in 0..2 {
+        let out = ask(&site, &format!("https://hoster.example/f/{i}"), visitor);
+        assert_eq!(out.answer().status, 200, "{}", out.describe());
+    }
+    assert_eq!(api.calls(), 2);
+    // Over: refused with the rule's own wait, before any paid call.
+    let out = ask(&site, "https://hoster.example/f/2", visitor);
+    assert_eq!(
+        status_code(&out),
+        (429, "rate_limited".to_owned()),
+        "{}",
+        out.describe()
+    );
+    let wait = out.answer().retry_after();
+    assert!((86_000..=86_400).contains(&wait), "Retry-After {wait}");
+    assert_eq!(api.calls(), 2, "no paid call for a visitor over its bytes");
+    // Another visitor has its own bytes.
+    let out = ask(&site, "https://hoster.example/f/3", "203.0.113.11");
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    assert_eq!(api.calls(), 3);
+}
+
+#[test]
+fn an_answer_without_a_size_counts_no_bytes() {
+    let site = site(
+        "bytes-unknown",
+        vec![
+            json!({"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 1_000_000,
+                    "window_secs": 86400}),
+        ],
+    );
+    let api = &site.provider;
+    // "filesize": 0 is Real-Debrid's word for a size it does not know.
+    api.route("POST", RD_CALL, answer(0));
+    for i in 0..3 {
+        let out = ask(
+            &site,
+            &format!("https://hoster.example/u/{i}"),
+            "203.0.113.20",
+        );
+        assert_eq!(out.answer().status, 200, "{}", out.describe());
+    }
+    assert_eq!(api.calls(), 3);
+}
