@@ -1,7 +1,8 @@
-//! Rules of bytes through the binary, run directly as CGI with a file store, against a
-//! stand-in of Real-Debrid's API answering with a file's size (`filesize`, as its documentation
-//! of `unrestrict/link` gives it): each answer's size is counted against the visitor's daily
-//! bytes, and once they are over, the next request is refused (429) without a paid call.
+//! Rules of bytes and `max_file_bytes` through the binary, run directly as CGI with a file
+//! store, against a stand-in of Real-Debrid's API answering with a file's size (`filesize`, as
+//! its documentation of `unrestrict/link` gives it): each answer's size is counted against the
+//! visitor's daily bytes, and once they are over, the next request is refused (429) without a
+//! paid call; a file over `max_file_bytes` is refused (422 `too_large`), its answer kept back.
 
 mod support;
 
@@ -109,4 +110,39 @@ fn an_answer_without_a_size_counts_no_bytes() {
         assert_eq!(out.answer().status, 200, "{}", out.describe());
     }
     assert_eq!(api.calls(), 3);
+}
+
+#[test]
+fn a_file_over_max_file_bytes_is_refused_and_its_answer_kept_back() {
+    let setup = site("too-large", vec![rule("ip", "ip", 1000, 60)]);
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&setup.config_path).unwrap()).unwrap();
+    cfg["max_file_bytes"] = json!(10_000_000_000u64);
+    setup.write_config(&cfg);
+    let api = &setup.provider;
+    api.route("POST", RD_CALL, answer(12_400_000_000));
+    let out = ask(&setup, "https://hoster.example/huge", "203.0.113.30");
+    assert_eq!(
+        status_code(&out),
+        (422, "too_large".to_owned()),
+        "{}",
+        out.describe()
+    );
+    let body = String::from_utf8_lossy(&out.answer().body).into_owned();
+    assert!(
+        body.contains("This file is 12.4 GB; this site serves files up to 10 GB."),
+        "{body}"
+    );
+    assert!(
+        !body.contains("dl.example"),
+        "the download link is kept back: {body}"
+    );
+    assert!(
+        out.stderr.contains("12400000000 bytes") && out.stderr.contains("not handed out"),
+        "{}",
+        out.stderr
+    );
+    setup.provider.route("POST", RD_CALL, answer(9_000_000_000));
+    let out = ask(&setup, "https://hoster.example/fits", "203.0.113.30");
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
 }

@@ -362,6 +362,10 @@ impl App<'_> {
                 )));
             }
         };
+        if let Some(p) = self.too_large(&asked.link, resolved.size, provider.pays()) {
+            tally.add(Event::Bad(p.code().into()));
+            return Err(p.into());
+        }
         self.charge_size(&counted.checks, admitted, resolved.size);
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)

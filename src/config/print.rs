@@ -195,6 +195,9 @@ impl Serialize for Config {
             max_body_bytes: self.max_body_bytes,
         };
         map.serialize_entry("request", &request)?;
+        if let Some(max) = self.max_file_bytes {
+            map.serialize_entry("max_file_bytes", &max)?;
+        }
         let fastcgi = Fastcgi {
             max_requests: self.fastcgi_max_requests,
         };

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
-pub const FIELDS: [&str; 16] = [
+pub const FIELDS: [&str; 17] = [
     "provider",
     "spend",
     "store",
@@ -22,6 +22,7 @@ pub const FIELDS: [&str; 16] = [
     "block",
     "allow",
     "auto_block",
+    "max_file_bytes",
 ];
 
 /// True when `text`, a `config.json` found somewhere, is this program's configuration and not
@@ -56,6 +57,7 @@ pub(crate) struct RawConfig {
     pub(crate) block: Option<Vec<String>>,
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) auto_block: Option<RawAutoBlock>,
+    pub(crate) max_file_bytes: Option<u64>,
 }
 
 #[derive(Deserialize)]

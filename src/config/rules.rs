@@ -407,6 +407,22 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.field, "spend[0].limit");
+        // The largest file served: at least 1 MB.
+        let max =
+            |v: u64| Config::from_json(&format!(r#"{{"max_file_bytes": {v}}}"#), Path::new("/"));
+        assert_eq!(
+            max(10_000_000_000).unwrap().max_file_bytes,
+            Some(10_000_000_000)
+        );
+        let e = max(999_999).unwrap_err();
+        assert_eq!(e.field, "max_file_bytes");
+        assert!(e.message.contains("10000000000 for 10 GB"), "{}", e.message);
+        assert_eq!(
+            Config::from_json("{}", Path::new("/"))
+                .unwrap()
+                .max_file_bytes,
+            None
+        );
     }
 
     #[test]
