@@ -14,16 +14,41 @@ use support::{Cgi, CgiOutput, Provider, Reply, Setup, Site};
 const RD_BASE: &str = "/rest/1.0";
 const RD_CALL: &str = "/rest/1.0/unrestrict/link";
 
-/// A Real-Debrid site on a fresh stand-in, with `rules`.
+/// A Real-Debrid site on a fresh stand-in, with `rules`, without the free link check.
 fn site(label: &str, rules: Vec<Value>) -> Setup {
+    site_with(label, rules, json!(null))
+}
+
+/// A Real-Debrid site whose `link_check` is `check` (null: none; the preset's own otherwise).
+fn site_with(label: &str, rules: Vec<Value>, check: Value) -> Setup {
     Site::builder(label)
         .provider(Provider::builder().routes_only().start())
-        .provider_section(|api| {
-            json!({"preset": "realdebrid", "token": TOKEN, "base_url": api.url(RD_BASE),
-                   "hosts": null, "link_check": null})
+        .provider_section(move |api| {
+            let mut section = json!({"preset": "realdebrid", "token": TOKEN,
+                                     "base_url": api.url(RD_BASE), "hosts": null});
+            if check.is_null() {
+                section["link_check"] = check.clone();
+            }
+            section
         })
         .rules(rules)
         .write()
+}
+
+const RD_CHECK: &str = "/rest/1.0/unrestrict/check";
+
+/// Real-Debrid's free check's answer for a file of `size` bytes (its documentation of
+/// `unrestrict/check`: host, link, filename, filesize, supported).
+fn checked(size: u64) -> Reply {
+    Reply::ok(json!({
+        "host": "hoster.example", "link": "https://hoster.example/big", "filename": "big.mkv",
+        "filesize": size, "supported": 1
+    }))
+}
+
+/// Paid calls the stand-in was sent (the free checks aside).
+fn paid(site: &Setup) -> usize {
+    site.provider.requests_to("POST", RD_CALL).len()
 }
 
 /// A Real-Debrid answer for a file of `size` bytes.
@@ -145,4 +170,87 @@ fn a_file_over_max_file_bytes_is_refused_and_its_answer_kept_back() {
     setup.provider.route("POST", RD_CALL, answer(9_000_000_000));
     let out = ask(&setup, "https://hoster.example/fits", "203.0.113.30");
     assert_eq!(out.answer().status, 200, "{}", out.describe());
+}
+
+#[test]
+fn with_the_free_check_a_file_that_does_not_fit_is_refused_before_paying() {
+    // The preset's own check (`unrestrict/check`) gives the size before the paid call.
+    let site = site_with(
+        "bytes-checked",
+        vec![
+            rule("ip", "ip", 1000, 60),
+            json!({"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 5_000_000,
+                   "window_secs": 86400}),
+        ],
+        json!("preset"),
+    );
+    let api = &site.provider;
+    api.route("POST", RD_CHECK, checked(2_000_000));
+    api.route("POST", RD_CALL, answer(2_000_000));
+    let visitor = "203.0.113.40";
+    // 4882 KiB counted: two files of 1954 KiB fit, a third does not (exact: counted before).
+    for i in 0..2 {
+        let out = ask(&site, &format!("https://hoster.example/c/{i}"), visitor);
+        assert_eq!(out.answer().status, 200, "{}", out.describe());
+    }
+    assert_eq!(paid(&site), 2);
+    let out = ask(&site, "https://hoster.example/c/2", visitor);
+    assert_eq!(
+        status_code(&out),
+        (429, "rate_limited".to_owned()),
+        "{}",
+        out.describe()
+    );
+    assert!(out.answer().retry_after() > 86_000, "{}", out.describe());
+    assert_eq!(paid(&site), 2, "refused before any paid call");
+    // A smaller file still fits what is left (974 KiB).
+    api.route("POST", RD_CHECK, checked(900_000));
+    let out = ask(&site, "https://hoster.example/c/3", visitor);
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    assert_eq!(paid(&site), 3);
+    // Its answer says 2 MB: the size counted before stands, nothing is charged twice.
+    let out = ask(&site, "https://hoster.example/c/4", visitor);
+    assert_eq!(status_code(&out).0, 429, "{}", out.describe());
+    assert_eq!(paid(&site), 3);
+}
+
+#[test]
+fn with_the_free_check_a_too_large_file_is_refused_before_paying() {
+    let site = site_with(
+        "too-large-checked",
+        vec![rule("ip", "ip", 2, 60)],
+        json!("preset"),
+    );
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&site.config_path).unwrap()).unwrap();
+    cfg["max_file_bytes"] = json!(10_000_000_000u64);
+    site.write_config(&cfg);
+    let api = &site.provider;
+    api.route("POST", RD_CHECK, checked(12_400_000_000));
+    api.route("POST", RD_CALL, answer(12_400_000_000));
+    for i in 0..3 {
+        let out = ask(
+            &site,
+            &format!("https://hoster.example/t/{i}"),
+            "203.0.113.50",
+        );
+        assert_eq!(
+            status_code(&out),
+            (422, "too_large".to_owned()),
+            "{}",
+            out.describe()
+        );
+        let body = String::from_utf8_lossy(&out.answer().body).into_owned();
+        assert!(
+            body.contains("This file is 12.4 GB; this site serves files up to 10 GB."),
+            "{body}"
+        );
+        assert!(
+            out.stderr.contains("refused before any paid call"),
+            "{}",
+            out.stderr
+        );
+    }
+    // No paid call, and the visitor's limit (2 a minute) given back each time.
+    assert_eq!(paid(&site), 0);
 }

@@ -329,17 +329,14 @@ impl App<'_> {
         tally: &mut Tally,
     ) -> Result<Response, Exit> {
         let provider = counted.gated.provider;
-        if counted.paid
-            && let Some(p) = self.refuse_before_paying(
+        let sized_before = counted.paid
+            && self.refuse_before_paying(
                 provider,
                 &asked.link,
                 counted.store_up,
                 (&counted.checks, admitted),
                 tally,
-            )
-        {
-            return Err(p.into());
-        }
+            )?;
         self.shadow(asked, tally);
         if asked.method == Method::Head {
             return Ok(render::counted(reply.format));
@@ -366,7 +363,9 @@ impl App<'_> {
             tally.add(Event::Bad(p.code().into()));
             return Err(p.into());
         }
-        self.charge_size(&counted.checks, admitted, resolved.size);
+        if !sized_before {
+            self.charge_size(&counted.checks, admitted, resolved.size);
+        }
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)
             && let Err(e) = self.store.cache.cache_put(

@@ -3,9 +3,11 @@
 //! rules of bytes, to the window that admitted the request.
 
 use crate::app::{Admitted, App};
+use crate::core::decision::Decision;
 use crate::core::limiter;
-use crate::core::rule::Rule;
+use crate::core::rule::{Rule, Unit};
 use crate::http::problem::{Kind, Problem};
+use crate::http::render;
 use crate::store::Check;
 use crate::support::log::Level;
 
@@ -24,6 +26,52 @@ impl App<'_> {
                 "{link:?} is a file of {size} bytes, over max_file_bytes ({max}): {when}"
             ))
         })
+    }
+
+    /// Counts a file of `size` bytes, known before the paid call, by the rules of bytes among
+    /// `checks`: one atomic decision of those rules alone (`Counters::decide_sized`; the
+    /// request's other rules already counted it), which admits it only when the whole file
+    /// fits, else the 429 of the rule that refuses. Ok(true): counted, not to be charged
+    /// again; Ok(false): nothing to count (no size, no rule of bytes, the store not counting
+    /// the request, or failing now: then the size is charged after the answer).
+    pub(super) fn count_size_before(
+        &self,
+        checks: &[Check<'_>],
+        admitted: Option<&Admitted>,
+        size: Option<u64>,
+    ) -> Result<bool, Problem> {
+        let (Some(_), Some(size)) = (admitted, size) else {
+            return Ok(false);
+        };
+        let bytes: Vec<Check<'_>> = checks
+            .iter()
+            .filter(|c| c.rule.unit == Unit::Bytes)
+            .cloned()
+            .collect();
+        if bytes.is_empty() {
+            return Ok(false);
+        }
+        match self
+            .store
+            .counters
+            .decide_sized(&bytes, bytes.len(), Some(size))
+        {
+            Ok(Decision::Admit { .. }) => Ok(true),
+            Ok(refused @ Decision::Refuse { rule, .. }) => {
+                let secs = refused.retry_after_secs().unwrap_or(1);
+                let mut p = Problem::new(429, Kind::RateLimited, render::limited_sentence(secs))
+                    .retry_after(secs);
+                p.rule = Some(bytes[rule].rule.name.as_str().into());
+                Err(p)
+            }
+            Err(e) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!("counting a file's {size} bytes before paying failed, it is counted after the answer: {e}"),
+                );
+                Ok(false)
+            }
+        }
     }
 
     /// Charges a file of `size` bytes to the rules of bytes among `checks` (`Counters::charge`),

@@ -273,9 +273,9 @@ pub fn host_listed(host: &str, domains: &[String]) -> bool {
     }
 }
 
-/// A provider's free check of one link (Real-Debrid's `unrestrict/check`): the link posted in
-/// a form, without the token; an answer with one of `dead_statuses` says the file cannot be
-/// had. Asked for an admitted link just before the paid call.
+/// A provider's free check of one link (Real-Debrid's `unrestrict/check`): the link posted in a
+/// form, without the token; an answer with one of `dead_statuses` says the file cannot be had,
+/// and `size` points at its size in bytes. Asked for an admitted link before the paid call.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LinkCheck {
     /// Where the check is (`{base}` filled in).
@@ -284,6 +284,7 @@ pub struct LinkCheck {
     pub field: String,
     /// The HTTP statuses of an answer that finds the file dead.
     pub dead_statuses: Vec<u16>,
+    pub size: Option<String>,
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
@@ -532,8 +533,7 @@ impl HttpSpec {
         Ok(StepOutcome::Done(vars, files))
     }
 
-    /// The answer, once every step ran: the download value, or the files of a list, and the
-    /// size the service gave (`filesize`: a whole number of bytes; 0 means not known).
+    /// The answer, once every step ran: the download value or the files of a list, and `filesize`.
     pub fn finish(&self, vars: &Vars, files: Vec<FileLink>) -> Result<Resolved, ProviderError> {
         let size = crate::provider::resolved::size_from(vars.get("filesize"));
         if vars.get("download").is_none()

@@ -88,6 +88,7 @@ pub(crate) struct RawLinkCheck {
     pub(crate) url: String,
     pub(crate) field: String,
     pub(crate) dead_statuses: Vec<u16>,
+    pub(crate) size: Option<String>,
 }
 
 #[derive(Deserialize)]
