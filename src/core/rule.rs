@@ -185,6 +185,15 @@ impl Rule {
         }
     }
 
+    /// The limit in words, as `resolve check` says it: `30 requests` (`counted` names what a
+    /// request is), or `20000000000 bytes of files`.
+    pub fn limit_words(&self, counted: &str) -> String {
+        match self.unit {
+            Unit::Requests => format!("{} {counted}", self.limit),
+            Unit::Bytes => format!("{} bytes of files", self.configured_limit()),
+        }
+    }
+
     pub fn window_ms(&self) -> u64 {
         u64::from(self.window_secs.get()) * 1000
     }
@@ -224,6 +233,14 @@ mod tests {
             assert_eq!(Unit::Bytes.amount(size), want, "{size:?}");
             assert_eq!(Unit::Requests.amount(size), 1, "{size:?}");
         }
+    }
+
+    #[test]
+    fn limits_say_their_unit() {
+        let mut r = Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, 30, 60, "r:{ip}").unwrap();
+        assert_eq!(r.limit_words("requests"), "30 requests");
+        r.unit = Unit::Bytes;
+        assert_eq!(r.limit_words("requests"), "30720 bytes of files");
     }
 
     #[test]
