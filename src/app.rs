@@ -179,7 +179,7 @@ mod meter;
 mod pay;
 mod pipeline;
 mod request;
-mod sizes;
+pub mod sizes;
 #[cfg(test)]
 mod tests;
 mod usage;

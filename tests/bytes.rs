@@ -8,6 +8,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::config::{TOKEN, rule};
+use support::system::{command, output_text};
 use support::urlenc::link_param;
 use support::{Cgi, CgiOutput, Provider, Reply, Setup, Site};
 
@@ -112,6 +113,29 @@ fn a_visitor_over_its_daily_bytes_is_refused_without_a_paid_call() {
     let out = ask(&site, "https://hoster.example/f/3", "203.0.113.11");
     assert_eq!(out.answer().status, 200, "{}", out.describe());
     assert_eq!(api.calls(), 3);
+
+    // The journal counted the bytes served, per day and per client.
+    let mut cmd = command(&["stats", "--json"]);
+    cmd.arg("--config").arg(&site.config_path);
+    let out = cmd.output().expect("run resolve stats");
+    assert!(out.status.success(), "{}", output_text(&out));
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
+    assert_eq!(stats["bytes"], 6_000_000, "{stats}");
+    let today = stats["per_day"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(today["bytes"], 6_000_000, "{today}");
+    assert_eq!(
+        stats["top_bytes"],
+        json!([
+            {"client": visitor, "bytes": 4_000_000, "admitted": 2},
+            {"client": "203.0.113.11", "bytes": 2_000_000, "admitted": 1},
+        ])
+    );
+    let mut cmd = command(&["stats"]);
+    cmd.arg("--config").arg(&site.config_path);
+    let text =
+        String::from_utf8_lossy(&cmd.output().expect("run resolve stats").stdout).into_owned();
+    assert!(text.contains("Bytes served:      6000000 (6 MB"), "{text}");
+    assert!(text.contains("Top clients by bytes served:"), "{text}");
 }
 
 #[test]

@@ -366,6 +366,9 @@ impl App<'_> {
         if !sized_before {
             self.charge_size(&counted.checks, admitted, resolved.size);
         }
+        if let Some(size) = resolved.size {
+            tally.add(Event::Bytes(size));
+        }
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)
             && let Err(e) = self.store.cache.cache_put(

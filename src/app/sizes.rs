@@ -111,7 +111,7 @@ fn too_large_sentence(size: u64, max: u64) -> String {
 
 /// `bytes` in decimal units (kB, MB, GB, TB) with at most one decimal, rounded up (`up`) or
 /// down, so that a file just over a limit never reads as the limit itself.
-fn in_words(bytes: u64, up: bool) -> String {
+pub fn in_words(bytes: u64, up: bool) -> String {
     const UNITS: [(u64, &str); 4] = [
         (1_000_000_000_000, "TB"),
         (1_000_000_000, "GB"),
