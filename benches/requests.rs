@@ -136,6 +136,7 @@ fn rendering(c: &mut Criterion) {
     let limited =
         Problem::new(429, Kind::RateLimited, render::limited_sentence(42)).retry_after(42);
     let resolved = Resolved {
+        size: None,
         download: "https://cdn.example/d/0123456789abcdef/holiday.part1.rar".into(),
         filename: Some("holiday.part1.rar".into()),
         files: Vec::new(),

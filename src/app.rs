@@ -186,6 +186,7 @@ mod meter;
 mod pay;
 mod pipeline;
 mod request;
+pub mod sizes;
 #[cfg(test)]
 mod tests;
 mod usage;

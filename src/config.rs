@@ -65,6 +65,8 @@ pub struct Config {
     /// API keys: where they arrive, whether they are required, which are accepted.
     pub api_keys: KeyPolicy,
     pub max_body_bytes: u64,
+    /// The largest file the site serves, in bytes (`max_file_bytes`); None: any size.
+    pub max_file_bytes: Option<u64>,
     /// Sites whose pages may use the endpoint (`scheme://host[:port]`); empty: any.
     pub allowed_origins: Vec<String>,
     /// Requests one FastCGI process answers before it exits.
@@ -102,6 +104,7 @@ pub fn default_rule() -> Rule {
         algorithm: Algorithm::Fixed,
         limit: NonZeroU32::new(defaults::RULE_LIMIT).expect("nonzero default"),
         window_secs: NonZeroU32::new(defaults::RULE_WINDOW_SECS).expect("nonzero default"),
+        unit: crate::core::rule::Unit::Requests,
         key_template: default_key_template(KeyKind::Ip),
     }
 }
@@ -266,6 +269,13 @@ impl Config {
                 "must be 1 to 1048576; a form with one link needs less than 3000",
             ));
         }
+        let max_file_bytes = raw.max_file_bytes;
+        if max_file_bytes.is_some_and(|m| m < rules::MIN_BYTES_LIMIT) {
+            return Err(err(
+                "max_file_bytes",
+                "must be at least 1000000 (1 MB), in bytes: e.g. 10000000000 for 10 GB; remove it to serve files of any size",
+            ));
+        }
         let fastcgi_max_requests = u32::try_from(
             raw.fastcgi
                 .and_then(|f| f.max_requests)
@@ -310,6 +320,7 @@ impl Config {
             forwarded_header,
             api_keys,
             max_body_bytes,
+            max_file_bytes,
             allowed_origins,
             fastcgi_max_requests,
             page,

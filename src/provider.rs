@@ -16,6 +16,14 @@ use std::fmt;
 
 use crate::provider::resolved::Resolved;
 
+/// What a free check of one link found: the file dead, or its size when it gave one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    pub dead: bool,
+    /// In bytes; None when the check gave none (or 0).
+    pub size: Option<u64>,
+}
+
 /// Something that turns a hoster link into a download URL. `meter` is asked before every call
 /// after the first (the first was counted when the request was admitted).
 pub trait Provider {
@@ -37,6 +45,13 @@ pub trait Provider {
     /// whether the check found the file dead, or why it could not tell.
     fn link_dead(&self, _link: &str) -> Option<Result<bool, PrecheckError>> {
         None
+    }
+
+    /// [`Provider::link_dead`], with the file's size when the check gives it (Real-Debrid's
+    /// `unrestrict/check` does): what a site can know of a file before paying for it.
+    fn check_link(&self, link: &str) -> Option<Result<Checked, PrecheckError>> {
+        self.link_dead(link)
+            .map(|r| r.map(|dead| Checked { dead, size: None }))
     }
 
     /// Polls a job a resolution left under way (every call counted by `meter`).
@@ -84,6 +99,7 @@ pub struct EchoProvider;
 impl Provider for EchoProvider {
     fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         Ok(Resolved {
+            size: None,
             download: link.to_owned(),
             filename: None,
             files: Vec::new(),

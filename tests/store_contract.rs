@@ -31,6 +31,8 @@
 //! | journal_exact_under_300_processes                      | threads | processes | processes | processes |
 //! | journal_exact_under_300_processes_through_the_spool    | -       | -         | processes | processes |
 //! | journal_size_of_a_busy_day                             | -       | yes (5)   | yes       | yes       |
+//! | bytes_count_sizes_and_charge_after                     | yes     | yes       | yes       | yes       |
+//! | bytes_bound_under_concurrency                          | threads | processes | processes | processes |
 //!
 //! (1) The file store keeps fixed windows only: where a scenario has sliding windows, its test
 //! asserts that the configuration check refuses a sliding rule with the file store, and that the
@@ -64,6 +66,8 @@
 
 mod support;
 
+#[path = "store_contract/bytes.rs"]
+mod bytes;
 #[path = "store_contract/differential.rs"]
 mod differential;
 #[path = "store_contract/handles.rs"]
@@ -179,6 +183,15 @@ contract! {
     journal::journal_exact_under_300_processes() for all_stores;
     journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
     journal::journal_size_of_a_busy_day() for file, mysql, redis;
+    bytes::bytes_count_sizes_and_charge_after() for all_stores;
+    bytes::bytes_bound_under_concurrency() for all_stores;
+}
+
+/// Not a test by itself: the body of the processes `bytes_bound_under_concurrency` starts
+/// (this program run again with `RESOLVE_TEST_BYTES_STORE`); without that, it does nothing.
+#[test]
+fn bytes_member_in_a_child_process() {
+    bytes::member_in_a_child_process();
 }
 
 /// Not a test by itself: the body of the processes `journal_exact_under_300_processes` starts

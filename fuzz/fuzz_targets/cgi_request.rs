@@ -89,13 +89,22 @@ struct Counted {
 }
 
 impl Counters for Counted {
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         self.decisions.set(self.decisions.get() + 1);
-        self.inner.decide_own_first(checks, own)
+        self.inner.decide_sized(checks, own, size)
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
         self.inner.refund(checks, at_ms)
+    }
+
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        self.inner.charge(checks, at_ms, size)
     }
 
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {

@@ -3,10 +3,11 @@
 //! file hosts it supports has that list fetched (one free call, without the token) at most
 //! once a day into the store, and a link on a host it does not name is refused (422) while the
 //! list is fresh. A provider with a free check of one link (Real-Debrid's `unrestrict/check`)
-//! has it asked, and a link it finds dead is refused (422). Either refusal gives every count
-//! of the request back: nothing paid, the visitor's limit not used. Without a fresh list, or
-//! when the check fails, links go on as before: a pre-check only ever saves a paid call, it
-//! never costs a visitor an answer.
+//! has it asked, and a link it finds dead is refused (422); the size it gives is held against
+//! `max_file_bytes` (422) and counted by the rules of bytes (429 when the file does not fit).
+//! Every refusal gives every count of the request back: nothing paid, the visitor's limit not
+//! used. Without a fresh list, or when the check fails, links go on as before: a pre-check
+//! only ever saves a paid call, it never costs a visitor an answer.
 
 use std::time::Duration;
 
@@ -60,8 +61,9 @@ impl Kept {
 
 impl App<'_> {
     /// The pre-checks of an admitted link about to be paid for: a refusal, with every count of
-    /// the request given back, or None to go on. `store_up`: the host list is read from the
-    /// store only when it answered the decision.
+    /// the request given back, or whether the rules of bytes already counted the file's size
+    /// (then it is not charged again after the answer). `store_up`: the host list is read from
+    /// the store only when it answered the decision.
     pub(super) fn refuse_before_paying(
         &self,
         provider: &dyn Provider,
@@ -69,19 +71,31 @@ impl App<'_> {
         store_up: bool,
         (checks, admitted): (&[Check<'_>], Option<&Admitted>),
         tally: &mut Tally,
-    ) -> Option<Problem> {
+    ) -> Result<bool, Problem> {
         if let Some((refused, rule)) = self.past_tightened_spend(checks) {
             tally.add(Event::SpendRefused(rule));
             self.give_back(checks, admitted, tally);
-            return Some(refused);
+            return Err(refused);
         }
+        let mut size = None;
         let refused = store_up
             .then(|| self.refuse_unlisted_host(provider, link))
             .flatten()
-            .or_else(|| refuse_dead_link(provider, link, self.log))?;
-        tally.add(Event::Bad(refused.code().into()));
+            .or_else(|| refuse_dead_link(provider, link, self.log, &mut size))
+            .or_else(|| self.too_large(link, size, false));
+        let refused = match refused {
+            Some(p) => p,
+            None => match self.count_size_before(checks, admitted, size) {
+                Ok(counted) => return Ok(counted),
+                Err(p) => p,
+            },
+        };
+        match &refused.rule {
+            Some(rule) => tally.add(Event::Refused(rule.to_string())),
+            None => tally.add(Event::Bad(refused.code().into())),
+        }
         self.give_back(checks, admitted, tally);
-        Some(refused)
+        Err(refused)
     }
 
     /// Gives back every count an admitted request took, for a request that ends up costing
@@ -244,13 +258,22 @@ fn link_host(link: &str) -> Option<String> {
 }
 
 /// A refusal for a link the provider's free link check finds dead; None when it has no check,
-/// finds the file, or cannot tell (logged: the link goes on to the paid call).
-fn refuse_dead_link(provider: &dyn Provider, link: &str, log: &dyn Log) -> Option<Problem> {
-    match provider.link_dead(link)? {
-        Ok(true) => Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
+/// finds the file (its size into `size`, when the check gives it), or cannot tell (logged:
+/// the link goes on to the paid call).
+fn refuse_dead_link(
+    provider: &dyn Provider,
+    link: &str,
+    log: &dyn Log,
+    size: &mut Option<u64>,
+) -> Option<Problem> {
+    match provider.check_link(link)? {
+        Ok(c) if c.dead => Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
             "the provider's free link check finds {link:?} dead: refused before any paid call"
         ))),
-        Ok(false) => None,
+        Ok(c) => {
+            *size = c.size;
+            None
+        }
         Err(e) => {
             log.line(Level::Warn, &format!("{e}; {link:?} goes on unchecked"));
             None

@@ -332,17 +332,14 @@ impl App<'_> {
         tally: &mut Tally,
     ) -> Result<Response, Exit> {
         let provider = counted.gated.provider;
-        if counted.paid
-            && let Some(p) = self.refuse_before_paying(
+        let sized_before = counted.paid
+            && self.refuse_before_paying(
                 provider,
                 &asked.link,
                 counted.store_up,
                 (&counted.checks, admitted),
                 tally,
-            )
-        {
-            return Err(p.into());
-        }
+            )?;
         self.shadow(asked, tally);
         if asked.method == Method::Head {
             return Ok(render::counted(reply.format));
@@ -377,6 +374,16 @@ impl App<'_> {
                 )));
             }
         };
+        if let Some(p) = self.too_large(&asked.link, resolved.size, provider.pays()) {
+            tally.add(Event::Bad(p.code().into()));
+            return Err(p.into());
+        }
+        if !sized_before {
+            self.charge_size(&counted.checks, admitted, resolved.size);
+        }
+        if let Some(size) = resolved.size {
+            tally.add(Event::Bytes(size));
+        }
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)
             && let Err(e) = self.store.cache.cache_put(

@@ -32,6 +32,7 @@ fn ok_provider() -> Counting {
     Counting {
         calls: Cell::new(0),
         answer: Ok(Resolved {
+            size: None,
             download: "https://dl.example/f".into(),
             filename: Some("f.zip".into()),
             files: Vec::new(),

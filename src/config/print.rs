@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::config::Config;
-use crate::core::rule::Rule;
+use crate::core::rule::{Rule, Unit};
 use crate::http::identity::ClientPolicy;
 use crate::store::settings::{StoreConfig, StoreKind};
 
@@ -45,7 +45,10 @@ impl Serialize for RuleEntry<'_> {
         map.serialize_entry("name", &r.name)?;
         map.serialize_entry("key", &r.key)?;
         map.serialize_entry("algorithm", &r.algorithm)?;
-        map.serialize_entry("limit", &r.limit)?;
+        if r.unit != Unit::Requests {
+            map.serialize_entry("unit", &r.unit)?;
+        }
+        map.serialize_entry("limit", &r.configured_limit())?;
         map.serialize_entry("window_secs", &r.window_secs)?;
         map.serialize_entry("key_template", &r.key_template)?;
         if self.shadow {
@@ -63,7 +66,10 @@ impl Serialize for SiteRule<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("name", &self.0.name)?;
-        map.serialize_entry("limit", &self.0.limit)?;
+        if self.0.unit != Unit::Requests {
+            map.serialize_entry("unit", &self.0.unit)?;
+        }
+        map.serialize_entry("limit", &self.0.configured_limit())?;
         map.serialize_entry("window_secs", &self.0.window_secs)?;
         if let Some(steps) = &self.1 {
             map.serialize_entry("steps", steps)?;
@@ -189,6 +195,9 @@ impl Serialize for Config {
             max_body_bytes: self.max_body_bytes,
         };
         map.serialize_entry("request", &request)?;
+        if let Some(max) = self.max_file_bytes {
+            map.serialize_entry("max_file_bytes", &max)?;
+        }
         let fastcgi = Fastcgi {
             max_requests: self.fastcgi_max_requests,
         };

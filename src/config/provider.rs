@@ -323,10 +323,17 @@ fn link_check(raw: Option<RawLinkCheck>, has_base: bool) -> Result<Option<LinkCh
             "lists 1 to 5 HTTP error statuses (400 to 599) that mean the file cannot be had",
         ));
     }
+    if let Some(p) = raw.size.as_deref().filter(|p| !p.starts_with('/')) {
+        return Err(err(
+            "provider.link_check.size",
+            format!("{p:?}: a JSON Pointer to the file's size in bytes, e.g. \"/filesize\""),
+        ));
+    }
     Ok(Some(LinkCheck {
         url,
         field: raw.field,
         dead_statuses: raw.dead_statuses,
+        size: raw.size,
     }))
 }
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
-pub const FIELDS: [&str; 18] = [
+pub const FIELDS: [&str; 19] = [
     "provider",
     "providers",
     "spend",
@@ -24,6 +24,7 @@ pub const FIELDS: [&str; 18] = [
     "allow",
     "auto_block",
     "account",
+    "max_file_bytes",
 ];
 
 /// True when `text`, a `config.json` found somewhere, is this program's configuration and not
@@ -59,6 +60,7 @@ pub(crate) struct RawConfig {
     pub(crate) block: Option<Vec<String>>,
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) auto_block: Option<RawAutoBlock>,
+    pub(crate) max_file_bytes: Option<u64>,
     pub(crate) account: Option<RawAccountSettings>,
 }
 
@@ -157,6 +159,7 @@ pub(crate) struct RawRule {
     pub(crate) name: String,
     pub(crate) key: String,
     pub(crate) algorithm: Option<String>,
+    pub(crate) unit: Option<String>,
     pub(crate) limit: u64,
     pub(crate) window_secs: u64,
     pub(crate) mode: Option<String>,

@@ -1,4 +1,4 @@
-//! The `rules` section: each limit checked (name, key, algorithm, limit, window, key
+//! The `rules` section: each limit checked (name, key, algorithm, unit, limit, window, key
 //! template), and whether the chosen store can keep its algorithm.
 
 use std::num::NonZeroU32;
@@ -6,7 +6,7 @@ use std::num::NonZeroU32;
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
 use crate::core::key::{KeyTemplate, Placeholder, RESERVED_PREFIXES};
-use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName};
+use crate::core::rule::{Algorithm, KeyKind, Rule, RuleName, Unit};
 use crate::store::mysql::schema::KEY_COLUMN_LEN;
 use crate::store::settings::StoreKind;
 use crate::support::defaults;
@@ -39,8 +39,13 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
                 err(at("algorithm"), format!("{a:?}: use \"fixed\" (a window from the first request) or \"sliding\" (any window ending now)"))
             })?,
         };
-        let (limit, window) =
-            limit_and_window(&at, (r.limit, r.window_secs), "requests", " (a year)")?;
+        let unit = unit(&at, r.unit.as_deref(), algorithm, r.mode.as_deref())?;
+        let (limit, window) = match unit {
+            Unit::Requests => {
+                limit_and_window(&at, (r.limit, r.window_secs), "requests", " (a year)")?
+            }
+            Unit::Bytes => bytes_limit_and_window(&at, (r.limit, r.window_secs))?,
+        };
         let key_template = match &r.key_template {
             None => default_key_template(key),
             Some(text) => key_template(text, key, &name, &at("key_template"))?,
@@ -75,6 +80,7 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
             algorithm,
             limit,
             window_secs: window,
+            unit,
             key_template,
         });
     }
@@ -228,6 +234,62 @@ pub(crate) fn rule_name(
     })
 }
 
+/// A rule's unit: requests unless `"unit": "bytes"`, which counts the files' sizes, on a fixed
+/// window (one record per request cannot hold sizes) and enforced (a shadow rule counts
+/// requests only).
+pub(crate) fn unit(
+    at: &dyn Fn(&str) -> String,
+    unit: Option<&str>,
+    algorithm: Algorithm,
+    mode: Option<&str>,
+) -> Result<Unit, ConfigError> {
+    let unit = match unit {
+        None => return Ok(Unit::Requests),
+        Some(u) => Unit::parse(u).ok_or_else(|| {
+            err(
+                at("unit"),
+                format!("{u:?}: use \"requests\" (the default: each request counts 1) or \"bytes\" (each file counts its size)"),
+            )
+        })?,
+    };
+    if unit == Unit::Bytes && algorithm == Algorithm::Sliding {
+        return Err(err(
+            at("unit"),
+            "a rule of bytes counts on a fixed window: remove \"algorithm\": \"sliding\"",
+        ));
+    }
+    if unit == Unit::Bytes && mode == Some("shadow") {
+        return Err(err(
+            at("unit"),
+            "a shadow rule counts requests: remove \"unit\" or \"mode\"",
+        ));
+    }
+    Ok(unit)
+}
+
+/// The smallest limit of a rule of bytes: 1 MB (a smaller one would refuse nearly every file).
+pub(crate) const MIN_BYTES_LIMIT: u64 = 1_000_000;
+
+/// A rule of bytes' limit, 1 MB to 4 TiB, counted in whole kibibytes (rounded down), and its
+/// window, as [`limit_and_window`].
+pub(crate) fn bytes_limit_and_window(
+    at: &dyn Fn(&str) -> String,
+    (limit, window_secs): (u64, u64),
+) -> Result<(NonZeroU32, NonZeroU32), ConfigError> {
+    let max = u64::from(u32::MAX) * Unit::KIB;
+    if !(MIN_BYTES_LIMIT..=max).contains(&limit) {
+        return Err(err(
+            at("limit"),
+            format!(
+                "a rule of bytes takes a limit in bytes, {MIN_BYTES_LIMIT} (1 MB) to {max} (4 TiB) per window, e.g. 20000000000 for 20 GB"
+            ),
+        ));
+    }
+    let (_, window) = limit_and_window(at, (1, window_secs), "bytes", " (a year)")?;
+    let kib = u32::try_from(limit / Unit::KIB).expect("at most u32::MAX KiB");
+    Ok((NonZeroU32::new(kib).expect("1 MB is 976 KiB"), window))
+}
+
 /// A rule's limit, 1 or more `counted` (requests, paid calls) per window, and its window, a
 /// second to a year (`window_note` follows the range in the message).
 pub(crate) fn limit_and_window(
@@ -278,6 +340,89 @@ mod tests {
 
     fn rules(rules: &str) -> Result<Config, crate::config::error::ConfigError> {
         Config::from_json(&format!(r#"{{"rules": {rules}}}"#), Path::new("/"))
+    }
+
+    #[test]
+    fn a_rule_may_count_bytes() {
+        use crate::core::rule::Unit;
+        let c = rules(
+            r#"[{"name": "ip", "key": "ip", "limit": 30, "window_secs": 60},
+                {"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 20000000000, "window_secs": 86400},
+                {"name": "k", "key": "api_key", "unit": "requests", "limit": 5, "window_secs": 60},
+                {"name": "site", "key": "global", "unit": "bytes", "limit": 1000000, "window_secs": 60}]"#,
+        )
+        .unwrap();
+        let units: Vec<_> = c.rules.iter().map(|r| (r.unit, r.limit.get())).collect();
+        // Bytes are counted in whole kibibytes, the limit rounded down.
+        assert_eq!(
+            units,
+            [
+                (Unit::Requests, 30),
+                (Unit::Bytes, 19_531_250),
+                (Unit::Requests, 5),
+                (Unit::Bytes, 976)
+            ]
+        );
+        assert_eq!(c.rules[1].configured_limit(), 20_000_000_000 / 1024 * 1024);
+        for (rule, field, says) in [
+            (r#""unit": "octets", "limit": 1000000"#, "unit", "\"bytes\""),
+            (
+                r#""unit": "bytes", "limit": 999999"#,
+                "limit",
+                "1000000 (1 MB)",
+            ),
+            (
+                r#""unit": "bytes", "limit": 4398046511105"#,
+                "limit",
+                "(4 TiB)",
+            ),
+            (
+                r#""unit": "bytes", "algorithm": "sliding", "limit": 1000000"#,
+                "unit",
+                "fixed window",
+            ),
+            (
+                r#""unit": "bytes", "mode": "shadow", "limit": 1000000"#,
+                "unit",
+                "shadow rule",
+            ),
+        ] {
+            let e = rules(&format!(
+                r#"[{{"name": "r", "key": "ip", {rule}, "window_secs": 60}}]"#
+            ))
+            .unwrap_err();
+            assert_eq!(e.field, format!("rules[0].{field}"), "{rule}");
+            assert!(e.message.contains(says), "{rule}: {}", e.message);
+        }
+        // A spend limit may count bytes; a provider's rate counts calls.
+        let c = Config::from_json(
+            r#"{"spend": [{"name": "day", "unit": "bytes", "limit": 2000000, "window_secs": 86400}]}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(c.budget()[0].unit, Unit::Bytes);
+        let e = Config::from_json(
+            r#"{"spend": [{"name": "day", "unit": "bytes", "limit": 5, "window_secs": 86400}]}"#,
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "spend[0].limit");
+        // The largest file served: at least 1 MB.
+        let max =
+            |v: u64| Config::from_json(&format!(r#"{{"max_file_bytes": {v}}}"#), Path::new("/"));
+        assert_eq!(
+            max(10_000_000_000).unwrap().max_file_bytes,
+            Some(10_000_000_000)
+        );
+        let e = max(999_999).unwrap_err();
+        assert_eq!(e.field, "max_file_bytes");
+        assert!(e.message.contains("10000000000 for 10 GB"), "{}", e.message);
+        assert_eq!(
+            Config::from_json("{}", Path::new("/"))
+                .unwrap()
+                .max_file_bytes,
+            None
+        );
     }
 
     #[test]

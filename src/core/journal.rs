@@ -49,6 +49,8 @@ pub fn month_start(hour: u32) -> u32 {
 pub enum ClientCount {
     Admitted,
     Refused,
+    /// The bytes of the files the client was served (their sizes as the service gave them).
+    Bytes,
 }
 
 impl ClientCount {
@@ -56,6 +58,7 @@ impl ClientCount {
         match self {
             ClientCount::Admitted => "admitted",
             ClientCount::Refused => "refused",
+            ClientCount::Bytes => "bytes",
         }
     }
 
@@ -63,6 +66,7 @@ impl ClientCount {
         match name {
             "admitted" => Some(ClientCount::Admitted),
             "refused" => Some(ClientCount::Refused),
+            "bytes" => Some(ClientCount::Bytes),
             _ => None,
         }
     }
@@ -107,6 +111,8 @@ pub enum Event {
     ServiceCall(String),
     /// With several services: this service's call failed, in this class.
     ServiceFailure(String, &'static str),
+    /// A file of this many bytes was served (its size as the service gave it).
+    Bytes(u64),
 }
 
 impl Event {
@@ -131,6 +137,15 @@ impl Event {
             Event::SignInRefused => "signin_refused".into(),
             Event::ServiceCall(name) => format!("service_calls:{name}"),
             Event::ServiceFailure(name, class) => format!("service_failure:{name}:{class}"),
+            Event::Bytes(_) => "bytes".into(),
+        }
+    }
+
+    /// What it adds to its total: a file's bytes, else 1.
+    pub fn amount(&self) -> u64 {
+        match self {
+            Event::Bytes(n) => *n,
+            _ => 1,
         }
     }
 }
@@ -156,14 +171,20 @@ impl Entry {
             Event::Refused(_) => Some(ClientCount::Refused),
             _ => None,
         });
+        let bytes = events.iter().find_map(|e| match e {
+            Event::Bytes(n) => Some((ClientCount::Bytes, *n)),
+            _ => None,
+        });
         Entry {
             hour: hour_of(at_ms),
-            totals: events.iter().map(|e| (e.name(), 1)).collect(),
+            totals: events.iter().map(|e| (e.name(), e.amount())).collect(),
             clients: client
-                .zip(count)
-                .map(|(c, n)| (c.to_owned(), n, 1))
-                .into_iter()
-                .collect(),
+                .map(|c| {
+                    (count.map(|n| (n, 1)).into_iter().chain(bytes))
+                        .map(|(count, n)| (c.to_owned(), count, n))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -294,6 +315,8 @@ pub struct ClientFigures {
     pub client: String,
     pub admitted: u64,
     pub refused: u64,
+    /// Bytes of the files it was served.
+    pub bytes: u64,
 }
 
 /// The site's figures over the hours `from..to` (the end excluded).
@@ -304,6 +327,8 @@ pub struct Figures {
     pub requests: u64,
     pub admitted: u64,
     pub paid_calls: u64,
+    /// Bytes of the files served (their sizes as the service gave them).
+    pub bytes: u64,
     pub refunds: u64,
     pub cache_hits: u64,
     pub store_failures: u64,
@@ -381,6 +406,7 @@ impl Figures {
                     match count {
                         ClientCount::Admitted => c.admitted += n,
                         ClientCount::Refused => c.refused += n,
+                        ClientCount::Bytes => c.bytes += n,
                     }
                 }
                 _ => {}
@@ -430,6 +456,7 @@ impl Figures {
                 "requests" => self.requests += count,
                 "admitted" => self.admitted += count,
                 "paid" => self.paid_calls += count,
+                "bytes" => self.bytes += count,
                 "refunds" => self.refunds += count,
                 "cache_hits" => self.cache_hits += count,
                 "store_failed" => self.store_failures += count,
@@ -476,6 +503,15 @@ impl Figures {
     /// The `n` clients with most admitted requests (then most refusals, then by name).
     pub fn top_admitted(&self, n: usize) -> Vec<ClientFigures> {
         self.top(n, |c| (c.admitted, c.refused))
+    }
+
+    /// The `n` clients served the most bytes (then most admitted, then by name); none served
+    /// no bytes.
+    pub fn top_bytes(&self, n: usize) -> Vec<ClientFigures> {
+        let mut list = self.top(self.clients.len(), |c| (c.bytes, c.admitted));
+        list.retain(|c| c.bytes > 0);
+        list.truncate(n);
+        list
     }
 
     /// The `n` clients with the largest `rank`, then by name.

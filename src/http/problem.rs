@@ -31,6 +31,8 @@ pub enum Kind {
     LinkRefused,
     UnsupportedHost,
     DeadLink,
+    /// The file is larger than the site serves (`max_file_bytes`).
+    TooLarge,
     PasswordRequired,
     HostUnavailable,
     ProviderBusy,
@@ -65,6 +67,7 @@ impl Kind {
             Kind::LinkRefused => "link_refused",
             Kind::UnsupportedHost => "unsupported_host",
             Kind::DeadLink => "dead_link",
+            Kind::TooLarge => "too_large",
             Kind::PasswordRequired => "password_required",
             Kind::HostUnavailable => "host_unavailable",
             Kind::ProviderBusy => "provider_busy",

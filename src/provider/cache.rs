@@ -35,6 +35,9 @@ pub fn key(link: &str) -> String {
 /// A resolved link as stored.
 pub fn encode(r: &Resolved) -> Vec<u8> {
     let mut v = serde_json::json!({"download": r.download, "filename": r.filename});
+    if let Some(size) = r.size {
+        v["size"] = size.into();
+    }
     if !r.files.is_empty() {
         v["files"] = r
             .files
@@ -64,6 +67,7 @@ pub fn decode(bytes: &[u8]) -> Option<Resolved> {
         });
     }
     Some(Resolved {
+        size: v["size"].as_u64().filter(|n| *n > 0),
         download: download.to_owned(),
         filename: v["filename"].as_str().map(str::to_owned),
         files,
@@ -96,12 +100,14 @@ mod tests {
     #[test]
     fn answers_round_trip_and_junk_is_no_answer() {
         let r = Resolved {
+            size: None,
             download: "https://dl.example/f".into(),
             filename: Some("f.zip".into()),
             files: Vec::new(),
         };
         assert_eq!(decode(&encode(&r)), Some(r.clone()));
         let several = Resolved {
+            size: Some(123_456_789),
             files: vec![
                 FileLink {
                     download: r.download.clone(),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::provider::described::LazySpec;
 use crate::provider::spec::{HttpMethod, HttpSpec, Step, StepOutcome, Template, Vars};
 use crate::provider::{
-    Failure, Meter, MissingValue, Precheck, PrecheckError, Provider, ProviderError,
+    Checked, Failure, Meter, MissingValue, Precheck, PrecheckError, Provider, ProviderError,
 };
 use crate::support::defaults;
 
@@ -271,11 +271,15 @@ impl HttpProvider {
 
 impl Provider for HttpProvider {
     fn link_dead(&self, link: &str) -> Option<Result<bool, PrecheckError>> {
+        self.check_link(link).map(|r| r.map(|c| c.dead))
+    }
+
+    fn check_link(&self, link: &str) -> Option<Result<Checked, PrecheckError>> {
         let check = self.spec.spec().ok()?.link_check.as_ref()?;
         Some((|| {
             let url = check.url.render(&self.base_vars())?;
             // Public: sent without the token.
-            let response = self
+            let mut response = self
                 .agent()
                 .post(&url)
                 .config()
@@ -284,11 +288,22 @@ impl Provider for HttpProvider {
                 .send_form([(check.field.as_str(), link)])
                 .map_err(|e| PrecheckError::Call(Precheck::LinkCheck, Box::new(e)))?;
             let status = response.status().as_u16();
-            match status {
-                s if check.dead_statuses.contains(&s) => Ok(true),
-                200..=299 => Ok(false),
-                s => Err(PrecheckError::Status(Precheck::LinkCheck, s)),
-            }
+            let dead = match status {
+                s if check.dead_statuses.contains(&s) => true,
+                200..=299 => false,
+                s => return Err(PrecheckError::Status(Precheck::LinkCheck, s)),
+            };
+            // The size, when the check gives one: an answer that cannot be read has none.
+            let size = check.size.as_deref().filter(|_| !dead).and_then(|pointer| {
+                let mut body = Vec::new();
+                (response.body_mut().as_reader())
+                    .take(defaults::PROVIDER_MAX_ANSWER_BYTES)
+                    .read_to_end(&mut body)
+                    .ok()?;
+                let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+                v.pointer(pointer)?.as_u64().filter(|n| *n > 0)
+            });
+            Ok(Checked { dead, size })
         })())
     }
 

@@ -16,6 +16,10 @@ pub struct Resolved {
     pub filename: Option<String>,
     /// Every file of a multi-file answer, `download` first; empty for one file.
     pub files: Vec<FileLink>,
+    /// The file's size in bytes, as the service reported it (`filesize`); None when it gave
+    /// none, or 0 (Real-Debrid's word for unknown). For several files, their sum when the
+    /// service gave it as one figure.
+    pub size: Option<u64>,
 }
 
 impl Resolved {
@@ -43,6 +47,13 @@ impl Resolved {
     }
 }
 
+/// A file's size from the service's text: a whole number of bytes; 0 (Real-Debrid's word for
+/// unknown), anything else or nothing is None.
+pub fn size_from(text: Option<&String>) -> Option<u64> {
+    text.and_then(|s| s.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +65,7 @@ mod tests {
             filename: n.map(str::to_owned),
         };
         let mut r = Resolved {
+            size: None,
             download: "https://dl.example/1".into(),
             filename: None,
             files: vec![
@@ -68,6 +80,7 @@ mod tests {
         r.files[1] = file("https://dl.example/s3cret", None);
         assert!(r.holds_any(&forms));
         let one = Resolved {
+            size: None,
             download: "https://dl.example/s3cret".into(),
             filename: None,
             files: Vec::new(),

@@ -274,9 +274,9 @@ pub fn host_listed(host: &str, domains: &[String]) -> bool {
     }
 }
 
-/// A provider's free check of one link (Real-Debrid's `unrestrict/check`): the link posted in
-/// a form, without the token; an answer with one of `dead_statuses` says the file cannot be
-/// had. Asked for an admitted link just before the paid call.
+/// A provider's free check of one link (Real-Debrid's `unrestrict/check`): the link posted in a
+/// form, without the token; an answer with one of `dead_statuses` says the file cannot be had,
+/// and `size` points at its size in bytes. Asked for an admitted link before the paid call.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct LinkCheck {
     /// Where the check is (`{base}` filled in).
@@ -285,6 +285,7 @@ pub struct LinkCheck {
     pub field: String,
     /// The HTTP statuses of an answer that finds the file dead.
     pub dead_statuses: Vec<u16>,
+    pub size: Option<String>,
 }
 
 /// A JSON HTTP API described as data: one or more steps. The last values called `download`
@@ -535,12 +536,14 @@ impl HttpSpec {
         Ok(StepOutcome::Done(vars, files))
     }
 
-    /// The answer, once every step ran: the download value, or the files of a list.
+    /// The answer, once every step ran: the download value or the files of a list, and `filesize`.
     pub fn finish(&self, vars: &Vars, files: Vec<FileLink>) -> Result<Resolved, ProviderError> {
+        let size = crate::provider::resolved::size_from(vars.get("filesize"));
         if vars.get("download").is_none()
             && let Some(first) = files.first()
         {
             return Ok(Resolved {
+                size,
                 download: first.download.clone(),
                 filename: first.filename.clone(),
                 files: if files.len() > 1 { files } else { Vec::new() },
@@ -548,6 +551,7 @@ impl HttpSpec {
         }
         match vars.get("download") {
             Some(url) if is_web_url(url) => Ok(Resolved {
+                size,
                 download: url.clone(),
                 filename: vars.get("filename").cloned(),
                 files: if files.len() > 1 { files } else { Vec::new() },

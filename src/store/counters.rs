@@ -1,6 +1,7 @@
 //! The store's counters: the one operation every store must do atomically (read the checks'
-//! counts, decide, record), taking back one request, reading counts, and the two counts the
-//! owner's controls keep (a log line's throttle, refusals towards an automatic block).
+//! counts, decide, record), taking back one request, charging a file's size to the rules of
+//! bytes after the answer, reading counts, and the two counts the owner's controls keep (a log
+//! line's throttle, refusals towards an automatic block).
 
 use crate::core::decision::Decision;
 use crate::core::rule::{Algorithm, KeyKind, Rule};
@@ -23,12 +24,32 @@ pub trait Counters {
     /// Redis script does not read their keys; MySQL's one unlocked read fetches their rows
     /// without deciding by them); the refusal's statuses then cover the first `own` checks
     /// only. Otherwise every check decides and records at once, as one atomic step, as
-    /// [`Counters::decide`].
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError>;
+    /// [`Counters::decide`]. A rule of bytes counts nothing here (the size is not known): it
+    /// admits while its count is below its limit.
+    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+        self.decide_sized(checks, own, None)
+    }
+
+    /// [`Counters::decide_own_first`] for a request whose file is known to be `size` bytes
+    /// before the paid call: a rule of bytes admits it only when the whole file fits, and
+    /// counts it (`limiter::decide_sized`), in the same atomic step.
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError>;
 
     /// Takes back one request admitted at `at_ms` (the decision's time) from every check's
-    /// key, if its window still holds it: for a paid call that never reached the provider.
+    /// key of requests, if its window still holds it: for a paid call that never reached the
+    /// provider. A rule of bytes keeps what it counted.
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError>;
+
+    /// Adds a file of `size` bytes, admitted at `at_ms` with its size unknown, to every check
+    /// of bytes whose window still holds the request (`limiter::charged`): an atomic increment
+    /// of each such key, never a second decision, so the count may pass the limit by this file
+    /// and the next request is refused. Checks of requests are not touched.
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError>;
 
     /// How many requests each check's key counts now, counting nothing: what `stats` shows as
     /// a spend limit's use.

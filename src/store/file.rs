@@ -318,8 +318,40 @@ fn is_shard_name(name: &str) -> bool {
     name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
+impl<C: Clock> FileStore<C> {
+    /// Changes each check's counter by `change` (None: left as it is), under its file's lock.
+    /// One file at a time: each key changes on its own, and a lock held while waiting for
+    /// another could meet a decision taking them in its own order. A file two checks share
+    /// (a folded key) changes once.
+    fn change_each(
+        &self,
+        checks: &[Check<'_>],
+        change: impl Fn(&Rule, Counter) -> Option<Counter>,
+    ) -> Result<(), StoreError> {
+        let mut paths: Vec<(PathBuf, &Rule)> = checks
+            .iter()
+            .filter_map(|c| Some((self.counted_at(c)?, c.rule)))
+            .collect();
+        paths.sort_by(|a, b| a.0.cmp(&b.0));
+        paths.dedup_by(|a, b| a.0 == b.0);
+        for (path, rule) in &paths {
+            let locked = self.lock(path)?;
+            let loaded = self.load(&locked)?;
+            if let Some(c) = loaded.counter.and_then(|c| change(rule, c)) {
+                self.store(&locked, &loaded, &c)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<C: Clock> Counters for FileStore<C> {
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         fixed_only(checks)?;
         let own = own.min(checks.len());
         let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
@@ -332,7 +364,8 @@ impl<C: Clock> Counters for FileStore<C> {
             if own < checks.len() {
                 let states = mine.states();
                 let now = self.clock.now_ms();
-                if let Some(refused) = limiter::own_refusal(&rules[..own], &states, now) {
+                if let Some(refused) = limiter::own_refusal_sized(&rules[..own], &states, size, now)
+                {
                     return self.finish(refused, &[mine]);
                 }
             }
@@ -341,7 +374,8 @@ impl<C: Clock> Counters for FileStore<C> {
                 continue;
             };
             let states: Vec<State> = mine.states().into_iter().chain(rest.states()).collect();
-            let outcome = limiter::decide(&rules, &states, self.clock.now_ms());
+            let now = self.clock.now_ms();
+            let outcome = limiter::decide_sized(&rules, &states, rules.len(), size, now);
             return self.finish(outcome, &[mine, rest]);
             // Dropping the groups closes the files, which releases the locks.
         }
@@ -352,19 +386,15 @@ impl<C: Clock> Counters for FileStore<C> {
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        let mut paths: Vec<PathBuf> = checks.iter().filter_map(|c| self.counted_at(c)).collect();
-        paths.sort();
-        paths.dedup();
-        // One file at a time: each key takes its request back on its own, and a lock held
-        // while waiting for another could meet a decision taking them in its own order.
-        for path in &paths {
-            let locked = self.lock(path)?;
-            let loaded = self.load(&locked)?;
-            if let Some(c) = loaded.counter.and_then(|c| limiter::refunded(c, at_ms)) {
-                self.store(&locked, &loaded, &c)?;
-            }
+        self.change_each(checks, |rule, c| limiter::refunded(rule, c, at_ms))
+    }
+
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        let bytes: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        if !limiter::charges_any(&bytes) {
+            return Ok(());
         }
-        Ok(())
+        self.change_each(checks, |rule, c| limiter::charged(rule, c, at_ms, size))
     }
 
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {

@@ -126,15 +126,24 @@ impl<C: Clock> HeldCounters<C> {
 
 impl<C: Clock> Counters for HeldCounters<C> {
     /// A refusal by the client's own checks alone is remembered as it came: its statuses cover
-    /// those checks, whose windows alone can end it.
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    /// those checks, whose windows alone can end it; a request of a known size only by one of
+    /// the same size.
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         let mut key = checks_key(checks);
         let _ = write!(key, "{}", own.min(checks.len()));
+        if let Some(size) = size {
+            let _ = write!(key, ":{size}");
+        }
         let now = self.clock.now_ms();
         if let Some(refused) = self.recall(&key, now) {
             return Ok(refused);
         }
-        let decision = self.inner.decide_own_first(checks, own)?;
+        let decision = self.inner.decide_sized(checks, own, size)?;
         if !decision.is_admit() {
             self.remember(key, now, decision.clone());
         }
@@ -145,6 +154,11 @@ impl<C: Clock> Counters for HeldCounters<C> {
         // A place freed: nothing remembered may stand in its way.
         self.refusals.borrow_mut().clear();
         self.inner.refund(checks, at_ms)
+    }
+
+    /// A charge only adds: every refusal remembered still stands.
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        self.inner.charge(checks, at_ms, size)
     }
 
     /// Counts are read from the store: a count remembered would not be exact.

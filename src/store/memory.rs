@@ -198,7 +198,12 @@ impl<C: Clock + 'static> MemoryStore<C> {
 }
 
 impl<C: Clock> Counters for MemoryStore<C> {
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         self.up()?;
         let mut keys: Vec<&str> = checks.iter().map(|c| c.key.as_str()).collect();
         keys.sort_unstable();
@@ -217,12 +222,12 @@ impl<C: Clock> Counters for MemoryStore<C> {
             .map(|c| read_state(&mut data, c, now))
             .collect();
         if own < checks.len()
-            && let Some(refused) = limiter::own_refusal(&rules[..own], &states, now)
+            && let Some(refused) = limiter::own_refusal_sized(&rules[..own], &states, size, now)
         {
             return Ok(refused.decision);
         }
         states.extend(checks[own..].iter().map(|c| read_state(&mut data, c, now)));
-        let outcome = limiter::decide(&rules, &states, now);
+        let outcome = limiter::decide_sized(&rules, &states, rules.len(), size, now);
         for ((check, state), write) in checks.iter().zip(states).zip(&outcome.writes) {
             let entry = match (state, write) {
                 (_, Write::Keep) => continue,
@@ -256,7 +261,7 @@ impl<C: Clock> Counters for MemoryStore<C> {
             };
             match (&mut entry.state, c.rule.algorithm) {
                 (State::Fixed(Some(counter)), Algorithm::Fixed) => {
-                    if let Some(back) = limiter::refunded(*counter, at_ms) {
+                    if let Some(back) = limiter::refunded(c.rule, *counter, at_ms) {
                         *counter = back;
                     }
                 }
@@ -266,6 +271,22 @@ impl<C: Clock> Counters for MemoryStore<C> {
                     }
                 }
                 _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        self.up()?;
+        let mut data = self.data();
+        for c in checks {
+            if let Some(Entry {
+                state: State::Fixed(Some(counter)),
+                ..
+            }) = data.keys.get_mut(&c.key)
+                && let Some(more) = limiter::charged(c.rule, *counter, at_ms, size)
+            {
+                *counter = more;
             }
         }
         Ok(())

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
-use crate::core::rule::{Algorithm, Rule};
+use crate::core::rule::{Algorithm, Rule, Unit};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
@@ -309,7 +309,12 @@ fn one(mut answers: Vec<client::Answer>) -> client::Answer {
 }
 
 impl Counters for MysqlStore {
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
@@ -318,7 +323,9 @@ impl Counters for MysqlStore {
             .iter()
             .map(|c| self.needs.keep_ms(c.rule, self.grace_ms))
             .collect();
-        self.with_conn(|conn, deadline| decide::decide(conn, s, deadline, (checks, own), &keep))
+        self.with_conn(|conn, deadline| {
+            decide::decide(conn, s, deadline, (checks, own, size), &keep)
+        })
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
@@ -326,9 +333,10 @@ impl Counters for MysqlStore {
             return Ok(());
         }
         let s = &self.settings;
-        // One statement per check, each atomic on its rows, all in one round trip.
+        // One statement per check, each atomic on its rows, all in one round trip; a rule of
+        // bytes keeps what it counted.
         let mut sql = String::new();
-        for c in checks {
+        for c in checks.iter().filter(|c| c.rule.unit == Unit::Requests) {
             if !sql.is_empty() {
                 sql.push_str("; ");
             }
@@ -354,6 +362,42 @@ impl Counters for MysqlStore {
                     sql.push_str(" LIMIT 1");
                 }
             }
+        }
+        if sql.is_empty() {
+            return Ok(());
+        }
+        self.with_conn(|conn, _| {
+            conn.query(&sql)?;
+            Ok(())
+        })
+    }
+
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        // One increment per check of bytes, each atomic on its row, within the request's
+        // window (as `limiter::charged`), all in one round trip.
+        let mut sql = String::new();
+        for c in checks {
+            let amount = match (c.rule.unit, c.rule.algorithm) {
+                (Unit::Bytes, Algorithm::Fixed) => c.rule.unit.amount(Some(size)),
+                _ => 0,
+            };
+            if amount == 0 {
+                continue;
+            }
+            if !sql.is_empty() {
+                sql.push_str("; ");
+            }
+            let _ = write!(
+                sql,
+                "UPDATE `{}` SET count = LEAST(count + {amount}, {}) WHERE start_ms <= {at_ms} \
+                 AND expires_ms > {at_ms} AND rkey = ",
+                self.settings.counter_table,
+                u32::MAX
+            );
+            client::text(&c.key, &mut sql);
+        }
+        if sql.is_empty() {
+            return Ok(());
         }
         self.with_conn(|conn, _| {
             conn.query(&sql)?;

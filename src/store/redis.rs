@@ -4,6 +4,9 @@
 //! in the same script (no INCR-then-EXPIRE gap): fixed windows expire when they end, sliding
 //! records when the newest leaves the window. Nothing needs sweeping. The usage journal
 //! (`journal`) is hashes per hour that expire by themselves too.
+//!
+//! Long because the store is one client of every role (counters, cache, journal, notes,
+//! upkeep) over one connection, each role a few commands of its own.
 
 mod journal;
 pub mod resp;
@@ -16,7 +19,7 @@ use std::time::Duration;
 use crate::core::decision::{Decision, RuleStatus};
 use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State};
-use crate::core::rule::Algorithm;
+use crate::core::rule::{Algorithm, Unit};
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
@@ -27,21 +30,25 @@ use crate::store::{Check, StoreError, SweepReport};
 use resp::{Connection, OddReply, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it (`decide_own_first`), in Lua. ARGV
-/// holds, per key, the algorithm (`f` or `s`), the limit and the window in milliseconds, then
-/// how many of the first keys are the client's own (all when missing). Returns
+/// holds, per key, the algorithm (`f` or `s`), the limit and the window in milliseconds and
+/// what the request counts there (`Unit::amount`: 1, or a file's kibibytes on a fixed window
+/// of bytes), then how many of the first keys are the client's own (all when missing). Returns
 /// `{admitted, refusing rule (1-based), wait ms, now ms, used_1, reset_1, used_2, ...}`, a
 /// pair per key read: every key, or only the client's own when they refused by themselves.
 pub const SCRIPT: &str = include_str!("redis/decide.lua");
 
 /// SHA-1 of [`SCRIPT`], as `EVALSHA` names it (tests/fastcgi.rs checks it against the server's
 /// `SCRIPT LOAD`).
-pub const SCRIPT_SHA1: &str = "167f8075f53a9fd381922486e2810a37cea2d96b";
+pub const SCRIPT_SHA1: &str = "3f6e6176fae92c1766b9fc3fb8dbd409a713a253";
 
 /// SHA-1 of [`REFUND_SCRIPT`].
-pub const REFUND_SCRIPT_SHA1: &str = "23908142cdb00e4657fc12006f3bd64f94ba0488";
+pub const REFUND_SCRIPT_SHA1: &str = "6239abfd513a653d73eeec52ce739e436ccd7345";
 
-/// Takes back one request admitted at `ARGV[1]` (ms) from each key; `ARGV[1 + i]` is key i's
-/// algorithm. A fixed window counts it only if it started no later (the same window).
+/// Takes back one request admitted at `ARGV[1]` (ms) from each key, or charges a file's size
+/// to it after the answer; `ARGV[1 + i]` is key i's change: `f` (one request from a fixed
+/// window), `s` (one record from a sliding one), `+N` (N kibibytes added to a fixed window).
+/// A fixed window is changed only if it started no later (the same window: an ended one has
+/// expired).
 pub const REFUND_SCRIPT: &str = include_str!("redis/refund.lua");
 
 pub struct RedisStore {
@@ -350,13 +357,36 @@ fn connection_gone(e: &io::Error) -> bool {
     )
 }
 
+impl RedisStore {
+    /// Runs [`REFUND_SCRIPT`]: each key's change, for a request admitted at `at_ms`, in one
+    /// atomic step.
+    fn change(&self, changes: Vec<(&Check<'_>, String)>, at_ms: u64) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let count = changes.len().to_string();
+        let at = at_ms.to_string();
+        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
+        args.extend(changes.iter().map(|(c, _)| c.key.as_bytes()));
+        args.push(at.as_bytes());
+        args.extend(changes.iter().map(|(_, change)| change.as_bytes()));
+        self.eval(REFUND_SCRIPT, REFUND_SCRIPT_SHA1, &args)
+            .map(|_| ())
+    }
+}
+
 impl Counters for RedisStore {
-    fn decide_own_first(&self, checks: &[Check<'_>], own: usize) -> Result<Decision, StoreError> {
+    fn decide_sized(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+    ) -> Result<Decision, StoreError> {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
         let count = checks.len().to_string();
-        let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 3);
+        let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 4 + 1);
         for c in checks {
             argv.push(
                 match c.rule.algorithm {
@@ -367,6 +397,7 @@ impl Counters for RedisStore {
             );
             argv.push(c.rule.limit.get().to_string());
             argv.push(c.rule.window_ms().to_string());
+            argv.push(c.rule.unit.amount(size).to_string());
         }
         argv.push(own.min(checks.len()).to_string());
         let mut args: Vec<&[u8]> = vec![count.as_bytes()];
@@ -378,20 +409,26 @@ impl Counters for RedisStore {
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
-        if checks.is_empty() {
-            return Ok(());
-        }
-        let count = checks.len().to_string();
-        let at = at_ms.to_string();
-        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
-        args.extend(checks.iter().map(|c| c.key.as_bytes()));
-        args.push(at.as_bytes());
-        args.extend(checks.iter().map(|c| match c.rule.algorithm {
-            Algorithm::Fixed => &b"f"[..],
-            Algorithm::Sliding => &b"s"[..],
-        }));
-        self.eval(REFUND_SCRIPT, REFUND_SCRIPT_SHA1, &args)
-            .map(|_| ())
+        // A rule of bytes keeps what it counted.
+        let changes = checks
+            .iter()
+            .filter(|c| c.rule.unit == Unit::Requests)
+            .map(|c| match c.rule.algorithm {
+                Algorithm::Fixed => (c, "f".to_owned()),
+                Algorithm::Sliding => (c, "s".to_owned()),
+            });
+        self.change(changes.collect(), at_ms)
+    }
+
+    fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        let changes = checks.iter().filter_map(|c| {
+            let amount = match (c.rule.unit, c.rule.algorithm) {
+                (Unit::Bytes, Algorithm::Fixed) => c.rule.unit.amount(Some(size)),
+                _ => 0,
+            };
+            (amount > 0).then(|| (c, format!("+{amount}")))
+        });
+        self.change(changes.collect(), at_ms)
     }
 
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError> {

@@ -106,6 +106,7 @@ mod tests {
             client: name.into(),
             admitted: 1,
             refused: 0,
+            bytes: 0,
         }
     }
 

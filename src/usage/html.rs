@@ -1,15 +1,18 @@
 //! What `resolve stats` shows, as the dashboard's HTML: the period, the money (paid calls, cache
 //! hits, refunds, spend limits), a bar chart of paid calls (inline SVG, with a table as its text
-//! alternative), the requests and refusals by kind, the top clients and the last `ACTION
-//! NEEDED` notes. Pure: it renders a gathered [`Stats`].
+//! alternative), the bytes served, the requests and refusals by kind, the top clients and the
+//! last `ACTION NEEDED` notes. Pure: it renders a gathered [`Stats`].
+//!
+//! Long because each section of the usage view is written here with the test of its HTML.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::app::sizes::in_words;
 use crate::core::calendar;
 use crate::core::journal::{ClientFigures, HOUR_MS};
 use crate::support::html::escape;
-use crate::usage::stats::{PERIODS, Stats, TOP_CLIENTS, window_words};
+use crate::usage::stats::{PERIODS, Stats, Stretch, TOP_CLIENTS, window_words};
 
 /// The chart's height in CSS pixels. It has no `viewBox`: it is as wide as the page, its bars
 /// placed in percents of that width and its heights in pixels, so that its text keeps the size
@@ -69,6 +72,48 @@ fn figures(list: &[(&str, u64)]) -> String {
         let _ = writeln!(out, "<div><dt>{label}</dt><dd>{n}</dd></div>");
     }
     out.push_str("</dl>\n");
+    out
+}
+
+/// The bytes served each day of the period, as a table.
+fn bytes_per_day(stats: &Stats) -> String {
+    let mut out = String::from(
+        "<table>\n<caption>Bytes served per day</caption>\n<thead><tr><th scope=\"col\">Day \
+         (UTC)</th><th scope=\"col\" class=\"n\">Bytes</th></tr></thead>\n<tbody>\n",
+    );
+    for d in stats.per(Stretch::Day) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{} ({})</td></tr>",
+            escape(&Stretch::Day.label(d.from_hour).1),
+            number(d.bytes),
+            escape(&in_words(d.bytes, false))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
+    out
+}
+
+/// The clients served the most bytes, as a table; nothing when none was.
+fn by_bytes(list: &[ClientFigures]) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<table class=\"clients\">\n<caption>By bytes served</caption>\n<thead><tr>\
+         <th scope=\"col\">Client</th><th scope=\"col\" class=\"n\">Bytes</th></tr></thead>\n\
+         <tbody>\n",
+    );
+    for c in list {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{} ({})</td></tr>",
+            address(&c.client),
+            number(c.bytes),
+            escape(&in_words(c.bytes, false))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
     out
 }
 
@@ -286,6 +331,10 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         ("Cache hits (paid calls saved)", f.cache_hits),
         ("Refunds (never reached the provider)", f.refunds),
     ]));
+    if f.bytes > 0 {
+        out.push_str(&figures(&[("Bytes served", f.bytes)]));
+        out.push_str(&bytes_per_day(stats));
+    }
     if stats.spend.is_empty() {
         out.push_str(
             "<p>No spend limit is set (<code>spend</code> in the configuration): nothing caps \
@@ -401,6 +450,7 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         own,
         None,
     ));
+    out.push_str(&by_bytes(&f.top_bytes(TOP_CLIENTS)));
     out.push_str("</div>\n</section>\n");
 
     out.push_str("<section aria-labelledby=\"action\">\n<h2 id=\"action\">Action needed</h2>\n");
@@ -470,6 +520,7 @@ mod tests {
                 client: "203.0.113.<7>".into(),
                 admitted: 3,
                 refused: 9,
+                bytes: 0,
             }],
             ..Figures::default()
         };
@@ -611,6 +662,7 @@ mod tests {
             client: "2001:db8:85a3:1234::/64".into(),
             admitted: 5,
             refused: 2,
+            bytes: 0,
         });
         let form = BlockForm {
             action: Some("/cgi-bin/resolve/admin"),
@@ -631,6 +683,25 @@ mod tests {
         );
         assert_eq!(html.matches("value=\"block\"").count(), 1, "{html}");
         assert_eq!(html.matches("(you)").count(), 2, "both tables: {html}");
+    }
+
+    #[test]
+    fn bytes_served_show_when_files_of_known_size_were() {
+        let mut s = stats(24, &[1]);
+        let quiet = sections(&s, None, None);
+        assert!(!quiet.contains("Bytes"), "{quiet}");
+        s.figures.bytes = 12_400_000_000;
+        s.figures.clients[0].bytes = 12_400_000_000;
+        let html = sections(&s, None, None);
+        holds(
+            &html,
+            &[
+                "<dt>Bytes served</dt><dd>",
+                "<caption>Bytes served per day</caption>",
+                "<caption>By bytes served</caption>",
+                "(12.4 GB)</td></tr>",
+            ],
+        );
     }
 
     /// Fails unless `html` holds each of `parts`.

@@ -42,6 +42,9 @@ impl Stats {
             "spend": self.spend,
             "top_clients": clients(f.top_refused(TOP_CLIENTS)),
             "top_admitted": clients(f.top_admitted(TOP_CLIENTS)),
+            "top_bytes": f.top_bytes(TOP_CLIENTS).into_iter().map(|c| serde_json::json!({
+                "client": c.client, "bytes": c.bytes, "admitted": c.admitted,
+            })).collect::<Vec<_>>(),
             "paid_per_hour": per_hour,
             "per_hour": self.per(Stretch::Hour).iter().map(|f| stretch_json(Stretch::Hour, f)).collect::<Vec<_>>(),
             "per_day": self.per(Stretch::Day).iter().map(|f| stretch_json(Stretch::Day, f)).collect::<Vec<_>>(),
@@ -97,6 +100,7 @@ fn counts_json(f: &Figures) -> serde_json::Value {
         "requests": f.requests,
         "admitted": f.admitted,
         "paid_calls": f.paid_calls,
+        "bytes": f.bytes,
         "cache_hits": f.cache_hits,
         "refunds": f.refunds,
         "refused": f.refused,

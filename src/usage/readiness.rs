@@ -26,9 +26,14 @@ pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
     for rule in &config.spend {
         let _ = writeln!(
             out,
-            "spend {}: {} paid calls per {} s for the whole site",
-            rule.name, rule.limit, rule.window_secs
+            "spend {}: {} per {} s for the whole site",
+            rule.name,
+            rule.limit_words("paid calls"),
+            rule.window_secs
         );
+    }
+    if let Some(max) = config.max_file_bytes {
+        let _ = writeln!(out, "max_file_bytes: files up to {max} bytes are served");
     }
     let _ = writeln!(
         out,
@@ -45,9 +50,9 @@ pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
     for rule in &config.rules {
         let _ = writeln!(
             out,
-            "rule {}: {} requests per {} s {}; stored as {}",
+            "rule {}: {} per {} s {}; stored as {}",
             rule.name,
-            rule.limit,
+            rule.limit_words("requests"),
             rule.window_secs,
             match rule.key {
                 KeyKind::Ip => "per client address",
@@ -74,8 +79,11 @@ pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
         for rule in k.rules.iter().flatten() {
             let _ = writeln!(
                 out,
-                "key {} rule {}: {} requests per {} s",
-                k.name, rule.name, rule.limit, rule.window_secs
+                "key {} rule {}: {} per {} s",
+                k.name,
+                rule.name,
+                rule.limit_words("requests"),
+                rule.window_secs
             );
         }
     }

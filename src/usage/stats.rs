@@ -207,6 +207,7 @@ pub fn window_words(secs: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::journal::ClientCount;
 
     /// The figures of a day holding these totals.
     fn with_totals(totals: &[(&str, u64)]) -> Stats {
@@ -257,6 +258,53 @@ mod tests {
             !quiet.contains("Blocked") && !quiet.contains("Shadow"),
             "{quiet}"
         );
+    }
+
+    #[test]
+    fn bytes_per_day_and_the_clients_served_most() {
+        let dec_1 = 1_796_083_200 / 3600;
+        let client = |hour: u32, who: &str, n: u64| Row::Client {
+            hour,
+            client: who.into(),
+            count: ClientCount::Bytes,
+            n,
+        };
+        let s = stats(
+            3 * 24,
+            vec![
+                total(dec_1 + 1, "bytes", 2_000_000_000),
+                total(dec_1 + 25, "bytes", 12_400_000_000),
+                client(dec_1 + 1, "203.0.113.7", 2_000_000_000),
+                client(dec_1 + 25, "203.0.113.8", 12_000_000_000),
+                client(dec_1 + 25, "203.0.113.7", 400_000_000),
+            ],
+        );
+        let json = s.json();
+        assert_eq!(json["bytes"], 14_400_000_000u64);
+        let days: Vec<u64> = (json["per_day"].as_array().unwrap().iter())
+            .map(|d| d["bytes"].as_u64().unwrap())
+            .collect();
+        assert_eq!(days, [0, 2_000_000_000, 12_400_000_000, 0]);
+        assert_eq!(
+            json["top_bytes"],
+            serde_json::json!([
+                {"client": "203.0.113.8", "bytes": 12_000_000_000u64, "admitted": 0},
+                {"client": "203.0.113.7", "bytes": 2_400_000_000u64, "admitted": 0},
+            ])
+        );
+        let text = s.text();
+        crate::usage::text::assert_lines(
+            &text,
+            &[
+                "Bytes served:      14400000000 (14.4 GB, the files' sizes as the provider gave them)",
+                "  2026-12-02         12400000000 12.4 GB",
+                "  203.0.113.8                                   12000000000 12 GB",
+            ],
+        );
+        assert!(text.contains("Top clients by bytes served:"), "{text}");
+        // None served: no bytes shown.
+        let quiet = with_totals(&[("paid", 3)]).text();
+        assert!(!quiet.contains("Bytes"), "{quiet}");
     }
 
     #[test]
@@ -315,7 +363,7 @@ mod tests {
             days[4],
             serde_json::json!({
                 "day": "2026-11-30", "hours": 24, "requests": 0, "admitted": 0,
-                "paid_calls": 2, "cache_hits": 0, "refunds": 0, "refused": {"ip": 1},
+                "paid_calls": 2, "bytes": 0, "cache_hits": 0, "refunds": 0, "refused": {"ip": 1},
                 "refused_total": 1, "spend_refused": {}, "provider_failures": {},
                 "bad_requests": {}, "services": {},
             })

@@ -1,5 +1,6 @@
 //! The gathered figures as text for a terminal or a mail: `resolve stats`.
 
+use crate::app::sizes::in_words;
 use crate::core::calendar;
 use crate::core::journal::HOUR_MS;
 use crate::usage::stats::{Stats, Stretch, TOP_CLIENTS, window_words};
@@ -20,6 +21,13 @@ impl Stats {
         ));
         line(String::new());
         line(format!("Paid calls:        {}", f.paid_calls));
+        if f.bytes > 0 {
+            line(format!(
+                "Bytes served:      {} ({}, the files' sizes as the provider gave them)",
+                f.bytes,
+                in_words(f.bytes, false)
+            ));
+        }
         line(format!(
             "Cache hits:        {} (paid calls saved)",
             f.cache_hits
@@ -117,6 +125,19 @@ impl Stats {
                 ));
             }
         }
+        // Bytes served, day by day, when files of known size were served.
+        if f.bytes > 0 && self.hours > 24 {
+            line(String::new());
+            line("Bytes per day (UTC):".into());
+            for d in self.per(Stretch::Day) {
+                line(format!(
+                    "  {:<14}{:>16} {}",
+                    Stretch::Day.label(d.from_hour).1,
+                    d.bytes,
+                    in_words(d.bytes, false)
+                ));
+            }
+        }
         line(String::new());
         if self.spend.is_empty() {
             line("Spend limits: none set (\"spend\" in the configuration)".into());
@@ -149,6 +170,19 @@ impl Stats {
                 line(format!(
                     "  {:<40} {:>8} admitted {:>8} refused",
                     c.client, c.admitted, c.refused
+                ));
+            }
+        }
+        let by_bytes = f.top_bytes(TOP_CLIENTS);
+        if !by_bytes.is_empty() {
+            line(String::new());
+            line("Top clients by bytes served:".into());
+            for c in by_bytes {
+                line(format!(
+                    "  {:<40} {:>16} {}",
+                    c.client,
+                    c.bytes,
+                    in_words(c.bytes, false)
                 ));
             }
         }

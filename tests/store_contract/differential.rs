@@ -4,7 +4,8 @@
 //! for refunds); both must give the same decision: admitted or refused, by the same rule, with
 //! the same Retry-After, the same remaining counts and resets, at the same time. Several rules
 //! per request, any number of them the client's own (a refusal by those alone tells of them
-//! only), fixed and sliding windows, refunds, rules that change algorithm, and time that
+//! only), fixed and sliding windows, a rule of bytes with sizes known before (decided) and
+//! after (charged), refunds, rules that change algorithm, and time that
 //! stands still, creeps, lands on window edges (one millisecond before, on, after), jumps
 //! windows ahead and now and then goes back.
 //!
@@ -66,12 +67,17 @@ fn pool() -> Vec<Rule> {
             ..rule("g", Algorithm::Fixed, 6, 1800)
         },
         rule("s", Algorithm::Sliding, 5, 3600),
+        // Bytes: 8 KiB of files in 20 minutes.
+        Rule {
+            unit: resolve::core::rule::Unit::Bytes,
+            ..rule("k", Algorithm::Fixed, 8, 1200)
+        },
         // Rarely used: `a` and `b` after a change of algorithm.
         rule("a", Algorithm::Sliding, 3, 600),
         rule("b", Algorithm::Fixed, 2, 900),
     ]
 }
-const FLIPPED: usize = 6;
+const FLIPPED: usize = 7;
 
 /// The script's side: one connection, the script loaded with its prelude.
 struct Script {
@@ -113,8 +119,14 @@ impl Script {
         }
     }
 
-    /// The arguments `RedisStore::decide_own_first` sends, then the time.
-    fn decide(&mut self, checks: &[Check<'_>], own: usize, now_ms: u64) -> Decision {
+    /// The arguments `RedisStore::decide_sized` sends, then the time.
+    fn decide(
+        &mut self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+        now_ms: u64,
+    ) -> Decision {
         let count = checks.len().to_string();
         let mut argv: Vec<String> = Vec::new();
         for c in checks {
@@ -124,6 +136,7 @@ impl Script {
             });
             argv.push(c.rule.limit.get().to_string());
             argv.push(c.rule.window_ms().to_string());
+            argv.push(c.rule.unit.amount(size).to_string());
         }
         argv.push(own.to_string());
         argv.push(now_ms.to_string());
@@ -135,18 +148,41 @@ impl Script {
         decision_from(&reply, checks, own).unwrap_or_else(|e| panic!("the script: {e}: {reply:?}"))
     }
 
-    /// The arguments `RedisStore::refund` sends.
+    /// The arguments `RedisStore::refund` sends: rules of requests only.
     fn refund(&mut self, checks: &[Check<'_>], at_ms: u64) {
-        let count = checks.len().to_string();
+        let changes = checks
+            .iter()
+            .filter(|c| c.rule.unit == resolve::core::rule::Unit::Requests)
+            .map(|c| match c.rule.algorithm {
+                Algorithm::Fixed => (c, "f".to_owned()),
+                Algorithm::Sliding => (c, "s".to_owned()),
+            });
+        self.change(changes.collect(), at_ms);
+    }
+
+    /// The arguments `RedisStore::charge` sends: rules of bytes only.
+    fn charge(&mut self, checks: &[Check<'_>], at_ms: u64, size: u64) {
+        let changes = checks.iter().filter_map(|c| {
+            let amount = match c.rule.unit {
+                resolve::core::rule::Unit::Bytes => c.rule.unit.amount(Some(size)),
+                resolve::core::rule::Unit::Requests => 0,
+            };
+            (amount > 0).then(|| (c, format!("+{amount}")))
+        });
+        self.change(changes.collect(), at_ms);
+    }
+
+    fn change(&mut self, changes: Vec<(&Check<'_>, String)>, at_ms: u64) {
+        if changes.is_empty() {
+            return;
+        }
+        let count = changes.len().to_string();
         let at = at_ms.to_string();
         let sha = self.refund_sha.clone();
         let mut args: Vec<&[u8]> = vec![b"EVALSHA", sha.as_bytes(), count.as_bytes()];
-        args.extend(checks.iter().map(|c| c.key.as_bytes()));
+        args.extend(changes.iter().map(|(c, _)| c.key.as_bytes()));
         args.push(at.as_bytes());
-        args.extend(checks.iter().map(|c| match c.rule.algorithm {
-            Algorithm::Fixed => &b"f"[..],
-            Algorithm::Sliding => &b"s"[..],
-        }));
+        args.extend(changes.iter().map(|(_, change)| change.as_bytes()));
         match self.run(&args) {
             Reply::Int(1) => {}
             other => panic!("the refund script: {other:?}"),
@@ -187,6 +223,10 @@ struct Seen {
     /// Refused by the client's own rules alone, the others unread.
     refused_by_own_alone: usize,
     refunds: usize,
+    /// Files charged after their answer; decisions with a size known before.
+    charges: usize,
+    sized: usize,
+    refused_bytes: usize,
     on_an_edge: usize,
     backwards: usize,
 }
@@ -287,16 +327,31 @@ fn run(redis: &Redis, seed: u64) -> Seen {
             if changed {
                 continue;
             }
-            script.refund(&checks, at);
-            reference
-                .refund(&checks, at)
-                .expect("the memory store refunds");
-            seen.refunds += 1;
-            trace.push(format!(
-                "{step}: at {}: refund {who} {picked:?} at {}",
-                now - start,
-                at - start
-            ));
+            if rng.percent(50) {
+                script.refund(&checks, at);
+                reference
+                    .refund(&checks, at)
+                    .expect("the memory store refunds");
+                seen.refunds += 1;
+                trace.push(format!(
+                    "{step}: at {}: refund {who} {picked:?} at {}",
+                    now - start,
+                    at - start
+                ));
+            } else {
+                // A file's size, charged after its answer.
+                let size = rng.below(6000);
+                script.charge(&checks, at, size);
+                reference
+                    .charge(&checks, at, size)
+                    .expect("the memory store charges");
+                seen.charges += 1;
+                trace.push(format!(
+                    "{step}: at {}: charge {who} {picked:?} at {} {size} bytes",
+                    now - start,
+                    at - start
+                ));
+            }
             continue;
         }
 
@@ -323,12 +378,17 @@ fn run(redis: &Redis, seed: u64) -> Seen {
         let checks = checks_of(&rules, &picked, who);
         // How many of the rules are the client's own, the rest the site's: any number.
         let own = rng.below(checks.len() as u64 + 1) as usize;
+        // A file's size known before the paid call, now and then.
+        let size = rng.percent(50).then(|| rng.below(5000));
+        if size.is_some() {
+            seen.sized += 1;
+        }
         let expected = reference
-            .decide_own_first(&checks, own)
+            .decide_sized(&checks, own, size)
             .expect("the memory store decides");
-        let got = script.decide(&checks, own, now);
+        let got = script.decide(&checks, own, size, now);
         let line = format!(
-            "{step}: at {}: {who} {:?} (own {own}) -> {expected:?}",
+            "{step}: at {}: {who} {:?} (own {own}, size {size:?}) -> {expected:?}",
             now - start,
             checks
                 .iter()
@@ -378,6 +438,9 @@ fn run(redis: &Redis, seed: u64) -> Seen {
                     Algorithm::Fixed => seen.refused_fixed += 1,
                     Algorithm::Sliding => seen.refused_sliding += 1,
                 }
+                if checks[*rule].rule.unit == resolve::core::rule::Unit::Bytes {
+                    seen.refused_bytes += 1;
+                }
             }
         }
     }
@@ -406,7 +469,7 @@ fn redis_script_decides_as_the_rust_limiter() {
         key: "resolve:probe:1".to_owned(),
     }];
     let at = wall_ms() + 123_456_789;
-    match script.decide(&checks, 1, at) {
+    match script.decide(&checks, 1, None, at) {
         Decision::Admit { at_ms, .. } => assert_eq!(at_ms, at, "the script's time"),
         other => panic!("{other:?}"),
     }
@@ -419,7 +482,10 @@ fn redis_script_decides_as_the_rust_limiter() {
                 && seen.refused_fixed > STEPS / 20
                 && seen.refused_sliding > STEPS / 20
                 && seen.refused_by_own_alone > STEPS / 50
-                && seen.refunds > STEPS / 20
+                && seen.refunds > STEPS / 40
+                && seen.charges > STEPS / 40
+                && seen.sized > STEPS / 5
+                && seen.refused_bytes > STEPS / 100
                 && seen.on_an_edge > STEPS / 10
                 && seen.backwards > 0,
             "seed {seed:#x}: the sequence did not reach every case: {seen:?}"

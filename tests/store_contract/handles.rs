@@ -27,6 +27,7 @@ pub fn rule(name: &str, algorithm: Algorithm, limit: u32, window_secs: u32) -> R
         algorithm,
         limit: NonZeroU32::new(limit).expect("limit"),
         window_secs: NonZeroU32::new(window_secs).expect("window"),
+        unit: resolve::core::rule::Unit::Requests,
         key_template: default_key_template(KeyKind::Ip),
     }
 }

@@ -17,8 +17,8 @@ use std::time::Instant;
 
 use resolve::config::Config;
 use resolve::core::journal::{
-    self, Batch, CLIENT_HOURS, ClientCount, Entry, HOUR_MS, KEEP_HOURS, KEEP_NOTES, Note, Row,
-    hour_of,
+    self, Batch, CLIENT_HOURS, ClientCount, Entry, Event, HOUR_MS, KEEP_HOURS, KEEP_NOTES, Note,
+    Row, hour_of,
 };
 use resolve::core::rule::Algorithm;
 use resolve::store::Check;
@@ -127,6 +127,18 @@ pub fn journal_rows_round_trip(sut: &mut dyn StoreUnderTest) {
             Some((b, Refused)),
         ),
         entry(now, &[], None),
+        // A file served: its bytes in a total and in the client's own count, amounts far past
+        // a 32-bit count.
+        Entry::new(
+            u64::from(now) * HOUR_MS + 1,
+            Some(b),
+            &[
+                Event::Request,
+                Event::Admitted,
+                Event::Paid,
+                Event::Bytes(12_400_000_000),
+            ],
+        ),
     ] {
         add(sut, &*store, &e);
     }
@@ -138,13 +150,16 @@ pub fn journal_rows_round_trip(sut: &mut dyn StoreUnderTest) {
         (now - 1, "total", "bad:invalid_link", 1),
         (now - 1, "refused", a, 2),
         (now - 1, "admitted", b, 1),
-        (now, "total", "requests", 2),
-        (now, "total", "admitted", 1),
+        (now, "total", "requests", 3),
+        (now, "total", "admitted", 2),
+        (now, "total", "paid", 1),
+        (now, "total", "bytes", 12_400_000_000),
         (now, "total", "cache_hits", 1),
         (now, "total", "refused:ip", 1),
         (now, "total", "refused:burst", 1),
-        (now, "admitted", b, 1),
+        (now, "admitted", b, 2),
         (now, "refused", b, 1),
+        (now, "bytes", b, 12_400_000_000),
     ]);
     assert_eq!(rows(sut, &*store, now - 1, now + 1), want, "{}", sut.name());
     let earlier = rows(sut, &*store, now - 2, now - 1);

@@ -24,6 +24,7 @@ impl Provider for Counting {
     fn resolve(&self, link: &str, _: &dyn Meter) -> Result<Resolved, ProviderError> {
         self.0.set(self.0.get() + 1);
         Ok(Resolved {
+            size: None,
             download: link.to_owned(),
             filename: None,
             files: Vec::new(),

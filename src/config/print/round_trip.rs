@@ -135,7 +135,12 @@ fn rules_of_every_kind_algorithm_and_mode() {
               {"name": "site", "key": "global", "limit": 1000, "window_secs": 60},
               {"name": "legacy", "key": "ip", "algorithm": "sliding", "limit": 10, "window_secs": 60,
                "key_template": "resolve:{ip}"},
-              {"name": "trial", "key": "ip", "limit": 5, "window_secs": 60, "mode": "shadow"}]}"#,
+              {"name": "trial", "key": "ip", "limit": 5, "window_secs": 60, "mode": "shadow"},
+              {"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 20000000000, "window_secs": 86400},
+              {"name": "site-bytes", "key": "global", "unit": "bytes", "limit": 1048576, "window_secs": 3600}],
+            "max_file_bytes": 10000000000,
+            "spend": [{"name": "day", "limit": 500, "window_secs": 86400},
+                      {"name": "day-bytes", "unit": "bytes", "limit": 500000000000, "window_secs": 86400}]}"#,
         &[],
         &[],
     );

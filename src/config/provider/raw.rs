@@ -89,6 +89,7 @@ pub(crate) struct RawLinkCheck {
     pub(crate) url: String,
     pub(crate) field: String,
     pub(crate) dead_statuses: Vec<u16>,
+    pub(crate) size: Option<String>,
 }
 
 /// `account`: where the owner's account is read, and where its answer keeps each fact.

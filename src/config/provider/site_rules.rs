@@ -5,16 +5,20 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::error::{ConfigError, err};
-use crate::config::rules::{default_key_template, limit_and_window, rule_name};
+use crate::config::rules::{
+    bytes_limit_and_window, default_key_template, limit_and_window, rule_name, unit,
+};
 use std::num::NonZeroU32;
 
-use crate::core::rule::{Algorithm, KeyKind, Rule};
+use crate::core::rule::{Algorithm, KeyKind, Rule, Unit};
 
 /// A site-wide limit on calls to the provider.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSiteRule {
     name: String,
+    /// A spend limit only: `"bytes"` counts the paid files' sizes.
+    unit: Option<String>,
     limit: u64,
     window_secs: u64,
     /// A provider's rate only: the steps (from 1) whose calls it counts; every call without.
@@ -32,15 +36,25 @@ pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, Config
                 "a spend limit counts paid links, not calls: \"steps\" belongs to provider.rate_limits",
             ));
         }
+        if r.unit.is_some() && field != "spend" {
+            return Err(err(
+                at("unit"),
+                "a provider's rate counts calls: \"unit\" belongs to spend limits and rules",
+            ));
+        }
         let name = rule_name(&r.name, &at, "\"day\"")?;
-        let (limit, window_secs) =
-            limit_and_window(&at, (r.limit, r.window_secs), "paid calls", "")?;
+        let unit = unit(&at, r.unit.as_deref(), Algorithm::Fixed, None)?;
+        let (limit, window_secs) = match unit {
+            Unit::Requests => limit_and_window(&at, (r.limit, r.window_secs), "paid calls", "")?,
+            Unit::Bytes => bytes_limit_and_window(&at, (r.limit, r.window_secs))?,
+        };
         out.push(Rule {
             name,
             key: KeyKind::Global,
             algorithm: Algorithm::Fixed,
             limit,
             window_secs,
+            unit,
             key_template: default_key_template(KeyKind::Global),
         });
     }

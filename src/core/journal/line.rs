@@ -46,10 +46,15 @@ mod tests {
     fn an_entry_comes_back_from_its_line_whatever_its_texts() {
         let entry = Entry {
             hour: 494_000,
-            totals: vec![("requests".into(), 3), ("refused:ip \"x\"\n".into(), 2)],
+            totals: vec![
+                ("requests".into(), 3),
+                ("refused:ip \"x\"\n".into(), 2),
+                ("bytes".into(), 12_400_000_000),
+            ],
             clients: vec![
                 ("2001:db8::/64".into(), ClientCount::Refused, 2),
                 ("key:caf\u{e9},1".into(), ClientCount::Admitted, 1),
+                ("key:caf\u{e9},1".into(), ClientCount::Bytes, 12_400_000_000),
             ],
         };
         let line = entry.to_line();

@@ -36,6 +36,27 @@ fn an_entry_names_every_event_and_counts_the_client_once() {
     assert_eq!(e.hour, 5);
     assert_eq!(e.totals, ones(&["requests", "refused:ip", "refused:burst"]));
     assert_eq!(e.clients, [("203.0.113.7".into(), ClientCount::Refused, 1)]);
+    // A file served adds its bytes to a total and to the client's own count.
+    let served = Entry::new(
+        0,
+        Some("203.0.113.7"),
+        &[Event::Request, Event::Admitted, Event::Bytes(5_000)],
+    );
+    assert_eq!(
+        served.totals,
+        [
+            ("requests".into(), 1),
+            ("admitted".into(), 1),
+            ("bytes".into(), 5_000)
+        ]
+    );
+    assert_eq!(
+        served.clients,
+        [
+            ("203.0.113.7".into(), ClientCount::Admitted, 1),
+            ("203.0.113.7".into(), ClientCount::Bytes, 5_000)
+        ]
+    );
     let bad = Entry::new(
         0,
         Some("203.0.113.7"),

@@ -302,10 +302,13 @@ fn refunds_take_back_only_from_the_same_window() {
         window_ms: 60_000,
         count: 3,
     };
-    assert_eq!(refunded(c, 5_000).map(|c| c.count), Some(2));
-    assert_eq!(refunded(c, 61_000), None, "after the window");
-    assert_eq!(refunded(c, 500), None, "before the window");
-    assert_eq!(refunded(Counter { count: 0, ..c }, 5_000), None);
+    let r = rule("ip", 9, 60);
+    assert_eq!(refunded(&r, c, 5_000).map(|c| c.count), Some(2));
+    assert_eq!(refunded(&r, c, 61_000), None, "after the window");
+    assert_eq!(refunded(&r, c, 500), None, "before the window");
+    assert_eq!(refunded(&r, Counter { count: 0, ..c }, 5_000), None);
+    // A rule of bytes keeps what it counted.
+    assert_eq!(refunded(&bytes_rule("b", 9, 60), c, 5_000), None);
 }
 
 /// The client's `ip` (1 a minute) and `burst` (1 in 10 s), then the site's `day` (2 a day).
@@ -425,4 +428,76 @@ fn no_rules_admit_everything() {
     let outcome = decide(&[], &[], 0);
     assert!(outcome.decision.is_admit());
     assert!(outcome.writes.is_empty());
+}
+
+fn bytes_rule(name: &str, limit_kib: u32, window_secs: u32) -> Rule {
+    Rule {
+        unit: crate::core::rule::Unit::Bytes,
+        ..rule(name, limit_kib, window_secs)
+    }
+}
+
+/// One request of a file of `size` bytes (None: not known before the paid call), applied.
+fn hit_sized(store: &mut Memory, rules: &[&Rule], size: Option<u64>, now_ms: u64) -> Decision {
+    let outcome = decide_sized(rules, &store.states, rules.len(), size, now_ms);
+    for (state, write) in store.states.iter_mut().zip(outcome.writes) {
+        if let Write::Counter(c) = write {
+            *state = State::Fixed(Some(c));
+        }
+    }
+    outcome.decision
+}
+
+#[test]
+fn a_known_size_is_admitted_only_when_the_whole_file_fits() {
+    let bytes = bytes_rule("ip-bytes", 100, 60);
+    let calls = rule("ip", 30, 60);
+    let rules = [&bytes, &calls];
+    let mut store = Memory::for_rules(&rules);
+    let t = 1_000_000;
+    // 60 KiB, then 40 KiB: exactly the limit; the requests rule counts 1 each.
+    assert!(hit_sized(&mut store, &rules, Some(60 * 1024), t).is_admit());
+    assert!(hit_sized(&mut store, &rules, Some(40 * 1024 - 5), t + 1).is_admit());
+    assert_eq!((store.counter(0).count, store.counter(1).count), (100, 2));
+    // One byte more does not fit; neither does a size not known yet (nothing is left).
+    for size in [Some(1), None] {
+        let d = hit_sized(&mut store, &rules, size, t + 2);
+        assert_eq!(refused(d), (0, 60), "{size:?}");
+    }
+    assert_eq!((store.counter(0).count, store.counter(1).count), (100, 2));
+    // The window ends: a new one holds the next file.
+    assert!(hit_sized(&mut store, &rules, Some(1), t + 60_000).is_admit());
+    assert_eq!(store.counter(0).count, 1);
+}
+
+#[test]
+fn a_file_larger_than_the_limit_waits_a_whole_window() {
+    let bytes = bytes_rule("ip-bytes", 100, 60);
+    let mut store = Memory::for_rules(&[&bytes]);
+    let d = hit_sized(&mut store, &[&bytes], Some(101 * 1024), 5_000);
+    assert_eq!(refused(d), (0, 60));
+    assert_eq!(store.states[0], State::Fixed(None));
+}
+
+#[test]
+fn an_unknown_size_is_admitted_below_the_limit_and_charged_after() {
+    let bytes = bytes_rule("ip-bytes", 100, 60);
+    let rules = [&bytes];
+    let mut store = Memory::for_rules(&rules);
+    let t = 1_000_000;
+    // Admitted with nothing counted: the window starts at the request.
+    assert!(hit_sized(&mut store, &rules, None, t).is_admit());
+    let started = store.counter(0);
+    assert_eq!((started.start_ms, started.count), (t, 0));
+    // The answer says 150 KiB: charged whole, past the limit; the next request is refused.
+    let after = charged(&bytes, started, t, 150 * 1024).unwrap();
+    assert_eq!(after.count, 150);
+    store.states[0] = State::Fixed(Some(after));
+    assert_eq!(refused(hit_sized(&mut store, &rules, None, t + 1)), (0, 60));
+    // A charge for a request of an ended window, or on a rule of requests, changes nothing.
+    assert_eq!(charged(&bytes, after, t + 60_000, 1), None);
+    assert_eq!(charged(&rule("ip", 9, 60), after, t, 1024), None);
+    assert_eq!(charged(&bytes, after, t - 1, 1024), None);
+    assert!(charges_any(&[&rule("ip", 9, 60), &bytes]));
+    assert!(!charges_any(&[&rule("ip", 9, 60)]));
 }

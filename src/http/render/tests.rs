@@ -12,6 +12,7 @@ fn rule(name: &str, limit: u32, window: u32) -> Rule {
         algorithm: crate::core::rule::Algorithm::Fixed,
         limit: NonZeroU32::new(limit).unwrap(),
         window_secs: NonZeroU32::new(window).unwrap(),
+        unit: crate::core::rule::Unit::Requests,
         // The default template of an `ip` rule, as the configuration gives it.
         key_template: crate::core::key::KeyTemplate::parse(
             crate::support::defaults::KEY_TEMPLATE_IP,
@@ -94,6 +95,7 @@ fn json_problem_shape() {
 /// The HTML answer for a link resolved to `download`, named `filename`.
 fn download_page(download: &str, filename: &str, frame: &Frame<'_>) -> Response {
     let link = Resolved {
+        size: None,
         download: download.into(),
         filename: Some(filename.into()),
         files: Vec::new(),
@@ -322,6 +324,7 @@ fn several_files_are_all_given_in_every_format() {
         filename: n.map(str::to_owned),
     };
     let r = Resolved {
+        size: None,
         download: "https://dl.example/1".into(),
         filename: Some("one.bin".into()),
         files: vec![
@@ -351,6 +354,7 @@ fn several_files_are_all_given_in_every_format() {
     assert!(body.contains("https://dl.example/2?a=&lt;b&gt;"), "{body}");
     assert!(!body.contains("<b>"), "{body}");
     let one = Resolved {
+        size: None,
         files: Vec::new(),
         ..r
     };

@@ -6,7 +6,8 @@
 //!
 //! The lines of a journal file, one count each, as `KEY COUNT`:
 //! - `t HOUR NAME` a total (`t 0 refused:ip 4`);
-//! - `a HOUR CLIENT`, `r HOUR CLIENT` a client's admitted and refused requests.
+//! - `a HOUR CLIENT`, `r HOUR CLIENT`, `b HOUR CLIENT` a client's admitted and refused
+//!   requests, and the bytes of the files it was served.
 //!
 //! HOUR is counted from the file's first hour (its name says which), names and clients are
 //! written with `%XX` for `%`, spaces and anything not printable ASCII. A notes file holds
@@ -176,6 +177,7 @@ pub fn client_key(offset: u32, client: &str, count: ClientCount) -> String {
     let tag = match count {
         ClientCount::Admitted => 'a',
         ClientCount::Refused => 'r',
+        ClientCount::Bytes => 'b',
     };
     let mut k = format!("{tag} {offset} ");
     escape(client, &mut k);
@@ -249,13 +251,13 @@ pub fn rows(copy: &[u8], base: u32) -> Result<Vec<Row>, Damage> {
                 name: what,
                 count: n,
             },
-            "a" | "r" => Row::Client {
+            "a" | "r" | "b" => Row::Client {
                 hour,
                 client: what,
-                count: if tag == "a" {
-                    ClientCount::Admitted
-                } else {
-                    ClientCount::Refused
+                count: match tag {
+                    "a" => ClientCount::Admitted,
+                    "r" => ClientCount::Refused,
+                    _ => ClientCount::Bytes,
                 },
                 n,
             },

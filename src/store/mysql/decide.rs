@@ -116,13 +116,13 @@ pub(crate) fn decide(
     conn: &mut Conn,
     s: &MysqlSettings,
     deadline: &Deadline,
-    (checks, own): (&[Check<'_>], usize),
+    (checks, own, size): (&[Check<'_>], usize, Option<u64>),
     keep_ms: &[u64],
 ) -> Result<Decision, Failed> {
     let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
     let read = read_sql(s, checks);
     let (now_ms, read_states) = states(s, checks, conn.query(&read)?.first())?;
-    let first = limiter::decide_own_first(&rules, &read_states, own, now_ms);
+    let first = limiter::decide_sized(&rules, &read_states, own, size, now_ms);
     if !first.decision.is_admit() {
         return Ok(first.decision);
     }
@@ -152,7 +152,7 @@ pub(crate) fn decide(
     sql.push_str(&read);
     let answers = in_transaction(conn, &sql)?;
     let (now_ms, locked_states) = states(s, checks, answers.get(4))?;
-    let outcome = limiter::decide_own_first(&rules, &locked_states, own, now_ms);
+    let outcome = limiter::decide_sized(&rules, &locked_states, own, size, now_ms);
     if let Err(e) = deadline.check() {
         let _ = conn.query("ROLLBACK");
         return Err(e);

@@ -4,7 +4,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = #KEYS
 -- The first `own` keys are the client's own rules: when they refuse, the others are not read.
-local own = math.min(tonumber(ARGV[3 * n + 1]) or n, n)
+local own = math.min(tonumber(ARGV[4 * n + 1]) or n, n)
 local used, reset, start = {}, {}, {}
 local refuse, wait = 0, 0
 local read = n
@@ -13,9 +13,12 @@ for i = 1, n do
     read = own
     break
   end
-  local kind = ARGV[3 * i - 2]
-  local limit = tonumber(ARGV[3 * i - 1])
-  local window = tonumber(ARGV[3 * i])
+  local kind = ARGV[4 * i - 3]
+  local limit = tonumber(ARGV[4 * i - 2])
+  local window = tonumber(ARGV[4 * i - 1])
+  -- What the request counts here: 1, or a file's kibibytes (0 while its size is unknown, then
+  -- admitted only below the limit).
+  local amount = tonumber(ARGV[4 * i])
   local w = nil
   -- A key left by a rule of the other algorithm (the configuration changed) starts afresh.
   local ty = redis.call('TYPE', KEYS[i]).ok
@@ -33,7 +36,10 @@ for i = 1, n do
     used[i] = c
     reset[i] = 0
     if s then reset[i] = s + window - now end
-    if c >= limit then w = math.max(reset[i], 1) end
+    if c + math.max(amount, 1) > limit then
+      -- A file larger than the whole limit fits no window: it waits a whole one.
+      if s then w = math.max(reset[i], 1) else w = math.max(window, 1) end
+    end
   else
     redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
     local c = redis.call('ZCARD', KEYS[i])
@@ -58,14 +64,15 @@ if refuse > 0 then
   out = {0, refuse, wait, now}
 else
   for i = 1, n do
-    local kind = ARGV[3 * i - 2]
-    local window = tonumber(ARGV[3 * i])
+    local kind = ARGV[4 * i - 3]
+    local window = tonumber(ARGV[4 * i - 1])
+    local amount = tonumber(ARGV[4 * i])
     if kind == 'f' then
       if start[i] then
-        redis.call('HINCRBY', KEYS[i], 'c', 1)
+        redis.call('HINCRBY', KEYS[i], 'c', amount)
         redis.call('PEXPIREAT', KEYS[i], start[i] + window)
       else
-        redis.call('HSET', KEYS[i], 's', now, 'c', 1)
+        redis.call('HSET', KEYS[i], 's', now, 'c', amount)
         redis.call('PEXPIRE', KEYS[i], window)
         reset[i] = window
       end
@@ -77,8 +84,9 @@ else
       redis.call('ZADD', KEYS[i], now, now .. '-' .. seq)
       redis.call('PEXPIRE', KEYS[i], window)
       if used[i] == 0 then reset[i] = window end
+      amount = 1
     end
-    used[i] = used[i] + 1
+    used[i] = used[i] + amount
   end
   out = {1, 0, 0, now}
 end

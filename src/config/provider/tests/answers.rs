@@ -234,10 +234,16 @@ fn table(name: &str, cases: &[Case]) {
 
 /// The download and file name `answers` resolve to.
 fn resolves(name: &str, answers: &[(&str, Answer)]) -> (String, Option<String>) {
+    let (download, filename, _) = resolves_sized(name, answers);
+    (download, filename)
+}
+
+/// [`resolves`], and the file's size the answer gave.
+fn resolves_sized(name: &str, answers: &[(&str, Answer)]) -> (String, Option<String>, Option<u64>) {
     let (result, calls) = run(&preset(name), answers);
     let r = result.unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(calls, answers.len(), "{name}");
-    (r.download, r.filename)
+    (r.download, r.filename, r.size)
 }
 
 mod alldebrid;

@@ -23,8 +23,12 @@ fn alldebrid_answers() {
         "paws": false, "filesize": 52_428_800, "id": "2f3e4d", "hostDomain": "hoster.example"
     }}));
     assert_eq!(
-        resolves("alldebrid", &[(AD_UNLOCK, answer)]),
-        (download.into(), Some("archive.zip".into()))
+        resolves_sized("alldebrid", &[(AD_UNLOCK, answer)]),
+        (
+            download.into(),
+            Some("archive.zip".into()),
+            Some(52_428_800)
+        )
     );
     // Delayed: polled until ready.
     let polled = [

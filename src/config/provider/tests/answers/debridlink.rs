@@ -13,8 +13,8 @@ fn debridlink_answers() {
         "created": 1_700_000_000
     }}));
     assert_eq!(
-        resolves("debridlink", &[(DL, answer)]),
-        (download.into(), Some("dl-1.mp4".into()))
+        resolves_sized("debridlink", &[(DL, answer)]),
+        (download.into(), Some("dl-1.mp4".into()), Some(98_765_432))
     );
     use Failure::*;
     let c = |code: &'static str, failure| {

@@ -19,8 +19,8 @@ fn premiumize_answers() {
         ),
     ] {
         assert_eq!(
-            resolves("premiumize", &[(PM, answer)]),
-            (download.into(), Some("pm-1.rar".into()))
+            resolves_sized("premiumize", &[(PM, answer)]),
+            (download.into(), Some("pm-1.rar".into()), Some(734_003_200))
         );
     }
     use Failure::*;

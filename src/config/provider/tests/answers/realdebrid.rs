@@ -20,9 +20,16 @@ fn realdebrid_answers() {
         "crc": 1, "download": download, "streamable": 1
     }));
     assert_eq!(
-        resolves("realdebrid", &[(RD, answer)]),
-        (download.into(), Some("movie.mkv".into()))
+        resolves_sized("realdebrid", &[(RD, answer)]),
+        (
+            download.into(),
+            Some("movie.mkv".into()),
+            Some(1_234_567_890)
+        )
     );
+    // "filesize": 0 is Real-Debrid's word for a size it does not know.
+    let unknown = ok(json!({"filename": "movie.mkv", "filesize": 0, "download": download}));
+    assert_eq!(resolves_sized("realdebrid", &[(RD, unknown)]).2, None);
     use Failure::*;
     let c = |what, status, error, code: &'static str, failure| {
         case(

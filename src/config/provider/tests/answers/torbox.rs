@@ -43,8 +43,8 @@ fn torbox_answers() {
         (TB_REQUEST, link),
     ];
     assert_eq!(
-        resolves("torbox", &answers),
-        (download.into(), Some("archive.zip".into()))
+        resolves_sized("torbox", &answers),
+        (download.into(), Some("archive.zip".into()), Some(1_048_576))
     );
     use Failure::*;
     let c =

@@ -1,0 +1,158 @@
+//! A file's size against the site's limits: a file larger than `max_file_bytes` refused (422
+//! `too_large`, its size in words), and the size the service gave charged to the request's
+//! rules of bytes, to the window that admitted the request.
+
+use crate::app::{Admitted, App};
+use crate::core::decision::Decision;
+use crate::core::limiter;
+use crate::core::rule::{Rule, Unit};
+use crate::http::problem::{Kind, Problem};
+use crate::http::render;
+use crate::store::Check;
+use crate::support::log::Level;
+
+impl App<'_> {
+    /// A refusal of a file over `max_file_bytes`, once its size is known; `paid`: the answer
+    /// was paid for and is not handed out (the owner's log line says so).
+    pub(super) fn too_large(&self, link: &str, size: Option<u64>, paid: bool) -> Option<Problem> {
+        let (max, size) = (self.config.max_file_bytes?, size?);
+        (size > max).then(|| {
+            let when = if paid {
+                "the service answered it (a paid call), and the answer is not handed out"
+            } else {
+                "refused before any paid call"
+            };
+            Problem::new(422, Kind::TooLarge, too_large_sentence(size, max)).log(format!(
+                "{link:?} is a file of {size} bytes, over max_file_bytes ({max}): {when}"
+            ))
+        })
+    }
+
+    /// Counts a file of `size` bytes, known before the paid call, by the rules of bytes among
+    /// `checks`: one atomic decision of those rules alone (`Counters::decide_sized`; the
+    /// request's other rules already counted it), which admits it only when the whole file
+    /// fits, else the 429 of the rule that refuses. Ok(true): counted, not to be charged
+    /// again; Ok(false): nothing to count (no size, no rule of bytes, the store not counting
+    /// the request, or failing now: then the size is charged after the answer).
+    pub(super) fn count_size_before(
+        &self,
+        checks: &[Check<'_>],
+        admitted: Option<&Admitted>,
+        size: Option<u64>,
+    ) -> Result<bool, Problem> {
+        let (Some(_), Some(size)) = (admitted, size) else {
+            return Ok(false);
+        };
+        let bytes: Vec<Check<'_>> = checks
+            .iter()
+            .filter(|c| c.rule.unit == Unit::Bytes)
+            .cloned()
+            .collect();
+        if bytes.is_empty() {
+            return Ok(false);
+        }
+        match self
+            .store
+            .counters
+            .decide_sized(&bytes, bytes.len(), Some(size))
+        {
+            Ok(Decision::Admit { .. }) => Ok(true),
+            Ok(refused @ Decision::Refuse { rule, .. }) => {
+                let secs = refused.retry_after_secs().unwrap_or(1);
+                let mut p = Problem::new(429, Kind::RateLimited, render::limited_sentence(secs))
+                    .retry_after(secs);
+                p.rule = Some(bytes[rule].rule.name.as_str().into());
+                Err(p)
+            }
+            Err(e) => {
+                self.log.line(
+                    Level::Warn,
+                    &format!("counting a file's {size} bytes before paying failed, it is counted after the answer: {e}"),
+                );
+                Ok(false)
+            }
+        }
+    }
+
+    /// Charges a file of `size` bytes to the rules of bytes among `checks` (`Counters::charge`),
+    /// once the service answered. Nothing when no rule counts bytes, when the store did not
+    /// count the request (it failed, and the policy let it through), or when the answer gave no
+    /// size; a store failing now costs the charge only, said in the log.
+    pub(super) fn charge_size(
+        &self,
+        checks: &[Check<'_>],
+        admitted: Option<&Admitted>,
+        size: Option<u64>,
+    ) {
+        let (Some(admitted), Some(size)) = (admitted, size) else {
+            return;
+        };
+        let rules: Vec<&Rule> = checks.iter().map(|c| c.rule).collect();
+        if !limiter::charges_any(&rules) {
+            return;
+        }
+        if let Err(e) = self.store.counters.charge(checks, admitted.at_ms, size) {
+            self.log.line(
+                Level::Warn,
+                &format!("counting a file's {size} bytes against the rules of bytes failed: {e}"),
+            );
+        }
+    }
+}
+
+/// What the visitor reads: the file's size and the site's largest, in words.
+fn too_large_sentence(size: u64, max: u64) -> String {
+    format!(
+        "This file is {}; this site serves files up to {}.",
+        in_words(size, true),
+        in_words(max, false)
+    )
+}
+
+/// `bytes` in decimal units (kB, MB, GB, TB) with at most one decimal, rounded up (`up`) or
+/// down, so that a file just over a limit never reads as the limit itself.
+pub fn in_words(bytes: u64, up: bool) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "TB"),
+        (1_000_000_000, "GB"),
+        (1_000_000, "MB"),
+        (1_000, "kB"),
+    ];
+    let Some(&(unit, name)) = UNITS.iter().find(|(unit, _)| bytes >= *unit) else {
+        return format!("{bytes} bytes");
+    };
+    let tenth = unit / 10;
+    let tenths = if up {
+        bytes.div_ceil(tenth)
+    } else {
+        bytes / tenth
+    };
+    match tenths % 10 {
+        0 => format!("{} {name}", tenths / 10),
+        d => format!("{}.{d} {name}", tenths / 10),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_in_words_the_file_up_and_the_limit_down() {
+        assert_eq!(
+            too_large_sentence(12_400_000_000, 10_000_000_000),
+            "This file is 12.4 GB; this site serves files up to 10 GB."
+        );
+        for (bytes, up, words) in [
+            (10_000_000_001, true, "10.1 GB"),
+            (10_099_999_999, false, "10 GB"),
+            (1_500_000, true, "1.5 MB"),
+            (2_000_000_000_000, false, "2 TB"),
+            (999, true, "999 bytes"),
+            (1_000, true, "1 kB"),
+            (u64::MAX, true, "18446744.1 TB"),
+        ] {
+            assert_eq!(in_words(bytes, up), words, "{bytes}");
+        }
+    }
+}
