@@ -120,6 +120,11 @@ fn is_host_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
+/// True for an absolute http(s) URL: the only kind of download link passed on.
+pub fn is_web_url(s: &str) -> bool {
+    has_web_scheme(s) && s.len() <= 8192 && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
 /// True for an absolute http(s) URL by its scheme alone: the test for a download link a
 /// provider returns, which is passed on as the provider wrote it.
 pub fn has_web_scheme(text: &str) -> bool {

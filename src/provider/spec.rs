@@ -550,7 +550,7 @@ impl HttpSpec {
             });
         }
         match vars.get("download") {
-            Some(url) if is_web_url(url) => Ok(Resolved {
+            Some(url) if crate::net::url::is_web_url(url) => Ok(Resolved {
                 size,
                 download: url.clone(),
                 filename: vars.get("filename").cloned(),
@@ -579,7 +579,8 @@ fn files_in(v: &Value, list: &FileList) -> Vec<FileLink> {
     items
         .iter()
         .filter_map(|item| {
-            let download = value_at(item, &list.download).filter(|d| is_web_url(d))?;
+            let download =
+                value_at(item, &list.download).filter(|d| crate::net::url::is_web_url(d))?;
             let filename = list
                 .filename
                 .as_deref()
@@ -630,13 +631,6 @@ fn value_at(v: &Value, pointer: &str) -> Option<String> {
 fn text_at(v: &Value, pointer: Option<&str>) -> Option<String> {
     let cleaned = clean_text(&value_at(v, pointer?)?);
     (!cleaned.is_empty()).then_some(cleaned)
-}
-
-/// True for an absolute http(s) URL: the only kind of download link passed on.
-fn is_web_url(s: &str) -> bool {
-    crate::net::url::has_web_scheme(s)
-        && s.len() <= 8192
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]
