@@ -79,6 +79,23 @@ fn status_code(out: &CgiOutput) -> (u16, String) {
     (a.status, body["code"].as_str().unwrap_or("").to_owned())
 }
 
+/// Asserts the answer is 422 `too_large` for a 12.4 GB file on a site of 10 GB files, its
+/// size in words; returns the body.
+fn too_large_12_4_gb(out: &CgiOutput) -> String {
+    assert_eq!(
+        status_code(out),
+        (422, "too_large".to_owned()),
+        "{}",
+        out.describe()
+    );
+    let body = String::from_utf8_lossy(&out.answer().body).into_owned();
+    assert!(
+        body.contains("This file is 12.4 GB; this site serves files up to 10 GB."),
+        "{body}"
+    );
+    body
+}
+
 #[test]
 fn a_visitor_over_its_daily_bytes_is_refused_without_a_paid_call() {
     // 3 MB a day per address (2929 KiB counted); each file 2 MB (1954 KiB).
@@ -173,17 +190,7 @@ fn a_file_over_max_file_bytes_is_refused_and_its_answer_kept_back() {
     let api = &setup.provider;
     api.route("POST", RD_CALL, answer(12_400_000_000));
     let out = ask(&setup, "https://hoster.example/huge", "203.0.113.30");
-    assert_eq!(
-        status_code(&out),
-        (422, "too_large".to_owned()),
-        "{}",
-        out.describe()
-    );
-    let body = String::from_utf8_lossy(&out.answer().body).into_owned();
-    assert!(
-        body.contains("This file is 12.4 GB; this site serves files up to 10 GB."),
-        "{body}"
-    );
+    let body = too_large_12_4_gb(&out);
     assert!(
         !body.contains("dl.example"),
         "the download link is kept back: {body}"
@@ -260,17 +267,7 @@ fn with_the_free_check_a_too_large_file_is_refused_before_paying() {
             &format!("https://hoster.example/t/{i}"),
             "203.0.113.50",
         );
-        assert_eq!(
-            status_code(&out),
-            (422, "too_large".to_owned()),
-            "{}",
-            out.describe()
-        );
-        let body = String::from_utf8_lossy(&out.answer().body).into_owned();
-        assert!(
-            body.contains("This file is 12.4 GB; this site serves files up to 10 GB."),
-            "{body}"
-        );
+        too_large_12_4_gb(&out);
         assert!(
             out.stderr.contains("refused before any paid call"),
             "{}",
