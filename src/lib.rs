@@ -28,7 +28,7 @@
 //! The library is the binary's, not a published API (`publish = false`): every layer is public
 //! so that the integration tests, the benchmarks and the fuzz targets can drive it directly;
 //! `tests/layout.rs` also keeps a core without I/O and no import cycles between files.
-// No unsafe code but two signal settings in `gateway::signals`, the allocator in
+// No unsafe code but the start's signal settings in `gateway::signals`, the allocator in
 // `gateway::arena` and the CGI process's exit in `gateway::exit`, which allow it for
 // themselves.
 #![deny(unsafe_code)]

@@ -474,3 +474,82 @@ fn the_stores_own_lines_carry_the_time_and_the_configuration() {
     let (_, file) = context_of(line);
     assert_eq!(file, format!("{} (from --config)", config.display()));
 }
+
+/// Every file under `dir`, read.
+fn files_under(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+/// The program starts without std's runtime start, so it checks its standard descriptors and
+/// sets SIGPIPE aside itself: a CGI process started with standard error closed writes no log
+/// line into a data file, and one whose client is gone before the answer (its standard output
+/// a pipe nobody reads) still ends normally, with the request counted and journalled.
+#[test]
+fn a_closed_descriptor_or_a_client_gone_loses_nothing() {
+    let dir = TempDir::new("cli-descriptors");
+    let data = dir.path().join("data");
+    let config = support::config::write(
+        &dir,
+        &serde_json::json!({
+            "provider": {"kind": "echo"},
+            "store": {"kind": "file", "dir": data},
+            "rules": [support::config::rule("ip", "ip", 1, 86400)],
+            "account": null
+        }),
+    );
+    // A link that is no link: 400, and a line in the log, with standard error closed.
+    let mut closed = std::process::Command::new("sh");
+    closed
+        .arg("-c")
+        .arg(r#"exec "$0" 2>&-"#)
+        .arg(support::system::binary())
+        .env_clear()
+        .env("GATEWAY_INTERFACE", "CGI/1.1")
+        .env("REQUEST_METHOD", "GET")
+        .env("QUERY_STRING", "link=not-a-link")
+        .env("REMOTE_ADDR", "192.0.2.7")
+        .env("RESOLVE_CONFIG", &config)
+        .stdin(std::process::Stdio::null());
+    let o = closed.output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("Status: 400"),
+        "{o:?}"
+    );
+    // Admitted, then refused, each answer written to a pipe whose reader is gone.
+    for _ in 0..2 {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status =
+            support::cgi::bare_get(&config, "link=https%3A%2F%2Fexample.com%2Ff", "192.0.2.8")
+                .stdout(writer)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+        assert_eq!(status.code(), Some(0), "ended by a signal: {status:?}");
+    }
+    let o = resolve(&["stats", "--json"], Some(&config));
+    assert!(o.status.success(), "{}", output_text(&o));
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(stats["requests"], 3, "{stats}");
+    assert_eq!(stats["admitted"], 1, "{stats}");
+    assert_eq!(stats["refused_total"], 1, "{stats}");
+    assert_eq!(stats["bad_requests"]["bad_link"], 1, "{stats}");
+    for (path, bytes) in files_under(&data) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("resolve:") && !text.contains("not-a-link"),
+            "{} holds a log line: {text}",
+            path.display()
+        );
+    }
+}

@@ -7,7 +7,6 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use crate::config::Config;
 use crate::config::locate::{self, Located};
@@ -117,12 +116,20 @@ fn parse_options(args: &[OsString], allowed: &[&str]) -> Result<Options, String>
     Ok(o)
 }
 
-/// The program's entry point.
-pub fn main() -> ExitCode {
+/// How the program ends: 0 done, 1 a check or command found something wrong, 2 the command
+/// could not run (a usage or configuration error).
+pub type ExitCode = u8;
+const SUCCESS: ExitCode = 0;
+const FAILURE: ExitCode = 1;
+const CANNOT_RUN: ExitCode = 2;
+
+/// The program's entry point; `args` gives the arguments after the program's name, read only
+/// when a command needs them.
+pub fn main(args: impl FnOnce() -> Vec<OsString>) -> ExitCode {
     // Most starts are CGI requests: memory comes from the arena until the process is found to
     // live long (the first blocks, such as standard input's buffer, are taken before it knows).
     crate::gateway::arena::use_for_this_process();
-    crate::gateway::signals::ignore_file_size_signal();
+    crate::gateway::signals::at_start();
     // Every log line's time is written as UTC, by the calendar.
     let log = Context::new(crate::core::calendar::iso);
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
@@ -136,12 +143,11 @@ pub fn main() -> ExitCode {
         crate::gateway::exit::now(0);
     }
     crate::gateway::arena::stop_for_this_process();
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    match command(&args, &log) {
+    match command(&args(), &log) {
         Ok(code) => code,
         Err(message) => {
             eprintln!("resolve: {message}");
-            ExitCode::from(2)
+            CANNOT_RUN
         }
     }
 }
@@ -171,11 +177,11 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
     match first.as_deref() {
         None | Some("--help" | "-h" | "help") => {
             print!("{HELP}");
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("--version" | "-V") => {
             println!("resolve {}", env!("CARGO_PKG_VERSION"));
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("check") => {
             let options = parse_options(rest, &["--config", "--live"])?;
@@ -184,7 +190,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
                 // A configuration missing where one was is a failed check, said as one.
                 Err(e) => {
                     println!("FAIL {e}\nNOT READY: fix the lines marked FAIL");
-                    return Ok(ExitCode::FAILURE);
+                    return Ok(FAILURE);
                 }
             };
             let ok = crate::command::check::run(
@@ -193,11 +199,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
                 &mut std::io::stdout().lock(),
                 &log,
             );
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(if ok { SUCCESS } else { FAILURE })
         }
         Some("sweep") => {
             let options = parse_options(rest, &["--config"])?;
@@ -217,7 +219,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
                 "swept: {looked}{} removed, {} damaged",
                 report.removed, report.damaged
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("stats") => {
             let options = parse_options(rest, &["--config", "--since", "--json"])?;
@@ -233,7 +235,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
             } else {
                 print!("{}", stats.text());
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("report") => {
             let options = parse_options(rest, &["--config", "--only-problems"])?;
@@ -250,7 +252,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
             if let Some(text) = crate::usage::report::render(&stats, options.only_problems) {
                 print!("{text}");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some(verb @ ("block" | "unblock")) => {
             let target = rest
@@ -284,7 +286,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
             )
             .map(|line| {
                 println!("{line}");
-                ExitCode::SUCCESS
+                SUCCESS
             })
         }
         Some("blocks") => {
@@ -299,7 +301,7 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
                     &crate::core::clock::SystemClock
                 )?
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("hash-key") => {
             parse_options(rest, &[])?;
@@ -314,12 +316,12 @@ fn command(args: &[OsString], log: &Context) -> Result<ExitCode, String> {
                 );
             }
             println!("{}", crate::http::api_key::hash(key));
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("hash-password") => {
             parse_options(rest, &[])?;
             println!("{}", hash_password(&mut std::io::stdin().lock())?);
-            Ok(ExitCode::SUCCESS)
+            Ok(SUCCESS)
         }
         Some("serve") => {
             let options = parse_options(rest, &["--config", "--addr", "--public"])?;
@@ -431,5 +433,5 @@ fn serve_command(options: &Options) -> Result<ExitCode, String> {
         config: config_path,
     })
     .map_err(|e| format!("cannot serve on {addr}: {e}"))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(SUCCESS)
 }

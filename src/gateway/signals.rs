@@ -1,5 +1,12 @@
-//! The program's signal settings, the crate's only `unsafe` code besides the CGI arena:
-//! changing a signal's disposition has no safe interface in std.
+//! What the program sets up before anything else, the crate's only `unsafe` code besides the
+//! CGI arena and exit: changing a signal's disposition and polling a descriptor have no safe
+//! interface in std, and the program starts without std's runtime start (`main.rs`), which
+//! would otherwise do the first two.
+//! - Standard input, output and error open: one the parent closed is opened on /dev/null, so
+//!   that no file the program opens later takes its number (a counter file written as if it
+//!   were the error log).
+//! - SIGPIPE ignored, so that an answer written to a client gone away fails with `EPIPE` and
+//!   the request's accounting (the journal's entry, the store's writes) still happens.
 //! - SIGXFSZ ignored, so that a write past the file size limit (RLIMIT_FSIZE, which some hosts
 //!   set) fails with `EFBIG` and is handled as a store failure (answered by `store.on_error`,
 //!   logged) instead of killing the process before it answers.
@@ -13,12 +20,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Set by the SIGTERM handler.
 static STOP_ASKED: AtomicBool = AtomicBool::new(false);
 
-/// Ignores SIGXFSZ for this process. Cheap (one `rt_sigaction`); call it first thing.
-pub fn ignore_file_size_signal() {
+/// The settings above, first thing at every start: three system calls (a `poll` and two
+/// `rt_sigaction`), and an `open` for each standard descriptor found closed.
+pub fn at_start() {
+    let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    });
+    // SAFETY: `poll` reads and writes only the three `pollfd` given, which live on this stack
+    // frame for the call; a timeout of 0 returns at once.
+    let polled = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) };
+    if polled > 0 {
+        for closed in fds.iter().filter(|p| p.revents & libc::POLLNVAL != 0) {
+            // Opened on the lowest free number, which is the closed one (the others below it
+            // are open): kept open for the life of the process.
+            if let Ok(null) = std::fs::OpenOptions::new()
+                .read(closed.fd == 0)
+                .write(closed.fd != 0)
+                .open("/dev/null")
+            {
+                let _kept = std::os::fd::IntoRawFd::into_raw_fd(null);
+            }
+        }
+    }
     // SAFETY: `signal` with SIG_IGN installs no handler, so no code of ours ever runs in signal
     // context; it only changes what the kernel does when the signal arrives. It is called
-    // before any thread is started, and the previous disposition (returned) is not needed.
+    // before any thread is started, and the previous dispositions are not needed.
     unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }

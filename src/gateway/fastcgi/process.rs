@@ -10,7 +10,6 @@ use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use socket2::Socket;
 
@@ -322,13 +321,13 @@ pub fn serve(listener: &Socket, sites: &mut Sites) -> io::Result<()> {
 
 /// Runs the process in FastCGI mode on the listening socket from standard input, its lines
 /// carrying `log`.
-pub fn run(listener: Socket, log: Context) -> ExitCode {
+pub fn run(listener: Socket, log: Context) -> u8 {
     signals::on_stop_finish_first();
     let mut sites = Sites::new(log);
     let served = serve(&listener, &mut sites);
     sites.finish();
     match served {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             sites.log().line(
                 Level::Error,
@@ -337,7 +336,7 @@ pub fn run(listener: Socket, log: Context) -> ExitCode {
                     sites.served()
                 ),
             );
-            ExitCode::FAILURE
+            1
         }
     }
 }
