@@ -21,6 +21,12 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         return Err(err("rules", "at most 16 rules"));
     }
     let mut out: Vec<Rule> = Vec::new();
+    // Each rule's keys, as [`marked_key`] writes them: made once, compared with each new rule's.
+    let taken_keys: Vec<String> = taken
+        .iter()
+        .map(|o| marked_key(&o.key_template, &o.name, o.key))
+        .collect();
+    let mut made: Vec<String> = Vec::with_capacity(list.len());
     for (i, r) in list.into_iter().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
         let name = rule_name(&r.name, &at, "\"ip\" or \"per-day\"")?;
@@ -54,17 +60,13 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         // Two rules on one key would each prune, expire or count it by their own window and
         // algorithm (and a request counted by both would be recorded twice): no store can keep
         // both exact, so each rule counts under keys of its own.
-        let mark = |kind: KeyKind| format!("\0{}", kind.as_str());
-        let same = |o: &Rule| {
-            o.key_template.expand(o.name.as_str(), &mark(o.key))
-                == key_template.expand(name.as_str(), &mark(key))
-        };
-        let other = match out.iter().position(same) {
+        let mine = marked_key(&key_template, &name, key);
+        let other = match made.iter().position(|k| *k == mine) {
             Some(j) => Some(format!("rules[{j}]")),
-            None => taken
+            None => taken_keys
                 .iter()
-                .find(|o| same(o))
-                .map(|o| format!("the spend limit {:?}", o.name.as_str())),
+                .position(|k| *k == mine)
+                .map(|j| format!("the spend limit {:?}", taken[j].name.as_str())),
         };
         if let Some(other) = other {
             return Err(err(
@@ -74,6 +76,7 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
                 ),
             ));
         }
+        made.push(mine);
         out.push(Rule {
             name,
             key,
@@ -85,6 +88,12 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         });
     }
     Ok(out)
+}
+
+/// The key a rule makes for a mark no address or key holds in place of its identity: two rules
+/// make the same keys exactly when these are equal.
+fn marked_key(template: &KeyTemplate, name: &RuleName, kind: KeyKind) -> String {
+    template.expand(name.as_str(), &format!("\0{}", kind.as_str()))
 }
 
 /// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count

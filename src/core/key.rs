@@ -223,13 +223,16 @@ impl KeyTemplate {
         if text.is_empty() {
             return Err(TemplateError::Empty);
         }
-        if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
+        if !text.bytes().all(|b| b.is_ascii_graphic())
+            && let Some(c) = text.chars().find(|c| !c.is_ascii_graphic())
+        {
             return Err(TemplateError::Character(c));
         }
+        let brace = |s: &str| s.bytes().position(|b| b == b'{' || b == b'}');
         let mut parts = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
-            match rest.find(['{', '}']) {
+            match brace(rest) {
                 None => {
                     parts.push(Part::Text(rest.to_owned()));
                     rest = "";
@@ -241,7 +244,7 @@ impl KeyTemplate {
                     let tail = &rest[at..];
                     let close = tail
                         .strip_prefix('{')
-                        .and_then(|t| t.find(['{', '}']).filter(|i| t[*i..].starts_with('}')))
+                        .and_then(|t| brace(t).filter(|i| t.as_bytes()[*i] == b'}'))
                         .ok_or(TemplateError::Brace)?;
                     let name = &tail[1..=close];
                     let slot = Placeholder::ALL

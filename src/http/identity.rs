@@ -43,8 +43,6 @@ pub struct ClientPolicy {
     /// network's own header.
     pub trusted_networks: Vec<Cdn>,
     trusted: AddrSet,
-    /// Every known network's ranges, trusted or not (to tell the owner about the others).
-    networks: Vec<(Cdn, AddrSet)>,
 }
 
 /// Why no client address could be found.
@@ -63,13 +61,6 @@ impl ClientPolicy {
             trusted: AddrSet::new(trusted_proxies.clone()),
             trusted_proxies,
             trusted_networks: networks,
-            networks: Cdn::ALL
-                .into_iter()
-                .map(|cdn| {
-                    let ranges = cdn.ranges().filter_map(Cidr::parse).collect();
-                    (cdn, AddrSet::new(ranges))
-                })
-                .collect(),
         }
     }
 
@@ -79,10 +70,7 @@ impl ClientPolicy {
 
     /// The known network whose ranges hold `ip`, if any.
     pub fn network_of(&self, ip: IpAddr) -> Option<Cdn> {
-        self.networks
-            .iter()
-            .find(|(_, set)| set.contains(ip))
-            .map(|(cdn, _)| *cdn)
+        Cdn::ALL.into_iter().find(|cdn| cdn.holds(ip))
     }
 
     /// The header a trusted network names its client in, when one is trusted.

@@ -22,7 +22,7 @@ pub fn origin_of(value: &str) -> Option<String> {
 /// and the parser (with its IDNA tables) is most of that. None for anything else (upper case,
 /// a number for a host, an IDNA label, a user name, an empty port, ...), which the parser reads;
 /// where this gives an origin, it is the parser's (a test compares them).
-fn plain_origin(value: &str) -> Option<String> {
+pub(crate) fn plain_origin(value: &str) -> Option<String> {
     let (scheme, default_port, rest) = if let Some(rest) = value.strip_prefix("https://") {
         ("https", 443, rest)
     } else {

@@ -8,6 +8,10 @@
 //! fetched (docs/configuration.md, "Behind Cloudflare", repeats it), and release. The lists rarely
 //! change (the last change split 104.16.0.0/12 into 104.16.0.0/13 and 104.24.0.0/14).
 
+use std::net::IpAddr;
+
+use crate::net::cidr::Cidr;
+
 /// The day `CLOUDFLARE_V4` and `CLOUDFLARE_V6` were taken from Cloudflare's published pages
 /// (<https://www.cloudflare.com/ips-v4>, <https://www.cloudflare.com/ips-v6>), as the lists
 /// stood that day. `resolve check` prints it.
@@ -43,6 +47,21 @@ pub const CLOUDFLARE_V6: &[&str] = &[
     "2c0f:f248::/32",
 ];
 
+/// Cloudflare's ranges, read from `CLOUDFLARE_V4` and `CLOUDFLARE_V6` when compiled.
+static CLOUDFLARE: [Cidr; CLOUDFLARE_V4.len() + CLOUDFLARE_V6.len()] = {
+    let mut all = [Cidr::parse_const("0.0.0.0/0"); CLOUDFLARE_V4.len() + CLOUDFLARE_V6.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = Cidr::parse_const(if i < CLOUDFLARE_V4.len() {
+            CLOUDFLARE_V4[i]
+        } else {
+            CLOUDFLARE_V6[i - CLOUDFLARE_V4.len()]
+        });
+        i += 1;
+    }
+    all
+};
+
 /// A network known by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -71,11 +90,20 @@ impl Cdn {
         }
     }
 
-    /// Its published ranges.
+    /// Its published ranges, as written.
     pub fn ranges(self) -> impl Iterator<Item = &'static str> {
         match self {
             Cdn::Cloudflare => CLOUDFLARE_V4.iter().chain(CLOUDFLARE_V6).copied(),
         }
+    }
+
+    /// Whether `ip` is in one of its published ranges. The ranges are read when the program is
+    /// compiled: a request (which asks for every client) reads no text and allocates nothing.
+    pub fn holds(self, ip: IpAddr) -> bool {
+        let ranges: &[Cidr] = match self {
+            Cdn::Cloudflare => &CLOUDFLARE,
+        };
+        ranges.iter().any(|r| r.contains(ip))
     }
 
     /// The day its ranges were taken from its published lists (`YYYY-MM-DD`).
@@ -97,11 +125,27 @@ mod tests {
             for r in cdn.ranges() {
                 let c = Cidr::parse(r).unwrap_or_else(|| panic!("{r}"));
                 assert_eq!(c.to_string(), r, "written in its canonical form");
+                assert_eq!(Cidr::parse_const(r), c, "read alike when compiled");
+                let (first, last) = c.bounds();
+                assert!(cdn.holds(first) && cdn.holds(last), "{r}");
             }
             assert_eq!(Cdn::from_name(cdn.name()), Some(cdn));
         }
         assert_eq!(Cdn::from_name("fastly"), None);
         assert_eq!(CLOUDFLARE_V4.len() + CLOUDFLARE_V6.len(), 22);
+        assert_eq!(CLOUDFLARE.len(), 22);
+        for outside in [
+            "173.245.64.0",
+            "104.28.0.0",
+            "2400:cb01::",
+            "192.0.2.1",
+            "::1",
+        ] {
+            assert!(
+                !Cdn::Cloudflare.holds(outside.parse().unwrap()),
+                "{outside}"
+            );
+        }
     }
 
     #[test]

@@ -191,7 +191,11 @@ impl<C: Clock> FileStore<C> {
         let Some(file) = self.open_shared(&path)? else {
             return Ok(None);
         };
-        let locked = Locked { path, file };
+        let locked = Locked {
+            path,
+            file,
+            len_when_locked: None,
+        };
         // Under a shared lock a damaged file is only reported: moving it is for a writer.
         match self.decode(&locked)? {
             Ok(loaded) => Ok(loaded.counter),
@@ -228,8 +232,12 @@ impl<C: Clock> FileStore<C> {
     /// Reads and decodes a locked file's record, changing nothing.
     fn decode(&self, locked: &Locked) -> Result<Result<Loaded, record::RecordError>, StoreError> {
         let mut buf = [0u8; 2 * SLOT + 1];
+        // A file longer than two slots is damaged: reading one byte more tells.
+        let want = locked.len_when_locked.map_or(buf.len(), |l| {
+            usize::try_from(l).map_or(buf.len(), |l| l.min(buf.len()))
+        });
         let mut len = 0;
-        while len < buf.len() {
+        while len < want {
             match locked.file.read_at(&mut buf[len..], len as u64) {
                 Ok(0) => break,
                 Ok(n) => len += n,

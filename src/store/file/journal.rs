@@ -127,8 +127,21 @@ impl Journal<'_> {
     /// A locked file's header and live copy, changing nothing. One read takes the whole of a
     /// usual file (a request's hour file is a few kB).
     fn read(&self, file: &File, path: &Path) -> Result<Result<Contents, Damage>, StoreError> {
+        self.read_known(file, path, None)
+    }
+
+    /// [`Self::read`] of a file whose length is known (`len`): the first read asks for no more.
+    fn read_known(
+        &self,
+        file: &File,
+        path: &Path,
+        len: Option<u64>,
+    ) -> Result<Result<Contents, Damage>, StoreError> {
         const FIRST: usize = 16 * 1024;
-        let mut bytes = vec![0u8; FIRST];
+        let first = len.map_or(FIRST, |l| {
+            usize::try_from(l).map_or(FIRST, |l| l.min(FIRST))
+        });
+        let mut bytes = vec![0u8; first];
         let got = read_from(file, path, &mut bytes, 0)?;
         bytes.truncate(got);
         // A header never written (a process killed before it wrote one) reads as zeros.
@@ -162,7 +175,7 @@ impl Journal<'_> {
 
     /// Reads a file under its exclusive lock; a damaged one is moved aside.
     fn load(&self, locked: &Locked) -> Result<Contents, StoreError> {
-        self.read(&locked.file, &locked.path)?
+        self.read_known(&locked.file, &locked.path, locked.len_when_locked)?
             .map_err(|d| damaged(&locked.path, d))
     }
 
@@ -321,6 +334,7 @@ impl Journal<'_> {
                         let locked = Locked {
                             path: path.clone(),
                             file,
+                            len_when_locked: None,
                         };
                         return Err(self.damaged_while_reading(locked, d));
                     }
@@ -333,7 +347,7 @@ impl Journal<'_> {
     /// A file found damaged under a shared lock (`read`): moved aside under the exclusive
     /// lock, unless a writer replaced it meanwhile.
     fn damaged_while_reading(&self, read: Locked, d: Damage) -> StoreError {
-        let Locked { path, file } = read;
+        let Locked { path, file, .. } = read;
         let seen = file.metadata().ok();
         drop(file);
         let locked = match self.lock(&path, Lock::Exclusive) {
@@ -375,7 +389,14 @@ impl Journal<'_> {
                 notes.reverse();
                 Ok(notes)
             }
-            Err(d) => Err(self.damaged_while_reading(Locked { path, file }, d)),
+            Err(d) => Err(self.damaged_while_reading(
+                Locked {
+                    path,
+                    file,
+                    len_when_locked: None,
+                },
+                d,
+            )),
         }
     }
 

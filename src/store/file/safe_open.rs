@@ -98,7 +98,14 @@ pub(crate) fn still_named(path: &Path, file: &File) -> bool {
 /// True when `path` names the inode whose metadata `opened` is (taken from its descriptor,
 /// see `open_regular_checked`), and is not a link to it.
 pub(crate) fn names(path: &Path, opened: &fs::Metadata) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|p| p.dev() == opened.dev() && p.ino() == opened.ino())
+    named(path, opened).is_some()
+}
+
+/// [`names`], with the path's metadata as looked up when it does.
+pub(crate) fn named(path: &Path, opened: &fs::Metadata) -> Option<fs::Metadata> {
+    fs::symlink_metadata(path)
+        .ok()
+        .filter(|p| p.dev() == opened.dev() && p.ino() == opened.ino())
 }
 
 /// A failed file operation, as a store failure naming the file.

@@ -38,6 +38,7 @@ impl<C: Clock> FileStore<C> {
         let locked = Locked {
             path: path.to_owned(),
             file,
+            len_when_locked: None,
         };
         let stale = match self.load(&locked) {
             Ok(Loaded {
