@@ -1,4 +1,11 @@
-//! Build script: lays out the static release binary's code with the request path first.
+//! Build script: reads what a request needs of each provider preset ahead of time, and lays
+//! out the static release binary's code with the request path first.
+//!
+//! Each preset's description (`src/provider/presets/*.json`) is the one place its facts are
+//! written. A CGI request given only a preset's token builds the preset at its first paid
+//! call, but needs its rates and timeouts at once; reading them from the JSON text at every
+//! start cost about a tenth of a refused request's instructions, so they are read here into
+//! `OUT_DIR/preset_needs.rs` (included by `src/provider/presets.rs`).
 //!
 //! For the release build of `x86_64-unknown-linux-musl` (the binary owners upload), the linker
 //! gets `link/request-path.ld`, which gathers the functions a CGI request runs at the start of
@@ -6,10 +13,89 @@
 //! docs/performance.md). Every other build is linked as usual.
 
 use std::env;
+use std::fmt::Write as _;
 use std::path::Path;
+
+/// The presets, by name and file (as `src/provider/presets.rs` includes them).
+const PRESETS: [(&str, &str); 5] = [
+    ("realdebrid", "realdebrid.json"),
+    ("alldebrid", "alldebrid.json"),
+    ("premiumize", "premiumize.json"),
+    ("debridlink", "debridlink.json"),
+    ("torbox", "torbox.json"),
+];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    preset_needs();
+    link_script();
+}
+
+/// Writes `preset_needs.rs`: for each preset, its `rate_limits` (name, limit, window, steps),
+/// how many steps it has, and its timeouts, as Rust constants.
+fn preset_needs() {
+    let dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let mut out = String::from(
+        "// Written by build.rs from src/provider/presets/*.json. Do not edit.\n\
+         /// What a request needs of each preset before its first paid call.\n\
+         pub const NEEDS: [(&str, Needs); 5] = [\n",
+    );
+    for (name, file) in PRESETS {
+        let path = Path::new(&dir).join("src/provider/presets").join(file);
+        println!("cargo:rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(&path).expect("a preset's description");
+        let v: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let steps = v["steps"].as_array().map_or(0, Vec::len);
+        let mut rates = String::new();
+        for r in v["rate_limits"].as_array().into_iter().flatten() {
+            let fields = r.as_object().expect("a rate is an object");
+            for key in fields.keys() {
+                assert!(
+                    ["name", "limit", "window_secs", "steps"].contains(&key.as_str()),
+                    "{}: a preset's rate field {key:?} is not carried by build.rs",
+                    path.display()
+                );
+            }
+            let counted = match r["steps"].as_array() {
+                None => "None".to_owned(),
+                Some(list) => {
+                    let numbers: Vec<String> = list
+                        .iter()
+                        .map(|n| n.as_u64().expect("a step number").to_string())
+                        .collect();
+                    format!("Some(&[{}])", numbers.join(", "))
+                }
+            };
+            let _ = write!(
+                rates,
+                "Rate {{ name: {:?}, limit: {}, window_secs: {}, steps: {counted} }}, ",
+                r["name"].as_str().expect("a rate's name"),
+                r["limit"].as_u64().expect("a rate's limit"),
+                r["window_secs"].as_u64().expect("a rate's window"),
+            );
+        }
+        let ms = |key: &str| match v[key].as_u64() {
+            Some(n) => format!("Some({n})"),
+            None => "None".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "    ({name:?}, Needs {{ rate_limits: &[{rates}], steps: {steps}, \
+             connect_timeout_ms: {}, timeout_ms: {}, deadline_ms: {} }}),",
+            ms("connect_timeout_ms"),
+            ms("timeout_ms"),
+            ms("deadline_ms"),
+        );
+    }
+    out.push_str("];\n");
+    let target =
+        Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("preset_needs.rs");
+    std::fs::write(&target, out).expect("OUT_DIR is writable");
+}
+
+/// For the static release build, hands the linker `link/request-path.ld`.
+fn link_script() {
     println!("cargo:rerun-if-changed=link/request-path.ld");
     let target = env::var("TARGET").unwrap_or_default();
     let profile = env::var("PROFILE").unwrap_or_default();

@@ -25,6 +25,38 @@ pub fn description(name: &str) -> Option<&'static str> {
     })
 }
 
+/// A preset's rate (`rate_limits`), as its description writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub name: &'static str,
+    pub limit: u64,
+    pub window_secs: u64,
+    /// The steps (from 1) whose calls it counts; every call without.
+    pub steps: Option<&'static [usize]>,
+}
+
+/// What a request needs of a preset before its first paid call: its rates, how many steps it
+/// has (which the rates' steps must name), and its timeouts. Read from the descriptions when
+/// the program is built (build.rs), so that no request reads their JSON text for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    pub rate_limits: &'static [Rate],
+    pub steps: usize,
+    pub connect_timeout_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub deadline_ms: Option<u64>,
+}
+
+include!(concat!(env!("OUT_DIR"), "/preset_needs.rs"));
+
+/// What a request needs of the preset `name`, by name.
+pub fn needs(name: &str) -> Option<&'static Needs> {
+    NEEDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, needs)| needs)
+}
+
 /// Real-Debrid: one call; errors as HTTP 4xx with `error_code`. Published rate: 250 per minute.
 const REAL_DEBRID: &str = include_str!("presets/realdebrid.json");
 
@@ -46,6 +78,39 @@ const TORBOX: &str = include_str!("presets/torbox.json");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_request_needs_is_what_each_description_says() {
+        assert_eq!(NEEDS.map(|(n, _)| n), NAMES);
+        for name in NAMES {
+            let v: serde_json::Value = serde_json::from_str(description(name).unwrap()).unwrap();
+            let needs = needs(name).unwrap();
+            assert_eq!(needs.steps, v["steps"].as_array().unwrap().len(), "{name}");
+            let rates: Vec<serde_json::Value> = needs
+                .rate_limits
+                .iter()
+                .map(|r| {
+                    let mut rate = serde_json::json!({
+                        "name": r.name, "limit": r.limit, "window_secs": r.window_secs
+                    });
+                    if let Some(steps) = r.steps {
+                        rate["steps"] = serde_json::json!(steps);
+                    }
+                    rate
+                })
+                .collect();
+            let written = v["rate_limits"].as_array().cloned().unwrap_or_default();
+            assert_eq!(rates, written, "{name}");
+            for (field, value) in [
+                ("connect_timeout_ms", needs.connect_timeout_ms),
+                ("timeout_ms", needs.timeout_ms),
+                ("deadline_ms", needs.deadline_ms),
+            ] {
+                assert_eq!(v[field].as_u64(), value, "{name}: {field}");
+            }
+        }
+        assert_eq!(needs("nope"), None);
+    }
 
     #[test]
     fn every_preset_is_valid_json_naming_a_download() {

@@ -2,11 +2,9 @@
 //! base URL), the usual case, is checked as far as the owner wrote it and built at its first
 //! use, so that a refused request never reads the preset's steps, error tables and advice.
 
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::config::error::{ConfigError, err};
+use crate::config::error::ConfigError;
 use crate::config::provider::site_rules::{RawSiteRule, counted_steps, site_rules};
 use crate::config::provider::{http, parse, timeouts, urls::check_url};
 use crate::core::rule::Rule;
@@ -18,36 +16,23 @@ use crate::support::secret::Secret;
 /// The fields an owner may give a preset for it to be built later: text, each of them.
 const LATER: [&str; 3] = ["preset", "token", "base_url"];
 
-/// What a preset's description says that a decision needs; serde skips the rest of its text
-/// without keeping any of it.
-#[derive(Deserialize)]
-struct Needed {
-    #[serde(default)]
-    rate_limits: Vec<RawSiteRule>,
-    steps: Vec<IgnoredAny>,
-    connect_timeout_ms: Option<u64>,
-    timeout_ms: Option<u64>,
-    deadline_ms: Option<u64>,
-}
-
 /// As [`parse`], but a preset given nothing beyond `token` and `base_url` is built at its
 /// first use; any other section is built now. What is checked now is what the owner wrote:
 /// the preset's own description is checked by the tests (every preset builds).
 pub fn parse_deferred(section: Value) -> Result<(ProviderSpec, Vec<Rule>), ConfigError> {
-    let Some((name, text)) = later(&section) else {
+    let Some((name, needed)) = later(&section) else {
         return parse(section);
     };
     if let Some(base) = section.get("base_url").and_then(Value::as_str) {
         check_url("provider.base_url", base)?;
     }
-    let needed: Needed = serde_json::from_str(text)
-        .map_err(|_| err("provider.preset", "the preset's description is broken"))?;
-    let rate_rules = site_rules(&needed.rate_limits, "provider.rate_limits")?;
-    let rate_steps = counted_steps(
-        &needed.rate_limits,
-        "provider.rate_limits",
-        needed.steps.len(),
-    )?;
+    let rates: Vec<RawSiteRule> = needed
+        .rate_limits
+        .iter()
+        .map(RawSiteRule::from_preset)
+        .collect();
+    let rate_rules = site_rules(&rates, "provider.rate_limits")?;
+    let rate_steps = counted_steps(&rates, "provider.rate_limits", needed.steps)?;
     let (_, _, deadline_ms) = timeouts(
         needed.connect_timeout_ms,
         needed.timeout_ms,
@@ -68,15 +53,15 @@ pub fn parse_deferred(section: Value) -> Result<(ProviderSpec, Vec<Rule>), Confi
     ))
 }
 
-/// The preset's name and description when the section may be built later: a known preset,
-/// and nothing but non-empty text in the fields of [`LATER`].
-fn later(section: &Value) -> Option<(&str, &'static str)> {
+/// The preset's name and what a request needs of it when the section may be built later: a
+/// known preset, and nothing but non-empty text in the fields of [`LATER`].
+fn later(section: &Value) -> Option<(&str, &'static presets::Needs)> {
     let user = section.as_object()?;
     let plain = user
         .iter()
         .all(|(k, v)| LATER.contains(&k.as_str()) && v.as_str().is_some_and(|s| !s.is_empty()));
     let name = user.get("preset")?.as_str()?;
-    Some((name, presets::description(name)?)).filter(|_| plain)
+    Some((name, presets::needs(name)?)).filter(|_| plain)
 }
 
 /// Builds the description of a section [`parse_deferred`] left for later.

@@ -25,6 +25,19 @@ pub struct RawSiteRule {
     steps: Option<Vec<usize>>,
 }
 
+impl RawSiteRule {
+    /// A preset's rate, as its description writes it (read when the program was built).
+    pub fn from_preset(rate: &crate::provider::presets::Rate) -> RawSiteRule {
+        RawSiteRule {
+            name: rate.name.to_owned(),
+            unit: None,
+            limit: rate.limit,
+            window_secs: rate.window_secs,
+            steps: rate.steps.map(<[usize]>::to_vec),
+        }
+    }
+}
+
 /// Parses site-wide rules (`spend`, `rate_limits`): they count paid calls for the whole site.
 pub fn site_rules(list: &[RawSiteRule], field: &str) -> Result<Vec<Rule>, ConfigError> {
     let mut out: Vec<Rule> = Vec::new();
