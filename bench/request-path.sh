@@ -9,7 +9,9 @@
 # It builds that binary with the linker's map, runs requests under callgrind (valgrind) with a
 # file store: a refused request (the path scrapers take) answered as text, as HTML and as JSON,
 # and an admitted one (the echo provider: no network), and looks up in the map the section
-# (one per function) of every instruction they ran. Rerun it when the request path's code has
+# (one per function) of every instruction they ran, and runs the refused request under valgrind's
+# lackey to find the read-only data it reads, gathered likewise at the start of the read-only
+# data. Rerun it when the request path's code has
 # changed much or the toolchain has: a function missing from the list only stays where the
 # linker puts it, and a name that no longer exists matches nothing.
 #
@@ -72,48 +74,59 @@ done
 profile refused-text preset 'text/plain' 429
 profile refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
 profile refused-json preset 'application/json' 429
+# The read-only data a refused request reads, address by address (valgrind's lackey).
+cgi_request "$work/preset.json" text/plain valgrind --tool=lackey --trace-mem=yes \
+    --log-file="$work/refused.mem" "$binary" >/dev/null 2>&1
 
 out=link/request-path.ld
 [ "$check" = no ] || out="$work/request-path.ld"
-python3 - "$work/map" "$out" "$work/ran" "$work/refused-text.cg" "$work/refused-html.cg" \
-    "$work/refused-json.cg" "$work/admitted.cg" <<'PY'
+python3 - "$work/map" "$out" "$work/ran" "$work/refused.mem" "$work/refused-text.cg" \
+    "$work/refused-html.cg" "$work/refused-json.cg" "$work/admitted.cg" <<'PY'
 import bisect, re, sys
 
-map_path, out_path, ran_path, profiles = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+map_path, out_path, ran_path, mem_path = sys.argv[1:5]
+profiles = sys.argv[5:]
 
 # Input sections of the program's code in the map: " NAME ADDR SIZE FILE", the name alone on
 # its line when long.
-sections, pending = [], None
-for line in open(map_path, errors="replace"):
-    if line.startswith("Linker script and memory map"):
-        sections = []
-    m = re.match(r"^ (\.text\S*)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*))?$", line)
-    if m:
-        if m.group(2) is None:
-            pending = m.group(1)
-        else:
-            sections.append((int(m.group(2), 16), int(m.group(3), 16), m.group(1), m.group(4)))
-        continue
-    m = re.match(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$", line)
-    if m and pending:
-        sections.append((int(m.group(1), 16), int(m.group(2), 16), pending, m.group(3)))
-    pending = None
-sections = sorted(s for s in sections if s[0] and s[1])
+def input_sections(kind):
+    """The map's input sections whose names start with `kind` (".text", ".rodata"): " NAME
+    ADDR SIZE FILE", the name alone on its line when long."""
+    found, pending = [], None
+    for line in open(map_path, errors="replace"):
+        if line.startswith("Linker script and memory map"):
+            found = []
+        m = re.match(r"^ (" + re.escape(kind) + r"\S*)(?:\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*))?$", line)
+        if m:
+            if m.group(2) is None:
+                pending = m.group(1)
+            else:
+                found.append((int(m.group(2), 16), int(m.group(3), 16), m.group(1), m.group(4)))
+            continue
+        m = re.match(r"^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$", line)
+        if m and pending:
+            found.append((int(m.group(1), 16), int(m.group(2), 16), pending, m.group(3)))
+        pending = None
+    return sorted(s for s in found if s[0] and s[1])
+
+sections = input_sections(".text")
 starts = [s[0] for s in sections]
 
-def pattern(section):
+def pattern(section, kind=".text"):
     addr, size, name, origin = section
     lib = re.search(r"(?:^|/)libc\.a\((.+)\)$", origin)
     if lib:
-        return f"*libc.a:{lib.group(1)}(.text .text.*)"
+        return f"*libc.a:{lib.group(1)}({kind} {kind}.*)"
     if origin.endswith("crt1.o"):
-        return "*crt1.o(.text .text.*)"
+        return f"*crt1.o({kind} {kind}.*)"
     # v0 names (.cargo/config.toml): each crate's hash, the back-references whose offsets
     # follow from the hashes' lengths and the number LLVM gives a local copy are left open,
     # so that the pattern holds for the same function in another build.
     name = re.sub(r"Cs[0-9A-Za-z]+_", "Cs*_", name)
     name = re.sub(r"B[0-9A-Za-z]{0,3}_", "B*_", name)
-    name = re.sub(r"\.[0-9]+$", ".*", name)
+    # A local copy's number is left open; an unnamed constant's number is its name.
+    if ".Lanon." not in name:
+        name = re.sub(r"\.[0-9]+$", ".*", name)
     return f"*({name})"
 
 # Every section that ran: the refused requests' first (the last profile is the admitted
@@ -142,9 +155,23 @@ with open(ran_path, "w") as f:
 with open(ran_path + ".refused", "w") as f:
     f.write("".join(s[2] + "\n" for s in ran[: len(ran) - len(group)]))
 
-# Functions chosen by the processor's features as the program runs, which valgrind's
-# emulated processor lacks: SHA-256 (the file store's key names) with the SHA extensions.
-extra = ["*(.text._R*4sha26sha256*compress*)"]
+# What the program runs natively but not under valgrind: SHA-256 (the file store's key names)
+# with the processor's SHA extensions, which valgrind's emulated processor lacks, the C
+# library's lookup of the kernel's clock functions (vDSO), which valgrind does not offer, and
+# the exit, which valgrind takes over. And data only the kernel reads, which lackey does not
+# see: the empty path the C library's `fstat` passes to `fstatat`.
+extra = [
+    "*(.text._R*4sha26sha256*)",
+    "*libc.a:vdso.lo(.text .text.*)",
+    "*libc.a:strcmp.lo(.text .text.*)",
+    "*libc.a:_Exit.lo(.text .text.*)",
+]
+data_extra = [
+    "*(.rodata._R*4sha26consts3K32)",
+    "*libc.a:clock_gettime.lo(.rodata .rodata.*)",
+    "*libc.a:fstatat.lo(.rodata .rodata.*)",
+    "*libc.a:fstat.lo(.rodata .rodata.*)",
+]
 
 lines, placed = [], set()
 for section in ran:
@@ -153,14 +180,43 @@ for section in ran:
         placed.add(p)
         lines.append("    " + p)
 lines += ["    " + p for p in extra if p not in placed]
+
+# The read-only data the refused request read: its sections in the order first read. A
+# constant of this program's own crate is named by a hash of the crate's build (it changes with
+# the code), so those lines hold for this build only; the others (the standard library's, the
+# dependencies', the C library's, and every named table) hold until the toolchain or a
+# dependency changes.
+rodata = input_sections(".rodata")
+rodata_starts = [s[0] for s in rodata]
+read, data_lines, data_placed = [], [], set()
+for line in open(mem_path):
+    m = re.match(r"^ [LM] ([0-9a-f]+),", line)
+    if not m:
+        continue
+    addr = int(m.group(1), 16)
+    i = bisect.bisect_right(rodata_starts, addr) - 1
+    if i >= 0 and addr < rodata[i][0] + rodata[i][1]:
+        p = pattern(rodata[i], ".rodata")
+        if p not in data_placed:
+            data_placed.add(p)
+            read.append(rodata[i])
+            data_lines.append("    " + p)
+data_lines += ["    " + p for p in data_extra if p not in data_placed]
+
 with open(out_path, "w") as f:
-    f.write("/* The code a CGI request runs, gathered at the start of the program's code: written by\n")
-    f.write("   bench/request-path.sh (see there), read by build.rs. Do not edit by hand. */\n")
+    f.write("/* The code a CGI request runs, gathered at the start of the program's code, and the\n")
+    f.write("   read-only data a refused request reads, at the start of the read-only data: written\n")
+    f.write("   by bench/request-path.sh (see there), read by build.rs. Do not edit by hand. */\n")
     f.write("SECTIONS\n{\n  .text.request :\n  {\n")
     f.write("\n".join(lines) + "\n")
     f.write("  }\n}\nINSERT BEFORE .text;\n")
+    # On a boundary of the 64 KiB the kernel maps around a fault: one or two faults for all.
+    f.write("SECTIONS\n{\n  .rodata.request ALIGN(0x10000) :\n  {\n")
+    f.write("\n".join(data_lines) + "\n")
+    f.write("  }\n}\nINSERT BEFORE .rodata;\n")
 print(f"request-path: {len(ran)} sections ran ({sum(s[1] for s in ran) // 1024} KiB), "
-      f"{len(lines)} patterns in {out_path}")
+      f"{len(lines)} patterns in {out_path}; {len(read)} sections of read-only data read "
+      f"({sum(s[1] for s in read) // 1024} KiB)")
 PY
 
 # Built again with the file: the gathered code's size, and whether every section that ran is
