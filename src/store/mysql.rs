@@ -134,6 +134,7 @@ impl MysqlStore {
                 .unwrap_or_default(),
             database: s.database.clone().or(url.database),
             tls: s.tls,
+            ca_file: s.ca_file.clone(),
             connect_timeout: s.connect_timeout,
             read_timeout: s.read_timeout,
         })
@@ -570,20 +571,25 @@ impl Upkeep for MysqlStore {
 
     fn probe(&self) -> Result<String, StoreError> {
         let report = self.init_tables()?;
-        let version = self.with_conn(|conn, _| {
-            Ok(one(conn.query("SELECT VERSION()")?)
+        let (version, tls) = self.with_conn(|conn, _| {
+            let version = one(conn.query("SELECT VERSION()")?)
                 .rows
                 .first()
                 .and_then(|r| r.first())
                 .map(|v| String::from_utf8_lossy(&client::bytes(v)).into_owned())
-                .unwrap_or_default())
+                .unwrap_or_default();
+            Ok((version, conn.tls.clone()))
         })?;
+        let tls = match tls {
+            Some(tls) => format!(", {tls}"),
+            None => ", no TLS".to_owned(),
+        };
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
         }
         let s = &self.settings;
         Ok(format!(
-            "mysql store (server {version}); tables {}, {}, {}, {} and {}: {}; {}",
+            "mysql store (server {version}{tls}); tables {}, {}, {}, {} and {}: {}; {}",
             s.counter_table,
             s.events_table,
             s.cache_table,
