@@ -156,7 +156,20 @@ impl MysqlStore {
     }
 
     fn describe(&self, e: &client::Error, phase: Phase) -> String {
-        format!("mysql store at {}: {}", self.place(), explain(e, phase))
+        let mut said = explain(e, phase);
+        // MariaDB 10.11 refuses a plain client of a server that requires TLS
+        // (require_secure_transport) as it refuses a wrong password; MySQL says why (3159).
+        let plain_tcp =
+            !self.settings.tls && matches!(self.params().map(|p| p.place), Ok(Place::Tcp { .. }));
+        if plain_tcp && matches!(e, client::Error::Server(m) if m.code == 1045) {
+            said.push_str(
+                "; or the server accepts only TLS (require_secure_transport=ON, which MariaDB \
+                 10.11 answers with this same error): then set store.tls to true, and \
+                 store.ca_file to your provider's CA bundle when a public CA did not sign its \
+                 certificate",
+            );
+        }
+        format!("mysql store at {}: {said}", self.place())
     }
 
     fn too_slow(&self, what: &str) -> StoreError {
