@@ -6,6 +6,10 @@
 //! applied and logged; a plain client of a server that requires TLS is told what to set; and
 //! `resolve check` says what it found (TLS version, cipher, server version) or why a CA file
 //! cannot serve.
+//!
+//! Each exactness test prints the 429 path's requests per second through the three web
+//! servers; `RESOLVE_TEST_PROGRAM=PATH` runs that build (the static release one, say) instead
+//! of the test build, for the figures of docs/scaling.md.
 
 mod support;
 
@@ -52,9 +56,13 @@ impl Farm {
                 &format!("web{i}/config.json"),
                 &site(&provider, &store),
             );
+            let builder = match std::env::var_os("RESOLVE_TEST_PROGRAM") {
+                Some(program) => Apache::builder(&format!("{label}-{i}"))
+                    .resolve_program("resolve", Path::new(&program)),
+                None => Apache::builder(&format!("{label}-{i}")).resolve_cgi(),
+            };
             web.push(
-                Apache::builder(&format!("{label}-{i}"))
-                    .resolve_cgi()
+                builder
                     .set_env("RESOLVE_CONFIG", path.to_str().expect("utf-8 path"))
                     .start(),
             );
