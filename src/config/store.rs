@@ -45,7 +45,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
             ],
             true,
         ),
-        "redis" => (&["db", "ca_file"], true),
+        "redis" => (&["db", "tls", "ca_file"], true),
         other => {
             return Err(err(
                 "store.kind",
@@ -291,46 +291,55 @@ fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigEr
     username = raw.user.clone().or(username);
     password = raw.password.clone().or(password);
     db = raw.db.unwrap_or(db);
+    let url_tls = matches!(target, Some(Target::Tls { .. }));
     if let Some(sock) = &raw.socket {
         target = Some(Target::Unix {
             socket: PathBuf::from(sock),
         });
     } else if let Some(host) = &raw.host {
-        // Over TLS when the URL said rediss:// or a CA file is given.
-        let port = raw.port.unwrap_or(defaults::REDIS_PORT);
-        let host = host.clone();
-        target = Some(match target {
-            Some(Target::Tls { .. }) => Target::Tls {
-                host,
-                port,
-                ca_file: None,
-            },
-            _ if raw.ca_file.is_some() && raw.url.is_none() => Target::Tls {
-                host,
-                port,
-                ca_file: None,
-            },
-            _ => Target::Tcp { host, port },
+        target = Some(Target::Tcp {
+            host: host.clone(),
+            port: raw.port.unwrap_or(defaults::REDIS_PORT),
         });
     }
+    // Over TLS when the URL says rediss://, `tls` is true, or a CA file is given with `host`.
     let ca = ca_file(raw, base)?;
-    if let Some(path) = ca {
-        match &mut target {
-            Some(Target::Tls { ca_file, .. }) => *ca_file = Some(path),
-            Some(Target::Unix { .. }) => {
-                return Err(err(
-                    "store.ca_file",
-                    "does not apply to a Unix socket, which has no TLS: remove it, or connect by host",
-                ));
-            }
-            _ => {
-                return Err(err(
-                    "store.ca_file",
-                    "is set for a plain connection: write the URL as rediss://… to use TLS, or remove store.ca_file",
-                ));
-            }
-        }
+    let tls = raw
+        .tls
+        .unwrap_or(url_tls || (ca.is_some() && raw.url.is_none()));
+    if raw.tls == Some(false) && url_tls {
+        return Err(err(
+            "store.tls",
+            "is false for a rediss:// URL: remove store.tls, or write redis:// for a plain connection",
+        ));
     }
+    if ca.is_some() && !tls {
+        return Err(err(
+            "store.ca_file",
+            "is set for a plain connection: write the URL as rediss://… to use TLS, or remove store.ca_file",
+        ));
+    }
+    target = match target {
+        Some(Target::Tcp { host, port } | Target::Tls { host, port, .. }) if tls => {
+            Some(Target::Tls {
+                host,
+                port,
+                ca_file: ca,
+            })
+        }
+        Some(Target::Tls { host, port, .. }) => Some(Target::Tcp { host, port }),
+        Some(Target::Unix { .. }) if tls => {
+            return Err(err(
+                if ca.is_some() {
+                    "store.ca_file"
+                } else {
+                    "store.tls"
+                },
+                "does not apply to a Unix socket, which has no TLS: remove it, or connect by host",
+            ));
+        }
+        other => other,
+    };
     let target = target.ok_or_else(|| {
         err(
             "store",

@@ -323,6 +323,15 @@ fn redis_urls() {
         panic!("{:?}", r.target)
     };
     assert!(ca_file.as_ref().unwrap().ends_with("ca.pem"));
+    let r = redis(r#"{"kind": "redis", "host": "cache.example", "tls": true}"#).unwrap();
+    assert!(matches!(
+        r.target,
+        crate::store::redis::resp::Target::Tls { ca_file: None, .. }
+    ));
+    let r = redis(r#"{"kind": "redis", "url": "rediss://h:1/0", "host": "other"}"#).unwrap();
+    assert!(
+        matches!(&r.target, crate::store::redis::resp::Target::Tls { host, .. } if host == "other")
+    );
     let r = redis(r#"{"kind": "redis", "host": "localhost", "password": "x"}"#).unwrap();
     assert_eq!(
         r.target,
@@ -348,6 +357,14 @@ fn redis_urls() {
         (
             r#"{"kind": "redis", "host": "h", "ca_file": ""}"#,
             "store.ca_file",
+        ),
+        (
+            r#"{"kind": "redis", "url": "rediss://h:1/0", "tls": false}"#,
+            "store.tls",
+        ),
+        (
+            r#"{"kind": "redis", "socket": "/run/r.sock", "tls": true}"#,
+            "store.tls",
         ),
         (
             r#"{"kind": "redis", "url": "redis://h:port/0"}"#,

@@ -143,8 +143,7 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
 }
 
 /// Where the server is.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     Tcp {
         host: String,
@@ -155,12 +154,40 @@ pub enum Target {
     Tls {
         host: String,
         port: u16,
-        #[serde(skip_serializing_if = "Option::is_none")]
         ca_file: Option<PathBuf>,
     },
     Unix {
         socket: PathBuf,
     },
+}
+
+/// As the configuration's fields write it (`host`, `port`, `tls`, `ca_file`, `socket`), so
+/// that the effective configuration reads back as the same.
+impl serde::Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        match self {
+            Target::Tcp { host, port } => {
+                map.serialize_entry("host", host)?;
+                map.serialize_entry("port", port)?;
+            }
+            Target::Tls {
+                host,
+                port,
+                ca_file,
+            } => {
+                map.serialize_entry("host", host)?;
+                map.serialize_entry("port", port)?;
+                map.serialize_entry("tls", &true)?;
+                if let Some(ca) = ca_file {
+                    map.serialize_entry("ca_file", ca)?;
+                }
+            }
+            Target::Unix { socket } => map.serialize_entry("socket", socket)?,
+        }
+        map.end()
+    }
 }
 
 impl Target {
