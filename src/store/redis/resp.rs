@@ -374,6 +374,17 @@ impl Connection {
     }
 }
 
+/// A TLS connection that ends says so (close_notify), without waiting for an answer: the
+/// server then sees a clean end, not a truncated stream.
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Stream::Tls(tls) = &mut self.stream {
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    }
+}
+
 /// A TCP connection to the first of `host`'s addresses that answers within `connect_timeout`,
 /// its reads and writes bounded by `io_timeout`.
 fn tcp(
