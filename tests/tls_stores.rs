@@ -2,8 +2,9 @@
 //! its port (`rediss://`) and a real MariaDB with `require_secure_transport=ON`, each with a
 //! test CA made here (`store.ca_file`). On each, 300 requests, 32 at a time, spread over three
 //! Apache instances (mod_cgid) with a limit of 30 admit exactly 30, counted by the provider
-//! stand-in; a CA that did not sign the server's certificate is refused, with `on_error`
-//! applied and logged; a plain client of a server that requires TLS is told what to set; and
+//! stand-in, the Redis one through an ACL user; a CA that did not sign the server's
+//! certificate, or a certificate for another name, is refused, with `on_error` applied and
+//! logged; a plain client of a server that requires TLS is told what to set; and
 //! `resolve check` says what it found (TLS version, cipher, server version) or why a CA file
 //! cannot serve.
 //!
@@ -236,8 +237,15 @@ fn logged(lines: &[String], words: &str) -> bool {
 #[test]
 fn redis_over_tls_shared_by_three_web_servers_admits_exactly_the_limit() {
     let ca = TestCa::new("redis");
-    let redis = Redis::builder("tls").tls(&ca).start();
-    assert!(redis.url().starts_with("rediss://"));
+    let redis = Redis::builder("tls")
+        .tls(&ca)
+        .acl_user("site", "acl-pw-5e6f")
+        .start();
+    assert!(
+        redis
+            .url()
+            .starts_with("rediss://site:acl-pw-5e6f@localhost:")
+    );
     let farm = Farm::start("redis-tls", redis_store(&redis, &ca.ca(), "deny"));
     let (code, out) = check(&farm.configs[0]);
     assert_eq!(code, Some(0), "{out}");
@@ -330,6 +338,27 @@ fn a_ca_that_did_not_sign_the_certificate_is_refused_by_policy_and_logged() {
         assert_eq!(r.status, 200, "{what}: {}", r.everything());
         assert_eq!(provider.calls(), calls + 1, "{what}: allowed through");
         assert!(logged(&lines, not_trusted), "{what}: {lines:#?}");
+    }
+    // A certificate signed by the CA configured but for another name.
+    let elsewhere = TestCa::for_names("elsewhere", "DNS:elsewhere.test");
+    let other = Redis::builder("tls-other-name").tls(&elsewhere).start();
+    for on_error in ["deny", "allow"] {
+        config::write_as(
+            &dir,
+            "web/config.json",
+            &site(&provider, &redis_store(&other, &elsewhere.ca(), on_error)),
+        );
+        let (r, lines) = refused_by_tls(&web, 20 + usize::from(on_error == "allow"));
+        assert_eq!(
+            r.status,
+            if on_error == "deny" { 503 } else { 200 },
+            "{}",
+            r.everything()
+        );
+        assert!(
+            logged(&lines, "the server's certificate is not for the host name"),
+            "{lines:#?}"
+        );
     }
     // A plain client of a server that requires TLS is told what to set.
     config::write_as(

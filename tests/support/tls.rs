@@ -1,5 +1,6 @@
 //! A test CA made at test time with the openssl command: its certificate, and a server
-//! certificate it signs for `localhost` and 127.0.0.1, readable by the servers' account.
+//! certificate it signs for `localhost` and 127.0.0.1 (or other names), readable by the
+//! servers' account.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +18,12 @@ pub struct TestCa {
 impl TestCa {
     /// A fresh CA named `name`, and a server certificate (for `localhost` and 127.0.0.1).
     pub fn new(name: &str) -> TestCa {
+        TestCa::for_names(name, "DNS:localhost,IP:127.0.0.1")
+    }
+
+    /// The same with a server certificate for `names` (a subjectAltName, e.g.
+    /// `DNS:elsewhere.test`).
+    pub fn for_names(name: &str, names: &str) -> TestCa {
         require(Path::new(OPENSSL), "openssl (package openssl)");
         let dir = TempDir::new(&format!("ca-{name}"));
         let at = |f: &str| dir.join(f).display().to_string();
@@ -57,10 +64,12 @@ impl TestCa {
         ]);
         dir.write(
             "server.ext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1\n\
-             basicConstraints=critical,CA:FALSE\n\
-             keyUsage=critical,digitalSignature,keyEncipherment\n\
-             extendedKeyUsage=serverAuth\n",
+            format!(
+                "subjectAltName={names}\n\
+                 basicConstraints=critical,CA:FALSE\n\
+                 keyUsage=critical,digitalSignature,keyEncipherment\n\
+                 extendedKeyUsage=serverAuth\n"
+            ),
         );
         openssl(&[
             "x509",
