@@ -1,7 +1,7 @@
 //! The stores over TLS, shared by three web servers: a real redis-server speaking only TLS on
 //! its port (`rediss://`) and a real MariaDB with `require_secure_transport=ON`, each with a
 //! test CA made here (`store.ca_file`). On each, 300 requests, 32 at a time, spread over three
-//! Apache instances (mod_cgid) with a limit of 30 admit exactly 30, counted by the provider
+//! Apache instances (mod_cgid, or mod_fcgid in run-all's second round) with a limit of 30 admit exactly 30, counted by the provider
 //! stand-in, the Redis one through an ACL user; a CA that did not sign the server's
 //! certificate, or a certificate for another name, is refused, with `on_error` applied and
 //! logged; a plain client of a server that requires TLS is told what to set; and

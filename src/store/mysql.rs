@@ -593,9 +593,10 @@ impl Upkeep for MysqlStore {
                 .unwrap_or_default();
             Ok((version, conn.tls.clone()))
         })?;
-        let tls = match tls {
-            Some(tls) => format!(", {tls}"),
-            None => ", no TLS".to_owned(),
+        let tls = match (tls, self.params().map(|p| p.place)) {
+            (Some(tls), _) => format!(", {tls}"),
+            (None, Ok(Place::Tcp { .. })) => ", no TLS".to_owned(),
+            (None, _) => String::new(),
         };
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
