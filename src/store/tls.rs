@@ -152,6 +152,30 @@ mod tests {
     }
 
     #[test]
+    fn refused_certificates_say_what_to_set() {
+        let tls = |e: rustls::Error| io::Error::new(io::ErrorKind::InvalidData, e);
+        let unknown = tls(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        let said = explain(&unknown, "store.host").unwrap();
+        assert!(
+            said.contains("set store.ca_file to the CA bundle"),
+            "{said}"
+        );
+        let other_name = tls(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForName,
+        ));
+        let said = explain(&other_name, "store.host").unwrap();
+        assert!(said.contains("set store.host to the name"), "{said}");
+        let expired = tls(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::Expired,
+        ));
+        assert!(explain(&expired, "store.host").unwrap().contains("Expired"));
+        assert_eq!(explain(&io::Error::other("plain"), "store.host"), None);
+        assert_eq!(explain(&io::ErrorKind::TimedOut.into(), "store.host"), None);
+    }
+
+    #[test]
     fn a_session_checks_the_name() {
         assert!(session("db.example", None).is_ok());
         assert!(session("", None).is_err());
