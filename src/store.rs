@@ -19,6 +19,7 @@ pub mod redis;
 pub mod roles;
 pub mod settings;
 pub mod spool;
+pub mod tls;
 pub mod upkeep;
 
 use std::fmt;

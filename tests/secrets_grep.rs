@@ -959,7 +959,7 @@ fn mistakes(provider_url: &str) -> Vec<(&'static str, String)> {
         (
             "a Redis URL with a password and a bad scheme",
             format!(
-                r#"{{"provider": {{"kind": "echo"}}, "store": {{"kind": "redis", "url": "rediss://:{}@127.0.0.1:1/0"}}}}"#,
+                r#"{{"provider": {{"kind": "echo"}}, "store": {{"kind": "redis", "url": "redis+tls://:{}@127.0.0.1:1/0"}}}}"#,
                 encode(REDIS_PW)
             ),
         ),

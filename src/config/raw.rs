@@ -142,6 +142,7 @@ pub(crate) struct RawStore {
     pub(crate) connect_timeout_ms: Option<u64>,
     pub(crate) read_timeout_ms: Option<u64>,
     pub(crate) tls: Option<bool>,
+    pub(crate) ca_file: Option<String>,
     pub(crate) db: Option<u32>,
     pub(crate) on_error: Option<String>,
     pub(crate) sweep_one_in: Option<u32>,

@@ -41,10 +41,11 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
                 "notes_table",
                 "events_ts",
                 "tls",
+                "ca_file",
             ],
             true,
         ),
-        "redis" => (&["db"], true),
+        "redis" => (&["db", "tls", "ca_file"], true),
         other => {
             return Err(err(
                 "store.kind",
@@ -72,6 +73,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ("connect_timeout_ms", raw.connect_timeout_ms.is_some()),
         ("read_timeout_ms", raw.read_timeout_ms.is_some()),
         ("tls", raw.tls.is_some()),
+        ("ca_file", raw.ca_file.is_some()),
         ("lock_timeout_ms", raw.lock_timeout_ms.is_some()),
         ("max_files", raw.max_files.is_some()),
         ("max_bytes", raw.max_bytes.is_some()),
@@ -83,8 +85,8 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ));
     }
     let kind = match kind_name {
-        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw)?)),
-        "redis" => StoreKind::Redis(Box::new(redis_settings(&raw)?)),
+        "mysql" => StoreKind::Mysql(Box::new(mysql_settings(&raw, base)?)),
+        "redis" => StoreKind::Redis(Box::new(redis_settings(&raw, base)?)),
         _ => {
             let dir = match &raw.dir {
                 Some(d) if d.is_empty() => {
@@ -221,28 +223,20 @@ fn redis_url(url: &str) -> Result<(Target, Option<String>, Option<String>, u32),
         err(
             "store.url",
             format!(
-                "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
+                "{why}: write redis://[USER:PASSWORD@]HOST:PORT/DB, rediss://… for TLS, or unix://[USER:PASSWORD@]/path/to/redis.sock?db=N"
             ),
         )
     };
-    if url
-        .get(..9)
-        .is_some_and(|s| s.eq_ignore_ascii_case("rediss://"))
-    {
-        return Err(bad(
-            "TLS to Redis is not supported; use a local port or the Unix socket",
-        ));
-    }
     let is_socket = url
         .get(..7)
         .is_some_and(|s| s.eq_ignore_ascii_case("unix://"));
     let parsed = if is_socket {
         url::parse_socket(url, "unix")
     } else {
-        url::parse(url, &["redis"])
+        url::parse(url, &["redis", "rediss"])
     }
     .map_err(|e| match e {
-        UrlError::Scheme => bad("it must start with redis:// or unix://"),
+        UrlError::Scheme => bad("it must start with redis://, rediss:// or unix://"),
         UrlError::NoHost if is_socket => bad("the socket path must be absolute"),
         e => bad(&e.to_string()),
     })?;
@@ -266,15 +260,22 @@ fn redis_url(url: &str) -> Result<(Target, Option<String>, Option<String>, u32),
                     .map_err(|_| bad("the path must be a database number"))?
             }
         }
-        Target::Tcp {
-            host: parsed.host_text(),
-            port: parsed.port().unwrap_or(defaults::REDIS_PORT),
+        let host = parsed.host_text();
+        let port = parsed.port().unwrap_or(defaults::REDIS_PORT);
+        if parsed.scheme() == "rediss" {
+            Target::Tls {
+                host,
+                port,
+                ca_file: None,
+            }
+        } else {
+            Target::Tcp { host, port }
         }
     };
     Ok((target, parsed.username(), parsed.password(), db))
 }
 
-fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
+fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigError> {
     // The URL first; the separate fields, where given, override its parts (as for MySQL).
     let mut username = None;
     let mut password = None;
@@ -290,6 +291,7 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     username = raw.user.clone().or(username);
     password = raw.password.clone().or(password);
     db = raw.db.unwrap_or(db);
+    let url_tls = matches!(target, Some(Target::Tls { .. }));
     if let Some(sock) = &raw.socket {
         target = Some(Target::Unix {
             socket: PathBuf::from(sock),
@@ -300,6 +302,44 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
             port: raw.port.unwrap_or(defaults::REDIS_PORT),
         });
     }
+    // Over TLS when the URL says rediss://, `tls` is true, or a CA file is given with `host`.
+    let ca = ca_file(raw, base)?;
+    let tls = raw
+        .tls
+        .unwrap_or(url_tls || (ca.is_some() && raw.url.is_none()));
+    if raw.tls == Some(false) && url_tls {
+        return Err(err(
+            "store.tls",
+            "is false for a rediss:// URL: remove store.tls, or write redis:// for a plain connection",
+        ));
+    }
+    if ca.is_some() && !tls {
+        return Err(err(
+            "store.ca_file",
+            "is set for a plain connection: write the URL as rediss://… to use TLS, or remove store.ca_file",
+        ));
+    }
+    target = match target {
+        Some(Target::Tcp { host, port } | Target::Tls { host, port, .. }) if tls => {
+            Some(Target::Tls {
+                host,
+                port,
+                ca_file: ca,
+            })
+        }
+        Some(Target::Tls { host, port, .. }) => Some(Target::Tcp { host, port }),
+        Some(Target::Unix { .. }) if tls => {
+            return Err(err(
+                if ca.is_some() {
+                    "store.ca_file"
+                } else {
+                    "store.tls"
+                },
+                "does not apply to a Unix socket, which has no TLS: remove it, or connect by host",
+            ));
+        }
+        other => other,
+    };
     let target = target.ok_or_else(|| {
         err(
             "store",
@@ -330,7 +370,20 @@ fn redis_settings(raw: &RawStore) -> Result<RedisSettings, ConfigError> {
     })
 }
 
-fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
+/// `store.ca_file`, relative to the configuration's directory; read only when connecting (and
+/// by `resolve check`).
+fn ca_file(raw: &RawStore, base: &Path) -> Result<Option<PathBuf>, ConfigError> {
+    match raw.ca_file.as_deref() {
+        None => Ok(None),
+        Some("") => Err(err(
+            "store.ca_file",
+            "is empty: name the CA bundle (PEM) that signed the server's certificate, or remove it",
+        )),
+        Some(path) => Ok(Some(base.join(path))),
+    }
+}
+
+fn mysql_settings(raw: &RawStore, base: &Path) -> Result<MysqlSettings, ConfigError> {
     let from_url = match &raw.url {
         Some(url) => Some(url_parts(url).map_err(|why| {
             err(
@@ -413,6 +466,21 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
             ));
         }
     };
+    let ca_file = ca_file(raw, base)?;
+    if ca_file.is_some() && raw.tls == Some(false) {
+        return Err(err(
+            "store.ca_file",
+            "is set while store.tls is false: remove store.tls (a CA file turns TLS on) or the CA file",
+        ));
+    }
+    if ca_file.is_some()
+        && (raw.socket.is_some() || from_url.as_ref().is_some_and(|u| u.socket.is_some()))
+    {
+        return Err(err(
+            "store.ca_file",
+            "does not apply to a Unix socket, which has no TLS: remove it, or connect by host",
+        ));
+    }
     let (connect_ms, read_ms) = server_timeouts(
         raw,
         defaults::MYSQL_CONNECT_TIMEOUT_MS,
@@ -434,6 +502,7 @@ fn mysql_settings(raw: &RawStore) -> Result<MysqlSettings, ConfigError> {
         events_ts,
         connect_timeout: Duration::from_millis(connect_ms),
         read_timeout: Duration::from_millis(read_ms),
-        tls: raw.tls.unwrap_or(false),
+        tls: raw.tls.unwrap_or(ca_file.is_some()),
+        ca_file,
     })
 }

@@ -308,6 +308,30 @@ fn redis_urls() {
             port: 6379
         }
     );
+    let r = redis(r#"{"kind": "redis", "url": "rediss://u:p@cache.example:6380/1"}"#).unwrap();
+    assert_eq!(
+        r.target,
+        crate::store::redis::resp::Target::Tls {
+            host: "cache.example".into(),
+            port: 6380,
+            ca_file: None,
+        }
+    );
+    assert_eq!((r.username.as_deref(), r.db), (Some("u"), 1));
+    let r = redis(r#"{"kind": "redis", "host": "cache.example", "ca_file": "ca.pem"}"#).unwrap();
+    let crate::store::redis::resp::Target::Tls { ca_file, .. } = &r.target else {
+        panic!("{:?}", r.target)
+    };
+    assert!(ca_file.as_ref().unwrap().ends_with("ca.pem"));
+    let r = redis(r#"{"kind": "redis", "host": "cache.example", "tls": true}"#).unwrap();
+    assert!(matches!(
+        r.target,
+        crate::store::redis::resp::Target::Tls { ca_file: None, .. }
+    ));
+    let r = redis(r#"{"kind": "redis", "url": "rediss://h:1/0", "host": "other"}"#).unwrap();
+    assert!(
+        matches!(&r.target, crate::store::redis::resp::Target::Tls { host, .. } if host == "other")
+    );
     let r = redis(r#"{"kind": "redis", "host": "localhost", "password": "x"}"#).unwrap();
     assert_eq!(
         r.target,
@@ -318,7 +342,30 @@ fn redis_urls() {
     );
     for (bad, field) in [
         (r#"{"kind": "redis"}"#, "store"),
-        (r#"{"kind": "redis", "url": "rediss://h:1/0"}"#, "store.url"),
+        (
+            r#"{"kind": "redis", "url": "redis+tls://h:1/0"}"#,
+            "store.url",
+        ),
+        (
+            r#"{"kind": "redis", "url": "redis://h:1/0", "ca_file": "ca.pem"}"#,
+            "store.ca_file",
+        ),
+        (
+            r#"{"kind": "redis", "socket": "/run/r.sock", "ca_file": "ca.pem"}"#,
+            "store.ca_file",
+        ),
+        (
+            r#"{"kind": "redis", "host": "h", "ca_file": ""}"#,
+            "store.ca_file",
+        ),
+        (
+            r#"{"kind": "redis", "url": "rediss://h:1/0", "tls": false}"#,
+            "store.tls",
+        ),
+        (
+            r#"{"kind": "redis", "socket": "/run/r.sock", "tls": true}"#,
+            "store.tls",
+        ),
         (
             r#"{"kind": "redis", "url": "redis://h:port/0"}"#,
             "store.url",

@@ -134,6 +134,7 @@ impl MysqlStore {
                 .unwrap_or_default(),
             database: s.database.clone().or(url.database),
             tls: s.tls,
+            ca_file: s.ca_file.clone(),
             connect_timeout: s.connect_timeout,
             read_timeout: s.read_timeout,
         })
@@ -155,7 +156,20 @@ impl MysqlStore {
     }
 
     fn describe(&self, e: &client::Error, phase: Phase) -> String {
-        format!("mysql store at {}: {}", self.place(), explain(e, phase))
+        let mut said = explain(e, phase);
+        // MariaDB 10.11 refuses a plain client of a server that requires TLS
+        // (require_secure_transport) as it refuses a wrong password; MySQL says why (3159).
+        let plain_tcp =
+            !self.settings.tls && matches!(self.params().map(|p| p.place), Ok(Place::Tcp { .. }));
+        if plain_tcp && matches!(e, client::Error::Server(m) if m.code == 1045) {
+            said.push_str(
+                "; or the server accepts only TLS (require_secure_transport=ON, which MariaDB \
+                 10.11 answers with this same error): then set store.tls to true, and \
+                 store.ca_file to your provider's CA bundle when a public CA did not sign its \
+                 certificate",
+            );
+        }
+        format!("mysql store at {}: {said}", self.place())
     }
 
     fn too_slow(&self, what: &str) -> StoreError {
@@ -570,20 +584,26 @@ impl Upkeep for MysqlStore {
 
     fn probe(&self) -> Result<String, StoreError> {
         let report = self.init_tables()?;
-        let version = self.with_conn(|conn, _| {
-            Ok(one(conn.query("SELECT VERSION()")?)
+        let (version, tls) = self.with_conn(|conn, _| {
+            let version = one(conn.query("SELECT VERSION()")?)
                 .rows
                 .first()
                 .and_then(|r| r.first())
                 .map(|v| String::from_utf8_lossy(&client::bytes(v)).into_owned())
-                .unwrap_or_default())
+                .unwrap_or_default();
+            Ok((version, conn.tls.clone()))
         })?;
+        let tls = match (tls, self.params().map(|p| p.place)) {
+            (Some(tls), _) => format!(", {tls}"),
+            (None, Ok(Place::Tcp { .. })) => ", no TLS".to_owned(),
+            (None, _) => String::new(),
+        };
         if let Some(bad) = report.iter().find(|l| l.starts_with("WRONG SHAPE")) {
             return Err(StoreError::unavailable(bad.clone()));
         }
         let s = &self.settings;
         Ok(format!(
-            "mysql store (server {version}); tables {}, {}, {}, {} and {}: {}; {}",
+            "mysql store (server {version}{tls}); tables {}, {}, {}, {} and {}: {}; {}",
             s.counter_table,
             s.events_table,
             s.cache_table,

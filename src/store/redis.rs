@@ -130,10 +130,7 @@ impl RedisStore {
     }
 
     fn place(&self) -> String {
-        match &self.settings.target {
-            resp::Target::Tcp { host, port } => format!("{host}:{port}"),
-            resp::Target::Unix { socket: p } => format!("socket {}", p.display()),
-        }
+        self.settings.target.place()
     }
 
     /// Sends `command` (opening and authenticating a connection first if needed, in the same
@@ -325,6 +322,9 @@ impl RedisStore {
             }
             _ => "",
         };
+        if let Some(tls) = crate::store::tls::explain(e, "the host in store.url") {
+            return StoreError::unavailable(format!("redis store at {}: {tls}", self.place()));
+        }
         // The parser's reasons are terse: say whose they are.
         if e.kind() == io::ErrorKind::InvalidData {
             return StoreError::unavailable(format!(
@@ -631,8 +631,12 @@ impl Upkeep for RedisStore {
                 .unwrap_or_default(),
             _ => String::new(),
         };
+        let tls = match self.conn.borrow().as_ref().and_then(Connection::tls) {
+            Some(tls) => format!(", {tls}"),
+            None => String::new(),
+        };
         Ok(format!(
-            "redis store at {} (server {version}, database {})",
+            "redis store at {} (server {version}, database {}{tls})",
             self.place(),
             self.settings.db
         ))

@@ -18,7 +18,7 @@ pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
     if let crate::store::settings::StoreKind::File { dir } = &config.store.kind {
         warn_exposure(dir, "data directory", out);
     }
-    let mut ok = true;
+    let mut ok = report_ca_file(config, out);
     ok &= report_store(store, out);
     report_spool(config, out);
     ok &= report_provider(config, out);
@@ -288,6 +288,39 @@ fn warn_unsafe(config: &Config, out: &mut dyn Write) {
              browsers spend your paid calls; add your site, e.g. \
              \"allowed_origins\": [\"https://www.example.com\", \"https://example.com\"]"
         );
+    }
+}
+
+/// `store.ca_file`, read as a connection reads it: a file that cannot serve is named with how
+/// to fix it, before the store's own line says that the connection failed.
+fn report_ca_file(config: &Config, out: &mut dyn Write) -> bool {
+    use crate::store::settings::StoreKind;
+    let path = match &config.store.kind {
+        StoreKind::Mysql(m) => m.ca_file.as_deref(),
+        StoreKind::Redis(r) => match &r.target {
+            crate::store::redis::resp::Target::Tls { ca_file, .. } => ca_file.as_deref(),
+            _ => None,
+        },
+        StoreKind::File { .. } => None,
+    };
+    let Some(path) = path else {
+        return true;
+    };
+    match crate::store::tls::read_ca_file(path) {
+        Ok(certs) => {
+            let _ = writeln!(
+                out,
+                "ok   store.ca_file: {} ({} certificate{}, trusted beside the public roots)",
+                path.display(),
+                certs.len(),
+                if certs.len() == 1 { "" } else { "s" }
+            );
+            true
+        }
+        Err(e) => {
+            let _ = writeln!(out, "FAIL store.ca_file: {e}");
+            false
+        }
     }
 }
 

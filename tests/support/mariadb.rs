@@ -77,6 +77,15 @@ impl MariaDbBuilder {
         self
     }
 
+    /// TLS with the test CA's server certificate, and only TLS over TCP
+    /// (`require_secure_transport=ON`; the Unix socket counts as secure).
+    pub fn tls(self, ca: &super::tls::TestCa) -> MariaDbBuilder {
+        self.arg(&format!("--ssl-ca={}", ca.ca().display()))
+            .arg(&format!("--ssl-cert={}", ca.cert().display()))
+            .arg(&format!("--ssl-key={}", ca.key().display()))
+            .arg("--require-secure-transport=ON")
+    }
+
     /// One more server option, e.g. `--wait-timeout=5`. Comes after the defaults, so it
     /// overrides them.
     pub fn arg(mut self, arg: &str) -> MariaDbBuilder {

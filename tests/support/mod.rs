@@ -1,4 +1,4 @@
-//! The support kit shared by the integration tests: a cPanel-style account under suEXEC; temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); a browser for the owner's dashboard; MariaDB and Redis on loopback; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
+//! The support kit shared by the integration tests: a cPanel-style account under suEXEC; temp dirs and free ports; one provider stand-in on one HTTP reader; one site harness (configuration, store, stand-in, and a real Apache under mod_cgid or mod_fcgid); a browser for the owner's dashboard; MariaDB and Redis on loopback; a test CA for TLS; a delaying proxy; an HTTP client; direct CGI and FastCGI runners.
 #![allow(dead_code, unused_imports)]
 
 pub mod account;
@@ -20,6 +20,7 @@ pub mod site;
 pub mod system;
 pub mod temp;
 pub mod timing;
+pub mod tls;
 pub mod urlenc;
 
 pub use account::HostUser;

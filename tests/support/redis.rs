@@ -37,9 +37,18 @@ pub struct RedisBuilder {
     password: Option<String>,
     acl_user: Option<(String, String)>,
     args: Vec<String>,
+    /// The CA's certificate, the server's certificate and key: TLS only on the port.
+    tls: Option<(PathBuf, PathBuf, PathBuf)>,
 }
 
 impl RedisBuilder {
+    /// TLS only on TCP (`--port 0`, `--tls-port PORT`) with the test CA's server certificate;
+    /// no client certificate asked for. The Unix socket stays plain, for the test's client.
+    pub fn tls(mut self, ca: &super::tls::TestCa) -> RedisBuilder {
+        self.tls = Some((ca.ca(), ca.cert(), ca.key()));
+        self
+    }
+
     /// `--requirepass`: the `default` user needs this password.
     pub fn password(mut self, password: &str) -> RedisBuilder {
         self.password = Some(password.to_string());
@@ -85,9 +94,15 @@ impl RedisBuilder {
         );
         let port = free_port();
         let d = dir.path().display().to_string();
+        let (plain_port, tls_port) = match self.tls {
+            Some(_) => (0, port),
+            None => (port, 0),
+        };
         let mut args: Vec<String> = [
             "--port",
-            &port.to_string(),
+            &plain_port.to_string(),
+            "--tls-port",
+            &tls_port.to_string(),
             "--bind",
             "127.0.0.1",
             "--unixsocket",
@@ -126,8 +141,19 @@ impl RedisBuilder {
                 .map(|s| s.to_string()),
             );
         }
+        if let Some((ca, cert, key)) = &self.tls {
+            for (name, path) in [
+                ("--tls-ca-cert-file", ca),
+                ("--tls-cert-file", cert),
+                ("--tls-key-file", key),
+            ] {
+                args.extend([name.to_string(), path.display().to_string()]);
+            }
+            args.extend(["--tls-auth-clients".to_string(), "no".to_string()]);
+        }
         args.extend(self.args.iter().cloned());
         let mut redis = Redis {
+            tls: self.tls.is_some(),
             port,
             socket,
             password: self.password.clone(),
@@ -156,6 +182,8 @@ impl RedisBuilder {
 }
 
 pub struct Redis {
+    /// The port speaks TLS only.
+    tls: bool,
     port: u16,
     socket: PathBuf,
     password: Option<String>,
@@ -179,6 +207,7 @@ impl Redis {
             password: None,
             acl_user: None,
             args: Vec::new(),
+            tls: None,
         }
     }
 
@@ -225,8 +254,12 @@ impl Redis {
         }
     }
 
-    /// `redis://[:PASS@]127.0.0.1:PORT/0` (`redis://USER:PASS@...` with an ACL user).
+    /// `redis://[:PASS@]127.0.0.1:PORT/0` (`redis://USER:PASS@...` with an ACL user);
+    /// `rediss://…@localhost:PORT/0` when the port speaks TLS (the certificate's name).
     pub fn url(&self) -> String {
+        if self.tls {
+            return format!("rediss://{}localhost:{}/0", self.userinfo(), self.port);
+        }
         format!("redis://{}127.0.0.1:{}/0", self.userinfo(), self.port)
     }
 
@@ -278,7 +311,8 @@ impl Redis {
     /// One command over TCP on a fresh authenticated connection; panics when the server cannot
     /// be reached (error replies come back as `Resp::Error`).
     pub fn cmd(&self, args: &[&str]) -> Resp {
-        self.cmd_via(Via::Tcp, args)
+        let via = if self.tls { Via::Socket } else { Via::Tcp };
+        self.cmd_via(via, args)
     }
 
     pub fn cmd_via(&self, via: Via, args: &[&str]) -> Resp {
@@ -342,7 +376,8 @@ impl Server for Redis {
     }
 
     fn answers(&self) -> bool {
-        self.ping(Via::Tcp) && self.ping(Via::Socket)
+        // A TLS port is checked by the program under test; the harness speaks plain.
+        (self.tls || self.ping(Via::Tcp)) && self.ping(Via::Socket)
     }
 
     fn output(&self) -> String {

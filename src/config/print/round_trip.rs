@@ -194,6 +194,19 @@ fn the_redis_store_by_url_and_by_socket() {
         &["rd-99ee88ff"],
     );
     round_trip(
+        r#"{"store": {"kind": "redis", "url": "rediss://app:rd-tls-1a2b@cache.example:6380/1",
+                      "ca_file": "provider-ca.pem"}}"#,
+        &[("/store/password", "rd-tls-1a2b")],
+        &["rd-tls-1a2b"],
+    );
+    round_trip(
+        r#"{"store": {"kind": "mysql", "host": "db.example", "user": "site",
+                      "password": "pw-3-ee44ff", "database": "limits",
+                      "ca_file": "/etc/ssl/provider-ca.pem"}}"#,
+        &[("/store/password", "pw-3-ee44ff")],
+        &["pw-3-ee44ff"],
+    );
+    round_trip(
         r#"{"store": {"kind": "redis", "socket": "/home/u/redis.sock", "db": 2}}"#,
         &[],
         &[],

@@ -7,7 +7,6 @@ use std::io::{self, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::store::mysql::auth;
@@ -38,6 +37,8 @@ pub struct Params {
     pub password: String,
     pub database: Option<String>,
     pub tls: bool,
+    /// A CA bundle (PEM) trusted beside the public roots.
+    pub ca_file: Option<PathBuf>,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
 }
@@ -187,6 +188,8 @@ pub struct Conn {
     capabilities: u32,
     /// The server's version as its greeting gave it.
     pub version: String,
+    /// The TLS version and cipher suite, when the connection is encrypted.
+    pub tls: Option<String>,
 }
 
 impl Conn {
@@ -245,20 +248,25 @@ impl Conn {
             Place::Tcp { host, .. } if p.tls => {
                 if greeting.capabilities & packet::SSL == 0 {
                     return Err(Error::Unsupported(
-                        "the server does not offer TLS: set store.tls to false, or enable TLS on the server".to_owned(),
+                        "the server does not offer TLS: enable TLS on the server, or set store.tls to false (and remove store.ca_file)".to_owned(),
                     ));
                 }
                 caps |= packet::SSL;
                 write_frame(&mut socket, 1, &packet::tls_request(caps))?;
-                (start_tls(socket, host)?, 2, true)
+                (start_tls(socket, host, p.ca_file.as_deref())?, 2, true)
             }
             Place::Tcp { .. } => (Stream::Plain(socket), 1, false),
+        };
+        let tls = match &stream {
+            Stream::Tls(t) => Some(crate::store::tls::describe(&t.conn)),
+            Stream::Plain(_) => None,
         };
         let mut conn = Conn {
             stream: BufReader::with_capacity(8192, stream),
             seq,
             capabilities: caps,
             version: greeting.version.clone(),
+            tls,
         };
         conn.authenticate(p, &greeting, secure)?;
         Ok(conn)
@@ -466,22 +474,15 @@ fn write_frame(to: &mut impl Write, seq: u8, payload: &[u8]) -> Result<(), Error
     Ok(())
 }
 
-/// TLS over `socket`, the server's certificate checked against the public roots for `host`.
-fn start_tls(socket: Socket, host: &str) -> Result<Stream, Error> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| Error::Unsupported(format!("TLS: {e}")))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|_| Error::Unsupported(format!("TLS: {host} is not a server name")))?;
-    let tls = rustls::ClientConnection::new(Arc::new(config), name)
-        .map_err(|e| Error::Unsupported(format!("TLS: {e}")))?;
+/// TLS over `socket`, the server's certificate checked for `host` against the public roots
+/// and `ca_file`'s; the handshake done here, so that a refused certificate fails the connect.
+fn start_tls(
+    mut socket: Socket,
+    host: &str,
+    ca_file: Option<&std::path::Path>,
+) -> Result<Stream, Error> {
+    let mut tls = crate::store::tls::session(host, ca_file).map_err(Error::Unsupported)?;
+    crate::store::tls::handshake(&mut tls, &mut socket)?;
     Ok(Stream::Tls(Box::new(rustls::StreamOwned::new(tls, socket))))
 }
 

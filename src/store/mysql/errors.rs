@@ -45,6 +45,11 @@ pub(crate) fn explain(e: &Error, phase: Phase) -> String {
                 1045 => " (check store.user and store.password)",
                 1049 => " (check store.database)",
                 1040 => " (the server is out of connections)",
+                // MySQL's and MariaDB's require_secure_transport.
+                3159 | 4151 => {
+                    " (the server accepts only TLS: set store.tls to true, and store.ca_file to \
+                     your provider's CA bundle when its certificate is not signed by a public CA)"
+                }
                 _ => "",
             };
             format!("error {}: {}{hint}", m.code, m.message)
@@ -59,6 +64,9 @@ pub(crate) fn explain(e: &Error, phase: Phase) -> String {
 
 pub(crate) fn explain_io(io: &std::io::Error, phase: Phase) -> String {
     use std::io::ErrorKind::{TimedOut, WouldBlock};
+    if let Some(tls) = crate::store::tls::explain(io, "store.host") {
+        return tls;
+    }
     match (io.kind(), phase) {
         // A socket's read timeout shows as EAGAIN; a connect that timed out as ETIMEDOUT.
         (TimedOut, Phase::Connect) => {

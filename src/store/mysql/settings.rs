@@ -54,6 +54,9 @@ pub struct MysqlSettings {
     #[serde(rename = "read_timeout_ms", serialize_with = "show::ms")]
     pub read_timeout: Duration,
     pub tls: bool,
+    /// A CA bundle (PEM) trusted beside the public roots; given, TLS is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
 /// The URL as written, its password (if any) replaced by the mask.

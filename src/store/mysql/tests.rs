@@ -29,6 +29,7 @@ fn store_at(port: u16, connect_ms: u64, read_ms: u64) -> MysqlStore {
         connect_timeout: Duration::from_millis(connect_ms),
         read_timeout: Duration::from_millis(read_ms),
         tls: false,
+        ca_file: None,
     };
     MysqlStore::new(settings, &[], Duration::from_secs(600))
 }

@@ -1,5 +1,6 @@
 //! A small Redis client: RESP2 encoding and a bounded, incremental reply parser (pure), and a
-//! connection over TCP or a Unix socket with timeouts. Enough for AUTH, SELECT, PING and EVAL.
+//! connection over TCP, TLS (store::tls) or a Unix socket with timeouts. Enough for AUTH,
+//! SELECT, PING and EVAL.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -142,20 +143,102 @@ fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)
 }
 
 /// Where the server is.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    Tcp { host: String, port: u16 },
-    Unix { socket: PathBuf },
+    Tcp {
+        host: String,
+        port: u16,
+    },
+    /// `rediss://`: TLS over TCP, the certificate checked for `host` against the public roots
+    /// and `ca_file`'s.
+    Tls {
+        host: String,
+        port: u16,
+        ca_file: Option<PathBuf>,
+    },
+    Unix {
+        socket: PathBuf,
+    },
 }
 
-trait Stream: Read + Write {}
-impl Stream for TcpStream {}
-impl Stream for UnixStream {}
+/// As the configuration's fields write it (`host`, `port`, `tls`, `ca_file`, `socket`), so
+/// that the effective configuration reads back as the same.
+impl serde::Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        match self {
+            Target::Tcp { host, port } => {
+                map.serialize_entry("host", host)?;
+                map.serialize_entry("port", port)?;
+            }
+            Target::Tls {
+                host,
+                port,
+                ca_file,
+            } => {
+                map.serialize_entry("host", host)?;
+                map.serialize_entry("port", port)?;
+                map.serialize_entry("tls", &true)?;
+                if let Some(ca) = ca_file {
+                    map.serialize_entry("ca_file", ca)?;
+                }
+            }
+            Target::Unix { socket } => map.serialize_entry("socket", socket)?,
+        }
+        map.end()
+    }
+}
+
+impl Target {
+    /// Where, as log lines name it (no secret in it).
+    pub fn place(&self) -> String {
+        match self {
+            Target::Tcp { host, port } => format!("{host}:{port}"),
+            Target::Tls { host, port, .. } => format!("rediss://{host}:{port}"),
+            Target::Unix { socket } => format!("socket {}", socket.display()),
+        }
+    }
+}
+
+/// The byte stream under a connection.
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+    Unix(UnixStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
 
 /// An open connection.
 pub struct Connection {
-    stream: Box<dyn Stream>,
+    stream: Stream,
     buf: Vec<u8>,
     /// Longest a whole exchange (all its reads) may take.
     io_timeout: Duration,
@@ -167,24 +250,36 @@ impl Connection {
         connect_timeout: Duration,
         io_timeout: Duration,
     ) -> io::Result<Connection> {
-        let stream: Box<dyn Stream> = match target {
+        let stream = match target {
             Target::Tcp { host, port } => {
-                let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
-                let mut connected = None;
-                for addr in (host.as_str(), *port).to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&addr, connect_timeout) {
-                        Ok(s) => {
-                            connected = Some(s);
-                            break;
-                        }
-                        Err(e) => last = connect_error(e, connect_timeout),
+                Stream::Tcp(tcp(host, *port, connect_timeout, io_timeout)?)
+            }
+            Target::Tls {
+                host,
+                port,
+                ca_file,
+            } => {
+                let mut s = tcp(host, *port, connect_timeout, io_timeout)?;
+                let mut session = crate::store::tls::session(host, ca_file.as_deref())
+                    .map_err(io::Error::other)?;
+                // The handshake within the connect timeout: a server that never answers it
+                // is one that does not connect.
+                s.set_read_timeout(Some(connect_timeout))?;
+                crate::store::tls::handshake(&mut session, &mut s).map_err(|e| {
+                    if timed_out(&e) {
+                        io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!(
+                                "no TLS handshake within {} ms (is the port the server's tls-port?)",
+                                connect_timeout.as_millis()
+                            ),
+                        )
+                    } else {
+                        e
                     }
-                }
-                let s = connected.ok_or(last)?;
-                s.set_nodelay(true)?;
+                })?;
                 s.set_read_timeout(Some(io_timeout))?;
-                s.set_write_timeout(Some(io_timeout))?;
-                Box::new(s)
+                Stream::Tls(Box::new(rustls::StreamOwned::new(session, s)))
             }
             Target::Unix { socket: path } => {
                 // A blocking connect to a server that stopped accepting waits in its listen
@@ -196,7 +291,7 @@ impl Connection {
                 let s = UnixStream::from(std::os::fd::OwnedFd::from(sock));
                 s.set_read_timeout(Some(io_timeout))?;
                 s.set_write_timeout(Some(io_timeout))?;
-                Box::new(s)
+                Stream::Unix(s)
             }
         };
         Ok(Connection {
@@ -204,6 +299,14 @@ impl Connection {
             buf: Vec::new(),
             io_timeout,
         })
+    }
+
+    /// The TLS version and cipher suite, on a TLS connection.
+    pub fn tls(&self) -> Option<String> {
+        match &self.stream {
+            Stream::Tls(s) => Some(crate::store::tls::describe(&s.conn)),
+            _ => None,
+        }
     }
 
     /// Sends every command at once, then reads one reply per command. Each read has the I/O
@@ -269,6 +372,43 @@ impl Connection {
         }
         Ok(replies)
     }
+}
+
+/// A TLS connection that ends says so (close_notify), without waiting for an answer: the
+/// server then sees a clean end, not a truncated stream.
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Stream::Tls(tls) = &mut self.stream {
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    }
+}
+
+/// A TCP connection to the first of `host`'s addresses that answers within `connect_timeout`,
+/// its reads and writes bounded by `io_timeout`.
+fn tcp(
+    host: &str,
+    port: u16,
+    connect_timeout: Duration,
+    io_timeout: Duration,
+) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
+    let mut connected = None;
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, connect_timeout) {
+            Ok(s) => {
+                connected = Some(s);
+                break;
+            }
+            Err(e) => last = connect_error(e, connect_timeout),
+        }
+    }
+    let s = connected.ok_or(last)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(io_timeout))?;
+    s.set_write_timeout(Some(io_timeout))?;
+    Ok(s)
 }
 
 /// Whether a socket operation ran out of its timeout: Linux reports a read or write timeout

@@ -121,6 +121,7 @@ fn params(place: Place, password: &str) -> Params {
         password: password.to_owned(),
         database: Some("d".to_owned()),
         tls: false,
+        ca_file: None,
         connect_timeout: Duration::from_secs(2),
         read_timeout: Duration::from_secs(2),
     }
