@@ -383,6 +383,9 @@ impl App<'_> {
         }
         if let Some(size) = resolved.size {
             tally.add(Event::Bytes(size));
+            if let Some(name) = tally.served_by.take() {
+                tally.add(Event::ServiceBytes(name, size));
+            }
         }
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)

@@ -94,6 +94,28 @@ fn bytes_per_day(stats: &Stats) -> String {
     out
 }
 
+/// The bytes each of several services served, as a table; nothing when none gave a size.
+fn bytes_by_service(f: &crate::core::journal::Figures) -> String {
+    if f.services.values().all(|s| s.bytes == 0) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<table>\n<caption>Bytes by service</caption>\n<thead><tr><th scope=\"col\">Service\
+         </th><th scope=\"col\" class=\"n\">Bytes</th></tr></thead>\n<tbody>\n",
+    );
+    for (name, s) in &f.services {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{} ({})</td></tr>",
+            escape(name),
+            number(s.bytes),
+            escape(&in_words(s.bytes, false))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
+    out
+}
+
 /// The clients served the most bytes, as a table; nothing when none was.
 fn by_bytes(list: &[ClientFigures]) -> String {
     if list.is_empty() {
@@ -413,6 +435,7 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         counts("Provider failures by kind", "Kind", &f.provider_failures),
         counts("Calls by service", "Service", &service_calls),
         counts("Failures by service", "Service and kind", &service_failures),
+        bytes_by_service(f),
         counts("Bad requests by reason", "Reason", &f.bad_requests),
         counts("Shadow rules: would have refused", "Rule", &f.would_refuse),
     ]
@@ -587,12 +610,14 @@ mod tests {
                 ServiceFigures {
                     calls: 1,
                     failures: [("server_refused".to_owned(), 1)].into(),
+                    ..Default::default()
                 },
             ),
             (
                 "alldebrid".to_owned(),
                 ServiceFigures {
                     calls: 1,
+                    bytes: 12_400_000_000,
                     ..Default::default()
                 },
             ),
@@ -601,6 +626,9 @@ mod tests {
         let html = sections(&s, None, None);
         for shown in [
             "<caption>Calls by service</caption>",
+            "<caption>Bytes by service</caption>",
+            "<tr><td>alldebrid</td><td class=\"n\">12,400,000,000 (12.4 GB)</td></tr>",
+            "<tr><td>realdebrid</td><td class=\"n\">0 (0 bytes)</td></tr>",
             "<tr><td>alldebrid</td><td class=\"n\">1</td></tr>",
             "<tr><td>realdebrid: server_refused</td><td class=\"n\">1</td></tr>",
         ] {

@@ -110,6 +110,7 @@ fn counts_json(f: &Figures) -> serde_json::Value {
         "bad_requests": f.bad_requests,
         "services": f.services.iter().map(|(name, s)| (name.clone(), serde_json::json!({
             "calls": s.calls,
+            "bytes": s.bytes,
             "failures": s.failures,
         }))).collect::<serde_json::Map<_, _>>(),
     })
