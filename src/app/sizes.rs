@@ -2,7 +2,8 @@
 //! `too_large`, its size in words), and the size the service gave charged to the request's
 //! rules of bytes, to the window that admitted the request.
 
-use crate::app::{Admitted, App};
+use crate::app::request::Asked;
+use crate::app::{Admitted, App, Tally};
 use crate::core::decision::Decision;
 use crate::core::limiter;
 use crate::core::rule::{Rule, Unit};
@@ -71,6 +72,29 @@ impl App<'_> {
                 );
                 Ok(false)
             }
+        }
+    }
+
+    /// A 429 of a rule of bytes decided before paying (the free check gave a size over what
+    /// is left) counts towards `auto_block` as any refusal by the client's own key does: the
+    /// rule counts the visitor (its address or its key), never a site-wide one.
+    pub(super) fn count_own_bytes_refusal(
+        &self,
+        asked: &Asked<'_>,
+        client_rules: &[&Rule],
+        refused: &Problem,
+        tally: &mut Tally,
+    ) {
+        let own = refused.status == 429
+            && refused.rule.as_deref().is_some_and(|name| {
+                client_rules.iter().any(|r| {
+                    r.name.as_str() == name
+                        && r.unit == Unit::Bytes
+                        && r.key != crate::core::rule::KeyKind::Global
+                })
+            });
+        if own {
+            self.count_refusal(asked, tally);
         }
     }
 
