@@ -128,6 +128,25 @@ fn a_visitor_over_its_daily_bytes_is_refused_without_a_paid_call() {
     let wait = out.answer().retry_after();
     assert!((86_000..=86_400).contains(&wait), "Retry-After {wait}");
     assert_eq!(api.calls(), 2, "no paid call for a visitor over its bytes");
+    // The visitor reads the allowance in bytes, in words; the headers give the quota and
+    // what is left in bytes, with the draft's unit (2929 KiB counted).
+    let body = String::from_utf8_lossy(&out.answer().body).into_owned();
+    assert!(
+        body.contains("Too many downloads: the 3 MB this site allows is used up"),
+        "{body}"
+    );
+    assert!(!body.contains("KiB") && !body.contains("2929"), "{body}");
+    let policy = out
+        .answer()
+        .header("RateLimit-Policy")
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        policy.contains("\"ip-bytes\";q=2999296;w=86400;qu=\"content-bytes\""),
+        "{policy}"
+    );
+    let state = out.answer().header("RateLimit").unwrap_or("").to_owned();
+    assert!(state.contains("\"ip-bytes\";r=0;"), "{state}");
     // Another visitor has its own bytes.
     let out = ask(&site, "https://hoster.example/f/3", "203.0.113.11");
     assert_eq!(out.answer().status, 200, "{}", out.describe());

@@ -222,23 +222,27 @@ impl App<'_> {
                 self.log.line(
                     Level::Warn,
                     &format!(
-                        "{name}: limit {} reached ({} paid calls per {} s){instead}",
-                        rule.name, rule.limit, rule.window_secs
+                        "{name}: limit {} reached ({} per {} s){instead}",
+                        rule.name,
+                        crate::app::sizes::spend_words(rule),
+                        rule.window_secs
                     ),
                 );
                 Err(Problem::new(
-                        503,
-                        Kind::SpendLimit,
-                        format!(
-                            "The service has reached its limit for now. Please try again in {}.",
-                            render::wait_words(wait)
-                        ),
-                    )
-                    .retry_after(wait)
-                    .log(format!(
-                        "{name}: limit {} reached ({} paid calls per {} s); refusing paid calls for {wait} s",
-                        rule.name, rule.limit, rule.window_secs
-                    )))
+                    503,
+                    Kind::SpendLimit,
+                    format!(
+                        "The service has reached its limit for now. Please try again in {}.",
+                        render::wait_words(wait)
+                    ),
+                )
+                .retry_after(wait)
+                .log(format!(
+                    "{name}: limit {} reached ({} per {} s); refusing paid calls for {wait} s",
+                    rule.name,
+                    crate::app::sizes::spend_words(rule),
+                    rule.window_secs
+                )))
             }
             // A store that cannot count lets the call go, as the meter does.
             Err(e) => {

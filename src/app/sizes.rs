@@ -60,9 +60,10 @@ impl App<'_> {
             Ok(Decision::Admit { .. }) => Ok(true),
             Ok(refused @ Decision::Refuse { rule, .. }) => {
                 let secs = refused.retry_after_secs().unwrap_or(1);
-                let mut p = Problem::new(429, Kind::RateLimited, render::limited_sentence(secs))
+                let rule = bytes[rule].rule;
+                let mut p = Problem::new(429, Kind::RateLimited, limited_sentence(rule, secs))
                     .retry_after(secs);
-                p.rule = Some(bytes[rule].rule.name.as_str().into());
+                p.rule = Some(rule.name.as_str().into());
                 Err(p)
             }
             Err(e) => {
@@ -121,6 +122,29 @@ impl App<'_> {
                 &format!("counting a file's {size} bytes against the rules of bytes failed: {e}"),
             );
         }
+    }
+}
+
+/// What a client refused by `rule` reads: a rule of bytes says its allowance in words
+/// (`20 GB`), never in the kibibytes it counts.
+pub fn limited_sentence(rule: &Rule, retry_after: u32) -> String {
+    match rule.unit {
+        Unit::Bytes => render::limited_bytes_sentence(retry_after, &limit_in_words(rule)),
+        Unit::Requests => render::limited_sentence(retry_after),
+    }
+}
+
+/// A rule of bytes' limit in words, rounded up: counted in whole kibibytes, a limit of 20 GB
+/// is 19999997952 bytes, and reads as the 20 GB the owner wrote.
+fn limit_in_words(rule: &Rule) -> String {
+    in_words(rule.configured_limit(), true)
+}
+
+/// A limit in words: `20 GB` for a rule of bytes, `30 paid calls` for the others.
+pub fn spend_words(rule: &Rule) -> String {
+    match rule.unit {
+        Unit::Bytes => format!("{} of files", limit_in_words(rule)),
+        Unit::Requests => format!("{} paid calls", rule.limit),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::app::sizes::in_words;
 use crate::core::calendar;
 use crate::core::journal::{ClientFigures, HOUR_MS};
 use crate::support::html::escape;
-use crate::usage::stats::{PERIODS, Stats, Stretch, TOP_CLIENTS, window_words};
+use crate::usage::stats::{PERIODS, SpendUse, Stats, Stretch, TOP_CLIENTS, window_words};
 
 /// The chart's height in CSS pixels. It has no `viewBox`: it is as wide as the page, its bars
 /// placed in percents of that width and its heights in pixels, so that its text keeps the size
@@ -92,6 +92,14 @@ fn bytes_per_day(stats: &Stats) -> String {
     }
     out.push_str("</tbody>\n</table>\n");
     out
+}
+
+/// A spend limit's count as the dashboard shows it: grouped digits, or bytes in words.
+fn spend_count(s: &SpendUse, count: u32, up: bool) -> String {
+    match s.unit {
+        crate::core::rule::Unit::Requests => number(u64::from(count)),
+        crate::core::rule::Unit::Bytes => s.words(count, up),
+    }
 }
 
 /// The bytes each of several services served, as a table; nothing when none gave a size.
@@ -375,9 +383,9 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
                 "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td>{}</td></tr>",
                 escape(&s.name),
-                number(u64::from(s.used)),
-                number(u64::from(s.limit)),
-                number(u64::from(s.left)),
+                escape(&spend_count(s, s.used, false)),
+                escape(&spend_count(s, s.limit, true)),
+                escape(&spend_count(s, s.left, false)),
                 escape(&window_words(s.window_secs))
             );
         }
@@ -554,6 +562,7 @@ mod tests {
             totals: Vec::new(),
             spend: vec![SpendUse {
                 name: "day".into(),
+                unit: crate::core::rule::Unit::Requests,
                 limit: 100,
                 window_secs: 86_400,
                 used: 40,

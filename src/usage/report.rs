@@ -56,10 +56,12 @@ pub fn warnings(stats: &Stats) -> Vec<String> {
                 "WARNING: spend limit {:?} is at {}% ({} of {} per {per} used now)",
                 s.name,
                 percent(u64::from(s.used), s.limit),
-                s.used,
-                s.limit,
+                s.words(s.used, false),
+                s.words(s.limit, true),
             ));
         } else if let Some(paid) = busiest_window(&f.paid_per_hour, s.window_secs)
+            // Paid calls measure a limit of requests, not one of bytes.
+            && s.unit == crate::core::rule::Unit::Requests
             && paid * 100 >= threshold
         {
             let within = match s.window_secs / 3600 {
@@ -213,6 +215,7 @@ mod tests {
     fn spend(used: u32) -> SpendUse {
         SpendUse {
             name: "day".into(),
+            unit: crate::core::rule::Unit::Requests,
             limit: 100,
             window_secs: 86_400,
             used,
@@ -366,9 +369,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_spend_limit_of_bytes_reads_in_bytes() {
+        let mut bytes = spend_rule("day-bytes", 19_531_250, 86_400, 16_000_000);
+        bytes.unit = crate::core::rule::Unit::Bytes;
+        let s = stats(&[total("paid", 12)], vec![bytes], vec![]);
+        let text = render(&s, false).unwrap();
+        assert!(
+            text.contains(
+                "WARNING: spend limit \"day-bytes\" is at 81% (16.3 GB of 20 GB per day used now)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  day-bytes: 16.3 GB of 20 GB per day used, 3.6 GB left"),
+            "{text}"
+        );
+    }
+
     fn spend_rule(name: &str, limit: u32, window_secs: u32, used: u32) -> SpendUse {
         SpendUse {
             name: name.into(),
+            unit: crate::core::rule::Unit::Requests,
             limit,
             window_secs,
             used,

@@ -56,10 +56,26 @@ pub fn parse_since(text: &str) -> Result<u32, NotAPeriod> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpendUse {
     pub name: String,
+    /// What it counts: requests, or bytes (its counts then in kibibytes).
+    pub unit: crate::core::rule::Unit,
     pub limit: u32,
     pub window_secs: u32,
     pub used: u32,
     pub left: u32,
+}
+
+impl SpendUse {
+    /// A count of this limit in words: a number of requests, or bytes in decimal units
+    /// (`20 GB`) for a limit of bytes, whose counts are kibibytes (`up`: rounded up, as the
+    /// limit itself reads).
+    pub fn words(&self, count: u32, up: bool) -> String {
+        match self.unit {
+            crate::core::rule::Unit::Requests => count.to_string(),
+            crate::core::rule::Unit::Bytes => {
+                crate::app::sizes::in_words(u64::from(count) * crate::core::rule::Unit::KIB, up)
+            }
+        }
+    }
 }
 
 /// Everything `stats` shows.
@@ -121,6 +137,7 @@ impl Stats {
             .zip(used)
             .map(|(rule, used)| SpendUse {
                 name: rule.name.as_str().to_owned(),
+                unit: rule.unit,
                 limit: rule.limit.get(),
                 window_secs: rule.window_secs.get(),
                 used,

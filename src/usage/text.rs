@@ -151,10 +151,10 @@ impl Stats {
                 line(format!(
                     "  {}: {} of {} per {} used, {} left",
                     s.name,
-                    s.used,
-                    s.limit,
+                    s.words(s.used, false),
+                    s.words(s.limit, true),
                     window_words(s.window_secs),
-                    s.left
+                    s.words(s.left, false)
                 ));
             }
         }
