@@ -574,6 +574,7 @@ mod tests {
             }],
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 

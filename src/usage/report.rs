@@ -2,6 +2,7 @@
 //! output to the account's address), warnings first; silent with `--only-problems` when there
 //! is nothing to act on.
 
+use crate::app::account::named;
 use crate::core::calendar;
 use crate::core::journal::{self, HOUR_MS};
 use crate::provider::account::Reading;
@@ -40,13 +41,15 @@ fn percent(n: u64, limit: u32) -> u64 {
 pub fn warnings(stats: &Stats) -> Vec<String> {
     let f = &stats.figures;
     let mut out: Vec<String> = stats.folding_line().into_iter().collect();
-    match &stats.account {
-        Some(r @ Reading::Failed { .. }) => out.push(format!(
-            "WARNING: the provider account {}",
-            r.summary(stats.now_ms)
-        )),
-        Some(r) => out.extend(r.warnings(stats.now_ms)),
-        None => {}
+    for (name, r) in stats.readings() {
+        let say = |line: String| name.map_or_else(|| line.clone(), |n| named(&line, n));
+        match r {
+            Reading::Failed { .. } => out.push(say(format!(
+                "WARNING: the provider account {}",
+                r.summary(stats.now_ms)
+            ))),
+            Reading::Read { .. } => out.extend(r.warnings(stats.now_ms).into_iter().map(say)),
+        }
     }
     for s in &stats.spend {
         let per = stats::window_words(s.window_secs);
@@ -159,9 +162,10 @@ pub fn render(stats: &Stats, only_problems: bool) -> Option<String> {
     }
     out.push_str(&format!("resolve: the day of {day} (UTC)\n\n"));
     out.push_str(&stats.text());
-    if let Some(r) = &stats.account {
+    for (name, r) in stats.readings() {
+        let whose = name.map_or_else(String::new, |n| format!(" ({n})"));
         out.push_str(&format!(
-            "\nProvider account: {}\n",
+            "\nProvider account{whose}: {}\n",
             r.summary(stats.now_ms)
         ));
     }
@@ -194,6 +198,7 @@ mod tests {
             notes,
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 

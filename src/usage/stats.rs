@@ -64,6 +64,21 @@ pub struct SpendUse {
     pub left: u32,
 }
 
+impl Stats {
+    /// The account readings to show: each service's by its name with several, else the one
+    /// provider's, unnamed.
+    pub fn readings(&self) -> Vec<(Option<&str>, &Reading)> {
+        if self.accounts.is_empty() {
+            self.account.iter().map(|r| (None, r)).collect()
+        } else {
+            self.accounts
+                .iter()
+                .map(|(name, r)| (Some(name.as_str()), r))
+                .collect()
+        }
+    }
+}
+
 impl SpendUse {
     /// A count of this limit in words: a number of requests, or bytes in decimal units
     /// (`20 GB`) for a limit of bytes, whose counts are kibibytes (`up`: rounded up, as the
@@ -94,6 +109,8 @@ pub struct Stats {
     pub folding: Option<FoldingNow>,
     /// The last reading of the owner's provider account, if one is kept.
     pub account: Option<Reading>,
+    /// With several services, each one's last reading by its name (empty with one).
+    pub accounts: Vec<(String, Reading)>,
 }
 
 impl Stats {
@@ -156,6 +173,7 @@ impl Stats {
             notes: store.notes.journal_notes()?,
             folding: crate::usage::folding::gather(store, now_ms)?,
             account: crate::app::account::kept(&config.data_dir),
+            accounts: crate::app::account::kept_by_service(config),
         })
     }
 
@@ -246,6 +264,7 @@ mod tests {
             notes: vec![],
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 
@@ -354,6 +373,7 @@ mod tests {
             notes: Vec::new(),
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 
