@@ -312,7 +312,11 @@ fn with_several_services_each_account_is_read_and_kept_apart() {
     let first = ask(&site, "127.0.0.2");
     assert_eq!(first.answer().status, 200, "{}", first.describe());
     assert_eq!(site.provider.calls_to("GET", USER), 1);
-    assert_eq!(second.calls_to("GET", "/v4/user"), 1, "the second's account too");
+    assert_eq!(
+        second.calls_to("GET", "/v4/user"),
+        1,
+        "the second's account too"
+    );
     let (_, first_kept) = kept(&site).expect("the first's reading");
     assert_eq!(first_kept["premium"], true);
     let text = std::fs::read_to_string(site.data.join("account-alldebrid.json"))
@@ -351,8 +355,14 @@ fn with_several_services_each_account_is_read_and_kept_apart() {
         .output()
         .expect("run resolve stats");
     let stats: Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
-    assert_eq!(stats["accounts"]["realdebrid"]["premium"], true, "{stats:#}");
-    assert_eq!(stats["accounts"]["alldebrid"]["premium"], false, "{stats:#}");
+    assert_eq!(
+        stats["accounts"]["realdebrid"]["premium"], true,
+        "{stats:#}"
+    );
+    assert_eq!(
+        stats["accounts"]["alldebrid"]["premium"], false,
+        "{stats:#}"
+    );
     assert_eq!(
         stats["accounts"]["alldebrid"]["host_quotas"],
         json!([{"host": "rapidgator", "left": "5000"}]),

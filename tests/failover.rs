@@ -373,3 +373,65 @@ fn the_host_list_of_the_second_service_routes_a_link_straight_to_it() {
     assert_eq!(first.calls_to("GET", "/rest/1.0/hosts/domains"), 1);
     assert_eq!(second.calls_to("GET", "/hosts"), 1);
 }
+
+/// AllDebrid first (no free link check), then Real-Debrid with its free `unrestrict/check`
+/// (its documentation: 503 "File unavailable"): the second service's check is used before any
+/// paid call, and `resolve check --live` calls each service once, reporting each by name.
+#[test]
+fn the_free_link_check_and_the_live_check_use_each_service() {
+    let rd = stand_in();
+    let rd_json = entry(
+        "realdebrid",
+        &rd,
+        RD_BASE,
+        json!({"link_check": {"url": "{base}/unrestrict/check", "field": "link",
+                              "dead_statuses": [503], "size": "/filesize"}}),
+    );
+    let site = Site::builder("fo-check")
+        .provider(stand_in())
+        .provider_section(move |api| json!([entry("alldebrid", api, AD_BASE, json!({})), rd_json]))
+        .config(|cfg| {
+            let list = cfg["provider"].take();
+            let map = cfg.as_object_mut().expect("an object");
+            map.remove("provider");
+            map.insert("providers".into(), list);
+        })
+        .write();
+    let ad = &site.provider;
+    ad.route(POST, AD_UNLOCK, ad_ok("dead.bin"));
+    rd.route(POST, RD_CALL, rd_ok("dead.bin"));
+    rd.route(
+        POST,
+        "/rest/1.0/unrestrict/check",
+        Reply::json(503, json!({"error": "file_unavailable", "error_code": 19})),
+    );
+    let out = get(&site, "https://hoster.example/dead.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 422, "{}", out.describe());
+    assert_eq!(body["code"], "dead_link", "{body}");
+    assert_eq!(ad.calls_to(POST, AD_UNLOCK), 0, "no paid call");
+    assert_eq!(rd.calls_to(POST, RD_CALL), 0, "no paid call");
+    assert_eq!(rd.calls_to(POST, "/rest/1.0/unrestrict/check"), 1);
+    assert!(
+        out.stderr.contains("realdebrid's free link check finds"),
+        "{}",
+        out.stderr
+    );
+
+    // `check --live`: one call to each service, each reported by its name.
+    let mut cmd = command(&["check", "--live", "https://hoster.example/live.bin"]);
+    cmd.arg("--config").arg(&site.config_path);
+    let run = cmd.output().expect("run the binary");
+    let text = output_text(&run);
+    assert!(run.status.success(), "{text}");
+    for line in [
+        "LIVE: calling alldebrid once for https://hoster.example/live.bin",
+        "ok   live (alldebrid): resolved in ",
+        "LIVE: calling realdebrid once for https://hoster.example/live.bin",
+        "ok   live (realdebrid): resolved in ",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert_eq!(ad.calls_to(POST, AD_UNLOCK), 1);
+    assert_eq!(rd.calls_to(POST, RD_CALL), 1);
+}
