@@ -493,7 +493,10 @@ fn the_bytes_per_visitor_and_the_largest_file_are_set_from_the_dashboard() {
         "{json}"
     );
     assert_eq!(json["max_file_bytes"], 10_000_000_000u64, "{json}");
-    assert_eq!(json["rules"][0]["limit"], 20, "the requests rule kept: {json}");
+    assert_eq!(
+        json["rules"][0]["limit"], 20,
+        "the requests rule kept: {json}"
+    );
     let page = browser.get();
     assert_eq!(page.status, 200, "{}", page.everything());
     let text = page.text();

@@ -56,7 +56,9 @@ pub fn parse_since(text: &str) -> Result<u32, NotAPeriod> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpendUse {
     pub name: String,
-    /// What it counts: requests, or bytes (its counts then in kibibytes).
+    /// What it counts: requests, or bytes (its counts then in kibibytes); in the JSON only
+    /// for a limit of bytes, as the configuration writes it.
+    #[serde(skip_serializing_if = "is_requests")]
     pub unit: crate::core::rule::Unit,
     pub limit: u32,
     pub window_secs: u32,
@@ -77,6 +79,10 @@ impl Stats {
                 .collect()
         }
     }
+}
+
+fn is_requests(unit: &crate::core::rule::Unit) -> bool {
+    *unit == crate::core::rule::Unit::Requests
 }
 
 impl SpendUse {
