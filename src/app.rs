@@ -99,6 +99,8 @@ struct Tally {
     /// The store could not be reached for this request: the journal is not tried (it would
     /// wait out another timeout and log a second line for the same fault).
     store_down: bool,
+    /// With several services: the one that served the link (its bytes are counted to it).
+    served_by: Option<String>,
 }
 
 impl Tally {

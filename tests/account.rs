@@ -275,3 +275,97 @@ fn without_an_account_section_nothing_is_read_or_written() {
     assert!(!site.data.join("account.lock").exists());
     assert!(!answer.stderr.contains("account"), "{}", answer.describe());
 }
+
+/// AllDebrid's `GET /v4/user` answer for an account that is not premium (the fields its
+/// preset reads: `isPremium`, `premiumUntil`, `limitedHostersQuotas`).
+fn alldebrid_free() -> Reply {
+    Reply::ok(json!({"status": "success", "data": {"user": {
+        "username": "owner", "email": "owner@example.org", "isPremium": false,
+        "isSubscribed": false, "isTrial": false, "premiumUntil": 0, "lang": "en",
+        "preferedDomain": "com", "fidelityPoints": 0,
+        "limitedHostersQuotas": {"rapidgator": 5000}
+    }}}))
+}
+
+/// With several services, an admitted request reads each one's account once, each kept apart;
+/// the report, the JSON figures and the log name the service of each line.
+#[test]
+fn with_several_services_each_account_is_read_and_kept_apart() {
+    let second = Provider::builder().routes_only().start();
+    second.route("GET", "/v4/user", alldebrid_free());
+    let second_entry = json!({"preset": "alldebrid", "token": TOKEN, "base_url": second.url(""),
+                              "hosts": null, "link_check": null});
+    let site = Setup::builder("account-services")
+        .provider(realdebrid(premium_for(4)))
+        .provider_section(move |api| {
+            json!([{"preset": "realdebrid", "token": TOKEN, "base_url": api.url("/rest/1.0"),
+                    "hosts": null, "link_check": null}, second_entry])
+        })
+        .config(|cfg| {
+            let list = cfg["provider"].take();
+            let map = cfg.as_object_mut().expect("an object");
+            map.remove("provider");
+            map.insert("providers".into(), list);
+        })
+        .rules(vec![rule("ip", "ip", 100, 3600)])
+        .write();
+    let first = ask(&site, "127.0.0.2");
+    assert_eq!(first.answer().status, 200, "{}", first.describe());
+    assert_eq!(site.provider.calls_to("GET", USER), 1);
+    assert_eq!(
+        second.calls_to("GET", "/v4/user"),
+        1,
+        "the second's account too"
+    );
+    let (_, first_kept) = kept(&site).expect("the first's reading");
+    assert_eq!(first_kept["premium"], true);
+    let text = std::fs::read_to_string(site.data.join("account-alldebrid.json"))
+        .expect("the second's reading, apart");
+    let v: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(v["premium"], false, "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    for line in [
+        "ACTION NEEDED: the realdebrid account's premium ends in 4 days",
+        "ACTION NEEDED: the alldebrid account is not premium",
+    ] {
+        assert!(first.stderr.contains(line), "{line}\n{}", first.describe());
+    }
+    // Read once a day each.
+    let again = ask(&site, "127.0.0.3");
+    assert_eq!(again.answer().status, 200, "{}", again.describe());
+    assert_eq!(site.provider.calls_to("GET", USER), 1);
+    assert_eq!(second.calls_to("GET", "/v4/user"), 1);
+
+    let out = command(&["report", "--config"])
+        .arg(&site.config_path)
+        .output()
+        .expect("run resolve report");
+    let report = output_text(&out);
+    assert!(out.status.success(), "{report}");
+    for line in [
+        "ACTION NEEDED: the realdebrid account's premium ends in 4 days",
+        "ACTION NEEDED: the alldebrid account is not premium",
+        "Provider account (realdebrid): premium until ",
+        "Provider account (alldebrid): not premium",
+    ] {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+    let out = command(&["stats", "--json", "--config"])
+        .arg(&site.config_path)
+        .output()
+        .expect("run resolve stats");
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
+    assert_eq!(
+        stats["accounts"]["realdebrid"]["premium"], true,
+        "{stats:#}"
+    );
+    assert_eq!(
+        stats["accounts"]["alldebrid"]["premium"], false,
+        "{stats:#}"
+    );
+    assert_eq!(
+        stats["accounts"]["alldebrid"]["host_quotas"],
+        json!([{"host": "rapidgator", "left": "5000"}]),
+        "{stats:#}"
+    );
+}

@@ -470,3 +470,40 @@ fn every_refused_dashboard_form_leaves_one_log_line() {
     }
     assert_eq!(browser.get().status, 200, "still signed in");
 }
+
+/// The settings edit a rule of bytes (its `unit` written) and `max_file_bytes`, through the
+/// form's fields, and show them back.
+#[test]
+fn the_bytes_per_visitor_and_the_largest_file_are_set_from_the_dashboard() {
+    let owner = Owner::new("settings-bytes");
+    let (mut browser, csrf) = owner.signed_in(PASSWORD);
+    let r = browser.post(&settings_body(
+        &csrf,
+        &[
+            ("visitor_bytes_day", "20000000000"),
+            ("max_file_bytes", "10000000000"),
+        ],
+    ));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    let json = owner.json();
+    assert_eq!(
+        json["rules"][1],
+        serde_json::json!({"name": "ip-bytes", "key": "ip", "limit": 20_000_000_000u64,
+                           "window_secs": 86400, "unit": "bytes"}),
+        "{json}"
+    );
+    assert_eq!(json["max_file_bytes"], 10_000_000_000u64, "{json}");
+    assert_eq!(
+        json["rules"][0]["limit"], 20,
+        "the requests rule kept: {json}"
+    );
+    let page = browser.get();
+    assert_eq!(page.status, 200, "{}", page.everything());
+    let text = page.text();
+    for shown in [
+        "name=\"visitor_bytes_day\" inputmode=\"numeric\" pattern=\"[0-9]*\" value=\"20000000000\"",
+        "name=\"max_file_bytes\" inputmode=\"numeric\" pattern=\"[0-9]*\" value=\"10000000000\"",
+    ] {
+        assert!(text.contains(shown), "{shown}\n{text}");
+    }
+}

@@ -2360,3 +2360,92 @@ fn the_account_card_reads_at_both_widths() {
     }
     h.web().phone(false);
 }
+
+/// With two services in `providers`, the Account card shows each one's reading under its
+/// name, their warnings naming them, at 390 and 1280 px without sideways scroll, axe-core
+/// clean.
+#[test]
+fn the_account_card_shows_each_service_at_both_widths() {
+    const PASSWORD: &str = "correct horse battery staple";
+    let hash = resolve::support::password::hash(PASSWORD, b"browser-test-sal").expect("hash");
+    let provider =
+        support::Provider::start_with(support::Reply::with(|call| match call.path.as_str() {
+            "/user" => {
+                support::Reply::ok(json!({"type": "premium", "premium": 5 * 86_400 + 4 * 3600,
+                                             "fair": 0.3}))
+            }
+            "/user2" => support::Reply::ok(json!({"type": "free", "fair": 0.9})),
+            _ => support::Reply::Default,
+        }));
+    let account = |path: &str| {
+        json!({
+            "url": provider.url(path), "headers": {"Authorization": "Bearer {token}"},
+            "premium": {"pointer": "/type", "equals": "premium"},
+            "premium_seconds_left": "/premium",
+            "fair_use": {"pointer": "/fair", "unit": "used_fraction"}
+        })
+    };
+    let (first_account, second_account) = (account("/user"), account("/user2"));
+    let h = Setup::new()
+        .provider(provider)
+        .config(move |c| {
+            c["admin"] = json!({ "password_hash": hash });
+            let mut first = c["provider"].take();
+            let mut second = first.clone();
+            first["name"] = json!("firstsvc");
+            first["account"] = first_account;
+            second["name"] = json!("secondsvc");
+            second["account"] = second_account;
+            let map = c.as_object_mut().expect("an object");
+            map.remove("provider");
+            map.insert("providers".into(), json!([first, second]));
+        })
+        .start();
+    h.open_page();
+    assert!(h.submit(LINK).href.is_some());
+    assert_eq!(h.site().provider.calls_to("GET", "/user"), 1);
+    assert_eq!(h.site().provider.calls_to("GET", "/user2"), 1);
+
+    h.web().open(&format!("{}/admin", h.endpoint()));
+    h.web().type_into("#password", PASSWORD);
+    h.web().click("#submit");
+    let text = wait_for("the dashboard", Duration::from_secs(15), || {
+        let text = h.web().script("return document.body.innerText;");
+        let text = text.as_str().unwrap_or_default().to_owned();
+        if text.contains("Account") && text.contains("secondsvc") {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    });
+    for shown in [
+        "firstsvc",
+        "ACTION NEEDED: the firstsvc account's premium ends in 5 days",
+        "secondsvc",
+        "ACTION NEEDED: the secondsvc account is not premium",
+        "ACTION NEEDED: the secondsvc account's fair use is 90% spent",
+    ] {
+        assert!(text.contains(shown), "{shown} in {text}");
+    }
+    for phone in [false, true] {
+        h.web().phone(phone);
+        let label = if phone {
+            "accounts-phone"
+        } else {
+            "accounts-desktop"
+        };
+        let seen = h.web().script(
+            "var s = document.getElementById('account').parentNode; s.scrollIntoView(); \
+             return {inner: window.innerWidth, scroll: document.documentElement.scrollWidth, \
+               parts: s.querySelectorAll('h3').length};",
+        );
+        assert_eq!(seen["parts"].as_u64(), Some(2), "{label}: {seen}");
+        assert!(
+            seen["scroll"].as_f64() <= seen["inner"].as_f64(),
+            "{label}: the page scrolls sideways: {seen}"
+        );
+        h.shot(&format!("{label}-card.png"));
+        h.axe(label);
+    }
+    h.web().phone(false);
+}

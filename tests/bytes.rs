@@ -128,6 +128,25 @@ fn a_visitor_over_its_daily_bytes_is_refused_without_a_paid_call() {
     let wait = out.answer().retry_after();
     assert!((86_000..=86_400).contains(&wait), "Retry-After {wait}");
     assert_eq!(api.calls(), 2, "no paid call for a visitor over its bytes");
+    // The visitor reads the allowance in bytes, in words; the headers give the quota and
+    // what is left in bytes, with the draft's unit (2929 KiB counted).
+    let body = String::from_utf8_lossy(&out.answer().body).into_owned();
+    assert!(
+        body.contains("Too many downloads: the 3 MB this site allows is used up"),
+        "{body}"
+    );
+    assert!(!body.contains("KiB") && !body.contains("2929"), "{body}");
+    let policy = out
+        .answer()
+        .header("RateLimit-Policy")
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        policy.contains("\"ip-bytes\";q=2999296;w=86400;qu=\"content-bytes\""),
+        "{policy}"
+    );
+    let state = out.answer().header("RateLimit").unwrap_or("").to_owned();
+    assert!(state.contains("\"ip-bytes\";r=0;"), "{state}");
     // Another visitor has its own bytes.
     let out = ask(&site, "https://hoster.example/f/3", "203.0.113.11");
     assert_eq!(out.answer().status, 200, "{}", out.describe());
@@ -276,4 +295,51 @@ fn with_the_free_check_a_too_large_file_is_refused_before_paying() {
     }
     // No paid call, and the visitor's limit (2 a minute) given back each time.
     assert_eq!(paid(&site), 0);
+}
+
+/// A visitor refused again and again by its own rule of bytes before paying (the free check
+/// gave a size over what is left) reaches `auto_block` as with any refusal of its own.
+#[test]
+fn refusals_of_a_visitors_bytes_before_paying_count_towards_auto_block() {
+    let site = Site::builder("bytes-auto-block")
+        .provider(Provider::builder().routes_only().start())
+        .provider_section(|api| {
+            json!({"preset": "realdebrid", "token": TOKEN, "base_url": api.url(RD_BASE),
+                   "hosts": null, "account": null})
+        })
+        .rules(vec![
+            rule("ip", "ip", 1000, 60),
+            json!({"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 1_000_000,
+                   "window_secs": 86400}),
+        ])
+        .config(|c| {
+            c["auto_block"] = json!({"refusals": 3, "window_secs": 600, "block_secs": 3600});
+        })
+        .write();
+    let api = &site.provider;
+    // Each file is 2 MB: over the visitor's 1 MB a day, known before paying.
+    api.route("POST", RD_CHECK, checked(2_000_000));
+    api.route("POST", RD_CALL, answer(2_000_000));
+    let visitor = "203.0.113.70";
+    for i in 0..3 {
+        let out = ask(&site, &format!("https://hoster.example/a/{i}"), visitor);
+        assert_eq!(
+            status_code(&out),
+            (429, "rate_limited".to_owned()),
+            "{}",
+            out.describe()
+        );
+    }
+    assert_eq!(paid(&site), 0, "refused before any paid call");
+    let out = ask(&site, "https://hoster.example/a/3", visitor);
+    assert_eq!(out.answer().status, 403, "blocked: {}", out.describe());
+    let text = {
+        let mut cmd = command(&["stats", "--json"]);
+        cmd.arg("--config").arg(&site.config_path);
+        let out = cmd.output().expect("run the binary");
+        assert!(out.status.success(), "{}", output_text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let s: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(s["auto_blocks"], 1, "{s:#}");
 }

@@ -118,8 +118,8 @@ fn a_refused_server_address_sends_the_link_to_the_second_service() {
     assert_eq!(s["paid_calls"], 2, "both calls reached a service: {s:#}");
     assert_eq!(
         s["services"],
-        json!({"realdebrid": {"calls": 1, "failures": {"server_refused": 1}},
-               "alldebrid": {"calls": 1, "failures": {}}}),
+        json!({"realdebrid": {"calls": 1, "bytes": 0, "failures": {"server_refused": 1}},
+               "alldebrid": {"calls": 1, "bytes": 1000, "failures": {}}}),
         "{s:#}"
     );
     let kept = s["action_needed"].to_string();
@@ -130,7 +130,7 @@ fn a_refused_server_address_sends_the_link_to_the_second_service() {
     let text = command_text(&site, &["stats"]);
     assert!(
         text.contains("  realdebrid: 1 call, 1 failed (server_refused 1)")
-            && text.contains("  alldebrid: 1 call\n"),
+            && text.contains("  alldebrid: 1 call, 1000 bytes (1 kB)\n"),
         "{text}"
     );
 }
@@ -231,7 +231,7 @@ fn the_first_services_own_spend_used_up_sends_links_to_the_second() {
         "fo-spend",
         &second,
         json!({"spend": [{"name": "rd-day", "limit": 1, "window_secs": 86400}]}),
-        json!({"spend": [{"name": "ad-day", "limit": 5, "window_secs": 86400}]}),
+        json!({"spend": [{"name": "ad-day", "limit": 1, "window_secs": 86400}]}),
     );
     site.provider.route(POST, RD_CALL, rd_ok("j.bin"));
     second.route(POST, AD_UNLOCK, ad_ok("k.bin"));
@@ -252,8 +252,86 @@ fn the_first_services_own_spend_used_up_sends_links_to_the_second() {
         "{}",
         out.stderr
     );
+    // The second service served: the first's spend used up refused nothing.
     let s = stats(&site);
-    assert_eq!(s["spend_refused"]["rd-day"], 1, "{s:#}");
+    assert_eq!(s["spend_refused"], json!({}), "{s:#}");
+    // Both used up: no service serves, and each refusal is counted.
+    let out = get(&site, "https://hoster.example/n.bin");
+    assert_eq!(out.answer().status, 503, "{}", out.describe());
+    assert_eq!((site.provider.calls(), second.calls()), (1, 1));
+    let s = stats(&site);
+    assert_eq!(
+        s["spend_refused"],
+        json!({"rd-day": 1, "ad-day": 1}),
+        "{s:#}"
+    );
+}
+
+/// A job under way at the second service after the first refused the server: kept with its
+/// service and polled there, never at the first nor paid again.
+#[test]
+fn a_long_job_started_at_the_second_service_is_polled_there() {
+    let second = stand_in();
+    let custom = json!({
+        "name": "jobs", "kind": "http", "token": TOKEN, "base_url": second.url("/api"),
+        "connect_timeout_ms": 1500, "timeout_ms": 2500, "deadline_ms": 2500,
+        "steps": [
+            {"method": "POST", "url": "{base}/create",
+             "headers": {"Authorization": "Bearer {token}"}, "form": {"link": "{link}"},
+             "extract": {"id": "/id"}},
+            {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+             "headers": {"Authorization": "Bearer {token}"},
+             "poll": {"interval_ms": 1000, "until": {"pointer": "/done", "equals": true},
+                      "progress": {"pointer": "/progress", "unit": "fraction"}},
+             "extract": {"download": "/link", "filename": "/name"}}
+        ]
+    });
+    let site = Site::builder("fo-job")
+        .provider(Provider::builder().routes_only().start())
+        .provider_section(move |api| json!([entry("realdebrid", api, RD_BASE, json!({})), custom]))
+        .config(|cfg| {
+            let list = cfg["provider"].take();
+            let map = cfg.as_object_mut().expect("an object");
+            map.remove("provider");
+            map.insert("providers".into(), list);
+        })
+        .write();
+    let first = &site.provider;
+    first.route(
+        POST,
+        RD_CALL,
+        Reply::json(403, json!({"error": "ip_not_allowed", "error_code": 22})),
+    );
+    second.route(POST, "/api/create", Reply::ok(json!({"id": 7})));
+    second.route(
+        "GET",
+        "/api/status",
+        Reply::ok(json!({"done": false, "progress": 0.4})),
+    );
+    let link = "https://hoster.example/big.iso";
+    let out = get(&site, link);
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 202, "kept, not a timeout: {}", out.describe());
+    assert_eq!(body["progress"], "40% done", "{body}");
+    assert_eq!(first.calls_to(POST, RD_CALL), 1);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    second.route(
+        "GET",
+        "/api/status",
+        Reply::ok(
+            json!({"done": true, "link": "https://jobs.example/d/big.iso", "name": "big.iso"}),
+        ),
+    );
+    let out = get(&site, link);
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 200, "{}", out.describe());
+    assert_eq!(body["download"], "https://jobs.example/d/big.iso");
+    assert_eq!(
+        first.calls_to(POST, RD_CALL),
+        1,
+        "the first service is not asked again"
+    );
+    assert_eq!(second.calls_to(POST, "/api/create"), 1, "paid for once");
 }
 
 #[test]
@@ -294,4 +372,66 @@ fn the_host_list_of_the_second_service_routes_a_link_straight_to_it() {
     // Each list fetched once, and kept.
     assert_eq!(first.calls_to("GET", "/rest/1.0/hosts/domains"), 1);
     assert_eq!(second.calls_to("GET", "/hosts"), 1);
+}
+
+/// AllDebrid first (no free link check), then Real-Debrid with its free `unrestrict/check`
+/// (its documentation: 503 "File unavailable"): the second service's check is used before any
+/// paid call, and `resolve check --live` calls each service once, reporting each by name.
+#[test]
+fn the_free_link_check_and_the_live_check_use_each_service() {
+    let rd = stand_in();
+    let rd_json = entry(
+        "realdebrid",
+        &rd,
+        RD_BASE,
+        json!({"link_check": {"url": "{base}/unrestrict/check", "field": "link",
+                              "dead_statuses": [503], "size": "/filesize"}}),
+    );
+    let site = Site::builder("fo-check")
+        .provider(stand_in())
+        .provider_section(move |api| json!([entry("alldebrid", api, AD_BASE, json!({})), rd_json]))
+        .config(|cfg| {
+            let list = cfg["provider"].take();
+            let map = cfg.as_object_mut().expect("an object");
+            map.remove("provider");
+            map.insert("providers".into(), list);
+        })
+        .write();
+    let ad = &site.provider;
+    ad.route(POST, AD_UNLOCK, ad_ok("dead.bin"));
+    rd.route(POST, RD_CALL, rd_ok("dead.bin"));
+    rd.route(
+        POST,
+        "/rest/1.0/unrestrict/check",
+        Reply::json(503, json!({"error": "file_unavailable", "error_code": 19})),
+    );
+    let out = get(&site, "https://hoster.example/dead.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 422, "{}", out.describe());
+    assert_eq!(body["code"], "dead_link", "{body}");
+    assert_eq!(ad.calls_to(POST, AD_UNLOCK), 0, "no paid call");
+    assert_eq!(rd.calls_to(POST, RD_CALL), 0, "no paid call");
+    assert_eq!(rd.calls_to(POST, "/rest/1.0/unrestrict/check"), 1);
+    assert!(
+        out.stderr.contains("realdebrid's free link check finds"),
+        "{}",
+        out.stderr
+    );
+
+    // `check --live`: one call to each service, each reported by its name.
+    let mut cmd = command(&["check", "--live", "https://hoster.example/live.bin"]);
+    cmd.arg("--config").arg(&site.config_path);
+    let run = cmd.output().expect("run the binary");
+    let text = output_text(&run);
+    assert!(run.status.success(), "{text}");
+    for line in [
+        "LIVE: calling alldebrid once for https://hoster.example/live.bin",
+        "ok   live (alldebrid): resolved in ",
+        "LIVE: calling realdebrid once for https://hoster.example/live.bin",
+        "ok   live (realdebrid): resolved in ",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    assert_eq!(ad.calls_to(POST, AD_UNLOCK), 1);
+    assert_eq!(rd.calls_to(POST, RD_CALL), 1);
 }

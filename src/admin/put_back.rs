@@ -18,6 +18,12 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
         ("spend_month", &a.spend_month, &b.spend_month),
         ("visitor_minute", &a.visitor_minute, &b.visitor_minute),
         ("visitor_day", &a.visitor_day, &b.visitor_day),
+        (
+            "visitor_bytes_day",
+            &a.visitor_bytes_day,
+            &b.visitor_bytes_day,
+        ),
+        ("max_file_bytes", &a.max_file_bytes, &b.max_file_bytes),
         ("origins", &a.origins, &b.origins),
         ("block", &a.block, &b.block),
         ("allow", &a.allow, &b.allow),

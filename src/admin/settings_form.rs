@@ -3,6 +3,8 @@
 //! valid form makes, only where a value differs. Secrets (the setup code, the provider's token,
 //! the password) are read but never shown back. Pure: no I/O; the password is hashed by the
 //! caller.
+//! Long because each field of the forms is read, compared and turned into edits here, in one
+//! place, with what the configuration's limits (requests and bytes) and `max_file_bytes` need.
 
 use serde_json::{Value, json};
 
@@ -48,6 +50,10 @@ pub struct Values {
     pub spend_month: String,
     pub visitor_minute: String,
     pub visitor_day: String,
+    /// Bytes per visitor a day: a rule of bytes (`"unit": "bytes"`) by address.
+    pub visitor_bytes_day: String,
+    /// The largest file served, in bytes (`max_file_bytes`).
+    pub max_file_bytes: String,
     /// One per line.
     pub origins: String,
     pub block: String,
@@ -92,6 +98,8 @@ impl Values {
             spend_month: field(body, "spend_month"),
             visitor_minute: field(body, "visitor_minute"),
             visitor_day: field(body, "visitor_day"),
+            visitor_bytes_day: field(body, "visitor_bytes_day"),
+            max_file_bytes: field(body, "max_file_bytes"),
             origins: field(body, "origins"),
             block: field(body, "block"),
             allow: field(body, "allow"),
@@ -110,7 +118,7 @@ impl Values {
             "custom".to_owned()
         };
         let number = |list: &Limits, window: u64, ip: bool| {
-            find(json, list, window, ip)
+            find(json, list, (window, ip, false))
                 .and_then(|i| list.limit.of_item(json, i).as_u64())
                 .map_or(String::new(), |n| n.to_string())
         };
@@ -133,6 +141,13 @@ impl Values {
             spend_month: number(&schema::SPEND_LIMITS, MONTH, false),
             visitor_minute: number(&schema::RULE_LIMITS, MINUTE, true),
             visitor_day: number(&schema::RULE_LIMITS, DAY, true),
+            visitor_bytes_day: find(json, &schema::RULE_LIMITS, (DAY, true, true))
+                .and_then(|i| schema::RULE_LIMIT.of_item(json, i).as_u64())
+                .map_or(String::new(), |n| n.to_string()),
+            max_file_bytes: schema::MAX_FILE_BYTES
+                .of(json)
+                .as_u64()
+                .map_or(String::new(), |n| n.to_string()),
             origins: lines(schema::ALLOWED_ORIGINS),
             block: lines(schema::BLOCK),
             allow: lines(schema::ALLOW),
@@ -277,11 +292,12 @@ pub enum Kind {
 }
 
 /// The index of the entry of `list` (`spend` or `rules`) with this window (and for rules, the
-/// `ip` key).
-fn find(json: &Value, list: &Limits, window: u64, ip: bool) -> Option<usize> {
+/// `ip` key) that counts bytes or requests (`bytes`).
+fn find(json: &Value, list: &Limits, (window, ip, bytes): (u64, bool, bool)) -> Option<usize> {
     let len = list.list.of(json).as_array()?.len();
     (0..len).find(|&i| {
         list.window.of_item(json, i).as_u64() == Some(window)
+            && list.counts_bytes(json, i) == bytes
             && (!ip
                 || list
                     .key
@@ -304,6 +320,21 @@ fn limit(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Pro
     }
 }
 
+/// A number of bytes as typed: blank is none; otherwise a whole number of at least 1
+/// (`resolve check`'s own checks then bound it).
+fn bytes(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Problem> {
+    match text.trim().parse::<u64>() {
+        _ if text.trim().is_empty() => Ok(None),
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(problem(
+            field,
+            format!(
+                "{what}: write a whole number of bytes, e.g. 20000000000 for 20 GB (or leave it empty for none)"
+            ),
+        )),
+    }
+}
+
 /// The non-empty lines of a text box.
 pub fn lines(text: &str) -> Vec<String> {
     text.lines()
@@ -318,6 +349,8 @@ pub fn lines(text: &str) -> Vec<String> {
 struct Want<'a> {
     window: u64,
     ip: bool,
+    /// It counts bytes (`"unit": "bytes"`), not requests.
+    bytes: bool,
     name: &'a str,
     limit: Option<u64>,
 }
@@ -326,7 +359,13 @@ struct Want<'a> {
 /// appended, unwanted ones taken out (last first, so the other indexes still hold); a list
 /// that is not there is written whole.
 fn list_edits(json: &Value, list: &Limits, wants: &[Want<'_>]) -> Vec<Edit<'static>> {
-    let entry = |w: &Want<'_>, n: u64| list.entry(w.name, "ip", n, w.window);
+    let entry = |w: &Want<'_>, n: u64| {
+        if w.bytes {
+            list.bytes_entry(w.name, "ip", n, w.window)
+        } else {
+            list.entry(w.name, "ip", n, w.window)
+        }
+    };
     let Some(items) = list.list.of(json).as_array() else {
         let new: Vec<Value> = wants
             .iter()
@@ -343,7 +382,7 @@ fn list_edits(json: &Value, list: &Limits, wants: &[Want<'_>]) -> Vec<Edit<'stat
     };
     let (mut sets, mut appends, mut removes) = (Vec::new(), Vec::new(), Vec::new());
     for w in wants {
-        let at = find(json, list, w.window, w.ip);
+        let at = find(json, list, (w.window, w.ip, w.bytes));
         match (at, w.limit) {
             (Some(i), Some(n)) if list.limit.of_item(json, i).as_u64() != Some(n) => {
                 sets.push(Edit {
@@ -431,6 +470,23 @@ pub fn changes(
         "visitor_day",
         "Requests per visitor per day",
     );
+    let vbytes = bytes(
+        &values.visitor_bytes_day,
+        "visitor_bytes_day",
+        "Bytes per visitor per day",
+    );
+    match bytes(&values.max_file_bytes, "max_file_bytes", "Largest file") {
+        Err(p) => problems.push(p),
+        Ok(n) if n != schema::MAX_FILE_BYTES.of(json).as_u64() => change.edits.push(Edit {
+            path: schema::MAX_FILE_BYTES.steps(),
+            value: n.map(|n| json!(n)),
+        }),
+        Ok(_) => {}
+    }
+    let vbytes = vbytes.unwrap_or_else(|p| {
+        problems.push(p);
+        None
+    });
     if kind == Kind::Setup && paid && matches!((&day, &month), (Ok(None), Ok(None))) {
         problems.push(problem(
             "spend_day",
@@ -449,12 +505,14 @@ pub fn changes(
             Want {
                 window: DAY,
                 ip: false,
+                bytes: false,
                 name: "day",
                 limit: day,
             },
             Want {
                 window: MONTH,
                 ip: false,
+                bytes: false,
                 name: "month",
                 limit: month,
             },
@@ -466,20 +524,30 @@ pub fn changes(
             Want {
                 window: MINUTE,
                 ip: true,
+                bytes: false,
                 name: "ip",
                 limit: minute,
             },
             Want {
                 window: DAY,
                 ip: true,
+                bytes: false,
                 name: "ip-day",
                 limit: vday,
+            },
+            Want {
+                window: DAY,
+                ip: true,
+                bytes: true,
+                name: "ip-bytes",
+                limit: vbytes,
             },
         ];
         // No rules in the file: the default rule, shown as it is, stays unwritten.
         let default = schema::RULES.find(json, &[]).is_none()
             && minute == Some(u64::from(defaults::RULE_LIMIT))
-            && vday.is_none();
+            && vday.is_none()
+            && vbytes.is_none();
         if !default {
             change
                 .edits
@@ -585,6 +653,7 @@ pub fn field_of(config_field: &str) -> &'static str {
         (schema::PROVIDER, "provider"),
         (schema::SPEND, "spend_day"),
         (schema::RULES, "visitor_minute"),
+        (schema::MAX_FILE_BYTES, "max_file_bytes"),
         (schema::ALLOWED_ORIGINS, "origins"),
         (schema::BLOCK, "block"),
         (schema::ALLOW, "allow"),

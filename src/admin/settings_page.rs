@@ -18,13 +18,15 @@ pub struct Shown<'a> {
 }
 
 /// The settings a restore can put back, by the short name `?put=` gives them, in words.
-pub const PUT_BACK: [(&str, &str); 11] = [
+pub const PUT_BACK: [(&str, &str); 13] = [
     ("provider", "the provider"),
     ("token", "the API token"),
     ("spend_day", "the paid calls per day"),
     ("spend_month", "the paid calls per 30 days"),
     ("visitor_minute", "the requests per visitor per minute"),
     ("visitor_day", "the requests per visitor per day"),
+    ("visitor_bytes_day", "the bytes per visitor per day"),
+    ("max_file_bytes", "the largest file served"),
     ("origins", "the sites whose pages may use it"),
     ("block", "the blocked addresses"),
     ("allow", "the allowed addresses"),
@@ -213,6 +215,8 @@ fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
          <fieldset>\n<legend>Spend limits (paid calls for the whole site)</legend>\n\
          <div class=\"pair\">\n{}{}</div>\n</fieldset>\n\
          <fieldset>\n<legend>Visitor limits (requests per address)</legend>\n\
+         <div class=\"pair\">\n{}{}</div>\n</fieldset>\n\
+         <fieldset>\n<legend>Files (bytes)</legend>\n\
          <div class=\"pair\">\n{}{}</div>\n</fieldset>\n",
         provider_select(values, problems),
         secret("token", "API token", "off", token_hint, problems),
@@ -238,6 +242,20 @@ fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
             problems
         ),
         number("visitor_day", "Per day", &values.visitor_day, "", problems),
+        number(
+            "visitor_bytes_day",
+            "Bytes per visitor a day",
+            &values.visitor_bytes_day,
+            "The sizes of the files a visitor is served a day, e.g. 20000000000 for 20 GB. Empty: no limit.",
+            problems
+        ),
+        number(
+            "max_file_bytes",
+            "Largest file, in bytes",
+            &values.max_file_bytes,
+            "A larger file is refused, e.g. 10000000000 for 10 GB. Empty: any size.",
+            problems
+        ),
     )
 }
 

@@ -3,7 +3,9 @@
 //! reading is kept in `account.json` in the data directory (mode 600): the facts, or why they
 //! could not be had, and when; never the token. A failed reading is tried again an hour later
 //! at the earliest. A reading's warnings (premium ending within 7 days, fair use past 80%, no
-//! premium) are logged and kept as `ACTION NEEDED` notes.
+//! premium) are logged and kept as `ACTION NEEDED` notes. With several services, each one's
+//! account is read and kept apart (`account-NAME.json` beside the first's `account.json`), and
+//! its lines name it.
 
 use std::fs::{File, TryLockError};
 use std::path::Path;
@@ -25,8 +27,53 @@ const LOCK: &str = "account.lock";
 
 /// The kept reading of the account, if there is one.
 pub fn kept(data_dir: &Path) -> Option<Reading> {
-    let bytes = std::fs::read(data_dir.join(FILE)).ok()?;
+    kept_in(data_dir, FILE)
+}
+
+fn kept_in(data_dir: &Path, file: &str) -> Option<Reading> {
+    let bytes = std::fs::read(data_dir.join(file)).ok()?;
     Reading::from_json(&serde_json::from_slice(&bytes).ok()?)
+}
+
+/// Where service `at` of several (named `name`) keeps its reading, and its lock: the first in
+/// `account.json`, as with one service; a later one in `account-NAME.json`.
+fn files_of(at: usize, name: &str) -> (String, String) {
+    if at == 0 {
+        (FILE.to_owned(), LOCK.to_owned())
+    } else {
+        (
+            format!("account-{name}.json"),
+            format!("account-{name}.lock"),
+        )
+    }
+}
+
+/// Whether a provider description says where its account is.
+fn describes_account(spec: Option<&ProviderSpec>) -> bool {
+    matches!(spec, Some(ProviderSpec::Http(h)) if h.account.is_some())
+}
+
+/// With several services, each one's kept reading by its name (those whose description says
+/// where the account is, and read at least once); empty with one service.
+pub fn kept_by_service(config: &crate::config::Config) -> Vec<(String, Reading)> {
+    if config.services.len() < 2 {
+        return Vec::new();
+    }
+    config
+        .services
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| describes_account(Some(&s.spec)))
+        .filter_map(|(at, s)| {
+            let (file, _) = files_of(at, &s.name);
+            Some((s.name.clone(), kept_in(&config.data_dir, &file)?))
+        })
+        .collect()
+}
+
+/// A reading's line about "the provider account" said of the service `name`.
+pub fn named(line: &str, name: &str) -> String {
+    line.replace("the provider account", &format!("the {name} account"))
 }
 
 impl App<'_> {
@@ -73,31 +120,50 @@ impl App<'_> {
 
     /// Reads the owner's account when the description says where it is and the kept reading
     /// is due (a day old, an hour after a failure): one process at a time, the others go on.
-    /// The reading now kept, if any.
+    /// With several services, each one's account in turn, kept apart. The first service's
+    /// reading now kept, if any.
     pub fn read_account_if_due(&self) -> Option<Reading> {
-        let described = matches!(
-            self.config.provider.as_ref(),
-            Some(ProviderSpec::Http(h)) if h.account.is_some()
-        );
-        if !described {
+        let services = &self.config.services;
+        if services.len() >= 2 && self.others.len() + 1 == services.len() {
+            for (at, service) in services.iter().enumerate().skip(1) {
+                if describes_account(Some(&service.spec)) {
+                    let (file, lock) = files_of(at, &service.name);
+                    self.read_one(&*self.others[at - 1], (&file, &lock), Some(&service.name));
+                }
+            }
+            let first = describes_account(self.config.provider.as_ref())
+                .then_some(self.provider)
+                .flatten()?;
+            return self.read_one(first, (FILE, LOCK), Some(&services[0].name));
+        }
+        if !describes_account(self.config.provider.as_ref()) {
             return None;
         }
-        let provider = self.provider?;
+        self.read_one(self.provider?, (FILE, LOCK), None)
+    }
+
+    /// One service's reading, kept in `file` under `lock`; its lines name `name` (with several).
+    fn read_one(
+        &self,
+        provider: &dyn crate::provider::Provider,
+        (file, lock): (&str, &str),
+        name: Option<&str>,
+    ) -> Option<Reading> {
         let now = self.clock.now_ms();
         let dir = &self.config.data_dir;
-        let before = kept(dir);
+        let before = kept_in(dir, file);
         if before.as_ref().is_some_and(|r| !r.due(now)) {
             return before;
         }
         std::fs::create_dir_all(dir).ok()?;
-        let lock = File::create(dir.join(LOCK)).ok()?;
+        let lock = File::create(dir.join(lock)).ok()?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return before,
             Err(TryLockError::Error(_)) => return before,
         }
         // Another process may have read it while this one waited for nothing.
-        let before = kept(dir);
+        let before = kept_in(dir, file);
         if before.as_ref().is_some_and(|r| !r.due(now)) {
             return before;
         }
@@ -111,21 +177,23 @@ impl App<'_> {
             },
         };
         let text = reading.to_json().to_string();
-        if let Err(e) = private_file::replace(&dir.join(FILE), text.as_bytes()) {
+        if let Err(e) = private_file::replace(&dir.join(file), text.as_bytes()) {
             self.log.line(
                 Level::Warn,
                 &format!("keeping the provider account's reading failed: {e}"),
             );
         }
+        let say = |line: &str| name.map_or_else(|| line.to_owned(), |n| named(line, n));
         match &reading {
             Reading::Failed { reason, .. } => self.log.line(
                 Level::Warn,
-                &format!(
+                &say(&format!(
                     "the provider account could not be read: {reason}; tried again in an hour at the earliest"
-                ),
+                )),
             ),
             Reading::Read { .. } => {
                 for line in reading.warnings(now) {
+                    let line = say(&line);
                     self.log.line(Level::Warn, &line);
                     self.note(&line);
                 }

@@ -91,6 +91,9 @@ impl App<'_> {
             self.give_back_spend(spend_checks, admitted);
         }
         let mut last: Option<Problem> = None;
+        // A service's own spend used up is a refusal only when no other service serves the
+        // link: counted once the turns are over without an answer.
+        let mut spend_refused: Vec<Event> = Vec::new();
         for (at, &i) in order.iter().enumerate() {
             let service = &services[i];
             let rates: &[Rule] = if i == 0 {
@@ -118,7 +121,7 @@ impl App<'_> {
                 })
                 .collect();
             let taken_at_ms = self.clock.now_ms();
-            if let Err(p) = self.take(&own, turn.name, next, tally) {
+            if let Err(p) = self.take(&own, turn.name, next, &mut spend_refused) {
                 if held_by_admission {
                     self.give_back_spend(spend_checks, admitted);
                 }
@@ -153,16 +156,19 @@ impl App<'_> {
                     last = Some(p);
                 }
                 answer => {
-                    return self.settle_with(
-                        answer,
-                        link,
-                        (held_at_ms, &held, turn.rates),
-                        i == 0,
-                        tally,
-                    );
+                    let served = answer.is_ok() || answer.as_ref().is_err_and(|e| e.job.is_some());
+                    let settled =
+                        self.settle_with(answer, link, (held_at_ms, &held, turn.rates), i, tally);
+                    if settled.is_ok() && served {
+                        tally.served_by = Some(service.name.clone());
+                    } else {
+                        tally.events.append(&mut spend_refused);
+                    }
+                    return settled;
                 }
             }
         }
+        tally.events.append(&mut spend_refused);
         Err(last.unwrap_or_else(|| {
             Problem::new(
                 503,
@@ -194,13 +200,14 @@ impl App<'_> {
     }
 
     /// Counts a turn's own rules; a refusal (a limit of this service, or the site's, used up)
-    /// is the turn's answer, logged with the service asked instead.
+    /// is the turn's answer, logged with the service asked instead; its journal event goes to
+    /// `spend_refused`, counted should no service serve the link.
     fn take(
         &self,
         own: &[Check<'_>],
         name: &str,
         next: Option<&str>,
-        tally: &mut Tally,
+        spend_refused: &mut Vec<Event>,
     ) -> Result<(), Problem> {
         if own.is_empty() {
             return Ok(());
@@ -210,13 +217,15 @@ impl App<'_> {
             Ok(d @ Decision::Refuse { rule, .. }) => {
                 let rule = own[rule].rule;
                 let wait = d.retry_after_secs().unwrap_or(1);
-                tally.add(Event::SpendRefused(rule.name.as_str().into()));
+                spend_refused.push(Event::SpendRefused(rule.name.as_str().into()));
                 let instead = next.map_or_else(String::new, |n| format!("; asked {n} instead"));
                 self.log.line(
                     Level::Warn,
                     &format!(
-                        "{name}: limit {} reached ({} paid calls per {} s){instead}",
-                        rule.name, rule.limit, rule.window_secs
+                        "{name}: limit {} reached ({} per {} s){instead}",
+                        rule.name,
+                        crate::app::sizes::spend_words(rule),
+                        rule.window_secs
                     ),
                 );
                 Err(Problem::new(
@@ -229,8 +238,10 @@ impl App<'_> {
                 )
                 .retry_after(wait)
                 .log(format!(
-                    "{name}: limit {} reached ({} paid calls per {} s); refusing paid calls for {wait} s",
-                    rule.name, rule.limit, rule.window_secs
+                    "{name}: limit {} reached ({} per {} s); refusing paid calls for {wait} s",
+                    rule.name,
+                    crate::app::sizes::spend_words(rule),
+                    rule.window_secs
                 )))
             }
             // A store that cannot count lets the call go, as the meter does.

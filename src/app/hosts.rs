@@ -22,7 +22,7 @@ use crate::provider::described::ProviderSpec;
 use crate::provider::spec::host_listed;
 use crate::store::Check;
 use crate::support::defaults;
-use crate::support::log::{Level, Log};
+use crate::support::log::Level;
 
 /// Where the list is kept: among the cache's keys, never equal to a link's.
 const KEY: Reserved<'static> = Reserved::HostList;
@@ -81,7 +81,7 @@ impl App<'_> {
         let refused = store_up
             .then(|| self.refuse_unlisted_host(provider, link))
             .flatten()
-            .or_else(|| refuse_dead_link(provider, link, self.log, &mut size))
+            .or_else(|| self.refuse_dead_link(provider, link, &mut size))
             .or_else(|| self.too_large(link, size, false));
         let refused = match refused {
             Some(p) => p,
@@ -260,24 +260,46 @@ fn link_host(link: &str) -> Option<String> {
 /// A refusal for a link the provider's free link check finds dead; None when it has no check,
 /// finds the file (its size into `size`, when the check gives it), or cannot tell (logged:
 /// the link goes on to the paid call).
-fn refuse_dead_link(
-    provider: &dyn Provider,
-    link: &str,
-    log: &dyn Log,
-    size: &mut Option<u64>,
-) -> Option<Problem> {
-    match provider.check_link(link)? {
-        Ok(c) if c.dead => Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
-            "the provider's free link check finds {link:?} dead: refused before any paid call"
-        ))),
-        Ok(c) => {
-            *size = c.size;
-            None
+impl App<'_> {
+    /// The first free link check that answers, of each service in order (with one service,
+    /// its own): a link found dead is refused before any paid call, else the size it gives is
+    /// kept. A check that fails lets the next service's try; none leaves the link unchecked.
+    fn refuse_dead_link(
+        &self,
+        first: &dyn Provider,
+        link: &str,
+        size: &mut Option<u64>,
+    ) -> Option<Problem> {
+        let services = &self.config.services;
+        let others: &[Box<dyn Provider>] = if self.others.len() + 1 == services.len() {
+            self.others
+        } else {
+            &[]
+        };
+        let each = std::iter::once((first, 0)).chain(others.iter().map(|o| &**o).zip(1..));
+        for (provider, at) in each {
+            let whose = match services.get(at).filter(|_| services.len() > 1) {
+                Some(s) => format!("{}'s", s.name),
+                None => "the provider's".to_owned(),
+            };
+            match provider.check_link(link) {
+                None => continue,
+                Some(Ok(c)) if c.dead => {
+                    return Some(Problem::new(422, Kind::DeadLink, DEAD_LINK).log(format!(
+                        "{whose} free link check finds {link:?} dead: refused before any paid call"
+                    )));
+                }
+                Some(Ok(c)) => {
+                    *size = c.size;
+                    return None;
+                }
+                Some(Err(e)) => {
+                    self.log
+                        .line(Level::Warn, &format!("{e}; {link:?} goes on unchecked"));
+                }
+            }
         }
-        Err(e) => {
-            log.line(Level::Warn, &format!("{e}; {link:?} goes on unchecked"));
-            None
-        }
+        None
     }
 }
 

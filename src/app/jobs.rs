@@ -50,16 +50,30 @@ impl App<'_> {
         tally: &mut Tally,
     ) -> Option<Result<Response, Problem>> {
         // Only a provider that polls leaves jobs: the others cost no store read here.
-        let polls = matches!(
-            self.config.provider.as_ref(),
-            Some(crate::provider::described::ProviderSpec::Http(h)) if h.steps.iter().any(|s| s.poll.is_some())
-        );
-        if !polls {
+        let polls = |spec: Option<&crate::provider::described::ProviderSpec>| {
+            matches!(spec, Some(crate::provider::described::ProviderSpec::Http(h))
+                if h.steps.iter().any(|s| s.poll.is_some()))
+        };
+        let services = &self.config.services;
+        if !polls(self.config.provider.as_ref()) && !services.iter().any(|s| polls(Some(&s.spec))) {
             return None;
         }
         let key = Job::key(link);
         let stored = self.store.cache.cache_get(&key).ok()??;
         let job = Job::decode(&stored)?;
+        // A job runs where it was started: a later service's is polled there, with its rates.
+        let at = job.service;
+        let (provider, meter, rates): (&dyn Provider, _, &[crate::core::rule::Rule]) = if at == 0 {
+            (provider, self.meter(), self.provider_rates())
+        } else {
+            let service = services.get(at)?;
+            let other = self.others.get(at - 1)?;
+            (
+                &**other,
+                self.meter_for(&service.spec, &service.rates),
+                &service.rates,
+            )
+        };
         let now = self.clock.now_ms();
         let next_poll = job
             .polled_at_ms
@@ -73,8 +87,8 @@ impl App<'_> {
         if !self.keep_job(link, &polling) {
             return None;
         }
-        let answer = match self.meter() {
-            Some(meter) => provider.resume(link, &job, &meter),
+        let answer = match &meter {
+            Some(meter) => provider.resume(link, &job, meter),
             None => provider.resume(link, &job, &crate::provider::Unmetered),
         };
         if let Err(e) = &answer
@@ -82,9 +96,24 @@ impl App<'_> {
         {
             tally.add(Event::ProviderFailure(e.failure.name()));
         }
-        let rules: Vec<&crate::core::rule::Rule> = self.first_call_rules().collect();
+        let rules: Vec<&crate::core::rule::Rule> = if at == 0 {
+            self.first_call_rules().collect()
+        } else {
+            // The owner's budget and the service's own spend (its rates keep what it was sent).
+            self.config
+                .budget()
+                .iter()
+                .chain(&services[at].spend)
+                .collect()
+        };
         let spend_checks = checks_for_global(&rules);
-        let settled = self.settle(answer, link, job.paid_at_ms, &spend_checks, tally);
+        let settled = self.settle_with(
+            answer,
+            link,
+            (job.paid_at_ms, &spend_checks, rates),
+            at,
+            tally,
+        );
         if !matches!(settled, Ok(Paid::Pending(_))) {
             let _ = self.store.cache.cache_release(&key, &polling.encode());
         }

@@ -78,17 +78,17 @@ impl App<'_> {
         tally: &mut Tally,
     ) -> Result<Paid, Problem> {
         let rates = self.provider_rates();
-        self.settle_with(answer, link, (paid_at_ms, spend_checks, rates), true, tally)
+        self.settle_with(answer, link, (paid_at_ms, spend_checks, rates), 0, tally)
     }
 
-    /// As [`App::settle`], for a service whose rates are `rates`; `keep_jobs`: a job under way
-    /// is kept to be polled (only the first service's jobs are: polling asks the first).
+    /// As [`App::settle`], for service `service` of several (0, the first) whose rates are
+    /// `rates`: a job under way is kept with its service, to be polled there.
     pub(super) fn settle_with(
         &self,
         answer: Result<Resolved, crate::provider::ProviderError>,
         link: &str,
         (paid_at_ms, spend_checks, rates): (u64, &[Check<'_>], &[crate::core::rule::Rule]),
-        keep_jobs: bool,
+        service: usize,
         tally: &mut Tally,
     ) -> Result<Paid, Problem> {
         match answer {
@@ -107,11 +107,8 @@ impl App<'_> {
             }
             Ok(r) => Ok(Paid::Resolved(r)),
             Err(mut e) => {
-                if let Some(mut job) = e
-                    .job
-                    .take()
-                    .filter(|_| keep_jobs && e.failure == Failure::InProgress)
-                {
+                if let Some(mut job) = e.job.take().filter(|_| e.failure == Failure::InProgress) {
+                    job.service = service;
                     job.paid_at_ms = paid_at_ms;
                     job.polled_at_ms = self.clock.now_ms();
                     if self.keep_job(link, &job) {

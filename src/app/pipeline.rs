@@ -333,13 +333,17 @@ impl App<'_> {
     ) -> Result<Response, Exit> {
         let provider = counted.gated.provider;
         let sized_before = counted.paid
-            && self.refuse_before_paying(
-                provider,
-                &asked.link,
-                counted.store_up,
-                (&counted.checks, admitted),
-                tally,
-            )?;
+            && self
+                .refuse_before_paying(
+                    provider,
+                    &asked.link,
+                    counted.store_up,
+                    (&counted.checks, admitted),
+                    tally,
+                )
+                .inspect_err(|p| {
+                    self.count_own_bytes_refusal(asked, &counted.gated.rules, p, tally)
+                })?;
         self.shadow(asked, tally);
         if asked.method == Method::Head {
             return Ok(render::counted(reply.format));
@@ -383,6 +387,9 @@ impl App<'_> {
         }
         if let Some(size) = resolved.size {
             tally.add(Event::Bytes(size));
+            if let Some(name) = tally.served_by.take() {
+                tally.add(Event::ServiceBytes(name, size));
+            }
         }
         let cache_key = counted.looked.cache_key.as_ref();
         if let Some(k) = cache_key.filter(|_| counted.store_up)

@@ -2,7 +2,8 @@
 //! `too_large`, its size in words), and the size the service gave charged to the request's
 //! rules of bytes, to the window that admitted the request.
 
-use crate::app::{Admitted, App};
+use crate::app::request::Asked;
+use crate::app::{Admitted, App, Tally};
 use crate::core::decision::Decision;
 use crate::core::limiter;
 use crate::core::rule::{Rule, Unit};
@@ -59,9 +60,10 @@ impl App<'_> {
             Ok(Decision::Admit { .. }) => Ok(true),
             Ok(refused @ Decision::Refuse { rule, .. }) => {
                 let secs = refused.retry_after_secs().unwrap_or(1);
-                let mut p = Problem::new(429, Kind::RateLimited, render::limited_sentence(secs))
+                let rule = bytes[rule].rule;
+                let mut p = Problem::new(429, Kind::RateLimited, limited_sentence(rule, secs))
                     .retry_after(secs);
-                p.rule = Some(bytes[rule].rule.name.as_str().into());
+                p.rule = Some(rule.name.as_str().into());
                 Err(p)
             }
             Err(e) => {
@@ -71,6 +73,29 @@ impl App<'_> {
                 );
                 Ok(false)
             }
+        }
+    }
+
+    /// A 429 of a rule of bytes decided before paying (the free check gave a size over what
+    /// is left) counts towards `auto_block` as any refusal by the client's own key does: the
+    /// rule counts the visitor (its address or its key), never a site-wide one.
+    pub(super) fn count_own_bytes_refusal(
+        &self,
+        asked: &Asked<'_>,
+        client_rules: &[&Rule],
+        refused: &Problem,
+        tally: &mut Tally,
+    ) {
+        let own = refused.status == 429
+            && refused.rule.as_deref().is_some_and(|name| {
+                client_rules.iter().any(|r| {
+                    r.name.as_str() == name
+                        && r.unit == Unit::Bytes
+                        && r.key != crate::core::rule::KeyKind::Global
+                })
+            });
+        if own {
+            self.count_refusal(asked, tally);
         }
     }
 
@@ -97,6 +122,29 @@ impl App<'_> {
                 &format!("counting a file's {size} bytes against the rules of bytes failed: {e}"),
             );
         }
+    }
+}
+
+/// What a client refused by `rule` reads: a rule of bytes says its allowance in words
+/// (`20 GB`), never in the kibibytes it counts.
+pub fn limited_sentence(rule: &Rule, retry_after: u32) -> String {
+    match rule.unit {
+        Unit::Bytes => render::limited_bytes_sentence(retry_after, &limit_in_words(rule)),
+        Unit::Requests => render::limited_sentence(retry_after),
+    }
+}
+
+/// A rule of bytes' limit in words, rounded up: counted in whole kibibytes, a limit of 20 GB
+/// is 19999997952 bytes, and reads as the 20 GB the owner wrote.
+fn limit_in_words(rule: &Rule) -> String {
+    in_words(rule.configured_limit(), true)
+}
+
+/// A limit in words: `20 GB` for a rule of bytes, `30 paid calls` for the others.
+pub fn spend_words(rule: &Rule) -> String {
+    match rule.unit {
+        Unit::Bytes => format!("{} of files", limit_in_words(rule)),
+        Unit::Requests => format!("{} paid calls", rule.limit),
     }
 }
 

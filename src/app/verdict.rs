@@ -74,8 +74,10 @@ impl App<'_> {
                 )
                 .retry_after(retry_after_secs)
                 .log(format!(
-                    "site-wide limit {} reached ({} paid calls per {} s); refusing paid calls for {retry_after_secs} s",
-                    all_rules[rule].name, all_rules[rule].limit, all_rules[rule].window_secs
+                    "site-wide limit {} reached ({} per {} s); refusing paid calls for {retry_after_secs} s",
+                    all_rules[rule].name,
+                    crate::app::sizes::spend_words(all_rules[rule]),
+                    all_rules[rule].window_secs
                 )))
             }
             Ok(
@@ -89,7 +91,7 @@ impl App<'_> {
                 let mut p = Problem::new(
                     429,
                     Kind::RateLimited,
-                    render::limited_sentence(retry_after_secs),
+                    crate::app::sizes::limited_sentence(all_rules[rule], retry_after_secs),
                 )
                 .retry_after(retry_after_secs);
                 p.rule = Some(all_rules[rule].name.as_str().into());

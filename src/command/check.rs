@@ -59,7 +59,8 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write, log: &Con
     ok
 }
 
-/// One real call to the provider, announced; it may cost a paid call. Counts nothing.
+/// One real call to the provider, announced; it may cost a paid call. Counts nothing. With
+/// several services in `providers`, one call to each, each reported under its name.
 fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
     let link = match crate::http::link::validate(link.as_bytes()) {
         Ok(l) => l,
@@ -68,13 +69,35 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
             return false;
         }
     };
+    if config.services.len() > 1 {
+        let mut ok = true;
+        for service in &config.services {
+            ok &= live_one(config, link, &service.spec, Some(&service.name), out);
+        }
+        return ok;
+    }
     let Some(spec) = &config.provider else {
         let _ = writeln!(out, "FAIL live: no provider to call");
         return false;
     };
+    live_one(config, link, spec, None, out)
+}
+
+/// One real call to one service (`name`, with several), reported in a line of its own.
+fn live_one(
+    config: &Config,
+    link: &str,
+    spec: &ProviderSpec,
+    name: Option<&str>,
+    out: &mut dyn Write,
+) -> bool {
+    let (what, tag) = match name {
+        Some(n) => (n.to_owned(), format!("live ({n})")),
+        None => ("the provider".to_owned(), "live".to_owned()),
+    };
     let _ = writeln!(
         out,
-        "LIVE: calling the provider once for {link} (this may cost one paid call; no limit is counted)"
+        "LIVE: calling {what} once for {link} (this may cost one paid call; no limit is counted)"
     );
     let started = std::time::Instant::now();
     let result = match spec {
@@ -92,7 +115,7 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
         Ok(r) if r.holds_any(&forms) => {
             let _ = writeln!(
                 out,
-                "FAIL live: after {took} ms: the provider's answer holds the provider token, so \
+                "FAIL {tag}: after {took} ms: the provider's answer holds the provider token, so \
                  it is never passed on: {}",
                 mask(r.download.clone())
             );
@@ -101,14 +124,14 @@ fn live_call(config: &Config, link: &str, out: &mut dyn Write) -> bool {
         Ok(r) => {
             let _ = writeln!(
                 out,
-                "ok   live: resolved in {took} ms: {}{}",
+                "ok   {tag}: resolved in {took} ms: {}{}",
                 r.download,
                 r.filename.map_or(String::new(), |f| format!(" ({f})"))
             );
             true
         }
         Err(e) => {
-            let _ = writeln!(out, "FAIL live: after {took} ms: {}", mask(e.to_string()));
+            let _ = writeln!(out, "FAIL {tag}: after {took} ms: {}", mask(e.to_string()));
             false
         }
     }

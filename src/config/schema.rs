@@ -54,6 +54,8 @@ pub const SPEND: Field = field(&[Key("spend")], Kind::List);
 pub const SPEND_NAME: Field = field(&[Key("spend"), Item, Key("name")], Kind::Text);
 pub const SPEND_LIMIT: Field = field(&[Key("spend"), Item, Key("limit")], Kind::Number);
 pub const SPEND_WINDOW: Field = field(&[Key("spend"), Item, Key("window_secs")], Kind::Number);
+/// What a limit counts: absent for requests, `bytes` for the sizes of the files served.
+pub const SPEND_UNIT: Field = field(&[Key("spend"), Item, Key("unit")], Kind::Text);
 /// The limits per client.
 pub const RULES: Field = field(&[Key("rules")], Kind::List);
 pub const RULE_NAME: Field = field(&[Key("rules"), Item, Key("name")], Kind::Text);
@@ -61,6 +63,9 @@ pub const RULE_NAME: Field = field(&[Key("rules"), Item, Key("name")], Kind::Tex
 pub const RULE_KEY: Field = field(&[Key("rules"), Item, Key("key")], Kind::Text);
 pub const RULE_LIMIT: Field = field(&[Key("rules"), Item, Key("limit")], Kind::Number);
 pub const RULE_WINDOW: Field = field(&[Key("rules"), Item, Key("window_secs")], Kind::Number);
+pub const RULE_UNIT: Field = field(&[Key("rules"), Item, Key("unit")], Kind::Text);
+/// The largest file the site serves, in bytes.
+pub const MAX_FILE_BYTES: Field = field(&[Key("max_file_bytes")], Kind::Number);
 /// The sites whose pages may ask.
 pub const ALLOWED_ORIGINS: Field = field(&[Key("allowed_origins")], Kind::Texts);
 pub const BLOCK: Field = field(&[Key("block")], Kind::Texts);
@@ -70,7 +75,7 @@ pub const ADMIN: Field = field(&[Key("admin")], Kind::Object);
 pub const ADMIN_PASSWORD_HASH: Field = field(&[Key("admin"), Key("password_hash")], Kind::Text);
 
 /// Every field above, each container before the fields inside it.
-pub const ALL: [Field; 18] = [
+pub const ALL: [Field; 21] = [
     PROVIDER,
     PROVIDER_PRESET,
     PROVIDER_KIND,
@@ -79,11 +84,14 @@ pub const ALL: [Field; 18] = [
     SPEND_NAME,
     SPEND_LIMIT,
     SPEND_WINDOW,
+    SPEND_UNIT,
     RULES,
     RULE_NAME,
     RULE_KEY,
     RULE_LIMIT,
     RULE_WINDOW,
+    RULE_UNIT,
+    MAX_FILE_BYTES,
     ALLOWED_ORIGINS,
     BLOCK,
     ALLOW,
@@ -100,6 +108,8 @@ pub struct Limits {
     pub key: Option<Field>,
     pub limit: Field,
     pub window: Field,
+    /// What an entry counts (`bytes`, or requests when absent).
+    pub unit: Field,
 }
 
 /// The site-wide limits on paid calls.
@@ -109,6 +119,7 @@ pub const SPEND_LIMITS: Limits = Limits {
     key: None,
     limit: SPEND_LIMIT,
     window: SPEND_WINDOW,
+    unit: SPEND_UNIT,
 };
 
 /// The limits per client.
@@ -118,6 +129,7 @@ pub const RULE_LIMITS: Limits = Limits {
     key: Some(RULE_KEY),
     limit: RULE_LIMIT,
     window: RULE_WINDOW,
+    unit: RULE_UNIT,
 };
 
 static NULL: Value = Value::Null;
@@ -188,6 +200,9 @@ impl Field {
     }
 }
 
+/// The unit of a limit that counts bytes (requests are the default, written by no unit).
+pub const BYTES: &str = "bytes";
+
 impl Limits {
     /// A new entry of the list: its fields by name, with `key` where the list's entries have
     /// one.
@@ -200,6 +215,18 @@ impl Limits {
         m.insert(self.limit.name().into(), limit.into());
         m.insert(self.window.name().into(), window.into());
         Value::Object(m)
+    }
+
+    /// A new entry that counts bytes: as [`Limits::entry`], with the unit.
+    pub fn bytes_entry(&self, name: &str, key: &str, limit: u64, window: u64) -> Value {
+        let mut v = self.entry(name, key, limit, window);
+        v[self.unit.name()] = BYTES.into();
+        v
+    }
+
+    /// Whether entry `i` counts bytes.
+    pub fn counts_bytes(&self, json: &Value, i: usize) -> bool {
+        self.unit.of_item(json, i).as_str() == Some(BYTES)
     }
 }
 
@@ -233,6 +260,7 @@ mod tests {
             let value = match f.kind {
                 Kind::Object => serde_json::json!({}),
                 Kind::List => serde_json::json!([]),
+                Kind::Text if f.name() == "unit" => serde_json::json!(BYTES),
                 Kind::Text => serde_json::json!("x"),
                 Kind::Number => serde_json::json!(60),
                 Kind::Texts => serde_json::json!(["x"]),
@@ -290,8 +318,12 @@ mod tests {
         let json = serde_json::json!({
             "provider": preset_section("realdebrid", "t"),
             "spend": [SPEND_LIMITS.entry("day", "ip", 5, 86_400)],
-            "rules": [RULE_LIMITS.entry("ip", "ip", 30, 60)],
+            "rules": [RULE_LIMITS.entry("ip", "ip", 30, 60),
+                      RULE_LIMITS.bytes_entry("ip-bytes", "ip", 20_000_000_000, 86_400)],
+            "max_file_bytes": 10_000_000_000u64,
         });
+        assert!(RULE_LIMITS.counts_bytes(&json, 1) && !RULE_LIMITS.counts_bytes(&json, 0));
+        assert_eq!(MAX_FILE_BYTES.of(&json), 10_000_000_000u64);
         read_by_raw(&json.to_string()).unwrap();
         let echo = serde_json::json!({"provider": echo_section()});
         read_by_raw(&echo.to_string()).unwrap();

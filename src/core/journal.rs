@@ -113,6 +113,8 @@ pub enum Event {
     ServiceFailure(String, &'static str),
     /// A file of this many bytes was served (its size as the service gave it).
     Bytes(u64),
+    /// With several services: a file of this many bytes was served by this service.
+    ServiceBytes(String, u64),
 }
 
 impl Event {
@@ -138,13 +140,14 @@ impl Event {
             Event::ServiceCall(name) => format!("service_calls:{name}"),
             Event::ServiceFailure(name, class) => format!("service_failure:{name}:{class}"),
             Event::Bytes(_) => "bytes".into(),
+            Event::ServiceBytes(name, _) => format!("service_bytes:{name}"),
         }
     }
 
     /// What it adds to its total: a file's bytes, else 1.
     pub fn amount(&self) -> u64 {
         match self {
-            Event::Bytes(n) => *n,
+            Event::Bytes(n) | Event::ServiceBytes(_, n) => *n,
             _ => 1,
         }
     }
@@ -367,6 +370,8 @@ pub struct Figures {
 pub struct ServiceFigures {
     /// Calls that reached it.
     pub calls: u64,
+    /// Bytes of the files it served (their sizes as it gave them).
+    pub bytes: u64,
     /// Its failures by class.
     pub failures: BTreeMap<String, u64>,
 }
@@ -474,6 +479,9 @@ impl Figures {
             Some(("untrusted_network", name)) => into(&mut self.untrusted_networks, name),
             Some(("service_calls", service)) => {
                 self.services.entry(service.to_owned()).or_default().calls += count;
+            }
+            Some(("service_bytes", service)) => {
+                self.services.entry(service.to_owned()).or_default().bytes += count;
             }
             Some(("service_failure", rest)) if rest.contains(':') => {
                 let (service, class) = rest.split_once(':').unwrap_or((rest, ""));

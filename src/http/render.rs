@@ -2,7 +2,7 @@
 //! JSON, with the rate-limit headers.
 
 use crate::core::decision::Decision;
-use crate::core::rule::Rule;
+use crate::core::rule::{Rule, Unit};
 use crate::http::footer::{Contact, Page};
 use crate::http::negotiate::Format;
 use crate::http::problem::{Kind, Problem};
@@ -16,17 +16,42 @@ const HTML: &str = "text/html; charset=utf-8";
 const JSON: &str = "application/json";
 const PROBLEM_JSON: &str = "application/problem+json";
 
-/// `RateLimit-Policy` and `RateLimit` (IETF httpapi draft 10) for the rules that decided.
+/// `RateLimit-Policy` and `RateLimit` (IETF httpapi draft 10) for the rules that decided. A
+/// rule of bytes gives its quota and what is left in bytes, with the draft's quota unit
+/// (`qu="content-bytes"`); a rule of requests leaves the unit to its default, requests.
 pub fn limit_headers(rules: &[&Rule], decision: &Decision) -> [(&'static str, String); 2] {
+    let per = |r: &Rule| match r.unit {
+        Unit::Requests => 1,
+        Unit::Bytes => Unit::KIB,
+    };
     let policy = rules
         .iter()
-        .map(|r| format!("\"{}\";q={};w={}", r.name, r.limit, r.window_secs))
+        .map(|r| {
+            let unit = if r.unit == Unit::Bytes {
+                ";qu=\"content-bytes\""
+            } else {
+                ""
+            };
+            format!(
+                "\"{}\";q={};w={}{unit}",
+                r.name,
+                r.configured_limit(),
+                r.window_secs
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let state = rules
         .iter()
         .zip(decision.statuses())
-        .map(|(r, s)| format!("\"{}\";r={};t={}", r.name, s.remaining, s.reset_secs()))
+        .map(|(r, s)| {
+            format!(
+                "\"{}\";r={};t={}",
+                r.name,
+                u64::from(s.remaining) * per(r),
+                s.reset_secs()
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ");
     [("RateLimit-Policy", policy), ("RateLimit", state)]
@@ -56,6 +81,15 @@ pub fn wait_words(secs: u32) -> String {
 pub fn limited_sentence(retry_after: u32) -> String {
     format!(
         "Too many requests: try again in {}.",
+        wait_words(retry_after)
+    )
+}
+
+/// The sentence a client refused by a rule of bytes reads: the allowance in words (`20 GB`),
+/// and when to come back.
+pub fn limited_bytes_sentence(retry_after: u32, allowance: &str) -> String {
+    format!(
+        "Too many downloads: the {allowance} this site allows is used up; try again in {}.",
         wait_words(retry_after)
     )
 }

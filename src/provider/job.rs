@@ -26,6 +26,8 @@ pub struct Job {
     pub paid_at_ms: u64,
     /// When the provider was last asked.
     pub polled_at_ms: u64,
+    /// Which of several services runs it (0, the first, with one): polled there.
+    pub service: usize,
 }
 
 impl Job {
@@ -42,6 +44,7 @@ impl Job {
             poll_secs: poll_secs.max(1),
             paid_at_ms: 0,
             polled_at_ms: 0,
+            service: 0,
         }
     }
 
@@ -56,7 +59,7 @@ impl Job {
         serde_json::json!({
             "step": self.step, "vars": self.vars, "progress": self.progress,
             "poll_secs": self.poll_secs, "paid_at_ms": self.paid_at_ms,
-            "polled_at_ms": self.polled_at_ms,
+            "polled_at_ms": self.polled_at_ms, "service": self.service,
         })
         .to_string()
         .into_bytes()
@@ -73,6 +76,10 @@ impl Job {
             poll_secs: u32::try_from(v["poll_secs"].as_u64()?).ok()?.max(1),
             paid_at_ms: v["paid_at_ms"].as_u64()?,
             polled_at_ms: v["polled_at_ms"].as_u64()?,
+            // A job kept before services were numbered ran at the first.
+            service: v.get("service").map_or(Some(0), |s| {
+                s.as_u64().and_then(|s| usize::try_from(s).ok())
+            })?,
         })
     }
 }
@@ -94,6 +101,7 @@ mod tests {
         let mut job = Job::new(1, &vars, Some("40% done".into()), 0);
         job.paid_at_ms = 7;
         job.polled_at_ms = 9;
+        job.service = 2;
         let bytes = job.encode();
         assert!(!String::from_utf8_lossy(&bytes).contains("s3cret"));
         let back = Job::decode(&bytes).unwrap();
@@ -101,6 +109,8 @@ mod tests {
         assert_eq!(back.vars.len(), 1);
         assert_eq!(back.poll_secs, 1);
         assert_eq!(Job::decode(b"junk"), None);
+        let older = br#"{"step":1,"vars":{},"poll_secs":5,"paid_at_ms":1,"polled_at_ms":2}"#;
+        assert_eq!(Job::decode(older).map(|j| j.service), Some(0));
         let key = Job::key("https://h.example/f");
         assert!(key.starts_with("resolve:cache:job:"), "{key}");
         assert_ne!(key, crate::provider::cache::key("https://h.example/f"));

@@ -15,14 +15,28 @@ fn when(ms: u64) -> String {
     format!("{} UTC", at[..16].replace('T', " "))
 }
 
-/// The card, or nothing while no reading is kept (no account section, or not read yet).
+/// The card, or nothing while no reading is kept (no account section, or not read yet). With
+/// several services, each one's reading under its name.
 pub fn card(stats: &Stats) -> String {
-    let Some(reading) = &stats.account else {
+    let readings = stats.readings();
+    if readings.is_empty() {
         return String::new();
-    };
-    let now = stats.now_ms;
+    }
     let mut out =
         String::from("<section aria-labelledby=\"account\">\n<h2 id=\"account\">Account</h2>\n");
+    for (name, reading) in readings {
+        if let Some(name) = name {
+            let _ = writeln!(out, "<h3>{}</h3>", escape(name));
+        }
+        one(&mut out, reading, stats.now_ms, name);
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// One reading: its facts and warnings (naming the service `name`, with several), or why it
+/// could not be read.
+fn one(out: &mut String, reading: &Reading, now: u64, name: Option<&str>) {
     let facts = match reading {
         Reading::Failed { at_ms, reason } => {
             let _ = writeln!(
@@ -34,8 +48,7 @@ pub fn card(stats: &Stats) -> String {
                 escape(&when(*at_ms)),
                 escape(reason)
             );
-            out.push_str("</section>\n");
-            return out;
+            return;
         }
         Reading::Read { facts, .. } => facts,
     };
@@ -43,7 +56,8 @@ pub fn card(stats: &Stats) -> String {
     if !warnings.is_empty() {
         out.push_str("<div class=\"result\"><div class=\"card error\">");
         for w in &warnings {
-            let _ = write!(out, "<p>{}</p>", escape(w));
+            let w = name.map_or_else(|| w.clone(), |n| crate::app::account::named(w, n));
+            let _ = write!(out, "<p>{}</p>", escape(&w));
         }
         out.push_str("</div></div>\n");
     }
@@ -97,8 +111,6 @@ pub fn card(stats: &Stats) -> String {
         escape(&calendar::iso(reading.at_ms())),
         escape(&when(reading.at_ms()))
     );
-    out.push_str("</section>\n");
-    out
 }
 
 #[cfg(test)]
@@ -119,6 +131,7 @@ mod tests {
             notes: Vec::new(),
             folding: None,
             account,
+            accounts: Vec::new(),
         }
     }
 
@@ -171,6 +184,51 @@ mod tests {
         assert_eq!(v["days_left"], 3);
         assert_eq!(v["fair_use_used"], 0.5);
         assert_eq!(v["warnings"].as_array().map(Vec::len), Some(1), "{v}");
+    }
+
+    #[test]
+    fn with_several_services_each_account_is_shown_under_its_name() {
+        let mut s = stats(None);
+        s.accounts = vec![
+            (
+                "realdebrid".into(),
+                Reading::Read {
+                    at_ms: NOW,
+                    facts: AccountFacts {
+                        premium: Some(false),
+                        premium_until_ms: None,
+                        fair_use_used: None,
+                        host_quotas: Vec::new(),
+                    },
+                },
+            ),
+            (
+                "alldebrid".into(),
+                Reading::Failed {
+                    at_ms: NOW,
+                    reason: "the account call answered HTTP 401".into(),
+                },
+            ),
+        ];
+        let html = card(&s);
+        for part in [
+            "<h3>realdebrid</h3>",
+            "ACTION NEEDED: the realdebrid account is not premium",
+            "<h3>alldebrid</h3>",
+            "answered HTTP 401",
+        ] {
+            assert!(html.contains(part), "{part}\n{html}");
+        }
+        assert_eq!(html.matches("<section").count(), 1, "{html}");
+        let v = s.json();
+        assert_eq!(
+            v["accounts"]["realdebrid"]["warnings"][0]
+                .as_str()
+                .map(|w| w.starts_with("ACTION NEEDED: the realdebrid account is not premium")),
+            Some(true),
+            "{v:#}"
+        );
+        assert!(v["accounts"]["alldebrid"]["failed"].is_string(), "{v:#}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::app::sizes::in_words;
 use crate::core::calendar;
 use crate::core::journal::{ClientFigures, HOUR_MS};
 use crate::support::html::escape;
-use crate::usage::stats::{PERIODS, Stats, Stretch, TOP_CLIENTS, window_words};
+use crate::usage::stats::{PERIODS, SpendUse, Stats, Stretch, TOP_CLIENTS, window_words};
 
 /// The chart's height in CSS pixels. It has no `viewBox`: it is as wide as the page, its bars
 /// placed in percents of that width and its heights in pixels, so that its text keeps the size
@@ -88,6 +88,36 @@ fn bytes_per_day(stats: &Stats) -> String {
             escape(&Stretch::Day.label(d.from_hour).1),
             number(d.bytes),
             escape(&in_words(d.bytes, false))
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
+    out
+}
+
+/// A spend limit's count as the dashboard shows it: grouped digits, or bytes in words.
+fn spend_count(s: &SpendUse, count: u32, up: bool) -> String {
+    match s.unit {
+        crate::core::rule::Unit::Requests => number(u64::from(count)),
+        crate::core::rule::Unit::Bytes => s.words(count, up),
+    }
+}
+
+/// The bytes each of several services served, as a table; nothing when none gave a size.
+fn bytes_by_service(f: &crate::core::journal::Figures) -> String {
+    if f.services.values().all(|s| s.bytes == 0) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<table>\n<caption>Bytes by service</caption>\n<thead><tr><th scope=\"col\">Service\
+         </th><th scope=\"col\" class=\"n\">Bytes</th></tr></thead>\n<tbody>\n",
+    );
+    for (name, s) in &f.services {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{} ({})</td></tr>",
+            escape(name),
+            number(s.bytes),
+            escape(&in_words(s.bytes, false))
         );
     }
     out.push_str("</tbody>\n</table>\n");
@@ -353,9 +383,9 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
                 "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
                  <td class=\"n\">{}</td><td>{}</td></tr>",
                 escape(&s.name),
-                number(u64::from(s.used)),
-                number(u64::from(s.limit)),
-                number(u64::from(s.left)),
+                escape(&spend_count(s, s.used, false)),
+                escape(&spend_count(s, s.limit, true)),
+                escape(&spend_count(s, s.left, false)),
                 escape(&window_words(s.window_secs))
             );
         }
@@ -413,6 +443,7 @@ pub fn sections(stats: &Stats, action: Option<&str>, block: Option<&BlockForm<'_
         counts("Provider failures by kind", "Kind", &f.provider_failures),
         counts("Calls by service", "Service", &service_calls),
         counts("Failures by service", "Service and kind", &service_failures),
+        bytes_by_service(f),
         counts("Bad requests by reason", "Reason", &f.bad_requests),
         counts("Shadow rules: would have refused", "Rule", &f.would_refuse),
     ]
@@ -531,6 +562,7 @@ mod tests {
             totals: Vec::new(),
             spend: vec![SpendUse {
                 name: "day".into(),
+                unit: crate::core::rule::Unit::Requests,
                 limit: 100,
                 window_secs: 86_400,
                 used: 40,
@@ -542,6 +574,7 @@ mod tests {
             }],
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 
@@ -587,12 +620,14 @@ mod tests {
                 ServiceFigures {
                     calls: 1,
                     failures: [("server_refused".to_owned(), 1)].into(),
+                    ..Default::default()
                 },
             ),
             (
                 "alldebrid".to_owned(),
                 ServiceFigures {
                     calls: 1,
+                    bytes: 12_400_000_000,
                     ..Default::default()
                 },
             ),
@@ -601,6 +636,9 @@ mod tests {
         let html = sections(&s, None, None);
         for shown in [
             "<caption>Calls by service</caption>",
+            "<caption>Bytes by service</caption>",
+            "<tr><td>alldebrid</td><td class=\"n\">12,400,000,000 (12.4 GB)</td></tr>",
+            "<tr><td>realdebrid</td><td class=\"n\">0 (0 bytes)</td></tr>",
             "<tr><td>alldebrid</td><td class=\"n\">1</td></tr>",
             "<tr><td>realdebrid: server_refused</td><td class=\"n\">1</td></tr>",
         ] {

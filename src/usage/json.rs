@@ -71,14 +71,32 @@ impl Stats {
                 "text": self.folding_line(),
             }),
         };
-        out["account"] = self.account.as_ref().map_or(serde_json::Value::Null, |r| {
+        let reading = |r: &crate::provider::account::Reading, name: Option<&str>| {
             let mut v = r.to_json();
             if let crate::provider::account::Reading::Read { facts, .. } = r {
                 v["days_left"] = facts.days_left(self.now_ms).into();
             }
-            v["warnings"] = r.warnings(self.now_ms).into();
+            let warnings = r.warnings(self.now_ms).into_iter();
+            v["warnings"] = match name {
+                Some(n) => warnings
+                    .map(|w| crate::app::account::named(&w, n))
+                    .collect::<Vec<_>>(),
+                None => warnings.collect(),
+            }
+            .into();
             v
-        });
+        };
+        out["account"] = self
+            .account
+            .as_ref()
+            .map_or(serde_json::Value::Null, |r| reading(r, None));
+        // With several services, each one's reading by its name.
+        out["accounts"] = self
+            .accounts
+            .iter()
+            .map(|(name, r)| (name.clone(), reading(r, Some(name))))
+            .collect::<serde_json::Map<_, _>>()
+            .into();
         out
     }
 }
@@ -110,6 +128,7 @@ fn counts_json(f: &Figures) -> serde_json::Value {
         "bad_requests": f.bad_requests,
         "services": f.services.iter().map(|(name, s)| (name.clone(), serde_json::json!({
             "calls": s.calls,
+            "bytes": s.bytes,
             "failures": s.failures,
         }))).collect::<serde_json::Map<_, _>>(),
     })

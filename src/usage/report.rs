@@ -2,6 +2,7 @@
 //! output to the account's address), warnings first; silent with `--only-problems` when there
 //! is nothing to act on.
 
+use crate::app::account::named;
 use crate::core::calendar;
 use crate::core::journal::{self, HOUR_MS};
 use crate::provider::account::Reading;
@@ -40,13 +41,15 @@ fn percent(n: u64, limit: u32) -> u64 {
 pub fn warnings(stats: &Stats) -> Vec<String> {
     let f = &stats.figures;
     let mut out: Vec<String> = stats.folding_line().into_iter().collect();
-    match &stats.account {
-        Some(r @ Reading::Failed { .. }) => out.push(format!(
-            "WARNING: the provider account {}",
-            r.summary(stats.now_ms)
-        )),
-        Some(r) => out.extend(r.warnings(stats.now_ms)),
-        None => {}
+    for (name, r) in stats.readings() {
+        let say = |line: String| name.map_or_else(|| line.clone(), |n| named(&line, n));
+        match r {
+            Reading::Failed { .. } => out.push(say(format!(
+                "WARNING: the provider account {}",
+                r.summary(stats.now_ms)
+            ))),
+            Reading::Read { .. } => out.extend(r.warnings(stats.now_ms).into_iter().map(say)),
+        }
     }
     for s in &stats.spend {
         let per = stats::window_words(s.window_secs);
@@ -56,10 +59,12 @@ pub fn warnings(stats: &Stats) -> Vec<String> {
                 "WARNING: spend limit {:?} is at {}% ({} of {} per {per} used now)",
                 s.name,
                 percent(u64::from(s.used), s.limit),
-                s.used,
-                s.limit,
+                s.words(s.used, false),
+                s.words(s.limit, true),
             ));
         } else if let Some(paid) = busiest_window(&f.paid_per_hour, s.window_secs)
+            // Paid calls measure a limit of requests, not one of bytes.
+            && s.unit == crate::core::rule::Unit::Requests
             && paid * 100 >= threshold
         {
             let within = match s.window_secs / 3600 {
@@ -157,9 +162,10 @@ pub fn render(stats: &Stats, only_problems: bool) -> Option<String> {
     }
     out.push_str(&format!("resolve: the day of {day} (UTC)\n\n"));
     out.push_str(&stats.text());
-    if let Some(r) = &stats.account {
+    for (name, r) in stats.readings() {
+        let whose = name.map_or_else(String::new, |n| format!(" ({n})"));
         out.push_str(&format!(
-            "\nProvider account: {}\n",
+            "\nProvider account{whose}: {}\n",
             r.summary(stats.now_ms)
         ));
     }
@@ -192,6 +198,7 @@ mod tests {
             notes,
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 
@@ -213,6 +220,7 @@ mod tests {
     fn spend(used: u32) -> SpendUse {
         SpendUse {
             name: "day".into(),
+            unit: crate::core::rule::Unit::Requests,
             limit: 100,
             window_secs: 86_400,
             used,
@@ -366,9 +374,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_spend_limit_of_bytes_reads_in_bytes() {
+        let mut bytes = spend_rule("day-bytes", 19_531_250, 86_400, 16_000_000);
+        bytes.unit = crate::core::rule::Unit::Bytes;
+        let s = stats(&[total("paid", 12)], vec![bytes], vec![]);
+        let text = render(&s, false).unwrap();
+        assert!(
+            text.contains(
+                "WARNING: spend limit \"day-bytes\" is at 81% (16.3 GB of 20 GB per day used now)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("  day-bytes: 16.3 GB of 20 GB per day used, 3.6 GB left"),
+            "{text}"
+        );
+    }
+
     fn spend_rule(name: &str, limit: u32, window_secs: u32, used: u32) -> SpendUse {
         SpendUse {
             name: name.into(),
+            unit: crate::core::rule::Unit::Requests,
             limit,
             window_secs,
             used,

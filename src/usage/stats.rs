@@ -56,10 +56,47 @@ pub fn parse_since(text: &str) -> Result<u32, NotAPeriod> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SpendUse {
     pub name: String,
+    /// What it counts: requests, or bytes (its counts then in kibibytes); in the JSON only
+    /// for a limit of bytes, as the configuration writes it.
+    #[serde(skip_serializing_if = "is_requests")]
+    pub unit: crate::core::rule::Unit,
     pub limit: u32,
     pub window_secs: u32,
     pub used: u32,
     pub left: u32,
+}
+
+impl Stats {
+    /// The account readings to show: each service's by its name with several, else the one
+    /// provider's, unnamed.
+    pub fn readings(&self) -> Vec<(Option<&str>, &Reading)> {
+        if self.accounts.is_empty() {
+            self.account.iter().map(|r| (None, r)).collect()
+        } else {
+            self.accounts
+                .iter()
+                .map(|(name, r)| (Some(name.as_str()), r))
+                .collect()
+        }
+    }
+}
+
+fn is_requests(unit: &crate::core::rule::Unit) -> bool {
+    *unit == crate::core::rule::Unit::Requests
+}
+
+impl SpendUse {
+    /// A count of this limit in words: a number of requests, or bytes in decimal units
+    /// (`20 GB`) for a limit of bytes, whose counts are kibibytes (`up`: rounded up, as the
+    /// limit itself reads).
+    pub fn words(&self, count: u32, up: bool) -> String {
+        match self.unit {
+            crate::core::rule::Unit::Requests => count.to_string(),
+            crate::core::rule::Unit::Bytes => {
+                crate::app::sizes::in_words(u64::from(count) * crate::core::rule::Unit::KIB, up)
+            }
+        }
+    }
 }
 
 /// Everything `stats` shows.
@@ -78,6 +115,8 @@ pub struct Stats {
     pub folding: Option<FoldingNow>,
     /// The last reading of the owner's provider account, if one is kept.
     pub account: Option<Reading>,
+    /// With several services, each one's last reading by its name (empty with one).
+    pub accounts: Vec<(String, Reading)>,
 }
 
 impl Stats {
@@ -121,6 +160,7 @@ impl Stats {
             .zip(used)
             .map(|(rule, used)| SpendUse {
                 name: rule.name.as_str().to_owned(),
+                unit: rule.unit,
                 limit: rule.limit.get(),
                 window_secs: rule.window_secs.get(),
                 used,
@@ -139,6 +179,7 @@ impl Stats {
             notes: store.notes.journal_notes()?,
             folding: crate::usage::folding::gather(store, now_ms)?,
             account: crate::app::account::kept(&config.data_dir),
+            accounts: crate::app::account::kept_by_service(config),
         })
     }
 
@@ -229,6 +270,7 @@ mod tests {
             notes: vec![],
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 
@@ -337,6 +379,7 @@ mod tests {
             notes: Vec::new(),
             folding: None,
             account: None,
+            accounts: Vec::new(),
         }
     }
 

@@ -55,12 +55,16 @@ impl Stats {
             "Provider failures: {failures}{}",
             by(&f.provider_failures)
         ));
-        // With several services: each one's calls (those that reached it) and failures.
+        // With several services: each one's calls (those that reached it), bytes and failures.
         for (name, service) in &f.services {
             line(format!(
-                "  {name}: {} call{}{}",
+                "  {name}: {} call{}{}{}",
                 service.calls,
                 if service.calls == 1 { "" } else { "s" },
+                match service.bytes {
+                    0 => String::new(),
+                    n => format!(", {n} bytes ({})", in_words(n, false)),
+                },
                 match service.failures.values().sum::<u64>() {
                     0 => String::new(),
                     n => format!(", {n} failed{}", by(&service.failures)),
@@ -147,10 +151,10 @@ impl Stats {
                 line(format!(
                     "  {}: {} of {} per {} used, {} left",
                     s.name,
-                    s.used,
-                    s.limit,
+                    s.words(s.used, false),
+                    s.words(s.limit, true),
                     window_words(s.window_secs),
-                    s.left
+                    s.words(s.left, false)
                 ));
             }
         }

@@ -204,3 +204,59 @@ fn a_list_of_providers_is_left_alone_by_the_settings() {
     assert!(out.get("provider").is_none(), "{out}");
     assert_eq!(out["spend"][0]["limit"], 4);
 }
+
+#[test]
+fn a_rule_of_bytes_and_the_largest_file_are_edited_apart_from_the_requests() {
+    let text = r#"{"provider": {"kind": "echo"},
+ "rules": [{"name": "ip", "key": "ip", "limit": 5, "window_secs": 60},
+           {"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 3000000, "window_secs": 86400}]}"#;
+    let now = Values::of(&json(text), "");
+    assert_eq!(
+        (now.visitor_day.as_str(), now.visitor_bytes_day.as_str()),
+        ("", "3000000"),
+        "a rule of bytes is not the requests per day"
+    );
+    assert_eq!(now.max_file_bytes, "");
+    let mut v = now.clone();
+    v.visitor_bytes_day = "20000000000".into();
+    v.visitor_day = "200".into();
+    v.max_file_bytes = "10000000000".into();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &json(text)).unwrap();
+    let out = json(&apply(text, &change.edits).unwrap());
+    assert_eq!(
+        out["rules"],
+        json!([{"name": "ip", "key": "ip", "limit": 5, "window_secs": 60},
+               {"name": "ip-bytes", "key": "ip", "unit": "bytes", "limit": 20_000_000_000u64,
+                "window_secs": 86400},
+               {"name": "ip-day", "key": "ip", "limit": 200, "window_secs": 86400}])
+    );
+    assert_eq!(out["max_file_bytes"], 10_000_000_000u64);
+    // Emptied: the rule of bytes and the largest file go, the rest stays.
+    let mut v = Values::of(&out, "");
+    v.visitor_bytes_day = String::new();
+    v.max_file_bytes = String::new();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &out).unwrap();
+    let text = out.to_string();
+    let back = json(&apply(&text, &change.edits).unwrap());
+    assert!(back.get("max_file_bytes").is_none(), "{back}");
+    assert_eq!(back["rules"].as_array().map(Vec::len), Some(2), "{back}");
+    // A new rule of bytes is written with its unit.
+    let bare = r#"{"provider": {"kind": "echo"}, "rules": []}"#;
+    let mut v = Values::of(&json(bare), "");
+    v.visitor_bytes_day = "5000000".into();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &json(bare)).unwrap();
+    let out = json(&apply(bare, &change.edits).unwrap());
+    assert_eq!(
+        out["rules"],
+        json!([{"name": "ip-bytes", "key": "ip", "limit": 5_000_000, "window_secs": 86400,
+                "unit": "bytes"}])
+    );
+    let mut v = Values::of(&json(bare), "");
+    v.max_file_bytes = "ten".into();
+    let problems = changes(Kind::Settings, &v, &Secrets::default(), &json(bare)).unwrap_err();
+    assert!(
+        problems.iter().any(|p| p.field == "max_file_bytes"),
+        "{problems:?}"
+    );
+    assert_eq!(field_of("max_file_bytes"), "max_file_bytes");
+}

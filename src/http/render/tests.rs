@@ -46,6 +46,30 @@ fn rate_limit_headers_follow_the_draft() {
 }
 
 #[test]
+fn a_rule_of_bytes_tells_its_quota_in_bytes_with_its_unit() {
+    let mut bytes = rule("ip-bytes", 2929, 86400);
+    bytes.unit = crate::core::rule::Unit::Bytes;
+    let d = Decision::Admit {
+        statuses: vec![RuleStatus {
+            remaining: 975,
+            reset_ms: 80_000_000,
+            shared: false,
+        }],
+        at_ms: 0,
+    };
+    let [policy, state] = limit_headers(&[&bytes], &d);
+    assert_eq!(
+        policy.1,
+        "\"ip-bytes\";q=2999296;w=86400;qu=\"content-bytes\""
+    );
+    assert_eq!(state.1, "\"ip-bytes\";r=998400;t=80000");
+    assert_eq!(
+        limited_bytes_sentence(3600, "3 MB"),
+        "Too many downloads: the 3 MB this site allows is used up; try again in about 60 minutes."
+    );
+}
+
+#[test]
 fn waits_in_words() {
     let words = [
         (1, "1 second"),
