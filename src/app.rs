@@ -176,6 +176,7 @@ impl App<'_> {
 }
 
 pub mod account;
+mod challenge;
 pub mod controls;
 mod failover;
 mod failures;
