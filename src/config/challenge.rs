@@ -162,7 +162,7 @@ pub(crate) fn challenge(raw: Option<RawChallenge>) -> Result<Option<Settings>, C
         script_url,
         action,
         hostnames,
-        remember_secs: u32::try_from(remember_secs).expect("in range"),
+        remember_secs,
         extra,
         busy_share,
         on_error,
