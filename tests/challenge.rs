@@ -351,3 +351,83 @@ fn through_apache_a_script_that_does_not_solve_gets_no_paid_call() {
     assert_eq!(r.status, 200, "{}", r.everything());
     assert_eq!(site.provider.calls_to("POST", "/unrestrict"), 1);
 }
+
+/// The same story on a store: a new client asked, its token good once (the store's mark
+/// refuses the replay before siteverify is asked), the client seen afterwards, and
+/// `over_limit`'s extra links counted exactly.
+fn on_store(label: &str, store: Value) {
+    let sv = Siteverify::start();
+    let section = sv.section("new_clients");
+    let store_new = store.clone();
+    let setup = Setup::builder(label)
+        .rules(vec![rule("ip", "ip", 1000, 60)])
+        .store(store_new)
+        .config(move |cfg| cfg["challenge"] = section)
+        .write();
+    let t = token(HOST, &format!("{label}-1"));
+    assert_eq!(ask(&setup, "198.51.100.1", None, None).answer().status, 403);
+    assert_eq!(
+        ask(&setup, "198.51.100.1", Some(&t), None).answer().status,
+        200
+    );
+    let replay = ask(&setup, "198.51.100.2", Some(&t), None);
+    assert_eq!(replay.answer().status, 403, "{}", replay.describe());
+    assert!(replay.stderr.contains("used before"), "{}", replay.stderr);
+    assert_eq!(sv.verifications(), 1, "the store refused the replay");
+    assert_eq!(ask(&setup, "198.51.100.1", None, None).answer().status, 200);
+    assert_eq!(paid(&setup), 2);
+
+    let section = sv.section("over_limit");
+    let over = Setup::builder(&format!("{label}-over"))
+        .rules(vec![rule("ip", "ip", 1, 60)])
+        .store(store)
+        .config(move |cfg| {
+            cfg["challenge"] = section;
+            cfg["challenge"]["extra"] = json!(3);
+        })
+        .write();
+    let remote = "198.51.100.3";
+    assert_eq!(ask(&over, remote, None, None).answer().status, 200);
+    let out = ask(
+        &over,
+        remote,
+        Some(&token(HOST, &format!("{label}-2"))),
+        None,
+    );
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    let cookie = cookie_of(&out);
+    for _ in 0..2 {
+        assert_eq!(ask(&over, remote, None, Some(&cookie)).answer().status, 200);
+    }
+    // 1 by the rule and exactly 3 extra.
+    let out = ask(&over, remote, None, Some(&cookie));
+    assert_eq!(out.answer().status, 429, "{}", out.describe());
+    assert_eq!(paid(&over), 4);
+}
+
+#[test]
+fn exact_on_the_file_store() {
+    let sv_dir = support::TempDir::new("challenge-file-store");
+    let data = sv_dir.server_dir("data");
+    on_store("challenge-file", json!({"kind": "file", "dir": data}));
+}
+
+#[test]
+#[cfg_attr(not(feature = "servers"), ignore = "needs MariaDB")]
+fn exact_on_mysql() {
+    let db = support::MariaDb::start();
+    on_store(
+        "challenge-mysql",
+        json!({"kind": "mysql", "url": db.url(), "read_timeout_ms": 20000, "on_error": "deny"}),
+    );
+}
+
+#[test]
+#[cfg_attr(not(feature = "servers"), ignore = "needs Redis")]
+fn exact_on_redis() {
+    let redis = support::Redis::start();
+    on_store(
+        "challenge-redis",
+        json!({"kind": "redis", "url": redis.url(), "read_timeout_ms": 20000, "on_error": "deny"}),
+    );
+}
