@@ -68,9 +68,13 @@ pub const ALLOW: Field = field(&[Key("allow")], Kind::Texts);
 /// The dashboard's section: its password and what it signs.
 pub const ADMIN: Field = field(&[Key("admin")], Kind::Object);
 pub const ADMIN_PASSWORD_HASH: Field = field(&[Key("admin"), Key("password_hash")], Kind::Text);
+/// The challenge before paid calls: its public site key and its secret (written, never shown).
+pub const CHALLENGE: Field = field(&[Key("challenge")], Kind::Object);
+pub const CHALLENGE_SITE_KEY: Field = field(&[Key("challenge"), Key("site_key")], Kind::Text);
+pub const CHALLENGE_SECRET: Field = field(&[Key("challenge"), Key("secret")], Kind::Text);
 
 /// Every field above, each container before the fields inside it.
-pub const ALL: [Field; 18] = [
+pub const ALL: [Field; 21] = [
     PROVIDER,
     PROVIDER_PRESET,
     PROVIDER_KIND,
@@ -89,6 +93,9 @@ pub const ALL: [Field; 18] = [
     ALLOW,
     ADMIN,
     ADMIN_PASSWORD_HASH,
+    CHALLENGE,
+    CHALLENGE_SITE_KEY,
+    CHALLENGE_SECRET,
 ];
 
 /// A list of limits and the fields of its entries: `spend` (no key, the whole site) or `rules`.
