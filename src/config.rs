@@ -298,6 +298,16 @@ impl Config {
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
         let challenge = challenge::challenge(raw.challenge)?;
+        if challenge
+            .as_ref()
+            .is_some_and(|c| c.when == crate::challenge::When::Busy)
+            && spend.is_empty()
+        {
+            return Err(err(
+                "challenge.when",
+                "\"busy\" asks once the site's spend passes a share of its limit, and there is no spend limit: add one to \"spend\" (e.g. {\"name\": \"day\", \"limit\": 200, \"window_secs\": 86400}) or choose another mode",
+            ));
+        }
         let tighten_spend_above = match raw.account.and_then(|a| a.tighten_spend_above) {
             Some(share) if !(0.05..=0.99).contains(&share) => {
                 return Err(err(

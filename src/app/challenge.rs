@@ -238,7 +238,13 @@ impl App<'_> {
             match self.check_token(settings, asked, tally) {
                 Outcome::Solved => Some(true),
                 Outcome::Let => Some(false),
-                Outcome::Refused(_) => None,
+                Outcome::Refused(p) => {
+                    self.log.line(
+                        Level::Warn,
+                        &format!("{} {}: {p}", p.status, asked.identity),
+                    );
+                    None
+                }
             }
         } else {
             None

@@ -210,6 +210,9 @@ mod tests {
                 .challenge
                 .is_none()
         );
+        let busy = checked(r#"{"site_key": "a", "secret": "b", "when": "busy"}"#).unwrap_err();
+        assert_eq!(busy.field, "challenge.when");
+        assert!(busy.message.contains("spend"), "{busy:?}");
         for (section, field) in [
             (r#"{"site_key": "a"}"#, "challenge.secret"),
             (r#"{"secret": "a"}"#, "challenge.site_key"),
