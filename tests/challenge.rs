@@ -431,3 +431,33 @@ fn exact_on_redis() {
         json!({"kind": "redis", "url": redis.url(), "read_timeout_ms": 20000, "on_error": "deny"}),
     );
 }
+
+#[test]
+#[cfg_attr(not(feature = "servers"), ignore = "needs Apache")]
+fn through_apache_over_limit_gives_the_extra_links_once() {
+    let sv = Siteverify::start();
+    let section = sv.section("over_limit");
+    let site = Site::builder("challenge-apache-over")
+        .rules(vec![rule("ip", "ip", 1, 60)])
+        .config(move |cfg| {
+            cfg["challenge"] = section;
+            cfg["challenge"]["extra"] = json!(1);
+        })
+        .start();
+    let target = format!("/cgi-bin/resolve?{LINK}");
+    assert_eq!(site.get(&target, "application/json").status, 200);
+    let r = site.get(&target, "application/json");
+    assert_eq!(r.status, 429, "{}", r.everything());
+    assert_eq!(r.json()["challenge"]["site_key"], SITE_KEY);
+    let solved = format!(
+        "{target}&cf-turnstile-response={}",
+        token("127.0.0.1", "x1")
+    );
+    let r = site.get(&solved, "application/json");
+    assert_eq!(r.status, 200, "{}", r.everything());
+    // The one extra link spent: the plain 429, nothing offered, nothing paid.
+    let r = site.get(&target, "application/json");
+    assert_eq!(r.status, 429, "{}", r.everything());
+    assert!(r.json().get("challenge").is_none(), "{}", r.everything());
+    assert_eq!(site.provider.calls_to("POST", "/unrestrict"), 2);
+}
