@@ -2459,3 +2459,50 @@ fn a_person_is_challenged_solves_it_and_gets_the_link() {
     assert_eq!(view.kind, "ok", "{view:?}");
     assert_eq!(sv.verifications(), 1, "no second challenge in the visit");
 }
+
+/// The program's own answer page asks for the challenge too (a browser whose page script did
+/// not run): its policy lets the widget's script, and only it, load; solved, the form posts
+/// the token with the link and the answer page has the link.
+#[test]
+fn the_answer_page_shows_the_widget_under_its_policy_and_posts_the_token() {
+    let sv = support::siteverify::Siteverify::start();
+    let section = sv.section("always");
+    let h = Setup::new()
+        .config(move |c| c["challenge"] = section)
+        .start();
+    let link = support::urlenc::encode(LINK);
+    h.web().open(&format!("{}?link={link}", h.endpoint()));
+    let solve = wait_for(
+        "the widget on the answer page",
+        Duration::from_secs(10),
+        || {
+            let found = h.web().script(
+                "var b = document.getElementById('stand-in-solve'); \
+             return [b ? 'found' : '', document.querySelector('.card') ? \
+               document.querySelector('.card').getAttribute('data-code') : ''];",
+            );
+            if found[0] == "found" {
+                Ok(found)
+            } else {
+                Err(found.to_string())
+            }
+        },
+    );
+    assert_eq!(solve[1], "challenge_required", "{solve}");
+    h.axe("challenge answer page");
+    h.web().click("#stand-in-solve");
+    h.web().click("#submit");
+    let page = wait_for("the link", Duration::from_secs(15), || {
+        let href = h.web().script(
+            "var a = document.querySelector('.card a'); return a ? a.getAttribute('href') : '';",
+        );
+        if href == DOWNLOAD_1 {
+            Ok(href)
+        } else {
+            Err(href.to_string())
+        }
+    });
+    assert_eq!(page, DOWNLOAD_1);
+    assert_eq!(h.site().provider.calls(), 1);
+    assert_eq!(sv.verifications(), 1);
+}
