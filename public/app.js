@@ -42,7 +42,8 @@
     provider_busy: 'The download service is busy.',
     provider_unavailable: 'The download service is not available right now.',
     host_unavailable: 'The file host is unavailable for now.',
-    store_unavailable: 'The service is briefly unavailable.'
+    store_unavailable: 'The service is briefly unavailable.',
+    challenge_unavailable: 'The check that you are a person is not available right now.'
   };
 
   var busy = false;
