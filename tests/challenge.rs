@@ -461,3 +461,53 @@ fn through_apache_over_limit_gives_the_extra_links_once() {
     assert!(r.json().get("challenge").is_none(), "{}", r.everything());
     assert_eq!(site.provider.calls_to("POST", "/unrestrict"), 2);
 }
+
+/// A link whose job outlasts the request: the 202 that says it is under way remembers the
+/// solved challenge, so the page asking again without a token joins the job instead of
+/// meeting the challenge; one job paid for.
+#[test]
+fn a_long_jobs_202_remembers_the_solved_challenge() {
+    use support::provider::Reply;
+    let sv = Siteverify::start();
+    let section = sv.section("always");
+    let setup = Setup::builder("challenge-job")
+        .rules(vec![rule("ip", "ip", 1000, 60)])
+        .provider_section(|api| {
+            json!({
+                "kind": "http", "token": "t0k3n-job", "base_url": api.url("/api"),
+                "connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1200,
+                "steps": [
+                    {"method": "POST", "url": "{base}/create", "form": {"link": "{link}"},
+                     "extract": {"id": "/id"}},
+                    {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+                     "poll": {"interval_ms": 500, "until": {"pointer": "/done", "equals": true}},
+                     "extract": {"download": "/link", "filename": "/name"}}
+                ]
+            })
+        })
+        .config(move |cfg| cfg["challenge"] = section)
+        .write();
+    let api = &setup.provider;
+    api.route("POST", "/api/create", Reply::ok(json!({"id": 9})));
+    api.route("GET", "/api/status", Reply::ok(json!({"done": false})));
+    let out = ask(&setup, "192.0.2.30", Some(&token(HOST, "j1")), None);
+    assert_eq!(out.answer().status, 202, "{}", out.describe());
+    let cookie = cookie_of(&out);
+    api.route(
+        "GET",
+        "/api/status",
+        Reply::ok(json!({"done": true, "link": "https://cdn.test/j", "name": "j.bin"})),
+    );
+    // Asked again as the page does, without a token: the job, not the challenge.
+    let out = ask(&setup, "192.0.2.30", None, Some(&cookie));
+    assert!(
+        [200, 202].contains(&out.answer().status),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(api.calls_to("POST", "/api/create"), 1, "one job paid for");
+    // Without the cookie the same client is asked again (`always`).
+    let out = ask(&setup, "192.0.2.30", None, None);
+    assert_eq!(out.answer().status, 403, "{}", out.describe());
+    assert_eq!(sv.verifications(), 1);
+}

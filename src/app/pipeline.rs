@@ -141,16 +141,27 @@ impl App<'_> {
         // `over_limit`: a solved challenge's extra links instead of the 429, or the 429
         // offering the challenge.
         let (counted, verdict, extra) = self.extra_links(&asked, counted, verdict, reply, tally);
+        let solved = challenge::Passed {
+            solved_now: passed.solved_now || extra.solved_now,
+        };
+        // A job's answer (202 while it is under way) remembers the challenge too: the page
+        // asks again for the same link without a token.
+        let remembered = |exit| match exit {
+            Exit::Answer(r) if r.status < 300 => {
+                Exit::Answer(self.challenge_after(&asked, &solved, reply.script_name, r))
+            }
+            other => other,
+        };
         // Leaves: a job under way for the link answers instead (202, or the job's end).
-        self.join(&asked, &counted, &verdict, reply, tally)?;
+        self.join(&asked, &counted, &verdict, reply, tally)
+            .map_err(remembered)?;
         // Leaves: refused by a limit, 429 by the client's rules, 503 by the site's spend
         // limits or a failed store.
         let admitted = self.admit(&asked, verdict, tally)?;
         // Leaves: a pre-check's 422, the provider's failure, a job just started (202).
-        let response = self.serve(&asked, &counted, admitted.as_ref(), reply, tally)?;
-        let solved = challenge::Passed {
-            solved_now: passed.solved_now || extra.solved_now,
-        };
+        let response = self
+            .serve(&asked, &counted, admitted.as_ref(), reply, tally)
+            .map_err(remembered)?;
         let response = with_limit_headers(response, admitted);
         Ok(self.challenge_after(&asked, &solved, reply.script_name, response))
     }
