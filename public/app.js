@@ -42,7 +42,8 @@
     provider_busy: 'The download service is busy.',
     provider_unavailable: 'The download service is not available right now.',
     host_unavailable: 'The file host is unavailable for now.',
-    store_unavailable: 'The service is briefly unavailable.'
+    store_unavailable: 'The service is briefly unavailable.',
+    challenge_unavailable: 'The check that you are a person is not available right now.'
   };
 
   var busy = false;
@@ -93,7 +94,7 @@
         'Content-Type': 'application/x-www-form-urlencoded',
         'Accept': 'application/json'
       },
-      body: new URLSearchParams({ link: link }).toString(),
+      body: withChallengeToken(new URLSearchParams({ link: link })).toString(),
       cache: 'no-store',
       credentials: 'same-origin',
       signal: controller ? controller.signal : undefined
@@ -159,6 +160,12 @@
   }
 
   function handle(code, headers, data, link) {
+    // The answer asks for the challenge (403 challenge_required, or a 429 that offers one):
+    // only then is the widget's script loaded.
+    if (data && data.challenge && typeof data.challenge.site_key === 'string') {
+      showChallenge(data, link);
+      return;
+    }
     // 202: the service is still preparing the file (paid for once, kept): its progress in
     // words, and the same link asked again after Retry-After, which joins the same job.
     if (code === 202 && data && data.status === 'pending') {
@@ -191,6 +198,76 @@
     } else {
       showError(detail);
     }
+  }
+
+  // The challenge: the widget's token, kept for the next request only.
+  var challengeToken = '';
+  var challengeScript = null;
+
+  function withChallengeToken(params) {
+    if (challengeToken) {
+      params.set('cf-turnstile-response', challengeToken);
+      challengeToken = '';
+    }
+    return params;
+  }
+
+  // The program's sentence, and the widget under it; solved, the same link is sent again with
+  // its token. Keyboard users find the widget next after the button; screen readers hear
+  // that a check is asked for.
+  function showChallenge(data, link) {
+    var offer = data.challenge;
+    var box = card('challenge');
+    var detail = typeof data.detail === 'string' && data.detail.trim()
+      ? data.detail.trim()
+      : 'Please confirm you are a person, then ask again.';
+    addText(box, 'p', detail).className = 'message';
+    var holder = document.createElement('div');
+    holder.className = 'challenge-widget';
+    holder.setAttribute('role', 'group');
+    holder.setAttribute('aria-label', 'Check that you are a person');
+    box.appendChild(holder);
+    announce(detail + ' The check is below the button.');
+    setButton('idle');
+
+    function render() {
+      try {
+        window.turnstile.render(holder, {
+          sitekey: offer.site_key,
+          action: typeof offer.action === 'string' ? offer.action : undefined,
+          theme: 'auto',
+          callback: function (token) {
+            challengeToken = token;
+            send(link);
+          },
+          'error-callback': function () {
+            showError('The check could not be shown. Please reload the page and try again.');
+            return true;
+          }
+        });
+      } catch (e) {
+        showError('The check could not be shown. Please reload the page and try again.');
+      }
+    }
+    if (window.turnstile && typeof window.turnstile.render === 'function') {
+      render();
+      return;
+    }
+    var url = httpUrl(offer.script_url);
+    if (!url) {
+      showError('The check could not be shown. Please try again later.');
+      return;
+    }
+    if (!challengeScript) {
+      challengeScript = document.createElement('script');
+      challengeScript.src = url + (url.indexOf('?') < 0 ? '?' : '&') + 'render=explicit';
+      challengeScript.async = true;
+      document.head.appendChild(challengeScript);
+    }
+    challengeScript.addEventListener('load', render);
+    challengeScript.addEventListener('error', function () {
+      showError('The check could not be loaded. Please check your connection and try again.');
+    });
   }
 
   function showDownload(download, filename) {

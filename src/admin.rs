@@ -14,6 +14,7 @@
 mod attempt;
 mod blocking;
 pub mod broken;
+pub mod challenge_form;
 pub mod config_file;
 pub mod cookies;
 pub mod hash_turn;

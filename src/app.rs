@@ -178,6 +178,7 @@ impl App<'_> {
 }
 
 pub mod account;
+mod challenge;
 pub mod controls;
 mod failover;
 mod failures;

@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod api_keys;
+pub mod challenge;
 pub mod controls;
 pub mod editor;
 pub mod error;
@@ -94,6 +95,8 @@ pub struct Config {
     /// The file it was read from (set when a file is loaded): where the dashboard's setup and
     /// settings write. None for the defaults and for text checked on its own.
     pub file: Option<PathBuf>,
+    /// The challenge asked before a paid call (`challenge`); None: never asked.
+    pub challenge: Option<crate::challenge::Settings>,
 }
 
 /// The rule that applies when the configuration names none.
@@ -294,6 +297,17 @@ impl Config {
         let block = controls::addr_list(raw.block, "block")?;
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
+        let challenge = challenge::challenge(raw.challenge)?;
+        if challenge
+            .as_ref()
+            .is_some_and(|c| c.when == crate::challenge::When::Busy)
+            && spend.is_empty()
+        {
+            return Err(err(
+                "challenge.when",
+                "\"busy\" asks once the site's spend passes a share of its limit, and there is no spend limit: add one to \"spend\" (e.g. {\"name\": \"day\", \"limit\": 200, \"window_secs\": 86400}) or choose another mode",
+            ));
+        }
         let tighten_spend_above = match raw.account.and_then(|a| a.tighten_spend_above) {
             Some(share) if !(0.05..=0.99).contains(&share) => {
                 return Err(err(
@@ -333,6 +347,7 @@ impl Config {
             allow,
             auto_block,
             file: None,
+            challenge,
         })
     }
 }

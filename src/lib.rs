@@ -11,7 +11,8 @@
 //!   pure, tested with a fake clock.
 //! - edges: [`http`] (reading a request and writing the answer; pure), [`provider`] (the
 //!   paid API described as data, and the HTTPS call), [`store`] (where counters, the cache
-//!   and the journal live: files, MySQL/MariaDB, Redis, memory, one small trait per role).
+//!   and the journal live: files, MySQL/MariaDB, Redis, memory, one small trait per role),
+//!   [`challenge`] (the challenge a visitor may solve: siteverify, the remembering cookie).
 //! - config: [`config`]: the configuration file, checked into plain data
 //!   ([`config::Config`]); it does no HTTP work and opens nothing.
 //! - service: [`app`]: one request from start to answer, the owner's controls beside it
@@ -35,6 +36,7 @@
 
 pub mod admin;
 pub mod app;
+pub mod challenge;
 pub mod command;
 pub mod config;
 pub mod core;

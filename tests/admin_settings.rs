@@ -507,3 +507,69 @@ fn the_bytes_per_visitor_and_the_largest_file_are_set_from_the_dashboard() {
         assert!(text.contains(shown), "{shown}\n{text}");
     }
 }
+
+/// The challenge's keys from the settings: the site key shown back, the secret written and
+/// never shown, in the page, the answer or the log; both only with the current password; a
+/// blank secret keeps the one saved; an emptied site key turns the challenge off.
+#[test]
+fn the_challenge_keys_are_set_from_the_settings_and_the_secret_is_never_shown() {
+    let owner = Owner::new("settings-challenge");
+    let original = owner.text();
+    let (mut browser, csrf) = owner.signed_in(PASSWORD);
+    let site_key = "0x4AAAAAAAsiteKEY";
+    let secret = "0x4AAAAAAAsecretNEVER-SHOWN";
+    let keys = [
+        ("challenge_site_key", site_key),
+        ("challenge_secret", secret),
+    ];
+    // Without the current password: nothing written.
+    let r = browser.post(&settings_body(&csrf, &keys));
+    assert_eq!(r.status, 403, "{}", r.everything());
+    assert!(!r.everything().contains(secret));
+    assert_eq!(owner.text(), original);
+    // A site key without a secret: the form says which field.
+    let r = browser.post(&settings_body(
+        &csrf,
+        &[
+            ("challenge_site_key", site_key),
+            ("current_password", PASSWORD),
+        ],
+    ));
+    assert!(
+        r.text().contains("id=\"challenge_secret-problem\""),
+        "{}",
+        r.text()
+    );
+    assert_eq!(owner.text(), original);
+    let mut with = keys.to_vec();
+    with.push(("current_password", PASSWORD));
+    let r = browser.post(&settings_body(&csrf, &with));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    let json = owner.json();
+    assert_eq!(json["challenge"]["site_key"], site_key);
+    assert_eq!(json["challenge"]["secret"], secret);
+    // The page shows the site key, never the secret.
+    let page = browser.get();
+    assert!(page.text().contains(site_key), "{}", page.text());
+    assert!(!page.everything().contains(secret));
+    // A blank secret keeps the one saved.
+    let r = browser.post(&settings_body(
+        &csrf,
+        &[
+            ("challenge_site_key", "0x4AAAAAAAotherKEY"),
+            ("current_password", PASSWORD),
+        ],
+    ));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    assert_eq!(owner.json()["challenge"]["secret"], secret);
+    assert_eq!(owner.json()["challenge"]["site_key"], "0x4AAAAAAAotherKEY");
+    // Emptied, the challenge is off.
+    let r = browser.post(&settings_body(
+        &csrf,
+        &[("challenge_site_key", ""), ("current_password", PASSWORD)],
+    ));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    assert!(owner.json().get("challenge").is_none(), "{}", owner.text());
+    owner.apache.settle_log();
+    assert!(!owner.apache.error_log().contains(secret));
+}

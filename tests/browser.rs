@@ -2449,3 +2449,149 @@ fn the_account_card_shows_each_service_at_both_widths() {
     }
     h.web().phone(false);
 }
+
+/// The challenge as a person meets it: the page asks only when the answer says so, loads the
+/// widget's script then (the loopback stand-in), the person solves it by keyboard, and the
+/// link comes; in light and dark, at desktop and phone widths.
+#[test]
+fn a_person_is_challenged_solves_it_and_gets_the_link() {
+    let sv = support::siteverify::Siteverify::start();
+    let section = sv.section("always");
+    let h = Setup::new()
+        .config(move |c| c["challenge"] = section)
+        .start();
+    h.open_page();
+    // Nothing loaded before the answer asks for it.
+    let before = h
+        .web()
+        .script("return [typeof window.turnstile, document.scripts.length];");
+    assert_eq!(before[0], "undefined", "{before}");
+    h.web().type_into("#link", LINK);
+    h.web().click("#submit");
+    let solve = wait_for("the widget", Duration::from_secs(10), || {
+        let found = h.web().script(
+            "var b = document.getElementById('stand-in-solve'); \
+             var c = document.querySelector('#result .card'); \
+             return [b ? b.textContent : '', c ? c.className : '', \
+                     c ? c.textContent : ''];",
+        );
+        if found[0].as_str().is_some_and(|t| !t.is_empty()) {
+            Ok(found)
+        } else {
+            Err(found.to_string())
+        }
+    });
+    assert_eq!(solve[1], "card challenge", "{solve}");
+    assert!(
+        solve[2]
+            .as_str()
+            .unwrap_or_default()
+            .contains("confirm you are a person"),
+        "{solve}"
+    );
+    assert_eq!(
+        h.site().provider.calls(),
+        0,
+        "nothing paid before the challenge"
+    );
+    // Screen readers hear that a check is asked for.
+    let said = wait_for("the check said", Duration::from_secs(2), || {
+        let said = h.said();
+        if said.last().is_some_and(|s| s.contains("check")) {
+            Ok(said)
+        } else {
+            Err(format!("{said:?}"))
+        }
+    });
+    assert!(said.last().unwrap().contains("person"), "{said:?}");
+    for (scheme, width, height, name) in [
+        ("light", 1280, 900, "challenge-desktop-light.png"),
+        ("dark", 1280, 900, "challenge-desktop-dark.png"),
+        ("light", 390, 844, "challenge-phone-light.png"),
+        ("dark", 390, 844, "challenge-phone-dark.png"),
+    ] {
+        h.web().scheme(scheme);
+        h.web().resize(width, height);
+        let scroll = h
+            .web()
+            .script("return [window.innerWidth, document.documentElement.scrollWidth];");
+        assert!(
+            scroll[1].as_f64() <= scroll[0].as_f64(),
+            "no sideways scroll: {scroll}"
+        );
+        h.shot(name);
+        if let Ok(dir) = env::var("CHALLENGE_SHOTS") {
+            h.web().screenshot(&Path::new(&dir).join(name));
+        }
+    }
+    h.web().scheme("light");
+    h.web().resize(1280, 900);
+    h.axe("challenge");
+    // By keyboard: the widget comes next after the button; Enter solves it.
+    h.web()
+        .script("document.getElementById('submit').focus(); return 0;");
+    h.web().keys(&[TAB]);
+    let focused = h.web().script("return document.activeElement.id;");
+    assert_eq!(
+        focused, "stand-in-solve",
+        "the widget is next after the button"
+    );
+    h.web().keys(&[ENTER]);
+    let view = h.answer(Duration::from_secs(20));
+    assert_eq!(view.kind, "ok", "{view:?}");
+    assert_eq!(view.href.as_deref(), Some(DOWNLOAD_1), "{view:?}");
+    assert_eq!(h.site().provider.calls(), 1);
+    assert_eq!(sv.verifications(), 1);
+    // Remembered: the next link asks nothing.
+    h.web().type_into("#link", &format!("{}{ENTER}", "2"));
+    let view = h.answer(Duration::from_secs(20));
+    assert_eq!(view.kind, "ok", "{view:?}");
+    assert_eq!(sv.verifications(), 1, "no second challenge in the visit");
+}
+
+/// The program's own answer page asks for the challenge too (a browser whose page script did
+/// not run): its policy lets the widget's script, and only it, load; solved, the form posts
+/// the token with the link and the answer page has the link.
+#[test]
+fn the_answer_page_shows_the_widget_under_its_policy_and_posts_the_token() {
+    let sv = support::siteverify::Siteverify::start();
+    let section = sv.section("always");
+    let h = Setup::new()
+        .config(move |c| c["challenge"] = section)
+        .start();
+    let link = support::urlenc::encode(LINK);
+    h.web().open(&format!("{}?link={link}", h.endpoint()));
+    let solve = wait_for(
+        "the widget on the answer page",
+        Duration::from_secs(10),
+        || {
+            let found = h.web().script(
+                "var b = document.getElementById('stand-in-solve'); \
+             return [b ? 'found' : '', document.querySelector('.card') ? \
+               document.querySelector('.card').getAttribute('data-code') : ''];",
+            );
+            if found[0] == "found" {
+                Ok(found)
+            } else {
+                Err(found.to_string())
+            }
+        },
+    );
+    assert_eq!(solve[1], "challenge_required", "{solve}");
+    h.axe("challenge answer page");
+    h.web().click("#stand-in-solve");
+    h.web().click("#submit");
+    let page = wait_for("the link", Duration::from_secs(15), || {
+        let href = h.web().script(
+            "var a = document.querySelector('.card a'); return a ? a.getAttribute('href') : '';",
+        );
+        if href == DOWNLOAD_1 {
+            Ok(href)
+        } else {
+            Err(href.to_string())
+        }
+    });
+    assert_eq!(page, DOWNLOAD_1);
+    assert_eq!(h.site().provider.calls(), 1);
+    assert_eq!(sv.verifications(), 1);
+}

@@ -21,7 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("support", &["support"]),
     ("net", &["net"]),
     ("core", &["core"]),
-    ("edges", &["http", "provider", "store"]),
+    ("edges", &["http", "provider", "store", "challenge"]),
     ("config", &["config"]),
     ("service", &["app"]),
     ("usage", &["usage"]),

@@ -60,6 +60,8 @@ pub struct Values {
     pub allow: String,
     /// The confirmation the form's second step sent: what it confirms (see [`Confirm`]).
     pub confirm: String,
+    /// The challenge's public site key (settings only).
+    pub challenge_site_key: String,
 }
 
 /// What the form sends that is never shown back.
@@ -71,6 +73,8 @@ pub struct Secrets {
     pub again: String,
     /// The current password, which a change of the password, the token or the provider needs.
     pub current: String,
+    /// The challenge's secret key: written, never shown back.
+    pub challenge_secret: String,
 }
 
 impl std::fmt::Debug for Secrets {
@@ -104,6 +108,7 @@ impl Values {
             block: field(body, "block"),
             allow: field(body, "allow"),
             confirm: field(body, "confirm"),
+            challenge_site_key: field(body, "challenge_site_key"),
         }
     }
 
@@ -152,6 +157,11 @@ impl Values {
             block: lines(schema::BLOCK),
             allow: lines(schema::ALLOW),
             confirm: String::new(),
+            challenge_site_key: schema::CHALLENGE_SITE_KEY
+                .of(json)
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
         };
         if schema::RULES.find(json, &[]).is_none() {
             // The rule that applies when the file names none.
@@ -171,6 +181,7 @@ impl Secrets {
             password: field(body, "password"),
             again: field(body, "password_again"),
             current: field(body, "current_password"),
+            challenge_secret: field(body, "challenge_secret"),
         }
     }
 }
@@ -199,13 +210,13 @@ pub struct Change {
 
 impl Change {
     /// Whether it changes what a stolen session must not change without the password: the
-    /// password, the provider or its token.
+    /// password, the provider or its token, the challenge's keys.
     pub fn needs_password(&self) -> bool {
         self.password.is_some()
-            || self
-                .edits
-                .iter()
-                .any(|e| e.path.first() == schema::PROVIDER.steps().first())
+            || self.edits.iter().any(|e| {
+                e.path.first() == schema::PROVIDER.steps().first()
+                    || e.path.first() == schema::CHALLENGE.steps().first()
+            })
     }
 }
 
@@ -593,6 +604,14 @@ pub fn changes(
         });
     }
     if kind == Kind::Settings {
+        match crate::admin::challenge_form::edits(
+            &values.challenge_site_key,
+            &secrets.challenge_secret,
+            json,
+        ) {
+            Ok(edits) => change.edits.extend(edits),
+            Err((field, text)) => problems.push(problem(field, text)),
+        }
         for (field, text, have) in [
             (schema::BLOCK, &values.block, &now.block),
             (schema::ALLOW, &values.allow, &now.allow),
@@ -658,6 +677,7 @@ pub fn field_of(config_field: &str) -> &'static str {
         (schema::BLOCK, "block"),
         (schema::ALLOW, "allow"),
         (schema::ADMIN, "password"),
+        (schema::CHALLENGE, "challenge_site_key"),
     ]
     .iter()
     .find(|(field, _)| field.section() == top)

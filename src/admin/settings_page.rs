@@ -169,6 +169,30 @@ fn lines(name: &str, label: &str, value: &str, hint: &str, problems: &[Problem])
     field(name, label, &input, hint, problems)
 }
 
+/// The challenge's keys: the site key shown, the secret never (a blank field keeps it).
+fn challenge_fields(values: &Values, problems: &[Problem]) -> String {
+    let name = "challenge_site_key";
+    let hint =
+        "From Turnstile in the Cloudflare dashboard (your widget's Site Key). Empty: no challenge.";
+    let input = format!(
+        "<input id=\"{name}\" name=\"{name}\" autocomplete=\"off\" autocapitalize=\"off\" \
+         spellcheck=\"false\" value=\"{}\"{}>",
+        escape(&values.challenge_site_key),
+        described(name, true, problems)
+    );
+    format!(
+        "<fieldset>\n<legend>Challenge before paid calls (Cloudflare Turnstile)</legend>\n{}{}</fieldset>\n",
+        field(name, "Site key", &input, hint, problems),
+        secret(
+            "challenge_secret",
+            "Secret key",
+            "off",
+            "Empty: the secret stays as it is (it is never shown).",
+            problems
+        ),
+    )
+}
+
 fn provider_select(values: &Values, problems: &[Problem]) -> String {
     let mut options: Vec<(String, String)> = providers()
         .into_iter()
@@ -444,7 +468,7 @@ pub fn settings_section(
          <form class=\"settings\" {}>\n\
          <input type=\"hidden\" name=\"action\" value=\"settings\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n{}\
-         <fieldset>\n<legend>Who may use it</legend>\n{}{}{}</fieldset>\n\
+         <fieldset>\n<legend>Who may use it</legend>\n{}{}{}</fieldset>\n{}\
          <fieldset>\n<legend>The dashboard</legend>\n{}{}</fieldset>\n{}{}\
          <button id=\"save-settings\" type=\"submit\">Save settings</button>\n</form>\n{restore}\
          </section>\n",
@@ -479,12 +503,13 @@ pub fn settings_section(
             "One a line: not held by the visitor limits (spend limits still apply).",
             problems
         ),
+        challenge_fields(values, problems),
         password_fields(problems, "Empty: the password stays as it is."),
         secret(
             "current_password",
             "Your current password",
             "current-password",
-            "Needed to change the password, the API token or the provider.",
+            "Needed to change the password, the API token, the provider or the challenge keys.",
             problems
         ),
         general(problems),

@@ -6,6 +6,7 @@
 
 use std::io::Read;
 
+use crate::app::challenge;
 use crate::app::request::{Asked, Asking, Caller};
 use crate::app::{Admitted, Answer, App, Claim, Lookup, Paid, Tally, Verdict};
 use crate::core::journal::Event;
@@ -131,17 +132,62 @@ impl App<'_> {
         tally.link = Some(asked.link.clone());
         // Leaves: a blocked client (403), a site without a provider (503).
         let gated = self.gate(&asked, tally)?;
+        // Leaves: a challenge to solve first (403), or siteverify down while the policy
+        // refuses (503): nothing counted, no provider asked.
+        let passed = self.challenge_first(&asked, tally)?;
         let looked = self.look_up_link(&asked, &gated);
         // Counted in one step of the store; the verdict is acted on below.
         let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
+        // `over_limit`: a solved challenge's extra links instead of the 429, or the 429
+        // offering the challenge.
+        let (counted, verdict, extra) = self.extra_links(&asked, counted, verdict, reply, tally);
+        let solved = challenge::Passed {
+            solved_now: passed.solved_now || extra.solved_now,
+        };
+        // A job's answer (202 while it is under way) remembers the challenge too: the page
+        // asks again for the same link without a token.
+        let remembered = |exit| match exit {
+            Exit::Answer(r) if r.status < 300 => {
+                Exit::Answer(self.challenge_after(&asked, &solved, reply.script_name, r))
+            }
+            other => other,
+        };
         // Leaves: a job under way for the link answers instead (202, or the job's end).
-        self.join(&asked, &counted, &verdict, reply, tally)?;
+        self.join(&asked, &counted, &verdict, reply, tally)
+            .map_err(remembered)?;
         // Leaves: refused by a limit, 429 by the client's rules, 503 by the site's spend
         // limits or a failed store.
         let admitted = self.admit(&asked, verdict, tally)?;
         // Leaves: a pre-check's 422, the provider's failure, a job just started (202).
-        let response = self.serve(&asked, &counted, admitted.as_ref(), reply, tally)?;
-        Ok(with_limit_headers(response, admitted))
+        let response = self
+            .serve(&asked, &counted, admitted.as_ref(), reply, tally)
+            .map_err(remembered)?;
+        let response = with_limit_headers(response, admitted);
+        Ok(self.challenge_after(&asked, &solved, reply.script_name, response))
+    }
+
+    /// `over_limit`: the verdict again when a visitor over its own rules shows a solved
+    /// challenge (counted by the extra allowance then), or its 429 offering one.
+    fn extra_links<'a>(
+        &'a self,
+        asked: &Asked<'_>,
+        mut counted: Counted<'a>,
+        verdict: Verdict,
+        reply: &Reply<'_>,
+        tally: &mut Tally,
+    ) -> (Counted<'a>, Verdict, challenge::Passed) {
+        let spend: Vec<&Rule> = self.first_call_rules().filter(|_| counted.paid).collect();
+        let (verdict, passed) = self.over_limit(
+            asked,
+            (&mut counted.gated.rules, verdict),
+            (&mut counted.checks, spend),
+            (reply.format, &reply.frame),
+            tally,
+        );
+        if matches!(verdict, Verdict::Admitted(_)) {
+            counted.over_own_limit = false;
+        }
+        (counted, verdict, passed)
     }
 
     /// Refuses a blocked client (403) and, without a provider, everyone (503); else the
@@ -426,7 +472,10 @@ impl App<'_> {
             Level::Warn
         };
         let said = p.log.as_deref().unwrap_or(&p.detail);
-        if p.status != 429 && p.kind != Kind::Blocked {
+        // A challenge asked for is not logged (a script's every request would be); one
+        // refused after a token was checked is.
+        let quiet = p.kind == Kind::ChallengeRequired && p.log.is_none();
+        if p.status != 429 && p.kind != Kind::Blocked && !quiet {
             self.log
                 .line(level, &format!("{} {caller}: {said}", p.status));
         }

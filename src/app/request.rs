@@ -70,6 +70,8 @@ pub(super) struct Asked<'r> {
     pub(super) identity: String,
     pub(super) key: Option<ClientKey<'r>>,
     pub(super) link: String,
+    /// What it brings for the challenge: a token, the remembering cookie.
+    pub(super) presented: crate::challenge::Presented,
 }
 
 impl Asked<'_> {
@@ -159,12 +161,14 @@ impl App<'_> {
             })?;
         let body = read_body(body, head.body_len)?;
         let link = request::parse_link(&head, env, &body)?;
+        let presented = crate::challenge::Presented::read(env, head.method == Method::Post, &body);
         Ok(Asked {
             method: head.method,
             address,
             identity: self.config.client.identity(address),
             key,
             link,
+            presented,
         })
     }
 }

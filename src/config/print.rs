@@ -229,8 +229,33 @@ impl Serialize for Config {
         if let Some(admin) = &self.admin {
             map.serialize_entry("admin", admin)?;
         }
+        if let Some(c) = &self.challenge {
+            map.serialize_entry("challenge", &challenge(c))?;
+        }
         map.end()
     }
+}
+
+/// The `challenge` section as written, the secret masked by its own type.
+fn challenge(c: &crate::challenge::Settings) -> serde_json::Value {
+    serde_json::json!({
+        "site_key": c.site_key,
+        "secret": c.secret,
+        "when": c.when.word(),
+        "verify_url": c.verify_url,
+        "script_url": c.script_url,
+        "action": c.action,
+        "hostnames": c.hostnames,
+        "remember_secs": c.remember_secs,
+        "extra": c.extra.limit.get(),
+        "extra_window_secs": c.extra.window_secs.get(),
+        "busy_share": c.busy_share,
+        "on_error": match c.on_error {
+            crate::challenge::OnError::Deny => "deny",
+            crate::challenge::OnError::Allow => "allow",
+        },
+        "timeout_ms": c.timeout_ms,
+    })
 }
 
 impl Config {

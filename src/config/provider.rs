@@ -9,7 +9,7 @@ pub(crate) mod raw;
 mod shorthand;
 pub mod site_rules;
 mod steps;
-mod urls;
+pub(crate) mod urls;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

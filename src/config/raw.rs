@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
-pub const FIELDS: [&str; 19] = [
+pub const FIELDS: [&str; 20] = [
     "provider",
     "providers",
     "spend",
@@ -25,6 +25,7 @@ pub const FIELDS: [&str; 19] = [
     "auto_block",
     "account",
     "max_file_bytes",
+    "challenge",
 ];
 
 /// True when `text`, a `config.json` found somewhere, is this program's configuration and not
@@ -62,6 +63,7 @@ pub(crate) struct RawConfig {
     pub(crate) auto_block: Option<RawAutoBlock>,
     pub(crate) max_file_bytes: Option<u64>,
     pub(crate) account: Option<RawAccountSettings>,
+    pub(crate) challenge: Option<RawChallenge>,
 }
 
 /// `account`: what the provider account's reading may change.
@@ -75,6 +77,32 @@ pub(crate) struct RawAccountSettings {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAdmin {
     pub(crate) password_hash: Option<String>,
+}
+
+/// A field's value as written, `null` included (serde reads a `null` as absent otherwise).
+fn written<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// `challenge`: the challenge asked before a paid call (see `config::challenge`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawChallenge {
+    pub(crate) site_key: Option<String>,
+    pub(crate) secret: Option<String>,
+    pub(crate) when: Option<String>,
+    pub(crate) verify_url: Option<String>,
+    pub(crate) script_url: Option<String>,
+    /// `null` written is kept as `Some(Null)`: no action checked.
+    #[serde(default, deserialize_with = "written")]
+    pub(crate) action: Option<Value>,
+    pub(crate) hostnames: Option<Vec<String>>,
+    pub(crate) remember_secs: Option<u64>,
+    pub(crate) extra: Option<u64>,
+    pub(crate) extra_window_secs: Option<u64>,
+    pub(crate) busy_share: Option<f64>,
+    pub(crate) on_error: Option<String>,
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -73,6 +73,10 @@ pub const ALLOW: Field = field(&[Key("allow")], Kind::Texts);
 /// The dashboard's section: its password and what it signs.
 pub const ADMIN: Field = field(&[Key("admin")], Kind::Object);
 pub const ADMIN_PASSWORD_HASH: Field = field(&[Key("admin"), Key("password_hash")], Kind::Text);
+/// The challenge before paid calls: its public site key and its secret (written, never shown).
+pub const CHALLENGE: Field = field(&[Key("challenge")], Kind::Object);
+pub const CHALLENGE_SITE_KEY: Field = field(&[Key("challenge"), Key("site_key")], Kind::Text);
+pub const CHALLENGE_SECRET: Field = field(&[Key("challenge"), Key("secret")], Kind::Text);
 
 /// Every field above, each container before the fields inside it.
 pub const ALL: [Field; 21] = [
@@ -97,6 +101,9 @@ pub const ALL: [Field; 21] = [
     ALLOW,
     ADMIN,
     ADMIN_PASSWORD_HASH,
+    CHALLENGE,
+    CHALLENGE_SITE_KEY,
+    CHALLENGE_SECRET,
 ];
 
 /// A list of limits and the fields of its entries: `spend` (no key, the whole site) or `rules`.

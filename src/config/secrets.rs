@@ -24,6 +24,9 @@ impl Config {
         if let Some(admin) = &self.admin {
             secrets.push(admin.password_hash.expose().to_owned());
         }
+        if let Some(challenge) = &self.challenge {
+            secrets.push(challenge.secret.expose().to_owned());
+        }
         secrets.retain(|s| !s.is_empty());
         secrets
     }

@@ -38,6 +38,10 @@ pub enum Kind {
     ProviderBusy,
     ProviderTimeout,
     ProviderUnavailable,
+    /// The visitor is asked to solve the challenge first (or solved it wrong).
+    ChallengeRequired,
+    /// The challenge could not be checked (siteverify down) and the policy refuses.
+    ChallengeUnavailable,
 }
 
 impl Kind {
@@ -73,6 +77,8 @@ impl Kind {
             Kind::ProviderBusy => "provider_busy",
             Kind::ProviderTimeout => "provider_timeout",
             Kind::ProviderUnavailable => "provider_unavailable",
+            Kind::ChallengeRequired => "challenge_required",
+            Kind::ChallengeUnavailable => "challenge_unavailable",
         }
     }
 }
@@ -110,6 +116,31 @@ pub struct Problem {
     pub challenge: Option<Box<str>>,
     /// Whether the log line asks the owner to act (see [`Problem::action_needed`]).
     pub log_kind: LogKind,
+    /// The challenge the visitor may solve to go on: the page shows its widget.
+    pub offer: Option<Box<Offer>>,
+}
+
+/// The form field that carries the widget's token (Turnstile's own name), in the POST body or
+/// the query string.
+pub const TOKEN_FIELD: &str = "cf-turnstile-response";
+
+/// What the page needs to show the challenge's widget: all of it public.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    pub site_key: String,
+    /// The widget's script.
+    pub script_url: String,
+    /// The action to render the widget with, when the site checks one.
+    pub action: Option<String>,
+}
+
+impl Offer {
+    /// The origin of the widget's script (`https://challenges.cloudflare.com`): what a
+    /// Content-Security-Policy lets load scripts and frames.
+    pub fn origin(&self) -> Option<String> {
+        let url = crate::net::url::parse(&self.script_url, &["https", "http"]).ok()?;
+        Some(url.origin())
+    }
 }
 
 impl Problem {
@@ -123,12 +154,19 @@ impl Problem {
             log: None,
             challenge: None,
             log_kind: LogKind::Plain,
+            offer: None,
         }
     }
 
     /// The stable machine-readable code, e.g. `bad_link`.
     pub fn code(&self) -> &'static str {
         self.kind.code()
+    }
+
+    /// The challenge the visitor may solve to go on.
+    pub fn offer(mut self, offer: Offer) -> Problem {
+        self.offer = Some(Box::new(offer));
+        self
     }
 
     pub fn retry_after(mut self, secs: u32) -> Problem {
@@ -185,7 +223,7 @@ mod tests {
     }
 
     /// Every kind.
-    const ALL: [Kind; 28] = [
+    const ALL: [Kind; 30] = [
         Kind::MethodNotAllowed,
         Kind::LengthRequired,
         Kind::BadLength,
@@ -214,6 +252,8 @@ mod tests {
         Kind::ProviderBusy,
         Kind::ProviderTimeout,
         Kind::ProviderUnavailable,
+        Kind::ChallengeRequired,
+        Kind::ChallengeUnavailable,
     ];
 
     #[test]

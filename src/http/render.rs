@@ -5,7 +5,7 @@ use crate::core::decision::Decision;
 use crate::core::rule::{Rule, Unit};
 use crate::http::footer::{Contact, Page};
 use crate::http::negotiate::Format;
-use crate::http::problem::{Kind, Problem};
+use crate::http::problem::{Kind, Offer, Problem};
 use crate::http::request::ALLOWED_METHODS;
 use crate::http::response::Response;
 use crate::provider::resolved::Resolved;
@@ -273,7 +273,7 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
 /// field, so that trying again is one click.
 pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<&str>) -> Response {
     let mut response = match format {
-        Format::Text => Response::new(p.status, TEXT, format!("{}\n", p.detail)),
+        Format::Text => Response::new(p.status, TEXT, format!("{}\n{}", p.detail, offer_text(p))),
         Format::Json => {
             let mut body = serde_json::json!({
                 "type": p.type_uri(),
@@ -288,6 +288,9 @@ pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<
             if let Some(rule) = &p.rule {
                 body["rule"] = rule.as_ref().into();
             }
+            if let Some(offer) = &p.offer {
+                body["challenge"] = offer_json(offer);
+            }
             Response::new(p.status, PROBLEM_JSON, format!("{body}\n"))
         }
         Format::Html => {
@@ -298,15 +301,19 @@ pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<
                 _ => ("That did not work", "error"),
             };
             let card = format!("<p>{}</p>\n", escape(&p.detail));
-            let body = page(
-                title,
-                kind,
-                Some(p.code()),
-                &card,
-                ("Try again", link),
-                frame,
-            );
-            html_page(p.status, body)
+            if let Some(offer) = &p.offer {
+                challenge_page(p, offer, (title, kind), &card, link, frame)
+            } else {
+                let body = page(
+                    title,
+                    kind,
+                    Some(p.code()),
+                    &card,
+                    ("Try again", link),
+                    frame,
+                );
+                html_page(p.status, body)
+            }
         }
     };
     if let Some(secs) = p.retry_after {
@@ -359,6 +366,72 @@ pub fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// The challenge offered, in a JSON answer's `challenge` member.
+fn offer_json(offer: &Offer) -> serde_json::Value {
+    let mut member = serde_json::json!({
+        "site_key": offer.site_key,
+        "script_url": offer.script_url,
+    });
+    if let Some(action) = &offer.action {
+        member["action"] = action.as_str().into();
+    }
+    member
+}
+
+/// The challenge offered, as lines of a plain-text answer (nothing when none is).
+fn offer_text(p: &Problem) -> String {
+    p.offer.as_ref().map_or(String::new(), |o| {
+        format!(
+            "challenge site key: {}\nchallenge script: {}\nsend the solved token as {}\n",
+            o.site_key,
+            o.script_url,
+            crate::http::problem::TOKEN_FIELD
+        )
+    })
+}
+
+/// The answer page asking for the challenge: the form again with the widget inside it (the
+/// widget adds its token to the form when solved), and a policy that lets the widget's script
+/// and frame load from its origin alone.
+fn challenge_page(
+    p: &Problem,
+    offer: &Offer,
+    (title, kind): (&str, &str),
+    card: &str,
+    link: Option<&str>,
+    frame: &Frame<'_>,
+) -> Response {
+    let action = offer
+        .action
+        .as_deref()
+        .map_or(String::new(), |a| format!(" data-action=\"{}\"", escape(a)));
+    let widget = format!(
+        "<div class=\"challenge\"><div class=\"cf-turnstile\" data-sitekey=\"{}\"{action}></div></div>\n\
+         <script src=\"{}\" async defer></script>\n",
+        escape(&offer.site_key),
+        escape(&offer.script_url)
+    );
+    let body = page_with(
+        title,
+        kind,
+        Some(p.code()),
+        card,
+        ("Try again", link),
+        frame,
+        &widget,
+    );
+    let origin = offer.origin().unwrap_or_default();
+    Response::new(p.status, HTML, body)
+        .header(
+            "Content-Security-Policy",
+            format!(
+                "{}; script-src {origin}; frame-src {origin}; connect-src {origin}",
+                content_security_policy()
+            ),
+        )
+        .header("X-Content-Type-Options", "nosniff")
+}
+
 /// An HTML answer page with the headers every one carries.
 fn html_page(status: u16, body: String) -> Response {
     Response::new(status, HTML, body)
@@ -374,8 +447,21 @@ fn page(
     kind: &str,
     code: Option<&str>,
     card: &str,
+    field: (&str, Option<&str>),
+    frame: &Frame<'_>,
+) -> String {
+    page_with(title, kind, code, card, field, frame, "")
+}
+
+/// As [`page`], with `in_form` (HTML) inside the form after its row: a challenge's widget.
+fn page_with(
+    title: &str,
+    kind: &str,
+    code: Option<&str>,
+    card: &str,
     (label, value): (&str, Option<&str>),
     frame: &Frame<'_>,
+    in_form: &str,
 ) -> String {
     let value = value.map_or(String::new(), |v| format!(" value=\"{}\"", escape(v)));
     let site = frame.page.and_then(|p| p.site_name.as_deref());
@@ -399,7 +485,7 @@ fn page(
          <label for=\"link\">{}</label>\n<div class=\"row\">\n\
          <input id=\"link\" name=\"link\" type=\"url\" required placeholder=\"https://…\" \
          autocomplete=\"off\" autocapitalize=\"off\" spellcheck=\"false\" inputmode=\"url\"{value}>\n\
-         <button id=\"submit\" type=\"submit\">Get link</button>\n</div>\n</form>\n</main>\n{}\
+         <button id=\"submit\" type=\"submit\">Get link</button>\n</div>\n{in_form}</form>\n</main>\n{}\
          <!-- resolve {} -->\n</body>\n</html>\n",
         escape(title),
         escape(label),

@@ -328,3 +328,33 @@ pub const CONFIG_BACKUP_SUFFIX: &str = ".previous";
 /// outside the web root): choosing another provider in the settings and coming back never
 /// asks for a token again.
 pub const KEPT_TOKENS_SUFFIX: &str = ".tokens";
+
+/// `challenge.when`: visitors with no admitted request in the last day are asked, so a script
+/// rotating through fresh addresses meets the challenge at each, a returning person rarely.
+pub const CHALLENGE_WHEN: &str = "new_clients";
+/// `challenge.verify_url`: Cloudflare Turnstile's siteverify.
+pub const CHALLENGE_VERIFY_URL: &str = "https://challenges.cloudflare.com/turnstile/v0/siteverify";
+/// `challenge.script_url`: Turnstile's widget script.
+pub const CHALLENGE_SCRIPT_URL: &str = "https://challenges.cloudflare.com/turnstile/v0/api.js";
+/// `challenge.action`: what the widget is rendered with and siteverify must answer.
+pub const CHALLENGE_ACTION: &str = "resolve";
+/// `challenge.remember_secs`: a solved challenge is remembered for an hour (one visit).
+pub const CHALLENGE_REMEMBER_SECS: u32 = 3600;
+/// `challenge.extra`: links a solved challenge adds past a visitor's own limit (`over_limit`).
+pub const CHALLENGE_EXTRA: u32 = 3;
+/// `challenge.extra_window_secs`: how often that extra allowance may be had: once an hour.
+pub const CHALLENGE_EXTRA_WINDOW_SECS: u32 = 3600;
+/// `challenge.busy_share`: past 80% of a spend limit used, visitors are asked (`busy`).
+pub const CHALLENGE_BUSY_SHARE: f64 = 0.8;
+/// `challenge.on_error`: a siteverify that cannot answer refuses the link (closed): no paid call
+/// goes unchecked while it is down.
+pub const CHALLENGE_ON_ERROR: &str = "deny";
+/// `challenge.timeout_ms`: siteverify answers in well under a second; past 5 s it is down.
+pub const CHALLENGE_TIMEOUT_MS: u64 = 5000;
+/// How long a verified token's mark is kept in the store: longer than a token lives (300 s at
+/// Turnstile), so a replay is refused by the store even where the service would not.
+pub const CHALLENGE_TOKEN_MARK_SECS: u64 = 600;
+/// How long a client counts as seen after an admitted request (`new_clients`): a day.
+pub const CHALLENGE_SEEN_SECS: u64 = 24 * 3600;
+/// `Retry-After` of the 503 when siteverify cannot answer and the policy refuses.
+pub const CHALLENGE_DENY_RETRY_AFTER_SECS: u32 = 30;

@@ -88,12 +88,46 @@ pub fn report(config: &Config, store: &Store, out: &mut dyn Write) -> bool {
         }
     }
     report_dashboard(config, out);
+    report_challenge(config, out);
     let _ = writeln!(
         out,
         "effective configuration (secrets masked):\n{}",
         serde_json::to_string_pretty(&config.masked_json()).unwrap_or_default()
     );
     ok
+}
+
+/// Whether visitors may be asked to solve a challenge, when, and what happens when siteverify
+/// is down.
+fn report_challenge(config: &Config, out: &mut dyn Write) {
+    use crate::challenge::{OnError, When};
+    let Some(c) = &config.challenge else {
+        let _ = writeln!(
+            out,
+            "challenge: off (to ask visitors to show they are people before a paid call, set              \"challenge\": {{\"site_key\": \"...\", \"secret\": \"...\"}} from Turnstile in the              Cloudflare dashboard; see docs/configuration.md)"
+        );
+        return;
+    };
+    let when = match c.when {
+        When::Always => "before every link".to_owned(),
+        When::NewClients => "of clients with no admitted request in the last day".to_owned(),
+        When::OverLimit => format!(
+            "of visitors over their own limit, for {} more links once per {} s",
+            c.extra.limit, c.extra.window_secs
+        ),
+        When::Busy => format!("once {:.0}% of a spend limit is used", c.busy_share * 100.0),
+    };
+    let _ = writeln!(
+        out,
+        "challenge: asked {when} (API keys never); checked at {}; remembered {} s; siteverify \
+         down: {}",
+        c.verify_url,
+        c.remember_secs,
+        match c.on_error {
+            OnError::Deny => "links refused (on_error deny)",
+            OnError::Allow => "links answered unchecked (on_error allow)",
+        }
+    );
 }
 
 /// Whether the dashboard is on, and where its secret is kept.

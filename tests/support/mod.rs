@@ -17,6 +17,7 @@ pub mod provider;
 pub mod redis;
 pub mod rng;
 pub mod site;
+pub mod siteverify;
 pub mod system;
 pub mod temp;
 pub mod timing;

@@ -24,6 +24,7 @@ fn secrets(token: &str, password: &str) -> Secrets {
         password: password.into(),
         again: password.into(),
         current: String::new(),
+        challenge_secret: String::new(),
     }
 }
 
@@ -259,4 +260,29 @@ fn a_rule_of_bytes_and_the_largest_file_are_edited_apart_from_the_requests() {
         "{problems:?}"
     );
     assert_eq!(field_of("max_file_bytes"), "max_file_bytes");
+}
+
+#[test]
+fn the_challenge_keys_need_the_password_and_the_secret_is_never_a_value() {
+    let json = json(STARTER);
+    let mut v = Values::of(&json, "");
+    assert_eq!(v.challenge_site_key, "");
+    v.challenge_site_key = "0x4AAA".into();
+    let mut s = secrets("", "");
+    s.password.clear();
+    s.again.clear();
+    s.challenge_secret = "0x4BBB".into();
+    let change = changes(Kind::Settings, &v, &s, &json).unwrap();
+    assert!(change.needs_password(), "{change:?}");
+    let with = serde_json::json!({"challenge": {"site_key": "0x4AAA", "secret": "0x4BBB"}});
+    let shown = Values::of(&with, "");
+    assert_eq!(shown.challenge_site_key, "0x4AAA");
+    assert!(!format!("{shown:?}").contains("0x4BBB"));
+    // Without a secret in the file or the form: the form says which field.
+    s.challenge_secret.clear();
+    let problems = changes(Kind::Settings, &v, &s, &json).unwrap_err();
+    assert!(
+        problems.iter().any(|p| p.field == "challenge_secret"),
+        "{problems:?}"
+    );
 }
