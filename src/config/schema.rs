@@ -79,7 +79,7 @@ pub const CHALLENGE_SITE_KEY: Field = field(&[Key("challenge"), Key("site_key")]
 pub const CHALLENGE_SECRET: Field = field(&[Key("challenge"), Key("secret")], Kind::Text);
 
 /// Every field above, each container before the fields inside it.
-pub const ALL: [Field; 21] = [
+pub const ALL: [Field; 24] = [
     PROVIDER,
     PROVIDER_PRESET,
     PROVIDER_KIND,
