@@ -181,6 +181,7 @@ mod failover;
 mod failures;
 mod hosts;
 mod jobs;
+pub mod links;
 mod lookup;
 mod meter;
 mod pay;

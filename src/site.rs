@@ -6,6 +6,7 @@ pub mod open;
 pub mod page_files;
 pub mod web_root;
 
+use crate::app::links::{Worker, Workers};
 use crate::app::{Answer, App};
 use std::io::Read;
 use std::time::Duration;
@@ -93,7 +94,11 @@ impl Site {
                 admitted: false,
             };
         }
-        self.app().handle(env, body)
+        let workers = Reopened {
+            config: &self.config,
+            log: self.log.context(),
+        };
+        self.app().handle_with(env, body, Some(&workers))
     }
 
     /// The owner's log, secrets masked.
@@ -116,6 +121,25 @@ impl Site {
             log: &self.log,
             clock: &SystemClock,
         }
+    }
+}
+
+/// A request's several links answered on threads of their own, each with this site opened
+/// again: its own store connection and provider client, as a CGI process would have.
+struct Reopened<'a> {
+    config: &'a Config,
+    log: &'a Context,
+}
+
+impl Workers for Reopened<'_> {
+    fn worker(&self) -> Box<dyn Worker + '_> {
+        Box::new(Site::new(self.config.clone(), self.log.clone()))
+    }
+}
+
+impl Worker for Site {
+    fn answer(&self, env: &Env) -> crate::http::response::Response {
+        self.app().handle(env, &mut std::io::empty()).response
     }
 }
 

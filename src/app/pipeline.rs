@@ -6,6 +6,7 @@
 
 use std::io::Read;
 
+use crate::app::links::Workers;
 use crate::app::request::{Asked, Asking, Caller};
 use crate::app::{Admitted, Answer, App, Claim, Lookup, Paid, Tally, Verdict};
 use crate::core::journal::Event;
@@ -81,6 +82,17 @@ impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
+        self.handle_with(env, body, None)
+    }
+
+    /// [`App::handle`], with `workers` to answer a request's several links on threads of their
+    /// own (None: one after the other, on this thread).
+    pub fn handle_with(
+        &self,
+        env: &Env,
+        body: &mut dyn Read,
+        workers: Option<&dyn Workers>,
+    ) -> Answer {
         self.store.upkeep.begin_request();
         let request = self.read(env, body);
         let head_only = request.head_only;
@@ -102,6 +114,22 @@ impl App<'_> {
             frame: Frame::new(request.script_name, Some(&self.config.page)),
             script_name: request.script_name,
         };
+        // Several links: each asked as a request of its own, journaled as such.
+        if let Ok(asked) = &asked
+            && !asked.links.is_empty()
+        {
+            let (response, admitted) = self.several(
+                env,
+                &asked.links,
+                (reply.format, &reply.frame, head_only),
+                workers,
+            );
+            return Answer {
+                response,
+                head_only,
+                admitted,
+            };
+        }
         let mut tally = Tally::default();
         tally.add(Event::Request);
         let response = match self.way(asked, &reply, &mut tally) {

@@ -10,6 +10,7 @@ use std::io::Read;
 use crate::app::App;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::api_key::ClientKey;
+use crate::http::links::Carried;
 use crate::http::negotiate::{self, Format};
 use crate::http::problem::{Kind, Problem};
 use crate::http::request::{self, Env, Method};
@@ -70,6 +71,9 @@ pub(super) struct Asked<'r> {
     pub(super) identity: String,
     pub(super) key: Option<ClientKey<'r>>,
     pub(super) link: String,
+    /// Two links or more, each asked as a request of its own (`app::links`); then `link` is
+    /// empty.
+    pub(super) links: Vec<Vec<u8>>,
 }
 
 impl Asked<'_> {
@@ -158,13 +162,27 @@ impl App<'_> {
                 .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
             })?;
         let body = read_body(body, head.body_len)?;
-        let link = request::parse_link(&head, env, &body)?;
+        let source = match head.method {
+            Method::Post => body.as_slice(),
+            Method::Get | Method::Head => env.get("QUERY_STRING").unwrap_or_default(),
+        };
+        let (link, links) = match crate::http::links::carried(source, self.config.max_links)? {
+            Carried::Single => (request::parse_link(&head, env, &body)?, Vec::new()),
+            Carried::One(link) => (
+                crate::http::link::validate(&link)
+                    .map(str::to_owned)
+                    .map_err(|e| Problem::new(400, Kind::BadLink, e.to_string()))?,
+                Vec::new(),
+            ),
+            Carried::Several(links) => (String::new(), links),
+        };
         Ok(Asked {
             method: head.method,
             address,
             identity: self.config.client.identity(address),
             key,
             link,
+            links,
         })
     }
 }

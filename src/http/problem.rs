@@ -11,6 +11,8 @@ pub enum Kind {
     UnsupportedMediaType,
     MissingLink,
     RepeatedLink,
+    /// More links in one request than `request.max_links`.
+    TooManyLinks,
     BadEncoding,
     BadLink,
     ShortBody,
@@ -51,6 +53,7 @@ impl Kind {
             Kind::UnsupportedMediaType => "unsupported_media_type",
             Kind::MissingLink => "missing_link",
             Kind::RepeatedLink => "repeated_link",
+            Kind::TooManyLinks => "too_many_links",
             Kind::BadEncoding => "bad_encoding",
             Kind::BadLink => "bad_link",
             Kind::ShortBody => "short_body",
@@ -185,7 +188,7 @@ mod tests {
     }
 
     /// Every kind.
-    const ALL: [Kind; 28] = [
+    const ALL: [Kind; 29] = [
         Kind::MethodNotAllowed,
         Kind::LengthRequired,
         Kind::BadLength,
@@ -193,6 +196,7 @@ mod tests {
         Kind::UnsupportedMediaType,
         Kind::MissingLink,
         Kind::RepeatedLink,
+        Kind::TooManyLinks,
         Kind::BadEncoding,
         Kind::BadLink,
         Kind::ShortBody,
