@@ -188,6 +188,7 @@ mod pay;
 mod pipeline;
 mod request;
 pub mod sizes;
+mod supported;
 #[cfg(test)]
 mod tests;
 mod usage;

@@ -265,3 +265,81 @@ fn no_link_starts_that_could_not_end_in_time() {
         "nothing counted for them: {a}"
     );
 }
+
+/// AllDebrid's public host list (docs.alldebrid.com, "Hosts": `GET /v4/hosts/domains`).
+const AD_DOMAINS: &str = "/v4/hosts/domains";
+const AD_UNLOCK: &str = "/v4.1/link/unlock";
+
+#[test]
+fn the_supported_hosts_come_from_the_kept_list_and_cost_no_call() {
+    let s = Site::builder("links-hosts")
+        .provider(Provider::builder().routes_only().start())
+        .provider_section(|api| {
+            json!({"preset": "alldebrid", "token": support::config::TOKEN, "base_url": api.url(""),
+                   "link_check": null, "account": null,
+                   "hosts": {"url": "{base}/v4/hosts/domains", "lists": ["/data/hosts", "/data/streams"]}})
+        })
+        .rules(vec![
+            rule("per-minute", "ip", 1, 60),
+            json!({"name": "daily-bytes", "key": "ip", "unit": "bytes", "limit": 20_000_000_000u64, "window_secs": 86400}),
+        ])
+        .write();
+    let api = &s.provider;
+    api.route(
+        "GET",
+        AD_DOMAINS,
+        Reply::ok(json!({"status": "success", "data": {
+            "hosts": ["rapidgator.net", "mega.nz"], "streams": ["youtube.com"]
+        }})),
+    );
+    api.route(
+        "POST",
+        AD_UNLOCK,
+        Reply::ok(json!({"status": "success", "data": {"link": "https://a1.debrid.it/dl/x/f.zip", "filename": "f.zip"}})),
+    );
+    let hosts = |from: &str| {
+        let out = s.run(Cgi::new("GET", "hosts=1").var("REMOTE_ADDR", from));
+        assert_eq!(out.answer().status, 200, "{}", out.describe());
+        assert_eq!(
+            out.answer().header("Cache-Control"),
+            Some("public, max-age=300")
+        );
+        json_of(&out)
+    };
+    // No list kept yet: none is fetched for this question.
+    let a = hosts("192.0.2.80");
+    assert_eq!(a["hosts"], json!([]), "{a}");
+    assert_eq!(a["fetched_at"], Value::Null);
+    assert_eq!(api.calls(), 0, "asking costs no call of any kind");
+    assert_eq!(
+        a["rules"],
+        json!([{"name": "per-minute", "unit": "requests", "limit": 1, "window_secs": 60},
+               {"name": "daily-bytes", "unit": "bytes", "limit": 20_000_000_000u64, "window_secs": 86400}])
+    );
+    // A link paid for fetches the list before paying, as it always did; then it is listed.
+    let out = s.run(
+        Cgi::new(
+            "GET",
+            support::urlenc::link_param("https://mega.nz/file/abc"),
+        )
+        .var("REMOTE_ADDR", "192.0.2.80")
+        .header("Accept", "application/json"),
+    );
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    let calls = api.calls();
+    let a = hosts("192.0.2.80");
+    assert_eq!(
+        a["hosts"],
+        json!(["mega.nz", "rapidgator.net", "youtube.com"]),
+        "{a}"
+    );
+    assert!(
+        a["fetched_at"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{a}"
+    );
+    // The visitor is over the limit now: still answered, still no call, nothing counted.
+    for _ in 0..3 {
+        hosts("192.0.2.80");
+    }
+    assert_eq!(api.calls(), calls);
+}

@@ -107,6 +107,13 @@ impl App<'_> {
                     admitted: false,
                 };
             }
+            Asking::Hosts => {
+                return Answer {
+                    response: self.supported(),
+                    head_only,
+                    admitted: false,
+                };
+            }
             Asking::Link(asked) => asked,
         };
         let reply = Reply {

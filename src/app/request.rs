@@ -33,6 +33,9 @@ pub(super) enum Asking<'r> {
     /// The page's footer and version (`?about=1`): answered before anything else is read or
     /// counted.
     About,
+    /// The supported hosts and the visitor's rules (`?hosts=1`): read from the store's cache
+    /// only, nothing counted.
+    Hosts,
     /// A link: the request read and checked, or the first reason it cannot be answered.
     Link(Result<Asked<'r>, Problem>),
 }
@@ -111,6 +114,8 @@ impl App<'_> {
         };
         let asking = if crate::http::about::is_about(env) {
             Asking::About
+        } else if crate::app::supported::is_hosts(env) {
+            Asking::Hosts
         } else {
             Asking::Link(self.ask(env, method, &caller, body))
         };
