@@ -16,7 +16,8 @@ use crate::provider::described::ProviderSpec;
 
 /// The query string that asks for it, exactly.
 pub const QUERY: &[u8] = b"hosts=1";
-/// How long browsers may keep the answer (seconds).
+/// How long browsers may keep the answer once a list is kept (seconds); without one it is not
+/// kept at all.
 pub const MAX_AGE_SECS: u32 = 300;
 
 /// True for `GET` or `HEAD` with the query string `hosts=1` (and nothing else).
@@ -81,9 +82,12 @@ impl App<'_> {
             "rules": rules,
         });
         let mut response = Response::new(200, "application/json", format!("{body}\n"));
-        for (name, value) in &mut response.headers {
-            if *name == "Cache-Control" {
-                *value = format!("public, max-age={MAX_AGE_SECS}");
+        // No list kept yet: asked again next time, not kept by the browser for minutes.
+        if fetched.is_some() {
+            for (name, value) in &mut response.headers {
+                if *name == "Cache-Control" {
+                    *value = format!("public, max-age={MAX_AGE_SECS}");
+                }
             }
         }
         response
