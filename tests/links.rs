@@ -348,3 +348,99 @@ fn the_supported_hosts_come_from_the_kept_list_and_cost_no_call() {
     }
     assert_eq!(api.calls(), calls);
 }
+
+/// A provider whose paid work may outlast the request: `create` starts a job, `status` is
+/// polled (500 ms apart, 1.2 s in all) until `done`.
+fn job_provider(api: &Provider) -> Value {
+    json!({
+        "kind": "http", "token": "t0k3n-job", "base_url": api.url("/api"),
+        "connect_timeout_ms": 500, "timeout_ms": 1000, "deadline_ms": 1200,
+        "steps": [
+            {"method": "POST", "url": "{base}/create", "form": {"link": "{link}"},
+             "extract": {"id": "/id"}},
+            {"method": "GET", "url": "{base}/status", "query": {"id": "{id}"},
+             "poll": {"interval_ms": 500, "until": {"pointer": "/done", "equals": true},
+                      "progress": {"pointer": "/progress", "unit": "fraction"}},
+             "extract": {"download": "/link", "filename": "/name"}}
+        ]
+    })
+}
+
+#[test]
+fn a_long_job_is_pending_for_its_own_link_only_and_is_joined_when_asked_again() {
+    let api = Provider::builder().routes_only().start();
+    api.route(
+        "POST",
+        "/api/create",
+        Reply::with(|c| {
+            let slow = c.form("link").is_some_and(|l| l.ends_with("/slow"));
+            Reply::ok(json!({"id": if slow { 2 } else { 1 }}))
+        }),
+    );
+    api.route(
+        "GET",
+        "/api/status",
+        Reply::with(|c| match c.query("id") {
+            Some("1") => Reply::ok(
+                json!({"done": true, "link": "https://dl.example/fast", "name": "fast.bin"}),
+            ),
+            _ => Reply::ok(json!({"done": false, "progress": 0.4})),
+        }),
+    );
+    let s = site_with(
+        "links-job",
+        vec![rule("per-minute", "ip", 10, 60)],
+        api,
+        |_| {},
+    );
+    let section = job_provider(&s.provider);
+    s.edit_config(move |c| c["provider"] = section);
+    let out = paste(
+        &s,
+        &["https://hoster.example/fast", "https://hoster.example/slow"],
+        "192.0.2.90",
+        "application/json",
+    );
+    let a = json_of(&out);
+    assert_eq!(states(&a), ["ready", "pending"], "{a}");
+    assert_eq!(a["links"][0]["download"], "https://dl.example/fast");
+    let pending = &a["links"][1];
+    assert_eq!(pending["status"], 202, "{a}");
+    assert!(
+        pending["retry_after"].as_u64().is_some_and(|s| s >= 1),
+        "{a}"
+    );
+    let poll = pending["poll"]
+        .as_str()
+        .expect("where to ask again")
+        .to_owned();
+    let query = poll.split_once('?').expect("a query").1.to_owned();
+    assert_eq!(
+        query,
+        format!("link={}", encode("https://hoster.example/slow"))
+    );
+    assert_eq!(s.provider.calls_to("POST", "/api/create"), 2);
+    // Asked again at its own address: the same job, nothing more paid; then its link.
+    let again = |expect: u16| {
+        let out = s.run(
+            Cgi::new("GET", &query)
+                .var("REMOTE_ADDR", "192.0.2.90")
+                .header("Accept", "application/json"),
+        );
+        assert_eq!(out.answer().status, expect, "{}", out.describe());
+        json_of(&out)
+    };
+    again(202);
+    s.provider.route(
+        "GET",
+        "/api/status",
+        Reply::ok(json!({"done": true, "link": "https://dl.example/slow", "name": "slow.bin"})),
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(again(200)["download"], "https://dl.example/slow");
+    assert_eq!(
+        s.provider.calls_to("POST", "/api/create"),
+        2,
+        "joined, never paid again"
+    );
+}
