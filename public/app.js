@@ -789,6 +789,15 @@
     });
   }
 
+  // As the program's own list page draws them (src/http/link_list.rs).
+  var STATE_LOOKS = {
+    ready: 'ok',
+    pending: 'busy',
+    refused: 'wait',
+    failed: 'error',
+    not_tried: 'wait'
+  };
+
   var STATE_WORDS = {
     ready: 'Ready',
     pending: 'Being prepared',
@@ -802,7 +811,8 @@
     var li = item.li;
     clear(li);
     var state = typeof e.state === 'string' && STATE_WORDS[e.state] ? e.state : 'failed';
-    li.className = state;
+    li.className = STATE_LOOKS[state];
+    li.setAttribute('data-state', state);
     var asked = addText(li, 'p', '');
     asked.className = 'asked';
     var word = addText(asked, 'span', STATE_WORDS[state] + ': ');

@@ -98,7 +98,11 @@ impl Site {
             config: &self.config,
             log: self.log.context(),
         };
-        self.app().handle_with(env, body, Some(&workers))
+        App {
+            workers: Some(&workers),
+            ..self.app()
+        }
+        .handle(env, body)
     }
 
     /// The owner's log, secrets masked.
@@ -120,6 +124,7 @@ impl Site {
             others: &self.others,
             log: &self.log,
             clock: &SystemClock,
+            workers: None,
         }
     }
 }

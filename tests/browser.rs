@@ -2380,7 +2380,7 @@ const LIST_SCRIPT: &str = r#"
 return Array.prototype.map.call(document.querySelectorAll('#result ol.links > li'), function (li) {
   var a = li.querySelector('a');
   var c = li.querySelector('.countdown');
-  return {state: li.className, href: a ? a.getAttribute('href') : null,
+  return {state: li.getAttribute('data-state'), href: a ? a.getAttribute('href') : null,
           countdown: c ? c.textContent : null, text: li.innerText};
 });
 "#;

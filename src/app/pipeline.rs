@@ -6,7 +6,6 @@
 
 use std::io::Read;
 
-use crate::app::links::Workers;
 use crate::app::request::{Asked, Asking, Caller};
 use crate::app::{Admitted, Answer, App, Claim, Lookup, Paid, Tally, Verdict};
 use crate::core::journal::Event;
@@ -82,17 +81,6 @@ impl App<'_> {
     /// Answers one request. `body` is the request body (standard input under CGI); at most the
     /// announced CONTENT_LENGTH is read from it, and nothing when the request is refused first.
     pub fn handle(&self, env: &Env, body: &mut dyn Read) -> Answer {
-        self.handle_with(env, body, None)
-    }
-
-    /// [`App::handle`], with `workers` to answer a request's several links on threads of their
-    /// own (None: one after the other, on this thread).
-    pub fn handle_with(
-        &self,
-        env: &Env,
-        body: &mut dyn Read,
-        workers: Option<&dyn Workers>,
-    ) -> Answer {
         self.store.upkeep.begin_request();
         let request = self.read(env, body);
         let head_only = request.head_only;
@@ -129,7 +117,7 @@ impl App<'_> {
                 env,
                 &asked.links,
                 (reply.format, &reply.frame, head_only),
-                workers,
+                self.workers,
             );
             return Answer {
                 response,

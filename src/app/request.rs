@@ -114,7 +114,9 @@ impl App<'_> {
         };
         let asking = if crate::http::about::is_about(env) {
             Asking::About
-        } else if crate::app::supported::is_hosts(env) {
+        } else if env.get("QUERY_STRING") == Some(crate::app::supported::QUERY)
+            && matches!(env.get("REQUEST_METHOD"), Some(b"GET" | b"HEAD"))
+        {
             Asking::Hosts
         } else {
             Asking::Link(self.ask(env, method, &caller, body))
@@ -171,6 +173,19 @@ impl App<'_> {
             Method::Post => body.as_slice(),
             Method::Get | Method::Head => env.get("QUERY_STRING").unwrap_or_default(),
         };
+        // One `link` and no `links`, as most requests: read as one link always was.
+        let single = crate::net::form::raw_values(source, "links").is_empty()
+            && crate::net::form::raw_values(source, "link").len() <= 1;
+        if single {
+            return Ok(Asked {
+                method: head.method,
+                address,
+                identity: self.config.client.identity(address),
+                key,
+                link: request::parse_link(&head, env, &body)?,
+                links: Vec::new(),
+            });
+        }
         let (link, links) = match crate::http::links::carried(source, self.config.max_links)? {
             Carried::Single => (request::parse_link(&head, env, &body)?, Vec::new()),
             Carried::One(link) => (

@@ -10,21 +10,14 @@ use crate::app::App;
 use crate::app::hosts::{KEY, Kept};
 use crate::core::key::Reserved;
 use crate::core::rule::{KeyKind, Unit};
-use crate::http::request::Env;
 use crate::http::response::Response;
 use crate::provider::described::ProviderSpec;
 
-/// The query string that asks for it, exactly.
+/// The query string that asks for it, exactly (GET or HEAD; read in `app::request`).
 pub const QUERY: &[u8] = b"hosts=1";
 /// How long browsers may keep the answer once a list is kept (seconds); without one it is not
 /// kept at all.
 pub const MAX_AGE_SECS: u32 = 300;
-
-/// True for `GET` or `HEAD` with the query string `hosts=1` (and nothing else).
-pub fn is_hosts(env: &Env) -> bool {
-    env.get("QUERY_STRING") == Some(QUERY)
-        && matches!(env.get("REQUEST_METHOD"), Some(b"GET" | b"HEAD"))
-}
 
 impl App<'_> {
     /// `{"hosts": [...], "fetched_at": ISO time or null, "rules": [...]}`: every domain a kept

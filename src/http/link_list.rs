@@ -37,6 +37,16 @@ impl State {
         }
     }
 
+    /// Its look on a page (the stylesheet's names, shared with the one-link cards).
+    pub fn look(self) -> &'static str {
+        match self {
+            State::Ready => "ok",
+            State::Pending => "busy",
+            State::Refused | State::NotTried => "wait",
+            State::Failed => "error",
+        }
+    }
+
     const ALL: [State; 5] = [
         State::Ready,
         State::Pending,
@@ -296,7 +306,8 @@ fn card_of(entries: &[Entry], allowance: &[Allowance]) -> String {
     for e in entries {
         let state = e.state.as_str();
         card.push_str(&format!(
-            "<li class=\"{state}\"><p class=\"asked\">{}</p>\n",
+            "<li class=\"{}\" data-state=\"{state}\"><p class=\"asked\">{}</p>\n",
+            e.state.look(),
             link_text(&e.link)
         ));
         match e.state {
@@ -429,7 +440,10 @@ mod tests {
         let r = render(Format::Html, &entries(), &[], &Frame::default());
         let page = String::from_utf8(r.body).unwrap();
         assert!(page.contains("1 of 5 links ready"), "{page}");
-        assert!(page.contains("<li class=\"refused\">"), "{page}");
+        assert!(
+            page.contains("<li class=\"wait\" data-state=\"refused\">"),
+            "{page}"
+        );
         assert!(page.contains("href=\"/cgi-bin/resolve?link=x\""), "{page}");
     }
 }

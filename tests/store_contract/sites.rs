@@ -222,6 +222,7 @@ impl Site {
                     others: &[],
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
+                    workers: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "GET")
@@ -287,6 +288,7 @@ impl Site {
                     others: &[],
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
+                    workers: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "POST")
