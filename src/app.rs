@@ -70,7 +70,7 @@ pub struct App<'a> {
     pub clock: &'a dyn Clock,
     /// What answers a request's several links on threads of their own, each with the site
     /// opened again (None: one after the other, on this thread, with this site).
-    pub workers: Option<&'a dyn links::Workers>,
+    pub workers: Option<&'a dyn workers::Workers>,
 }
 
 /// Counted and let through: the limit headers to send and the time it was counted at.
@@ -184,7 +184,7 @@ mod failover;
 mod failures;
 mod hosts;
 mod jobs;
-pub mod links;
+mod links;
 mod lookup;
 mod meter;
 mod pay;
@@ -196,3 +196,4 @@ mod supported;
 mod tests;
 mod usage;
 mod verdict;
+pub mod workers;

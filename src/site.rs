@@ -6,7 +6,7 @@ pub mod open;
 pub mod page_files;
 pub mod web_root;
 
-use crate::app::links::{Worker, Workers};
+use crate::app::workers::{Worker, Workers};
 use crate::app::{Answer, App};
 use std::io::Read;
 use std::time::Duration;

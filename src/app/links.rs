@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::app::App;
+use crate::app::workers::{Worker, Workers};
 use crate::core::rule::Rule;
 use crate::http::allowance::{self, Left};
 use crate::http::link_list::{self, Allowance, Entry};
@@ -21,16 +22,6 @@ use crate::http::response::Response;
 use crate::net::form;
 use crate::provider::described::ProviderSpec;
 use crate::support::defaults;
-
-/// Answers one link's request, as the one-link way answers it.
-pub trait Worker {
-    fn answer(&self, env: &Env) -> Response;
-}
-
-/// Makes a worker on the thread that uses it: the site opened again, its own store connection.
-pub trait Workers: Sync {
-    fn worker(&self) -> Box<dyn Worker + '_>;
-}
 
 impl Worker for App<'_> {
     fn answer(&self, env: &Env) -> Response {
