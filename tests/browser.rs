@@ -2575,3 +2575,56 @@ fn the_page_says_what_is_left_and_lists_the_hosts_to_search() {
         "the page's questions cost no call"
     );
 }
+
+/// Without JavaScript, several links pasted in the box get the program's own list page: each
+/// link's state, the wait of those refused, what is left; in both schemes and on a phone.
+#[test]
+fn several_links_without_javascript_get_a_list_page() {
+    let h = Setup::new()
+        .without_javascript()
+        .rules(vec![rule("ip", "ip", 2, 60)])
+        .start();
+    h.web().open(&h.base);
+    h.web().type_into(
+        "#link",
+        "https://hoster.example/a.part1.rar\nhttps://hoster.example/a.part2.rar\nhttps://hoster.example/a.part3.rar",
+    );
+    h.web().click("#submit");
+    let page = wait_for("the list page", Duration::from_secs(15), || {
+        let page = h.web().script(
+            "return {path: location.pathname, h1: (document.querySelector('h1') || {}).textContent, \
+             states: Array.prototype.map.call(document.querySelectorAll('ol.links > li'), \
+               function (l) { return l.getAttribute('data-state'); }), \
+             links: document.querySelectorAll('ol.links a').length, \
+             allowance: (document.querySelector('.allowance') || {}).textContent, \
+             text: document.body ? document.body.innerText : ''};",
+        );
+        if page["path"] == "/cgi-bin/resolve"
+            && page["states"].as_array().is_some_and(|s| !s.is_empty())
+        {
+            Ok(page)
+        } else {
+            Err(page.to_string())
+        }
+    });
+    assert_eq!(page["h1"], "2 of 3 links ready", "{page}");
+    assert_eq!(
+        page["states"],
+        json!(["ready", "ready", "refused"]),
+        "{page}"
+    );
+    assert_eq!(page["links"], 2, "{page}");
+    assert_eq!(page["allowance"], "0 of 2 left this minute.", "{page}");
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Too many requests: try again in "),
+        "{page}"
+    );
+    assert_eq!(h.site().provider.calls(), 2);
+    h.axe("list-page");
+    h.web().phone(true);
+    h.axe("list-page-phone");
+    h.web().phone(false);
+}

@@ -111,7 +111,10 @@ impl App<'_> {
             1
         };
         let deadline = self.longest_call();
-        let budget = Duration::from_millis(defaults::LINKS_TIME_BUDGET_MS);
+        let budget = workers.map_or(
+            Duration::from_millis(defaults::LINKS_TIME_BUDGET_MS),
+            Workers::budget,
+        );
         // The first round always starts; a later link only when its call could end in time.
         let may_start = |i: usize| i < at_once || started.elapsed() + deadline <= budget;
         let next = AtomicUsize::new(0);

@@ -9,7 +9,11 @@ pub trait Worker {
     fn answer(&self, env: &Env) -> Response;
 }
 
-/// Makes a worker on the thread that uses it.
+/// Makes a worker on the thread that uses it, and says how long the links may take.
 pub trait Workers: Sync {
     fn worker(&self) -> Box<dyn Worker + '_>;
+
+    /// The time the web server gives the whole request: no link starts that could not end
+    /// before it.
+    fn budget(&self) -> std::time::Duration;
 }

@@ -33,10 +33,13 @@ pub const MAX_LINKS_LIMIT: u32 = 100;
 /// Links of one request served at once, each on a thread with its own store connection: the
 /// provider's calls overlap, and a shared host sees at most this many more connections.
 pub const LINKS_AT_ONCE: usize = 4;
-/// How long a request with several links may take, in milliseconds: no link is started that
-/// could not finish (with the provider's `deadline_ms`) before this, well inside Apache's
-/// default `Timeout` of 60 s. A link not started is answered `not_tried`, counted by nothing.
+/// How long a request with several links may take under CGI, in milliseconds: no link is
+/// started that could not finish (with the provider's `deadline_ms`) before this, inside
+/// Apache's default `Timeout` of 60 s (mod_cgid's `CGIDScriptTimeout` when unset). A link not
+/// started is answered `not_tried`, counted by nothing.
 pub const LINKS_TIME_BUDGET_MS: u64 = 55_000;
+/// The same under FastCGI: inside mod_fcgid's default `FcgidIOTimeout` of 40 s.
+pub const LINKS_TIME_BUDGET_FASTCGI_MS: u64 = 38_000;
 
 /// Directory name of the file store, beside the configuration file.
 pub const DATA_DIR_NAME: &str = "ratelimit";
