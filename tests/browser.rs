@@ -2608,11 +2608,15 @@ fn several_links_without_javascript_get_a_list_page() {
         }
     });
     assert_eq!(page["h1"], "2 of 3 links ready", "{page}");
-    assert_eq!(
-        page["states"],
-        json!(["ready", "ready", "refused"]),
-        "{page}"
-    );
+    // Served a few at a time: which two of the three come first is the scheduler's doing.
+    let mut states: Vec<&str> = page["states"]
+        .as_array()
+        .expect("states")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    states.sort_unstable();
+    assert_eq!(states, ["ready", "ready", "refused"], "{page}");
     assert_eq!(page["links"], 2, "{page}");
     assert_eq!(page["allowance"], "0 of 2 left this minute.", "{page}");
     assert!(
@@ -2623,6 +2627,22 @@ fn several_links_without_javascript_get_a_list_page() {
         "{page}"
     );
     assert_eq!(h.site().provider.calls(), 2);
+    drop(h);
+
+    // The same page in a browser that runs scripts (the page carries none), for axe-core.
+    let h = Setup::new().rules(vec![rule("ip", "ip", 2, 60)]).start();
+    let query: Vec<String> = ["a.part1.rar", "a.part2.rar", "a.part3.rar"]
+        .iter()
+        .map(|f| format!("link=https%3A%2F%2Fhoster.example%2F{f}"))
+        .collect();
+    h.web()
+        .open(&format!("{}?{}", h.endpoint(), query.join("&")));
+    assert_eq!(
+        h.web()
+            .script("return document.querySelector('h1').textContent;"),
+        "2 of 3 links ready"
+    );
+    h.contrast("list page");
     h.axe("list-page");
     h.web().phone(true);
     h.axe("list-page-phone");
