@@ -444,3 +444,42 @@ fn a_long_job_is_pending_for_its_own_link_only_and_is_joined_when_asked_again() 
         "joined, never paid again"
     );
 }
+
+#[test]
+fn the_sites_spend_limit_and_a_rule_of_bytes_count_each_link_too() {
+    let s = site_with(
+        "links-spend",
+        vec![
+            rule("per-minute", "ip", 20, 60),
+            json!({"name": "daily-bytes", "key": "ip", "unit": "bytes", "limit": 20_000_000_000u64, "window_secs": 86400}),
+        ],
+        Provider::start(),
+        |c| c["spend"] = json!([{"name": "site-day", "limit": 3, "window_secs": 86400}]),
+    );
+    let parts = parts(5);
+    let links: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let a = json_of(&paste(&s, &links, "192.0.2.100", "application/json"));
+    let entries = a["links"].as_array().expect("a list");
+    let ready = entries.iter().filter(|l| l["state"] == "ready").count();
+    let spent: Vec<&Value> = entries
+        .iter()
+        .filter(|l| l["code"] == "spend_limit")
+        .collect();
+    assert_eq!((ready, spent.len()), (3, 2), "{a}");
+    for l in &spent {
+        assert_eq!(
+            (l["state"].as_str(), l["status"].as_u64()),
+            (Some("refused"), Some(503)),
+            "{l}"
+        );
+        assert!(l["retry_after"].as_u64().is_some_and(|w| w > 0), "{l}");
+    }
+    assert_eq!(s.provider.calls(), 3, "the site's limit holds link by link");
+    let words: Vec<&str> = a["allowance"]
+        .as_array()
+        .expect("allowance")
+        .iter()
+        .filter_map(|r| r["words"].as_str())
+        .collect();
+    assert!(words.contains(&"20 GB of 20 GB left today"), "{a}");
+}
