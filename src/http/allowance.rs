@@ -99,8 +99,9 @@ pub fn words(left: &Left, unit: Unit) -> String {
     }
 }
 
-/// `bytes` in decimal units with at most one decimal (as `app::sizes` says a file's size).
-fn bytes_words(bytes: u64, up: bool) -> String {
+/// `bytes` in decimal units (kB, MB, GB, TB) with at most one decimal, rounded up (`up`) or
+/// down: a file's size, a limit, what is left of one.
+pub fn bytes_words(bytes: u64, up: bool) -> String {
     const UNITS: [(u64, &str); 4] = [
         (1_000_000_000_000, "TB"),
         (1_000_000_000, "GB"),
