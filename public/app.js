@@ -59,7 +59,25 @@
     if (busy || locked) {
       return;
     }
-    send(input.value.trim());
+    var links = linesOf(input.value);
+    if (links.length > 1) {
+      sendMany(links);
+    } else {
+      send(links.length ? links[0] : input.value.trim());
+    }
+  });
+
+  // Enter sends, as in a one-line field; Shift+Enter starts a new line (a pasted list keeps
+  // its lines).
+  input.addEventListener('keydown', function (event) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (typeof form.requestSubmit === 'function') {
+        form.requestSubmit();
+      } else {
+        button.click();
+      }
+    }
   });
 
   // A click on the button while it is marked disabled does nothing (it is not really disabled,
@@ -71,6 +89,7 @@
   });
 
   function send(link) {
+    stopList();
     clearTimeout(again);
     busy = true;
     setButton('busy');
@@ -166,6 +185,7 @@
       showChallenge(data, link);
       return;
     }
+    sayAllowance(allowanceFromHeaders(headers));
     // 202: the service is still preparing the file (paid for once, kept): its progress in
     // words, and the same link asked again after Retry-After, which joins the same job.
     if (code === 202 && data && data.status === 'pending') {
@@ -650,5 +670,476 @@
     }
   }
 
+  // ---- Several links: one request, a list of answers, each link in its own state. ----
+
+  // The links of the box: one a line, blank lines dropped, each once, in order.
+  function linesOf(text) {
+    var seen = {};
+    var out = [];
+    var lines = String(text).split(/\r?\n/);
+    for (var i = 0; i < lines.length; i++) {
+      var line = lines[i].trim();
+      if (line && !seen[line]) {
+        seen[line] = true;
+        out.push(line);
+      }
+    }
+    return out;
+  }
+
+  // The list's timers: the one that counts the waits down, and the polls of links under way.
+  var listTicker = 0;
+  var listPolls = [];
+
+  function stopList() {
+    if (listTicker) {
+      clearInterval(listTicker);
+      listTicker = 0;
+    }
+    for (var i = 0; i < listPolls.length; i++) {
+      clearTimeout(listPolls[i]);
+    }
+    listPolls = [];
+  }
+
+  function sendMany(links) {
+    stopList();
+    clearTimeout(again);
+    busy = true;
+    setButton('busy');
+    form.setAttribute('aria-busy', 'true');
+    showWorking();
+    announce('Getting ' + links.length + ' download links. This can take up to a minute.');
+    var controller = typeof AbortController === 'function' ? new AbortController() : null;
+    var timedOut = false;
+    var timeout = setTimeout(function () {
+      timedOut = true;
+      if (controller) {
+        controller.abort();
+      }
+    }, REQUEST_TIMEOUT_MS);
+    var code = 0;
+    var headers = null;
+    fetch(form.action, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        'Accept': 'application/json'
+      },
+      body: new URLSearchParams({ links: links.join('\n') }).toString(),
+      cache: 'no-store',
+      credentials: 'same-origin',
+      signal: controller ? controller.signal : undefined
+    })
+      .then(function (response) {
+        code = response.status;
+        headers = response.headers;
+        return response.text();
+      })
+      .then(function (text) {
+        return { ok: true, text: text };
+      }, function () {
+        return { ok: false };
+      })
+      .then(function (outcome) {
+        clearTimeout(timeout);
+        busy = false;
+        form.removeAttribute('aria-busy');
+        stopTicker();
+        var data = outcome.ok ? parseJson(outcome.text) : null;
+        if (data && Array.isArray(data.links)) {
+          showList(data);
+        } else if (outcome.ok) {
+          handle(code, headers, data, links[0]);
+        } else if (timedOut) {
+          showError('The server took too long to answer. Please try again.');
+        } else {
+          showError('Could not reach the server. Check your internet connection and try again.');
+        }
+      });
+  }
+
+  // The list: a title that counts what is ready, an item a link, "Copy all links", and what
+  // is left of the allowance. The links not ready go back into the box to send again.
+  function showList(data) {
+    var box = card('list');
+    box.setAttribute('data-code', 'list');
+    var title = addText(box, 'p', '');
+    title.className = 'title';
+    var list = document.createElement('ol');
+    list.className = 'links';
+    box.appendChild(list);
+    var items = [];
+    for (var i = 0; i < data.links.length; i++) {
+      var entry = data.links[i] || {};
+      var li = document.createElement('li');
+      list.appendChild(li);
+      var item = { li: li, entry: entry, deadline: 0, said: '' };
+      items.push(item);
+      drawItem(item);
+    }
+    var actions = document.createElement('div');
+    actions.className = 'actions';
+    var copyButton = document.createElement('button');
+    copyButton.type = 'button';
+    copyButton.id = 'copy-all';
+    copyButton.textContent = 'Copy all links';
+    var copied = document.createElement('span');
+    copied.className = 'copied';
+    copyButton.addEventListener('click', function () {
+      var urls = readyUrls(items);
+      if (!urls.length) {
+        copied.textContent = 'No link is ready yet.';
+        announce(copied.textContent);
+        return;
+      }
+      copyText(urls.join('\n'), copyButton).then(function (ok) {
+        var said = ok
+          ? 'Copied ' + urls.length + (urls.length === 1 ? ' link.' : ' links.')
+          : 'Could not copy: select the links and copy them by hand.';
+        copied.textContent = said;
+        announce(said);
+      });
+    });
+    actions.appendChild(copyButton);
+    actions.appendChild(copied);
+    box.appendChild(actions);
+    sayAllowance(Array.isArray(data.allowance) ? data.allowance.map(function (a) {
+      return a && typeof a.words === 'string' ? a.words : '';
+    }).filter(Boolean) : []);
+
+    function retitle() {
+      var ready = 0;
+      for (var k = 0; k < items.length; k++) {
+        if (items[k].entry.state === 'ready') {
+          ready++;
+        }
+      }
+      title.textContent = ready + ' of ' + items.length + ' links ready';
+      return ready;
+    }
+    var ready = retitle();
+    var waiting = items.filter(function (it) {
+      return it.entry.state !== 'ready' && it.entry.state !== 'pending';
+    });
+    if (waiting.length) {
+      input.value = waiting.map(function (it) {
+        return it.entry.link;
+      }).join('\n');
+    }
+    announce(ready + ' of ' + items.length + ' links ready.' +
+      (waiting.length ? ' The ' + waiting.length + ' not served are back in the box to send again.' : ''));
+    setButton('idle');
+
+    // Every wait counts down in its own item; the end of the last is said once.
+    var counting = items.some(function (it) {
+      return it.deadline > 0;
+    });
+    function tick() {
+      var still = false;
+      for (var k = 0; k < items.length; k++) {
+        if (items[k].deadline > 0) {
+          var left = Math.ceil((items[k].deadline - Date.now()) / 1000);
+          var text = left > 0 ? 'You can try again in ' + waitWords(left) + '.' : 'You can try again now.';
+          if (text !== items[k].said) {
+            items[k].said = text;
+            items[k].countdown.textContent = text;
+          }
+          still = still || left > 0;
+        }
+      }
+      if (!still && listTicker) {
+        clearInterval(listTicker);
+        listTicker = 0;
+        announce('You can send the links not served again now.');
+      }
+    }
+    if (counting) {
+      tick();
+      listTicker = setInterval(tick, 250);
+    }
+    // A link under way is asked again on its own, after its own wait.
+    items.forEach(function (it) {
+      if (it.entry.state === 'pending') {
+        pollItem(it, retitle);
+      }
+    });
+  }
+
+  // As the program's own list page draws them (src/http/link_list.rs).
+  var STATE_LOOKS = {
+    ready: 'ok',
+    pending: 'busy',
+    refused: 'wait',
+    failed: 'error',
+    not_tried: 'wait'
+  };
+
+  var STATE_WORDS = {
+    ready: 'Ready',
+    pending: 'Being prepared',
+    refused: 'Not served',
+    failed: 'Failed',
+    not_tried: 'Not tried'
+  };
+
+  function drawItem(item) {
+    var e = item.entry;
+    var li = item.li;
+    clear(li);
+    var state = typeof e.state === 'string' && STATE_WORDS[e.state] ? e.state : 'failed';
+    li.className = STATE_LOOKS[state];
+    li.setAttribute('data-state', state);
+    var asked = addText(li, 'p', '');
+    asked.className = 'asked';
+    var word = addText(asked, 'span', STATE_WORDS[state] + ': ');
+    word.className = 'state';
+    addLinkText(asked, typeof e.link === 'string' ? e.link : '');
+    item.deadline = 0;
+    if (state === 'ready') {
+      var files = Array.isArray(e.files) && e.files.length > 1 ? e.files : [e];
+      for (var i = 0; i < files.length; i++) {
+        var f = files[i] || {};
+        var href = typeof f.download === 'string' ? httpUrl(f.download) : '';
+        if (!href) {
+          continue;
+        }
+        var line = document.createElement('p');
+        line.className = 'link';
+        var a = document.createElement('a');
+        a.href = href;
+        a.rel = 'noreferrer noopener';
+        if (typeof f.filename === 'string' && f.filename) {
+          a.textContent = f.filename;
+        } else {
+          addLinkText(a, href);
+        }
+        line.appendChild(a);
+        li.appendChild(line);
+      }
+      return;
+    }
+    var detail = typeof e.detail === 'string' && e.detail.trim() ? e.detail.trim() : '';
+    if (state === 'pending') {
+      addText(li, 'p', detail || 'The download service is preparing this file.');
+      addText(li, 'p', 'This page asks again by itself; nothing more is paid for it.').className = 'elapsed';
+      return;
+    }
+    var wait = typeof e.retry_after === 'number' && isFinite(e.retry_after)
+      ? Math.min(Math.max(Math.ceil(e.retry_after), 0), MAX_WAIT_SECONDS) : 0;
+    if (wait > 0) {
+      var lead = WAIT_LEADS[e.code] || (e.status === 429 ? WAIT_LEADS.rate_limited : 'Not served for now.');
+      var line = addText(li, 'p', lead + ' ');
+      item.countdown = addText(line, 'span', '');
+      item.countdown.className = 'countdown';
+      item.deadline = Date.now() + wait * 1000;
+      item.said = '';
+    } else {
+      addText(li, 'p', detail || fallbackMessage(e.status || 0));
+    }
+  }
+
+  function readyUrls(items) {
+    var urls = [];
+    for (var i = 0; i < items.length; i++) {
+      var e = items[i].entry;
+      if (e.state !== 'ready') {
+        continue;
+      }
+      var files = Array.isArray(e.files) && e.files.length > 1 ? e.files : [e];
+      for (var k = 0; k < files.length; k++) {
+        var href = files[k] && typeof files[k].download === 'string' ? httpUrl(files[k].download) : '';
+        if (href) {
+          urls.push(href);
+        }
+      }
+    }
+    return urls;
+  }
+
+  // Asks the same link again after its wait (joining its job: nothing more is paid) and
+  // redraws its item with the answer.
+  function pollItem(item, retitle) {
+    var e = item.entry;
+    var seconds = typeof e.retry_after === 'number' && e.retry_after > 0 ? Math.min(e.retry_after, 300) : 5;
+    var target = typeof e.poll === 'string' && e.poll.charAt(0) === '/' && e.poll.charAt(1) !== '/'
+      ? e.poll
+      : form.action + '?link=' + encodeURIComponent(e.link);
+    listPolls.push(setTimeout(function () {
+      var code = 0;
+      fetch(target, {
+        headers: { 'Accept': 'application/json' },
+        cache: 'no-store',
+        credentials: 'same-origin'
+      })
+        .then(function (response) {
+          code = response.status;
+          return response.text();
+        })
+        .then(function (text) {
+          var data = parseJson(text) || {};
+          var entry = { link: e.link, status: code, poll: e.poll };
+          for (var key in data) {
+            if (Object.prototype.hasOwnProperty.call(data, key)) {
+              entry[key] = data[key];
+            }
+          }
+          entry.state = code === 202 ? 'pending' : code >= 200 && code < 300 ? 'ready'
+            : code >= 400 && code < 500 ? 'refused' : 'failed';
+          item.entry = entry;
+          drawItem(item);
+          var ready = retitle();
+          if (entry.state === 'pending') {
+            pollItem(item, retitle);
+          } else {
+            announce((entry.state === 'ready' ? 'Ready: ' : 'Not served: ') + e.link + '. ' + ready + ' links ready.');
+          }
+        }, function () {
+          pollItem(item, retitle);
+        });
+    }, seconds * 1000));
+  }
+
+  // ---- What is left of the allowance, and the supported hosts. ----
+
+  var allowanceBox = document.getElementById('allowance');
+  // The visitor's rules from ?hosts=1: each rule's unit, for the words of a single answer.
+  var ruleUnits = {};
+
+  function sayAllowance(sentences) {
+    if (!allowanceBox || !sentences.length) {
+      return;
+    }
+    allowanceBox.textContent = sentences.map(function (s) {
+      return s.charAt(0).toUpperCase() + s.slice(1) + '.';
+    }).join(' ');
+    allowanceBox.hidden = false;
+  }
+
+  // "12 of 30 left this minute" from the RateLimit headers of a one-link answer.
+  function allowanceFromHeaders(headers) {
+    if (!headers || typeof headers.get !== 'function') {
+      return [];
+    }
+    var policy = items(headers.get('RateLimit-Policy') || '');
+    var state = items(headers.get('RateLimit') || '');
+    var out = [];
+    for (var name in state) {
+      if (Object.prototype.hasOwnProperty.call(state, name) && policy[name] &&
+          typeof state[name].r === 'number' && typeof policy[name].q === 'number') {
+        var unit = ruleUnits[name] || 'requests';
+        var left = state[name].r;
+        var limit = policy[name].q;
+        var window = windowWords(policy[name].w || 0);
+        out.push(unit === 'bytes'
+          ? bytesWords(left * 1024) + ' of ' + bytesWords(limit * 1024) + ' left ' + window
+          : left + ' of ' + limit + ' left ' + window);
+      }
+    }
+    return out;
+  }
+
+  function items(value) {
+    var out = {};
+    value.split(',').forEach(function (item) {
+      var parts = item.trim().split(';');
+      var name = (parts.shift() || '').trim().replace(/^"|"$/g, '');
+      if (!name) {
+        return;
+      }
+      var params = {};
+      parts.forEach(function (p) {
+        var kv = p.trim().split('=');
+        if (kv.length === 2 && /^\d+$/.test(kv[1])) {
+          params[kv[0]] = parseInt(kv[1], 10);
+        }
+      });
+      out[name] = params;
+    });
+    return out;
+  }
+
+  // As the program says it (src/http/allowance.rs).
+  function windowWords(secs) {
+    switch (secs) {
+      case 60: return 'this minute';
+      case 3600: return 'this hour';
+      case 86400: return 'today';
+      case 604800: return 'this week';
+    }
+    if (secs % 86400 === 0) {
+      return 'in any ' + secs / 86400 + ' days';
+    }
+    if (secs % 3600 === 0) {
+      return 'in any ' + secs / 3600 + ' hours';
+    }
+    if (secs % 60 === 0) {
+      return 'in any ' + secs / 60 + ' minutes';
+    }
+    return 'in any ' + secs + ' seconds';
+  }
+
+  function bytesWords(bytes) {
+    var units = [[1e12, 'TB'], [1e9, 'GB'], [1e6, 'MB'], [1e3, 'kB']];
+    for (var i = 0; i < units.length; i++) {
+      if (bytes >= units[i][0]) {
+        var tenths = Math.floor(bytes / (units[i][0] / 10));
+        return (tenths % 10 ? (tenths / 10).toFixed(1) : String(tenths / 10)) + ' ' + units[i][1];
+      }
+    }
+    return bytes + ' bytes';
+  }
+
+  // The hosts the site supports, from the lists it keeps (?hosts=1 costs no call), searchable.
+  function hosts() {
+    var section = document.getElementById('hosts');
+    var search = document.getElementById('host-search');
+    var list = document.getElementById('host-list');
+    var count = document.getElementById('host-count');
+    fetch(form.action + '?hosts=1', {
+      headers: { 'Accept': 'application/json' },
+      credentials: 'same-origin'
+    })
+      .then(function (response) {
+        return response.ok ? response.text() : '';
+      })
+      .then(function (text) {
+        var data = parseJson(text) || {};
+        if (Array.isArray(data.rules)) {
+          data.rules.forEach(function (r) {
+            if (r && typeof r.name === 'string') {
+              ruleUnits[r.name] = r.unit;
+            }
+          });
+        }
+        var names = Array.isArray(data.hosts) ? data.hosts.filter(function (h) {
+          return typeof h === 'string' && h;
+        }) : [];
+        if (!section || !search || !list || !count || !names.length) {
+          return;
+        }
+        section.querySelector('summary').textContent = 'Supported file hosts (' + names.length + ')';
+        function show() {
+          var wanted = search.value.trim().toLowerCase();
+          clear(list);
+          var shown = 0;
+          for (var i = 0; i < names.length; i++) {
+            if (!wanted || names[i].toLowerCase().indexOf(wanted) !== -1) {
+              addText(list, 'li', names[i]);
+              shown++;
+            }
+          }
+          count.textContent = wanted
+            ? (shown === 0 ? 'No host matches “' + search.value.trim() + '”.'
+              : shown + (shown === 1 ? ' host matches.' : ' hosts match.'))
+            : names.length + ' hosts.';
+        }
+        search.addEventListener('input', show);
+        show();
+        section.hidden = false;
+      }, function () {});
+  }
+
   about();
+  hosts();
 })();

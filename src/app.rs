@@ -68,6 +68,9 @@ pub struct App<'a> {
     /// The time of the request's blocks, automatic blocks and journal entry: the system's
     /// clock, or a test's.
     pub clock: &'a dyn Clock,
+    /// What answers a request's several links on threads of their own, each with the site
+    /// opened again (None: one after the other, on this thread, with this site).
+    pub workers: Option<&'a dyn workers::Workers>,
 }
 
 /// Counted and let through: the limit headers to send and the time it was counted at.
@@ -184,13 +187,16 @@ mod failover;
 mod failures;
 mod hosts;
 mod jobs;
+mod links;
 mod lookup;
 mod meter;
 mod pay;
 mod pipeline;
 mod request;
 pub mod sizes;
+mod supported;
 #[cfg(test)]
 mod tests;
 mod usage;
 mod verdict;
+pub mod workers;

@@ -66,6 +66,8 @@ pub struct Config {
     /// API keys: where they arrive, whether they are required, which are accepted.
     pub api_keys: KeyPolicy,
     pub max_body_bytes: u64,
+    /// The most links one request may carry (`request.max_links`); each counts as a request.
+    pub max_links: u32,
     /// The largest file the site serves, in bytes (`max_file_bytes`); None: any size.
     pub max_file_bytes: Option<u64>,
     /// Sites whose pages may use the endpoint (`scheme://host[:port]`); empty: any.
@@ -264,6 +266,7 @@ impl Config {
         let (client, forwarded_header) = controls::client(raw.client)?;
         let max_body_bytes = raw
             .request
+            .as_ref()
             .and_then(|r| r.max_body_bytes)
             .unwrap_or(defaults::MAX_BODY_BYTES);
         if !(1..=1024 * 1024).contains(&max_body_bytes) {
@@ -272,6 +275,24 @@ impl Config {
                 "must be 1 to 1048576; a form with one link needs less than 3000",
             ));
         }
+        let max_links = raw
+            .request
+            .as_ref()
+            .and_then(|r| r.max_links)
+            .unwrap_or(defaults::MAX_LINKS.into());
+        let max_links = u32::try_from(max_links)
+            .ok()
+            .filter(|n| (1..=defaults::MAX_LINKS_LIMIT).contains(n))
+            .ok_or_else(|| {
+                err(
+                    "request.max_links",
+                    format!(
+                        "must be 1 to {}: the links one request may carry, each counted as a request (1: one link at a time; {} is the default)",
+                        defaults::MAX_LINKS_LIMIT,
+                        defaults::MAX_LINKS
+                    ),
+                )
+            })?;
         let max_file_bytes = raw.max_file_bytes;
         if max_file_bytes.is_some_and(|m| m < rules::MIN_BYTES_LIMIT) {
             return Err(err(
@@ -334,6 +355,7 @@ impl Config {
             forwarded_header,
             api_keys,
             max_body_bytes,
+            max_links,
             max_file_bytes,
             allowed_origins,
             fastcgi_max_requests,

@@ -3,10 +3,13 @@
 //! HTML or JSON). No I/O: the gateways hand bytes in and write bytes out.
 
 pub mod about;
+pub mod allowance;
 pub mod api_key;
 pub mod footer;
 pub mod identity;
 pub mod link;
+pub mod link_list;
+pub mod links;
 pub mod negotiate;
 pub mod origin;
 pub mod problem;

@@ -6,6 +6,7 @@ pub mod open;
 pub mod page_files;
 pub mod web_root;
 
+use crate::app::workers::{Worker, Workers};
 use crate::app::{Answer, App};
 use std::io::Read;
 use std::time::Duration;
@@ -34,6 +35,9 @@ pub struct Site {
     provider: Option<Box<dyn Provider>>,
     /// The services after the first, when the configuration lists several.
     others: Vec<Box<dyn Provider>>,
+    /// How long a request's several links may take: the web server's time limit for a CGI
+    /// program, or for a FastCGI one.
+    links_budget: Duration,
 }
 
 impl Site {
@@ -43,12 +47,20 @@ impl Site {
         Site::with_store(config, store, log)
     }
 
+    /// The time a request's several links may take (CGI's by default).
+    fn for_fastcgi(self) -> Site {
+        Site {
+            links_budget: Duration::from_millis(defaults::LINKS_TIME_BUDGET_FASTCGI_MS),
+            ..self
+        }
+    }
+
     /// A site for a process that answers request after request (FastCGI): its store holds
     /// journal entries and remembers refusals for a moment (see [`crate::store::held`]).
     pub fn long_lived(config: Config, log: Context) -> Site {
         let store = crate::site::open::for_requests(&config, &log);
         let store = crate::store::held::held(store, StderrLog::new(log.clone()));
-        Site::with_store(config, store, log)
+        Site::with_store(config, store, log).for_fastcgi()
     }
 
     fn with_store(config: Config, store: Store, log: Context) -> Site {
@@ -72,6 +84,7 @@ impl Site {
             provider,
             others,
             config,
+            links_budget: Duration::from_millis(defaults::LINKS_TIME_BUDGET_MS),
         }
     }
 
@@ -93,7 +106,16 @@ impl Site {
                 admitted: false,
             };
         }
-        self.app().handle(env, body)
+        let workers = Reopened {
+            config: &self.config,
+            log: self.log.context(),
+            budget: self.links_budget,
+        };
+        App {
+            workers: Some(&workers),
+            ..self.app()
+        }
+        .handle(env, body)
     }
 
     /// The owner's log, secrets masked.
@@ -115,7 +137,32 @@ impl Site {
             others: &self.others,
             log: &self.log,
             clock: &SystemClock,
+            workers: None,
         }
+    }
+}
+
+/// A request's several links answered on threads of their own, each with this site opened
+/// again: its own store connection and provider client, as a CGI process would have.
+struct Reopened<'a> {
+    config: &'a Config,
+    log: &'a Context,
+    budget: Duration,
+}
+
+impl Workers for Reopened<'_> {
+    fn worker(&self) -> Box<dyn Worker + '_> {
+        Box::new(Site::new(self.config.clone(), self.log.clone()))
+    }
+
+    fn budget(&self) -> Duration {
+        self.budget
+    }
+}
+
+impl Worker for Site {
+    fn answer(&self, env: &Env) -> crate::http::response::Response {
+        self.app().handle(env, &mut std::io::empty()).response
     }
 }
 

@@ -1744,10 +1744,13 @@ fn oversized_query_strings() {
             true,
         ),
         (
-            "7 KiB: the link parameter 170 times",
+            "7 KiB: the link parameter 170 times, each another link",
             Request::get(&format!(
                 "/cgi-bin/resolve?{}",
-                vec![valid.as_str(); 170].join("&")
+                (0..170)
+                    .map(|i| format!("{valid}{i}"))
+                    .collect::<Vec<_>>()
+                    .join("&")
             )),
             400,
             true,

@@ -117,9 +117,14 @@ fn rows() -> Vec<Row> {
             400,
         ),
         // The link parameter itself.
+        // A repeated link is several links (tests/links.rs); more than request.max_links
+        // (20) are refused whole.
         row(
-            "repeated link",
-            get(&format!("{valid}&{}", q("https://example.com/other"))),
+            "link repeated past request.max_links",
+            get(&(0..21)
+                .map(|i| q(&format!("https://example.com/{i}")))
+                .collect::<Vec<_>>()
+                .join("&")),
             400,
         ),
         row("empty link=", get("link="), 400),

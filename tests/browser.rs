@@ -904,7 +904,7 @@ fn page_is_a_plain_accessible_form() {
     let page = h.web().script(
         r#"
 var f = document.querySelector('form');
-var i = document.querySelector('input[name="link"]');
+var i = document.querySelector('textarea[name="links"]');
 var b = f && f.querySelector('button[type="submit"], input[type="submit"]');
 var l = i && i.labels && i.labels[0];
 var s = document.getElementById('status');
@@ -931,7 +931,8 @@ return {
         page["inside"], true,
         "the field must be inside the form: {page}"
     );
-    assert_eq!(page["type"], "url", "{page}");
+    // One link or many, one a line.
+    assert_eq!(page["type"], "textarea", "{page}");
     assert_eq!(page["required"], true, "{page}");
     assert_ne!(page["label"], "", "the field needs a <label>: {page}");
     assert_eq!(page["button"], true, "{page}");
@@ -2594,4 +2595,291 @@ fn the_answer_page_shows_the_widget_under_its_policy_and_posts_the_token() {
     assert_eq!(page, DOWNLOAD_1);
     assert_eq!(h.site().provider.calls(), 1);
     assert_eq!(sv.verifications(), 1);
+}
+
+/// Ten part links of one archive pasted into the box at once.
+fn paste_parts(h: &Harness, n: usize) -> Vec<String> {
+    let parts: Vec<String> = (1..=n)
+        .map(|i| format!("https://hoster.example/f/file.part{i:02}.rar"))
+        .collect();
+    h.web().script(&format!(
+        "document.getElementById('link').value = {}; return null;",
+        json!(parts.join("\n"))
+    ));
+    h.web().click("#submit");
+    parts
+}
+
+/// The list as the page shows it: each item's state class, its download link, its countdown.
+const LIST_SCRIPT: &str = r#"
+return Array.prototype.map.call(document.querySelectorAll('#result ol.links > li'), function (li) {
+  var a = li.querySelector('a');
+  var c = li.querySelector('.countdown');
+  return {state: li.getAttribute('data-state'), href: a ? a.getAttribute('href') : null,
+          countdown: c ? c.textContent : null, text: li.innerText};
+});
+"#;
+
+#[test]
+fn ten_part_links_with_five_left_give_five_links_and_five_countdowns() {
+    let h = Setup::new().rules(vec![rule("ip", "ip", 5, 60)]).start();
+    h.open_page();
+    let parts = paste_parts(&h, 10);
+    let view = h.answer(Duration::from_secs(30));
+    assert_eq!(view.kind, "list", "{view:?}");
+    let list = h.web().script(LIST_SCRIPT);
+    let items = list.as_array().expect("items");
+    assert_eq!(items.len(), 10, "{list:#}");
+    let ready: Vec<&Value> = items.iter().filter(|i| i["state"] == "ready").collect();
+    let refused: Vec<&Value> = items.iter().filter(|i| i["state"] == "refused").collect();
+    assert_eq!((ready.len(), refused.len()), (5, 5), "{list:#}");
+    for i in &ready {
+        assert!(
+            i["href"]
+                .as_str()
+                .is_some_and(|h| h.starts_with("https://cdn.test/file/")),
+            "{i}"
+        );
+    }
+    for i in &refused {
+        let c = i["countdown"].as_str().unwrap_or("");
+        assert!(c.starts_with("You can try again in "), "{i}");
+        assert!((1..=60).contains(&number_in(c)), "{i}");
+    }
+    assert_eq!(h.site().provider.calls(), 5, "paid calls");
+    assert!(view.result.starts_with("5 of 10 links ready"), "{view:?}");
+    // What is left, in words; the links not served back in the box.
+    let allowance = h.web().script(
+        "var a = document.getElementById('allowance'); return a.hidden ? '' : a.textContent;",
+    );
+    assert_eq!(allowance, "0 of 5 left this minute.");
+    let back = h
+        .web()
+        .script("return document.getElementById('link').value;");
+    let back: Vec<&str> = back.as_str().unwrap_or("").lines().collect();
+    assert_eq!(back.len(), 5, "{back:?}");
+    assert!(
+        back.iter().all(|l| parts.iter().any(|p| p == l)),
+        "{back:?}"
+    );
+    h.said_last("5 of 10 links ready. The 5 not served are back in the box to send again.");
+    // The countdown moves.
+    let first = refused[0]["countdown"].as_str().unwrap_or("").to_owned();
+    let moved = wait_for("a countdown to move", Duration::from_secs(5), || {
+        let now = h.web().script(LIST_SCRIPT);
+        let c = now
+            .as_array()
+            .and_then(|a| a.iter().find(|i| i["state"] == "refused"))
+            .and_then(|i| i["countdown"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        if c != first { Ok(c) } else { Err(c) }
+    });
+    assert!(
+        number_in(&moved) < number_in(&first),
+        "{first} then {moved}"
+    );
+
+    // "Copy all links" by keyboard: from the button, Tab past the five links to it.
+    h.web()
+        .script("document.getElementById('copy-all').focus(); return null;");
+    h.web().keys(&[ENTER]);
+    let copied = wait_for("the copy to be told", Duration::from_secs(5), || {
+        let said = h
+            .web()
+            .script("var c = document.querySelector('.copied'); return c ? c.textContent : '';");
+        match said.as_str() {
+            Some(text) if !text.is_empty() => Ok(text.to_string()),
+            _ => Err(said.to_string()),
+        }
+    });
+    assert!(
+        copied == "Copied 5 links." || copied.starts_with("Could not copy"),
+        "{copied}"
+    );
+    assert_eq!(h.view().focus, "copy-all", "focus stays on the button");
+    h.contrast("links");
+    h.axe("links");
+    h.web().phone(true);
+    h.axe("links-phone");
+    h.web().phone(false);
+}
+
+/// AllDebrid's public host list (docs.alldebrid.com, "Hosts": `GET /v4/hosts/domains`).
+const AD_DOMAINS: &str = "/v4/hosts/domains";
+
+#[test]
+fn the_page_says_what_is_left_and_lists_the_hosts_to_search() {
+    let api = support::Provider::builder().routes_only().start();
+    api.route(
+        "GET",
+        AD_DOMAINS,
+        Reply::ok(json!({"status": "success", "data": {
+            "hosts": ["1fichier.com", "mega.nz", "rapidgator.net", "uptobox.com"],
+            "streams": ["youtube.com"]
+        }})),
+    );
+    api.route(
+        "POST",
+        "/v4.1/link/unlock",
+        Reply::ok(json!({"status": "success", "data": {"link": "https://a1.debrid.it/dl/x/f.zip", "filename": "f.zip"}})),
+    );
+    let base = api.url("");
+    let h = Setup::new()
+        .provider(api)
+        .rules(vec![
+            rule("ip", "ip", 30, 60),
+            json!({"name": "daily-bytes", "key": "ip", "unit": "bytes", "limit": 20_000_000_000u64, "window_secs": 86400}),
+        ])
+        .config(move |c| {
+            c["provider"] = json!({"preset": "alldebrid", "token": support::config::TOKEN,
+                "base_url": base, "link_check": null, "account": null,
+                "hosts": {"url": "{base}/v4/hosts/domains", "lists": ["/data/hosts", "/data/streams"]}});
+        })
+        .start();
+    h.open_page();
+    // No list kept yet: no host section, and asking fetched nothing.
+    thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        h.web()
+            .script("return document.getElementById('hosts').hidden;"),
+        true
+    );
+    assert_eq!(h.site().provider.calls(), 0);
+    // One link: the list is fetched before paying, as always; what is left is said.
+    let view = h.submit("https://mega.nz/file/abc");
+    assert_eq!(
+        view.href.as_deref(),
+        Some("https://a1.debrid.it/dl/x/f.zip"),
+        "{view:?}"
+    );
+    let allowance = wait_for("the allowance", Duration::from_secs(5), || {
+        let a = h.web().script(
+            "var a = document.getElementById('allowance'); return a.hidden ? '' : a.textContent;",
+        );
+        match a.as_str() {
+            Some(t) if !t.is_empty() => Ok(t.to_owned()),
+            _ => Err(a.to_string()),
+        }
+    });
+    assert_eq!(
+        allowance,
+        "29 of 30 left this minute. 20 GB of 20 GB left today."
+    );
+    let calls = h.site().provider.calls();
+
+    // Opened again: the hosts, searchable, by keyboard.
+    h.open_page();
+    wait_for("the host list", Duration::from_secs(10), || {
+        let hidden = h
+            .web()
+            .script("return document.getElementById('hosts').hidden;");
+        if hidden == json!(false) {
+            Ok(())
+        } else {
+            Err(hidden.to_string())
+        }
+    });
+    let summary = h
+        .web()
+        .script("return document.querySelector('#hosts summary').textContent;");
+    assert_eq!(summary, "Supported file hosts (5)");
+    h.web()
+        .script("document.querySelector('#hosts summary').focus(); return null;");
+    h.web().keys(&[ENTER]);
+    assert_eq!(
+        h.web()
+            .script("return document.getElementById('hosts').open;"),
+        true
+    );
+    h.web().keys(&[TAB]);
+    assert_eq!(h.view().focus, "host-search");
+    h.web().keys(&["rapid"]);
+    let shown = h.web().script(
+        "return [Array.prototype.map.call(document.querySelectorAll('#host-list li'), \
+         function (l) { return l.textContent; }), document.getElementById('host-count').textContent];",
+    );
+    assert_eq!(shown, json!([["rapidgator.net"], "1 host matches."]));
+    h.axe("hosts");
+    h.web().phone(true);
+    h.axe("hosts-phone");
+    h.web().phone(false);
+    assert_eq!(
+        h.site().provider.calls(),
+        calls,
+        "the page's questions cost no call"
+    );
+}
+
+/// Without JavaScript, several links pasted in the box get the program's own list page: each
+/// link's state, the wait of those refused, what is left; in both schemes and on a phone.
+#[test]
+fn several_links_without_javascript_get_a_list_page() {
+    let h = Setup::new()
+        .without_javascript()
+        .rules(vec![rule("ip", "ip", 2, 60)])
+        .start();
+    h.web().open(&h.base);
+    h.web().type_into(
+        "#link",
+        "https://hoster.example/a.part1.rar\nhttps://hoster.example/a.part2.rar\nhttps://hoster.example/a.part3.rar",
+    );
+    h.web().click("#submit");
+    let page = wait_for("the list page", Duration::from_secs(15), || {
+        let page = h.web().script(
+            "return {path: location.pathname, h1: (document.querySelector('h1') || {}).textContent, \
+             states: Array.prototype.map.call(document.querySelectorAll('ol.links > li'), \
+               function (l) { return l.getAttribute('data-state'); }), \
+             links: document.querySelectorAll('ol.links a').length, \
+             allowance: (document.querySelector('.allowance') || {}).textContent, \
+             text: document.body ? document.body.innerText : ''};",
+        );
+        if page["path"] == "/cgi-bin/resolve"
+            && page["states"].as_array().is_some_and(|s| !s.is_empty())
+        {
+            Ok(page)
+        } else {
+            Err(page.to_string())
+        }
+    });
+    assert_eq!(page["h1"], "2 of 3 links ready", "{page}");
+    // Served a few at a time: which two of the three come first is the scheduler's doing.
+    let mut states: Vec<&str> = page["states"]
+        .as_array()
+        .expect("states")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    states.sort_unstable();
+    assert_eq!(states, ["ready", "ready", "refused"], "{page}");
+    assert_eq!(page["links"], 2, "{page}");
+    assert_eq!(page["allowance"], "0 of 2 left this minute.", "{page}");
+    assert!(
+        page["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Too many requests: try again in "),
+        "{page}"
+    );
+    assert_eq!(h.site().provider.calls(), 2);
+    drop(h);
+
+    // The same page in a browser that runs scripts (the page carries none), for axe-core.
+    let h = Setup::new().rules(vec![rule("ip", "ip", 2, 60)]).start();
+    let query: Vec<String> = ["a.part1.rar", "a.part2.rar", "a.part3.rar"]
+        .iter()
+        .map(|f| format!("link=https%3A%2F%2Fhoster.example%2F{f}"))
+        .collect();
+    h.web()
+        .open(&format!("{}?{}", h.endpoint(), query.join("&")));
+    assert_eq!(
+        h.web()
+            .script("return document.querySelector('h1').textContent;"),
+        "2 of 3 links ready"
+    );
+    h.contrast("list page");
+    h.axe("list-page");
+    h.web().phone(true);
+    h.axe("list-page-phone");
+    h.web().phone(false);
 }

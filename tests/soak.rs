@@ -130,8 +130,8 @@ enum Kind {
     BadLink,
     /// No link at all: 400 missing_link.
     NoLink,
-    /// `link=a&link=b`: 400 repeated_link.
-    TwoLinks,
+    /// `links=` with more links than `request.max_links` (20): 400 too_many_links.
+    TooManyLinks,
     /// PUT: 405.
     Put,
 }
@@ -228,7 +228,13 @@ fn build(kind: Kind, accept: Accept, link: &str) -> Request {
             encode("ftp://example.com/x")
         )),
         Kind::NoLink => Request::get("/cgi-bin/resolve?nothing=here"),
-        Kind::TwoLinks => Request::get(&format!("{target}&{}", link_param(link))),
+        Kind::TooManyLinks => {
+            let many: Vec<String> = (0..21).map(|i| format!("{link}/{i}")).collect();
+            Request::get(&format!(
+                "/cgi-bin/resolve?links={}",
+                encode(&many.join("\n"))
+            ))
+        }
         Kind::Put => Request::new("PUT", &target),
     };
     req.header("Accept", accept.header())
@@ -463,7 +469,7 @@ impl Load {
         let mut plan: Vec<(Kind, Accept, String)> = Vec::new();
         for n in 0..counted + bad {
             let kind = if n >= counted {
-                [Kind::BadLink, Kind::NoLink, Kind::TwoLinks, Kind::Put][rng.below(4) as usize]
+                [Kind::BadLink, Kind::NoLink, Kind::TooManyLinks, Kind::Put][rng.below(4) as usize]
             } else {
                 match rng.below(100) {
                     0..45 => Kind::Get,
@@ -493,8 +499,8 @@ impl Load {
                 std::thread::sleep(STEADY_GAP);
             }
             if rng.percent(15) {
-                let kind =
-                    [Kind::BadLink, Kind::NoLink, Kind::TwoLinks, Kind::Put][rng.below(4) as usize];
+                let kind = [Kind::BadLink, Kind::NoLink, Kind::TooManyLinks, Kind::Put]
+                    [rng.below(4) as usize];
                 shots.push(self.shoot(
                     client,
                     kind,

@@ -21,6 +21,8 @@
 //! | two_servers_share_one_limit                            | threads | processes | processes | processes |
 //! | key_templates_name_the_stored_keys                     | yes     | fixed (1) | yes       | yes       |
 //! | store_killed_under_load_and_restarted                  | yes (3) | yes (3)   | yes (3)   | yes (3)   |
+//! | ten_part_links_with_five_left                          | yes     | yes       | yes       | yes       |
+//! | pastes_of_several_links_at_once_stay_exact             | threads | processes | processes | processes |
 //! | slow_store_is_answered_within_its_bound                | -       | yes (4)   | yes       | yes       |
 //! | wrong_credentials_get_the_policy_answer_and_never_show | -       | -         | yes       | yes       |
 //! | journal_rows_round_trip                                | yes     | yes       | yes       | yes       |
@@ -173,6 +175,8 @@ contract! {
     served::two_servers_share_one_limit() for all_stores;
     served::key_templates_name_the_stored_keys() for all_stores;
     served::store_killed_under_load_and_restarted() for all_stores;
+    served::ten_part_links_with_five_left() for all_stores;
+    served::pastes_of_several_links_at_once_stay_exact() for all_stores;
     served::slow_store_is_answered_within_its_bound() for file, mysql, redis;
     served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
     journal::journal_rows_round_trip() for all_stores;

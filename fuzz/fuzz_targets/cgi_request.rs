@@ -301,6 +301,7 @@ fuzz_target!(|data: &[u8]| {
             others: &[],
             log: &log,
             clock: memory.clock(),
+            workers: None,
         };
         let (decisions, calls) = (counted.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));

@@ -25,14 +25,14 @@ use crate::support::defaults;
 use crate::support::log::Level;
 
 /// Where the list is kept: among the cache's keys, never equal to a link's.
-const KEY: Reserved<'static> = Reserved::HostList;
+pub(super) const KEY: Reserved<'static> = Reserved::HostList;
 /// Held by the one request that fetches the list.
 const FETCHING: Reserved<'static> = Reserved::HostListFetching;
 
 /// A fetch of the list, as kept: when, and the domains (None: that fetch failed).
-struct Kept {
-    fetched_at_ms: u64,
-    domains: Option<Vec<String>>,
+pub(super) struct Kept {
+    pub(super) fetched_at_ms: u64,
+    pub(super) domains: Option<Vec<String>>,
 }
 
 impl Kept {
@@ -42,7 +42,7 @@ impl Kept {
             .into_bytes()
     }
 
-    fn decode(bytes: &[u8]) -> Option<Kept> {
+    pub(super) fn decode(bytes: &[u8]) -> Option<Kept> {
         let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
         let domains = match &v["domains"] {
             serde_json::Value::Null => None,

@@ -96,6 +96,13 @@ impl App<'_> {
                     admitted: false,
                 };
             }
+            Asking::Hosts => {
+                return Answer {
+                    response: self.supported(),
+                    head_only,
+                    admitted: false,
+                };
+            }
             Asking::Link(asked) => asked,
         };
         let reply = Reply {
@@ -103,6 +110,22 @@ impl App<'_> {
             frame: Frame::new(request.script_name, Some(&self.config.page)),
             script_name: request.script_name,
         };
+        // Several links: each asked as a request of its own, journaled as such.
+        if let Ok(asked) = &asked
+            && !asked.links.is_empty()
+        {
+            let (response, admitted) = self.several(
+                env,
+                &asked.links,
+                (reply.format, &reply.frame, head_only),
+                self.workers,
+            );
+            return Answer {
+                response,
+                head_only,
+                admitted,
+            };
+        }
         let mut tally = Tally::default();
         tally.add(Event::Request);
         let response = match self.way(asked, &reply, &mut tally) {

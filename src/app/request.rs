@@ -10,6 +10,7 @@ use std::io::Read;
 use crate::app::App;
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::api_key::ClientKey;
+use crate::http::links::Carried;
 use crate::http::negotiate::{self, Format};
 use crate::http::problem::{Kind, Problem};
 use crate::http::request::{self, Env, Method};
@@ -32,6 +33,9 @@ pub(super) enum Asking<'r> {
     /// The page's footer and version (`?about=1`): answered before anything else is read or
     /// counted.
     About,
+    /// The supported hosts and the visitor's rules (`?hosts=1`): read from the store's cache
+    /// only, nothing counted.
+    Hosts,
     /// A link: the request read and checked, or the first reason it cannot be answered.
     Link(Result<Asked<'r>, Problem>),
 }
@@ -72,6 +76,9 @@ pub(super) struct Asked<'r> {
     pub(super) link: String,
     /// What it brings for the challenge: a token, the remembering cookie.
     pub(super) presented: crate::challenge::Presented,
+    /// Two links or more, each asked as a request of its own (`app::links`); then `link` is
+    /// empty.
+    pub(super) links: Vec<Vec<u8>>,
 }
 
 impl Asked<'_> {
@@ -109,6 +116,10 @@ impl App<'_> {
         };
         let asking = if crate::http::about::is_about(env) {
             Asking::About
+        } else if env.get("QUERY_STRING") == Some(crate::app::supported::QUERY)
+            && matches!(env.get("REQUEST_METHOD"), Some(b"GET" | b"HEAD"))
+        {
+            Asking::Hosts
         } else {
             Asking::Link(self.ask(env, method, &caller, body))
         };
@@ -160,8 +171,35 @@ impl App<'_> {
                 .log(format!("REMOTE_ADDR is {e:?}: the web server must set it"))
             })?;
         let body = read_body(body, head.body_len)?;
-        let link = request::parse_link(&head, env, &body)?;
         let presented = crate::challenge::Presented::read(env, head.method == Method::Post, &body);
+        let source = match head.method {
+            Method::Post => body.as_slice(),
+            Method::Get | Method::Head => env.get("QUERY_STRING").unwrap_or_default(),
+        };
+        // One `link` and no `links`, as most requests: read as one link always was.
+        let single = crate::net::form::raw_values(source, "links").is_empty()
+            && crate::net::form::raw_values(source, "link").len() <= 1;
+        if single {
+            return Ok(Asked {
+                method: head.method,
+                address,
+                identity: self.config.client.identity(address),
+                key,
+                link: request::parse_link(&head, env, &body)?,
+                presented,
+                links: Vec::new(),
+            });
+        }
+        let (link, links) = match crate::http::links::carried(source, self.config.max_links)? {
+            Carried::Single => (request::parse_link(&head, env, &body)?, Vec::new()),
+            Carried::One(link) => (
+                crate::http::link::validate(&link)
+                    .map(str::to_owned)
+                    .map_err(|e| Problem::new(400, Kind::BadLink, e.to_string()))?,
+                Vec::new(),
+            ),
+            Carried::Several(links) => (String::new(), links),
+        };
         Ok(Asked {
             method: head.method,
             address,
@@ -169,6 +207,7 @@ impl App<'_> {
             key,
             link,
             presented,
+            links,
         })
     }
 }

@@ -160,25 +160,7 @@ fn too_large_sentence(size: u64, max: u64) -> String {
 /// `bytes` in decimal units (kB, MB, GB, TB) with at most one decimal, rounded up (`up`) or
 /// down, so that a file just over a limit never reads as the limit itself.
 pub fn in_words(bytes: u64, up: bool) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1_000_000_000_000, "TB"),
-        (1_000_000_000, "GB"),
-        (1_000_000, "MB"),
-        (1_000, "kB"),
-    ];
-    let Some(&(unit, name)) = UNITS.iter().find(|(unit, _)| bytes >= *unit) else {
-        return format!("{bytes} bytes");
-    };
-    let tenth = unit / 10;
-    let tenths = if up {
-        bytes.div_ceil(tenth)
-    } else {
-        bytes / tenth
-    };
-    match tenths % 10 {
-        0 => format!("{} {name}", tenths / 10),
-        d => format!("{}.{d} {name}", tenths / 10),
-    }
+    crate::http::allowance::bytes_words(bytes, up)
 }
 
 #[cfg(test)]

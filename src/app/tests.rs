@@ -76,6 +76,7 @@ fn run(
         others: &[],
         log: &log,
         clock: &SystemClock,
+        workers: None,
     };
     let answer = app.handle(env, &mut std::io::empty());
     (answer, log)
@@ -179,6 +180,7 @@ fn short_bodies_are_refused() {
         others: &[],
         log: &log,
         clock: &SystemClock,
+        workers: None,
     };
     let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
     assert_eq!(a.response.status, 400);
@@ -218,6 +220,7 @@ fn without_a_provider_every_request_gets_503() {
         others: &[],
         log: &log,
         clock: &SystemClock,
+        workers: None,
     };
     let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
     assert_eq!(a.response.status, 503);

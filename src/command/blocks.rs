@@ -194,6 +194,7 @@ mod tests {
                 others: &[],
                 log: &self.log,
                 clock: self.store.clock(),
+                workers: None,
             };
             let env = Env::method("GET")
                 .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")

@@ -157,6 +157,7 @@ struct Cache {
 #[derive(Serialize)]
 struct Request {
     max_body_bytes: u64,
+    max_links: u32,
 }
 
 #[derive(Serialize)]
@@ -193,6 +194,7 @@ impl Serialize for Config {
         map.serialize_entry("client", &client)?;
         let request = Request {
             max_body_bytes: self.max_body_bytes,
+            max_links: self.max_links,
         };
         map.serialize_entry("request", &request)?;
         if let Some(max) = self.max_file_bytes {

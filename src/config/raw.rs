@@ -207,6 +207,7 @@ pub(crate) struct RawClient {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRequest {
     pub(crate) max_body_bytes: Option<u64>,
+    pub(crate) max_links: Option<u64>,
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ fn no_file_means_safe_defaults() {
     assert_eq!(c.store.on_error, OnError::Allow);
     assert_eq!(c.client.ipv6_prefix, 64);
     assert_eq!(c.max_body_bytes, 8192);
+    assert_eq!(c.max_links, 20);
     assert_eq!(parse("{}").unwrap(), c);
 }
 
@@ -148,6 +149,8 @@ fn mistakes_name_the_field_and_the_fix() {
             r#"{"request": {"max_body_bytes": 0}}"#,
             "request.max_body_bytes",
         ),
+        (r#"{"request": {"max_links": 0}}"#, "request.max_links"),
+        (r#"{"request": {"max_links": 101}}"#, "request.max_links"),
         (
             r#"{"fastcgi": {"max_requests": 0}}"#,
             "fastcgi.max_requests",

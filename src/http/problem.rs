@@ -11,6 +11,8 @@ pub enum Kind {
     UnsupportedMediaType,
     MissingLink,
     RepeatedLink,
+    /// More links in one request than `request.max_links`.
+    TooManyLinks,
     BadEncoding,
     BadLink,
     ShortBody,
@@ -55,6 +57,7 @@ impl Kind {
             Kind::UnsupportedMediaType => "unsupported_media_type",
             Kind::MissingLink => "missing_link",
             Kind::RepeatedLink => "repeated_link",
+            Kind::TooManyLinks => "too_many_links",
             Kind::BadEncoding => "bad_encoding",
             Kind::BadLink => "bad_link",
             Kind::ShortBody => "short_body",
@@ -223,7 +226,7 @@ mod tests {
     }
 
     /// Every kind.
-    const ALL: [Kind; 30] = [
+    const ALL: [Kind; 31] = [
         Kind::MethodNotAllowed,
         Kind::LengthRequired,
         Kind::BadLength,
@@ -231,6 +234,7 @@ mod tests {
         Kind::UnsupportedMediaType,
         Kind::MissingLink,
         Kind::RepeatedLink,
+        Kind::TooManyLinks,
         Kind::BadEncoding,
         Kind::BadLink,
         Kind::ShortBody,

@@ -433,7 +433,7 @@ fn challenge_page(
 }
 
 /// An HTML answer page with the headers every one carries.
-fn html_page(status: u16, body: String) -> Response {
+pub(crate) fn html_page(status: u16, body: String) -> Response {
     Response::new(status, HTML, body)
         .header("Content-Security-Policy", content_security_policy())
         .header("X-Content-Type-Options", "nosniff")
@@ -442,7 +442,7 @@ fn html_page(status: u16, body: String) -> Response {
 /// An answer page for visitors without JavaScript: the outcome as a card like the page's, the
 /// form again to try another link (its label, and the link it holds, if any), and the
 /// owner's footer.
-fn page(
+pub(crate) fn page(
     title: &str,
     kind: &str,
     code: Option<&str>,

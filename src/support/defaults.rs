@@ -24,6 +24,22 @@ pub const FORWARDED_HEADER: &str = "X-Forwarded-For";
 pub const MAX_BODY_BYTES: u64 = 8 * 1024;
 /// Longest accepted link, in bytes.
 pub const MAX_LINK_BYTES: usize = 2048;
+/// Links one request may carry (`request.max_links`): a hoster's archive in parts is rarely
+/// more than twenty, and each is still counted by every rule as a request of its own.
+pub const MAX_LINKS: u32 = 20;
+/// The most `request.max_links` may be set to: every link may wait for the provider, and the
+/// list must be answered within the web server's time limit.
+pub const MAX_LINKS_LIMIT: u32 = 100;
+/// Links of one request served at once, each on a thread with its own store connection: the
+/// provider's calls overlap, and a shared host sees at most this many more connections.
+pub const LINKS_AT_ONCE: usize = 4;
+/// How long a request with several links may take under CGI, in milliseconds: no link is
+/// started that could not finish (with the provider's `deadline_ms`) before this, inside
+/// Apache's default `Timeout` of 60 s (mod_cgid's `CGIDScriptTimeout` when unset). A link not
+/// started is answered `not_tried`, counted by nothing.
+pub const LINKS_TIME_BUDGET_MS: u64 = 55_000;
+/// The same under FastCGI: inside mod_fcgid's default `FcgidIOTimeout` of 40 s.
+pub const LINKS_TIME_BUDGET_FASTCGI_MS: u64 = 38_000;
 
 /// Directory name of the file store, beside the configuration file.
 pub const DATA_DIR_NAME: &str = "ratelimit";

@@ -630,3 +630,121 @@ pub fn wrong_credentials_get_the_policy_answer_and_never_show<S: Credentialed>(s
         }
     }
 }
+
+/// Ten part links of one archive pasted at once by a visitor with five requests left: each
+/// link counted as a request of its own, so exactly five are served (five paid calls) and the
+/// other five refused with the wait, in one answer; the client's key counts five.
+pub fn ten_part_links_with_five_left(sut: &mut dyn StoreUnderTest) {
+    let site = Site::start(
+        sut,
+        &format!("{}-parts", sut.name()),
+        sut.store_json("deny", Timeouts::Patient),
+        vec![rule("ip", "fixed", 5, 600)],
+    );
+    let source = "127.0.0.30";
+    let parts: Vec<String> = (1..=10)
+        .map(|i| {
+            format!(
+                "https://hoster.example/f/{}/file.part{i:02}.rar",
+                sut.name()
+            )
+        })
+        .collect();
+    let (status, answer) = site.ask_links(source, &parts);
+    let what = format!("{}: ten parts, five left", sut.name());
+    assert_eq!(status, 200, "{what}: {answer}");
+    let links = answer["links"].as_array().expect("a list");
+    assert_eq!(links.len(), 10, "{what}: {answer}");
+    let ready: Vec<&serde_json::Value> = links.iter().filter(|l| l["state"] == "ready").collect();
+    let refused: Vec<&serde_json::Value> =
+        links.iter().filter(|l| l["state"] == "refused").collect();
+    assert_eq!((ready.len(), refused.len()), (5, 5), "{what}: {answer}");
+    for l in &ready {
+        assert!(
+            l["download"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("https://cdn.test/file/")),
+            "{what}: {l}"
+        );
+    }
+    for l in &refused {
+        assert_eq!(
+            (l["status"].as_u64(), l["code"].as_str()),
+            (Some(429), Some("rate_limited")),
+            "{what}: {l}"
+        );
+        let wait = l["retry_after"].as_u64().unwrap_or(0);
+        assert!((1..=600).contains(&wait), "{what}: a countdown: {l}");
+    }
+    assert_eq!(site.provider.calls(), 5, "{what}: paid calls");
+    assert_eq!(
+        answer["allowance"][0]["words"], "0 of 5 left in any 10 minutes",
+        "{what}"
+    );
+    assert_eq!(
+        sut.counted(&format!("resolve:ip:{source}"), Algorithm::Fixed),
+        5,
+        "{what}"
+    );
+}
+
+/// Twelve pastes of five links each, all at once from one address, against a limit of 30:
+/// exactly 30 links served and 30 paid calls, the other 30 refused with their wait.
+pub fn pastes_of_several_links_at_once_stay_exact(sut: &mut dyn StoreUnderTest) {
+    let site = Site::start(
+        sut,
+        &format!("{}-pastes", sut.name()),
+        sut.store_json("deny", Timeouts::Patient),
+        vec![rule("ip", "fixed", 30, 600)],
+    );
+    let source = "127.0.0.31";
+    let start = std::sync::Barrier::new(12);
+    let answers: Vec<(u16, serde_json::Value)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..12)
+            .map(|p| {
+                let (site, start) = (&site, &start);
+                let links: Vec<String> = (0..5)
+                    .map(|i| format!("https://hoster.example/p/{}/{p}/{i}", sut.name()))
+                    .collect();
+                s.spawn(move || {
+                    start.wait();
+                    site.ask_links(source, &links)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("paste"))
+            .collect()
+    });
+    let what = format!("{}: 12 pastes of 5 links", sut.name());
+    let states: Vec<&str> = answers
+        .iter()
+        .flat_map(|(status, a)| {
+            assert_eq!(*status, 200, "{what}: {a}");
+            a["links"]
+                .as_array()
+                .expect("a list")
+                .iter()
+                .map(|l| l["state"].as_str().unwrap_or("?"))
+        })
+        .collect();
+    let count = |state: &str| states.iter().filter(|s| **s == state).count();
+    eprintln!(
+        "{what}: {} ready, {} refused, {} paid calls",
+        count("ready"),
+        count("refused"),
+        site.provider.calls()
+    );
+    assert_eq!(
+        (count("ready"), count("refused")),
+        (30, 30),
+        "{what}: {states:?}"
+    );
+    assert_eq!(site.provider.calls(), 30, "{what}: paid calls");
+    assert_eq!(
+        sut.counted(&format!("resolve:ip:{source}"), Algorithm::Fixed),
+        30,
+        "{what}"
+    );
+}

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::stores::{StoreUnderTest, TestClock};
 use crate::support::config;
-use crate::support::urlenc::link_param;
+use crate::support::urlenc::{encode, link_param};
 use crate::support::{Apache, Provider, Request, TempDir, binary};
 
 /// A rule of the sites' configurations: per client address.
@@ -222,6 +222,7 @@ impl Site {
                     others: &[],
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
+                    workers: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "GET")
@@ -250,6 +251,58 @@ impl Site {
                 }
             }
         }
+    }
+
+    /// One POST of `links` (one a line, the `links` field) from `source`, asking for JSON: the
+    /// status and the answer's JSON.
+    pub fn ask_links(&self, source: &str, links: &[String]) -> (u16, Value) {
+        let body = format!("links={}", encode(&links.join("\n")));
+        let (status, text) = match &self.runner {
+            Runner::Apache(apache) => {
+                let client = apache
+                    .client()
+                    .bind_source(source)
+                    .timeout(Duration::from_secs(90));
+                let r = client
+                    .send(
+                        &Request::post_form("/cgi-bin/resolve", body)
+                            .header("Accept", "application/json"),
+                    )
+                    .unwrap_or_else(|e| panic!("POST links from {source}: no answer: {e}"));
+                (r.status, r.text())
+            }
+            Runner::InProcess(p) => {
+                let config = p
+                    .config
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let Some(ProviderSpec::Http(spec)) = &config.provider else {
+                    panic!("the sites call the provider stand-in over HTTP");
+                };
+                let provider = HttpProvider::shared(spec.clone());
+                let app = App {
+                    config: &config,
+                    store: &p.store.as_store(),
+                    provider: Some(&provider),
+                    others: &[],
+                    log: &p.log,
+                    clock: &resolve::core::clock::SystemClock,
+                    workers: None,
+                };
+                let env = Env::new()
+                    .with("REQUEST_METHOD", "POST")
+                    .with("CONTENT_TYPE", "application/x-www-form-urlencoded")
+                    .with("CONTENT_LENGTH", body.len().to_string())
+                    .with("REMOTE_ADDR", source)
+                    .with("HTTP_ACCEPT", "application/json");
+                let r = app.handle(&env, &mut body.as_bytes()).response;
+                (r.status, String::from_utf8_lossy(&r.body).into_owned())
+            }
+        };
+        let value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("the list's answer is not JSON ({e}): {text}"));
+        (status, value)
     }
 
     /// Where the log ends now.

@@ -79,6 +79,7 @@ impl Bench {
             others: &[],
             log: &self.log,
             clock: self.store.clock(),
+            workers: None,
         }
     }
 

@@ -168,6 +168,7 @@ fn a_refused_request_builds_none_of_several_providers() {
         others: &others,
         log: &log,
         clock: &SystemClock,
+        workers: None,
     };
     let head = Env::method("HEAD")
         .with("QUERY_STRING", LINK)

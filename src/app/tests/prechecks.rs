@@ -104,6 +104,7 @@ fn ask(
         others: &[],
         log: &log,
         clock: &SystemClock,
+        workers: None,
     };
     let env = get(addr, &format!("link={link}")).with("HTTP_ACCEPT", "application/json");
     let a = app.handle(&env, &mut std::io::empty());
