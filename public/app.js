@@ -232,10 +232,10 @@
     return params;
   }
 
-  // The program's sentence, and the widget under it; solved, the same link is sent again with
-  // its token. Keyboard users find the widget next after the button; screen readers hear
-  // that a check is asked for.
-  function showChallenge(data, link) {
+  // The program's sentence, and the widget under it; solved, the same link (or, given `again`,
+  // whatever was asked) is sent again with its token. Keyboard users find the widget next
+  // after the button; screen readers hear that a check is asked for.
+  function showChallenge(data, link, again) {
     var offer = data.challenge;
     var box = card('challenge');
     var detail = typeof data.detail === 'string' && data.detail.trim()
@@ -258,7 +258,11 @@
           theme: 'auto',
           callback: function (token) {
             challengeToken = token;
-            send(link);
+            if (again) {
+              again();
+            } else {
+              send(link);
+            }
           },
           'error-callback': function () {
             showError('The check could not be shown. Please reload the page and try again.');
@@ -726,7 +730,7 @@
         'Content-Type': 'application/x-www-form-urlencoded',
         'Accept': 'application/json'
       },
-      body: new URLSearchParams({ links: links.join('\n') }).toString(),
+      body: withChallengeToken(new URLSearchParams({ links: links.join('\n') })).toString(),
       cache: 'no-store',
       credentials: 'same-origin',
       signal: controller ? controller.signal : undefined
@@ -749,6 +753,9 @@
         var data = outcome.ok ? parseJson(outcome.text) : null;
         if (data && Array.isArray(data.links)) {
           showList(data);
+        } else if (outcome.ok && data && data.challenge && typeof data.challenge.site_key === 'string') {
+          // The challenge is asked once for the whole paste: solved, every link goes again.
+          showChallenge(data, links[0], function () { sendMany(links); });
         } else if (outcome.ok) {
           handle(code, headers, data, links[0]);
         } else if (timedOut) {

@@ -511,3 +511,56 @@ fn a_long_jobs_202_remembers_the_solved_challenge() {
     assert_eq!(out.answer().status, 403, "{}", out.describe());
     assert_eq!(sv.verifications(), 1);
 }
+
+/// Several links in one paste: the challenge is asked once for them all (nothing paid before
+/// it is solved), one solved token serves every link (each asked as a request of its own, which
+/// carry the remembering cookie, not the token, good for one request), and the answer sets the
+/// cookie for what comes next.
+#[test]
+fn a_paste_of_several_links_is_challenged_once_and_one_token_serves_them_all() {
+    let sv = Siteverify::start();
+    let setup = site(&sv, "challenge-links", "always", |_| {});
+    let links = ["a", "b", "c"]
+        .map(|n| format!("https://host.example/file.part{n}.rar"))
+        .join("\n");
+    let paste = |token: Option<&str>, cookie: Option<&str>| {
+        let mut body = format!("links={}", support::urlenc::encode(&links));
+        if let Some(t) = token {
+            body.push_str(&format!("&cf-turnstile-response={t}"));
+        }
+        let mut cgi = Cgi::new("POST", "")
+            .var("REMOTE_ADDR", "192.0.2.40")
+            .header("Host", HOST)
+            .header("Accept", "application/json")
+            .form(body);
+        if let Some(c) = cookie {
+            cgi = cgi.header("Cookie", c);
+        }
+        setup.run(cgi)
+    };
+    let out = paste(None, None);
+    assert_eq!(out.answer().status, 403, "{}", out.describe());
+    assert_eq!(out.answer().json()["code"], "challenge_required");
+    assert_eq!(
+        setup.provider.calls(),
+        0,
+        "nothing asked before the challenge"
+    );
+    let out = paste(Some(&token(HOST, "links-1")), None);
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    let list = out.answer().json();
+    let states: Vec<&str> = list["links"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {list}"))
+        .iter()
+        .map(|l| l["state"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(states, ["ready", "ready", "ready"], "{list}");
+    assert_eq!(sv.verifications(), 1, "one token, checked once");
+    assert_eq!(paid(&setup), 3);
+    // The cookie set remembers it: the next paste is not asked again.
+    let cookie = cookie_of(&out);
+    let out = paste(None, Some(&cookie));
+    assert_eq!(out.answer().status, 200, "{}", out.describe());
+    assert_eq!(sv.verifications(), 1);
+}

@@ -272,6 +272,17 @@ impl App<'_> {
 
     /// After an admitted answer: the client is seen (`new_clients`), and a challenge solved now
     /// is remembered by its cookie.
+    /// The `Cookie` header a request brings once the challenge it just solved is remembered:
+    /// for the links of a paste, each asked as a request of its own after the challenge was
+    /// asked once for them all. None when nothing was solved now.
+    pub(super) fn solved_cookie(&self, asked: &Asked<'_>, passed: &Passed) -> Option<String> {
+        let settings = self.challenge_for(asked).filter(|_| passed.solved_now)?;
+        let expires = self.clock.now_ms() / 1000 + u64::from(settings.remember_secs);
+        let value =
+            crate::challenge::cookie::value(settings.secret.expose(), &asked.identity, expires);
+        Some(format!("{}={value}", crate::challenge::cookie::NAME))
+    }
+
     pub(super) fn challenge_after(
         &self,
         asked: &Asked<'_>,

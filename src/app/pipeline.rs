@@ -110,10 +110,39 @@ impl App<'_> {
             frame: Frame::new(request.script_name, Some(&self.config.page)),
             script_name: request.script_name,
         };
-        // Several links: each asked as a request of its own, journaled as such.
+        // Several links: each asked as a request of its own, journaled as such. A blocked
+        // client and the challenge are answered once for them all, before any link is asked:
+        // the token of a solved challenge is good for one request, so the links carry the
+        // cookie that remembers it instead.
         if let Ok(asked) = &asked
             && !asked.links.is_empty()
         {
+            let mut tally = Tally::default();
+            tally.client = Some(asked.identity.clone());
+            let passed = self
+                .gate(asked, &mut tally)
+                .and_then(|_| self.challenge_first(asked, &mut tally));
+            let passed = match passed {
+                Ok(passed) => passed,
+                Err(p) => {
+                    tally.add(Event::Request);
+                    let response = self.refused(&p, &request.caller, &reply, &tally);
+                    self.journal(&tally);
+                    return Answer {
+                        response,
+                        head_only,
+                        admitted: false,
+                    };
+                }
+            };
+            let remembered;
+            let env = match self.solved_cookie(asked, &passed) {
+                Some(cookie) => {
+                    remembered = env.clone().with("HTTP_COOKIE", cookie);
+                    &remembered
+                }
+                None => env,
+            };
             let (response, admitted) = self.several(
                 env,
                 &asked.links,
@@ -121,7 +150,7 @@ impl App<'_> {
                 self.workers,
             );
             return Answer {
-                response,
+                response: self.challenge_after(asked, &passed, reply.script_name, response),
                 head_only,
                 admitted,
             };
