@@ -117,8 +117,10 @@ impl App<'_> {
         if let Ok(asked) = &asked
             && !asked.links.is_empty()
         {
-            let mut tally = Tally::default();
-            tally.client = Some(asked.identity.clone());
+            let mut tally = Tally {
+                client: Some(asked.identity.clone()),
+                ..Tally::default()
+            };
             let passed = self
                 .gate(asked, &mut tally)
                 .and_then(|_| self.challenge_first(asked, &mut tally));
