@@ -68,6 +68,8 @@ mod support;
 
 #[path = "store_contract/bytes.rs"]
 mod bytes;
+#[path = "store_contract/cluster.rs"]
+mod cluster;
 #[path = "store_contract/differential.rs"]
 mod differential;
 #[path = "store_contract/handles.rs"]
@@ -95,6 +97,9 @@ macro_rules! store_type {
     (redis) => {
         crate::stores::InRedis
     };
+    (redis_cluster) => {
+        crate::stores::InRedisCluster
+    };
 }
 
 /// `module::scenario() for stores;` makes `mod scenario` with one `#[test] fn <store>()` per
@@ -116,6 +121,7 @@ macro_rules! store_test {
         store_test!(file, $($scenario)+);
         store_test!(mysql, $($scenario)+);
         store_test!(redis, $($scenario)+);
+        store_test!(redis_cluster, $($scenario)+);
     };
     (memory, $module:ident::$func:ident) => {
         store_fn!(plain, memory, $module::$func);
@@ -174,15 +180,15 @@ contract! {
     served::key_templates_name_the_stored_keys() for all_stores;
     served::store_killed_under_load_and_restarted() for all_stores;
     served::slow_store_is_answered_within_its_bound() for file, mysql, redis;
-    served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
+    served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis, redis_cluster;
     journal::journal_rows_round_trip() for all_stores;
     journal::journal_notes_newest_first_and_capped() for all_stores;
     journal::journal_notes_keep_a_share_for_each_kind() for all_stores;
     journal::used_counts_without_counting() for all_stores;
     journal::journal_sweep_lets_old_hours_go() for all_stores;
     journal::journal_exact_under_300_processes() for all_stores;
-    journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
-    journal::journal_size_of_a_busy_day() for file, mysql, redis;
+    journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis, redis_cluster;
+    journal::journal_size_of_a_busy_day() for file, mysql, redis, redis_cluster;
     bytes::bytes_count_sizes_and_charge_after() for all_stores;
     bytes::bytes_bound_under_concurrency() for all_stores;
 }
@@ -199,4 +205,25 @@ fn bytes_member_in_a_child_process() {
 #[test]
 fn journal_add_in_a_child_process() {
     journal::child_adds_one_entry();
+}
+
+/// The Redis Cluster's own scenarios (`cluster.rs`): three web servers, a failover.
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_exact_over_three_web_servers() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("exact3");
+    cluster::exact_over_three_web_servers(&mut store);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_failover_keeps_the_policy_then_exact() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("failover");
+    cluster::failover_keeps_the_policy_then_exact(&mut store);
 }

@@ -143,6 +143,7 @@ pub(crate) struct RawStore {
     pub(crate) read_timeout_ms: Option<u64>,
     pub(crate) tls: Option<bool>,
     pub(crate) db: Option<u32>,
+    pub(crate) cluster_nodes: Option<Vec<String>>,
     pub(crate) on_error: Option<String>,
     pub(crate) sweep_one_in: Option<u32>,
     pub(crate) sweep_budget_ms: Option<u64>,
