@@ -227,3 +227,13 @@ fn cluster_failover_keeps_the_policy_then_exact() {
     let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("failover");
     cluster::failover_keeps_the_policy_then_exact(&mut store);
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
+fn cluster_moved_and_ask_are_followed() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("moving");
+    cluster::moved_and_ask_are_followed(&mut store);
+}

@@ -287,3 +287,93 @@ pub fn failover_keeps_the_policy_then_exact(sut: &mut InRedisCluster) {
         assert_eq!(tally(&after), (30, 270, 0), "a new client after the switch");
     }
 }
+
+/// A slot moving between masters under a handle that learnt the map before: while it moves,
+/// the old master answers `ASK` for a key already moved and the handle sends `ASKING` and
+/// the script to the new one; once moved, the old master answers `MOVED` and the handle
+/// learns the map again. The count carries on across both, counted once each time.
+pub fn moved_and_ask_are_followed(sut: &mut InRedisCluster) {
+    use crate::support::redis::{Resp, Via};
+    use resolve::store::Check;
+    let rules = [crate::handles::rule(
+        "ip",
+        resolve::core::rule::Algorithm::Fixed,
+        100,
+        600,
+    )];
+    let store = sut.open(&rules);
+    let who = "203.0.113.9";
+    let checks = [Check {
+        rule: &rules[0],
+        key: rules[0].key_for(who),
+    }];
+    let remaining = |what: &str| match store.decide(&checks) {
+        Ok(resolve::core::decision::Decision::Admit { statuses, .. }) => statuses[0].remaining,
+        other => panic!("{what}: {other:?}"),
+    };
+    assert_eq!(remaining("before the move"), 99);
+    let key = "resolve:ip:{203.0.113.9}";
+    let slot = sut.cluster.keyslot(key);
+    let from = sut.cluster.master_of(slot, &[]);
+    let to = (0..sut.cluster.nodes.len())
+        .find(|&i| {
+            i != from
+                && sut.cluster.nodes[i]
+                    .cmd(&["ROLE"])
+                    .to_string()
+                    .starts_with("1) \"master\"")
+        })
+        .expect("another master");
+    let id = |i: usize| {
+        sut.cluster.nodes[i]
+            .cmd(&["CLUSTER", "MYID"])
+            .as_text()
+            .expect("an id")
+    };
+    let (from_id, to_id) = (id(from), id(to));
+    let s = slot.to_string();
+    let on = |i: usize, args: &[&str]| {
+        let reply = sut.cluster.nodes[i].cmd(args);
+        assert!(!reply.is_error(), "{args:?}: {reply}");
+        reply
+    };
+    on(to, &["CLUSTER", "SETSLOT", &s, "IMPORTING", &from_id]);
+    on(from, &["CLUSTER", "SETSLOT", &s, "MIGRATING", &to_id]);
+    let port = sut.cluster.nodes[to].port().to_string();
+    let password = sut.cluster.password().to_owned();
+    on(
+        from,
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            &port,
+            "",
+            "0",
+            "5000",
+            "AUTH",
+            &password,
+            "KEYS",
+            key,
+        ],
+    );
+    // The handle still sends the key's script to the old master: ASK, then ASKING there.
+    assert_eq!(remaining("while the slot moves (ASK)"), 98);
+    let mut conn = sut.cluster.nodes[to].connect(Via::Tcp).expect("connect");
+    conn.cmd(&["ASKING"]).expect("ASKING");
+    assert_eq!(
+        conn.cmd(&["HGET", key, "c"]).expect("HGET"),
+        Resp::Bulk(Some(b"2".to_vec())),
+        "counted on the new master"
+    );
+    for i in 0..sut.cluster.nodes.len() {
+        let _ = sut.cluster.nodes[i].cmd(&["CLUSTER", "SETSLOT", &s, "NODE", &to_id]);
+    }
+    // The old master now answers MOVED: the handle learns the map again.
+    assert_eq!(remaining("after the move (MOVED)"), 97);
+    assert_eq!(remaining("with the map learnt"), 96);
+    let mut conn = sut.cluster.nodes[to].connect(Via::Tcp).expect("connect");
+    assert_eq!(
+        conn.cmd(&["HGET", key, "c"]).expect("HGET"),
+        Resp::Bulk(Some(b"4".to_vec()))
+    );
+}
