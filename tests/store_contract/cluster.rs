@@ -121,12 +121,62 @@ pub fn exact_over_three_web_servers(sut: &mut InRedisCluster) {
         opened <= 2 * 320,
         "{opened} connections for 320 refused requests"
     );
+    // A client whose slot is not on the first seed: the seed, then its master.
+    let other = (32..250)
+        .map(|n| format!("127.0.0.{n}"))
+        .find(|s| sut.cluster.master_of(slot_of(s.as_bytes()), &[]) != 0)
+        .expect("a client of another master");
+    let (first, _) = in_batches(&refs, 64, &other);
+    assert_eq!(tally(&first).0, 30);
+    let before = sut.cluster.stat_sum("total_connections_received", &[]);
+    let (replies, _) = in_batches(&refs, 320, &other);
+    let after = sut.cluster.stat_sum("total_connections_received", &[]);
+    assert_eq!(tally(&replies), (0, 320, 0));
+    let opened = after - before - 6;
+    eprintln!(
+        "cluster: a client of another master than the first seed: {opened} connections for 320 refused requests, {:.2} per request",
+        opened as f64 / 320.0
+    );
+    assert!(
+        opened <= 2 * 320,
+        "{opened} connections for 320 refused requests"
+    );
+    // The same on one Redis on this machine, the same three Apaches, for comparison.
+    let single = crate::support::Redis::builder("single")
+        .password(sut.cluster.password())
+        .start();
+    let mut one = sut.store_json("deny", Timeouts::Patient);
+    let fields = one.as_object_mut().expect("an object");
+    fields.remove("cluster_nodes");
+    fields.insert("host".into(), json!("127.0.0.1"));
+    fields.insert("port".into(), json!(single.port()));
+    for site in &sites {
+        site.configure(one.clone(), vec![rule("ip", "fixed", 30, 600)]);
+    }
+    let (first, _) = in_batches(&refs, 64, source);
+    assert_eq!(tally(&first).0, 30);
+    let (replies, single_took) = in_batches(&refs, 320, source);
+    assert_eq!(tally(&replies), (0, 320, 0));
+    eprintln!(
+        "single redis: 320 refused requests in {} ms ({:.0} per second over 3 Apaches, CGI); the cluster's pace is {:.0}% of it",
+        single_took.as_millis(),
+        320.0 / single_took.as_secs_f64(),
+        100.0 * single_took.as_secs_f64() / took.as_secs_f64()
+    );
+    let store = sut.store_json("deny", Timeouts::Patient);
+    for site in &sites {
+        site.configure(store.clone(), vec![rule("ip", "fixed", 30, 600)]);
+    }
     let (code, text) = sites[0].check();
     assert_eq!(code, 0, "resolve check:\n{text}");
     assert!(text.contains("cluster_state ok"), "{text}");
     assert!(text.contains("16384 of 16384 slots"), "{text}");
+    let masters = text
+        .lines()
+        .find_map(|l| l.split_once("masters:"))
+        .map_or("", |(_, m)| m);
     assert_eq!(
-        text.matches(" slots ").count(),
+        masters.matches(" slots ").count(),
         3,
         "three masters named:\n{text}"
     );

@@ -405,7 +405,9 @@ impl Cluster {
                     None => by_node.push((node, vec![i])),
                 }
             }
-            let mut refresh = !mapped;
+            // The map is asked again only when it proved wrong; without one, the seed asked
+            // gave it in the same write.
+            let mut refresh = false;
             for (node, list) in by_node {
                 let ask_map = !mapped && Some(&node) == probe.as_ref();
                 let mut commands = Vec::new();
@@ -430,13 +432,20 @@ impl Cluster {
                         if timed_out {
                             return Err(f);
                         }
-                        failed.push(node.clone());
+                        // A node that takes no connection: a seed down (the next one is asked at
+                        // once), or a master down by the map (a failover: the map is asked
+                        // again after a pause). A connection that broke is opened again at once
+                        // (a kept one the server closed).
+                        let unreachable = matches!(f, Failure::Connect(..));
+                        if unreachable {
+                            failed.push(node.clone());
+                        }
                         for &i in &list {
                             routes[i] = Route::Map;
                         }
                         last = Some(f);
-                        refresh = true;
-                        pause = true;
+                        refresh |= unreachable && mapped;
+                        pause |= unreachable && mapped;
                         continue;
                     }
                 };
@@ -466,7 +475,9 @@ impl Cluster {
                             let n = self.node_index(&to);
                             self.slots[usize::from(slot)] = Some(n);
                             routes[i] = Route::Map;
-                            refresh = true;
+                            // Sent by the map: it is old, learn it whole. Sent to the seed
+                            // before the map came in the same write: it is new.
+                            refresh |= mapped;
                         }
                         Outcome::Ask(to) => routes[i] = Route::Asking(to),
                         Outcome::Again(words) => {
