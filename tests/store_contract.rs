@@ -1,6 +1,8 @@
 //! One store contract, tested once: every scenario runs against every store (memory, files,
-//! MySQL on a real MariaDB, Redis on a real redis-server), each as its own test named
-//! `<scenario>::<store>`, so that a store that behaves differently shows by name:
+//! MySQL on a real MariaDB, Redis on a real redis-server, and Redis Cluster on six real
+//! redis-server processes: `redis_cluster`, every scenario of `redis` but the slow store's, as a
+//! delaying proxy cannot stand for nodes that name each other's addresses), each as its own
+//! test named `<scenario>::<store>`, so that a store that behaves differently shows by name:
 //! `cargo test --test store_contract sliding` runs one scenario on every store,
 //! `cargo test --test store_contract mysql` every scenario on one store.
 //!
@@ -60,6 +62,9 @@
 //! rows, sweeps and `check` (mysql_store.rs), Redis key expiries, a rule changing type, sockets
 //! and ACL users (redis_store.rs; loading the script by its SHA-1 is in fastcgi.rs), each
 //! store's protocol and file system faults (storage_faults.rs).
+//!
+//! What only a Redis Cluster does is in cluster.rs (`cluster_*`): three Apaches on one cluster,
+//! a master killed in a burst under each `on_error` policy, a slot moving under a kept handle.
 //!
 //! `differential::redis_script_decides_as_the_rust_limiter` holds the Redis store's Lua script
 //! to the Rust limiter: random request sequences, decided by both, step by step alike.

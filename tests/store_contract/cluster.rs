@@ -112,7 +112,7 @@ pub fn exact_over_three_web_servers(sut: &mut InRedisCluster) {
     // The stat reads themselves open one connection per node.
     let opened = after - before - 6;
     eprintln!(
-        "cluster: 320 refused requests in {} ms ({:.0} per second over 3 Apaches, CGI); {opened} connections to the cluster, {:.2} per request",
+        "cluster: 320 refused requests in {} ms ({:.0} per second over 3 Apaches); {opened} connections to the cluster, {:.2} per request",
         took.as_millis(),
         320.0 / took.as_secs_f64(),
         opened as f64 / 320.0
@@ -158,7 +158,7 @@ pub fn exact_over_three_web_servers(sut: &mut InRedisCluster) {
     let (replies, single_took) = in_batches(&refs, 320, source);
     assert_eq!(tally(&replies), (0, 320, 0));
     eprintln!(
-        "single redis: 320 refused requests in {} ms ({:.0} per second over 3 Apaches, CGI); the cluster's pace is {:.0}% of it",
+        "single redis: 320 refused requests in {} ms ({:.0} per second over 3 Apaches); the cluster's pace is {:.0}% of it",
         single_took.as_millis(),
         320.0 / single_took.as_secs_f64(),
         100.0 * single_took.as_secs_f64() / took.as_secs_f64()
