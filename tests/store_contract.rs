@@ -242,3 +242,13 @@ fn cluster_moved_and_ask_are_followed() {
     let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("moving");
     cluster::moved_and_ask_are_followed(&mut store);
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_site_wide_limit_exact_across_slots() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("sitewide");
+    cluster::site_wide_limit_exact_across_slots(&mut store);
+}

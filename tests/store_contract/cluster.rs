@@ -19,6 +19,13 @@ const AT_ONCE: usize = 32;
 
 /// `n` requests from `source`, `AT_ONCE` at a time, spread in turn over `sites`.
 fn in_batches(sites: &[&Site], n: usize, source: &str) -> (Vec<Reply>, Duration) {
+    let sources = vec![source.to_owned(); n];
+    from_sources(sites, &sources)
+}
+
+/// A request from each of `sources`, `AT_ONCE` at a time, spread in turn over `sites`.
+fn from_sources(sites: &[&Site], sources: &[String]) -> (Vec<Reply>, Duration) {
+    let n = sources.len();
     let began = Instant::now();
     let mut replies = Vec::with_capacity(n);
     let mut sent = 0;
@@ -28,6 +35,7 @@ fn in_batches(sites: &[&Site], n: usize, source: &str) -> (Vec<Reply>, Duration)
             let handles: Vec<_> = (0..batch)
                 .map(|i| {
                     let site = sites[(sent + i) % sites.len()];
+                    let source = &sources[sent + i];
                     s.spawn(move || site.ask(source))
                 })
                 .collect();
@@ -426,4 +434,50 @@ pub fn moved_and_ask_are_followed(sut: &mut InRedisCluster) {
         conn.cmd(&["HGET", key, "c"]).expect("HGET"),
         Resp::Bulk(Some(b"4".to_vec()))
     );
+}
+
+/// A site-wide limit in its own slot, beside each client's own keys in theirs: 300 requests
+/// from 30 clients (10 each, within their own limit of 20), 32 at a time over the three
+/// Apaches, against a site-wide limit of 30: exactly 30 admitted and paid, each client's
+/// count given back when the site's step refused it.
+pub fn site_wide_limit_exact_across_slots(sut: &mut InRedisCluster) {
+    let store = sut.store_json("deny", Timeouts::Patient);
+    let rules = vec![
+        rule("ip", "fixed", 20, 600),
+        json!({"name": "site", "key": "global", "limit": 30, "window_secs": 600}),
+    ];
+    let sites = [0, 1, 2].map(|i| {
+        Site::start(
+            sut,
+            &format!("cluster-site-{i}"),
+            store.clone(),
+            rules.clone(),
+        )
+    });
+    let refs: Vec<&Site> = sites.iter().collect();
+    let sources: Vec<String> = (0..300)
+        .map(|i| format!("127.0.3.{}", 10 + i % 30))
+        .collect();
+    let (replies, took) = from_sources(&refs, &sources);
+    let (admitted, refused, policy) = tally(&replies);
+    eprintln!(
+        "cluster: a site-wide limit of 30, 300 requests from 30 clients in {} ms: {admitted} admitted, {refused} refused, {policy} by the policy",
+        took.as_millis()
+    );
+    assert_eq!((admitted, refused, policy), (30, 270, 0));
+    assert_eq!(calls(&sites), 30, "provider calls");
+    assert_eq!(
+        sut.counted("resolve:site:*", resolve::core::rule::Algorithm::Fixed),
+        30
+    );
+    // Each client counts only what the site admitted of it: the refused ones were given back.
+    let own: u64 = (0..30)
+        .map(|i| {
+            sut.counted(
+                &format!("resolve:ip:127.0.3.{}", 10 + i),
+                resolve::core::rule::Algorithm::Fixed,
+            )
+        })
+        .sum();
+    assert_eq!(own, 30, "the clients' counts after the refunds");
 }
