@@ -191,15 +191,6 @@ impl RedisStore {
         }
     }
 
-    /// Connections this store opened (every node of a cluster counted): what a request costs
-    /// the servers.
-    pub fn connections_opened(&self) -> u32 {
-        match &self.cluster {
-            Some(c) => c.borrow().connections_opened(),
-            None => u32::from(self.conn.borrow().is_some()),
-        }
-    }
-
     /// Sends `command` (opening and authenticating a connection first if needed, in the same
     /// write) and returns its reply. A connection that failed is dropped; the next call opens
     /// a new one, so the store recovers by itself when the server returns.

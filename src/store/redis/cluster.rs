@@ -51,8 +51,6 @@ pub struct Cluster {
     /// Every node named by the map or a redirection, as `HOST:PORT`.
     nodes: Vec<String>,
     conns: HashMap<String, Connection>,
-    /// Connections opened since the store was made.
-    opened: u32,
 }
 
 /// Where a unit goes next.
@@ -236,13 +234,7 @@ impl Cluster {
             slots: vec![None; usize::from(SLOTS)],
             nodes: Vec::new(),
             conns: HashMap::new(),
-            opened: 0,
         }
-    }
-
-    /// Connections opened since the store was made.
-    pub fn connections_opened(&self) -> u32 {
-        self.opened
     }
 
     /// Whether any slot's master is known.
@@ -337,7 +329,6 @@ impl Cluster {
             })?;
             let conn = Connection::open(&target, self.connect_timeout, self.read_timeout)
                 .map_err(|e| Failure::Connect(node.to_owned(), e))?;
-            self.opened += 1;
             self.conns.insert(node.to_owned(), conn);
             if let Some(pass) = &self.password {
                 let mut args: Vec<&[u8]> = vec![b"AUTH"];
