@@ -9,3 +9,4 @@ pub mod journal;
 pub mod key;
 pub mod limiter;
 pub mod rule;
+pub mod slot;

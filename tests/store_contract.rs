@@ -1,6 +1,8 @@
 //! One store contract, tested once: every scenario runs against every store (memory, files,
-//! MySQL on a real MariaDB, Redis on a real redis-server), each as its own test named
-//! `<scenario>::<store>`, so that a store that behaves differently shows by name:
+//! MySQL on a real MariaDB, Redis on a real redis-server, and Redis Cluster on six real
+//! redis-server processes: `redis_cluster`, every scenario of `redis` but the slow store's, as a
+//! delaying proxy cannot stand for nodes that name each other's addresses), each as its own
+//! test named `<scenario>::<store>`, so that a store that behaves differently shows by name:
 //! `cargo test --test store_contract sliding` runs one scenario on every store,
 //! `cargo test --test store_contract mysql` every scenario on one store.
 //!
@@ -63,6 +65,9 @@
 //! and ACL users (redis_store.rs; loading the script by its SHA-1 is in fastcgi.rs), each
 //! store's protocol and file system faults (storage_faults.rs).
 //!
+//! What only a Redis Cluster does is in cluster.rs (`cluster_*`): three Apaches on one cluster,
+//! a master killed in a burst under each `on_error` policy, a slot moving under a kept handle.
+//!
 //! `differential::redis_script_decides_as_the_rust_limiter` holds the Redis store's Lua script
 //! to the Rust limiter: random request sequences, decided by both, step by step alike.
 
@@ -70,6 +75,8 @@ mod support;
 
 #[path = "store_contract/bytes.rs"]
 mod bytes;
+#[path = "store_contract/cluster.rs"]
+mod cluster;
 #[path = "store_contract/differential.rs"]
 mod differential;
 #[path = "store_contract/handles.rs"]
@@ -97,6 +104,9 @@ macro_rules! store_type {
     (redis) => {
         crate::stores::InRedis
     };
+    (redis_cluster) => {
+        crate::stores::InRedisCluster
+    };
 }
 
 /// `module::scenario() for stores;` makes `mod scenario` with one `#[test] fn <store>()` per
@@ -118,6 +128,7 @@ macro_rules! store_test {
         store_test!(file, $($scenario)+);
         store_test!(mysql, $($scenario)+);
         store_test!(redis, $($scenario)+);
+        store_test!(redis_cluster, $($scenario)+);
     };
     (memory, $module:ident::$func:ident) => {
         store_fn!(plain, memory, $module::$func);
@@ -178,15 +189,15 @@ contract! {
     served::ten_part_links_with_five_left() for all_stores;
     served::pastes_of_several_links_at_once_stay_exact() for all_stores;
     served::slow_store_is_answered_within_its_bound() for file, mysql, redis;
-    served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis;
+    served::wrong_credentials_get_the_policy_answer_and_never_show() for mysql, redis, redis_cluster;
     journal::journal_rows_round_trip() for all_stores;
     journal::journal_notes_newest_first_and_capped() for all_stores;
     journal::journal_notes_keep_a_share_for_each_kind() for all_stores;
     journal::used_counts_without_counting() for all_stores;
     journal::journal_sweep_lets_old_hours_go() for all_stores;
     journal::journal_exact_under_300_processes() for all_stores;
-    journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis;
-    journal::journal_size_of_a_busy_day() for file, mysql, redis;
+    journal::journal_exact_under_300_processes_through_the_spool() for mysql, redis, redis_cluster;
+    journal::journal_size_of_a_busy_day() for file, mysql, redis, redis_cluster;
     bytes::bytes_count_sizes_and_charge_after() for all_stores;
     bytes::bytes_bound_under_concurrency() for all_stores;
 }
@@ -203,4 +214,45 @@ fn bytes_member_in_a_child_process() {
 #[test]
 fn journal_add_in_a_child_process() {
     journal::child_adds_one_entry();
+}
+
+/// The Redis Cluster's own scenarios (`cluster.rs`): three web servers, a failover.
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_exact_over_three_web_servers() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("exact3");
+    cluster::exact_over_three_web_servers(&mut store);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_failover_keeps_the_policy_then_exact() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("failover");
+    cluster::failover_keeps_the_policy_then_exact(&mut store);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
+fn cluster_moved_and_ask_are_followed() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("moving");
+    cluster::moved_and_ask_are_followed(&mut store);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Apache and Redis: cargo test --features servers"
+)]
+fn cluster_site_wide_limit_exact_across_slots() {
+    let mut store = <stores::InRedisCluster as stores::StoreUnderTest>::start("sitewide");
+    cluster::site_wide_limit_exact_across_slots(&mut store);
 }

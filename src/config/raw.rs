@@ -172,6 +172,7 @@ pub(crate) struct RawStore {
     pub(crate) tls: Option<bool>,
     pub(crate) ca_file: Option<String>,
     pub(crate) db: Option<u32>,
+    pub(crate) cluster_nodes: Option<Vec<String>>,
     pub(crate) on_error: Option<String>,
     pub(crate) sweep_one_in: Option<u32>,
     pub(crate) sweep_budget_ms: Option<u64>,

@@ -45,7 +45,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
             ],
             true,
         ),
-        "redis" => (&["db", "tls", "ca_file"], true),
+        "redis" => (&["db", "tls", "ca_file", "cluster_nodes"], true),
         other => {
             return Err(err(
                 "store.kind",
@@ -64,6 +64,7 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ("password", raw.password.is_some()),
         ("database", raw.database.is_some()),
         ("db", raw.db.is_some()),
+        ("cluster_nodes", raw.cluster_nodes.is_some()),
         ("table", raw.table.is_some()),
         ("counter_table", raw.counter_table.is_some()),
         ("cache_table", raw.cache_table.is_some()),
@@ -275,7 +276,79 @@ fn redis_url(url: &str) -> Result<(Target, Option<String>, Option<String>, u32),
     Ok((target, parsed.username(), parsed.password(), db))
 }
 
+/// One seed of `store.cluster_nodes`: `HOST:PORT` (`[ADDRESS]:PORT` for IPv6).
+fn cluster_seed(text: &str) -> Result<(String, u16), ConfigError> {
+    let bad = |why: &str| {
+        err(
+            "store.cluster_nodes",
+            format!(
+                "{text:?} {why}: write each node as \"HOST:PORT\" (\"[ADDRESS]:PORT\" for IPv6), e.g. [\"10.0.0.1:7000\", \"10.0.0.2:7000\"]"
+            ),
+        )
+    };
+    let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("has no port"))?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if host.is_empty()
+        || host.contains(['/', '@', ' ', '[', ']'])
+        || (host.contains(':') && host.parse::<std::net::Ipv6Addr>().is_err())
+    {
+        return Err(bad("is not a host and port"));
+    }
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| bad("has no port from 1 to 65535"))?;
+    Ok((host.to_owned(), port))
+}
+
+/// The seeds of a Redis Cluster, checked: the URL or the fields give the credentials only.
+fn cluster_seeds(raw: &RawStore, nodes: &[String]) -> Result<Vec<(String, u16)>, ConfigError> {
+    if nodes.is_empty() {
+        return Err(err(
+            "store.cluster_nodes",
+            "is empty: name at least one node of the cluster as \"HOST:PORT\" (better two or three), or remove it for a single Redis",
+        ));
+    }
+    if nodes.len() > defaults::REDIS_CLUSTER_MAX_SEEDS {
+        return Err(err(
+            "store.cluster_nodes",
+            format!(
+                "names {} nodes: {} seeds are enough, the others are found from them",
+                nodes.len(),
+                defaults::REDIS_CLUSTER_MAX_SEEDS
+            ),
+        ));
+    }
+    for (field, set) in [
+        ("host", raw.host.is_some()),
+        ("port", raw.port.is_some()),
+        ("socket", raw.socket.is_some()),
+    ] {
+        if set {
+            return Err(err(
+                format!("store.{field}"),
+                "does not apply with store.cluster_nodes: list every seed there as \"HOST:PORT\" and remove it",
+            ));
+        }
+    }
+    if raw.db.is_some_and(|db| db != 0) {
+        return Err(err(
+            "store.db",
+            "a Redis Cluster has only database 0: remove store.db",
+        ));
+    }
+    nodes.iter().map(|n| cluster_seed(n)).collect()
+}
+
 fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigError> {
+    let cluster = match &raw.cluster_nodes {
+        Some(nodes) => Some(cluster_seeds(raw, nodes)?),
+        None => None,
+    };
     // The URL first; the separate fields, where given, override its parts (as for MySQL).
     let mut username = None;
     let mut password = None;
@@ -324,7 +397,7 @@ fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigEr
             Some(Target::Tls {
                 host,
                 port,
-                ca_file: ca,
+                ca_file: ca.clone(),
             })
         }
         Some(Target::Tls { host, port, .. }) => Some(Target::Tcp { host, port }),
@@ -340,6 +413,36 @@ fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigEr
         }
         other => other,
     };
+    if let Some(seeds) = &cluster {
+        match &target {
+            Some(Target::Unix { .. }) => {
+                return Err(err(
+                    "store.url",
+                    "a Redis Cluster is reached over TCP: write redis://[USER:PASSWORD@]HOST:PORT, or give the credentials in store.user and store.password",
+                ));
+            }
+            Some(_) if db != 0 => {
+                return Err(err(
+                    "store.url",
+                    "a Redis Cluster has only database 0: end the URL with /0 or with the port",
+                ));
+            }
+            // The URL's host is one seed more, the first.
+            Some(_) => {}
+            None => {
+                let (host, port) = (seeds[0].0.clone(), seeds[0].1);
+                target = Some(if tls {
+                    Target::Tls {
+                        host,
+                        port,
+                        ca_file: ca,
+                    }
+                } else {
+                    Target::Tcp { host, port }
+                });
+            }
+        }
+    }
     let target = target.ok_or_else(|| {
         err(
             "store",
@@ -367,6 +470,7 @@ fn redis_settings(raw: &RawStore, base: &Path) -> Result<RedisSettings, ConfigEr
         db,
         connect_timeout: Duration::from_millis(connect_ms),
         read_timeout: Duration::from_millis(read_ms),
+        cluster_nodes: cluster.unwrap_or_default(),
     })
 }
 

@@ -397,6 +397,128 @@ fn redis_urls() {
 }
 
 #[test]
+fn redis_cluster_seeds() {
+    let redis = |store: &str| {
+        parse(&format!(r#"{{"store": {store}}}"#)).map(|c| match c.store.kind {
+            StoreKind::Redis(r) => *r,
+            other => panic!("{other:?}"),
+        })
+    };
+    let r = redis(
+        r#"{"kind": "redis", "cluster_nodes": ["10.0.0.1:7000", "[::1]:7001"], "user": "u", "password": "p"}"#,
+    )
+    .unwrap();
+    assert!(r.is_cluster());
+    assert_eq!(
+        r.cluster_nodes,
+        [("10.0.0.1".to_owned(), 7000), ("::1".to_owned(), 7001)]
+    );
+    // The first seed stands for the target where no URL names one.
+    assert_eq!(
+        r.target,
+        crate::store::redis::resp::Target::Tcp {
+            host: "10.0.0.1".into(),
+            port: 7000
+        }
+    );
+    // Over TLS: a rediss:// URL, or `tls` beside the seeds, makes every node's target TLS.
+    for store in [
+        r#"{"kind": "redis", "url": "rediss://u:p@10.0.0.9:7005", "cluster_nodes": ["10.0.0.1:7000"]}"#,
+        r#"{"kind": "redis", "tls": true, "cluster_nodes": ["10.0.0.9:7005"], "user": "u", "password": "p"}"#,
+    ] {
+        let r = redis(store).unwrap();
+        assert!(r.is_cluster(), "{store}");
+        assert_eq!(
+            r.target,
+            crate::store::redis::resp::Target::Tls {
+                host: "10.0.0.9".into(),
+                port: 7005,
+                ca_file: None
+            },
+            "{store}"
+        );
+    }
+    let r = redis(
+        r#"{"kind": "redis", "url": "redis://u:p%40ss@10.0.0.9:7005", "cluster_nodes": ["10.0.0.1:7000"]}"#,
+    )
+    .unwrap();
+    assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("p@ss"));
+    let shown = serde_json::to_string(&r).unwrap();
+    assert!(
+        shown.contains(r#""cluster_nodes":["10.0.0.1:7000"]"#),
+        "{shown}"
+    );
+    for (bad, field, fix) in [
+        (
+            r#"{"kind": "redis", "cluster_nodes": []}"#,
+            "store.cluster_nodes",
+            "at least one",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h"]}"#,
+            "store.cluster_nodes",
+            "HOST:PORT",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:0"]}"#,
+            "store.cluster_nodes",
+            "1 to 65535",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": [":7000"]}"#,
+            "store.cluster_nodes",
+            "HOST:PORT",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["a:b:7000"]}"#,
+            "store.cluster_nodes",
+            "[ADDRESS]:PORT",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:1"], "host": "h"}"#,
+            "store.host",
+            "cluster_nodes",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:1"], "socket": "/s"}"#,
+            "store.socket",
+            "cluster_nodes",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:1"], "db": 2}"#,
+            "store.db",
+            "only database 0",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:1"], "url": "redis://h:1/3"}"#,
+            "store.url",
+            "only database 0",
+        ),
+        (
+            r#"{"kind": "redis", "cluster_nodes": ["h:1"], "url": "unix:///s.sock"}"#,
+            "store.url",
+            "over TCP",
+        ),
+        (
+            r#"{"kind": "mysql", "cluster_nodes": ["h:1"]}"#,
+            "store.cluster_nodes",
+            "does not apply",
+        ),
+    ] {
+        let e = redis(bad).unwrap_err();
+        assert_eq!(e.field, field, "{bad}");
+        assert!(e.to_string().contains(fix), "{bad}: {e}");
+    }
+    let many: Vec<String> = (1..=17).map(|p| format!("\"h:{p}\"")).collect();
+    let e = redis(&format!(
+        r#"{{"kind": "redis", "cluster_nodes": [{}]}}"#,
+        many.join(",")
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("16 seeds are enough"), "{e}");
+}
+
+#[test]
 fn plain_http_only_on_this_machine() {
     for url in [
         "http://127.0.0.1:9000/x",

@@ -8,18 +8,22 @@
 //! Long because the store is one client of every role (counters, cache, journal, notes,
 //! upkeep) over one connection, each role a few commands of its own.
 
+pub mod cluster;
 mod journal;
 pub mod resp;
 pub mod settings;
+pub mod steps;
 
 use std::cell::RefCell;
 use std::io;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::core::decision::{Decision, RuleStatus};
 use crate::core::journal as usage;
 use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::{Algorithm, Unit};
+use crate::core::slot;
 use crate::store::cache::Cache;
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
@@ -27,6 +31,7 @@ use crate::store::notes::Notes;
 use crate::store::redis::settings::RedisSettings;
 use crate::store::upkeep::Upkeep;
 use crate::store::{Check, StoreError, SweepReport};
+use cluster::Cluster;
 use resp::{Connection, OddReply, Reply};
 
 /// The decision, as the limiter in `limiter.rs` makes it (`decide_own_first`), in Lua. ARGV
@@ -51,9 +56,28 @@ pub const REFUND_SCRIPT_SHA1: &str = "6239abfd513a653d73eeec52ce739e436ccd7345";
 /// expired).
 pub const REFUND_SCRIPT: &str = include_str!("redis/refund.lua");
 
+/// The lines of [`SCRIPT`] that read the server's clock, and what [`script_at`] puts in their
+/// place.
+const SCRIPT_CLOCK: &str = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n";
+const SCRIPT_GIVEN_CLOCK: &str = "local now = tonumber(ARGV[4 * #KEYS + 2])\n";
+
+/// [`SCRIPT`] deciding at a time it is given (the `ARGV` after `own`) instead of the server's
+/// `TIME`: a Redis Cluster decides a request in steps, one slot each, and the steps after the
+/// first decide at the first one's time, so that the request has one time in every key (what
+/// a refund names) whatever the nodes' clocks.
+pub fn script_at() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| SCRIPT.replacen(SCRIPT_CLOCK, SCRIPT_GIVEN_CLOCK, 1))
+}
+
+/// SHA-1 of [`script_at`].
+pub const SCRIPT_AT_SHA1: &str = "22461503050695011ec7ca833b2a73cfacb9f594";
+
 pub struct RedisStore {
     settings: RedisSettings,
     conn: RefCell<Option<Connection>>,
+    /// A Redis Cluster's map and connections; None for a single Redis.
+    cluster: Option<RefCell<Cluster>>,
 }
 
 /// A count of milliseconds from the script (never negative in a well-formed answer).
@@ -123,14 +147,53 @@ pub fn decision_from(
 
 impl RedisStore {
     pub fn new(settings: RedisSettings) -> RedisStore {
+        let cluster = settings.is_cluster().then(|| {
+            let mut seeds = Vec::new();
+            if let resp::Target::Tcp { host, port } = &settings.target {
+                seeds.push(node_name(host, *port));
+            }
+            for (host, port) in &settings.cluster_nodes {
+                let node = node_name(host, *port);
+                if !seeds.contains(&node) {
+                    seeds.push(node);
+                }
+            }
+            RefCell::new(Cluster::new(
+                seeds,
+                settings.username.clone(),
+                settings.password.clone(),
+                settings.connect_timeout,
+                settings.read_timeout,
+                match &settings.target {
+                    resp::Target::Tls { ca_file, .. } => Some(ca_file.clone()),
+                    _ => None,
+                },
+            ))
+        });
         RedisStore {
             settings,
             conn: RefCell::new(None),
+            cluster,
         }
     }
 
     fn place(&self) -> String {
         self.settings.target.place()
+    }
+
+    /// Where the store is, as its log lines begin: `redis store at HOST:PORT`, or `redis
+    /// cluster at SEED, SEED`.
+    fn at(&self) -> String {
+        if self.cluster.is_some() {
+            let seeds: Vec<String> = self
+                .settings
+                .cluster_nodes
+                .iter()
+                .map(|(h, p)| node_name(h, *p))
+                .collect();
+            return format!("redis cluster at {}", seeds.join(", "));
+        }
+        format!("redis store at {}", self.place())
     }
 
     /// Sends `command` (opening and authenticating a connection first if needed, in the same
@@ -145,6 +208,35 @@ impl RedisStore {
     /// returns their replies, one round trip. An error reply fails the exchange, except
     /// `NOSCRIPT` to the last command when `noscript_ok`.
     fn exchange(&self, commands: &[Vec<u8>], noscript_ok: bool) -> Result<Vec<Reply>, StoreError> {
+        if let Some(cluster) = &self.cluster {
+            let units = cluster::units(commands);
+            let replies = cluster.borrow_mut().exchange(&units).map_err(|f| match f {
+                cluster::Failure::Connect(node, e) => {
+                    self.io_error_at(&format!("redis cluster node {node}"), &e, Phase::Connect)
+                }
+                cluster::Failure::Exchange(node, e) => {
+                    self.io_error_at(&format!("redis cluster node {node}"), &e, Phase::Exchange)
+                }
+                cluster::Failure::Refused(node, words) => StoreError::unavailable(format!(
+                    "redis cluster node {node}: {words}{}",
+                    auth_hint(&words)
+                )),
+            })?;
+            let last = replies.len().saturating_sub(1);
+            for (i, reply) in replies.iter().enumerate() {
+                if let Reply::Error(e) = reply {
+                    if noscript_ok && i == last && e.starts_with("NOSCRIPT") {
+                        break;
+                    }
+                    return Err(StoreError::unavailable(format!(
+                        "{}: {e}{}",
+                        self.at(),
+                        auth_hint(e)
+                    )));
+                }
+            }
+            return Ok(replies);
+        }
         let mut slot = self.conn.borrow_mut();
         // A connection kept from an earlier request (FastCGI) may have been closed by the server
         // since: if it turns out gone, the commands are sent once more on a new one. Commands
@@ -194,17 +286,10 @@ impl RedisStore {
                         break;
                     }
                     *slot = None;
-                    let hint = if e.starts_with("NOAUTH")
-                        || e.starts_with("WRONGPASS")
-                        || e.contains("invalid password")
-                    {
-                        " (check store.password and store.username)"
-                    } else {
-                        ""
-                    };
                     return Err(StoreError::unavailable(format!(
-                        "redis store at {}: {e}{hint}",
-                        self.place()
+                        "{}: {e}{}",
+                        self.at(),
+                        auth_hint(e)
                     )));
                 }
             }
@@ -225,10 +310,7 @@ impl RedisStore {
                 args[0] = b"EVAL";
                 args[1] = script.as_bytes();
                 match self.call(resp::encode(&args))? {
-                    Reply::Error(e) => Err(StoreError::unavailable(format!(
-                        "redis store at {}: {e}",
-                        self.place()
-                    ))),
+                    Reply::Error(e) => Err(StoreError::unavailable(format!("{}: {e}", self.at()))),
                     reply => Ok(reply),
                 }
             }
@@ -238,7 +320,7 @@ impl RedisStore {
 
     /// A reply that is not what the command gives, as the store failure it is.
     fn odd(&self, what: impl std::fmt::Display) -> StoreError {
-        StoreError::unavailable(format!("redis store at {}: {what}", self.place()))
+        StoreError::unavailable(format!("{}: {what}", self.at()))
     }
 
     /// The server's time, in milliseconds.
@@ -271,7 +353,12 @@ impl RedisStore {
             .partition(|(_, len)| *len <= journal::WHOLE_HASH);
         let commands: Vec<Vec<u8>> = whole
             .iter()
-            .map(|(h, _)| resp::encode(&[b"HGETALL", journal::clients_key(*h).as_bytes()]))
+            .map(|(h, _)| {
+                resp::encode(&[
+                    b"HGETALL",
+                    journal::clients_key(*h, self.cluster.is_some()).as_bytes(),
+                ])
+            })
             .collect();
         if !commands.is_empty() {
             for ((hour, _), reply) in whole.iter().zip(self.exchange(&commands, false)?) {
@@ -281,7 +368,7 @@ impl RedisStore {
         }
         for (hour, _) in big {
             // Too many for one reply: a page at a time.
-            let key = journal::clients_key(hour);
+            let key = journal::clients_key(hour, self.cluster.is_some());
             let mut cursor = b"0".to_vec();
             loop {
                 let reply = self.call(resp::encode(&[
@@ -309,6 +396,11 @@ impl RedisStore {
     }
 
     fn io_error(&self, e: &io::Error, phase: Phase) -> StoreError {
+        self.io_error_at(&self.at(), e, phase)
+    }
+
+    /// [`RedisStore::io_error`] at `place` (a cluster's node).
+    fn io_error_at(&self, place: &str, e: &io::Error, phase: Phase) -> StoreError {
         let hint = match (e.kind(), phase) {
             (io::ErrorKind::TimedOut, Phase::Connect) => {
                 " (timed out: see store.connect_timeout_ms)"
@@ -328,11 +420,10 @@ impl RedisStore {
         // The parser's reasons are terse: say whose they are.
         if e.kind() == io::ErrorKind::InvalidData {
             return StoreError::unavailable(format!(
-                "redis store at {}: the server sent something that is not the Redis protocol ({e})",
-                self.place()
+                "{place}: the server sent something that is not the Redis protocol ({e})"
             ));
         }
-        StoreError::unavailable(format!("redis store at {}: {e}{hint}", self.place()))
+        StoreError::unavailable(format!("{place}: {e}{hint}"))
     }
 }
 
@@ -342,6 +433,24 @@ impl RedisStore {
 enum Phase {
     Connect,
     Exchange,
+}
+
+/// What to check when the server refused the credentials.
+fn auth_hint(e: &str) -> &'static str {
+    if e.starts_with("NOAUTH") || e.starts_with("WRONGPASS") || e.contains("invalid password") {
+        " (check store.password and store.username)"
+    } else {
+        ""
+    }
+}
+
+/// A node as `HOST:PORT` (`[ADDRESS]:PORT` for IPv6), as a cluster names its nodes.
+fn node_name(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 /// Whether `e` says that a kept connection is gone (closed or reset by the server) rather than
@@ -364,6 +473,30 @@ impl RedisStore {
         if changes.is_empty() {
             return Ok(());
         }
+        if self.cluster.is_some() {
+            // One script per slot: the keys of one client together, each site-wide key alone.
+            let mut by_slot: Vec<(u16, Vec<(&Check<'_>, String)>)> = Vec::new();
+            for (c, change) in changes {
+                let s = slot::slot_of(c.key.as_bytes());
+                match by_slot.iter_mut().find(|(t, _)| *t == s) {
+                    Some((_, list)) => list.push((c, change)),
+                    None => by_slot.push((s, vec![(c, change)])),
+                }
+            }
+            for (_, list) in by_slot {
+                self.change_one_slot(list, at_ms)?;
+            }
+            return Ok(());
+        }
+        self.change_one_slot(changes, at_ms)
+    }
+
+    /// [`RedisStore::change`] of keys that share a slot (all of them on a single Redis).
+    fn change_one_slot(
+        &self,
+        changes: Vec<(&Check<'_>, String)>,
+        at_ms: u64,
+    ) -> Result<(), StoreError> {
         let count = changes.len().to_string();
         let at = at_ms.to_string();
         let mut args: Vec<&[u8]> = vec![count.as_bytes()];
@@ -372,6 +505,70 @@ impl RedisStore {
         args.extend(changes.iter().map(|(_, change)| change.as_bytes()));
         self.eval(REFUND_SCRIPT, REFUND_SCRIPT_SHA1, &args)
             .map(|_| ())
+    }
+}
+
+impl RedisStore {
+    /// Runs the decision script over `checks` (their keys as the store writes them), the
+    /// first `own` the client's own, at the server's time or, given `at`, at that time.
+    fn run_decide(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+        at: Option<u64>,
+    ) -> Result<Decision, StoreError> {
+        let reply = self.decide_reply(checks, own, size, at, false)?;
+        decision_from(&reply, checks, own)
+            .map_err(|e| StoreError::unavailable(format!("{}: {e}", self.at())))
+    }
+
+    /// The decision script's reply over `checks` (see [`RedisStore::run_decide`]). A
+    /// `peek` adds, last, a key of the first key's slot with a limit of 0 and a window of
+    /// 1 ms: the script then refuses whatever the others say, so it writes nothing, and tells
+    /// every key's count and the longest wait among those that refuse (longer than 1 ms).
+    fn decide_reply(
+        &self,
+        checks: &[Check<'_>],
+        own: usize,
+        size: Option<u64>,
+        at: Option<u64>,
+        peek: bool,
+    ) -> Result<Reply, StoreError> {
+        let peek_key = peek.then(|| {
+            let first = checks.first().map_or(&b""[..], |c| c.key.as_bytes());
+            format!(
+                "resolve:~peek:{{{}}}",
+                String::from_utf8_lossy(slot::hashed_part(first))
+            )
+        });
+        let count = (checks.len() + usize::from(peek)).to_string();
+        let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 4 + 2);
+        for c in checks {
+            argv.push(
+                match c.rule.algorithm {
+                    Algorithm::Fixed => "f",
+                    Algorithm::Sliding => "s",
+                }
+                .to_owned(),
+            );
+            argv.push(c.rule.limit.get().to_string());
+            argv.push(c.rule.window_ms().to_string());
+            argv.push(c.rule.unit.amount(size).to_string());
+        }
+        if peek {
+            argv.extend(["f", "0", "1", "1"].map(str::to_owned));
+        }
+        argv.push((own.min(checks.len()) + usize::from(peek)).to_string());
+        argv.extend(at.map(|ms| ms.to_string()));
+        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
+        args.extend(checks.iter().map(|c| c.key.as_bytes()));
+        args.extend(peek_key.iter().map(|k| k.as_bytes()));
+        args.extend(argv.iter().map(|a| a.as_bytes()));
+        match at {
+            None => self.eval(SCRIPT, SCRIPT_SHA1, &args),
+            Some(_) => self.eval(script_at(), SCRIPT_AT_SHA1, &args),
+        }
     }
 }
 
@@ -385,30 +582,15 @@ impl Counters for RedisStore {
         if checks.is_empty() {
             return Ok(Decision::no_checks());
         }
-        let count = checks.len().to_string();
-        let mut argv: Vec<String> = Vec::with_capacity(checks.len() * 4 + 1);
-        for c in checks {
-            argv.push(
-                match c.rule.algorithm {
-                    Algorithm::Fixed => "f",
-                    Algorithm::Sliding => "s",
-                }
-                .to_owned(),
-            );
-            argv.push(c.rule.limit.get().to_string());
-            argv.push(c.rule.window_ms().to_string());
-            argv.push(c.rule.unit.amount(size).to_string());
+        if self.cluster.is_some() {
+            return self.decide_in_steps(checks, own, size);
         }
-        argv.push(own.min(checks.len()).to_string());
-        let mut args: Vec<&[u8]> = vec![count.as_bytes()];
-        args.extend(checks.iter().map(|c| c.key.as_bytes()));
-        args.extend(argv.iter().map(|a| a.as_bytes()));
-        let reply = self.eval(SCRIPT, SCRIPT_SHA1, &args)?;
-        decision_from(&reply, checks, own)
-            .map_err(|e| StoreError::unavailable(format!("redis store at {}: {e}", self.place())))
+        self.run_decide(checks, own, size, None)
     }
 
     fn refund(&self, checks: &[Check<'_>], at_ms: u64) -> Result<(), StoreError> {
+        let written = self.written(checks);
+        let checks = written.as_ref();
         // A rule of bytes keeps what it counted.
         let changes = checks
             .iter()
@@ -421,6 +603,8 @@ impl Counters for RedisStore {
     }
 
     fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
+        let written = self.written(checks);
+        let checks = written.as_ref();
         let changes = checks.iter().filter_map(|c| {
             let amount = match (c.rule.unit, c.rule.algorithm) {
                 (Unit::Bytes, Algorithm::Fixed) => c.rule.unit.amount(Some(size)),
@@ -435,6 +619,8 @@ impl Counters for RedisStore {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
+        let written = self.written(checks);
+        let checks = written.as_ref();
         // The time and each key's type, then a read of the keys of their rule's type (a key of
         // the other type is one a decision would start afresh: it counts nothing).
         let mut commands = vec![resp::encode(&[b"TIME"])];
@@ -500,8 +686,8 @@ impl Cache for RedisStore {
         match self.call(resp::encode(&[b"GET", key.as_bytes()]))? {
             Reply::Bulk(value) => Ok(value),
             other => Err(StoreError::unavailable(format!(
-                "redis store at {}: GET answered {other:?}",
-                self.place()
+                "{}: GET answered {other:?}",
+                self.at()
             ))),
         }
     }
@@ -546,7 +732,7 @@ impl Cache for RedisStore {
 
 impl Journal for RedisStore {
     fn journal_add(&self, entry: &usage::Entry) -> Result<(), StoreError> {
-        let commands = journal::add_commands(entry);
+        let commands = journal::add_commands(entry, self.cluster.is_some());
         if commands.is_empty() {
             return Ok(());
         }
@@ -564,11 +750,11 @@ impl Journal for RedisStore {
             for hour in start..end {
                 commands.push(resp::encode(&[
                     b"HGETALL",
-                    journal::totals_key(hour).as_bytes(),
+                    journal::totals_key(hour, self.cluster.is_some()).as_bytes(),
                 ]));
                 commands.push(resp::encode(&[
                     b"HLEN",
-                    journal::clients_key(hour).as_bytes(),
+                    journal::clients_key(hour, self.cluster.is_some()).as_bytes(),
                 ]));
             }
             let replies = self.exchange(&commands, false)?;
@@ -635,10 +821,38 @@ impl Upkeep for RedisStore {
             Some(tls) => format!(", {tls}"),
             None => String::new(),
         };
+        let Some(cluster) = &self.cluster else {
+            return Ok(format!(
+                "{} (server {version}, database {}{tls})",
+                self.at(),
+                self.settings.db
+            ));
+        };
+        let info = self.call(resp::encode(&[b"CLUSTER", b"INFO"]))?;
+        let text = match info {
+            Reply::Bulk(Some(text)) => String::from_utf8_lossy(&text).into_owned(),
+            other => return Err(self.odd(format!("CLUSTER INFO answered {other:?}"))),
+        };
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .unwrap_or("?")
+                .trim()
+                .to_owned()
+        };
+        let masters: Vec<String> = cluster
+            .borrow()
+            .masters()
+            .iter()
+            .map(|(node, ranges, slots)| format!("{node} slots {ranges} ({slots})"))
+            .collect();
         Ok(format!(
-            "redis store at {} (server {version}, database {}{tls})",
-            self.place(),
-            self.settings.db
+            "{} (server {version}; cluster_state {}, {} of 16384 slots served, {} nodes known; masters: {})",
+            self.at(),
+            field("cluster_state"),
+            field("cluster_slots_ok"),
+            field("cluster_known_nodes"),
+            masters.join(", ")
         ))
     }
 }

@@ -248,6 +248,17 @@ pub const REDIS_PORT: u16 = 6379;
 pub const REDIS_CONNECT_TIMEOUT_MS: u64 = 1_000;
 /// Time allowed for each Redis reply, in milliseconds.
 pub const REDIS_READ_TIMEOUT_MS: u64 = 1_000;
+/// Most seeds `store.cluster_nodes` may name: a client needs one that answers to learn the
+/// rest, so a few in different places are plenty.
+pub const REDIS_CLUSTER_MAX_SEEDS: usize = 16;
+/// Most redirections (`MOVED`, `ASK`) and retries one Redis Cluster command follows before
+/// the store gives up (within the request's time too): a slot moves once, a failover settles
+/// in a few tries.
+pub const REDIS_CLUSTER_MAX_TRIES: u32 = 16;
+/// Pause before trying a Redis Cluster again while it says it is down or reconfiguring
+/// (`CLUSTERDOWN`, `TRYAGAIN`, a master unreachable), so that a failover is waited for
+/// within the request's time without spinning.
+pub const REDIS_CLUSTER_RETRY_PAUSE_MS: u64 = 100;
 
 /// The dashboard (`/admin`, on with `admin.password_hash`): how long a sign-in lasts, in
 /// seconds. A working day; the expiry is inside the signed cookie, not only its `Max-Age`.

@@ -27,11 +27,14 @@ mod memory;
 mod mysql;
 #[path = "stores/redis.rs"]
 mod redis;
+#[path = "stores/redis_cluster.rs"]
+mod redis_cluster;
 
 pub use files::InFiles;
 pub use memory::InMemory;
 pub use mysql::InMysql;
 pub use redis::InRedis;
+pub use redis_cluster::InRedisCluster;
 
 /// `Retry-After` of the 503 a failing store gets with `on_error: deny`.
 pub const DENY_RETRY_AFTER: u64 = 7;

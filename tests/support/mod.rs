@@ -15,6 +15,7 @@ pub mod net;
 pub mod process;
 pub mod provider;
 pub mod redis;
+pub mod redis_cluster;
 pub mod rng;
 pub mod site;
 pub mod siteverify;

@@ -20,12 +20,31 @@ pub const WHOLE_HASH: i64 = 20_000;
 /// Hours asked for in one exchange.
 pub const HOURS_AT_ONCE: u32 = 1_000;
 
-pub fn totals_key(hour: u32) -> String {
-    Reserved::JournalTotals(hour).key().into_owned()
+/// The totals of `hour`; in a cluster (`tagged`) with the hour in braces, so that an hour's
+/// two hashes share a slot and its transaction runs on one node.
+pub fn totals_key(hour: u32, tagged: bool) -> String {
+    hour_key(
+        Reserved::JournalTotals(hour).key().into_owned(),
+        hour,
+        tagged,
+    )
 }
 
-pub fn clients_key(hour: u32) -> String {
-    Reserved::JournalClients(hour).key().into_owned()
+/// The clients of `hour`, tagged as [`totals_key`].
+pub fn clients_key(hour: u32, tagged: bool) -> String {
+    hour_key(
+        Reserved::JournalClients(hour).key().into_owned(),
+        hour,
+        tagged,
+    )
+}
+
+fn hour_key(key: String, hour: u32, tagged: bool) -> String {
+    if !tagged {
+        return key;
+    }
+    let hour = hour.to_string();
+    crate::core::slot::tagged(&key, key.len() - hour.len(), &hour)
 }
 
 pub fn notes_key() -> std::borrow::Cow<'static, str> {
@@ -38,7 +57,7 @@ fn expires_at(hour: u32, hours: u32) -> String {
 }
 
 /// The transaction that adds `entry`; empty when it adds nothing.
-pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
+pub fn add_commands(entry: &Entry, tagged: bool) -> Vec<Vec<u8>> {
     let mut totals: BTreeMap<&str, u64> = BTreeMap::new();
     for (name, n) in &entry.totals {
         *totals.entry(name).or_default() += n;
@@ -48,7 +67,7 @@ pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
     }
     let mut out = vec![resp::encode(&[b"MULTI"])];
     if !totals.is_empty() {
-        let key = totals_key(entry.hour);
+        let key = totals_key(entry.hour, tagged);
         for (name, n) in totals {
             out.push(add_to(&key, name, n));
         }
@@ -56,7 +75,7 @@ pub fn add_commands(entry: &Entry) -> Vec<Vec<u8>> {
         out.push(resp::encode(&[b"PEXPIREAT", key.as_bytes(), at.as_bytes()]));
     }
     if !entry.clients.is_empty() {
-        let key = clients_key(entry.hour);
+        let key = clients_key(entry.hour, tagged);
         for (client, count, n) in &entry.clients {
             out.push(add_to(&key, &format!("{}:{client}", count.name()), *n));
         }
@@ -230,7 +249,11 @@ mod tests {
 
     #[test]
     fn its_keys_are_among_those_no_rule_may_make() {
-        for key in [totals_key(10), clients_key(10), notes_key().into_owned()] {
+        for key in [
+            totals_key(10, false),
+            clients_key(10, true),
+            notes_key().into_owned(),
+        ] {
             let reserved = crate::core::key::RESERVED_PREFIXES;
             assert!(reserved.iter().any(|p| key.starts_with(p)), "{key}");
         }
@@ -247,7 +270,10 @@ mod tests {
     #[test]
     fn an_entry_is_one_transaction_with_its_expiries() {
         let entry = Entry::refused_with_a_total_twice(10, "2001:db8::/64");
-        let sent: Vec<Vec<String>> = add_commands(&entry).iter().map(|c| words(c)).collect();
+        let sent: Vec<Vec<String>> = add_commands(&entry, false)
+            .iter()
+            .map(|c| words(c))
+            .collect();
         let totals_end = ((10 + 9600 + 1) * HOUR_MS).to_string();
         let clients_end = ((10 + 48 + 1) * HOUR_MS).to_string();
         assert_eq!(
@@ -272,7 +298,21 @@ mod tests {
             totals: vec![],
             clients: vec![],
         };
-        assert!(add_commands(&nothing).is_empty());
+        assert!(add_commands(&nothing, false).is_empty());
+        // In a cluster, the hour in braces: both hashes in one slot, the transaction on one
+        // node.
+        let tagged = add_commands(&entry, true);
+        let keys: Vec<String> = tagged[1..tagged.len() - 1]
+            .iter()
+            .map(|c| words(c)[1].clone())
+            .collect();
+        assert_eq!(keys[0], "resolve:journal:totals:{10}");
+        assert_eq!(keys[3], "resolve:journal:clients:{10}");
+        let slots: std::collections::BTreeSet<u16> = keys
+            .iter()
+            .map(|k| crate::core::slot::slot_of(k.as_bytes()))
+            .collect();
+        assert_eq!(slots.len(), 1);
     }
 
     #[test]

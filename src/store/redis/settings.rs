@@ -22,4 +22,26 @@ pub struct RedisSettings {
     pub connect_timeout: Duration,
     #[serde(rename = "read_timeout_ms", serialize_with = "show::ms")]
     pub read_timeout: Duration,
+    /// The seeds of a Redis Cluster (`HOST`, `PORT`), after `target`'s; empty for a single
+    /// Redis.
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "seeds")]
+    pub cluster_nodes: Vec<(String, u16)>,
+}
+
+impl RedisSettings {
+    /// Whether the store is a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        !self.cluster_nodes.is_empty()
+    }
+}
+
+/// The seeds as the configuration writes them.
+fn seeds<S: serde::Serializer>(seeds: &[(String, u16)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(seeds.iter().map(|(host, port)| {
+        if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        }
+    }))
 }

@@ -147,6 +147,7 @@ fn store_at(port: u16) -> RedisStore {
         db: 0,
         connect_timeout: Duration::from_millis(1000),
         read_timeout: Duration::from_millis(200),
+        cluster_nodes: Vec::new(),
     })
 }
 
@@ -196,4 +197,98 @@ fn a_reply_without_its_line_end_is_a_read_timeout() {
     assert!(!e.detail.contains("os error"));
     drop(s);
     server.join().unwrap();
+}
+
+#[test]
+fn the_script_at_a_given_time_differs_only_by_its_clock() {
+    use sha1::Digest;
+    let at = script_at();
+    assert_ne!(at, SCRIPT, "the clock lines were found and replaced");
+    assert!(!at.contains("redis.call('TIME')"));
+    assert_eq!(
+        SCRIPT.replacen(SCRIPT_CLOCK, "", 1),
+        at.replacen(SCRIPT_GIVEN_CLOCK, "", 1)
+    );
+    let sha = crate::support::hex::lower(&sha1::Sha1::digest(at.as_bytes()));
+    assert_eq!(sha, SCRIPT_AT_SHA1);
+    let sha = crate::support::hex::lower(&sha1::Sha1::digest(SCRIPT.as_bytes()));
+    assert_eq!(sha, SCRIPT_SHA1);
+}
+
+#[test]
+fn a_clusters_steps_take_the_clients_keys_together_and_the_sites_in_order() {
+    use crate::core::rule::{KeyKind, Rule};
+    let ip = Rule::new(
+        "ip",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        30,
+        60,
+        "resolve:{rule}:{ip}",
+    )
+    .unwrap();
+    let day = Rule::new(
+        "day",
+        KeyKind::Ip,
+        Algorithm::Fixed,
+        300,
+        86_400,
+        "resolve:{rule}:{ip}",
+    )
+    .unwrap();
+    let spend = Rule::new(
+        "spend",
+        KeyKind::Global,
+        Algorithm::Fixed,
+        5000,
+        86_400,
+        "resolve:{rule}:*",
+    )
+    .unwrap();
+    let rate = Rule::new(
+        "rate",
+        KeyKind::Global,
+        Algorithm::Fixed,
+        10,
+        1,
+        "resolve:{rule}:*",
+    )
+    .unwrap();
+    let checks = [
+        Check {
+            rule: &ip,
+            key: ip.key_for("203.0.113.7"),
+        },
+        Check {
+            rule: &day,
+            key: day.key_for("203.0.113.7"),
+        },
+        Check {
+            rule: &spend,
+            key: spend.key_for(""),
+        },
+        Check {
+            rule: &rate,
+            key: rate.key_for(""),
+        },
+    ];
+    let keys: Vec<_> = checks.iter().map(super::steps::cluster_key).collect();
+    assert_eq!(keys[0], "resolve:ip:{203.0.113.7}");
+    assert_eq!(keys[1], "resolve:day:{203.0.113.7}");
+    assert_eq!(keys[2], "resolve:spend:*");
+    let steps = super::steps::cluster_steps(&keys, 2);
+    assert_eq!(steps[0], [0, 1], "the client's keys in one step, first");
+    let mut site: Vec<_> = steps[1..]
+        .iter()
+        .map(|s| slot::slot_of(keys[s[0]].as_bytes()))
+        .collect();
+    assert_eq!(steps.len(), 3);
+    let sorted = {
+        let mut s = site.clone();
+        s.sort();
+        s
+    };
+    assert_eq!(site, sorted, "the site's keys in the order of their slots");
+    site.dedup();
+    assert_eq!(site.len(), 2);
 }
