@@ -2883,3 +2883,49 @@ fn several_links_without_javascript_get_a_list_page() {
     h.axe("list-page-phone");
     h.web().phone(false);
 }
+
+/// Several links pasted by a visitor who must solve the challenge: the page asks once, and the
+/// solved check sends the whole paste again with its token; every link comes, the service paid
+/// once for each, the token checked once.
+#[test]
+fn a_challenged_paste_of_several_links_is_sent_again_whole_once_solved() {
+    let sv = support::siteverify::Siteverify::start();
+    let section = sv.section("always");
+    let h = Setup::new()
+        .config(move |c| c["challenge"] = section)
+        .start();
+    h.open_page();
+    paste_parts(&h, 3);
+    let solve = wait_for("the widget", Duration::from_secs(10), || {
+        let found = h.web().script(
+            "var b = document.getElementById('stand-in-solve'); \
+             var c = document.querySelector('#result .card'); \
+             return [b ? b.textContent : '', c ? c.className : ''];",
+        );
+        if found[0].as_str().is_some_and(|t| !t.is_empty()) {
+            Ok(found)
+        } else {
+            Err(found.to_string())
+        }
+    });
+    assert_eq!(solve[1], "card challenge", "{solve}");
+    assert_eq!(
+        h.site().provider.calls(),
+        0,
+        "nothing paid before the check"
+    );
+    h.web().click("#stand-in-solve");
+    let view = h.answer(Duration::from_secs(30));
+    assert_eq!(view.kind, "list", "{view:?}");
+    let list = h.web().script(LIST_SCRIPT);
+    let states: Vec<&str> = list
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["state"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(states, ["ready", "ready", "ready"], "{list:#}");
+    assert_eq!(h.site().provider.calls(), 3, "each link paid once");
+    assert_eq!(sv.verifications(), 1, "one check for the paste");
+    h.axe("challenged-paste");
+}
