@@ -88,14 +88,19 @@
     }
   });
 
-  function send(link) {
+  // The button busy and the working card shown while a request is out.
+  function begin() {
     stopList();
     clearTimeout(again);
     busy = true;
     setButton('busy');
     form.setAttribute('aria-busy', 'true');
     showWorking();
+  }
 
+  // Posts `fields` (with a solved challenge's token) and hands the answer to
+  // `answered(code, headers, data)`; a timeout or a failed connection is shown here.
+  function post(fields, answered) {
     var controller = typeof AbortController === 'function' ? new AbortController() : null;
     var timedOut = false;
     var timeout = setTimeout(function () {
@@ -113,7 +118,7 @@
         'Content-Type': 'application/x-www-form-urlencoded',
         'Accept': 'application/json'
       },
-      body: withChallengeToken(new URLSearchParams({ link: link })).toString(),
+      body: withChallengeToken(new URLSearchParams(fields)).toString(),
       cache: 'no-store',
       credentials: 'same-origin',
       signal: controller ? controller.signal : undefined
@@ -134,7 +139,7 @@
         form.removeAttribute('aria-busy');
         stopTicker();
         if (outcome.ok) {
-          handle(code, headers, parseJson(outcome.text), link);
+          answered(code, headers, parseJson(outcome.text));
         } else if (timedOut) {
           showError('The server took too long to answer. Please try again.');
         } else if (code) {
@@ -143,6 +148,13 @@
           showError('Could not reach the server. Check your internet connection and try again.');
         }
       });
+  }
+
+  function send(link) {
+    begin();
+    post({ link: link }, function (code, headers, data) {
+      handle(code, headers, data, link);
+    });
   }
 
   function showWorking() {
@@ -707,63 +719,18 @@
   }
 
   function sendMany(links) {
-    stopList();
-    clearTimeout(again);
-    busy = true;
-    setButton('busy');
-    form.setAttribute('aria-busy', 'true');
-    showWorking();
+    begin();
     announce('Getting ' + links.length + ' download links. This can take up to a minute.');
-    var controller = typeof AbortController === 'function' ? new AbortController() : null;
-    var timedOut = false;
-    var timeout = setTimeout(function () {
-      timedOut = true;
-      if (controller) {
-        controller.abort();
+    post({ links: links.join('\n') }, function (code, headers, data) {
+      if (data && Array.isArray(data.links)) {
+        showList(data);
+      } else if (data && data.challenge && typeof data.challenge.site_key === 'string') {
+        // The challenge is asked once for the whole paste: solved, every link goes again.
+        showChallenge(data, links[0], function () { sendMany(links); });
+      } else {
+        handle(code, headers, data, links[0]);
       }
-    }, REQUEST_TIMEOUT_MS);
-    var code = 0;
-    var headers = null;
-    fetch(form.action, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/x-www-form-urlencoded',
-        'Accept': 'application/json'
-      },
-      body: withChallengeToken(new URLSearchParams({ links: links.join('\n') })).toString(),
-      cache: 'no-store',
-      credentials: 'same-origin',
-      signal: controller ? controller.signal : undefined
-    })
-      .then(function (response) {
-        code = response.status;
-        headers = response.headers;
-        return response.text();
-      })
-      .then(function (text) {
-        return { ok: true, text: text };
-      }, function () {
-        return { ok: false };
-      })
-      .then(function (outcome) {
-        clearTimeout(timeout);
-        busy = false;
-        form.removeAttribute('aria-busy');
-        stopTicker();
-        var data = outcome.ok ? parseJson(outcome.text) : null;
-        if (data && Array.isArray(data.links)) {
-          showList(data);
-        } else if (outcome.ok && data && data.challenge && typeof data.challenge.site_key === 'string') {
-          // The challenge is asked once for the whole paste: solved, every link goes again.
-          showChallenge(data, links[0], function () { sendMany(links); });
-        } else if (outcome.ok) {
-          handle(code, headers, data, links[0]);
-        } else if (timedOut) {
-          showError('The server took too long to answer. Please try again.');
-        } else {
-          showError('Could not reach the server. Check your internet connection and try again.');
-        }
-      });
+    });
   }
 
   // The list: a title that counts what is ready, an item a link, "Copy all links", and what
@@ -1039,7 +1006,7 @@
         var limit = policy[name].q;
         var window = windowWords(policy[name].w || 0);
         out.push(unit === 'bytes'
-          ? bytesWords(left * 1024) + ' of ' + bytesWords(limit * 1024) + ' left ' + window
+          ? bytesWords(left) + ' of ' + bytesWords(limit) + ' left ' + window
           : left + ' of ' + limit + ' left ' + window);
       }
     }
@@ -1090,7 +1057,8 @@
     var units = [[1e12, 'TB'], [1e9, 'GB'], [1e6, 'MB'], [1e3, 'kB']];
     for (var i = 0; i < units.length; i++) {
       if (bytes >= units[i][0]) {
-        var tenths = Math.floor(bytes / (units[i][0] / 10));
+        // To the nearest tenth: a limit counted in whole kibibytes reads as it was written.
+        var tenths = Math.round(bytes / (units[i][0] / 10));
         return (tenths % 10 ? (tenths / 10).toFixed(1) : String(tenths / 10)) + ' ' + units[i][1];
       }
     }

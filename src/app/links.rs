@@ -171,7 +171,14 @@ impl App<'_> {
 fn limit_headers(lefts: &[Left]) -> [(&'static str, String); 2] {
     let policy = lefts
         .iter()
-        .map(|l| format!("\"{}\";q={};w={}", l.rule, l.limit, l.window_secs))
+        .map(|l| {
+            let unit = if l.bytes {
+                format!(";qu={}", allowance::BYTES_UNIT)
+            } else {
+                String::new()
+            };
+            format!("\"{}\";q={};w={}{unit}", l.rule, l.limit, l.window_secs)
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let state = lefts

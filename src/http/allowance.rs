@@ -1,7 +1,7 @@
 //! What is left of a visitor's allowance, in words: read back from the `RateLimit-Policy` and
 //! `RateLimit` headers the decision already wrote (the limit, what is left, the window), so the
 //! words never disagree with the headers. "12 of 30 left this minute"; for a rule of bytes
-//! (counted in kibibytes) "3.2 GB of 20 GB left today". Pure.
+//! (given in bytes, `qu="content-bytes"`) "3.2 GB of 20 GB left today". Pure.
 
 use crate::core::rule::Unit;
 
@@ -9,16 +9,21 @@ use crate::core::rule::Unit;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Left {
     pub rule: String,
-    /// In the rule's unit: requests, or kibibytes for a rule of bytes.
+    /// In the rule's unit: requests, or bytes for a rule of bytes.
     pub limit: u64,
     pub remaining: u64,
     pub window_secs: u64,
     /// Seconds until the window frees room again.
     pub reset_secs: u64,
+    /// A rule of bytes: its policy's quota unit is `content-bytes`.
+    pub bytes: bool,
 }
 
-/// `"name";k=v;k=v` items of a structured header list, as (name, parameters).
-fn items(value: &str) -> Vec<(String, Vec<(String, u64)>)> {
+/// The quota unit of a rule of bytes in `RateLimit-Policy`.
+pub const BYTES_UNIT: &str = "\"content-bytes\"";
+
+/// `"name";k=v;k=v` items of a structured header list, as (name, parameters as written).
+fn items(value: &str) -> Vec<(String, Vec<(String, String)>)> {
     value
         .split(',')
         .filter_map(|item| {
@@ -27,7 +32,7 @@ fn items(value: &str) -> Vec<(String, Vec<(String, u64)>)> {
             let params = parts
                 .filter_map(|p| {
                     let (k, v) = p.trim().split_once('=')?;
-                    Some((k.to_owned(), v.parse().ok()?))
+                    Some((k.to_owned(), v.to_owned()))
                 })
                 .collect();
             (!name.is_empty()).then_some((name, params))
@@ -35,8 +40,15 @@ fn items(value: &str) -> Vec<(String, Vec<(String, u64)>)> {
         .collect()
 }
 
-fn param(params: &[(String, u64)], key: &str) -> Option<u64> {
-    params.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+fn param_text<'p>(params: &'p [(String, String)], key: &str) -> Option<&'p str> {
+    params
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+fn param(params: &[(String, String)], key: &str) -> Option<u64> {
+    param_text(params, key)?.parse().ok()
 }
 
 /// Each rule named in both headers (`policy`: `RateLimit-Policy`, `state`: `RateLimit`).
@@ -51,6 +63,7 @@ pub fn read(policy: &str, state: &str) -> Vec<Left> {
                 window_secs: param(p, "w")?,
                 remaining: param(&now, "r")?,
                 reset_secs: param(&now, "t").unwrap_or(0),
+                bytes: param_text(p, "qu") == Some(BYTES_UNIT),
                 rule,
             })
         })
@@ -86,17 +99,26 @@ pub fn window_words(secs: u64) -> String {
 }
 
 /// The sentence a visitor reads: "12 of 30 left this minute", or in bytes for a rule of
-/// bytes ("3.2 GB of 20 GB left today", what is left rounded down).
+/// bytes ("3.2 GB of 20 GB left today").
 pub fn words(left: &Left, unit: Unit) -> String {
     let window = window_words(left.window_secs);
     match unit {
         Unit::Requests => format!("{} of {} left {window}", left.remaining, left.limit),
         Unit::Bytes => format!(
             "{} of {} left {window}",
-            bytes_words(left.remaining.saturating_mul(Unit::KIB), false),
-            bytes_words(left.limit.saturating_mul(Unit::KIB), false)
+            about(left.remaining),
+            about(left.limit)
         ),
     }
+}
+
+/// `bytes` as [`bytes_words`] writes them, to the nearest tenth of their unit: a limit counted
+/// in whole kibibytes (19,999,997,952 bytes for 20 GB) reads as the owner wrote it.
+fn about(bytes: u64) -> String {
+    let unit = [1_000_000_000_000u64, 1_000_000_000, 1_000_000, 1_000]
+        .into_iter()
+        .find(|u| bytes >= *u);
+    bytes_words(bytes.saturating_add(unit.map_or(0, |u| u / 20)), false)
 }
 
 /// `bytes` in decimal units (kB, MB, GB, TB) with at most one decimal, rounded up (`up`) or
@@ -130,8 +152,8 @@ mod tests {
     #[test]
     fn read_back_from_the_headers() {
         let left = read(
-            "\"per-minute\";q=30;w=60, \"daily-bytes\";q=19531250;w=86400",
-            "\"per-minute\";r=12;t=41, \"daily-bytes\";r=3125000;t=80000",
+            "\"per-minute\";q=30;w=60, \"daily-bytes\";q=20000000000;w=86400;qu=\"content-bytes\"",
+            "\"per-minute\";r=12;t=41, \"daily-bytes\";r=3200000000;t=80000",
         );
         assert_eq!(left.len(), 2);
         assert_eq!(
@@ -141,11 +163,19 @@ mod tests {
                 limit: 30,
                 remaining: 12,
                 window_secs: 60,
-                reset_secs: 41
+                reset_secs: 41,
+                bytes: false
             }
         );
+        assert!(left[1].bytes);
         assert_eq!(words(&left[0], Unit::Requests), "12 of 30 left this minute");
         assert_eq!(words(&left[1], Unit::Bytes), "3.2 GB of 20 GB left today");
+        // A limit counted in whole kibibytes reads as written, at its start too.
+        let kib = read(
+            "\"b\";q=19999997952;w=86400;qu=\"content-bytes\"",
+            "\"b\";r=19999997952;t=86400",
+        );
+        assert_eq!(words(&kib[0], Unit::Bytes), "20 GB of 20 GB left today");
         // A rule missing from either header is left out; nonsense is skipped.
         assert!(read("\"a\";q=1;w=60", "\"b\";r=0;t=1").is_empty());
         assert!(read("garbage", "\"a\";r=x").is_empty());
@@ -159,6 +189,7 @@ mod tests {
             remaining,
             window_secs: 60,
             reset_secs: 60,
+            bytes: false,
         };
         let merged = merge([at(5), at(3), at(4)]);
         assert_eq!(merged, vec![at(3)]);

@@ -410,6 +410,7 @@ mod tests {
                 remaining: 0,
                 window_secs: 60,
                 reset_secs: 42,
+                bytes: false,
             },
             unit: "requests",
             words: "0 of 30 left this minute".into(),

@@ -28,9 +28,9 @@ pub fn limit_headers(rules: &[&Rule], decision: &Decision) -> [(&'static str, St
         .iter()
         .map(|r| {
             let unit = if r.unit == Unit::Bytes {
-                ";qu=\"content-bytes\""
+                format!(";qu={}", crate::http::allowance::BYTES_UNIT)
             } else {
-                ""
+                String::new()
             };
             format!(
                 "\"{}\";q={};w={}{unit}",
