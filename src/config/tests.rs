@@ -1,4 +1,7 @@
 //! The configuration's checks: what each section accepts, and what it refuses with which fix.
+//!
+//! Long because every section is checked here end to end, from the text an owner writes to the
+//! settings the program runs with: one place to read what each field accepts.
 
 use super::*;
 use crate::store::settings::{OnError, StoreKind};
