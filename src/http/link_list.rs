@@ -277,16 +277,37 @@ fn text_of(entries: &[Entry], allowance: &[Allowance]) -> String {
         match e.state {
             State::Ready => {
                 for (download, _) in e.downloads() {
-                    out.push_str(&format!("{state} {} {download}\n", e.link));
+                    out.push_str(&format!("{state} {} {download}\n", shown(&e.link)));
                 }
             }
-            _ => out.push_str(&format!("{state} {} {}\n", e.link, e.sentence())),
+            _ => out.push_str(&format!("{state} {} {}\n", shown(&e.link), e.sentence())),
         }
     }
     for a in allowance {
         out.push_str(&format!("{}.\n", capitalised(&a.words)));
     }
     out
+}
+
+/// A link as sent, for the text and the page: spaces and control characters (which a link
+/// refused for them may hold) written as `%XX`, so that an answer echoes no escape sequence to a
+/// terminal and keeps one line a link.
+fn shown(link: &str) -> std::borrow::Cow<'_, str> {
+    if !link.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return std::borrow::Cow::Borrowed(link);
+    }
+    let mut out = String::with_capacity(link.len() + 8);
+    for c in link.chars() {
+        if c.is_whitespace() || c.is_control() {
+            let mut bytes = [0; 4];
+            for b in c.encode_utf8(&mut bytes).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn capitalised(s: &str) -> String {
@@ -308,7 +329,7 @@ fn card_of(entries: &[Entry], allowance: &[Allowance]) -> String {
         card.push_str(&format!(
             "<li class=\"{}\" data-state=\"{state}\"><p class=\"asked\">{}</p>\n",
             e.state.look(),
-            link_text(&e.link)
+            link_text(&shown(&e.link))
         ));
         match e.state {
             State::Ready => {
@@ -346,6 +367,15 @@ fn card_of(entries: &[Entry], allowance: &[Allowance]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_is_echoed_without_spaces_or_control_characters() {
+        assert_eq!(shown("https://host.example/f"), "https://host.example/f");
+        assert_eq!(
+            shown("https\u{1a}//host.example/a b\u{1b}[2J\n"),
+            "https%1A//host.example/a%20b%1B[2J%0A"
+        );
+    }
 
     fn answer(status: u16, body: Value) -> Response {
         Response::new(status, "application/json", format!("{body}\n"))
