@@ -222,19 +222,7 @@ impl RedisStore {
                     auth_hint(&words)
                 )),
             })?;
-            let last = replies.len().saturating_sub(1);
-            for (i, reply) in replies.iter().enumerate() {
-                if let Reply::Error(e) = reply {
-                    if noscript_ok && i == last && e.starts_with("NOSCRIPT") {
-                        break;
-                    }
-                    return Err(StoreError::unavailable(format!(
-                        "{}: {e}{}",
-                        self.at(),
-                        auth_hint(e)
-                    )));
-                }
-            }
+            self.no_error_in(&replies, noscript_ok)?;
             return Ok(replies);
         }
         let mut slot = self.conn.borrow_mut();
@@ -277,24 +265,32 @@ impl RedisStore {
                     return Err(self.io_error(&e, Phase::Exchange));
                 }
             };
-            let last = replies.len() - 1;
-            for (i, reply) in replies.iter().enumerate() {
-                if let Reply::Error(e) = reply {
-                    // The script cache is empty (a new or flushed server): the caller sends
-                    // the script itself; the connection is fine.
-                    if noscript_ok && i == last && e.starts_with("NOSCRIPT") {
-                        break;
-                    }
-                    *slot = None;
-                    return Err(StoreError::unavailable(format!(
-                        "{}: {e}{}",
-                        self.at(),
-                        auth_hint(e)
-                    )));
-                }
+            if let Err(e) = self.no_error_in(&replies, noscript_ok) {
+                *slot = None;
+                return Err(e);
             }
             return Ok(replies.split_off(setup));
         }
+    }
+
+    /// The first error among `replies`, as a store failure naming the store. With `noscript_ok`,
+    /// a `NOSCRIPT` answer to the last command is none: the script cache is empty (a new or
+    /// flushed server), the caller sends the script itself, and the connection is fine.
+    fn no_error_in(&self, replies: &[Reply], noscript_ok: bool) -> Result<(), StoreError> {
+        let last = replies.len().saturating_sub(1);
+        for (i, reply) in replies.iter().enumerate() {
+            if let Reply::Error(e) = reply {
+                if noscript_ok && i == last && e.starts_with("NOSCRIPT") {
+                    break;
+                }
+                return Err(StoreError::unavailable(format!(
+                    "{}: {e}{}",
+                    self.at(),
+                    auth_hint(e)
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Runs a Lua script by its SHA-1 (`EVALSHA`), so that its text crosses the wire and is
