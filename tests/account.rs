@@ -369,3 +369,59 @@ fn with_several_services_each_account_is_read_and_kept_apart() {
         "{stats:#}"
     );
 }
+
+/// A stand-in of Debrid-Link: a link resolved by `POST /downloader/add`, and an account
+/// (`GET /account/infos`) with `premium_left` seconds of premium, in the form its clients read.
+fn debridlink(premium_left: u64) -> Provider {
+    let api = Provider::builder().routes_only().start();
+    api.route(
+        "POST",
+        "/api/v2/downloader/add",
+        Reply::ok(
+            json!({"success": true, "value": {"id": "1", "name": "f.bin", "size": 10,
+                         "downloadUrl": "https://dl.example/d/f.bin"}}),
+        ),
+    );
+    api.route(
+        "GET",
+        "/api/v2/account/infos",
+        Reply::ok(
+            json!({"success": true, "value": {"username": "owner", "accountType": 1,
+                         "premiumLeft": premium_left, "registerDate": 1_700_000_000}}),
+        ),
+    );
+    api
+}
+
+#[test]
+fn debridlinks_account_is_read_from_the_seconds_of_premium_left() {
+    let site = Setup::builder("account-debridlink")
+        .provider(debridlink(3 * 86_400 + 600))
+        .provider_section(|api| {
+            json!({"preset": "debridlink", "token": TOKEN, "base_url": api.url("/api/v2"),
+                   "hosts": null})
+        })
+        .rules(vec![rule("ip", "ip", 100, 3600)])
+        .write();
+    let first = ask(&site, "127.0.0.2");
+    assert_eq!(first.answer().status, 200, "{}", first.describe());
+    assert_eq!(site.provider.calls_to("GET", "/api/v2/account/infos"), 1);
+    let call = &site.provider.requests_to("GET", "/api/v2/account/infos")[0];
+    assert_eq!(
+        call.header("Authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    let (text, v) = kept(&site).expect("the reading is kept");
+    let until = v["premium_until_ms"].as_u64().expect("premium_until_ms");
+    let expected = now_ms() + (3 * 86_400 + 600) * 1000;
+    assert!(until.abs_diff(expected) < 120_000, "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    assert!(
+        first
+            .stderr
+            .contains("ACTION NEEDED: the provider account's premium ends in 3 days"),
+        "{}",
+        first.describe()
+    );
+    assert!(!first.stderr.contains(TOKEN), "{}", first.describe());
+}

@@ -288,6 +288,13 @@ fn the_presets_read_their_accounts() {
                    "is_subscribed": true, "premium_expires_at": "2026-12-11T08:00:00Z"}}),
             (None, Some("2026-12-11T08:00:00Z"), None, 0),
         ),
+        (
+            "debridlink",
+            "https://debrid-link.com/api/v2/account/infos",
+            json!({"success": true, "value": {"username": "u", "accountType": 1,
+                   "premiumLeft": 518_400, "registerDate": 1_700_000_000}}),
+            (None, Some("2026-12-11T08:00:00Z"), None, 0),
+        ),
     ];
     for (name, url, answer, (premium, until, fair_use, quotas)) in cases {
         let spec = preset(name);
@@ -321,5 +328,10 @@ fn the_presets_read_their_accounts() {
         assert_eq!(facts.fair_use_used, fair_use, "{name}");
         assert_eq!(facts.host_quotas.len(), quotas, "{name}");
     }
-    assert_eq!(preset("debridlink").account, None);
+    // An answer that is not a success reads no facts (Debrid-Link's errors are
+    // `{"success": false, "error": "badToken"}`).
+    let debridlink = preset("debridlink");
+    let call = debridlink.account.as_ref().unwrap();
+    let refused = json!({"success": false, "error": "badToken"});
+    assert!(!call.success.as_ref().unwrap().holds(&refused));
 }
