@@ -14,9 +14,10 @@
 //! `AT_MS TEXT` lines instead, oldest first.
 //!
 //! An append file (an hour's entries not yet folded into its hour file) has no header: each
-//! entry is one `write` of a line feed, then the entry's lines with tabs for their line feeds
-//! (`t 0 requests 1<TAB>r 0 192.0.2.9 1`), then a tab and the checksum of what is between
-//! (8 hex digits). An entry that does not check (one a full disk cut short, or one being
+//! entry is one `write` of a line feed, then its counts as `TAG WHAT`, or `TAG WHAT N` when
+//! N is not 1, separated by tabs (`t requests<TAB>t refused:ip<TAB>r 192.0.2.9`: the
+//! lines `t 0 requests 1`, `t 0 refused:ip 1` and `r 0 192.0.2.9 1`), then a tab and the
+//! checksum of what is between (8 hex digits). An entry that does not check (one a full disk cut short, or one being
 //! written as it is read) counts for nothing; the line feed in front of the next one starts
 //! it afresh.
 
@@ -202,10 +203,12 @@ pub fn appended(entry: &Entry) -> Vec<u8> {
     let mut out = Vec::with_capacity(96);
     out.push(b'\n');
     let item = |out: &mut Vec<u8>, tag: u8, what: &str, n: u64| {
-        out.extend_from_slice(&[tag, b' ', b'0', b' ']);
+        out.extend_from_slice(&[tag, b' ']);
         escape_bytes(what, out);
-        out.push(b' ');
-        push_number(out, n);
+        if n != 1 {
+            out.push(b' ');
+            push_number(out, n);
+        }
         out.push(b'\t');
     };
     for (name, n) in &entry.totals {
@@ -234,8 +237,18 @@ pub fn appended_lines(bytes: &[u8]) -> Vec<u8> {
                 .ok()
                 .and_then(|h| u32::from_str_radix(h, 16).ok())
                 == Some(sum(body));
-        if checks && !body.is_empty() {
-            out.extend(body.iter().map(|b| if *b == b'\t' { b'\n' } else { *b }));
+        if !checks || body.is_empty() {
+            continue;
+        }
+        for item in body.split(|b| *b == b'\t') {
+            // `TAG WHAT [N]`: the line `TAG 0 WHAT N` (a damaged one is seen by `rows`).
+            let (tag, rest) = item.split_at(item.len().min(1));
+            out.extend_from_slice(tag);
+            out.extend_from_slice(b" 0");
+            out.extend_from_slice(rest);
+            if rest.iter().filter(|b| **b == b' ').count() < 2 {
+                out.extend_from_slice(b" 1");
+            }
             out.push(b'\n');
         }
     }
