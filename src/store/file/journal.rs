@@ -6,9 +6,9 @@
 //! Layout:
 //! - `a<HOUR>-<S>`: the hour's entries as they came, for one of [`SHARDS`] shards (S is a hash
 //!   of the client; requests without one go to a random shard). A request appends its entry:
-//!   one `write` of a line to a file opened `O_APPEND`, under the file's shared lock (7 system
-//!   calls; a locked read-modify-write of the hour file took 11, and 13,700 instructions
-//!   against some 3,000). Readers add its lines to the hour file's counts.
+//!   one `write` of a line to a file opened `O_APPEND`, under the file's shared lock: 7 system
+//!   calls and some 3,200 instructions, where a locked read-modify-write of the hour file took
+//!   10 and 18,600 (docs/performance.md). Readers add its lines to the hour file's counts.
 //! - `h<HOUR>-<S>`: the hour's counts for the shard: the totals of its requests and the
 //!   counts of its clients. The append file is folded into it by the request that finds the
 //!   append file past [`APPEND_MAX_BYTES`], and by sweeps once the hour has ended, so that a
@@ -45,9 +45,10 @@
 //!
 //! Size: an hour file holds at most about twice its lines and a 128-byte header; a line is
 //! its key and count, about 25 bytes for an IPv4 client, 35 for an IPv6 prefix; an appended
-//! entry is about 60 bytes. Bound: a day of 10,000 clients seen in two hours each (a refusal
-//! for one in five) takes under 1.5 MB while its client counts are kept, and under 10 kB of
-//! totals once swept two days on: the store contract's `journal_size_of_a_busy_day` checks
+//! entry is about 47 bytes. Bound: a day of 10,000 clients seen in two hours each (a refusal
+//! for one in five) takes under 1.5 MB while its client counts are kept (1.15 MB measured,
+//! its entries still appended; 1.08 MB in hour files), and under 10 kB of totals once swept
+//! two days on (1.9 kB measured): the store contract's `journal_size_of_a_busy_day` checks
 //! both. Files: an hour keeps one file a shard once swept; the hour in progress (and one not
 //! yet swept) an append file a shard more.
 
@@ -337,8 +338,8 @@ impl Journal<'_> {
     /// sealed or past `append_max`, so that the entry goes to the hour file instead.
     fn append(&self, entry: &Entry, path: &Path) -> Result<bool, StoreError> {
         let line = record::appended(entry);
-        let dir = self.dir();
-        refuse_linked_parent(&dir)?;
+        let dir = path.parent().unwrap_or(self.data);
+        refuse_linked_parent(dir)?;
         let open = || {
             OpenOptions::new()
                 .append(true)
@@ -352,7 +353,7 @@ impl Journal<'_> {
             // Sealed, for a process that has no right to write a read-only file.
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::NotFound || !self.data.is_dir() => {
-                make_parent(self.data, &dir, self.log)?;
+                make_parent(self.data, dir, self.log)?;
                 open().map_err(|e| io_error("create", path, &e))?
             }
             Err(e) if not_a_file(&e) => return Err(io_error("open", path, &not_regular(path))),
