@@ -808,3 +808,59 @@ fn a_sweep_folds_an_ended_hours_appended_entries() {
         (HOUR, "client 192.0.2.1".to_owned(), 2)
     );
 }
+
+/// Where [`journal_child_adds_refusals`] adds its entries, when this test program runs it as
+/// a child process.
+const JOURNAL_CHILD_DIR: &str = "RESOLVE_TEST_JOURNAL_CHILD_DIR";
+const CHILD_ENTRIES: u64 = 400;
+
+/// A child process of the test below (it does nothing when run on its own): adds
+/// `CHILD_ENTRIES` refusals of one client, its append file folded every three or four.
+#[test]
+fn journal_child_adds_refusals() {
+    let Some(dir) = std::env::var_os(JOURNAL_CHILD_DIR) else {
+        return;
+    };
+    let store = FileStore::new(
+        PathBuf::from(dir),
+        FakeClock::at(u64::from(HOUR) * usage::HOUR_MS + 5),
+        Duration::from_secs(600),
+    )
+    .with_journal_append_max(150);
+    for _ in 0..CHILD_ENTRIES {
+        store
+            .journal_add(&refused_entry(HOUR, "192.0.2.1"))
+            .unwrap();
+    }
+}
+
+#[test]
+fn appended_entries_stay_exact_across_processes_folding_as_they_go() {
+    const CHILDREN: u64 = 16;
+    let (dir, store) = journal_store("journal-fold-processes");
+    let children: Vec<std::process::Child> = (0..CHILDREN)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "store::file::tests::journal_child_adds_refusals",
+                    "--test-threads=1",
+                    "--quiet",
+                ])
+                .env(JOURNAL_CHILD_DIR, &*dir)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let all = CHILDREN * CHILD_ENTRIES;
+    assert_eq!(requests_and_refusals(&store, HOUR), (all, all));
+    assert_eq!(
+        journal_files(&dir, "h").len(),
+        1,
+        "folded into the hour file"
+    );
+}
