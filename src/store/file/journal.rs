@@ -140,15 +140,9 @@ type Listing = (BTreeMap<u32, DayFiles>, Vec<PathBuf>);
 /// The files of one day found in the directory.
 #[derive(Default)]
 struct DayFiles {
-    /// Each hour and shard with a file: whether its hour file and its append file were seen.
-    slots: BTreeMap<(u32, u64), Slot>,
+    /// Each hour and shard with a file, and whether its append file was seen.
+    slots: BTreeMap<(u32, u64), bool>,
     has_file: bool,
-}
-
-#[derive(Default, Clone, Copy)]
-struct Slot {
-    hour_file: bool,
-    appended: bool,
 }
 
 /// The journal of the file store whose data directory is `data`.
@@ -461,11 +455,11 @@ impl Journal<'_> {
             match name {
                 Name::Hour(hour, shard) => {
                     let day = days.entry(hour / 24).or_default();
-                    day.slots.entry((hour, shard)).or_default().hour_file = true;
+                    day.slots.entry((hour, shard)).or_default();
                 }
                 Name::Appended(hour, shard) => {
                     let day = days.entry(hour / 24).or_default();
-                    day.slots.entry((hour, shard)).or_default().appended = true;
+                    *day.slots.entry((hour, shard)).or_default() = true;
                 }
                 Name::Day(day) => days.entry(day).or_default().has_file = true,
                 Name::Damaged => damaged.push(entry.path()),
@@ -517,27 +511,28 @@ impl Journal<'_> {
         };
         let path = self.hour_path(hour, shard);
         // Held until the append file is read: no fold meanwhile.
-        let hour_file = open_shared(&path, self.timeout)?;
-        let mut mark = None;
-        if let Some(file) = &hour_file {
-            let read = self.read(file, &path)?;
-            match read
-                .and_then(|(h, copy)| Ok((h.map_or(0, |h| h.mark), record::rows(&copy, hour)?)))
-            {
-                Ok((m, rows)) => {
-                    mark = Some(m);
-                    out.extend(rows);
-                }
-                Err(d) => {
-                    let locked = Locked {
-                        path,
-                        file: hour_file.expect("open"),
-                        len_when_locked: None,
-                    };
-                    return Err(self.damaged_while_reading(locked, d));
+        let (mark, _held) = match open_shared(&path, self.timeout)? {
+            None => (None, None),
+            Some(file) => {
+                let read = self.read(&file, &path)?;
+                match read
+                    .and_then(|(h, copy)| Ok((h.map_or(0, |h| h.mark), record::rows(&copy, hour)?)))
+                {
+                    Ok((mark, rows)) => {
+                        out.extend(rows);
+                        (Some(mark), Some(file))
+                    }
+                    Err(d) => {
+                        let locked = Locked {
+                            path,
+                            file,
+                            len_when_locked: None,
+                        };
+                        return Err(self.damaged_while_reading(locked, d));
+                    }
                 }
             }
-        }
+        };
         let Some(mut file) = appended else {
             return Ok(());
         };
@@ -668,8 +663,8 @@ impl Journal<'_> {
             // An ended hour's append files go into its hour files: a past hour keeps one file
             // per shard, as the store's budget counts.
             let now = crate::core::journal::hour_of(now_ms);
-            let ended = files.slots.iter().filter(|((hour, _), slot)| {
-                slot.appended && *hour >= expiry.clients_before && *hour < now
+            let ended = files.slots.iter().filter(|((hour, _), appended)| {
+                **appended && *hour >= expiry.clients_before && *hour < now
             });
             let mut day_lock = None;
             for ((hour, shard), _) in ended {
@@ -710,7 +705,7 @@ impl Journal<'_> {
     fn compact(
         &self,
         day: u32,
-        slots: &BTreeMap<(u32, u64), Slot>,
+        slots: &BTreeMap<(u32, u64), bool>,
         expiry: Expiry,
         past: &dyn Fn() -> bool,
         report: &mut SweepReport,
@@ -733,7 +728,7 @@ impl Journal<'_> {
         let mut done = Vec::new();
         let mut current = None;
         let mut complete = true;
-        for (&(hour, shard), slot) in slots {
+        for (&(hour, shard), &appended) in slots {
             let path = self.hour_path(hour, shard);
             if hour < mark {
                 // Left-overs: their counts are in the day's file.
@@ -753,7 +748,7 @@ impl Journal<'_> {
                 }
                 current = Some(hour);
             }
-            if slot.appended {
+            if appended {
                 // Into the hour file first, under the lock and mark that make a fold exact.
                 self.fold_for_sweep(hour, shard, report)?;
                 done.push(self.append_path(hour, shard));

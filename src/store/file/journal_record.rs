@@ -38,7 +38,8 @@ pub struct Header {
     pub off: u64,
     pub len: u64,
     /// Of a day's file: the hours of the day before this one are in it (their hour files are
-    /// left-overs to ignore). 0 in other files.
+    /// left-overs to ignore). Of an hour file: 1 when a sealed append file of its hour is in
+    /// it (a left-over to ignore), else 0. 0 in the notes.
     pub mark: u32,
     /// Checksum of the live copy.
     pub sum: u32,
