@@ -118,8 +118,7 @@ pub enum Event {
 }
 
 impl Event {
-    /// The total's name in the stores, e.g. `refused:ip` (joined, not formatted: every
-    /// request names its events).
+    /// The total's name in the stores, e.g. `refused:ip`.
     pub fn name(&self) -> String {
         match self {
             Event::Request => "requests".into(),
@@ -127,21 +126,21 @@ impl Event {
             Event::Paid => "paid".into(),
             Event::Refund => "refunds".into(),
             Event::CacheHit => "cache_hits".into(),
-            Event::Refused(rule) => ["refused:", rule].concat(),
-            Event::SpendRefused(rule) => ["spend_refused:", rule].concat(),
-            Event::ProviderFailure(class) => ["provider_failure:", class].concat(),
-            Event::Bad(reason) => ["bad:", reason].concat(),
+            Event::Refused(rule) => format!("refused:{rule}"),
+            Event::SpendRefused(rule) => format!("spend_refused:{rule}"),
+            Event::ProviderFailure(class) => format!("provider_failure:{class}"),
+            Event::Bad(reason) => format!("bad:{reason}"),
             Event::StoreFailed => "store_failed".into(),
             Event::Blocked => "blocked".into(),
             Event::AutoBlocked => "auto_blocked".into(),
-            Event::WouldRefuse(rule) => ["would_refuse:", rule].concat(),
-            Event::UntrustedNetwork(name) => ["untrusted_network:", name].concat(),
+            Event::WouldRefuse(rule) => format!("would_refuse:{rule}"),
+            Event::UntrustedNetwork(name) => format!("untrusted_network:{name}"),
             Event::SignInFailed => "signin_failed".into(),
             Event::SignInRefused => "signin_refused".into(),
-            Event::ServiceCall(name) => ["service_calls:", name].concat(),
-            Event::ServiceFailure(name, class) => ["service_failure:", name, ":", class].concat(),
+            Event::ServiceCall(name) => format!("service_calls:{name}"),
+            Event::ServiceFailure(name, class) => format!("service_failure:{name}:{class}"),
             Event::Bytes(_) => "bytes".into(),
-            Event::ServiceBytes(name, _) => ["service_bytes:", name].concat(),
+            Event::ServiceBytes(name, _) => format!("service_bytes:{name}"),
         }
     }
 

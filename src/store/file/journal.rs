@@ -166,6 +166,7 @@ impl Journal<'_> {
     }
 
     /// `journal/a<HOUR>-<S>`, put together without formatting: every request's path.
+    #[inline]
     fn append_path(&self, hour: u32, shard: u64) -> PathBuf {
         let mut path = self.data.as_os_str().as_bytes().to_vec();
         path.extend_from_slice(b"/journal/a");

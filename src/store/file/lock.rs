@@ -194,6 +194,7 @@ pub(crate) fn open_locked(
 
 /// Refuses a file's directory (`parent`) that is a symbolic link: it would take the files
 /// somewhere else.
+#[inline]
 pub(crate) fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
     if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(StoreError::unavailable(format!(
