@@ -169,24 +169,12 @@ pub(crate) fn open_locked(
     log: &dyn Log,
 ) -> Result<Locked, StoreError> {
     let parent = path.parent().unwrap_or(dir);
-    // A directory that is a link would take the files somewhere else.
-    if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(StoreError::unavailable(format!(
-            "{} is a symbolic link, which the store never follows: remove it (the store \
-             makes a directory there)",
-            parent.display()
-        )));
-    }
+    refuse_linked_parent(parent)?;
     loop {
         let (file, opened) = match open_rw_checked(path) {
             Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
-                ensure_data_dir(dir, log)?;
-                match fs::DirBuilder::new().mode(0o700).create(parent) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(io_error("create directory", parent, &e)),
-                }
+                make_parent(dir, parent, log)?;
                 open_rw_checked(path).map_err(|e| io_error("create", path, &e))?
             }
             Err(e) => return Err(io_error("open", path, &e)),
@@ -201,6 +189,30 @@ pub(crate) fn open_locked(
             });
         }
         // A sweep removed the file while we waited for it: start again on a fresh one.
+    }
+}
+
+/// Refuses a file's directory (`parent`) that is a symbolic link: it would take the files
+/// somewhere else.
+#[inline]
+pub(crate) fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
+    if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(StoreError::unavailable(format!(
+            "{} is a symbolic link, which the store never follows: remove it (the store \
+             makes a directory there)",
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Makes the data directory `dir` if it is missing, and `parent` in it (mode 700).
+pub(crate) fn make_parent(dir: &Path, parent: &Path, log: &dyn Log) -> Result<(), StoreError> {
+    ensure_data_dir(dir, log)?;
+    match fs::DirBuilder::new().mode(0o700).create(parent) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_error("create directory", parent, &e)),
     }
 }
 
