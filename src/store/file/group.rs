@@ -3,7 +3,6 @@
 //! [`super`]).
 
 use std::fs;
-use std::path::Path;
 
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
@@ -40,26 +39,23 @@ impl<C: Clock> FileStore<C> {
         checks: &[Check<'_>],
         taken: &[Placed],
     ) -> Result<Option<Group>, StoreError> {
-        let placed = checks
+        let mut placed = checks
             .iter()
             .map(|c| self.place(c))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut order: Vec<(usize, &Path)> = placed
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i, p.path.as_path()))
-            .collect();
-        order.sort_by(|a, b| a.1.cmp(b.1));
-        order.dedup_by(|a, b| a.1 == b.1);
+        let mut order: Vec<usize> = (0..placed.len()).collect();
+        order.sort_by(|&a, &b| placed[a].path.cmp(&placed[b].path));
+        order.dedup_by(|a, b| placed[*a].path == placed[*b].path);
         let shared = order
             .iter()
-            .any(|(_, path)| taken.iter().any(|t| t.path == *path));
+            .any(|&i| taken.iter().any(|t| t.path == placed[i].path));
         if order.len() != checks.len() || shared {
             return Err(StoreError::unavailable("two rules share one key"));
         }
         let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-        for (i, path) in &order {
-            locked[*i] = Some(self.lock(path)?);
+        for &i in &order {
+            let opened = placed[i].opened.take();
+            locked[i] = Some(self.lock_opened(&placed[i].path, opened)?);
         }
         let locked: Vec<Locked> = locked.into_iter().flatten().collect();
         let loaded = locked

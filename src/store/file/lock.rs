@@ -168,6 +168,20 @@ pub(crate) fn open_locked(
     timeout: Duration,
     log: &dyn Log,
 ) -> Result<Locked, StoreError> {
+    lock_opened(dir, path, None, kind, timeout, log)
+}
+
+/// [`open_locked`] of a file the caller may have opened already (with
+/// [`super::safe_open::open_existing`]), as
+/// it found whether the file exists: that open is the first one tried.
+pub(crate) fn lock_opened(
+    dir: &Path,
+    path: &Path,
+    mut opened: Option<(File, fs::Metadata)>,
+    kind: Lock,
+    timeout: Duration,
+    log: &dyn Log,
+) -> Result<Locked, StoreError> {
     let parent = path.parent().unwrap_or(dir);
     // A directory that is a link would take the files somewhere else.
     if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -178,7 +192,7 @@ pub(crate) fn open_locked(
         )));
     }
     loop {
-        let (file, opened) = match open_rw_checked(path) {
+        let (file, opened) = match opened.take().map_or_else(|| open_rw_checked(path), Ok) {
             Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
                 ensure_data_dir(dir, log)?;
