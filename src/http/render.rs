@@ -9,6 +9,7 @@ use crate::http::problem::{Kind, Offer, Problem};
 use crate::http::request::ALLOWED_METHODS;
 use crate::http::response::Response;
 use crate::provider::resolved::Resolved;
+use crate::support::decimal;
 use crate::support::html::escape;
 
 const TEXT: &str = "text/plain; charset=utf-8";
@@ -20,40 +21,39 @@ const PROBLEM_JSON: &str = "application/problem+json";
 /// rule of bytes gives its quota and what is left in bytes, with the draft's quota unit
 /// (`qu="content-bytes"`); a rule of requests leaves the unit to its default, requests.
 pub fn limit_headers(rules: &[&Rule], decision: &Decision) -> [(&'static str, String); 2] {
+    // Written piece by piece (a `format!` a rule and a join cost a refusal 4,000 instructions).
     let per = |r: &Rule| match r.unit {
         Unit::Requests => 1,
         Unit::Bytes => Unit::KIB,
     };
-    let policy = rules
-        .iter()
-        .map(|r| {
-            let unit = if r.unit == Unit::Bytes {
-                format!(";qu={}", crate::http::allowance::BYTES_UNIT)
-            } else {
-                String::new()
-            };
-            format!(
-                "\"{}\";q={};w={}{unit}",
-                r.name,
-                r.configured_limit(),
-                r.window_secs
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let state = rules
-        .iter()
-        .zip(decision.statuses())
-        .map(|(r, s)| {
-            format!(
-                "\"{}\";r={};t={}",
-                r.name,
-                u64::from(s.remaining) * per(r),
-                s.reset_secs()
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let mut policy = String::with_capacity(40 * rules.len());
+    for (i, r) in rules.iter().enumerate() {
+        if i > 0 {
+            policy.push_str(", ");
+        }
+        policy.push('"');
+        policy.push_str(r.name.as_str());
+        policy.push_str("\";q=");
+        decimal::push(&mut policy, r.configured_limit());
+        policy.push_str(";w=");
+        decimal::push(&mut policy, r.window_secs.get().into());
+        if r.unit == Unit::Bytes {
+            policy.push_str(";qu=");
+            policy.push_str(crate::http::allowance::BYTES_UNIT);
+        }
+    }
+    let mut state = String::with_capacity(32 * rules.len());
+    for (i, (r, s)) in rules.iter().zip(decision.statuses()).enumerate() {
+        if i > 0 {
+            state.push_str(", ");
+        }
+        state.push('"');
+        state.push_str(r.name.as_str());
+        state.push_str("\";r=");
+        decimal::push(&mut state, u64::from(s.remaining) * per(r));
+        state.push_str(";t=");
+        decimal::push(&mut state, s.reset_secs().into());
+    }
     [("RateLimit-Policy", policy), ("RateLimit", state)]
 }
 
