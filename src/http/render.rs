@@ -57,32 +57,41 @@ pub fn limit_headers(rules: &[&Rule], decision: &Decision) -> [(&'static str, St
     [("RateLimit-Policy", policy), ("RateLimit", state)]
 }
 
-fn seconds(n: u32) -> String {
-    if n == 1 {
-        "1 second".to_owned()
-    } else {
-        format!("{n} seconds")
-    }
-}
-
 /// A wait in words, as the page says it too (public/app.js): seconds under two minutes, then
 /// "about" minutes, hours (from two hours) or days (from two days), rounded up so that a
 /// visitor who comes back at the time said is not refused again.
 pub fn wait_words(secs: u32) -> String {
-    match secs {
-        0..=119 => seconds(secs),
-        120..=7199 => format!("about {} minutes", secs.div_ceil(60)),
-        7200..=172_799 => format!("about {} hours", secs.div_ceil(3600)),
-        _ => format!("about {} days", secs.div_ceil(86_400)),
+    let mut words = String::with_capacity(24);
+    push_wait_words(&mut words, secs);
+    words
+}
+
+/// [`wait_words`], added to `out`.
+fn push_wait_words(out: &mut String, secs: u32) {
+    let (about, unit) = match secs {
+        0..=119 => (secs, "second"),
+        120..=7199 => (secs.div_ceil(60), "minute"),
+        7200..=172_799 => (secs.div_ceil(3600), "hour"),
+        _ => (secs.div_ceil(86_400), "day"),
+    };
+    if secs >= 120 {
+        out.push_str("about ");
+    }
+    decimal::push(out, about.into());
+    out.push(' ');
+    out.push_str(unit);
+    if about != 1 {
+        out.push('s');
     }
 }
 
 /// The sentence a refused client reads.
 pub fn limited_sentence(retry_after: u32) -> String {
-    format!(
-        "Too many requests: try again in {}.",
-        wait_words(retry_after)
-    )
+    let mut sentence = String::with_capacity(64);
+    sentence.push_str("Too many requests: try again in ");
+    push_wait_words(&mut sentence, retry_after);
+    sentence.push('.');
+    sentence
 }
 
 /// The sentence a client refused by a rule of bytes reads: the allowance in words (`20 GB`),
@@ -273,7 +282,15 @@ pub fn problem(format: Format, p: &Problem, frame: &Frame<'_>) -> Response {
 /// field, so that trying again is one click.
 pub fn problem_for(format: Format, p: &Problem, frame: &Frame<'_>, link: Option<&str>) -> Response {
     let mut response = match format {
-        Format::Text => Response::new(p.status, TEXT, format!("{}\n{}", p.detail, offer_text(p))),
+        Format::Text => {
+            let mut body = String::with_capacity(p.detail.len() + 1);
+            body.push_str(&p.detail);
+            body.push('\n');
+            if p.offer.is_some() {
+                body.push_str(&offer_text(p));
+            }
+            Response::new(p.status, TEXT, body)
+        }
         Format::Json => {
             let mut body = serde_json::json!({
                 "type": p.type_uri(),
