@@ -74,13 +74,18 @@ fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
     if u32::from_str_radix(sum, 16).ok()? != checksum(body.as_bytes()) {
         return None;
     }
-    let mut fields = body.split(' ');
-    if fields.next()? != MAGIC {
-        return None;
-    }
+    // The fields in their order, each ` NAME=VALUE` taken off the front (split on spaces and
+    // then on `=`, they cost a refusal more than the rest of the parse).
+    let mut rest = body.strip_prefix(MAGIC)?;
     let mut field = |name: &str| -> Option<u64> {
-        let (k, v) = fields.next()?.split_once('=')?;
-        (k == name).then(|| v.parse().ok()).flatten()
+        let value = rest
+            .strip_prefix(' ')?
+            .strip_prefix(name)?
+            .strip_prefix('=')?;
+        let end = value.bytes().position(|b| b == b' ').unwrap_or(value.len());
+        let (value, after) = value.split_at(end);
+        rest = after;
+        value.parse().ok()
     };
     // The writer stores `seq + 1`: a slot at the top could not be followed, so it is damage
     // (no file reaches it by writing: that takes 2^64 writes).
@@ -220,6 +225,38 @@ mod tests {
         }
         // A file cut short inside the second slot still reads the first.
         assert_eq!(decode(&good[..SLOT + 10]).unwrap().counter, Some(C));
+    }
+
+    #[test]
+    fn fields_are_read_in_their_order_and_nothing_else() {
+        // A slot as a writer lays it out, from its body (the checksum made to match).
+        let slot = |body: &str| -> [u8; SLOT] { summed_line(body, "sum") };
+        let good = "resolve1 seq=3 start=1000 window=60000 count=7";
+        let counter = Counter {
+            start_ms: 1000,
+            window_ms: 60_000,
+            count: 7,
+        };
+        assert_eq!(parse_slot(&slot(good)), Some((3, counter)));
+        // What follows the last field is not read.
+        assert_eq!(
+            parse_slot(&slot(&format!("{good} more"))),
+            Some((3, counter))
+        );
+        for bad in [
+            "resolve1",
+            "resolve1x seq=3 start=1000 window=60000 count=7",
+            "resolve1  seq=3 start=1000 window=60000 count=7",
+            "resolve1 seq=3 window=60000 start=1000 count=7",
+            "resolve1 seq=3 start=1000 window=60000",
+            "resolve1 seq=3 start=1000 window=60000 count=",
+            "resolve1 seq=3 start=10=00 window=60000 count=7",
+            "resolve1 seq=3 start=1000 window=60000 count=4294967296",
+            "resolve1 seqq=3 start=1000 window=60000 count=7",
+            "resolve1 seq=-3 start=1000 window=60000 count=7",
+        ] {
+            assert_eq!(parse_slot(&slot(bad)), None, "{bad}");
+        }
     }
 
     #[test]
