@@ -50,10 +50,16 @@ pub fn encode(seq: u64, c: &Counter) -> [u8; SLOT] {
 /// `body` followed by ` NAME=` and its checksum, padded with spaces to `N` bytes, the last a
 /// line feed (a line longer than that is cut, which no writer's is).
 pub fn summed_line<const N: usize>(body: &str, name: &str) -> [u8; N] {
-    let line = format!("{body} {name}={:08x}", checksum(body.as_bytes()));
+    // Laid out in place rather than through `format!` (the journal writes one at every request).
+    let mut sum = [0; 8];
+    crate::support::hex::lower_into(&checksum(body.as_bytes()).to_be_bytes(), &mut sum);
     let mut out = [b' '; N];
-    let n = line.len().min(N - 1);
-    out[..n].copy_from_slice(&line.as_bytes()[..n]);
+    let mut at = 0;
+    for part in [body.as_bytes(), b" ", name.as_bytes(), b"=", &sum] {
+        let n = part.len().min(N - 1 - at);
+        out[at..at + n].copy_from_slice(&part[..n]);
+        at += n;
+    }
     out[N - 1] = b'\n';
     out
 }
@@ -225,6 +231,18 @@ mod tests {
         }
         // A file cut short inside the second slot still reads the first.
         assert_eq!(decode(&good[..SLOT + 10]).unwrap().counter, Some(C));
+    }
+
+    #[test]
+    fn a_summed_line_is_its_body_and_checksum_padded_or_cut() {
+        let line: [u8; 32] = summed_line("abc", "sum");
+        let want = format!("abc sum={:08x}", checksum(b"abc"));
+        assert_eq!(&line[..want.len()], want.as_bytes());
+        assert!(line[want.len()..31].iter().all(|&b| b == b' '));
+        assert_eq!(line[31], b'\n');
+        // A line longer than the slot is cut, its last byte still the line feed.
+        let long: [u8; 16] = summed_line("0123456789abcdef", "sum");
+        assert_eq!(&long[..], b"0123456789abcde\n");
     }
 
     #[test]
