@@ -173,9 +173,9 @@ pub(crate) fn open_locked(
     lock_opened(dir, path, None, kind, timeout, log)
 }
 
-/// [`open_locked`] of a file the caller may have opened already (with
-/// [`super::safe_open::open_existing`]), as
-/// it found whether the file exists: that open is the first one tried.
+/// [`open_locked`] of a file the caller may have opened already, as it found whether the
+/// file exists ([`super::safe_open::open_existing`]): that open is the first one tried, after
+/// the same check of its directory.
 pub(crate) fn lock_opened(
     dir: &Path,
     path: &Path,
