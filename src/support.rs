@@ -3,6 +3,7 @@
 //! written, HTML escaping, password hashes, private files written once, sampling, hex text and
 //! the problems logged recently.
 
+pub mod decimal;
 pub mod defaults;
 pub mod hex;
 pub mod html;

@@ -20,7 +20,7 @@ pub fn env_from_process() -> Env {
     let mut env = Env::new();
     for (name, value) in std::env::vars_os() {
         if let Ok(name) = name.into_string() {
-            env.set(&name, value.into_vec());
+            env.set_owned(name, value.into_vec());
         }
     }
     env

@@ -19,7 +19,13 @@ impl Env {
     /// Sets `name`; a later value hides an earlier one (kept, not searched for: setting many
     /// variables stays linear, as a FastCGI request with thousands of params needs).
     pub fn set(&mut self, name: &str, value: impl Into<Vec<u8>>) {
-        self.vars.push((name.to_owned(), value.into()));
+        self.set_owned(name.to_owned(), value.into());
+    }
+
+    /// [`Self::set`] of a name already owned, kept as it is rather than copied (the dozen
+    /// variables of a CGI request, read from the process's environment).
+    pub fn set_owned(&mut self, name: String, value: Vec<u8>) {
+        self.vars.push((name, value));
     }
 
     /// A request with only its method set, for a test to add to.

@@ -41,8 +41,10 @@ mod room;
 pub(crate) mod safe_open;
 mod sweep;
 
+use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -52,6 +54,7 @@ use sha2::{Digest, Sha256};
 use crate::core::clock::Clock;
 use crate::core::decision::Decision;
 use crate::core::journal as usage;
+use crate::core::key::Reserved;
 use crate::core::limiter::{self, Counter, State};
 use crate::core::rule::{Algorithm, Rule};
 use crate::store::cache::Cache;
@@ -71,6 +74,24 @@ use safe_open::{io_error, modified_secs, move_aside};
 const CACHE_SUFFIX: &str = ".cache";
 /// First line of a cached answer: this word, then when it expires (ms since 1970).
 const CACHE_MAGIC: &str = "resolve-cache1";
+
+/// Bytes of a key's file name: the SHA-256 of the key in lowercase hex.
+const NAME_LEN: usize = 64;
+
+/// The file name of the block list's key ([`Reserved::BlockList`]), which every request looks
+/// for: its hash written out once here rather than computed each time (a test checks it).
+const BLOCK_LIST_NAME: &[u8; NAME_LEN] =
+    b"f429c8f6f49abdc39207756a045ef040533a04f9ff9dcf32f1f02d5060995cd6";
+
+/// The name of `key`'s file: its SHA-256 in lowercase hex.
+fn file_name(key: &str) -> [u8; NAME_LEN] {
+    if key == Reserved::BlockList.key() {
+        return *BLOCK_LIST_NAME;
+    }
+    let mut name = [0; NAME_LEN];
+    crate::support::hex::lower_into(&Sha256::digest(key.as_bytes()), &mut name);
+    name
+}
 
 /// Counters in files under one directory.
 #[derive(Debug)]
@@ -154,9 +175,24 @@ impl<C: Clock> FileStore<C> {
 
     /// The file that holds `key`.
     pub fn path_for(&self, key: &str) -> PathBuf {
-        let digest = Sha256::digest(key.as_bytes());
-        let name = crate::support::hex::lower(&digest);
-        self.dir.join(&name[..2]).join(name)
+        self.path_named(&file_name(key), "")
+    }
+
+    /// `DIR/ab/NAME` followed by `suffix`, where `ab` is the name's first two digits: built in
+    /// one buffer (joined piece by piece it took a buffer, and a copy, a piece).
+    fn path_named(&self, name: &[u8; NAME_LEN], suffix: &str) -> PathBuf {
+        let dir = self.dir.as_os_str().as_bytes();
+        let mut path = Vec::with_capacity(dir.len() + NAME_LEN + 4 + suffix.len());
+        path.extend_from_slice(dir);
+        // As `Path::join` puts them: a separator after a directory that does not end with one.
+        if !dir.is_empty() && !dir.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(&name[..2]);
+        path.push(b'/');
+        path.extend_from_slice(name);
+        path.extend_from_slice(suffix.as_bytes());
+        PathBuf::from(OsString::from_vec(path))
     }
 
     /// A cache file's value, if it holds one that has not expired.
@@ -187,9 +223,7 @@ impl<C: Clock> FileStore<C> {
 
     /// The file that holds the cached answer under `key`.
     fn cache_path(&self, key: &str) -> PathBuf {
-        let mut p = self.path_for(key).into_os_string();
-        p.push(CACHE_SUFFIX);
-        PathBuf::from(p)
+        self.path_named(&file_name(key), CACHE_SUFFIX)
     }
 
     /// The counter stored for `key`, read under the lock without changing anything.
@@ -232,9 +266,19 @@ impl<C: Clock> FileStore<C> {
 
     /// Opens (creating if needed) and locks the file at `path`.
     fn lock(&self, path: &Path) -> Result<Locked, StoreError> {
-        lock::open_locked(
+        self.lock_opened(path, None)
+    }
+
+    /// [`Self::lock`] of a file that may be open already (`opened`).
+    fn lock_opened(
+        &self,
+        path: &Path,
+        opened: Option<(File, fs::Metadata)>,
+    ) -> Result<Locked, StoreError> {
+        lock::lock_opened(
             &self.dir,
             path,
+            opened,
             Lock::Exclusive,
             self.lock_timeout,
             &self.log,

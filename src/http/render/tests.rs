@@ -72,6 +72,7 @@ fn a_rule_of_bytes_tells_its_quota_in_bytes_with_its_unit() {
 #[test]
 fn waits_in_words() {
     let words = [
+        (0, "0 seconds"),
         (1, "1 second"),
         (45, "45 seconds"),
         (119, "119 seconds"),

@@ -3,6 +3,7 @@
 //! [`super`]).
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::core::clock::Clock;
@@ -31,6 +32,14 @@ impl Group {
     }
 }
 
+/// A placement's path as bytes, to sort and compare placements by: the store's paths differ only in
+/// their shard directories and names, hex digits of one length each (or the folded keys'
+/// directory, which no shard's name is the start of), so bytes sort them as `Path`'s
+/// comparison does, without taking each apart component by component.
+fn name(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
+}
+
 impl<C: Clock> FileStore<C> {
     /// Places `checks`, locks their files in name order and reads them; None when a placement
     /// no longer held once its file was locked (the caller starts over). `taken`: the files
@@ -40,26 +49,23 @@ impl<C: Clock> FileStore<C> {
         checks: &[Check<'_>],
         taken: &[Placed],
     ) -> Result<Option<Group>, StoreError> {
-        let placed = checks
+        let mut placed = checks
             .iter()
             .map(|c| self.place(c))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut order: Vec<(usize, &Path)> = placed
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i, p.path.as_path()))
-            .collect();
-        order.sort_by(|a, b| a.1.cmp(b.1));
-        order.dedup_by(|a, b| a.1 == b.1);
+        let mut order: Vec<usize> = (0..placed.len()).collect();
+        order.sort_by(|&a, &b| name(&placed[a].path).cmp(name(&placed[b].path)));
+        order.dedup_by(|a, b| name(&placed[*a].path) == name(&placed[*b].path));
         let shared = order
             .iter()
-            .any(|(_, path)| taken.iter().any(|t| t.path == *path));
+            .any(|&i| taken.iter().any(|t| name(&t.path) == name(&placed[i].path)));
         if order.len() != checks.len() || shared {
             return Err(StoreError::unavailable("two rules share one key"));
         }
         let mut locked: Vec<Option<Locked>> = (0..checks.len()).map(|_| None).collect();
-        for (i, path) in &order {
-            locked[*i] = Some(self.lock(path)?);
+        for &i in &order {
+            let opened = placed[i].opened.take();
+            locked[i] = Some(self.lock_opened(&placed[i].path, opened)?);
         }
         let locked: Vec<Locked> = locked.into_iter().flatten().collect();
         let loaded = locked
@@ -98,5 +104,28 @@ impl<C: Clock> FileStore<C> {
         let placed: Vec<&Placed> = groups.iter().flat_map(|g| &g.placed).collect();
         self.mark_shared(&mut outcome.decision, &placed);
         Ok(outcome.decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::FakeClock;
+    use std::time::Duration;
+
+    #[test]
+    fn paths_sort_as_bytes_as_they_sort_as_paths() {
+        let store = FileStore::new("/data", FakeClock::at(0), Duration::ZERO);
+        let mut paths: Vec<_> = (0..600)
+            .map(|i| store.path_for(&format!("resolve:ip:192.0.2.{i}")))
+            .chain((0..50).map(|i| store.fold_path(&format!("resolve:ip:{i}"))))
+            .collect();
+        paths.sort();
+        assert!(paths.windows(2).all(|w| name(&w[0]) < name(&w[1])));
+        assert!(
+            paths
+                .iter()
+                .any(|p| p.starts_with(Path::new("/data/folded")))
+        );
     }
 }

@@ -23,7 +23,7 @@ use crate::store::file::FileStore;
 use crate::store::file::budget::{self, Room};
 use crate::store::file::lock::{self, Lock};
 use crate::store::file::room;
-use crate::store::file::safe_open::{io_error, open_rw};
+use crate::store::file::safe_open::{io_error, open_existing, open_rw};
 use crate::store::{Check, StoreError};
 use crate::support::defaults;
 use crate::support::log::{Level as LogLevel, Log};
@@ -33,6 +33,8 @@ pub(crate) struct Placed {
     pub(crate) path: PathBuf,
     /// The client's own key's file, when the check is counted by a folded key instead.
     own: Option<PathBuf>,
+    /// The file at `path`, when placing it found it by opening it: its lock takes this open.
+    pub(crate) opened: Option<(File, fs::Metadata)>,
 }
 
 impl Placed {
@@ -46,9 +48,26 @@ impl<C: Clock> FileStore<C> {
     /// Where `check` is counted now; makes the file when it makes a client's own key.
     pub(crate) fn place(&self, check: &Check<'_>) -> Result<Placed, StoreError> {
         let own = self.path_for(&check.key);
-        let mine = |path: PathBuf| Placed { path, own: None };
-        if exists(&own) {
-            return Ok(mine(own));
+        let mine = |path: PathBuf| Placed {
+            path,
+            own: None,
+            opened: None,
+        };
+        // Whether the key has its file, found by opening it (the usual case: one open, which
+        // its lock then uses, instead of a look-up and an open).
+        match open_existing(&own) {
+            Ok(opened) => {
+                return Ok(Placed {
+                    opened: Some(opened),
+                    ..mine(own)
+                });
+            }
+            // Something else there (a link, a FIFO, a directory, a file it may not open):
+            // placed there, as before, and refused by its lock with what it is.
+            Err(e) if e.kind() != io::ErrorKind::NotFound && exists(&own) => {
+                return Ok(mine(own));
+            }
+            Err(_) => {}
         }
         let Some(bucket) = budget::folded(check.rule, &check.key, self.budget.buckets()) else {
             // A site-wide key is one file, made as before, and so is a sign-in budget's (a
@@ -73,6 +92,7 @@ impl<C: Clock> FileStore<C> {
         Ok(Placed {
             path: self.fold_path(&bucket),
             own: Some(own),
+            opened: None,
         })
     }
 

@@ -50,10 +50,16 @@ pub fn encode(seq: u64, c: &Counter) -> [u8; SLOT] {
 /// `body` followed by ` NAME=` and its checksum, padded with spaces to `N` bytes, the last a
 /// line feed (a line longer than that is cut, which no writer's is).
 pub fn summed_line<const N: usize>(body: &str, name: &str) -> [u8; N] {
-    let line = format!("{body} {name}={:08x}", checksum(body.as_bytes()));
+    // Laid out in place rather than through `format!` (the journal writes one at every request).
+    let mut sum = [0; 8];
+    crate::support::hex::lower_into(&checksum(body.as_bytes()).to_be_bytes(), &mut sum);
     let mut out = [b' '; N];
-    let n = line.len().min(N - 1);
-    out[..n].copy_from_slice(&line.as_bytes()[..n]);
+    let mut at = 0;
+    for part in [body.as_bytes(), b" ", name.as_bytes(), b"=", &sum] {
+        let n = part.len().min(N - 1 - at);
+        out[at..at + n].copy_from_slice(&part[..n]);
+        at += n;
+    }
     out[N - 1] = b'\n';
     out
 }
@@ -74,13 +80,18 @@ fn parse_slot(slot: &[u8]) -> Option<(u64, Counter)> {
     if u32::from_str_radix(sum, 16).ok()? != checksum(body.as_bytes()) {
         return None;
     }
-    let mut fields = body.split(' ');
-    if fields.next()? != MAGIC {
-        return None;
-    }
+    // The fields in their order, each ` NAME=VALUE` taken off the front (split on spaces and
+    // then on `=`, they cost a refusal more than the rest of the parse).
+    let mut rest = body.strip_prefix(MAGIC)?;
     let mut field = |name: &str| -> Option<u64> {
-        let (k, v) = fields.next()?.split_once('=')?;
-        (k == name).then(|| v.parse().ok()).flatten()
+        let value = rest
+            .strip_prefix(' ')?
+            .strip_prefix(name)?
+            .strip_prefix('=')?;
+        let end = value.bytes().position(|b| b == b' ').unwrap_or(value.len());
+        let (value, after) = value.split_at(end);
+        rest = after;
+        value.parse().ok()
     };
     // The writer stores `seq + 1`: a slot at the top could not be followed, so it is damage
     // (no file reaches it by writing: that takes 2^64 writes).
@@ -220,6 +231,50 @@ mod tests {
         }
         // A file cut short inside the second slot still reads the first.
         assert_eq!(decode(&good[..SLOT + 10]).unwrap().counter, Some(C));
+    }
+
+    #[test]
+    fn a_summed_line_is_its_body_and_checksum_padded_or_cut() {
+        let line: [u8; 32] = summed_line("abc", "sum");
+        let want = format!("abc sum={:08x}", checksum(b"abc"));
+        assert_eq!(&line[..want.len()], want.as_bytes());
+        assert!(line[want.len()..31].iter().all(|&b| b == b' '));
+        assert_eq!(line[31], b'\n');
+        // A line longer than the slot is cut, its last byte still the line feed.
+        let long: [u8; 16] = summed_line("0123456789abcdef", "sum");
+        assert_eq!(&long[..], b"0123456789abcde\n");
+    }
+
+    #[test]
+    fn fields_are_read_in_their_order_and_nothing_else() {
+        // A slot as a writer lays it out, from its body (the checksum made to match).
+        let slot = |body: &str| -> [u8; SLOT] { summed_line(body, "sum") };
+        let good = "resolve1 seq=3 start=1000 window=60000 count=7";
+        let counter = Counter {
+            start_ms: 1000,
+            window_ms: 60_000,
+            count: 7,
+        };
+        assert_eq!(parse_slot(&slot(good)), Some((3, counter)));
+        // What follows the last field is not read.
+        assert_eq!(
+            parse_slot(&slot(&format!("{good} more"))),
+            Some((3, counter))
+        );
+        for bad in [
+            "resolve1",
+            "resolve1x seq=3 start=1000 window=60000 count=7",
+            "resolve1  seq=3 start=1000 window=60000 count=7",
+            "resolve1 seq=3 window=60000 start=1000 count=7",
+            "resolve1 seq=3 start=1000 window=60000",
+            "resolve1 seq=3 start=1000 window=60000 count=",
+            "resolve1 seq=3 start=10=00 window=60000 count=7",
+            "resolve1 seq=3 start=1000 window=60000 count=4294967296",
+            "resolve1 seqq=3 start=1000 window=60000 count=7",
+            "resolve1 seq=-3 start=1000 window=60000 count=7",
+        ] {
+            assert_eq!(parse_slot(&slot(bad)), None, "{bad}");
+        }
     }
 
     #[test]

@@ -86,6 +86,12 @@ pub(crate) fn open_rw_checked(path: &Path) -> io::Result<(File, fs::Metadata)> {
     )
 }
 
+/// `open_rw_checked` of a file that exists, making none: whether a key has its file, found
+/// by opening it (the open a lock needs anyway) rather than by looking it up first.
+pub(crate) fn open_existing(path: &Path) -> io::Result<(File, fs::Metadata)> {
+    open_regular_checked(OpenOptions::new().read(true).write(true), path)
+}
+
 pub(crate) fn open_ro(path: &Path) -> io::Result<File> {
     open_regular(OpenOptions::new().read(true), path)
 }

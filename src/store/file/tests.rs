@@ -71,6 +71,18 @@ fn file_names_are_hashes_inside_the_directory() {
         store.path_for("resolve:ip:1.2.3.4"),
         store.path_for("resolve:ip:1.2.3.5")
     );
+    // The layout stays `DIR/ab/HASH` (a cached answer's with its suffix) whatever the directory
+    // is written as, the block list's name written out included.
+    for dir in ["", "rel", "/abs", "/abs/"] {
+        let store = store_in(Path::new(dir));
+        for key in ["resolve:ip:192.0.2.1", &Reserved::BlockList.key()] {
+            let name = crate::support::hex::lower(&Sha256::digest(key.as_bytes()));
+            let want = Path::new(dir).join(&name[..2]).join(&name);
+            assert_eq!(store.path_for(key), want, "{dir:?} {key}");
+            let cached = format!("{}{CACHE_SUFFIX}", want.display());
+            assert_eq!(store.cache_path(key), Path::new(&cached));
+        }
+    }
 }
 
 /// One key counted once (of 3 a minute) in a store in a directory of its own, `name`, that
