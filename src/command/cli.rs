@@ -133,8 +133,7 @@ pub fn main(args: impl FnOnce() -> Vec<OsString>) -> ExitCode {
     // Every log line's time is written as UTC, by the calendar.
     let log = Context::new(crate::core::calendar::iso);
     if let Some(listener) = crate::gateway::fastcgi::process::listener_on_stdin() {
-        crate::gateway::arena::stop_for_this_process();
-        return crate::gateway::fastcgi::process::run(listener, log);
+        return fastcgi(listener, log);
     }
     if std::env::var_os("GATEWAY_INTERFACE").is_some() {
         crate::gateway::cgi::run(log);
@@ -142,6 +141,21 @@ pub fn main(args: impl FnOnce() -> Vec<OsString>) -> ExitCode {
         // runtime's teardown to do that the kernel does not do with the process.
         crate::gateway::exit::now(0);
     }
+    commands(args, log)
+}
+
+// The FastCGI process and the commands each run in a function of their own, never inlined
+// here: their values would otherwise take room in this function's frame, which every CGI
+// request's stack starts below (each 4 KiB page of stack a request touches is a page fault).
+
+#[inline(never)]
+fn fastcgi(listener: socket2::Socket, log: Context) -> ExitCode {
+    crate::gateway::arena::stop_for_this_process();
+    crate::gateway::fastcgi::process::run(listener, log)
+}
+
+#[inline(never)]
+fn commands(args: impl FnOnce() -> Vec<OsString>, log: Context) -> ExitCode {
     crate::gateway::arena::stop_for_this_process();
     match command(&args(), &log) {
         Ok(code) => code,

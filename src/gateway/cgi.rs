@@ -48,20 +48,36 @@ pub fn run(log: Context) {
     let config = match (config, refused) {
         (Ok(c), None) => c,
         (_, Some(message)) | (Err(message), None) => {
-            let mut answer = not_configured(&env, &message, located.as_ref().ok(), &log);
-            answer.response.timed(started.elapsed());
-            let _ = answer
-                .response
-                .write_cgi(io::stdout().lock(), answer.head_only);
-            drain_stdin(&env, 0);
+            answer_not_configured(&env, &message, located.as_ref().ok(), started, &log);
             return;
         }
     };
     serve_one(config, &env, started, log);
 }
 
+/// Answers a request that cannot be served with the configuration found (`message` says why).
+/// Never inlined, nor is `serve_one`: each keeps its values in a frame of its own instead of
+/// `run`'s, below which the configuration is read (every 4 KiB of stack a request reaches is
+/// a page fault).
+#[inline(never)]
+fn answer_not_configured(
+    env: &Env,
+    message: &str,
+    located: Option<&locate::Located>,
+    started: Instant,
+    log: &Context,
+) {
+    let mut answer = not_configured(env, message, located, log);
+    answer.response.timed(started.elapsed());
+    let _ = answer
+        .response
+        .write_cgi(io::stdout().lock(), answer.head_only);
+    drain_stdin(env, 0);
+}
+
 /// Answers one request with a loaded configuration; `started`: when the request began; `log`:
 /// what its lines carry.
+#[inline(never)]
 pub fn serve_one(config: Config, env: &Env, started: Instant, log: Context) {
     let site = Site::new(config, log);
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
