@@ -93,7 +93,12 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
 /// The key a rule makes for a mark no address or key holds in place of its identity: two rules
 /// make the same keys exactly when these are equal.
 fn marked_key(template: &KeyTemplate, name: &RuleName, kind: KeyKind) -> String {
-    template.expand(name.as_str(), &format!("\0{}", kind.as_str()))
+    let mark = match kind {
+        KeyKind::Ip => "\0ip",
+        KeyKind::ApiKey => "\0api_key",
+        KeyKind::Global => "\0global",
+    };
+    template.expand(name.as_str(), mark)
 }
 
 /// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count
@@ -137,7 +142,7 @@ pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
 
 /// How the keys of a rule that counts by `kind` are written when it names no template.
 pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
-    KeyTemplate::parse(match kind {
+    KeyTemplate::parse_static(match kind {
         KeyKind::Ip => defaults::KEY_TEMPLATE_IP,
         KeyKind::ApiKey => defaults::KEY_TEMPLATE_API_KEY,
         KeyKind::Global => defaults::KEY_TEMPLATE_GLOBAL,

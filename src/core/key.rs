@@ -1,7 +1,9 @@
 //! How a rule's store key is written: a template of text and placeholders (`{rule}`, `{ip}`,
 //! `{api_key}`), so that resolve can count the rows another program (a PHP limiter) counts.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use serde::{Serialize, Serializer};
 
@@ -181,7 +183,8 @@ impl Reserved<'_> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
-    Text(String),
+    /// Where the text is in the template's own.
+    Text(Range<usize>),
     Slot(Placeholder),
 }
 
@@ -214,12 +217,23 @@ impl fmt::Display for TemplateError {
 /// A key template, checked: printable ASCII, braces only around known placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyTemplate {
-    text: String,
+    /// Borrowed for a template written in the program (the defaults): nothing copied.
+    text: Cow<'static, str>,
     parts: Vec<Part>,
 }
 
 impl KeyTemplate {
     pub fn parse(text: &str) -> Result<KeyTemplate, TemplateError> {
+        KeyTemplate::parse_text(Cow::Owned(text.to_owned()))
+    }
+
+    /// [`KeyTemplate::parse`] for a template written in the program, kept where it is.
+    pub fn parse_static(text: &'static str) -> Result<KeyTemplate, TemplateError> {
+        KeyTemplate::parse_text(Cow::Borrowed(text))
+    }
+
+    fn parse_text(whole: Cow<'static, str>) -> Result<KeyTemplate, TemplateError> {
+        let text: &str = &whole;
         if text.is_empty() {
             return Err(TemplateError::Empty);
         }
@@ -231,15 +245,17 @@ impl KeyTemplate {
         let brace = |s: &str| s.bytes().position(|b| b == b'{' || b == b'}');
         let mut parts = Vec::new();
         let mut rest = text;
+        // Where `rest` starts in `text`.
+        let start = |rest: &str| text.len() - rest.len();
         while !rest.is_empty() {
             match brace(rest) {
                 None => {
-                    parts.push(Part::Text(rest.to_owned()));
+                    parts.push(Part::Text(start(rest)..text.len()));
                     rest = "";
                 }
                 Some(at) => {
                     if at > 0 {
-                        parts.push(Part::Text(rest[..at].to_owned()));
+                        parts.push(Part::Text(start(rest)..start(rest) + at));
                     }
                     let tail = &rest[at..];
                     let close = tail
@@ -256,10 +272,7 @@ impl KeyTemplate {
                 }
             }
         }
-        Ok(KeyTemplate {
-            text: text.to_owned(),
-            parts,
-        })
+        Ok(KeyTemplate { text: whole, parts })
     }
 
     pub fn as_str(&self) -> &str {
@@ -275,7 +288,7 @@ impl KeyTemplate {
         let mut key = String::with_capacity(self.text.len() + identity.len() + rule.len());
         for part in &self.parts {
             key.push_str(match part {
-                Part::Text(t) => t,
+                Part::Text(t) => &self.text[t.clone()],
                 Part::Slot(Placeholder::Rule) => rule,
                 Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
             });
@@ -305,7 +318,7 @@ impl KeyTemplate {
         let mut out = String::new();
         for part in &self.parts {
             match part {
-                Part::Text(t) => out.push_str(t),
+                Part::Text(t) => out.push_str(&self.text[t.clone()]),
                 Part::Slot(Placeholder::Rule) => out.push_str(rule),
                 Part::Slot(_) => break,
             }
@@ -316,15 +329,15 @@ impl KeyTemplate {
     /// Whether some key rule `rule` makes with it could start with `prefix`: its text where
     /// the template has text, a value a placeholder can take where it has one.
     pub fn can_start_with(&self, rule: &str, prefix: &str) -> bool {
-        fn reach(parts: &[Part], rule: &str, p: &str) -> bool {
+        fn reach(text: &str, parts: &[Part], rule: &str, p: &str) -> bool {
             if p.is_empty() {
                 return true;
             }
             let Some((first, rest)) = parts.split_first() else {
                 return false;
             };
-            let text = match first {
-                Part::Text(t) => t.as_str(),
+            let piece = match first {
+                Part::Text(t) => &text[t.clone()],
                 Part::Slot(Placeholder::Rule) => rule,
                 Part::Slot(slot) => {
                     // The value runs past the prefix, or ends within it and the rest follows.
@@ -332,16 +345,16 @@ impl KeyTemplate {
                         || (1..p.len()).any(|k| {
                             p.is_char_boundary(k)
                                 && slot.could_be(&p[..k])
-                                && reach(rest, rule, &p[k..])
+                                && reach(text, rest, rule, &p[k..])
                         });
                 }
             };
-            match p.strip_prefix(text) {
-                Some(after) => reach(rest, rule, after),
-                None => text.starts_with(p),
+            match p.strip_prefix(piece) {
+                Some(after) => reach(text, rest, rule, after),
+                None => piece.starts_with(p),
             }
         }
-        reach(&self.parts, rule, prefix)
+        reach(&self.text, &self.parts, rule, prefix)
     }
 
     /// The longest key rule `rule` can make with it.

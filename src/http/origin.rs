@@ -63,7 +63,8 @@ pub(crate) fn plain_origin(value: &str) -> Option<String> {
     };
     Some(match port {
         Some(p) => format!("{scheme}://{host}:{p}"),
-        None => format!("{scheme}://{host}"),
+        // `scheme://host` is how `value` begins.
+        None => value[..value.len() - rest.len() + host.len()].to_owned(),
     })
 }
 
