@@ -135,26 +135,7 @@ impl Config {
     }
 
     fn from_json_with(text: &str, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
-            // A name closed with a curly quote reads as an unknown field: every failure is
-            // looked at for an editor's mistake.
-            if let Some(named) = editor::mistake(text, e.line(), e.column()) {
-                return named;
-            }
-            // serde quotes the offending value, which may be a secret in the wrong place (or a
-            // password written as a number): the value is cut out, and what secrets the text
-            // holds are masked in every form as well.
-            let message = without_quoted_value(&e.to_string());
-            let message = crate::support::secret::mask(
-                &message,
-                &crate::support::secret::all_forms(&secret_strings(text)),
-            )
-            .into_owned();
-            err(
-                format!("line {} column {}", e.line(), e.column()),
-                format!("{message}; the file must be one JSON object (see README: Configuration)"),
-            )
-        })?;
+        let raw = raw_from_json(text)?;
         Config::from_raw(raw, base, deferred).map_err(|mut e| {
             e.at = json_text::of_field(text, &e.field);
             e
@@ -198,7 +179,8 @@ impl Config {
         let provider_rates = rate_rules.clone();
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
-            let raw_rules = crate::config::provider::site_rules::raw_site_rules(list, "spend")?;
+            let raw_rules =
+                crate::config::provider::site_rules::raw_site_rules_in(list.get(), "spend")?;
             spend.extend(crate::config::provider::site_rules::site_rules(
                 &raw_rules, "spend",
             )?);
@@ -372,6 +354,33 @@ impl Config {
             challenge,
         })
     }
+}
+
+/// The file's text read into its raw form. A function of its own, never inlined: serde's
+/// reading of every section holds a frame of several kilobytes, which is given back before
+/// [`Config::from_raw`] checks the sections (each pushes frames of its own).
+#[inline(never)]
+fn raw_from_json(text: &str) -> Result<RawConfig, ConfigError> {
+    serde_json::from_str(text).map_err(|e| {
+        // A name closed with a curly quote reads as an unknown field: every failure is
+        // looked at for an editor's mistake.
+        if let Some(named) = editor::mistake(text, e.line(), e.column()) {
+            return named;
+        }
+        // serde quotes the offending value, which may be a secret in the wrong place (or a
+        // password written as a number): the value is cut out, and what secrets the text
+        // holds are masked in every form as well.
+        let message = without_quoted_value(&e.to_string());
+        let message = crate::support::secret::mask(
+            &message,
+            &crate::support::secret::all_forms(&secret_strings(text)),
+        )
+        .into_owned();
+        err(
+            format!("line {} column {}", e.line(), e.column()),
+            format!("{message}; the file must be one JSON object (see README: Configuration)"),
+        )
+    })
 }
 
 #[cfg(test)]
