@@ -98,7 +98,8 @@ pub struct Config {
     /// settings write. None for the defaults and for text checked on its own.
     pub file: Option<PathBuf>,
     /// The challenge asked before a paid call (`challenge`); None: never asked.
-    pub challenge: Option<crate::challenge::Settings>,
+    /// Boxed: the largest section, and most sites ask none (see `raw_from_json` on frames).
+    pub challenge: Option<Box<crate::challenge::Settings>>,
 }
 
 /// The rule that applies when the configuration names none.
@@ -118,7 +119,7 @@ impl Config {
     /// The configuration with no file: safe defaults and no provider. `base` holds the data
     /// directory.
     pub fn defaults(base: &Path) -> Config {
-        Config::from_raw(RawConfig::default(), base, false).expect("defaults are valid")
+        Config::from_raw(Box::default(), base, false).expect("defaults are valid")
     }
 
     /// Parses and checks a configuration file's text. Relative paths are taken from `base`,
@@ -136,10 +137,13 @@ impl Config {
 
     fn from_json_with(text: &str, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
         let raw = raw_from_json(text)?;
-        Config::from_raw(raw, base, deferred).map_err(|mut e| {
+        // Kept where it is returned (a `map_err` would copy the whole configuration on the
+        // stack).
+        let mut checked = Config::from_raw(raw, base, deferred);
+        if let Err(e) = &mut checked {
             e.at = json_text::of_field(text, &e.field);
-            e
-        })
+        }
+        checked
     }
 
     /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
@@ -152,7 +156,8 @@ impl Config {
         matches!(self.provider, Some(ProviderSpec::Http(_)))
     }
 
-    fn from_raw(raw: RawConfig, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
+    fn from_raw(raw: Box<RawConfig>, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
+        let raw = *raw;
         let mut services = Vec::new();
         let (provider, rate_rules) = match (raw.provider, raw.providers) {
             (Some(_), Some(_)) => {
@@ -300,7 +305,7 @@ impl Config {
         let block = controls::addr_list(raw.block, "block")?;
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
-        let challenge = challenge::challenge(raw.challenge)?;
+        let challenge = challenge::challenge(raw.challenge)?.map(Box::new);
         if challenge
             .as_ref()
             .is_some_and(|c| c.when == crate::challenge::When::Busy)
@@ -358,9 +363,10 @@ impl Config {
 
 /// The file's text read into its raw form. A function of its own, never inlined: serde's
 /// reading of every section holds a frame of several kilobytes, which is given back before
-/// [`Config::from_raw`] checks the sections (each pushes frames of its own).
+/// [`Config::from_raw`] checks the sections (each pushes frames of its own); boxed, so that the
+/// caller's frame holds a pointer, not the form.
 #[inline(never)]
-fn raw_from_json(text: &str) -> Result<RawConfig, ConfigError> {
+fn raw_from_json(text: &str) -> Result<Box<RawConfig>, ConfigError> {
     serde_json::from_str(text).map_err(|e| {
         // A name closed with a curly quote reads as an unknown field: every failure is
         // looked at for an editor's mistake.
