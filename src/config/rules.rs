@@ -2,6 +2,7 @@
 //! template), and whether the chosen store can keep its algorithm.
 
 use std::num::NonZeroU32;
+use std::sync::OnceLock;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
@@ -140,14 +141,18 @@ pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
     rules(list, &[])
 }
 
-/// How the keys of a rule that counts by `kind` are written when it names no template.
+/// How the keys of a rule that counts by `kind` are written when it names no template: each
+/// default parsed once in the process and shared by every rule that uses it.
 pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
-    KeyTemplate::parse_static(match kind {
-        KeyKind::Ip => defaults::KEY_TEMPLATE_IP,
-        KeyKind::ApiKey => defaults::KEY_TEMPLATE_API_KEY,
-        KeyKind::Global => defaults::KEY_TEMPLATE_GLOBAL,
-    })
-    .expect("valid default template")
+    static PARSED: [OnceLock<KeyTemplate>; 3] = [const { OnceLock::new() }; 3];
+    let (i, text) = match kind {
+        KeyKind::Ip => (0, defaults::KEY_TEMPLATE_IP),
+        KeyKind::ApiKey => (1, defaults::KEY_TEMPLATE_API_KEY),
+        KeyKind::Global => (2, defaults::KEY_TEMPLATE_GLOBAL),
+    };
+    KeyTemplate::shared(
+        PARSED[i].get_or_init(|| KeyTemplate::parse_static(text).expect("valid default template")),
+    )
 }
 
 /// A rule's `key_template`: placeholders it knows, the one of its key kind, text before it (the

@@ -219,7 +219,8 @@ impl fmt::Display for TemplateError {
 pub struct KeyTemplate {
     /// Borrowed for a template written in the program (the defaults): nothing copied.
     text: Cow<'static, str>,
-    parts: Vec<Part>,
+    /// Borrowed for a copy of a template kept for the program's life ([`KeyTemplate::shared`]).
+    parts: Cow<'static, [Part]>,
 }
 
 impl KeyTemplate {
@@ -272,7 +273,18 @@ impl KeyTemplate {
                 }
             }
         }
-        Ok(KeyTemplate { text: whole, parts })
+        Ok(KeyTemplate {
+            text: whole,
+            parts: Cow::Owned(parts),
+        })
+    }
+
+    /// `template`, kept for the program's life, shared: its text and parts are not copied.
+    pub fn shared(template: &'static KeyTemplate) -> KeyTemplate {
+        KeyTemplate {
+            text: Cow::Borrowed(&template.text),
+            parts: Cow::Borrowed(&template.parts),
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -286,7 +298,7 @@ impl KeyTemplate {
     /// The key of rule `rule` for `identity` (the client's address or key, as the rule counts).
     pub fn expand(&self, rule: &str, identity: &str) -> String {
         let mut key = String::with_capacity(self.text.len() + identity.len() + rule.len());
-        for part in &self.parts {
+        for part in self.parts.iter() {
             key.push_str(match part {
                 Part::Text(t) => &self.text[t.clone()],
                 Part::Slot(Placeholder::Rule) => rule,
@@ -316,7 +328,7 @@ impl KeyTemplate {
     /// The text every key of rule `rule` starts with: up to the first `{ip}` or `{api_key}`.
     pub fn prefix(&self, rule: &str) -> String {
         let mut out = String::new();
-        for part in &self.parts {
+        for part in self.parts.iter() {
             match part {
                 Part::Text(t) => out.push_str(&self.text[t.clone()]),
                 Part::Slot(Placeholder::Rule) => out.push_str(rule),
@@ -402,6 +414,18 @@ mod tests {
         assert_eq!(site.expand("site", ""), "resolve:site:*");
         assert_eq!(site.prefix("site"), "resolve:site:*");
         assert_eq!(site.as_str(), "resolve:{rule}:*");
+    }
+
+    #[test]
+    fn a_template_written_in_the_program_or_shared_is_the_same_template() {
+        static KEPT: std::sync::OnceLock<KeyTemplate> = std::sync::OnceLock::new();
+        let kept = KEPT.get_or_init(|| KeyTemplate::parse_static("resolve:{rule}:{ip}").unwrap());
+        assert_eq!(kept, &KeyTemplate::parse("resolve:{rule}:{ip}").unwrap());
+        let shared = KeyTemplate::shared(kept);
+        assert_eq!(&shared, kept);
+        assert_eq!(shared.expand("ip", "192.0.2.1"), "resolve:ip:192.0.2.1");
+        assert_eq!(shared.prefix("ip"), "resolve:ip:");
+        assert_eq!(shared.as_str(), "resolve:{rule}:{ip}");
     }
 
     #[test]
