@@ -157,7 +157,13 @@ impl Config {
     }
 
     fn from_raw(raw: Box<RawConfig>, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
-        let raw = *raw;
+        // Taken out of its box at once: the box, the last thing the reading allocated, goes
+        // back to a process's arena before anything else is allocated (`*raw` alone would
+        // keep it until the end of this function, and the arena for good).
+        let raw = {
+            let boxed = raw;
+            *boxed
+        };
         let mut services = Vec::new();
         let (provider, rate_rules) = match (raw.provider, raw.providers) {
             (Some(_), Some(_)) => {
