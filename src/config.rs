@@ -128,9 +128,11 @@ impl Config {
         Config::from_json_with(text, base, false)
     }
 
-    /// As [`Config::from_json`], for a process that answers one request (CGI): a preset given
-    /// only its token is checked as far as the owner wrote it and built at its first use (see
-    /// [`provider::deferred::parse_deferred`]), so that a refused request never builds it.
+    /// As [`Config::from_json`], for a process that answers one request (CGI). Every section is
+    /// checked as `from_json` checks it, with the same messages (a mistake answers 503), but
+    /// one: a preset given only its token (and perhaps `base_url`) is checked as far as the
+    /// owner wrote it and built at its first use (see [`provider::deferred::parse_deferred`]),
+    /// so that a refused request never builds it. Nothing else is left for later.
     pub fn for_one_request(text: &str, base: &Path) -> Result<Config, ConfigError> {
         Config::from_json_with(text, base, true)
     }
