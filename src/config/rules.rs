@@ -22,12 +22,6 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         return Err(err("rules", "at most 16 rules"));
     }
     let mut out: Vec<Rule> = Vec::new();
-    // Each rule's keys, as [`marked_key`] writes them: made once, compared with each new rule's.
-    let taken_keys: Vec<String> = taken
-        .iter()
-        .map(|o| marked_key(&o.key_template, &o.name, o.key))
-        .collect();
-    let mut made: Vec<String> = Vec::with_capacity(list.len());
     for (i, r) in list.into_iter().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
         let name = rule_name(&r.name, &at, "\"ip\" or \"per-day\"")?;
@@ -61,12 +55,19 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         // Two rules on one key would each prune, expire or count it by their own window and
         // algorithm (and a request counted by both would be recorded twice): no store can keep
         // both exact, so each rule counts under keys of its own.
-        let mine = marked_key(&key_template, &name, key);
-        let other = match made.iter().position(|k| *k == mine) {
+        // The rules before this one are `out`, in order.
+        let same = |o: &Rule| {
+            key_template.same_key(
+                (name.as_str(), mark(key)),
+                &o.key_template,
+                (o.name.as_str(), mark(o.key)),
+            )
+        };
+        let other = match out.iter().position(same) {
             Some(j) => Some(format!("rules[{j}]")),
-            None => taken_keys
+            None => taken
                 .iter()
-                .position(|k| *k == mine)
+                .position(same)
                 .map(|j| format!("the spend limit {:?}", taken[j].name.as_str())),
         };
         if let Some(other) = other {
@@ -77,7 +78,6 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
                 ),
             ));
         }
-        made.push(mine);
         out.push(Rule {
             name,
             key,
@@ -91,15 +91,14 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
     Ok(out)
 }
 
-/// The key a rule makes for a mark no address or key holds in place of its identity: two rules
-/// make the same keys exactly when these are equal.
-fn marked_key(template: &KeyTemplate, name: &RuleName, kind: KeyKind) -> String {
-    let mark = match kind {
+/// A mark no address or key holds, one for each kind of key: two rules make the same keys
+/// exactly when their keys for their marks are the same.
+fn mark(kind: KeyKind) -> &'static str {
+    match kind {
         KeyKind::Ip => "\0ip",
         KeyKind::ApiKey => "\0api_key",
         KeyKind::Global => "\0global",
-    };
-    template.expand(name.as_str(), mark)
+    }
 }
 
 /// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count

@@ -298,14 +298,35 @@ impl KeyTemplate {
     /// The key of rule `rule` for `identity` (the client's address or key, as the rule counts).
     pub fn expand(&self, rule: &str, identity: &str) -> String {
         let mut key = String::with_capacity(self.text.len() + identity.len() + rule.len());
-        for part in self.parts.iter() {
-            key.push_str(match part {
-                Part::Text(t) => &self.text[t.clone()],
-                Part::Slot(Placeholder::Rule) => rule,
-                Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
-            });
+        for piece in self.pieces(rule, identity) {
+            key.push_str(piece);
         }
         key
+    }
+
+    /// What [`KeyTemplate::expand`] joins, in order.
+    fn pieces<'s>(&'s self, rule: &'s str, identity: &'s str) -> impl Iterator<Item = &'s str> {
+        self.parts.iter().map(move |part| match part {
+            Part::Text(t) => &self.text[t.clone()],
+            Part::Slot(Placeholder::Rule) => rule,
+            Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
+        })
+    }
+
+    /// Whether `self.expand(rule, identity)` and `other.expand(other_rule, other_identity)`
+    /// are the same key, without writing either.
+    pub fn same_key(
+        &self,
+        (rule, identity): (&str, &str),
+        other: &KeyTemplate,
+        (other_rule, other_identity): (&str, &str),
+    ) -> bool {
+        let mine = || self.pieces(rule, identity);
+        let theirs = || other.pieces(other_rule, other_identity);
+        mine().map(str::len).sum::<usize>() == theirs().map(str::len).sum::<usize>()
+            && mine()
+                .flat_map(str::bytes)
+                .eq(theirs().flat_map(str::bytes))
     }
 
     /// The identity `key` was made from by [`KeyTemplate::expand`] for rule `rule`, if it was.
@@ -426,6 +447,36 @@ mod tests {
         assert_eq!(shared.expand("ip", "192.0.2.1"), "resolve:ip:192.0.2.1");
         assert_eq!(shared.prefix("ip"), "resolve:ip:");
         assert_eq!(shared.as_str(), "resolve:{rule}:{ip}");
+    }
+
+    #[test]
+    fn two_keys_are_the_same_exactly_when_their_expansions_are() {
+        let templates = [
+            "resolve:{rule}:{ip}",
+            "resolve:{ip}",
+            "resolve:ip:{ip}",
+            "r{rule}{ip}",
+        ];
+        let uses = [
+            ("ip", "\0ip"),
+            ("ip", "\0global"),
+            ("day", "\0ip"),
+            ("", "ip\0ip"),
+        ];
+        for a in templates {
+            for b in templates {
+                let (ta, tb) = (
+                    KeyTemplate::parse(a).unwrap(),
+                    KeyTemplate::parse(b).unwrap(),
+                );
+                for ua in uses {
+                    for ub in uses {
+                        let expanded = ta.expand(ua.0, ua.1) == tb.expand(ub.0, ub.1);
+                        assert_eq!(ta.same_key(ua, &tb, ub), expanded, "{a} {ua:?} {b} {ub:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
