@@ -375,26 +375,32 @@ impl Config {
 /// caller's frame holds a pointer, not the form.
 #[inline(never)]
 fn raw_from_json(text: &str) -> Result<Box<RawConfig>, ConfigError> {
-    serde_json::from_str(text).map_err(|e| {
-        // A name closed with a curly quote reads as an unknown field: every failure is
-        // looked at for an editor's mistake.
-        if let Some(named) = editor::mistake(text, e.line(), e.column()) {
-            return named;
-        }
-        // serde quotes the offending value, which may be a secret in the wrong place (or a
-        // password written as a number): the value is cut out, and what secrets the text
-        // holds are masked in every form as well.
-        let message = without_quoted_value(&e.to_string());
-        let message = crate::support::secret::mask(
-            &message,
-            &crate::support::secret::all_forms(&secret_strings(text)),
-        )
-        .into_owned();
-        err(
-            format!("line {} column {}", e.line(), e.column()),
-            format!("{message}; the file must be one JSON object (see README: Configuration)"),
-        )
-    })
+    serde_json::from_str(text).map_err(|e| read_error(text, &e))
+}
+
+/// What serde could not read in the file, as the owner is told it. Apart from
+/// [`raw_from_json`], and never inlined there: its text and masking would widen that frame.
+#[cold]
+#[inline(never)]
+fn read_error(text: &str, e: &serde_json::Error) -> ConfigError {
+    // A name closed with a curly quote reads as an unknown field: every failure is looked at
+    // for an editor's mistake.
+    if let Some(named) = editor::mistake(text, e.line(), e.column()) {
+        return named;
+    }
+    // serde quotes the offending value, which may be a secret in the wrong place (or a
+    // password written as a number): the value is cut out, and what secrets the text holds
+    // are masked in every form as well.
+    let message = without_quoted_value(&e.to_string());
+    let message = crate::support::secret::mask(
+        &message,
+        &crate::support::secret::all_forms(&secret_strings(text)),
+    )
+    .into_owned();
+    err(
+        format!("line {} column {}", e.line(), e.column()),
+        format!("{message}; the file must be one JSON object (see README: Configuration)"),
+    )
 }
 
 #[cfg(test)]
