@@ -98,7 +98,8 @@ pub struct Config {
     /// settings write. None for the defaults and for text checked on its own.
     pub file: Option<PathBuf>,
     /// The challenge asked before a paid call (`challenge`); None: never asked.
-    pub challenge: Option<crate::challenge::Settings>,
+    /// Boxed: the largest section, and most sites ask none (see `raw_from_json` on frames).
+    pub challenge: Option<Box<crate::challenge::Settings>>,
 }
 
 /// The rule that applies when the configuration names none.
@@ -118,7 +119,7 @@ impl Config {
     /// The configuration with no file: safe defaults and no provider. `base` holds the data
     /// directory.
     pub fn defaults(base: &Path) -> Config {
-        Config::from_raw(RawConfig::default(), base, false).expect("defaults are valid")
+        Config::from_raw(Box::default(), base, false).expect("defaults are valid")
     }
 
     /// Parses and checks a configuration file's text. Relative paths are taken from `base`,
@@ -127,38 +128,24 @@ impl Config {
         Config::from_json_with(text, base, false)
     }
 
-    /// As [`Config::from_json`], for a process that answers one request (CGI): a preset given
-    /// only its token is checked as far as the owner wrote it and built at its first use (see
-    /// [`provider::deferred::parse_deferred`]), so that a refused request never builds it.
+    /// As [`Config::from_json`], for a process that answers one request (CGI). Every section is
+    /// checked as `from_json` checks it, with the same messages (a mistake answers 503), but
+    /// one: a preset given only its token (and perhaps `base_url`) is checked as far as the
+    /// owner wrote it and built at its first use (see [`provider::deferred::parse_deferred`]),
+    /// so that a refused request never builds it. Nothing else is left for later.
     pub fn for_one_request(text: &str, base: &Path) -> Result<Config, ConfigError> {
         Config::from_json_with(text, base, true)
     }
 
     fn from_json_with(text: &str, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
-        let raw: RawConfig = serde_json::from_str(text).map_err(|e| {
-            // A name closed with a curly quote reads as an unknown field: every failure is
-            // looked at for an editor's mistake.
-            if let Some(named) = editor::mistake(text, e.line(), e.column()) {
-                return named;
-            }
-            // serde quotes the offending value, which may be a secret in the wrong place (or a
-            // password written as a number): the value is cut out, and what secrets the text
-            // holds are masked in every form as well.
-            let message = without_quoted_value(&e.to_string());
-            let message = crate::support::secret::mask(
-                &message,
-                &crate::support::secret::all_forms(&secret_strings(text)),
-            )
-            .into_owned();
-            err(
-                format!("line {} column {}", e.line(), e.column()),
-                format!("{message}; the file must be one JSON object (see README: Configuration)"),
-            )
-        })?;
-        Config::from_raw(raw, base, deferred).map_err(|mut e| {
+        let raw = raw_from_json(text)?;
+        // Kept where it is returned (a `map_err` would copy the whole configuration on the
+        // stack).
+        let mut checked = Config::from_raw(raw, base, deferred);
+        if let Err(e) = &mut checked {
             e.at = json_text::of_field(text, &e.field);
-            e
-        })
+        }
+        checked
     }
 
     /// The owner's budget: the `spend` limits they set, without the provider's rate limits.
@@ -171,7 +158,14 @@ impl Config {
         matches!(self.provider, Some(ProviderSpec::Http(_)))
     }
 
-    fn from_raw(raw: RawConfig, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
+    fn from_raw(raw: Box<RawConfig>, base: &Path, deferred: bool) -> Result<Config, ConfigError> {
+        // Taken out of its box at once: the box, the last thing the reading allocated, goes
+        // back to a process's arena before anything else is allocated (`*raw` alone would
+        // keep it until the end of this function, and the arena for good).
+        let raw = {
+            let boxed = raw;
+            *boxed
+        };
         let mut services = Vec::new();
         let (provider, rate_rules) = match (raw.provider, raw.providers) {
             (Some(_), Some(_)) => {
@@ -198,7 +192,8 @@ impl Config {
         let provider_rates = rate_rules.clone();
         let mut spend = rate_rules;
         if let Some(list) = raw.spend {
-            let raw_rules = crate::config::provider::site_rules::raw_site_rules(list, "spend")?;
+            let raw_rules =
+                crate::config::provider::site_rules::raw_site_rules_in(list.get(), "spend")?;
             spend.extend(crate::config::provider::site_rules::site_rules(
                 &raw_rules, "spend",
             )?);
@@ -318,7 +313,7 @@ impl Config {
         let block = controls::addr_list(raw.block, "block")?;
         let allow = controls::addr_list(raw.allow, "allow")?;
         let auto_block = raw.auto_block.map(controls::auto_block).transpose()?;
-        let challenge = challenge::challenge(raw.challenge)?;
+        let challenge = challenge::challenge(raw.challenge)?.map(Box::new);
         if challenge
             .as_ref()
             .is_some_and(|c| c.when == crate::challenge::When::Busy)
@@ -372,6 +367,40 @@ impl Config {
             challenge,
         })
     }
+}
+
+/// The file's text read into its raw form. A function of its own, never inlined: serde's
+/// reading of every section holds a frame of several kilobytes, which is given back before
+/// [`Config::from_raw`] checks the sections (each pushes frames of its own); boxed, so that the
+/// caller's frame holds a pointer, not the form.
+#[inline(never)]
+fn raw_from_json(text: &str) -> Result<Box<RawConfig>, ConfigError> {
+    serde_json::from_str(text).map_err(|e| read_error(text, &e))
+}
+
+/// What serde could not read in the file, as the owner is told it. Apart from
+/// [`raw_from_json`], and never inlined there: its text and masking would widen that frame.
+#[cold]
+#[inline(never)]
+fn read_error(text: &str, e: &serde_json::Error) -> ConfigError {
+    // A name closed with a curly quote reads as an unknown field: every failure is looked at
+    // for an editor's mistake.
+    if let Some(named) = editor::mistake(text, e.line(), e.column()) {
+        return named;
+    }
+    // serde quotes the offending value, which may be a secret in the wrong place (or a
+    // password written as a number): the value is cut out, and what secrets the text holds
+    // are masked in every form as well.
+    let message = without_quoted_value(&e.to_string());
+    let message = crate::support::secret::mask(
+        &message,
+        &crate::support::secret::all_forms(&secret_strings(text)),
+    )
+    .into_owned();
+    err(
+        format!("line {} column {}", e.line(), e.column()),
+        format!("{message}; the file must be one JSON object (see README: Configuration)"),
+    )
 }
 
 #[cfg(test)]

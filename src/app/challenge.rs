@@ -39,7 +39,7 @@ impl App<'_> {
     fn challenge_for(&self, asked: &Asked<'_>) -> Option<&Settings> {
         self.config
             .challenge
-            .as_ref()
+            .as_deref()
             .filter(|_| asked.key.is_none())
     }
 

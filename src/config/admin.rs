@@ -24,13 +24,7 @@ pub(crate) fn admin(
     rules: &[Rule],
     spend: &[Rule],
 ) -> Result<Option<Admin>, ConfigError> {
-    check_reserved(
-        rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (format!("rules[{i}].name"), r))
-            .chain(spend.iter().map(|r| ("spend".to_owned(), r))),
-    )?;
+    check_reserved(rules, spend)?;
     let Some(raw) = raw else {
         return Ok(None);
     };
@@ -49,23 +43,22 @@ pub(crate) fn admin(
 }
 
 /// The dashboard's sign-in limit counts in the same store as the rules: no rule may take its
-/// name, whose keys it would share.
-fn check_reserved<'r>(
-    rules: impl IntoIterator<Item = (String, &'r Rule)>,
-) -> Result<(), ConfigError> {
-    for (field, rule) in rules {
-        if rule.name.as_str().starts_with(defaults::ADMIN_SIGNIN_RULE) {
-            return Err(err(
-                field,
-                format!(
-                    "rule names that start with {:?} are kept for the dashboard's sign-in \
-                     limits: choose another",
-                    defaults::ADMIN_SIGNIN_RULE
-                ),
-            ));
-        }
-    }
-    Ok(())
+/// name, whose keys it would share. The field is named only when one does.
+fn check_reserved(rules: &[Rule], spend: &[Rule]) -> Result<(), ConfigError> {
+    let taken = |r: &Rule| r.name.as_str().starts_with(defaults::ADMIN_SIGNIN_RULE);
+    let field = match rules.iter().position(taken) {
+        Some(i) => format!("rules[{i}].name"),
+        None if spend.iter().any(taken) => "spend".to_owned(),
+        None => return Ok(()),
+    };
+    Err(err(
+        field,
+        format!(
+            "rule names that start with {:?} are kept for the dashboard's sign-in \
+             limits: choose another",
+            defaults::ADMIN_SIGNIN_RULE
+        ),
+    ))
 }
 
 #[cfg(test)]

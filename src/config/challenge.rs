@@ -14,8 +14,8 @@ pub const EXTRA_RULE: &str = "challenge-extra";
 
 /// Checks the `challenge` section. A section whose site key and secret are both empty (the
 /// dashboard's settings before they are filled in) turns the challenge off.
-pub(crate) fn challenge(raw: Option<RawChallenge>) -> Result<Option<Settings>, ConfigError> {
-    let Some(raw) = raw else {
+pub(crate) fn challenge(raw: Option<Box<RawChallenge>>) -> Result<Option<Settings>, ConfigError> {
+    let Some(raw) = raw.map(|b| *b) else {
         return Ok(None);
     };
     let site_key = raw.site_key.unwrap_or_default().trim().to_owned();

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The top-level fields of the file, as [`RawConfig`] names them.
 pub const FIELDS: [&str; 20] = [
@@ -46,8 +47,10 @@ pub fn looks_like_ours(text: &str) -> bool {
 pub(crate) struct RawConfig {
     pub(crate) provider: Option<Value>,
     pub(crate) providers: Option<Value>,
-    pub(crate) spend: Option<Value>,
-    pub(crate) store: Option<RawStore>,
+    /// Its text, read into rules by `provider::site_rules::raw_site_rules_in`.
+    pub(crate) spend: Option<Box<RawValue>>,
+    /// Boxed, as `challenge`: the largest sections, kept off the stack frames that read the file.
+    pub(crate) store: Option<Box<RawStore>>,
     pub(crate) rules: Option<Vec<RawRule>>,
     pub(crate) client: Option<RawClient>,
     pub(crate) request: Option<RawRequest>,
@@ -63,7 +66,7 @@ pub(crate) struct RawConfig {
     pub(crate) auto_block: Option<RawAutoBlock>,
     pub(crate) max_file_bytes: Option<u64>,
     pub(crate) account: Option<RawAccountSettings>,
-    pub(crate) challenge: Option<RawChallenge>,
+    pub(crate) challenge: Option<Box<RawChallenge>>,
 }
 
 /// `account`: what the provider account's reading may change.

@@ -2,6 +2,7 @@
 //! template), and whether the chosen store can keep its algorithm.
 
 use std::num::NonZeroU32;
+use std::sync::OnceLock;
 
 use crate::config::error::{ConfigError, err};
 use crate::config::raw::RawRule;
@@ -21,12 +22,6 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         return Err(err("rules", "at most 16 rules"));
     }
     let mut out: Vec<Rule> = Vec::new();
-    // Each rule's keys, as [`marked_key`] writes them: made once, compared with each new rule's.
-    let taken_keys: Vec<String> = taken
-        .iter()
-        .map(|o| marked_key(&o.key_template, &o.name, o.key))
-        .collect();
-    let mut made: Vec<String> = Vec::with_capacity(list.len());
     for (i, r) in list.into_iter().enumerate() {
         let at = |f: &str| format!("rules[{i}].{f}");
         let name = rule_name(&r.name, &at, "\"ip\" or \"per-day\"")?;
@@ -60,12 +55,19 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
         // Two rules on one key would each prune, expire or count it by their own window and
         // algorithm (and a request counted by both would be recorded twice): no store can keep
         // both exact, so each rule counts under keys of its own.
-        let mine = marked_key(&key_template, &name, key);
-        let other = match made.iter().position(|k| *k == mine) {
+        // The rules before this one are `out`, in order.
+        let same = |o: &Rule| {
+            key_template.same_key(
+                (name.as_str(), mark(key)),
+                &o.key_template,
+                (o.name.as_str(), mark(o.key)),
+            )
+        };
+        let other = match out.iter().position(same) {
             Some(j) => Some(format!("rules[{j}]")),
-            None => taken_keys
+            None => taken
                 .iter()
-                .position(|k| *k == mine)
+                .position(same)
                 .map(|j| format!("the spend limit {:?}", taken[j].name.as_str())),
         };
         if let Some(other) = other {
@@ -76,7 +78,6 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
                 ),
             ));
         }
-        made.push(mine);
         out.push(Rule {
             name,
             key,
@@ -90,10 +91,14 @@ pub(crate) fn rules(list: Vec<RawRule>, taken: &[Rule]) -> Result<Vec<Rule>, Con
     Ok(out)
 }
 
-/// The key a rule makes for a mark no address or key holds in place of its identity: two rules
-/// make the same keys exactly when these are equal.
-fn marked_key(template: &KeyTemplate, name: &RuleName, kind: KeyKind) -> String {
-    template.expand(name.as_str(), &format!("\0{}", kind.as_str()))
+/// A mark no address or key holds, one for each kind of key: two rules make the same keys
+/// exactly when their keys for their marks are the same.
+fn mark(kind: KeyKind) -> &'static str {
+    match kind {
+        KeyKind::Ip => "\0ip",
+        KeyKind::ApiKey => "\0api_key",
+        KeyKind::Global => "\0global",
+    }
 }
 
 /// The site's rules: those enforced, and those in shadow mode (`"mode": "shadow"`), which count
@@ -135,14 +140,18 @@ pub(crate) fn key_rules(list: Vec<RawRule>) -> Result<Vec<Rule>, ConfigError> {
     rules(list, &[])
 }
 
-/// How the keys of a rule that counts by `kind` are written when it names no template.
+/// How the keys of a rule that counts by `kind` are written when it names no template: each
+/// default parsed once in the process and shared by every rule that uses it.
 pub fn default_key_template(kind: KeyKind) -> KeyTemplate {
-    KeyTemplate::parse(match kind {
-        KeyKind::Ip => defaults::KEY_TEMPLATE_IP,
-        KeyKind::ApiKey => defaults::KEY_TEMPLATE_API_KEY,
-        KeyKind::Global => defaults::KEY_TEMPLATE_GLOBAL,
-    })
-    .expect("valid default template")
+    static PARSED: [OnceLock<KeyTemplate>; 3] = [const { OnceLock::new() }; 3];
+    let (i, text) = match kind {
+        KeyKind::Ip => (0, defaults::KEY_TEMPLATE_IP),
+        KeyKind::ApiKey => (1, defaults::KEY_TEMPLATE_API_KEY),
+        KeyKind::Global => (2, defaults::KEY_TEMPLATE_GLOBAL),
+    };
+    KeyTemplate::shared(
+        PARSED[i].get_or_init(|| KeyTemplate::parse_static(text).expect("valid default template")),
+    )
 }
 
 /// A rule's `key_template`: placeholders it knows, the one of its key kind, text before it (the

@@ -25,7 +25,7 @@ const SERVER_FIELDS: [&str; 8] = [
     "read_timeout_ms",
 ];
 
-pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, ConfigError> {
+pub(crate) fn store(raw: Option<Box<RawStore>>, base: &Path) -> Result<StoreConfig, ConfigError> {
     let raw = raw.unwrap_or_default();
     let kind_name = raw.kind.as_deref().unwrap_or("file");
     // The kind's own fields, and whether a database server's apply too.
@@ -135,32 +135,28 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
         ));
     }
     // The data directory's budget (the file store's): each at least what the journal takes.
-    let budget = [
-        (
-            "store.max_files",
-            raw.max_files,
-            defaults::FILE_STORE_MAX_FILES,
-            defaults::FILE_STORE_MIN_MAX_FILES,
+    let max_files = at_least(
+        "store.max_files",
+        raw.max_files.unwrap_or(defaults::FILE_STORE_MAX_FILES),
+        defaults::FILE_STORE_MIN_MAX_FILES,
+        || {
             format!(
                 "the usage journal and the directories alone may take {} files",
                 defaults::FILE_STORE_JOURNAL_FILES
-            ),
-        ),
-        (
-            "store.max_bytes",
-            raw.max_bytes,
-            defaults::FILE_STORE_MAX_BYTES,
-            defaults::FILE_STORE_MIN_MAX_BYTES,
+            )
+        },
+    )?;
+    let max_bytes = at_least(
+        "store.max_bytes",
+        raw.max_bytes.unwrap_or(defaults::FILE_STORE_MAX_BYTES),
+        defaults::FILE_STORE_MIN_MAX_BYTES,
+        || {
             format!(
                 "16 MiB; the usage journal alone may take {} bytes",
                 defaults::FILE_STORE_JOURNAL_BYTES
-            ),
-        ),
-    ]
-    .into_iter()
-    .map(|(field, set, default, min, why)| at_least(field, set.unwrap_or(default), min, &why))
-    .collect::<Result<Vec<u64>, _>>()?;
-    let (max_files, max_bytes) = (budget[0], budget[1]);
+            )
+        },
+    )?;
     Ok(StoreConfig {
         kind,
         on_error,
@@ -176,10 +172,16 @@ pub(crate) fn store(raw: Option<RawStore>, base: &Path) -> Result<StoreConfig, C
     })
 }
 
-/// `value`, or the error of `field` when it is below `min` (`why` says why the least).
-fn at_least(field: &str, value: u64, min: u64, why: &str) -> Result<u64, ConfigError> {
+/// `value`, or the error of `field` when it is below `min` (`why` says why the least, written
+/// only then).
+fn at_least(
+    field: &str,
+    value: u64,
+    min: u64,
+    why: impl FnOnce() -> String,
+) -> Result<u64, ConfigError> {
     if value < min {
-        return Err(err(field, format!("must be at least {min} ({why})")));
+        return Err(err(field, format!("must be at least {min} ({})", why())));
     }
     Ok(value)
 }

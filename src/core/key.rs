@@ -1,7 +1,9 @@
 //! How a rule's store key is written: a template of text and placeholders (`{rule}`, `{ip}`,
 //! `{api_key}`), so that resolve can count the rows another program (a PHP limiter) counts.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use serde::{Serialize, Serializer};
 
@@ -181,7 +183,8 @@ impl Reserved<'_> {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
-    Text(String),
+    /// Where the text is in the template's own.
+    Text(Range<usize>),
     Slot(Placeholder),
 }
 
@@ -214,12 +217,24 @@ impl fmt::Display for TemplateError {
 /// A key template, checked: printable ASCII, braces only around known placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyTemplate {
-    text: String,
-    parts: Vec<Part>,
+    /// Borrowed for a template written in the program (the defaults): nothing copied.
+    text: Cow<'static, str>,
+    /// Borrowed for a copy of a template kept for the program's life ([`KeyTemplate::shared`]).
+    parts: Cow<'static, [Part]>,
 }
 
 impl KeyTemplate {
     pub fn parse(text: &str) -> Result<KeyTemplate, TemplateError> {
+        KeyTemplate::parse_text(Cow::Owned(text.to_owned()))
+    }
+
+    /// [`KeyTemplate::parse`] for a template written in the program, kept where it is.
+    pub fn parse_static(text: &'static str) -> Result<KeyTemplate, TemplateError> {
+        KeyTemplate::parse_text(Cow::Borrowed(text))
+    }
+
+    fn parse_text(whole: Cow<'static, str>) -> Result<KeyTemplate, TemplateError> {
+        let text: &str = &whole;
         if text.is_empty() {
             return Err(TemplateError::Empty);
         }
@@ -231,15 +246,17 @@ impl KeyTemplate {
         let brace = |s: &str| s.bytes().position(|b| b == b'{' || b == b'}');
         let mut parts = Vec::new();
         let mut rest = text;
+        // Where `rest` starts in `text`.
+        let start = |rest: &str| text.len() - rest.len();
         while !rest.is_empty() {
             match brace(rest) {
                 None => {
-                    parts.push(Part::Text(rest.to_owned()));
+                    parts.push(Part::Text(start(rest)..text.len()));
                     rest = "";
                 }
                 Some(at) => {
                     if at > 0 {
-                        parts.push(Part::Text(rest[..at].to_owned()));
+                        parts.push(Part::Text(start(rest)..start(rest) + at));
                     }
                     let tail = &rest[at..];
                     let close = tail
@@ -257,9 +274,17 @@ impl KeyTemplate {
             }
         }
         Ok(KeyTemplate {
-            text: text.to_owned(),
-            parts,
+            text: whole,
+            parts: Cow::Owned(parts),
         })
+    }
+
+    /// `template`, kept for the program's life, shared: its text and parts are not copied.
+    pub fn shared(template: &'static KeyTemplate) -> KeyTemplate {
+        KeyTemplate {
+            text: Cow::Borrowed(&template.text),
+            parts: Cow::Borrowed(&template.parts),
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -273,14 +298,35 @@ impl KeyTemplate {
     /// The key of rule `rule` for `identity` (the client's address or key, as the rule counts).
     pub fn expand(&self, rule: &str, identity: &str) -> String {
         let mut key = String::with_capacity(self.text.len() + identity.len() + rule.len());
-        for part in &self.parts {
-            key.push_str(match part {
-                Part::Text(t) => t,
-                Part::Slot(Placeholder::Rule) => rule,
-                Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
-            });
+        for piece in self.pieces(rule, identity) {
+            key.push_str(piece);
         }
         key
+    }
+
+    /// What [`KeyTemplate::expand`] joins, in order.
+    fn pieces<'s>(&'s self, rule: &'s str, identity: &'s str) -> impl Iterator<Item = &'s str> {
+        self.parts.iter().map(move |part| match part {
+            Part::Text(t) => &self.text[t.clone()],
+            Part::Slot(Placeholder::Rule) => rule,
+            Part::Slot(Placeholder::Ip | Placeholder::ApiKey) => identity,
+        })
+    }
+
+    /// Whether `self.expand(rule, identity)` and `other.expand(other_rule, other_identity)`
+    /// are the same key, without writing either.
+    pub fn same_key(
+        &self,
+        (rule, identity): (&str, &str),
+        other: &KeyTemplate,
+        (other_rule, other_identity): (&str, &str),
+    ) -> bool {
+        let mine = || self.pieces(rule, identity);
+        let theirs = || other.pieces(other_rule, other_identity);
+        mine().map(str::len).sum::<usize>() == theirs().map(str::len).sum::<usize>()
+            && mine()
+                .flat_map(str::bytes)
+                .eq(theirs().flat_map(str::bytes))
     }
 
     /// The identity `key` was made from by [`KeyTemplate::expand`] for rule `rule`, if it was.
@@ -303,9 +349,9 @@ impl KeyTemplate {
     /// The text every key of rule `rule` starts with: up to the first `{ip}` or `{api_key}`.
     pub fn prefix(&self, rule: &str) -> String {
         let mut out = String::new();
-        for part in &self.parts {
+        for part in self.parts.iter() {
             match part {
-                Part::Text(t) => out.push_str(t),
+                Part::Text(t) => out.push_str(&self.text[t.clone()]),
                 Part::Slot(Placeholder::Rule) => out.push_str(rule),
                 Part::Slot(_) => break,
             }
@@ -316,15 +362,15 @@ impl KeyTemplate {
     /// Whether some key rule `rule` makes with it could start with `prefix`: its text where
     /// the template has text, a value a placeholder can take where it has one.
     pub fn can_start_with(&self, rule: &str, prefix: &str) -> bool {
-        fn reach(parts: &[Part], rule: &str, p: &str) -> bool {
+        fn reach(text: &str, parts: &[Part], rule: &str, p: &str) -> bool {
             if p.is_empty() {
                 return true;
             }
             let Some((first, rest)) = parts.split_first() else {
                 return false;
             };
-            let text = match first {
-                Part::Text(t) => t.as_str(),
+            let piece = match first {
+                Part::Text(t) => &text[t.clone()],
                 Part::Slot(Placeholder::Rule) => rule,
                 Part::Slot(slot) => {
                     // The value runs past the prefix, or ends within it and the rest follows.
@@ -332,16 +378,16 @@ impl KeyTemplate {
                         || (1..p.len()).any(|k| {
                             p.is_char_boundary(k)
                                 && slot.could_be(&p[..k])
-                                && reach(rest, rule, &p[k..])
+                                && reach(text, rest, rule, &p[k..])
                         });
                 }
             };
-            match p.strip_prefix(text) {
-                Some(after) => reach(rest, rule, after),
-                None => text.starts_with(p),
+            match p.strip_prefix(piece) {
+                Some(after) => reach(text, rest, rule, after),
+                None => piece.starts_with(p),
             }
         }
-        reach(&self.parts, rule, prefix)
+        reach(&self.text, &self.parts, rule, prefix)
     }
 
     /// The longest key rule `rule` can make with it.
@@ -389,6 +435,31 @@ mod tests {
         assert_eq!(site.expand("site", ""), "resolve:site:*");
         assert_eq!(site.prefix("site"), "resolve:site:*");
         assert_eq!(site.as_str(), "resolve:{rule}:*");
+    }
+
+    #[test]
+    fn a_template_kept_or_shared_is_the_same_and_keys_are_compared_as_written() {
+        static KEPT: std::sync::OnceLock<KeyTemplate> = std::sync::OnceLock::new();
+        let text = "resolve:{rule}:{ip}";
+        let kept = KEPT.get_or_init(|| KeyTemplate::parse_static(text).unwrap());
+        let shared = KeyTemplate::shared(kept);
+        assert!(*kept == KeyTemplate::parse(text).unwrap() && shared == *kept);
+        assert_eq!(shared.expand("ip", "192.0.2.1"), "resolve:ip:192.0.2.1");
+        let all = ["r:{rule}:{ip}", "r:{ip}", "r:ip:{ip}", "r{rule}{ip}"];
+        let all = all.map(|t| KeyTemplate::parse(t).unwrap());
+        let uses = [
+            ("ip", "\0ip"),
+            ("ip", "\0global"),
+            ("day", "\0ip"),
+            ("", "ip\0ip"),
+        ];
+        let keys: Vec<_> = all.iter().flat_map(|t| uses.map(|u| (t, u))).collect();
+        for (a, ua) in &keys {
+            for (b, ub) in &keys {
+                let written = a.expand(ua.0, ua.1) == b.expand(ub.0, ub.1);
+                assert_eq!(a.same_key(*ua, b, *ub), written, "{a} {ua:?} {b} {ub:?}");
+            }
+        }
     }
 
     #[test]

@@ -40,20 +40,7 @@ pub(crate) fn plain_origin(value: &str) -> Option<String> {
         Some((host, port)) => (host, Some(port)),
         None => (authority, None),
     };
-    let plain_label = |l: &str| {
-        !l.is_empty()
-            && !l.starts_with("xn--")
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    };
-    let last = host.rsplit('.').next()?;
-    // A last label that is a number (decimal, or hex after 0x) makes the host an IPv4 address
-    // to the parser.
-    let numeric = last.bytes().all(|b| b.is_ascii_digit())
-        || last
-            .strip_prefix("0x")
-            .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
-    if host.len() > 253 || numeric || !host.split('.').all(plain_label) {
+    if !plain_host(host.as_bytes()) {
         return None;
     }
     let port = match port {
@@ -63,8 +50,39 @@ pub(crate) fn plain_origin(value: &str) -> Option<String> {
     };
     Some(match port {
         Some(p) => format!("{scheme}://{host}:{p}"),
-        None => format!("{scheme}://{host}"),
+        // `scheme://host` is how `value` begins.
+        None => value[..value.len() - rest.len() + host.len()].to_owned(),
     })
+}
+
+/// Whether `host` is written plainly: at most 253 bytes of labels that are not empty, hold
+/// only a-z, 0-9 and '-' and are no IDNA label (`xn--`), the last not a number (decimal, or hex
+/// after 0x: the parser reads such a host as an IPv4 address). One pass, no splitting: the
+/// configuration's origins are read at every start.
+fn plain_host(host: &[u8]) -> bool {
+    if host.len() > 253 {
+        return false;
+    }
+    let mut start = 0;
+    for end in 0..=host.len() {
+        match host.get(end) {
+            Some(b'.') | None => {
+                let label = &host[start..end];
+                if label.is_empty() || label.starts_with(b"xn--") {
+                    return false;
+                }
+                start = end + 1;
+            }
+            Some(b) if b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-' => {}
+            Some(_) => return false,
+        }
+    }
+    let last = &host[host.iter().rposition(|b| *b == b'.').map_or(0, |i| i + 1)..];
+    let numeric = last.iter().all(u8::is_ascii_digit)
+        || last
+            .strip_prefix(b"0x")
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+    !numeric
 }
 
 /// Checks a request's `Origin` (or, without one, its `Referer`) against `allowed` (normalised

@@ -139,13 +139,27 @@ pub fn never_over(rule: &Rule, sliding: bool) -> Rule {
 
 /// Raw `spend` list of the configuration.
 pub fn raw_site_rules(v: Value, field: &str) -> Result<Vec<RawSiteRule>, ConfigError> {
-    serde_json::from_value(v).map_err(|e| {
-        let e = crate::config::redact::without_quoted_value(&e.to_string());
-        err(
-            field,
-            format!("{e}; write [{{\"name\": \"day\", \"limit\": 500, \"window_secs\": 86400}}]"),
-        )
+    serde_json::from_value(v).map_err(|e| list_error(&e.to_string(), field))
+}
+
+/// [`raw_site_rules`] of the list's JSON text, read straight into its rules (no `Value` in
+/// between), with the same messages.
+pub fn raw_site_rules_in(text: &str, field: &str) -> Result<Vec<RawSiteRule>, ConfigError> {
+    serde_json::from_str(text).map_err(|e| {
+        // Where in the list's own text is of no use: the error names the field.
+        let shown = e.to_string();
+        let place = format!(" at line {} column {}", e.line(), e.column());
+        list_error(shown.strip_suffix(&place).unwrap_or(&shown), field)
     })
+}
+
+/// The error of a list of site rules serde could not read (`message`, its value cut out).
+fn list_error(message: &str, field: &str) -> ConfigError {
+    let e = crate::config::redact::without_quoted_value(message);
+    err(
+        field,
+        format!("{e}; write [{{\"name\": \"day\", \"limit\": 500, \"window_secs\": 86400}}]"),
+    )
 }
 
 #[cfg(test)]
@@ -219,6 +233,30 @@ mod tests {
                 t
             })
             .collect()
+    }
+
+    #[test]
+    fn a_list_read_from_its_text_is_refused_as_from_its_value() {
+        for text in [
+            "5",
+            "{}",
+            r#"[{"name": "day"}]"#,
+            r#"[{"name": "day", "limit": "500", "window_secs": 60}]"#,
+            r#"[{"name": "day", "limit": -1, "window_secs": 60}]"#,
+            r#"[{"name": "day", "limit": 1.5, "window_secs": 60}]"#,
+            r#"[{"name": "day", "limit": 1e30, "window_secs": 60}]"#,
+            r#"[{"name": "day", "limit": 5, "window_secs": 60, "every": 2}]"#,
+            r#"[{"name": 7, "limit": 5, "window_secs": 60}]"#,
+            r#"[{"name": "day", "limit": 5, "window_secs": 60, "steps": "all"}]"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let from_value = raw_site_rules(value, "spend").err().unwrap();
+            let from_text = raw_site_rules_in(text, "spend").err().unwrap();
+            assert_eq!(from_text.to_string(), from_value.to_string(), "{text}");
+            assert!(!from_text.to_string().contains("line 1"), "{text}");
+        }
+        let read = raw_site_rules_in(r#"[{"name": "day", "limit": 5, "window_secs": 60}]"#, "x");
+        assert_eq!(site_rules(&read.unwrap(), "spend").unwrap().len(), 1);
     }
 
     #[test]
