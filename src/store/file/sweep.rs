@@ -1,16 +1,23 @@
-//! The sweep's look at one shard directory and each file in it: a counter whose window ended
+//! The store's upkeep: a sweep (the journal, the folded keys, then the shard directories from a
+//! random one on, within its budget), the probe of `resolve check`, and the sweep's look at one
+//! shard directory and each file in it: a counter whose window ended
 //! longer ago than the grace, a cached answer past its expiry, a damaged file set aside long
 //! ago, each removed only while holding its lock, so that no writer loses what it wrote.
 
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::lock::Locked;
 use super::record::Loaded;
 use super::safe_open::{DAMAGED_SUFFIX, io_error, modified_secs, not_a_file, open_ro, still_named};
-use super::{CACHE_SUFFIX, FileStore, cache_expiry, is_key_file_name, modified_before, read_all};
+use super::{
+    CACHE_SUFFIX, FileStore, cache_expiry, is_key_file_name, is_shard_name, made, modified_before,
+    read_all,
+};
 use crate::core::clock::Clock;
+use crate::store::upkeep::Upkeep;
 use crate::store::{StoreError, SweepReport};
 
 impl<C: Clock> FileStore<C> {
@@ -114,5 +121,96 @@ impl<C: Clock> FileStore<C> {
             }
         }
         Ok(true)
+    }
+}
+
+impl<C: Clock> Upkeep for FileStore<C> {
+    fn sweep(&self, budget: Option<Duration>) -> Result<SweepReport, StoreError> {
+        if !self.dir.is_dir() {
+            return Ok(SweepReport {
+                complete: true,
+                ..SweepReport::default()
+            });
+        }
+        made::check(&self.dir, &self.log);
+        // The budget is kept on the store's clock, as every time it keeps: with a test's clock
+        // the sweep's end depends on that clock alone, never on the machine's speed.
+        let deadline = budget.map(|b| {
+            let ms = u64::try_from(b.as_millis()).unwrap_or(u64::MAX);
+            self.clock.now_ms().saturating_add(ms)
+        });
+        let past = || deadline.is_some_and(|d| self.clock.now_ms() >= d);
+        let now = self.clock.now_ms();
+        let mut shards: Vec<PathBuf> = fs::read_dir(&self.dir)
+            .map_err(|e| io_error("list", &self.dir, &e))?
+            .filter_map(Result::ok)
+            .filter(|e| is_shard_name(&e.file_name().to_string_lossy()))
+            // A link in place of a shard leads outside: never swept (requests refuse it too).
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        shards.sort();
+        // A bounded sweep starts at a random shard so that, over many requests, all get swept.
+        if !shards.is_empty() {
+            let start = (crate::support::random::u64() % shards.len() as u64) as usize;
+            shards.rotate_left(start);
+        }
+        let mut report = SweepReport {
+            complete: true,
+            ..SweepReport::default()
+        };
+        // The journal first: it has work once an hour, and otherwise costs one listing.
+        if !self.journal().sweep(now, &past, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
+        // The folded keys first: they are few, and end with their windows.
+        let folded = self.dir.join(crate::support::defaults::FILE_STORE_FOLD_DIR);
+        if !self.sweep_shard(&folded, now, &past, &mut report)? {
+            report.complete = false;
+            return Ok(report);
+        }
+        for shard in &shards {
+            let done = self.sweep_shard(shard, now, &past, &mut report)?;
+            // What the sweep removed is room again for new clients' own keys.
+            self.recount(shard)?;
+            if !done {
+                report.complete = false;
+                break;
+            }
+        }
+        if report.complete {
+            self.room_again();
+        }
+        Ok(report)
+    }
+
+    fn probe(&self) -> Result<String, StoreError> {
+        self.ensure_dir()?;
+        let meta = fs::metadata(&self.dir).map_err(|e| io_error("inspect", &self.dir, &e))?;
+        if !meta.is_dir() {
+            return Err(StoreError::unavailable(format!(
+                "{} is not a directory: set store.dir to a directory",
+                self.dir.display()
+            )));
+        }
+        let probe = self.dir.join(format!(".probe-{}", std::process::id()));
+        let written = fs::write(&probe, b"probe").map_err(|e| {
+            StoreError::unavailable(format!(
+                "cannot write in {}: {e} (the account that runs resolve must own it: chmod 700)",
+                self.dir.display()
+            ))
+        });
+        let _ = fs::remove_file(&probe);
+        written?;
+        Ok(format!("file store in {}", self.dir.display()))
+    }
+
+    fn folding(&self) -> Result<Option<crate::store::upkeep::Folding>, StoreError> {
+        self.folding_now()
+    }
+
+    fn clear_folded(&self) -> Result<u64, StoreError> {
+        self.clear_folded_keys()
     }
 }

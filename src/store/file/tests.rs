@@ -4,6 +4,7 @@
 use super::*;
 use crate::core::clock::FakeClock;
 use crate::core::rule::KeyKind;
+use crate::store::upkeep::Upkeep;
 use lock::{MAX_WAITERS, WAITERS};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::atomic::Ordering;
