@@ -699,9 +699,9 @@ fn traversal_keys(marker: &str) -> Vec<String> {
 }
 
 /// Every file under `dir`, relative to it, but the usage journal's: `journal/h<HOUR>-<SHARD>`
-/// and `journal/a<HOUR>-<SHARD>` (an hour and a client shard, one hex digit),
-/// `journal/d<DAY>` and `journal/notes`, and the store's count of its shards' entries, whose
-/// names hold nothing a request sent (any other name there is kept, to be reported).
+/// (an hour and a client shard, one hex digit), `journal/d<DAY>` and `journal/notes`, and the
+/// store's count of its shards' entries, whose names hold nothing a request sent (any other
+/// name there is kept, to be reported).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let journal_file = |p: &Path| {
         let parts: Vec<String> = p
@@ -713,7 +713,7 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
             && parts[0] == "journal"
             && match parts[1].split_once('-') {
                 Some((hour, shard)) => {
-                    hour.strip_prefix(['h', 'a']).is_some_and(digits)
+                    hour.strip_prefix('h').is_some_and(digits)
                         && shard.len() == 1
                         && shard.bytes().all(|b| b.is_ascii_hexdigit())
                 }

@@ -99,8 +99,6 @@ pub struct FileStore<C: Clock> {
     clock: C,
     grace_ms: u64,
     lock_timeout: Duration,
-    /// [`journal::APPEND_MAX_BYTES`]; smaller in tests, to fold often.
-    journal_append_max: u64,
     budget: Budget,
     /// Where the store's own lines go (a folding begun, the directory made again).
     log: StderrLog,
@@ -121,18 +119,9 @@ impl<C: Clock> FileStore<C> {
             lock_timeout: Duration::from_millis(
                 crate::support::defaults::FILE_LOCK_TIMEOUT_MS.into(),
             ),
-            journal_append_max: journal::APPEND_MAX_BYTES,
             budget: Budget::default(),
             log: StderrLog::default(),
         }
-    }
-
-    /// Folds the journal's append files past `bytes` (every request's entry goes to its hour
-    /// file with 0).
-    #[cfg(test)]
-    pub(crate) fn with_journal_append_max(mut self, bytes: u64) -> Self {
-        self.journal_append_max = bytes;
-        self
     }
 
     /// The data directory's budget, files and bytes.
@@ -162,7 +151,6 @@ impl<C: Clock> FileStore<C> {
             data: &self.dir,
             timeout: self.lock_timeout,
             grace_ms: self.grace_ms,
-            append_max: self.journal_append_max,
             log: &self.log,
         }
     }

@@ -164,9 +164,8 @@ pub const FILE_STORE_MAX_BYTES: u64 = 64 * 1024 * 1024;
 pub const FILE_STORE_MIN_MAX_FILES: u64 = 2_000;
 pub const FILE_STORE_MIN_MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Of the budget, what the usage journal and the directories take: 16 hour files for each of
-/// 49 hours, a day's file for each of 401 days, its notes and locks (1,190), the append files
-/// of the hour in progress and of one not yet swept (32), the 256 shard directories and the
-/// journal's (each an inode too), and the journal's bytes for a busy site.
+/// 49 hours, a day's file for each of 401 days, its notes and locks (1,190), the 256 shard
+/// directories and the journal's (each an inode too), and the journal's bytes for a busy site.
 pub const FILE_STORE_JOURNAL_FILES: u64 = 1_500;
 pub const FILE_STORE_JOURNAL_BYTES: u64 = 8 * 1024 * 1024;
 /// What one key's file takes on disk: one block.

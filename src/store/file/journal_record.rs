@@ -12,19 +12,11 @@
 //! HOUR is counted from the file's first hour (its name says which), names and clients are
 //! written with `%XX` for `%`, spaces and anything not printable ASCII. A notes file holds
 //! `AT_MS TEXT` lines instead, oldest first.
-//!
-//! An append file (an hour's entries not yet folded into its hour file) has no header: each
-//! entry is one `write` of a line feed, then its counts as `TAG WHAT`, or `TAG WHAT N` when
-//! N is not 1, separated by tabs (`t requests<TAB>t refused:ip<TAB>r 192.0.2.9`: the
-//! lines `t 0 requests 1`, `t 0 refused:ip 1` and `r 0 192.0.2.9 1`), then a tab and the
-//! checksum of what is between (8 hex digits). An entry that does not check (one a full disk cut short, or one being
-//! written as it is read) counts for nothing; the line feed in front of the next one starts
-//! it afresh.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 
-use crate::core::journal::{ClientCount, Entry, Note, Row, notes_kept};
+use crate::core::journal::{ClientCount, Note, Row, notes_kept};
 use crate::store::file::record::checksum;
 
 /// Bytes of the header.
@@ -38,8 +30,7 @@ pub struct Header {
     pub off: u64,
     pub len: u64,
     /// Of a day's file: the hours of the day before this one are in it (their hour files are
-    /// left-overs to ignore). Of an hour file: 1 when a sealed append file of its hour is in
-    /// it (a left-over to ignore), else 0. 0 in the notes.
+    /// left-overs to ignore). 0 in other files.
     pub mark: u32,
     /// Checksum of the live copy.
     pub sum: u32,
@@ -157,117 +148,6 @@ pub fn escape(s: &str, out: &mut String) {
     }
 }
 
-/// [`escape`] onto bytes.
-fn escape_bytes(s: &str, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let plain = |b: &u8| b.is_ascii_graphic() && *b != b'%';
-    if s.as_bytes().iter().all(plain) {
-        out.extend_from_slice(s.as_bytes());
-        return;
-    }
-    for b in s.bytes() {
-        if b.is_ascii_graphic() && b != b'%' {
-            out.push(b);
-        } else {
-            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
-        }
-    }
-}
-
-/// `n` in decimal onto bytes.
-pub fn push_number(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-/// The tag of a client's count in a line's key.
-fn client_tag(count: ClientCount) -> u8 {
-    match count {
-        ClientCount::Admitted => b'a',
-        ClientCount::Refused => b'r',
-        ClientCount::Bytes => b'b',
-    }
-}
-
-/// An entry as it is appended to its hour's append file, in one `write`.
-pub fn appended(entry: &Entry) -> Vec<u8> {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(96);
-    out.push(b'\n');
-    let item = |out: &mut Vec<u8>, tag: u8, what: &str, n: u64| {
-        out.extend_from_slice(&[tag, b' ']);
-        escape_bytes(what, out);
-        if n != 1 {
-            out.push(b' ');
-            push_number(out, n);
-        }
-        out.push(b'\t');
-    };
-    for (name, n) in &entry.totals {
-        item(&mut out, b't', name, *n);
-    }
-    for (client, count, n) in &entry.clients {
-        item(&mut out, client_tag(*count), client, *n);
-    }
-    let body_end = out.len().saturating_sub(1).max(1);
-    let sum = sum(&out[1..body_end]);
-    out.extend((0..8).rev().map(|i| HEX[((sum >> (i * 4)) & 15) as usize]));
-    out
-}
-
-/// The lines of the entries of an append file that check (see the module's notes), as an
-/// hour file's lines: what [`rows`] reads and [`add`] adds.
-pub fn appended_lines(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for entry in bytes.split(|b| *b == b'\n') {
-        let Some(tab) = entry.iter().rposition(|b| *b == b'\t') else {
-            continue;
-        };
-        let (body, hex) = (&entry[..tab], &entry[tab + 1..]);
-        let checks = hex.len() == 8
-            && std::str::from_utf8(hex)
-                .ok()
-                .and_then(|h| u32::from_str_radix(h, 16).ok())
-                == Some(sum(body));
-        if !checks || body.is_empty() {
-            continue;
-        }
-        for item in body.split(|b| *b == b'\t') {
-            // `TAG WHAT [N]`: the line `TAG 0 WHAT N` (a damaged one is seen by `rows`).
-            let (tag, rest) = item.split_at(item.len().min(1));
-            out.extend_from_slice(tag);
-            out.extend_from_slice(b" 0");
-            out.extend_from_slice(rest);
-            if rest.iter().filter(|b| **b == b' ').count() < 2 {
-                out.extend_from_slice(b" 1");
-            }
-            out.push(b'\n');
-        }
-    }
-    out
-}
-
-/// The keys and counts of `lines` (each key once, its counts summed), as [`add`] takes them.
-pub fn keys_of(lines: &[u8]) -> Result<Vec<(String, u64)>, Damage> {
-    let text = std::str::from_utf8(lines).map_err(|_| Damage::Line)?;
-    let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
-    for line in text.lines() {
-        let (key, n) = split_line(line)?;
-        let sum = sums.entry(key).or_default();
-        *sum = sum.checked_add(n).ok_or(Damage::Line)?;
-    }
-    Ok(sums.into_iter().map(|(k, n)| (k.to_owned(), n)).collect())
-}
-
 fn unescape(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -294,7 +174,11 @@ pub fn total_key(offset: u32, name: &str) -> String {
 
 /// The key of a client's count of hour `base + offset`.
 pub fn client_key(offset: u32, client: &str, count: ClientCount) -> String {
-    let tag = char::from(client_tag(count));
+    let tag = match count {
+        ClientCount::Admitted => 'a',
+        ClientCount::Refused => 'r',
+        ClientCount::Bytes => 'b',
+    };
     let mut k = format!("{tag} {offset} ");
     escape(client, &mut k);
     k
@@ -313,17 +197,12 @@ pub fn add(copy: &[u8], keys: &[(String, u64)]) -> Result<Vec<u8>, Damage> {
     if copy.last().is_some_and(|b| *b != b'\n') {
         return Err(Damage::Line);
     }
-    // Each key once, with how many it adds and whether it was found; indexed by key (a fold
-    // adds hundreds of keys at once).
+    // Each key once, with how many it adds and whether it was found.
     let mut wanted: Vec<(&str, u64, bool)> = Vec::with_capacity(keys.len());
-    let mut index: BTreeMap<&[u8], usize> = BTreeMap::new();
     for (k, n) in keys {
-        match index.get(k.as_bytes()) {
-            Some(at) => wanted[*at].1 += n,
-            None => {
-                index.insert(k.as_bytes(), wanted.len());
-                wanted.push((k, *n, false));
-            }
+        match wanted.iter_mut().find(|(w, _, _)| w == k) {
+            Some((_, times, _)) => *times += n,
+            None => wanted.push((k, *n, false)),
         }
     }
     let mut out = Vec::with_capacity(copy.len() + 64 * keys.len());
@@ -331,7 +210,7 @@ pub fn add(copy: &[u8], keys: &[(String, u64)]) -> Result<Vec<u8>, Damage> {
         let body = &line[..line.len() - 1];
         let space = body.iter().rposition(|b| *b == b' ').ok_or(Damage::Line)?;
         let key = &body[..space];
-        match index.get(key).map(|at| &mut wanted[*at]) {
+        match wanted.iter_mut().find(|(w, _, _)| w.as_bytes() == key) {
             None => out.extend_from_slice(line),
             Some((k, times, found)) => {
                 let n: u64 = std::str::from_utf8(&body[space + 1..])
@@ -561,53 +440,6 @@ mod tests {
             }
             assert_ne!(sum(&copy[..at]), whole, "cut at {at}");
         }
-    }
-
-    #[test]
-    fn appended_entries_read_back_and_a_cut_one_counts_for_nothing() {
-        let entry = |client: &str| Entry {
-            hour: 7,
-            totals: vec![("requests".into(), 1), ("refused:a b%".into(), 2)],
-            clients: vec![(client.into(), ClientCount::Refused, 1)],
-        };
-        let one = appended(&entry("192.0.2.9"));
-        let two = appended(&entry("2001:db8::/64"));
-        assert_eq!(
-            one.iter().filter(|b| **b == b'\n').count(),
-            1,
-            "one line feed"
-        );
-        let both = [one.clone(), two.clone()].concat();
-        let lines = appended_lines(&both);
-        assert_eq!(
-            String::from_utf8(lines.clone()).unwrap(),
-            "t 0 requests 1\nt 0 refused:a%20b%25 2\nr 0 192.0.2.9 1\n\
-             t 0 requests 1\nt 0 refused:a%20b%25 2\nr 0 2001:db8::/64 1\n"
-        );
-        assert_eq!(rows(&lines, 7).unwrap().len(), 6);
-        assert_eq!(
-            keys_of(&lines).unwrap(),
-            [
-                ("r 0 192.0.2.9".to_owned(), 1),
-                ("r 0 2001:db8::/64".to_owned(), 1),
-                ("t 0 refused:a%20b%25".to_owned(), 4),
-                ("t 0 requests".to_owned(), 2),
-            ]
-        );
-        // An entry cut anywhere (a full disk, or read while it is written) counts for
-        // nothing, and the entries after it count as they are.
-        let after = appended_lines(&[two.clone(), one.clone()].concat());
-        for cut in 0..one.len() {
-            let torn = [&one[..cut], &two[..], &one[..]].concat();
-            assert_eq!(appended_lines(&torn), after, "cut at {cut}");
-        }
-        // A byte changed anywhere in an entry: not counted.
-        for at in 1..one.len() {
-            let mut changed = one.clone();
-            changed[at] ^= 0x04;
-            assert!(appended_lines(&changed).is_empty(), "byte {at}");
-        }
-        assert!(appended_lines(b"").is_empty());
     }
 
     #[test]

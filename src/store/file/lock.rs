@@ -211,7 +211,7 @@ pub(crate) fn lock_opened(
 /// Refuses a file's directory (`parent`) that is a symbolic link: it would take the files
 /// somewhere else.
 #[inline]
-pub(crate) fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
+fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
     if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(StoreError::unavailable(format!(
             "{} is a symbolic link, which the store never follows: remove it (the store \
@@ -223,7 +223,7 @@ pub(crate) fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
 }
 
 /// Makes the data directory `dir` if it is missing, and `parent` in it (mode 700).
-pub(crate) fn make_parent(dir: &Path, parent: &Path, log: &dyn Log) -> Result<(), StoreError> {
+fn make_parent(dir: &Path, parent: &Path, log: &dyn Log) -> Result<(), StoreError> {
     ensure_data_dir(dir, log)?;
     match fs::DirBuilder::new().mode(0o700).create(parent) {
         Ok(()) => Ok(()),

@@ -1,12 +1,11 @@
 //! Tests of the file store.
-//! Long because the journal's crash and concurrency cases sit beside the counters' own.
 
 use super::*;
 use crate::core::clock::FakeClock;
 use crate::core::rule::KeyKind;
 use crate::store::upkeep::Upkeep;
 use lock::{MAX_WAITERS, WAITERS};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -456,9 +455,7 @@ fn journal_files_are_private_and_a_crash_left_over_never_counts_twice() {
     }
     let mode = |p: &Path| fs::metadata(p).unwrap().mode() & 0o777;
     assert_eq!(mode(&dir.join(journal::DIR_NAME)), 0o700);
-    // A request's entry is appended to its hour's append file.
-    assert!(journal_files(&dir, "h").is_empty());
-    let hours = journal_files(&dir, "a");
+    let hours = journal_files(&dir, "h");
     assert!(!hours.is_empty() && hours.iter().all(|p| mode(p) == 0o600));
     let want = vec![
         (HOUR, "client 192.0.2.1".to_owned(), 2),
@@ -476,7 +473,6 @@ fn journal_files_are_private_and_a_crash_left_over_never_counts_twice() {
     let report = store.sweep(None).unwrap();
     assert_eq!(report.removed, hours.len() as u64);
     assert!(journal_files(&dir, "h").is_empty());
-    assert!(journal_files(&dir, "a").is_empty());
     assert_eq!(journal_files(&dir, "d").len(), 1);
     let totals = want[2..].to_vec();
     assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
@@ -487,14 +483,13 @@ fn journal_files_are_private_and_a_crash_left_over_never_counts_twice() {
     }
     assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
     store.sweep(None).unwrap();
-    assert!(journal_files(&dir, "a").is_empty());
+    assert!(journal_files(&dir, "h").is_empty());
     assert_eq!(journal_of(&store, HOUR, HOUR + 1), totals);
 }
 
 #[test]
 fn a_journal_write_that_never_completed_leaves_the_counts_before_it() {
     let (dir, store) = journal_store("journal-torn");
-    let store = store.with_journal_append_max(0);
     store
         .journal_add(&refused_entry(HOUR, "192.0.2.1"))
         .unwrap();
@@ -528,7 +523,6 @@ fn a_journal_write_that_never_completed_leaves_the_counts_before_it() {
 #[test]
 fn damaged_journal_files_are_moved_aside_and_reported() {
     let (dir, store) = journal_store("journal-damaged");
-    let store = store.with_journal_append_max(0);
     let entry = refused_entry(HOUR, "192.0.2.1");
     store.journal_add(&entry).unwrap();
     let path = journal_files(&dir, "h").remove(0);
@@ -634,246 +628,4 @@ fn a_bounded_sweep_moves_whole_hours_and_the_rest_later() {
     assert_eq!(sweeps, 5, "one hour each, the last one complete");
     assert!(journal_files(&dir, "h").is_empty());
     assert_eq!(journal_of(&store, first, first + 6), want);
-}
-
-/// The journal's totals of one hour: its requests and the clients' refusals, summed.
-fn requests_and_refusals(store: &FileStore<FakeClock>, hour: u32) -> (u64, u64) {
-    let rows = journal_of(store, hour, hour + 1);
-    let sum = |want: &dyn Fn(&str) -> bool| -> u64 {
-        rows.iter()
-            .filter(|(_, name, _)| want(name))
-            .map(|(_, _, n)| n)
-            .sum()
-    };
-    (
-        sum(&|name| name == "requests"),
-        sum(&|name| name.starts_with("client ")),
-    )
-}
-
-#[test]
-fn appended_entries_stay_exact_while_folds_run_among_many_writers_and_readers() {
-    // Each thread has its own store and files open, as processes would: flock's locks belong
-    // to each open file, so threads wait on each other as processes do.
-    const WRITERS: u64 = 12;
-    const EACH: u64 = 150;
-    let (dir, _) = journal_store("journal-fold-race");
-    let at = u64::from(HOUR) * usage::HOUR_MS + 5;
-    let open = || {
-        // About ten entries an append file: folds all along.
-        FileStore::new(&*dir, FakeClock::at(at), Duration::from_secs(600))
-            .with_journal_append_max(600)
-    };
-    let done = std::sync::atomic::AtomicU64::new(0);
-    std::thread::scope(|s| {
-        for t in 0..WRITERS {
-            let (open, done) = (&open, &done);
-            s.spawn(move || {
-                let store = open();
-                for _ in 0..EACH {
-                    let who = format!("192.0.2.{}", t % 3);
-                    store.journal_add(&refused_entry(HOUR, &who)).unwrap();
-                    done.fetch_add(1, Ordering::SeqCst);
-                }
-            });
-        }
-        // A reader meanwhile never sees a count go back, nor more than was added (a fold that
-        // read an entry twice, or lost one for a while).
-        let (open, done) = (&open, &done);
-        s.spawn(move || {
-            let store = open();
-            let mut seen = 0;
-            loop {
-                let before = done.load(Ordering::SeqCst);
-                let (requests, refusals) = requests_and_refusals(&store, HOUR);
-                let after = done.load(Ordering::SeqCst);
-                assert_eq!(requests, refusals);
-                assert!(requests >= seen, "{requests} after {seen}");
-                // Each writer may have one entry written and not yet said so.
-                assert!(
-                    requests <= after + WRITERS,
-                    "{requests} counted, {after} added"
-                );
-                seen = requests;
-                if before == WRITERS * EACH {
-                    break;
-                }
-            }
-        });
-    });
-    let store = open();
-    assert_eq!(
-        requests_and_refusals(&store, HOUR),
-        (WRITERS * EACH, WRITERS * EACH)
-    );
-    let line = journal_record::appended(&refused_entry(HOUR, "192.0.2.0")).len() as u64;
-    for path in journal_files(&dir, "a") {
-        let len = fs::metadata(&path).unwrap().len();
-        assert!(len < 600 + WRITERS * line, "{}: {len}", path.display());
-    }
-}
-
-#[test]
-fn a_fold_stopped_at_any_step_counts_every_entry_once() {
-    let (dir, store) = journal_store("journal-fold-crash");
-    let folding = FileStore::new(
-        &*dir,
-        FakeClock::at(u64::from(HOUR) * usage::HOUR_MS + 5),
-        Duration::from_secs(600),
-    )
-    .with_journal_append_max(0);
-    let add = |store: &FileStore<FakeClock>, n: u64| {
-        for _ in 0..n {
-            store
-                .journal_add(&refused_entry(HOUR, "192.0.2.1"))
-                .unwrap();
-        }
-    };
-    let seal = |path: &Path, bytes: &[u8]| {
-        fs::write(path, bytes).unwrap();
-        fs::set_permissions(path, fs::Permissions::from_mode(0o400)).unwrap();
-    };
-    add(&store, 5);
-    let appended = journal_files(&dir, "a").remove(0);
-    let five = fs::read(&appended).unwrap();
-    add(&folding, 1); // the five folded into the hour file, with this one
-    assert!(!appended.exists());
-    let hour_file = journal_files(&dir, "h").remove(0);
-    assert_eq!(requests_and_refusals(&store, HOUR), (6, 6));
-    // Stopped after the hour file was written, before the sealed file was deleted: the
-    // hour file's mark says it is in; readers skip it, the next writer deletes it.
-    seal(&appended, &five);
-    assert_eq!(requests_and_refusals(&store, HOUR), (6, 6));
-    add(&store, 1);
-    assert!(!appended.exists());
-    assert_eq!(requests_and_refusals(&store, HOUR), (7, 7));
-    // Stopped after sealing, before the hour file was written: its mark was set to 0 first,
-    // so readers count the sealed file, and the next writer folds it.
-    add(&store, 3);
-    let three = fs::read(&appended).unwrap();
-    let before = fs::read(&hour_file).unwrap();
-    let header = journal_record::decode_header(&before).unwrap().unwrap();
-    assert_eq!(header.mark, 1);
-    let mut unmarked = before.clone();
-    unmarked[..journal_record::HEADER].copy_from_slice(&journal_record::encode_header(
-        &journal_record::Header { mark: 0, ..header },
-    ));
-    fs::write(&hour_file, &unmarked).unwrap();
-    seal(&appended, &three);
-    assert_eq!(requests_and_refusals(&store, HOUR), (10, 10));
-    add(&store, 1); // sealed: to the hour file, folding the three
-    assert!(!appended.exists());
-    assert_eq!(requests_and_refusals(&store, HOUR), (11, 11));
-    add(&store, 2);
-    assert_eq!(requests_and_refusals(&store, HOUR), (13, 13));
-}
-
-#[test]
-fn a_scraper_in_a_loop_keeps_the_journal_small_and_exact() {
-    let (dir, store) = journal_store("journal-scraper");
-    const REFUSALS: u64 = 3_000;
-    let mut largest = 0;
-    for n in 0..REFUSALS {
-        store
-            .journal_add(&refused_entry(HOUR, "198.51.100.7"))
-            .unwrap();
-        if n % 97 == 0 {
-            largest = largest.max(store.journal_bytes().unwrap());
-        }
-    }
-    assert_eq!(requests_and_refusals(&store, HOUR), (REFUSALS, REFUSALS));
-    // One client, one shard: its append file folded whenever it passes its size, into an
-    // hour file of three lines.
-    assert_eq!(journal_files(&dir, "a").len(), 1);
-    assert_eq!(journal_files(&dir, "h").len(), 1);
-    let line = journal_record::appended(&refused_entry(HOUR, "198.51.100.7")).len() as u64;
-    assert!(
-        largest < journal::APPEND_MAX_BYTES + line + 512,
-        "{largest} bytes"
-    );
-    assert!(
-        REFUSALS * line > 4 * journal::APPEND_MAX_BYTES,
-        "folded several times"
-    );
-}
-
-#[test]
-fn a_sweep_folds_an_ended_hours_appended_entries() {
-    let (dir, store) = journal_store("journal-ended");
-    for who in ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.1"] {
-        store.journal_add(&refused_entry(HOUR, who)).unwrap();
-    }
-    let slots = journal_files(&dir, "a").len();
-    assert!(slots > 1);
-    store.sweep(None).unwrap();
-    assert_eq!(
-        journal_files(&dir, "a").len(),
-        slots,
-        "the hour is not over"
-    );
-    store.clock.advance_ms(usage::HOUR_MS);
-    store.sweep(None).unwrap();
-    assert!(journal_files(&dir, "a").is_empty());
-    assert_eq!(journal_files(&dir, "h").len(), slots, "one file a shard");
-    assert_eq!(requests_and_refusals(&store, HOUR), (4, 4));
-    assert_eq!(
-        journal_of(&store, HOUR, HOUR + 1)[0],
-        (HOUR, "client 192.0.2.1".to_owned(), 2)
-    );
-}
-
-/// Where [`journal_child_adds_refusals`] adds its entries, when this test program runs it as
-/// a child process.
-const JOURNAL_CHILD_DIR: &str = "RESOLVE_TEST_JOURNAL_CHILD_DIR";
-const CHILD_ENTRIES: u64 = 400;
-
-/// A child process of the test below (it does nothing when run on its own): adds
-/// `CHILD_ENTRIES` refusals of one client, its append file folded every three or four.
-#[test]
-fn journal_child_adds_refusals() {
-    let Some(dir) = std::env::var_os(JOURNAL_CHILD_DIR) else {
-        return;
-    };
-    let store = FileStore::new(
-        PathBuf::from(dir),
-        FakeClock::at(u64::from(HOUR) * usage::HOUR_MS + 5),
-        Duration::from_secs(600),
-    )
-    .with_journal_append_max(150);
-    for _ in 0..CHILD_ENTRIES {
-        store
-            .journal_add(&refused_entry(HOUR, "192.0.2.1"))
-            .unwrap();
-    }
-}
-
-#[test]
-fn appended_entries_stay_exact_across_processes_folding_as_they_go() {
-    const CHILDREN: u64 = 16;
-    let (dir, store) = journal_store("journal-fold-processes");
-    let children: Vec<std::process::Child> = (0..CHILDREN)
-        .map(|_| {
-            std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "store::file::tests::journal_child_adds_refusals",
-                    "--test-threads=1",
-                    "--quiet",
-                ])
-                .env(JOURNAL_CHILD_DIR, &*dir)
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut child in children {
-        assert!(child.wait().unwrap().success());
-    }
-    let all = CHILDREN * CHILD_ENTRIES;
-    assert_eq!(requests_and_refusals(&store, HOUR), (all, all));
-    assert_eq!(
-        journal_files(&dir, "h").len(),
-        1,
-        "folded into the hour file"
-    );
 }
