@@ -94,7 +94,7 @@ fn preset_needs() {
     std::fs::write(&target, out).expect("OUT_DIR is writable");
 }
 
-/// For the static release build, hands the linker `link/request-path.ld`.
+/// For the static release build, hands the linker `link/request-path.ld` and `link/arena.ld`.
 fn link_script() {
     println!("cargo:rerun-if-changed=link/request-path.ld");
     let target = env::var("TARGET").unwrap_or_default();
@@ -108,6 +108,10 @@ fn link_script() {
     // character of the path needs escaping.
     println!("cargo:rustc-link-arg-bin=resolve=-T");
     println!("cargo:rustc-link-arg-bin=resolve={}", script.display());
+    println!("cargo:rerun-if-changed=link/arena.ld");
+    let arena = Path::new(&dir).join("link").join("arena.ld");
+    println!("cargo:rustc-link-arg-bin=resolve=-T");
+    println!("cargo:rustc-link-arg-bin=resolve={}", arena.display());
     // bench/request-path.sh asks for the linker's map, to count what the file gathered.
     println!("cargo:rerun-if-env-changed=RESOLVE_LINK_MAP");
     if let Some(map) = env::var_os("RESOLVE_LINK_MAP") {

@@ -154,6 +154,9 @@ check_layout() {
     kib=$((16#$size / 1024))
     [ "$kib" -ge 128 ] || die "link/request-path.ld gathers only $kib KiB of the request path's code (about 300 when written): run bench/request-path.sh"
     printf 'request path gathered at the start of the code: %s KiB\n' "$kib"
+    # The arena after every other static (link/arena.ld): its pattern names the arena's symbol.
+    size=$(readelf -SW "$bin" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".bss.arena" { print $5 }')
+    [ "$((16#${size:-0}))" -ge $((512 * 1024)) ] || die "$bin has no .bss.arena section holding the arena: link/arena.ld's pattern no longer names src/gateway/arena.rs's ARENA"
 }
 
 main() {
