@@ -134,7 +134,8 @@ pub fn exact_over_three_web_servers(sut: &mut InRedisCluster) {
         opened <= CONNECTIONS_PER_REFUSAL * 320,
         "{opened} connections for 320 refused requests (at most {CONNECTIONS_PER_REFUSAL} each)"
     );
-    // A client whose slot is not on the first seed: the seed, then its master.
+    // A client whose slot is not on the first seed: the seed, then its master (and the block
+    // list's, where the slots put it on another).
     let other = (32..250)
         .map(|n| format!("127.0.0.{n}"))
         .find(|s| sut.cluster.master_of(slot_of(s.as_bytes()), &[]) != 0)
