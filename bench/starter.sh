@@ -28,13 +28,18 @@ JSON
 }
 
 # One CGI request from 192.0.2.9 for a link, as Apache would start PROGRAM (with any wrapper
-# in front of it), with the configuration file and Accept header given.
+# in front of it), with the configuration file and Accept header given. Its document root is
+# public_html/ beside the configuration (made here), the program in its cgi-bin/, as on a cPanel
+# account: what the program judges of the web root is paid where a request pays it.
 #
 # Usage: cgi_request CONFIG ACCEPT PROGRAM [ARGS...]
 cgi_request() {
-    local config=$1 accept=$2
+    local config=$1 accept=$2 web
     shift 2
+    web="$(dirname "$config")/public_html"
+    mkdir -p "$web/cgi-bin"
     env -i GATEWAY_INTERFACE=CGI/1.1 SERVER_SOFTWARE=Apache REQUEST_METHOD=GET \
         QUERY_STRING='link=https%3A%2F%2Fexample.com%2Ffile' REMOTE_ADDR=192.0.2.9 \
+        DOCUMENT_ROOT="$web" SCRIPT_FILENAME="$web/cgi-bin/resolve" SCRIPT_NAME=/cgi-bin/resolve \
         HTTP_ACCEPT="$accept" RESOLVE_CONFIG="$config" "$@"
 }

@@ -71,7 +71,17 @@ pub struct App<'a> {
     /// What answers a request's several links on threads of their own, each with the site
     /// opened again (None: one after the other, on this thread, with this site).
     pub workers: Option<&'a dyn workers::Workers>,
+    /// The site's own set-up, judged only where a request would be served ([`SiteCheck`]);
+    /// None where nothing needs judging (a command, a test, a link's worker: its request was
+    /// judged once for all its links).
+    pub site_check: Option<SiteCheck<'a>>,
 }
+
+/// Judges the site's own set-up for a request about to be served (where its settings lie:
+/// `site::web_root`); `Some`: the 503 that answers instead. Asked on the way to an answer that
+/// serves something, never for a request refused before it (a client over its own limit, a
+/// blocked one, a bad request): the cheapest refusal walks no directory.
+pub type SiteCheck<'a> = &'a dyn Fn(&Config) -> Option<Response>;
 
 /// Counted and let through: the limit headers to send and the time it was counted at.
 struct Admitted {

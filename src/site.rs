@@ -7,7 +7,7 @@ pub mod page_files;
 pub mod web_root;
 
 use crate::app::workers::{Worker, Workers};
-use crate::app::{Answer, App};
+use crate::app::{Answer, App, SiteCheck};
 use std::io::Read;
 use std::time::Duration;
 
@@ -90,9 +90,17 @@ impl Site {
 
     /// Answers one request: the owner's dashboard (PATH_INFO /admin) with its own answers,
     /// never counted as a visit; anything else (the page's `?about=1` too) by the request
-    /// handler. `body` is read as [`App::handle`] reads it.
-    pub fn answer(&self, env: &Env, body: &mut dyn Read) -> Answer {
+    /// handler. `body` is read as [`App::handle`] reads it. `check` judges the site's set-up
+    /// for whatever would be served ([`SiteCheck`]): the dashboard always.
+    pub fn answer(&self, env: &Env, body: &mut dyn Read, check: SiteCheck<'_>) -> Answer {
         if crate::admin::is_admin(env) && !crate::http::about::is_about(env) {
+            if let Some(response) = check(&self.config) {
+                return Answer {
+                    response,
+                    head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
+                    admitted: false,
+                };
+            }
             self.store.upkeep.begin_request();
             let dashboard = crate::admin::Dashboard {
                 config: &self.config,
@@ -113,6 +121,7 @@ impl Site {
         };
         App {
             workers: Some(&workers),
+            site_check: Some(check),
             ..self.app()
         }
         .handle(env, body)
@@ -138,6 +147,7 @@ impl Site {
             log: &self.log,
             clock: &SystemClock,
             workers: None,
+            site_check: None,
         }
     }
 }

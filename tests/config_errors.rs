@@ -225,3 +225,50 @@ fn settings_under_the_web_root_are_refused_through_links_too() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_client_over_its_limit_is_refused_before_the_web_root_is_judged_and_a_503_counts_nothing() {
+    let dir = TempDir::new("cfgerr-webroot-order");
+    let web = dir.join("public_html");
+    std::fs::create_dir_all(&web).unwrap();
+    let config = config::write_text(
+        &dir,
+        &format!(
+            r#"{{"provider": {{"kind": "echo"}},
+  "store": {{"kind": "file", "dir": {:?}}},
+  "rules": [{{"name": "ip", "key": "ip", "limit": 1, "window_secs": 3600}}]}}"#,
+            dir.join("data").display().to_string()
+        ),
+    );
+    let from = |addr: &str| {
+        let out = bare_get(&config, "link=https%3A%2F%2Fhost.example%2Ff", addr)
+            .env("HTTP_ACCEPT", "application/json")
+            .env("DOCUMENT_ROOT", &web)
+            .output()
+            .unwrap();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let status = |answer: &str| answer.split_whitespace().nth(1).unwrap_or("").to_owned();
+    assert_eq!(status(&from("203.0.113.1").0), "200");
+    // A copy of the settings uploaded into the web root by mistake.
+    std::fs::write(
+        web.join("config.json"),
+        "{\"provider\": {\"kind\": \"echo\"}}\n",
+    )
+    .unwrap();
+    // The client over its limit is refused as before: its 429 judges nothing.
+    let (answer, log) = from("203.0.113.1");
+    assert_eq!(status(&answer), "429", "{answer}");
+    assert!(!log.contains("web root"), "{log}");
+    // Any request that would be served is refused with the line that says what to move.
+    let (answer, log) = from("203.0.113.2");
+    assert_eq!(status(&answer), "503", "{answer}");
+    assert!(!answer.contains("public_html"), "{answer}");
+    assert!(log.contains("public_html/config.json"), "{log}");
+    assert_eq!(status(&from("203.0.113.2").0), "503");
+    // Moved away: the second client's 503s were given back, its one request a day is left.
+    std::fs::remove_file(web.join("config.json")).unwrap();
+    assert_eq!(status(&from("203.0.113.2").0), "200");
+    assert_eq!(status(&from("203.0.113.2").0), "429");
+    assert_eq!(status(&from("203.0.113.1").0), "429");
+}

@@ -356,6 +356,7 @@ fuzz_target!(|data: &[u8]| {
             log: &log,
             clock: memory.clock(),
             workers: None,
+            site_check: None,
         };
         let (decisions, calls) = (counted.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));

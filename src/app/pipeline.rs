@@ -85,6 +85,17 @@ impl App<'_> {
         self.store.upkeep.begin_request();
         let request = self.read(env, body);
         let head_only = request.head_only;
+        // The page's facts and the host list serve something: the site's set-up is judged
+        // first.
+        if matches!(request.asking, Asking::About | Asking::Hosts)
+            && let Some(response) = self.site_refusal(&mut Tally::default())
+        {
+            return Answer {
+                response,
+                head_only,
+                admitted: false,
+            };
+        }
         let asked = match request.asking {
             Asking::About => {
                 return Answer {
@@ -137,6 +148,16 @@ impl App<'_> {
                     };
                 }
             };
+            // Judged once for all the links, before any is counted.
+            if let Some(response) = self.site_refusal(&mut tally) {
+                tally.add(Event::Request);
+                self.journal(&tally);
+                return Answer {
+                    response,
+                    head_only,
+                    admitted: false,
+                };
+            }
             let remembered;
             let env = match self.solved_cookie(asked, &passed) {
                 Some(cookie) => {
@@ -198,6 +219,20 @@ impl App<'_> {
         let solved = challenge::Passed {
             solved_now: passed.solved_now || extra.solved_now,
         };
+        // Leaves: the site's set-up refused (settings under the web root: 503), judged only
+        // here, for a request that goes on; what it was counted is given back. A client over
+        // its own limit has its 429 without it.
+        if !counted.over_own_limit
+            && let Some(response) = self.site_refusal(tally)
+        {
+            if let Verdict::Admitted(admitted) = &verdict {
+                self.give_back(&counted.checks, admitted.as_ref(), tally);
+            }
+            tally
+                .events
+                .retain(|e| !matches!(e, Event::Refused(_) | Event::SpendRefused(_)));
+            return Err(Exit::Answer(response));
+        }
         // A job's answer (202 while it is under way) remembers the challenge too: the page
         // asks again for the same link without a token.
         let remembered = |exit| match exit {
@@ -218,6 +253,14 @@ impl App<'_> {
             .map_err(remembered)?;
         let response = with_limit_headers(response, admitted);
         Ok(self.challenge_after(&asked, &solved, reply.script_name, response))
+    }
+
+    /// The 503 of a site whose set-up is refused ([`crate::app::SiteCheck`]), counted as
+    /// such; None when it is sound or nothing judges it.
+    fn site_refusal(&self, tally: &mut Tally) -> Option<Response> {
+        let response = self.site_check.and_then(|check| check(self.config))?;
+        tally.add(Event::Bad(Kind::NotConfigured.code().into()));
+        Some(response)
     }
 
     /// `over_limit`: the verdict again when a visitor over its own rules shows a solved

@@ -77,6 +77,7 @@ fn run(
         log: &log,
         clock: &SystemClock,
         workers: None,
+        site_check: None,
     };
     let answer = app.handle(env, &mut std::io::empty());
     (answer, log)
@@ -181,6 +182,7 @@ fn short_bodies_are_refused() {
         log: &log,
         clock: &SystemClock,
         workers: None,
+        site_check: None,
     };
     let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
     assert_eq!(a.response.status, 400);
@@ -221,6 +223,7 @@ fn without_a_provider_every_request_gets_503() {
         log: &log,
         clock: &SystemClock,
         workers: None,
+        site_check: None,
     };
     let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
     assert_eq!(a.response.status, 503);

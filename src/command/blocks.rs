@@ -195,6 +195,7 @@ mod tests {
                 log: &self.log,
                 clock: self.store.clock(),
                 workers: None,
+                site_check: None,
             };
             let env = Env::method("GET")
                 .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")

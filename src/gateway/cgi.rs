@@ -36,23 +36,25 @@ pub fn run(log: Context) {
         Ok(l) => log.naming(l.describe()),
         Err(_) => log,
     };
-    let config = located
-        .as_ref()
-        .map_err(ToString::to_string)
-        .and_then(|l| locate::load_for_one_request(l).map_err(|e| e.to_string()));
-    // Nothing secret under the web root: that comes before any mistake in the file.
-    let refused = located
-        .as_ref()
-        .ok()
-        .and_then(|l| web_root::refusal(&env, l, config.as_ref().ok()));
-    let config = match (config, refused) {
-        (Ok(c), None) => c,
-        (_, Some(message)) | (Err(message), None) => {
-            answer_not_configured(&env, &message, located.as_ref().ok(), started, &log);
-            return;
+    let loaded =
+        located.map_err(|e| (e.to_string(), None)).and_then(
+            |l| match locate::load_for_one_request(&l) {
+                Ok(config) => Ok((config, l)),
+                Err(e) => Err((e.to_string(), Some(l))),
+            },
+        );
+    match loaded {
+        // Where the settings lie is judged on the way, only for what would be served.
+        Ok((config, located)) => serve_one(config, &located, &env, started, log),
+        Err((message, located)) => {
+            // Nothing secret under the web root: that comes before any mistake in the file.
+            let message = located
+                .as_ref()
+                .and_then(|l| web_root::refusal(&env, l, None))
+                .unwrap_or(message);
+            answer_not_configured(&env, &message, located.as_ref(), started, &log);
         }
-    };
-    serve_one(config, &env, started, log);
+    }
 }
 
 /// Answers a request that cannot be served with the configuration found (`message` says why).
@@ -78,14 +80,26 @@ fn answer_not_configured(
 /// Answers one request with a loaded configuration; `started`: when the request began; `log`:
 /// what its lines carry.
 #[inline(never)]
-pub fn serve_one(config: Config, env: &Env, started: Instant, log: Context) {
+pub fn serve_one(
+    config: Config,
+    located: &locate::Located,
+    env: &Env,
+    started: Instant,
+    log: Context,
+) {
     let site = Site::new(config, log);
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: None,
         read: 0,
     };
-    let mut answer = site.answer(env, &mut stdin);
+    // Nothing secret under the web root, judged only for what would be served.
+    let check = |config: &Config| {
+        web_root::refusal(env, located, Some(config)).map(|message| {
+            not_configured(env, &message, Some(located), site.log_context()).response
+        })
+    };
+    let mut answer = site.answer(env, &mut stdin, &check);
     answer.response.timed(started.elapsed());
     let mut out = io::stdout().lock();
     if let Err(e) = answer.response.write_cgi(&mut out, answer.head_only) {

@@ -1,9 +1,10 @@
 //! Nothing secret under the web root: a site whose configuration file or data directory lies
 //! under the request's document root (symbolic links resolved), or that finds settings moved
 //! or extracted there by mistake (a `config.json`, a `config.json.previous`, a data
-//! directory), refuses every request (503) and logs the file found, where it must be and how
-//! to move it; `resolve check` fails on the same. What is under the web root can be fetched
-//! over HTTP on many hosts, token and all.
+//! directory), refuses every request it would serve (503; a client over its limit keeps its
+//! cheap 429) and logs the file found, where it must be and how to move it; `resolve check`
+//! fails on the same. What is under the web root can be fetched over HTTP on many hosts,
+//! token and all.
 //!
 //! The mistakes are looked for where they happen, never by walking the web root: in the web
 //! root itself, the page's folder and the program's folder, a few `stat` calls a request.
@@ -128,7 +129,7 @@ pub fn judge(p: &Places) -> Option<String> {
     let found = |what: &str, path: &Path, target: String| {
         format!(
             "{what} {} lies under the web root {root}, where it can be fetched over HTTP: every \
-             request gets 503 until it is moved out. It must be {target}: in cPanel's File \
+             request it would serve gets 503 until it is moved out. It must be {target}: in cPanel's File \
              Manager select it, click Move and type that folder (then remove RESOLVE_CONFIG or \
              store.dir if they point there; where {target} is there already, delete this \
              copy instead); as the file may have been downloaded already, change the provider \

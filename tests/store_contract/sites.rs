@@ -223,6 +223,7 @@ impl Site {
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
                     workers: None,
+                    site_check: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "GET")
@@ -289,6 +290,7 @@ impl Site {
                     log: &p.log,
                     clock: &resolve::core::clock::SystemClock,
                     workers: None,
+                    site_check: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "POST")

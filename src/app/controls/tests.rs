@@ -80,6 +80,7 @@ impl Bench {
             log: &self.log,
             clock: self.store.clock(),
             workers: None,
+            site_check: None,
         }
     }
 

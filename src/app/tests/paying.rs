@@ -169,6 +169,7 @@ fn a_refused_request_builds_none_of_several_providers() {
         log: &log,
         clock: &SystemClock,
         workers: None,
+        site_check: None,
     };
     let head = Env::method("HEAD")
         .with("QUERY_STRING", LINK)

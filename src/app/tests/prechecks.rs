@@ -105,6 +105,7 @@ fn ask(
         log: &log,
         clock: &SystemClock,
         workers: None,
+        site_check: None,
     };
     let env = get(addr, &format!("link={link}")).with("HTTP_ACCEPT", "application/json");
     let a = app.handle(&env, &mut std::io::empty());

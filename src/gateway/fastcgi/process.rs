@@ -169,16 +169,18 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let loaded = self.site(name.clone(), &env).and_then(|l| {
-            // Nothing secret under this request's web root.
-            match site::web_root::refusal(&env, &l.located, Some(&l.site.config)) {
-                Some(refused) => Err(refused),
-                None => Ok(l),
-            }
-        });
+        let loaded = self.site(name.clone(), &env);
         let mut answer = match loaded {
             Ok(l) => {
-                let answer = l.site.answer(&env, &mut &request.stdin[..]);
+                // Nothing secret under this request's web root, judged only for what would be
+                // served, as under CGI.
+                let check = |config: &crate::config::Config| {
+                    site::web_root::refusal(&env, &l.located, Some(config)).map(|message| {
+                        site::not_configured(&env, &message, Some(&l.located), l.site.log_context())
+                            .response
+                    })
+                };
+                let answer = l.site.answer(&env, &mut &request.stdin[..], &check);
                 self.answered_by_site = true;
                 answer
             }
