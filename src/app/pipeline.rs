@@ -86,8 +86,10 @@ impl App<'_> {
         let request = self.read(env, body);
         let head_only = request.head_only;
         // The page's facts and the host list serve something: the site's set-up is judged
-        // first.
-        if matches!(request.asking, Asking::About | Asking::Hosts)
+        // first. So it is on a site without a provider, which refuses everyone anyway: settings
+        // moved under the web root leave the defaults in force, and that is what the owner
+        // must be told.
+        if (self.provider.is_none() || matches!(request.asking, Asking::About | Asking::Hosts))
             && let Some(response) = self.site_refusal(&mut Tally::default())
         {
             return Answer {

@@ -44,8 +44,17 @@ pub fn run(log: Context) {
             },
         );
     match loaded {
-        // Where the settings lie is judged on the way, only for what would be served.
-        Ok((config, located)) => serve_one(config, &located, &env, started, log),
+        // Where the settings lie is judged on the way, only for what would be served; at once
+        // where the data directory is missing, before the store makes it again.
+        Ok((config, located)) => match web_root::judge_first(&config)
+            .then(|| web_root::refusal(&env, &located, Some(&config)))
+            .flatten()
+        {
+            Some(message) => {
+                answer_not_configured(&env, &message, Some(&located), started, &log);
+            }
+            None => serve_one(config, &located, &env, started, log),
+        },
         Err((message, located)) => {
             // Nothing secret under the web root: that comes before any mistake in the file.
             let message = located

@@ -169,7 +169,18 @@ impl Responder for Sites {
             .filter(|v| !v.is_empty())
             .map(|v| OsString::from_vec(v.to_vec()))
             .or_else(|| std::env::var_os(defaults::CONFIG_ENV));
-        let loaded = self.site(name.clone(), &env);
+        // Where the settings lie is judged on the way, only for what would be served; at once
+        // where the data directory is missing, before the store makes it again.
+        let loaded =
+            self.site(name.clone(), &env).and_then(|l| {
+                match site::web_root::judge_first(&l.site.config)
+                    .then(|| site::web_root::refusal(&env, &l.located, Some(&l.site.config)))
+                    .flatten()
+                {
+                    Some(refused) => Err(refused),
+                    None => Ok(l),
+                }
+            });
         let mut answer = match loaded {
             Ok(l) => {
                 // Nothing secret under this request's web root, judged only for what would be
