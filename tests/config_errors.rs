@@ -272,3 +272,36 @@ fn a_client_over_its_limit_is_refused_before_the_web_root_is_judged_and_a_503_co
     assert_eq!(status(&from("203.0.113.2").0), "429");
     assert_eq!(status(&from("203.0.113.1").0), "429");
 }
+
+#[test]
+fn the_dashboard_says_what_lies_under_the_web_root() {
+    let dir = TempDir::new("cfgerr-webroot-admin");
+    let web = dir.join("public_html");
+    std::fs::create_dir_all(&web).unwrap();
+    let config = config::write_text(&dir, "{\"provider\": {\"kind\": \"echo\"}}\n");
+    // The data directory in its place: the request is judged on its way, not before it.
+    std::fs::create_dir(dir.join("ratelimit")).unwrap();
+    std::fs::write(
+        web.join("config.json.previous"),
+        "{\"provider\": {\"kind\": \"echo\"}}\n",
+    )
+    .unwrap();
+    let out = bare_get(&config, "", "203.0.113.7")
+        .env("PATH_INFO", "/admin")
+        .env("SCRIPT_NAME", "/cgi-bin/resolve")
+        .env("HTTP_ACCEPT", "text/html")
+        .env("DOCUMENT_ROOT", &web)
+        .output()
+        .unwrap();
+    let answer = text(&out.stdout);
+    assert!(answer.starts_with("Status: 503"), "{answer}");
+    assert!(
+        answer.contains("public_html/config.json.previous lies under the web root"),
+        "the owner at the dashboard is told: {answer}"
+    );
+    assert!(
+        text(&out.stderr).contains("config.json.previous lies under the web root"),
+        "{}",
+        text(&out.stderr)
+    );
+}
