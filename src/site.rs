@@ -176,6 +176,19 @@ impl Worker for Site {
     }
 }
 
+/// A request's [`SiteCheck`]: where its settings lie ([`web_root::refusal`]), refused with
+/// [`not_configured`]'s 503 (its log line carrying `log`).
+pub fn settings_check<'a>(
+    env: &'a Env,
+    located: &'a Located,
+    log: &'a Context,
+) -> impl Fn(&Config) -> Option<crate::http::response::Response> + 'a {
+    move |config| {
+        web_root::refusal(env, located, Some(config))
+            .map(|message| not_configured(env, &message, Some(located), log).response)
+    }
+}
+
 /// The answer when no configuration could be loaded: 503 to the visitor, with no detail, and
 /// `message` (the file, the field, its line and column, the fix) in the log, each distinct
 /// message at most once a minute when `located` names a file beside which the time of the last line can be kept;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::config::locate;
 use crate::http::request::Env;
-use crate::site::{Site, not_configured, web_root};
+use crate::site::{Site, not_configured, settings_check, web_root};
 use crate::support::defaults;
 use crate::support::log::{Context, Level};
 
@@ -46,10 +46,7 @@ pub fn run(log: Context) {
     match loaded {
         // Where the settings lie is judged on the way, only for what would be served; at once
         // where the data directory is missing, before the store makes it again.
-        Ok((config, located)) => match web_root::judge_first(&config)
-            .then(|| web_root::refusal(&env, &located, Some(&config)))
-            .flatten()
-        {
+        Ok((config, located)) => match web_root::refusal_first(&env, &located, &config) {
             Some(message) => {
                 answer_not_configured(&env, &message, Some(&located), started, &log);
             }
@@ -103,11 +100,7 @@ pub fn serve_one(
         read: 0,
     };
     // Nothing secret under the web root, judged only for what would be served.
-    let check = |config: &Config| {
-        web_root::refusal(env, located, Some(config)).map(|message| {
-            not_configured(env, &message, Some(located), site.log_context()).response
-        })
-    };
+    let check = settings_check(env, located, site.log_context());
     let mut answer = site.answer(env, &mut stdin, &check);
     answer.response.timed(started.elapsed());
     let mut out = io::stdout().lock();

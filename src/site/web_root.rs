@@ -211,12 +211,15 @@ pub fn refusal(env: &Env, located: &Located, config: Option<&Config>) -> Option<
     })
 }
 
-/// Whether [`refusal`] must be asked before the request goes on, rather than only for what
-/// would be served: the data directory is missing (moved away, perhaps under the web root),
-/// and the store would make it again where the configuration says before the request is
-/// judged. While it is there, nothing is made anywhere first. One `stat`.
-pub fn judge_first(config: &Config) -> bool {
-    !config.data_dir.is_dir()
+/// [`refusal`] asked before the request goes on, rather than only for what would be served
+/// ([`crate::app::SiteCheck`]), where the data directory is missing (moved away, perhaps under
+/// the web root): the store would make it again where the configuration says before the
+/// request is judged. While it is there (one `stat`), None: nothing is made anywhere first.
+pub fn refusal_first(env: &Env, located: &Located, config: &Config) -> Option<String> {
+    if config.data_dir.is_dir() {
+        return None;
+    }
+    refusal(env, located, Some(config))
 }
 
 /// [`locate`] for a command (`--config`, RESOLVE_CONFIG), judged against the account's own web

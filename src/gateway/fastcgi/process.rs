@@ -173,10 +173,7 @@ impl Responder for Sites {
         // where the data directory is missing, before the store makes it again.
         let loaded =
             self.site(name.clone(), &env).and_then(|l| {
-                match site::web_root::judge_first(&l.site.config)
-                    .then(|| site::web_root::refusal(&env, &l.located, Some(&l.site.config)))
-                    .flatten()
-                {
+                match site::web_root::refusal_first(&env, &l.located, &l.site.config) {
                     Some(refused) => Err(refused),
                     None => Ok(l),
                 }
@@ -185,13 +182,10 @@ impl Responder for Sites {
             Ok(l) => {
                 // Nothing secret under this request's web root, judged only for what would be
                 // served, as under CGI.
-                let check = |config: &crate::config::Config| {
-                    site::web_root::refusal(&env, &l.located, Some(config)).map(|message| {
-                        site::not_configured(&env, &message, Some(&l.located), l.site.log_context())
-                            .response
-                    })
+                let answer = {
+                    let check = site::settings_check(&env, &l.located, l.site.log_context());
+                    l.site.answer(&env, &mut &request.stdin[..], &check)
                 };
-                let answer = l.site.answer(&env, &mut &request.stdin[..], &check);
                 self.answered_by_site = true;
                 answer
             }
