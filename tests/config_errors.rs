@@ -266,6 +266,22 @@ fn a_client_over_its_limit_is_refused_before_the_web_root_is_judged_and_a_503_co
     assert!(!answer.contains("public_html"), "{answer}");
     assert!(log.contains("public_html/config.json"), "{log}");
     assert_eq!(status(&from("203.0.113.2").0), "503");
+    // Several links in one request are judged once, before any is asked.
+    let several = bare_get(
+        &config,
+        "link=https%3A%2F%2Fhost.example%2Fa&link=https%3A%2F%2Fhost.example%2Fb",
+        "203.0.113.3",
+    )
+    .env("HTTP_ACCEPT", "application/json")
+    .env("DOCUMENT_ROOT", &web)
+    .output()
+    .unwrap();
+    assert_eq!(
+        status(&text(&several.stdout)),
+        "503",
+        "{}",
+        text(&several.stdout)
+    );
     // Moved away: the second client's 503s were given back, its one request a day is left.
     std::fs::remove_file(web.join("config.json")).unwrap();
     assert_eq!(status(&from("203.0.113.2").0), "200");
