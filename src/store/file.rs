@@ -14,7 +14,7 @@
 //! site's and names within each; a refund holds one file's lock at a time, a sweep only tries.
 //! The counter is written before the request is admitted, so a process killed at any instant
 //! can only over-count. A sweep removes a file only while holding its lock; a request that
-//! opened the file before that notices (the path no longer names its inode) and opens it again.
+//! opened the file before that notices (its inode has no name left) and opens it again.
 //!
 //! Budget: the directory holds at most `store.max_files` files and `store.max_bytes` bytes
 //! (`budget`): a key that has a file is counted exactly; past the clients' share a new client
@@ -257,11 +257,7 @@ impl<C: Clock> FileStore<C> {
     }
 
     /// [`Self::lock`] of a file that may be open already (`opened`).
-    fn lock_opened(
-        &self,
-        path: &Path,
-        opened: Option<(File, fs::Metadata)>,
-    ) -> Result<Locked, StoreError> {
+    fn lock_opened(&self, path: &Path, opened: Option<File>) -> Result<Locked, StoreError> {
         lock::lock_opened(
             &self.dir,
             path,

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::store::StoreError;
-use crate::store::file::safe_open::{io_error, named, open_ro, open_rw_checked};
+use crate::store::file::safe_open::{io_error, locked_file, open_ro, open_rw_unchecked};
 use crate::support::log::Log;
 
 /// Threads of this process waiting for a busy lock, and how many may.
@@ -179,7 +179,7 @@ pub(crate) fn open_locked(
 pub(crate) fn lock_opened(
     dir: &Path,
     path: &Path,
-    mut opened: Option<(File, fs::Metadata)>,
+    mut opened: Option<File>,
     kind: Lock,
     timeout: Duration,
     log: &dyn Log,
@@ -187,24 +187,31 @@ pub(crate) fn lock_opened(
     let parent = directory_of(path).unwrap_or(dir);
     refuse_linked_parent(parent)?;
     loop {
-        let (file, opened) = match opened.take().map_or_else(|| open_rw_checked(path), Ok) {
-            Ok(opened) => opened,
+        let file = match opened
+            .take()
+            .map_or_else(|| open_rw_unchecked(path, true), Ok)
+        {
+            Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
                 make_parent(dir, parent, log)?;
-                open_rw_checked(path).map_err(|e| io_error("create", path, &e))?
+                open_rw_unchecked(path, true).map_err(|e| io_error("create", path, &e))?
             }
             Err(e) => return Err(io_error("open", path, &e)),
         };
         lock_within(&file, path, kind, timeout)?;
-        // The inode opened is the one locked: only the path is looked up again.
-        if let Some(named) = named(path, &opened) {
-            return Ok(Locked {
-                path: path.to_owned(),
-                file,
-                len_when_locked: Some(named.len()),
-            });
+        // Once locked, what the descriptor is: a file removed meanwhile (by a sweep, or moved
+        // aside as damaged) has no name left, and the path is opened again.
+        match locked_file(path, &file) {
+            Ok(Some(metadata)) => {
+                return Ok(Locked {
+                    path: path.to_owned(),
+                    file,
+                    len_when_locked: Some(metadata.len()),
+                });
+            }
+            Ok(None) => {}
+            Err(e) => return Err(io_error("open", path, &e)),
         }
-        // A sweep removed the file while we waited for it: start again on a fresh one.
     }
 }
 

@@ -34,7 +34,7 @@ pub(crate) struct Placed {
     /// The client's own key's file, when the check is counted by a folded key instead.
     own: Option<PathBuf>,
     /// The file at `path`, when placing it found it by opening it: its lock takes this open.
-    pub(crate) opened: Option<(File, fs::Metadata)>,
+    pub(crate) opened: Option<File>,
 }
 
 impl Placed {

@@ -39,43 +39,33 @@ pub(crate) fn not_a_file(e: &io::Error) -> bool {
 
 /// Opens `path` (as `options` say) and makes sure it is a regular file.
 pub(crate) fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    open_regular_checked(options, path).map(|(file, _)| file)
-}
-
-/// `open_regular`, with the metadata it checked the file by: its device and inode hold for as
-/// long as the file is open, so `names` can tell later whether the path still leads to it
-/// without asking the descriptor again.
-pub(crate) fn open_regular_checked(
-    options: &mut OpenOptions,
-    path: &Path,
-) -> io::Result<(File, fs::Metadata)> {
-    let file = options.custom_flags(OPEN_FLAGS).open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::ELOOP) {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a symbolic link, which the store never follows: remove {}",
-                    path.display()
-                ),
-            )
-        } else {
-            e
-        }
-    })?;
-    let metadata = file.metadata()?;
-    if !metadata.file_type().is_file() {
+    let file = options
+        .custom_flags(OPEN_FLAGS)
+        .open(path)
+        .map_err(|e| link_refused(path, e))?;
+    if !file.metadata()?.file_type().is_file() {
         return Err(not_regular(path));
     }
-    Ok((file, metadata))
+    Ok(file)
+}
+
+/// An open's error, said as the store's refusal when the entry was a symbolic link.
+fn link_refused(path: &Path, e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "a symbolic link, which the store never follows: remove {}",
+                path.display()
+            ),
+        )
+    } else {
+        e
+    }
 }
 
 pub(crate) fn open_rw(path: &Path) -> io::Result<File> {
-    open_rw_checked(path).map(|(file, _)| file)
-}
-
-/// `open_rw`, with the metadata of the file opened (see `open_regular_checked`).
-pub(crate) fn open_rw_checked(path: &Path) -> io::Result<(File, fs::Metadata)> {
-    open_regular_checked(
+    open_regular(
         OpenOptions::new()
             .read(true)
             .write(true)
@@ -86,10 +76,38 @@ pub(crate) fn open_rw_checked(path: &Path) -> io::Result<(File, fs::Metadata)> {
     )
 }
 
-/// `open_rw_checked` of a file that exists, making none: whether a key has its file, found
+/// Opens `path` for reading and writing (creating it, mode 600, when `create`), without
+/// looking at what it is: a lock is taken on it next, and [`locked_file`] says then what the
+/// descriptor is, in the one `fstat` a lock needs anyway.
+pub(crate) fn open_rw_unchecked(path: &Path, create: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(OPEN_FLAGS)
+        .open(path)
+        .map_err(|e| link_refused(path, e))
+}
+
+/// A file of the store that exists, opened and not made: whether a key has its file, found
 /// by opening it (the open a lock needs anyway) rather than by looking it up first.
-pub(crate) fn open_existing(path: &Path) -> io::Result<(File, fs::Metadata)> {
-    open_regular_checked(OpenOptions::new().read(true).write(true), path)
+pub(crate) fn open_existing(path: &Path) -> io::Result<File> {
+    open_rw_unchecked(path, false)
+}
+
+/// What a file opened at `path` is, once its lock is held: its metadata when it is a regular
+/// file still in the directory, `None` when it was removed meanwhile (by a sweep, or moved
+/// aside as damaged: both happen under the lock, and both leave the inode without a name, see
+/// [`move_aside`]), an error when it is not a regular file. Asked of the descriptor (`fstat`),
+/// not of the path, which would walk the directories again.
+pub(crate) fn locked_file(path: &Path, file: &File) -> io::Result<Option<fs::Metadata>> {
+    let metadata = file.metadata()?;
+    if !metadata.file_type().is_file() {
+        return Err(not_regular(path));
+    }
+    Ok((metadata.nlink() > 0).then_some(metadata))
 }
 
 pub(crate) fn open_ro(path: &Path) -> io::Result<File> {
@@ -98,20 +116,9 @@ pub(crate) fn open_ro(path: &Path) -> io::Result<File> {
 
 /// True when `path` still names the inode `file` has open (and is not a link to it).
 pub(crate) fn still_named(path: &Path, file: &File) -> bool {
-    file.metadata().is_ok_and(|f| names(path, &f))
-}
-
-/// True when `path` names the inode whose metadata `opened` is (taken from its descriptor,
-/// see `open_regular_checked`), and is not a link to it.
-pub(crate) fn names(path: &Path, opened: &fs::Metadata) -> bool {
-    named(path, opened).is_some()
-}
-
-/// [`names`], with the path's metadata as looked up when it does.
-pub(crate) fn named(path: &Path, opened: &fs::Metadata) -> Option<fs::Metadata> {
-    fs::symlink_metadata(path)
-        .ok()
-        .filter(|p| p.dev() == opened.dev() && p.ino() == opened.ino())
+    file.metadata().is_ok_and(|opened| {
+        fs::symlink_metadata(path).is_ok_and(|p| p.dev() == opened.dev() && p.ino() == opened.ino())
+    })
 }
 
 /// A failed file operation, as a store failure naming the file.
@@ -119,12 +126,33 @@ pub(crate) fn io_error(what: &str, path: &Path, e: &io::Error) -> StoreError {
     StoreError::unavailable(format!("cannot {what} {}: {e}", path.display()))
 }
 
-/// Moves a damaged file aside (`NAME.damaged`) for the owner to look at; returns where.
+/// Moves a damaged file aside (`NAME.damaged`) for the owner to look at; returns where. Its
+/// bytes are copied there and the file removed, rather than renamed: a request waiting for the
+/// file's lock then finds its inode without a name ([`locked_file`]) and opens the path again,
+/// where a renamed inode would still have one, and the request would count into the copy.
 pub(crate) fn move_aside(path: &Path) -> PathBuf {
     let mut aside = path.as_os_str().to_owned();
     aside.push(DAMAGED_SUFFIX);
     let aside = PathBuf::from(aside);
-    let _ = fs::rename(path, &aside);
+    let copied = fs::read(path).and_then(|bytes| {
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(OPEN_FLAGS)
+            .open(&aside)?;
+        io::Write::write_all(&mut out, &bytes)
+    });
+    match copied {
+        Ok(()) => {
+            let _ = fs::remove_file(path);
+        }
+        // No room for a copy: renamed as before, so that the key starts afresh all the same.
+        Err(_) => {
+            let _ = fs::rename(path, &aside);
+        }
+    }
     aside
 }
 
