@@ -11,6 +11,7 @@ use crate::app::{Answer, App, SiteCheck};
 use std::io::Read;
 use std::time::Duration;
 
+use crate::admin::broken::Cause;
 use crate::config::Config;
 use crate::config::locate::Located;
 use crate::core::clock::{Clock, SystemClock};
@@ -184,8 +185,10 @@ pub fn settings_check<'a>(
     log: &'a Context,
 ) -> impl Fn(&Config) -> Option<crate::http::response::Response> + 'a {
     move |config| {
-        web_root::refusal(env, located, Some(config))
-            .map(|message| not_configured(env, &message, Some(located), log).response)
+        web_root::refusal(env, located, Some(config)).map(|message| {
+            let cause = Cause::UnderWebRoot { every: false };
+            not_configured(env, &message, Some(located), log, cause).response
+        })
     }
 }
 
@@ -200,6 +203,7 @@ pub fn not_configured(
     message: &str,
     located: Option<&Located>,
     log: &Context,
+    cause: Cause,
 ) -> Answer {
     let stamp = match located {
         Some(Located::File(source)) => source
@@ -218,7 +222,8 @@ pub fn not_configured(
         StderrLog::new(log.clone()).line(
             Level::Error,
             &format!(
-                "{message} (every request gets 503 until this is fixed; this line is repeated at most once a minute)"
+                "{message} ({} gets 503 until this is fixed; this line is repeated at most once a minute)",
+                cause.who()
             ),
         );
     }
@@ -241,7 +246,7 @@ pub fn not_configured(
             Some(Located::File(source)) => Some(source.path()),
             _ => None,
         };
-        crate::admin::broken::page(crate::admin::own_path(env).as_deref(), message, file)
+        crate::admin::broken::page(crate::admin::own_path(env).as_deref(), message, file, cause)
     } else {
         render::problem(format, &p, &frame)
     };

@@ -315,9 +315,17 @@ fn the_dashboard_says_what_lies_under_the_web_root() {
         answer.contains("public_html/config.json.previous lies under the web root"),
         "the owner at the dashboard is told: {answer}"
     );
+    // How to move it, not how to mend a file that cannot be read.
     assert!(
-        text(&out.stderr).contains("config.json.previous lies under the web root"),
-        "{}",
-        text(&out.stderr)
+        answer.contains("<h1>Settings lie under the web root</h1>")
+            && answer.contains("click <strong>Move</strong>")
+            && !answer.contains("curly quotes"),
+        "{answer}"
+    );
+    let log = text(&out.stderr);
+    assert!(
+        log.contains("config.json.previous lies under the web root")
+            && log.contains("every request it would serve gets 503 until this is fixed"),
+        "{log}"
     );
 }

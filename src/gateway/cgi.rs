@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::admin::broken::Cause;
 use crate::config::Config;
 use crate::config::locate;
 use crate::http::request::Env;
@@ -48,17 +49,21 @@ pub fn run(log: Context) {
         // where the data directory is missing, before the store makes it again.
         Ok((config, located)) => match web_root::refusal_first(&env, &located, &config) {
             Some(message) => {
-                answer_not_configured(&env, &message, Some(&located), started, &log);
+                let cause = Cause::UnderWebRoot { every: true };
+                answer_not_configured(&env, &message, Some(&located), cause, started, &log);
             }
             None => serve_one(config, &located, &env, started, log),
         },
         Err((message, located)) => {
             // Nothing secret under the web root: that comes before any mistake in the file.
-            let message = located
+            let (message, cause) = match located
                 .as_ref()
                 .and_then(|l| web_root::refusal(&env, l, None))
-                .unwrap_or(message);
-            answer_not_configured(&env, &message, located.as_ref(), started, &log);
+            {
+                Some(misplaced) => (misplaced, Cause::UnderWebRoot { every: true }),
+                None => (message, Cause::Unreadable),
+            };
+            answer_not_configured(&env, &message, located.as_ref(), cause, started, &log);
         }
     }
 }
@@ -72,10 +77,11 @@ fn answer_not_configured(
     env: &Env,
     message: &str,
     located: Option<&locate::Located>,
+    cause: Cause,
     started: Instant,
     log: &Context,
 ) {
-    let mut answer = not_configured(env, message, located, log);
+    let mut answer = not_configured(env, message, located, log, cause);
     answer.response.timed(started.elapsed());
     let _ = answer
         .response

@@ -128,8 +128,8 @@ pub fn judge(p: &Places) -> Option<String> {
     let root = p.web_root.display();
     let found = |what: &str, path: &Path, target: String| {
         format!(
-            "{what} {} lies under the web root {root}, where it can be fetched over HTTP: every \
-             request it would serve gets 503 until it is moved out. It must be {target}: in cPanel's File \
+            "{what} {} lies under the web root {root}, where it can be fetched over HTTP. It must \
+             be {target}: in cPanel's File \
              Manager select it, click Move and type that folder (then remove RESOLVE_CONFIG or \
              store.dir if they point there; where {target} is there already, delete this \
              copy instead); as the file may have been downloaded already, change the provider \

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use socket2::Socket;
 
+use crate::admin::broken::Cause;
 use crate::config::locate::{self, Located};
 use crate::gateway::fastcgi::connection::{
     Ended, IO_TIMEOUT, Request, Responder, env_from_params, serve_connection,
@@ -196,11 +197,14 @@ impl Responder for Sites {
                     self.log = self.log.clone().naming(l.describe());
                 }
                 // A file that could not be read is judged by its place first.
-                let message = located
+                let (message, cause) = match located
                     .as_ref()
                     .and_then(|l| site::web_root::refusal(&env, l, None))
-                    .unwrap_or(message);
-                site::not_configured(&env, &message, located.as_ref(), &self.log)
+                {
+                    Some(misplaced) => (misplaced, Cause::UnderWebRoot { every: true }),
+                    None => (message, Cause::Unreadable),
+                };
+                site::not_configured(&env, &message, located.as_ref(), &self.log, cause)
             }
         };
         self.admitted = answer.admitted;
