@@ -156,19 +156,25 @@ impl App<'_> {
             .collect()
     }
 
-    /// The spend rules a link's first call counts in: the owner's, and each of the provider's
-    /// rates that counts the first step's calls.
+    /// The spend rules a link's admission counts for its first call: the owner's, and each of
+    /// the provider's rates that counts the first step's calls. With several services, the
+    /// owner's only: each service's rates are counted by its own turn, the first's too, so
+    /// that a first service at its rate passes the link to the next instead of refusing it
+    /// ([`failover`]).
     fn first_call_rules(&self) -> impl Iterator<Item = &Rule> {
         let spec = match self.config.provider.as_ref() {
             Some(crate::provider::described::ProviderSpec::Http(h)) => Some(&**h),
             _ => None,
         };
         let rates = self.config.provider_rate_limits;
+        let several = self.config.services.len() > 1;
         self.config
             .spend
             .iter()
             .enumerate()
-            .filter(move |(i, _)| *i >= rates || spec.is_none_or(|h| h.rate_counts(*i, 0)))
+            .filter(move |(i, _)| {
+                *i >= rates || (!several && spec.is_none_or(|h| h.rate_counts(*i, 0)))
+            })
             .map(|(_, r)| r)
     }
 

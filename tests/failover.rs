@@ -267,6 +267,56 @@ fn the_first_services_own_spend_used_up_sends_links_to_the_second() {
     );
 }
 
+/// The first service at its own rate (`rate_limits`, counted before its call): the link goes
+/// to the second instead of a 503, as when its spend is used up; with both at their rate, the
+/// 503 and each refusal counted.
+#[test]
+fn the_first_services_rate_reached_sends_links_to_the_second() {
+    let second = stand_in();
+    let site = two_services(
+        "fo-rate",
+        &second,
+        json!({"rate_limits": [{"name": "rd-minute", "limit": 1, "window_secs": 600}]}),
+        json!({"rate_limits": [{"name": "ad-minute", "limit": 1, "window_secs": 600}]}),
+    );
+    site.provider.route(POST, RD_CALL, rd_ok("r.bin"));
+    second.route(POST, AD_UNLOCK, ad_ok("s.bin"));
+    let (status, body) = status_body(&get(&site, "https://hoster.example/r.bin"));
+    assert_eq!(
+        (status, &body["download"]),
+        (200, &json!("https://rd.example/d/r.bin"))
+    );
+    let out = get(&site, "https://hoster.example/s.bin");
+    let (status, body) = status_body(&out);
+    assert_eq!(status, 200, "{}", out.describe());
+    assert_eq!(body["download"], "https://ad.example/d/s.bin");
+    assert_eq!((site.provider.calls(), second.calls()), (1, 1));
+    assert!(
+        out.stderr.contains(
+            "realdebrid: limit rd-minute reached (1 paid calls per 600 s); asked alldebrid instead"
+        ),
+        "{}",
+        out.stderr
+    );
+    let s = stats(&site);
+    assert_eq!(s["spend_refused"], json!({}), "{s:#}");
+    // Both at their rate: no service is asked, and each refusal is counted.
+    let out = get(&site, "https://hoster.example/t.bin");
+    assert_eq!(out.answer().status, 503, "{}", out.describe());
+    assert!(
+        out.answer().header("Retry-After").is_some(),
+        "{}",
+        out.describe()
+    );
+    assert_eq!((site.provider.calls(), second.calls()), (1, 1));
+    let s = stats(&site);
+    assert_eq!(
+        s["spend_refused"],
+        json!({"rd-minute": 1, "alldebrid-ad-minute": 1}),
+        "{s:#}"
+    );
+}
+
 /// A job under way at the second service after the first refused the server: kept with its
 /// service and polled there, never at the first nor paid again.
 #[test]

@@ -70,7 +70,7 @@ impl App<'_> {
     /// The paid call, asked of each service in turn while the one asked fails over: `listed`
     /// (the service whose host list names the link's host) first, then the others in order.
     /// With one service, [`App::pay`] as it is. `spend_checks`: the spend rules the admission
-    /// counted (the site's limits and the first service's rates).
+    /// counted (the owner's budget).
     pub(super) fn pay_in_turn(
         &self,
         first: &dyn Provider,
@@ -84,8 +84,10 @@ impl App<'_> {
             return self.pay(first, link, admitted, spend_checks, tally);
         }
         let order = order(services.len(), listed);
-        // The admission counted the first service's first call: a link routed to another
-        // gives those counts back, and each of its turns takes its own.
+        // The admission counted the owner's budget for the first service's call: a link
+        // routed to another gives it back, and each of its turns takes its own. Every turn
+        // takes its service's rates and spend itself, so that a service at its limit passes
+        // the link on.
         let admission_holds = order[0] == 0;
         if !admission_holds {
             self.give_back_spend(spend_checks, admitted);
@@ -179,24 +181,20 @@ impl App<'_> {
     }
 
     /// The site-wide rules a turn's first call counts in beyond what the admission counted:
-    /// none for a turn the admission counted; for another the owner's budget and each of its service's
-    /// rates that counts the first step's calls.
+    /// each of its service's rates that counts the first step's calls, and the owner's budget
+    /// unless the admission holds it for this turn.
     fn first_call_of<'r>(&'r self, turn: &Turn<'r>, held_by_admission: bool) -> Vec<&'r Rule> {
-        if held_by_admission {
-            return Vec::new();
-        }
         let counts = |i: usize| turn.meter.as_ref().is_none_or(|m| m.spec.rate_counts(i, 0));
-        self.config
-            .budget()
+        let rates = turn
+            .rates
             .iter()
-            .chain(
-                turn.rates
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| counts(*i))
-                    .map(|(_, r)| r),
-            )
-            .collect()
+            .enumerate()
+            .filter(|(i, _)| counts(*i))
+            .map(|(_, r)| r);
+        if held_by_admission {
+            return rates.collect();
+        }
+        self.config.budget().iter().chain(rates).collect()
     }
 
     /// Counts a turn's own rules; a refusal (a limit of this service, or the site's, used up)

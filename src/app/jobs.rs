@@ -96,7 +96,7 @@ impl App<'_> {
         {
             tally.add(Event::ProviderFailure(e.failure.name()));
         }
-        let rules: Vec<&crate::core::rule::Rule> = if at == 0 {
+        let rules: Vec<&crate::core::rule::Rule> = if services.len() < 2 {
             self.first_call_rules().collect()
         } else {
             // The owner's budget and the service's own spend (its rates keep what it was sent).
