@@ -48,6 +48,14 @@ impl Site {
         Site::with_store(config, store, log)
     }
 
+    /// A site for the one request of a process that then exits (CGI): its file store works
+    /// in the data directory when `whole_paths` says every path the request goes on to use is
+    /// whole ([`crate::site::open::for_one_request`]).
+    pub fn for_one_request(config: Config, log: Context, whole_paths: bool) -> Site {
+        let store = crate::site::open::for_one_request(&config, &log, whole_paths);
+        Site::with_store(config, store, log)
+    }
+
     /// The time a request's several links may take (CGI's by default).
     fn for_fastcgi(self) -> Site {
         Site {

@@ -89,6 +89,20 @@ fn answer_not_configured(
     drain_stdin(env, 0);
 }
 
+/// Whether every path this request goes on to use is whole, so that the process may change
+/// its working directory (to the data directory: [`Site::for_one_request`]): its settings'
+/// place (and so every path they name) and the ones the server gives, as Apache always does.
+fn whole_paths(located: &locate::Located, env: &Env) -> bool {
+    let settings = match located {
+        locate::Located::File(source) => source.path().is_absolute(),
+        locate::Located::Defaults { base } => base.is_absolute(),
+    };
+    settings
+        && ["DOCUMENT_ROOT", "CONTEXT_DOCUMENT_ROOT", "SCRIPT_FILENAME"]
+            .iter()
+            .all(|name| env.get(name).is_none_or(|path| path.starts_with(b"/")))
+}
+
 /// Answers one request with a loaded configuration; `started`: when the request began; `log`:
 /// what its lines carry.
 #[inline(never)]
@@ -99,7 +113,7 @@ pub fn serve_one(
     started: Instant,
     log: Context,
 ) {
-    let site = Site::new(config, log);
+    let site = Site::for_one_request(config, log, whole_paths(located, env));
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
         inner: None,

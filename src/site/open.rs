@@ -1,6 +1,7 @@
 //! Opens the store the configuration names: as it is (commands that look into it), or as
 //! requests and the journal's readers use it (a store on a server with its journal spooled).
 
+use std::path::Path;
 use std::rc::Rc;
 
 use crate::config::Config;
@@ -18,16 +19,7 @@ use crate::support::log::{Context, StderrLog};
 /// writes itself carry `log`.
 pub fn from_config(config: &Config, log: &Context) -> Store {
     match &config.store.kind {
-        StoreKind::File { dir } => Store::whole(
-            FileStore::new(dir, SystemClock, config.store.sweep_grace)
-                .with_lock_timeout(config.store.lock_timeout)
-                .with_budget(Budget {
-                    max_files: config.store.max_files,
-                    max_bytes: config.store.max_bytes,
-                    fold_rules: folding_rules(config),
-                })
-                .with_log(StderrLog::new(log.clone())),
-        ),
+        StoreKind::File { dir } => Store::whole(file_store(config, dir, log)),
         StoreKind::Mysql(settings) => {
             // Every rule a request may be counted by: shadow rules, spend limits and the
             // keys' own too, so that rows are kept for the longest window of them all.
@@ -47,6 +39,18 @@ pub fn from_config(config: &Config, log: &Context) -> Store {
     }
 }
 
+/// The file store in `dir` with the configuration's settings.
+fn file_store(config: &Config, dir: &Path, log: &Context) -> FileStore<SystemClock> {
+    FileStore::new(dir, SystemClock, config.store.sweep_grace)
+        .with_lock_timeout(config.store.lock_timeout)
+        .with_budget(Budget {
+            max_files: config.store.max_files,
+            max_bytes: config.store.max_bytes,
+            fold_rules: folding_rules(config),
+        })
+        .with_log(StderrLog::new(log.clone()))
+}
+
 /// The rules whose keys the file store may fold: every rule that counts a client, its shadow
 /// rules and the API keys' own included.
 fn folding_rules(config: &Config) -> u64 {
@@ -63,6 +67,19 @@ fn folding_rules(config: &Config) -> u64 {
         .filter(|r| r.key != crate::core::rule::KeyKind::Global)
         .count();
     counted as u64
+}
+
+/// The configured store for a process that answers one request and exits (CGI): as
+/// [`for_requests`], the file store working in its data directory
+/// ([`FileStore::working_in_dir`]) when `whole_paths` says every path the request goes on to
+/// use is whole (its configuration's place is: the paths it names are then too).
+pub fn for_one_request(config: &Config, log: &Context, whole_paths: bool) -> Store {
+    match &config.store.kind {
+        StoreKind::File { dir } if whole_paths => {
+            Store::whole(file_store(config, dir, log).working_in_dir())
+        }
+        _ => for_requests(config, log),
+    }
 }
 
 /// The configured store as requests use it: a store on a server (MySQL, Redis) with its

@@ -101,6 +101,8 @@ struct DayFiles {
 /// The journal of the file store whose data directory is `data`.
 pub struct Journal<'a> {
     pub data: &'a Path,
+    /// Whether the working directory is `data` (see `FileStore::working_in_dir`).
+    pub below: bool,
     pub timeout: Duration,
     pub grace_ms: u64,
     /// Where a data directory made again is said.
@@ -121,7 +123,7 @@ impl Journal<'_> {
     }
 
     fn lock(&self, path: &Path, kind: Lock) -> Result<Locked, StoreError> {
-        open_locked(self.data, path, kind, self.timeout, self.log)
+        open_locked((self.data, self.below), path, kind, self.timeout, self.log)
     }
 
     /// A locked file's header and live copy, changing nothing. One read takes the whole of a
@@ -324,7 +326,7 @@ impl Journal<'_> {
             };
             out.extend(rows.into_iter().filter(|r| within(row_hour(r))));
             for (hour, path) in files.hours.iter().filter(|(h, _)| *h >= mark) {
-                let Some(file) = open_shared(path, self.timeout)? else {
+                let Some(file) = open_shared((path, path), self.timeout)? else {
                     continue;
                 };
                 let read = self.read(&file, path)?;
@@ -380,7 +382,7 @@ impl Journal<'_> {
             return Ok(Vec::new());
         };
         let path = dir.join(NOTES);
-        let Some(file) = open_shared(&path, self.timeout)? else {
+        let Some(file) = open_shared((&path, &path), self.timeout)? else {
             return Ok(Vec::new());
         };
         let read = self.read(&file, &path)?;

@@ -164,20 +164,22 @@ pub(crate) fn ensure_data_dir(dir: &Path, log: &dyn Log) -> Result<(), StoreErro
 /// (a shard, the journal), and takes its lock. The file and its directory (mode 700) are
 /// created when missing; a directory that is a symbolic link is refused.
 pub(crate) fn open_locked(
-    dir: &Path,
+    (dir, below): (&Path, bool),
     path: &Path,
     kind: Lock,
     timeout: Duration,
     log: &dyn Log,
 ) -> Result<Locked, StoreError> {
-    lock_opened(dir, path, None, kind, timeout, log)
+    lock_opened((dir, below), path, None, kind, timeout, log)
 }
 
 /// [`open_locked`] of a file the caller may have opened already, as it found whether the
 /// file exists ([`super::safe_open::open_existing`]): that open is the first one tried, after
-/// the same check of its directory.
+/// the same check of its directory. `below`: the data directory `dir` is the working
+/// directory, and the file is opened by its path below it ([`below_dir`]); a file or directory
+/// to make is made by its whole path.
 pub(crate) fn lock_opened(
-    dir: &Path,
+    (dir, below): (&Path, bool),
     path: &Path,
     mut opened: Option<File>,
     kind: Lock,
@@ -185,11 +187,12 @@ pub(crate) fn lock_opened(
     log: &dyn Log,
 ) -> Result<Locked, StoreError> {
     let parent = directory_of(path).unwrap_or(dir);
-    refuse_linked_parent(parent)?;
+    let short = below_dir(dir, path, below);
+    refuse_linked_parent(directory_of(short).unwrap_or(parent), parent)?;
     loop {
         let file = match opened
             .take()
-            .map_or_else(|| open_rw_unchecked(path, true), Ok)
+            .map_or_else(|| open_rw_unchecked(short, true), Ok)
         {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound || !dir.is_dir() => {
@@ -215,11 +218,11 @@ pub(crate) fn lock_opened(
     }
 }
 
-/// Refuses a file's directory (`parent`) that is a symbolic link: it would take the files
-/// somewhere else.
+/// Refuses a file's directory (`parent`, looked up as `short`) that is a symbolic link: it
+/// would take the files somewhere else.
 #[inline]
-fn refuse_linked_parent(parent: &Path) -> Result<(), StoreError> {
-    if fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink()) {
+fn refuse_linked_parent(short: &Path, parent: &Path) -> Result<(), StoreError> {
+    if fs::symlink_metadata(short).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(StoreError::unavailable(format!(
             "{} is a symbolic link, which the store never follows: remove it (the store \
              makes a directory there)",
@@ -236,6 +239,30 @@ fn make_parent(dir: &Path, parent: &Path, log: &dyn Log) -> Result<(), StoreErro
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io_error("create directory", parent, &e)),
+    }
+}
+
+/// `path` (a file of the store, under the data directory `dir`) as the process opens it: its
+/// path below `dir` when `below` says the working directory is `dir`, so that an open walks
+/// two names instead of every directory from the root; the whole path otherwise, or when it
+/// is not under `dir`. Taken off as bytes after `dir/`, not by `Path::strip_prefix` (which
+/// takes both paths apart component by component).
+pub(crate) fn below_dir<'p>(dir: &Path, path: &'p Path, below: bool) -> &'p Path {
+    if !below {
+        return path;
+    }
+    let dir = dir.as_os_str().as_bytes();
+    let dir = &dir[..dir.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    match path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(dir)
+        .and_then(|rest| rest.strip_prefix(b"/"))
+    {
+        Some(rest) if !dir.is_empty() && !rest.is_empty() && rest[0] != b'/' => {
+            Path::new(OsStr::from_bytes(rest))
+        }
+        _ => path,
     }
 }
 
@@ -259,10 +286,14 @@ fn directory_of(path: &Path) -> Option<&Path> {
     Some(Path::new(OsStr::from_bytes(&bytes[..end])))
 }
 
-/// Opens `path` for reading and takes its shared lock: writers hold the exclusive one, so a
-/// reader never sees half a write. `None` when there is no such file.
-pub(crate) fn open_shared(path: &Path, timeout: Duration) -> Result<Option<File>, StoreError> {
-    let file = match open_ro(path) {
+/// Opens `path` for reading (by `short`, the path it is opened by: see [`below_dir`]) and takes
+/// its shared lock: writers hold the exclusive one, so a reader never sees half a write.
+/// `None` when there is no such file.
+pub(crate) fn open_shared(
+    (path, short): (&Path, &Path),
+    timeout: Duration,
+) -> Result<Option<File>, StoreError> {
+    let file = match open_ro(short) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_error("open", path, &e)),
@@ -274,6 +305,32 @@ pub(crate) fn open_shared(path: &Path, timeout: Duration) -> Result<Option<File>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_opened_below_the_data_directory_only_when_it_is_the_working_one() {
+        let path = Path::new("/home/ann/resolve/ratelimit/ab/abcd");
+        for dir in [
+            "/home/ann/resolve/ratelimit",
+            "/home/ann/resolve/ratelimit/",
+        ] {
+            assert_eq!(below_dir(Path::new(dir), path, true), Path::new("ab/abcd"));
+            assert_eq!(below_dir(Path::new(dir), path, false), path);
+        }
+        // Not under it (a name that only starts alike, another place, the root, itself): whole.
+        for dir in [
+            "/home/ann/resolve/rate",
+            "/elsewhere",
+            "/",
+            "",
+            "/home/ann/resolve/ratelimit/ab/abcd",
+        ] {
+            assert_eq!(below_dir(Path::new(dir), path, true), path, "{dir}");
+        }
+        assert_eq!(
+            below_dir(Path::new("/d"), Path::new("/d//ab/abcd"), true),
+            Path::new("/d//ab/abcd")
+        );
+    }
 
     #[test]
     fn a_files_directory_is_as_path_parent_finds_it() {

@@ -55,7 +55,7 @@ impl<C: Clock> FileStore<C> {
         };
         // Whether the key has its file, found by opening it (the usual case: one open, which
         // its lock then uses, instead of a look-up and an open).
-        match open_existing(&own) {
+        match open_existing(self.short(&own)) {
             Ok(opened) => {
                 return Ok(Placed {
                     opened: Some(opened),

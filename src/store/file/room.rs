@@ -63,7 +63,7 @@ impl Room<'_> {
     /// lock (zero when the file is not there yet).
     pub(crate) fn total(&self) -> Result<u64, StoreError> {
         let path = self.path();
-        let Some(file) = lock::open_shared(&path, self.timeout)? else {
+        let Some(file) = lock::open_shared((&path, &path), self.timeout)? else {
             return Ok(0);
         };
         Ok(read(&file, &path)?.total())
