@@ -75,6 +75,9 @@ pub struct App<'a> {
     /// None where nothing needs judging (a command, a test, a link's worker: its request was
     /// judged once for all its links).
     pub site_check: Option<SiteCheck<'a>>,
+    /// This link's place in the order its request's links are counted in (None for a link
+    /// alone): it is looked up and decided in its turn ([`workers::Turns`]).
+    pub turn: Option<workers::Turn<'a>>,
 }
 
 /// Judges the site's own set-up for a request about to be served (where its settings lie:

@@ -6,7 +6,7 @@ pub mod open;
 pub mod page_files;
 pub mod web_root;
 
-use crate::app::workers::{Worker, Workers};
+use crate::app::workers::{Turn, Worker, Workers};
 use crate::app::{Answer, App, SiteCheck};
 use std::io::Read;
 use std::time::Duration;
@@ -157,6 +157,7 @@ impl Site {
             clock: &SystemClock,
             workers: None,
             site_check: None,
+            turn: None,
         }
     }
 }
@@ -180,8 +181,10 @@ impl Workers for Reopened<'_> {
 }
 
 impl Worker for Site {
-    fn answer(&self, env: &Env) -> crate::http::response::Response {
-        self.app().handle(env, &mut std::io::empty()).response
+    fn answer(&self, env: &Env, turn: Option<Turn<'_>>) -> crate::http::response::Response {
+        App { turn, ..self.app() }
+            .handle(env, &mut std::io::empty())
+            .response
     }
 }
 

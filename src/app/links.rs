@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::app::App;
-use crate::app::workers::{Worker, Workers};
+use crate::app::workers::{Turn, Turns, Worker, Workers};
 use crate::core::rule::Rule;
 use crate::http::allowance::{self, Left};
 use crate::http::link_list::{self, Allowance, Entry};
@@ -24,8 +24,15 @@ use crate::provider::described::ProviderSpec;
 use crate::support::defaults;
 
 impl Worker for App<'_> {
-    fn answer(&self, env: &Env) -> Response {
-        self.handle(env, &mut std::io::empty()).response
+    fn answer(&self, env: &Env, turn: Option<Turn<'_>>) -> Response {
+        App {
+            turn,
+            workers: self.workers,
+            site_check: self.site_check,
+            ..*self
+        }
+        .handle(env, &mut std::io::empty())
+        .response
     }
 }
 
@@ -117,37 +124,12 @@ impl App<'_> {
         );
         // The first round always starts; a later link only when its call could end in time.
         let may_start = |i: usize| i < at_once || started.elapsed() + deadline <= budget;
-        let next = AtomicUsize::new(0);
-        let answers: Vec<Mutex<Option<Response>>> = envs.iter().map(|_| Mutex::new(None)).collect();
-        let serve = |worker: &dyn Worker| {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= envs.len() || !may_start(i) {
-                    break;
-                }
-                let answer = worker.answer(&envs[i]);
-                if let Ok(mut slot) = answers[i].lock() {
-                    *slot = Some(answer);
-                }
-            }
-        };
-        std::thread::scope(|scope| {
-            if let Some(workers) = workers {
-                for _ in 1..at_once {
-                    let spawned = std::thread::Builder::new()
-                        .name("link".into())
-                        .spawn_scoped(scope, || serve(&*workers.worker()));
-                    if spawned.is_err() {
-                        break;
-                    }
-                }
-            }
-            serve(self);
-        });
-        answers
-            .into_iter()
-            .map(|slot| slot.into_inner().ok().flatten())
-            .collect()
+        answer_in_turns(envs, (self, workers), at_once, &may_start)
+    }
+
+    /// The longest a link waits for its turn to be counted ([`Turns`]).
+    pub(super) fn turn_limit(&self) -> Duration {
+        Duration::from_millis(defaults::LINK_TURN_WAIT_MS)
     }
 
     /// The longest one link's paid call may take: the slowest service's deadline (none for the
@@ -165,6 +147,55 @@ impl App<'_> {
             .max()
             .unwrap_or(Duration::ZERO)
     }
+}
+
+/// Each request answered, in order; None for a link not started (`may_start` says no). This
+/// thread answers with `here`; `at_once - 1` more threads each with a worker of `workers`'.
+/// A thread that cannot be started leaves its share to the others. With more than one at
+/// once, the links are counted in their order ([`Turns`]).
+fn answer_in_turns(
+    envs: &[Env],
+    (here, workers): (&dyn Worker, Option<&dyn Workers>),
+    at_once: usize,
+    may_start: &(dyn Fn(usize) -> bool + Sync),
+) -> Vec<Option<Response>> {
+    let next = AtomicUsize::new(0);
+    let answers: Vec<Mutex<Option<Response>>> = envs.iter().map(|_| Mutex::new(None)).collect();
+    // Counted in the paste's order, each link in its turn, whichever thread runs it.
+    let turns = Turns::new(envs.len());
+    let serve = |worker: &dyn Worker| {
+        loop {
+            let i = next.fetch_add(1, Ordering::SeqCst);
+            if i >= envs.len() || !may_start(i) {
+                // Not started: none after it will be, and none waits for it.
+                (i..envs.len()).for_each(|j| turns.done(j));
+                break;
+            }
+            let answer = worker.answer(&envs[i], (at_once > 1).then(|| turns.of(i)));
+            // Counted in its turn, or gone before it: the next may go.
+            turns.done(i);
+            if let Ok(mut slot) = answers[i].lock() {
+                *slot = Some(answer);
+            }
+        }
+    };
+    std::thread::scope(|scope| {
+        if let Some(workers) = workers {
+            for _ in 1..at_once {
+                let spawned = std::thread::Builder::new()
+                    .name("link".into())
+                    .spawn_scoped(scope, || serve(&*workers.worker()));
+                if spawned.is_err() {
+                    break;
+                }
+            }
+        }
+        serve(here);
+    });
+    answers
+        .into_iter()
+        .map(|slot| slot.into_inner().ok().flatten())
+        .collect()
 }
 
 /// `RateLimit-Policy` and `RateLimit` for the list: each rule as the last link left it.
@@ -187,4 +218,70 @@ fn limit_headers(lefts: &[Left]) -> [(&'static str, String); 2] {
         .collect::<Vec<_>>()
         .join(", ");
     [("RateLimit-Policy", policy), ("RateLimit", state)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link's worker that reaches the store later the earlier its link is in the paste, and
+    /// writes down the order in which the links were counted there.
+    struct Backwards<'a> {
+        counted: &'a Mutex<Vec<usize>>,
+    }
+
+    impl Worker for Backwards<'_> {
+        fn answer(&self, env: &Env, turn: Option<Turn<'_>>) -> Response {
+            let at: usize = env.text("QUERY_STRING").unwrap().parse().unwrap();
+            std::thread::sleep(Duration::from_millis(60 - 10 * at as u64));
+            if let Some(turn) = &turn {
+                turn.wait(Duration::from_secs(10));
+            }
+            self.counted.lock().unwrap().push(at);
+            if let Some(turn) = &turn {
+                turn.done();
+            }
+            Response::new(200, "text/plain", at.to_string())
+        }
+    }
+
+    struct Each<'a> {
+        counted: &'a Mutex<Vec<usize>>,
+    }
+
+    impl Workers for Each<'_> {
+        fn worker(&self) -> Box<dyn Worker + '_> {
+            Box::new(Backwards {
+                counted: self.counted,
+            })
+        }
+
+        fn budget(&self) -> Duration {
+            Duration::from_secs(55)
+        }
+    }
+
+    #[test]
+    fn several_links_are_counted_in_the_order_they_were_pasted() {
+        let envs: Vec<Env> = (0..6)
+            .map(|i| Env::method("GET").with("QUERY_STRING", i.to_string()))
+            .collect();
+        let counted = Mutex::new(Vec::new());
+        let here = Backwards { counted: &counted };
+        let each = Each { counted: &counted };
+        let answers = answer_in_turns(&envs, (&here, Some(&each)), 4, &|_| true);
+        assert_eq!(*counted.lock().unwrap(), [0, 1, 2, 3, 4, 5]);
+        let bodies: Vec<String> = answers
+            .iter()
+            .map(|a| String::from_utf8(a.as_ref().unwrap().body.clone()).unwrap())
+            .collect();
+        assert_eq!(bodies, ["0", "1", "2", "3", "4", "5"]);
+        // A link not started lets none wait for it.
+        let counted = Mutex::new(Vec::new());
+        let here = Backwards { counted: &counted };
+        let each = Each { counted: &counted };
+        let answers = answer_in_turns(&envs, (&here, Some(&each)), 4, &|i| i < 4);
+        assert_eq!(*counted.lock().unwrap(), [0, 1, 2, 3]);
+        assert!(answers[4..].iter().all(Option::is_none));
+    }
 }

@@ -212,12 +212,20 @@ impl App<'_> {
         // Leaves: a challenge to solve first (403), or siteverify down while the policy
         // refuses (503): nothing counted, no provider asked.
         let passed = self.challenge_first(&asked, tally)?;
+        // One of several links: looked up and counted in its turn, after the links pasted
+        // before it (the provider's call still runs beside theirs).
+        if let Some(turn) = &self.turn {
+            turn.wait(self.turn_limit());
+        }
         let looked = self.look_up_link(&asked, &gated);
         // Counted in one step of the store; the verdict is acted on below.
         let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
         // `over_limit`: a solved challenge's extra links instead of the 429, or the 429
         // offering the challenge.
         let (counted, verdict, extra) = self.extra_links(&asked, counted, verdict, reply, tally);
+        if let Some(turn) = &self.turn {
+            turn.done();
+        }
         let solved = challenge::Passed {
             solved_now: passed.solved_now || extra.solved_now,
         };

@@ -78,6 +78,7 @@ fn run(
         clock: &SystemClock,
         workers: None,
         site_check: None,
+        turn: None,
     };
     let answer = app.handle(env, &mut std::io::empty());
     (answer, log)
@@ -183,6 +184,7 @@ fn short_bodies_are_refused() {
         clock: &SystemClock,
         workers: None,
         site_check: None,
+        turn: None,
     };
     let a = app.handle(&env, &mut &b"link=https://e.x/"[..]);
     assert_eq!(a.response.status, 400);
@@ -224,6 +226,7 @@ fn without_a_provider_every_request_gets_503() {
         clock: &SystemClock,
         workers: None,
         site_check: None,
+        turn: None,
     };
     let a = app.handle(&get("192.0.2.1", LINK), &mut std::io::empty());
     assert_eq!(a.response.status, 503);

@@ -196,6 +196,7 @@ mod tests {
                 clock: self.store.clock(),
                 workers: None,
                 site_check: None,
+                turn: None,
             };
             let env = Env::method("GET")
                 .with("QUERY_STRING", "link=https%3A%2F%2Fhost.example%2Ff")

@@ -40,6 +40,10 @@ pub const LINKS_AT_ONCE: usize = 4;
 pub const LINKS_TIME_BUDGET_MS: u64 = 55_000;
 /// The same under FastCGI: inside mod_fcgid's default `FcgidIOTimeout` of 40 s.
 pub const LINKS_TIME_BUDGET_FASTCGI_MS: u64 = 38_000;
+/// The longest one of several links waits for those pasted before it to be counted (each
+/// only looked up and decided by then, unless a store's lock or a challenge holds it up):
+/// past it, the link is counted without waiting any longer.
+pub const LINK_TURN_WAIT_MS: u64 = 10_000;
 
 /// Directory name of the file store, beside the configuration file.
 pub const DATA_DIR_NAME: &str = "ratelimit";

@@ -224,6 +224,7 @@ impl Site {
                     clock: &resolve::core::clock::SystemClock,
                     workers: None,
                     site_check: None,
+                    turn: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "GET")
@@ -291,6 +292,7 @@ impl Site {
                     clock: &resolve::core::clock::SystemClock,
                     workers: None,
                     site_check: None,
+                    turn: None,
                 };
                 let env = Env::new()
                     .with("REQUEST_METHOD", "POST")

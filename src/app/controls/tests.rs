@@ -81,6 +81,7 @@ impl Bench {
             clock: self.store.clock(),
             workers: None,
             site_check: None,
+            turn: None,
         }
     }
 

@@ -170,6 +170,7 @@ fn a_refused_request_builds_none_of_several_providers() {
         clock: &SystemClock,
         workers: None,
         site_check: None,
+        turn: None,
     };
     let head = Env::method("HEAD")
         .with("QUERY_STRING", LINK)

@@ -106,6 +106,7 @@ fn ask(
         clock: &SystemClock,
         workers: None,
         site_check: None,
+        turn: None,
     };
     let env = get(addr, &format!("link={link}")).with("HTTP_ACCEPT", "application/json");
     let a = app.handle(&env, &mut std::io::empty());
