@@ -357,6 +357,7 @@ fuzz_target!(|data: &[u8]| {
             clock: memory.clock(),
             workers: None,
             site_check: None,
+            turn: None,
         };
         let (decisions, calls) = (counted.get(), provider.calls.get());
         let answer = app.handle(&env, &mut Cursor::new(body));
