@@ -25,14 +25,9 @@ use crate::support::defaults;
 
 impl Worker for App<'_> {
     fn answer(&self, env: &Env, turn: Option<Turn<'_>>) -> Response {
-        App {
-            turn,
-            workers: self.workers,
-            site_check: self.site_check,
-            ..*self
-        }
-        .handle(env, &mut std::io::empty())
-        .response
+        App { turn, ..*self }
+            .handle(env, &mut std::io::empty())
+            .response
     }
 }
 
