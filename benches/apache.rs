@@ -738,24 +738,18 @@ fn main() {
             ),
         );
     }
-    let cgi = |store| ratio(store, "mod_cgid");
-    say(
-        cgi("mysql"),
-        format!("CGI 429, MySQL store >= 0.5x floor: {:.2}x", cgi("mysql")),
-    );
-    say(
-        cgi("file"),
-        format!("CGI 429, file store >= 0.9x floor: {:.2}x", cgi("file")),
-    );
-    for server in ["mod_cgid", "mod_fcgid"] {
-        say(
-            ratio("redis", server),
-            format!(
-                "Redis 429 (reported), {server}: {:.2}x floor",
-                ratio("redis", server)
-            ),
-        );
+    // A refused CGI request against a no-op CGI program, every store alike.
+    for store in ["file", "mysql", "redis"] {
+        let x = ratio(store, "mod_cgid");
+        say(x, format!("CGI 429, {store} store >= 0.85x floor: {x:.2}x"));
     }
+    say(
+        ratio("redis", "mod_fcgid"),
+        format!(
+            "Redis 429 (reported), mod_fcgid: {:.2}x floor",
+            ratio("redis", "mod_fcgid")
+        ),
+    );
     println!(
         "  static binary < 5 MB: {:.2} MB; one CGI request < 4 MB: {}",
         size as f64 / 1e6,
@@ -810,7 +804,7 @@ fn journal_costs(bench: &Bench, measured_only: bool) {
             }
             let cost = (without / with - 1.0) * 100.0;
             println!(
-                "  journal cost, 429 path, {store} {server} (<= 5%): {cost:+.1}% ({with:.2}x floor \
+                "  journal cost, 429 path, {store} {server} (<= 10%): {cost:+.1}% ({with:.2}x floor \
                  with, {without:.2}x without)"
             );
             assert!(

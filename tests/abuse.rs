@@ -699,9 +699,9 @@ fn traversal_keys(marker: &str) -> Vec<String> {
 }
 
 /// Every file under `dir`, relative to it, but the usage journal's: `journal/h<HOUR>-<SHARD>`
-/// (an hour and a client shard, one hex digit), `journal/d<DAY>` and `journal/notes`, and the
-/// store's count of its shards' entries, whose names hold nothing a request sent (any other
-/// name there is kept, to be reported).
+/// (an hour and a client shard, one hex digit), `journal/d<DAY>` and `journal/notes`, its
+/// spool's `journal-spool/<SECOND>`, and the store's count of its shards' entries, whose names
+/// hold nothing a request sent (any other name there is kept, to be reported).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let journal_file = |p: &Path| {
         let parts: Vec<String> = p
@@ -709,16 +709,20 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        parts.len() == 2
-            && parts[0] == "journal"
-            && match parts[1].split_once('-') {
-                Some((hour, shard)) => {
-                    hour.strip_prefix('h').is_some_and(digits)
-                        && shard.len() == 1
-                        && shard.bytes().all(|b| b.is_ascii_hexdigit())
+        let spooled = parts.len() == 2
+            && parts[0] == resolve::support::defaults::JOURNAL_SPOOL_DIR
+            && digits(&parts[1]);
+        spooled
+            || parts.len() == 2
+                && parts[0] == "journal"
+                && match parts[1].split_once('-') {
+                    Some((hour, shard)) => {
+                        hour.strip_prefix('h').is_some_and(digits)
+                            && shard.len() == 1
+                            && shard.bytes().all(|b| b.is_ascii_hexdigit())
+                    }
+                    None => parts[1] == "notes" || parts[1].strip_prefix('d').is_some_and(digits),
                 }
-                None => parts[1] == "notes" || parts[1].strip_prefix('d').is_some_and(digits),
-            }
     };
     // The store's count of its shards' entries, one file beside them.
     let count_file = |p: &Path| p == Path::new(resolve::support::defaults::FILE_STORE_COUNT_FILE);

@@ -276,8 +276,9 @@ fn audit_files(data: &Path) -> String {
         .flatten()
     {
         let shard_name = shard.file_name().to_string_lossy().into_owned();
-        if shard_name == "journal" {
-            // The usage journal: read back through the store below, not a counter shard.
+        if shard_name == "journal" || shard_name == resolve::support::defaults::JOURNAL_SPOOL_DIR {
+            // The usage journal and its spool: read back through the store below, not
+            // counter shards.
             continue;
         }
         if [

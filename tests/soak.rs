@@ -745,10 +745,12 @@ fn file_storage(dir: &Path) -> Storage {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The journal's files, and its spool's (one a second, moved into the journal by the
+        // next second's first request).
         let in_journal = path
             .parent()
             .and_then(|p| p.file_name())
-            .is_some_and(|p| p == "journal");
+            .is_some_and(|p| p == "journal" || p == resolve::support::defaults::JOURNAL_SPOOL_DIR);
         if in_journal || name == resolve::support::defaults::FILE_STORE_COUNT_FILE {
             // The journal's files, and the store's count of its shards' entries.
             s.journal += 1;

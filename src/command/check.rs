@@ -43,7 +43,8 @@ pub fn run(located: &Located, live: Option<&str>, out: &mut dyn Write, log: &Con
         warn_exposure(source.path(), "configuration", out);
     }
     crate::site::page_files::keep_for(&config, &StderrLog::new(log.clone()));
-    let mut ok = report(&config, &crate::site::open::from_config(&config, log), out);
+    // As requests use it: the usage figures it reads include what waits in the journal's spool.
+    let mut ok = report(&config, &crate::site::open::for_requests(&config, log), out);
     if let Some(link) = live {
         ok &= live_call(&config, link, out);
     }

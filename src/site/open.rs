@@ -1,5 +1,5 @@
 //! Opens the store the configuration names: as it is (commands that look into it), or as
-//! requests and the journal's readers use it (a store on a server with its journal spooled).
+//! requests and the journal's readers use it (its journal spooled).
 
 use std::path::Path;
 use std::rc::Rc;
@@ -75,27 +75,38 @@ fn folding_rules(config: &Config) -> u64 {
 /// use is whole (its configuration's place is: the paths it names are then too).
 pub fn for_one_request(config: &Config, log: &Context, whole_paths: bool) -> Store {
     match &config.store.kind {
-        StoreKind::File { dir } if whole_paths => {
-            Store::whole(file_store(config, dir, log).working_in_dir())
-        }
+        StoreKind::File { dir } if whole_paths => spooled(
+            Store::whole(file_store(config, dir, log).working_in_dir()),
+            config,
+            log,
+        ),
         _ => for_requests(config, log),
     }
 }
 
-/// The configured store as requests use it: a store on a server (MySQL, Redis) with its
-/// usage journal spooled in the data directory (see [`crate::store::spool`]); the file store
-/// as it is (its journal is local already). `stats` and `report` read through it too, so that
-/// what is spooled is written before it is read.
+/// The configured store as requests use it: its usage journal spooled in the data directory
+/// (see [`crate::store::spool`]), whatever the store. `stats` and `report` read through it
+/// too, so that what is spooled is written before it is read.
 pub fn for_requests(config: &Config, log: &Context) -> Store {
-    let store = from_config(config, log);
-    match config.store.kind {
-        StoreKind::File { .. } => store,
-        StoreKind::Mysql(_) | StoreKind::Redis(_) => store.with_journal(|journal| {
-            Rc::new(SpooledJournal::new(
-                journal,
-                &config.data_dir,
-                config.store.lock_timeout,
-            ))
-        }),
-    }
+    spooled(from_config(config, log), config, log)
+}
+
+/// `store` with its usage journal spooled: a request appends its entry to a small file of
+/// the current second, and one request a second writes the earlier seconds' entries to the
+/// store's journal, summed. On a server (MySQL, Redis) that saves a statement per request;
+/// in the file store, the read and rewrite of an hour file that holds a sixteenth of the
+/// hour's clients, which grows with every address seen (docs/performance.md).
+fn spooled(store: Store, config: &Config, log: &Context) -> Store {
+    let spool = |journal| {
+        let spool = SpooledJournal::new(journal, &config.data_dir, config.store.lock_timeout);
+        match &config.store.kind {
+            // The data directory that holds the file store's counts, made again by the spool,
+            // is said out loud as the store says it.
+            StoreKind::File { dir } if *dir == config.data_dir => {
+                spool.holding_counts(Rc::new(StderrLog::new(log.clone())))
+            }
+            _ => spool,
+        }
+    };
+    store.with_journal(|journal| Rc::new(spool(journal)))
 }

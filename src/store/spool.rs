@@ -1,7 +1,8 @@
-//! The usage journal of a store on a server (MySQL, Redis), spooled in the data directory: a
-//! request appends its entry to the file of the current second (`journal-spool/<second>`), a
-//! few local system calls instead of a statement, and the request that starts a second's file
-//! writes the earlier seconds' entries to the store, summed: one statement per hour a second,
+//! The usage journal of every store, spooled in the data directory: a request appends its entry
+//! to the file of the current second (`journal-spool/<second>`), a few local system calls
+//! instead of a statement (MySQL, Redis) or the read and rewrite of an hour file that grows
+//! with the hour's clients (the file store), and the request that starts a second's file
+//! writes the earlier seconds' entries to the store, summed: one write per hour a second,
 //! whatever the traffic. Readers (`stats`, `report`, the dashboard) write the whole spool first.
 //!
 //! Writers hold a file's shared lock while they append one line; the mover holds the exclusive
@@ -20,8 +21,10 @@ use std::time::Duration;
 use crate::core::clock::{Clock, SystemClock};
 use crate::core::journal::{Batch, Entry, Row};
 use crate::store::StoreError;
-use crate::store::file::lock::{Lock, ensure_dir, lock_within};
-use crate::store::file::safe_open::{io_error, open_regular, still_named};
+use crate::store::file::lock::{Lock, ensure_data_dir, ensure_dir, lock_within};
+use crate::store::file::safe_open::{
+    OPEN_FLAGS, io_error, link_refused, locked_file, open_regular, still_named,
+};
 use crate::store::journal::Journal;
 use crate::support::defaults;
 
@@ -39,6 +42,9 @@ pub struct SpooledJournal<C: Clock = SystemClock> {
     /// Entries were put in the spool without moving it (an idle FastCGI process): the next
     /// entry added moves it.
     kept: std::cell::Cell<bool>,
+    /// Where the data directory made again is said, when it holds the store's counts (the
+    /// file store's): see [`Self::holding_counts`].
+    counts_log: Option<Rc<dyn crate::support::log::Log>>,
 }
 
 impl SpooledJournal<SystemClock> {
@@ -63,6 +69,7 @@ impl<C: Clock> SpooledJournal<C> {
             period_ms: defaults::JOURNAL_SPOOL_PERIOD_MS,
             lock_timeout,
             kept: std::cell::Cell::new(false),
+            counts_log: None,
         }
     }
 
@@ -70,6 +77,14 @@ impl<C: Clock> SpooledJournal<C> {
     /// make movers meet more often).
     pub fn with_period_ms(mut self, period_ms: u64) -> SpooledJournal<C> {
         self.period_ms = period_ms.max(1);
+        self
+    }
+
+    /// The data directory holds the store's counts (the file store's): made again by the
+    /// spool (a request that reaches no counter, say a 400), it is said out loud in `log`, as
+    /// the store says it ([`crate::store::file::made`]), rather than left for a sweep to find.
+    pub fn holding_counts(mut self, log: Rc<dyn crate::support::log::Log>) -> SpooledJournal<C> {
+        self.counts_log = Some(log);
         self
     }
 
@@ -85,9 +100,13 @@ impl<C: Clock> SpooledJournal<C> {
             let path = self.dir.join(self.period_now().to_string());
             let (file, created) = self.open_for_append(&path)?;
             lock_within(&file, &path, Lock::Shared, self.lock_timeout)?;
-            // Moved while we waited for the lock: the next period's file takes it.
-            if !still_named(&path, &file) {
-                continue;
+            // What the descriptor is, once locked (one `fstat`): moved while we waited for the
+            // lock (the mover removes a file under its lock, leaving the inode without a
+            // name), the next period's file takes the entry; not a regular file, an error.
+            match locked_file(&path, &file) {
+                Ok(Some(_)) => {}
+                Ok(None) => continue,
+                Err(e) => return Err(io_error("open", &path, &e)),
             }
             (&file)
                 .write_all(&line)
@@ -108,10 +127,16 @@ impl<C: Clock> SpooledJournal<C> {
         if fs::symlink_metadata(&self.dir).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(linked(&self.dir));
         }
+        // Opened as it is (never through a link, never waiting on a FIFO): what it is, the
+        // lock's `fstat` says next.
         let append = |create: bool| {
-            let mut options = OpenOptions::new();
-            options.append(true).create_new(create).mode(0o600);
-            open_regular(&mut options, path)
+            OpenOptions::new()
+                .append(true)
+                .create_new(create)
+                .mode(0o600)
+                .custom_flags(OPEN_FLAGS)
+                .open(path)
+                .map_err(|e| link_refused(path, e))
         };
         loop {
             match append(false) {
@@ -124,7 +149,7 @@ impl<C: Clock> SpooledJournal<C> {
                 // Another request created it meanwhile.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    make_dir(&self.data_dir, &self.dir)?
+                    make_dir(&self.data_dir, &self.dir, self.counts_log.as_deref())?
                 }
                 Err(e) => return Err(io_error("create", path, &e)),
             }
@@ -259,9 +284,17 @@ impl<C: Clock> SpooledJournal<C> {
     }
 }
 
-/// Creates the spool's directory `dir` (mode 700) in `data_dir`.
-fn make_dir(data_dir: &Path, dir: &Path) -> Result<(), StoreError> {
-    ensure_dir(data_dir)?;
+/// Creates the spool's directory `dir` (mode 700) in `data_dir`, and `data_dir` when it is
+/// missing (said in `counts_log` when it held the store's counts).
+fn make_dir(
+    data_dir: &Path,
+    dir: &Path,
+    counts_log: Option<&dyn crate::support::log::Log>,
+) -> Result<(), StoreError> {
+    match counts_log {
+        Some(log) => ensure_data_dir(data_dir, log)?,
+        None => ensure_dir(data_dir)?,
+    }
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
@@ -283,7 +316,7 @@ pub fn ready(data_dir: &Path) -> Result<String, StoreError> {
     if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(linked(&dir));
     }
-    make_dir(data_dir, &dir)?;
+    make_dir(data_dir, &dir, None)?;
     // Not a number: movers never take it.
     let probe = dir.join(format!(".check-{}", std::process::id()));
     let mut options = OpenOptions::new();

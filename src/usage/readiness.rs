@@ -371,15 +371,9 @@ fn report_store(store: &Store, out: &mut dyn Write) -> bool {
     }
 }
 
-/// The journal's spool of a store on a server: a WARN only, since entries then go to the
-/// server one by one.
+/// The journal's spool: a WARN only, since entries then go to the store one by one.
 fn report_spool(config: &Config, out: &mut dyn Write) {
-    if !config.journal
-        || matches!(
-            config.store.kind,
-            crate::store::settings::StoreKind::File { .. }
-        )
-    {
+    if !config.journal {
         return;
     }
     let _ = match crate::store::spool::ready(&config.data_dir) {

@@ -1,5 +1,5 @@
-//! An entry as one line of text and back: how entries wait in a spool file (the MySQL and
-//! Redis stores' `journal-spool/`) until a request writes them to the store. A JSON array per line,
+//! An entry as one line of text and back: how entries wait in a spool file (`journal-spool/` in
+//! the data directory) until a request writes them to the store. A JSON array per line,
 //! `[hour, [[total, n], ...], [[client, "admitted"|"refused", n], ...]]`, so that any client
 //! text (an IPv6 prefix, a key's name) survives as it is.
 

@@ -4,8 +4,10 @@
 //! Layout:
 //! - `h<HOUR>-<S>`: the hour's counts for one of [`SHARDS`] shards: the totals of the requests
 //!   of the shard and the counts of its clients (S is a hash of the client; requests without
-//!   one go to a random shard). A request changes one such file: one locked read-modify-write
-//!   of a file that holds only its shard's clients of that hour.
+//!   one go to a random shard). An entry changes one such file: one locked read-modify-write
+//!   of a file that holds only its shard's clients of that hour. Requests reach it through the
+//!   spool ([`crate::store::spool`]), which adds a second's entries at once: a request itself
+//!   appends a line, whatever the size of its hour's file.
 //! - `d<DAY>`: a day's totals, hour by hour, once its hours are older than `CLIENT_HOURS`
 //!   (48): sweeps move the hour files into it (their client counts are dropped, as
 //!   `journal::Expiry` allows) and delete them. Its header's mark says which hours it holds;

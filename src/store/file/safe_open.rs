@@ -50,7 +50,7 @@ pub(crate) fn open_regular(options: &mut OpenOptions, path: &Path) -> io::Result
 }
 
 /// An open's error, said as the store's refusal when the entry was a symbolic link.
-fn link_refused(path: &Path, e: io::Error) -> io::Error {
+pub(crate) fn link_refused(path: &Path, e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(libc::ELOOP) {
         io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -201,6 +201,60 @@ fn a_spool_directory_that_is_a_link_is_refused() {
 }
 
 #[test]
+fn a_spool_file_that_is_a_link_or_a_fifo_is_refused_and_the_entry_written_to_the_server() {
+    let s = spool("odd-file");
+    let dir = s.data.join(defaults::JOURNAL_SPOOL_DIR);
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join((T0 / defaults::JOURNAL_SPOOL_PERIOD_MS).to_string());
+    // A link to a file elsewhere: never followed, never written through.
+    let elsewhere = tempdir("odd-file-target").join("target");
+    fs::write(&elsewhere, "").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    let e = s.store.journal_keep(&refused("a")).unwrap_err();
+    assert!(e.detail.contains("symbolic link"), "{e}");
+    s.store.journal_add(&refused("a")).unwrap();
+    assert_eq!(s.on_server(), 1, "written to the server instead");
+    assert_eq!(
+        fs::read(&elsewhere).unwrap(),
+        b"",
+        "nothing written through the link"
+    );
+    // A FIFO: neither waited on nor written to.
+    fs::remove_file(&path).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&path).status();
+    assert!(made.is_ok_and(|m| m.success()), "mkfifo (coreutils)");
+    assert!(s.store.journal_keep(&refused("a")).is_err());
+    s.store.journal_add(&refused("a")).unwrap();
+    assert_eq!(s.on_server(), 2, "written to the server instead");
+}
+
+#[test]
+fn a_data_directory_holding_counts_made_again_by_the_spool_is_said_out_loud() {
+    use crate::support::log::MemoryLog;
+    let said = |holding: bool| {
+        let s = spool(if holding { "made-counts" } else { "made-spool" });
+        // The directory the store made (and marked), then lost.
+        fs::create_dir_all(&s.data).unwrap();
+        crate::store::file::made::made(&s.data, &MemoryLog::default());
+        fs::remove_dir_all(&s.data).unwrap();
+        let log = Rc::new(MemoryLog::default());
+        let store = if holding {
+            s.store.holding_counts(log.clone())
+        } else {
+            s.store
+        };
+        store.journal_keep(&refused("a")).unwrap();
+        assert!(s.data.join(defaults::JOURNAL_SPOOL_DIR).is_dir());
+        log.lines.take()
+    };
+    let lines = said(true);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("ACTION NEEDED"), "{lines:?}");
+    // A store on a server keeps its counts there: nothing to say.
+    assert_eq!(said(false), Vec::<String>::new());
+}
+
+#[test]
 fn kept_entries_never_reach_the_server_until_the_next_entry_added() {
     let s = spool("kept");
     // Kept in two seconds' files, the last while the server is down.
