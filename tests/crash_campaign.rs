@@ -277,8 +277,7 @@ fn audit_files(data: &Path) -> String {
     {
         let shard_name = shard.file_name().to_string_lossy().into_owned();
         if shard_name == "journal" || shard_name == resolve::support::defaults::JOURNAL_SPOOL_DIR {
-            // The usage journal and its spool: read back through the store below, not
-            // counter shards.
+            // The usage journal and its spool: read back below, not counter shards.
             continue;
         }
         if [
@@ -333,8 +332,13 @@ fn audit_files(data: &Path) -> String {
             }
         }
     }
-    // The usage journal, written by the same killed processes, reads back whole.
-    let journal = FileStore::new(data, SystemClock, Duration::from_secs(600));
+    // The usage journal, written by the same killed processes, reads back whole, through its
+    // spool as every reader does: a spool line cut short by a kill would fail the read.
+    let journal = resolve::store::spool::SpooledJournal::new(
+        std::rc::Rc::new(FileStore::new(data, SystemClock, Duration::from_secs(600))),
+        data,
+        Duration::from_secs(5),
+    );
     let now = resolve::core::journal::hour_of(now_ms());
     let rows = resolve::store::journal::Journal::journal_rows(&journal, now - 2, now + 2)
         .unwrap_or_else(|e| panic!("file store: the usage journal is unreadable: {e}"));

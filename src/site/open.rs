@@ -100,11 +100,9 @@ fn spooled(store: Store, config: &Config, log: &Context) -> Store {
     let spool = |journal| {
         let spool = SpooledJournal::new(journal, &config.data_dir, config.store.lock_timeout);
         match &config.store.kind {
-            // The data directory that holds the file store's counts, made again by the spool,
-            // is said out loud as the store says it.
-            StoreKind::File { dir } if *dir == config.data_dir => {
-                spool.holding_counts(Rc::new(StderrLog::new(log.clone())))
-            }
+            // The file store's directory is the data directory: made again by the spool, it is
+            // said out loud as the store says it, its counts being gone.
+            StoreKind::File { .. } => spool.holding_counts(Rc::new(StderrLog::new(log.clone()))),
             _ => spool,
         }
     };
