@@ -2,7 +2,8 @@
 //! Below: the store's roles, each a small trait (the counters, the cache, the journal, its
 //! notes, the upkeep, and the block list any cache holds), the store a site holds with a piece for each
 //! role (`roles`), the backends that serve every role (files, MySQL, Redis, memory) and the
-//! pieces a process puts in front of them (a spooled journal, a FastCGI process's memory).
+//! pieces a process puts in front of them (a spooled journal, a FastCGI process's memory, a
+//! server's memory of refusals for every CGI process).
 
 pub mod block_copy;
 pub mod block_list;
@@ -16,6 +17,7 @@ pub mod memory;
 pub mod mysql;
 pub mod notes;
 pub mod redis;
+pub mod refusals;
 pub mod roles;
 pub mod settings;
 pub mod spool;
@@ -31,6 +33,22 @@ use crate::core::rule::Rule;
 pub struct Check<'a> {
     pub rule: &'a Rule,
     pub key: String,
+}
+
+/// What names a request's checks: each rule (with its limit, window and algorithm) and key. A
+/// change of a rule names other checks, so that nothing remembered of the old ones applies.
+pub(crate) fn checks_key(checks: &[Check<'_>]) -> String {
+    use std::fmt::Write as _;
+    let mut key = String::new();
+    for c in checks {
+        let r = c.rule;
+        let _ = write!(
+            key,
+            "{}\u{0}{}\u{0}{}\u{0}{:?}\u{0}{}\u{1}",
+            r.name, r.limit, r.window_secs, r.algorithm, c.key
+        );
+    }
+    key
 }
 
 /// What a sweep did.

@@ -43,6 +43,12 @@ impl App<'_> {
             .filter(|_| asked.key.is_none())
     }
 
+    /// A solved challenge may let this client past its own rules (`over_limit`).
+    pub(super) fn passes_over_limit(&self, asked: &Asked<'_>) -> bool {
+        self.challenge_for(asked)
+            .is_some_and(|s| s.when == When::OverLimit)
+    }
+
     /// Before anything is counted: for `always`, `new_clients` and `busy`, a request that
     /// needs a solved challenge and brings none (nor a remembering cookie) leaves with 403
     /// `challenge_required` (or 503 when siteverify is down and the policy refuses).

@@ -9,6 +9,7 @@ use std::io::Read;
 use crate::app::challenge;
 use crate::app::request::{Asked, Asking, Caller};
 use crate::app::{Admitted, Answer, App, Claim, Lookup, Paid, Tally, Verdict};
+use crate::core::decision::Decision;
 use crate::core::journal::Event;
 use crate::core::rule::Rule;
 use crate::http::negotiate::Format;
@@ -52,8 +53,12 @@ struct Gated<'a> {
     blocks_failure: Option<StoreError>,
 }
 
-/// What the cache says about the link.
+/// What is known before the store decides: a refusal remembered for the client, or what the
+/// cache says about the link.
 struct Looked<'a> {
+    /// The client's own rules refused it a moment ago, and still do: the store is not asked
+    /// ([`crate::store::counters::Counters::recall_own`]).
+    remembered: Option<Decision>,
     /// The key of the link's cached answer, when the link is cached at all.
     cache_key: Option<String>,
     cached: Option<Resolved>,
@@ -62,6 +67,19 @@ struct Looked<'a> {
     /// A store that failed the cache read would fail the decision too, after another timeout:
     /// its error goes straight to the failure policy.
     failure: Option<StoreError>,
+}
+
+impl Looked<'_> {
+    /// A remembered refusal, with nothing read from the cache.
+    fn remembered(refusal: Decision) -> Self {
+        Looked {
+            remembered: Some(refusal),
+            cache_key: None,
+            cached: None,
+            _claim: None,
+            failure: None,
+        }
+    }
 }
 
 /// Counted by the limiter: what it decided, and what the stages after need of it.
@@ -217,7 +235,11 @@ impl App<'_> {
         if let Some(turn) = &self.turn {
             turn.wait(self.turn_limit());
         }
-        let looked = self.look_up_link(&asked, &gated);
+        // A refusal remembered for the client stands for the store's, the cache unread.
+        let looked = match self.recall(&asked, &gated.rules) {
+            Some(refusal) => Looked::remembered(refusal),
+            None => self.look_up_link(&asked, &gated),
+        };
         // Counted in one step of the store; the verdict is acted on below.
         let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
         // `over_limit`: a solved challenge's extra links instead of the 429, or the 429
@@ -345,6 +367,7 @@ impl App<'_> {
             Some(Lookup::Failed(e)) => (None, Some(e), None),
         };
         Looked {
+            remembered: None,
             cache_key,
             cached,
             _claim: claim,
@@ -372,12 +395,24 @@ impl App<'_> {
             .chain(self.first_call_rules().filter(|_| paid))
             .collect();
         let checks = asked.checks(&all_rules);
-        let decided = match gated.blocks_failure.take().or(looked.failure.take()) {
-            Some(e) => Err(e),
-            None => self
-                .store
-                .counters
-                .decide_own_first(&checks, gated.rules.len()),
+        let own = gated.rules.len();
+        let decided = match (
+            looked.remembered.take(),
+            gated.blocks_failure.take().or(looked.failure.take()),
+        ) {
+            (Some(refusal), _) => Ok(refusal),
+            (None, Some(e)) => Err(e),
+            (None, None) => {
+                let asked_ms = self.clock.now_ms();
+                let decided = self.store.counters.decide_own_first(&checks, own);
+                // Remembered: a refusal by the client's own rules alone (its statuses theirs).
+                if let Ok(refusal @ Decision::Refuse { statuses, .. }) = &decided
+                    && (own > 0 && statuses.len() == own)
+                {
+                    (self.store.counters).remember_own(&checks[..own], asked_ms, refusal);
+                }
+                decided
+            }
         };
         let store_up = decided.is_ok();
         let over_own_limit = decided

@@ -632,3 +632,4 @@ fn without_the_journal_nothing_is_kept() {
 
 mod paying;
 mod prechecks;
+mod remembered;

@@ -1,7 +1,9 @@
-//! What the store's decision means for one request: admitted with its limit headers, refused
+//! What the store's decision means for one request (or a refusal remembered in front of it,
+//! standing for it): admitted with its limit headers, refused
 //! by the visitor's rules (429) or the site's spend limits (503), or the store's failure
 //! answered by `store.on_error`.
 
+use crate::app::request::Asked;
 use crate::app::{Admitted, App, Tally, Verdict};
 use crate::core::decision::Decision;
 use crate::core::journal::Event;
@@ -26,6 +28,17 @@ pub(super) fn own_key_refused(
 }
 
 impl App<'_> {
+    /// A refusal of the client's own rules that the store's counters remember and that still
+    /// holds; never when a solved challenge may let the client past its rules (`over_limit`:
+    /// its extra links need the cache's word on the link).
+    pub(super) fn recall(&self, asked: &Asked<'_>, rules: &[&Rule]) -> Option<Decision> {
+        if rules.is_empty() || self.passes_over_limit(asked) {
+            return None;
+        }
+        let own = asked.checks(rules);
+        self.store.counters.recall_own(&own, self.clock.now_ms())
+    }
+
     /// Whether a refusal found the client over one of its own rules (its address's, its
     /// key's), not only over a site-wide one. A rule refuses exactly when none of its window is
     /// left; the statuses begin with the client's rules. (A function of `App`'s, so that

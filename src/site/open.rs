@@ -10,6 +10,7 @@ use crate::store::file::FileStore;
 use crate::store::file::budget::Budget;
 use crate::store::mysql::MysqlStore;
 use crate::store::redis::RedisStore;
+use crate::store::refusals::RememberedRefusals;
 use crate::store::roles::Store;
 use crate::store::settings::StoreKind;
 use crate::store::spool::SpooledJournal;
@@ -72,7 +73,8 @@ fn folding_rules(config: &Config) -> u64 {
 /// The configured store for a process that answers one request and exits (CGI): as
 /// [`for_requests`], the file store working in its data directory
 /// ([`FileStore::working_in_dir`]) when `whole_paths` says every path the request goes on to
-/// use is whole (its configuration's place is: the paths it names are then too).
+/// use is whole (its configuration's place is: the paths it names are then too); a store on a
+/// server with this server's memory of refusals in front of its counters.
 pub fn for_one_request(config: &Config, log: &Context, whole_paths: bool) -> Store {
     match &config.store.kind {
         StoreKind::File { dir } if whole_paths => spooled(
@@ -80,7 +82,11 @@ pub fn for_one_request(config: &Config, log: &Context, whole_paths: bool) -> Sto
             config,
             log,
         ),
-        _ => for_requests(config, log),
+        StoreKind::File { .. } => for_requests(config, log),
+        // A store on a server: a client it refused is refused again from the data directory
+        // for up to a second, without a connection (see [`crate::store::refusals`]).
+        StoreKind::Mysql(_) | StoreKind::Redis(_) => for_requests(config, log)
+            .with_counters(|c| Rc::new(RememberedRefusals::new(c, &config.data_dir))),
     }
 }
 

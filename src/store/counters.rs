@@ -55,6 +55,19 @@ pub trait Counters {
     /// a spend limit's use.
     fn used(&self, checks: &[Check<'_>]) -> Result<Vec<u32>, StoreError>;
 
+    /// A refusal of the client's own checks (`own`: a request's first checks) that this
+    /// process or server remembers ([`Counters::remember_own`]) and that still holds at
+    /// `now_ms`: the store's answer without asking it (nor the cache before it). None when
+    /// nothing is remembered; a store itself remembers nothing.
+    fn recall_own(&self, _own: &[Check<'_>], _now_ms: u64) -> Option<Decision> {
+        None
+    }
+
+    /// Remembers `refusal`, the store's refusal of a request by its own checks `own` alone,
+    /// asked at `asked_ms` (before the store decided, so that it is never taken to last
+    /// longer than it does). A store itself remembers nothing.
+    fn remember_own(&self, _own: &[Check<'_>], _asked_ms: u64, _refusal: &Decision) {}
+
     /// True the first time `key` is asked within `secs`, across every process sharing the
     /// store: a log line written at most once a while. True also when the store cannot tell
     /// (a line too many beats a line lost).

@@ -6,7 +6,7 @@
 //!
 //! Only one thing makes a remembered refusal wrong: a paid call taken back (refunded) by
 //! another process, which frees a place in the window. This process's own refunds forget what
-//! it remembered; another's are seen within [`defaults::FASTCGI_REFUSAL_MEMORY_MS`]. Nothing
+//! it remembered; another's are seen within [`defaults::REFUSAL_MEMORY_MS`]. Nothing
 //! remembered ever admits a request: admissions always go to the store, exact as before.
 
 use std::cell::RefCell;
@@ -19,8 +19,9 @@ use crate::core::decision::Decision;
 use crate::core::journal::{Batch, Entry, Row};
 use crate::store::counters::Counters;
 use crate::store::journal::Journal;
+use crate::store::refusals::still_holds;
 use crate::store::roles::Store;
-use crate::store::{Check, StoreError};
+use crate::store::{Check, StoreError, checks_key};
 use crate::support::defaults;
 use crate::support::log::{Level, Log, StderrLog};
 
@@ -65,17 +66,10 @@ pub fn held(store: Store, log: StderrLog) -> Store {
         .with_journal(|j| Rc::new(HeldJournal::new(j).with_log(log)))
 }
 
-/// What names one request's checks: each rule (with its limit, window and algorithm) and key.
-fn checks_key(checks: &[Check<'_>]) -> String {
-    let mut key = String::new();
-    for c in checks {
-        let r = c.rule;
-        let _ = write!(
-            key,
-            "{}\u{0}{}\u{0}{}\u{0}{:?}\u{0}{}\u{1}",
-            r.name, r.limit, r.window_secs, r.algorithm, c.key
-        );
-    }
+/// The name a refusal by the client's own checks is remembered under.
+fn own_key(own: &[Check<'_>]) -> String {
+    let mut key = checks_key(own);
+    key.push_str("own");
     key
 }
 
@@ -98,10 +92,7 @@ impl<C: Clock> HeldCounters<C> {
     fn recall(&self, key: &str, now_ms: u64) -> Option<Decision> {
         let mut refusals = self.refusals.borrow_mut();
         let r = refusals.get(key)?;
-        let later = now_ms
-            .checked_sub(r.asked_ms)
-            .filter(|e| *e < defaults::FASTCGI_REFUSAL_MEMORY_MS)
-            .and_then(|e| r.decision.refusal_later(e));
+        let later = still_holds(&r.decision, r.asked_ms, now_ms);
         if later.is_none() {
             refusals.remove(key);
         }
@@ -114,7 +105,7 @@ impl<C: Clock> HeldCounters<C> {
             let now = self.clock.now_ms();
             refusals.retain(|_, r| {
                 now.checked_sub(r.asked_ms)
-                    .is_some_and(|e| e < defaults::FASTCGI_REFUSAL_MEMORY_MS)
+                    .is_some_and(|e| e < defaults::REFUSAL_MEMORY_MS)
             });
             if refusals.len() >= defaults::FASTCGI_REFUSALS_REMEMBERED {
                 refusals.clear();
@@ -159,6 +150,18 @@ impl<C: Clock> Counters for HeldCounters<C> {
     /// A charge only adds: every refusal remembered still stands.
     fn charge(&self, checks: &[Check<'_>], at_ms: u64, size: u64) -> Result<(), StoreError> {
         self.inner.charge(checks, at_ms, size)
+    }
+
+    /// What [`Counters::remember_own`] kept, under a name of its own (a key of
+    /// `decide_sized` ends with a number).
+    fn recall_own(&self, own: &[Check<'_>], now_ms: u64) -> Option<Decision> {
+        self.recall(&own_key(own), now_ms)
+    }
+
+    fn remember_own(&self, own: &[Check<'_>], asked_ms: u64, refusal: &Decision) {
+        if !refusal.is_admit() {
+            self.remember(own_key(own), asked_ms, refusal.clone());
+        }
     }
 
     /// Counts are read from the store: a count remembered would not be exact.

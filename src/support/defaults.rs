@@ -214,15 +214,21 @@ pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
 pub const FASTCGI_JOURNAL_HOLD_MS: u64 = 1000;
 /// Distinct totals and client counts a FastCGI process holds at most before writing them.
 pub const FASTCGI_JOURNAL_HOLD_ROWS: usize = 4096;
-/// The longest a FastCGI process answers a client it saw refused from its memory, without
-/// asking the store again (never past the refusal's end): a paid call taken back by another
-/// process frees a place here at most this much later.
-pub const FASTCGI_REFUSAL_MEMORY_MS: u64 = 1000;
+/// The longest a refusal is answered from memory (a FastCGI process's, or the `refusals` file
+/// of a store on a server under CGI) without asking the store again (never past the refusal's
+/// end): a paid call taken back by another process frees a place at most this much later.
+pub const REFUSAL_MEMORY_MS: u64 = 1000;
 /// Refusals a FastCGI process remembers at once.
 pub const FASTCGI_REFUSALS_REMEMBERED: usize = 1024;
 /// How often an idle FastCGI process wakes to write what it holds, and to see whether it was
 /// asked to stop.
 pub const FASTCGI_IDLE_TICK_MS: u64 = 1000;
+
+/// The file in the data directory where a store on a server (MySQL, Redis) keeps this server's
+/// refusals for CGI processes (`store::refusals`).
+pub const REFUSALS_FILE: &str = "refusals";
+/// Slots of the `refusals` file: refusals of this many clients at once (512 bytes each).
+pub const REFUSAL_SLOTS: usize = 1024;
 
 /// Address `resolve serve` listens on.
 pub const SERVE_ADDR: &str = "127.0.0.1:8080";

@@ -409,3 +409,25 @@ fn what_the_spool_does_not_take_stays_held() {
     assert_eq!(written(&server)[0], (hour, "refused:a".to_owned(), 3));
     let _ = std::fs::remove_dir_all(&data);
 }
+
+#[test]
+fn a_refusal_of_the_clients_own_checks_is_recalled_before_the_cache_until_a_refund() {
+    let client = Client::new(1, 60);
+    let checks = [check(&client.rule, "192.0.2.1")];
+    let Decision::Admit { at_ms, .. } = client.decide().unwrap() else {
+        panic!("the first is admitted");
+    };
+    let refused = client.decide().unwrap();
+    let counters = &client.store.counters;
+    assert_eq!(counters.recall_own(&checks, T0), None, "not remembered yet");
+    counters.remember_own(&checks, T0, &refused);
+    assert_eq!(counters.recall_own(&checks, T0), Some(refused));
+    assert_eq!(
+        wait_ms(&counters.recall_own(&checks, T0 + 999).unwrap()),
+        59_001
+    );
+    assert_eq!(counters.recall_own(&checks, T0 + 1000), None);
+    counters.remember_own(&checks, T0, &client.decide().unwrap());
+    counters.refund(&checks, at_ms).unwrap();
+    assert_eq!(counters.recall_own(&checks, T0), None);
+}

@@ -1,0 +1,102 @@
+//! A store on a server under CGI: a client its rules refused is refused again from the data
+//! directory's `refusals` file for up to a second, without a connection to the server; the
+//! server is asked again after that, and nothing remembered admits anyone.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use support::config::rule;
+use support::urlenc::link_param;
+use support::{Cgi, MariaDb, Redis, Setup};
+
+/// `total_connections_received` from Redis's INFO (each call adds its own connection).
+fn redis_connections(redis: &Redis) -> u64 {
+    let info = redis.cmd(&["INFO", "stats"]).as_text().expect("INFO text");
+    info.lines()
+        .find_map(|l| l.strip_prefix("total_connections_received:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("total_connections_received")
+}
+
+/// MariaDB's `Connections` status (each call adds its own connection).
+fn mariadb_connections(db: &MariaDb) -> u64 {
+    db.root_sql("SHOW GLOBAL STATUS LIKE 'Connections'")
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .expect("Connections")
+}
+
+/// One address, 5 requests an hour, 20 CGI requests one after another: 5 admitted, then 15
+/// refused, the refusals taking two connections a second at most (the refusal that asks the
+/// server each time the memory's second ends, and the request that moves the journal's spool
+/// to the server once a second) where each took its own before; the provider called 5 times.
+/// Another address is still decided by the server.
+fn refusals_take_no_connection(label: &str, store: Value, connections: &dyn Fn() -> u64) {
+    let setup = Setup::builder(label)
+        .store(store)
+        .rules(vec![rule("ip", "ip", 5, 3600)])
+        .write();
+    let ask = |i: usize, addr: &str| {
+        let out = setup.run(
+            Cgi::new("GET", link_param(&format!("https://example.com/file/{i}")))
+                .var("REMOTE_ADDR", addr),
+        );
+        assert!(out.stderr.is_empty(), "{}", out.describe());
+        out.answer().status
+    };
+    let admitted: Vec<u16> = (0..5).map(|i| ask(i, "192.0.2.7")).collect();
+    assert_eq!(admitted, [200; 5]);
+    let before = connections();
+    let started = Instant::now();
+    let refused: Vec<u16> = (5..20).map(|i| ask(i, "192.0.2.7")).collect();
+    let seconds = started.elapsed().as_secs();
+    // The count asked for is a connection of its own.
+    let taken = connections() - before - 1;
+    assert_eq!(refused, [429; 15]);
+    assert!(
+        taken <= 2 * (seconds + 1),
+        "15 refusals in {seconds} s took {taken} connections"
+    );
+    eprintln!("{label}: 15 refusals in {seconds} s took {taken} connections");
+    assert_eq!(setup.provider.calls(), 5);
+    // Another client is not refused by the first one's memory.
+    assert_eq!(ask(20, "192.0.2.8"), 200);
+    let file = setup.dir.path().join("ratelimit").join("refusals");
+    let mode = std::fs::metadata(&file)
+        .expect("the refusals file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs Redis: cargo test --features servers"
+)]
+fn redis_refusals_under_cgi_take_no_connection() {
+    let redis = Redis::start();
+    refusals_take_no_connection(
+        "refusals-redis",
+        json!({"kind": "redis", "url": redis.url()}),
+        &|| redis_connections(&redis),
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "servers"),
+    ignore = "needs MariaDB: cargo test --features servers"
+)]
+fn mariadb_refusals_under_cgi_take_no_connection() {
+    let db = MariaDb::start();
+    refusals_take_no_connection(
+        "refusals-mariadb",
+        json!({"kind": "mysql", "url": db.url()}),
+        &|| mariadb_connections(&db),
+    );
+}
