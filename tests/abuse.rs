@@ -700,8 +700,9 @@ fn traversal_keys(marker: &str) -> Vec<String> {
 
 /// Every file under `dir`, relative to it, but the usage journal's: `journal/h<HOUR>-<SHARD>`
 /// (an hour and a client shard, one hex digit), `journal/d<DAY>` and `journal/notes`, its
-/// spool's `journal-spool/<SECOND>`, and the store's count of its shards' entries, whose names
-/// hold nothing a request sent (any other name there is kept, to be reported).
+/// spool's `journal-spool/<SECOND>`, the store's count of its shards' entries and the
+/// remembered refusals, whose names hold nothing a request sent (any other name there is kept,
+/// to be reported).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let journal_file = |p: &Path| {
         let parts: Vec<String> = p
@@ -724,8 +725,12 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
                     None => parts[1] == "notes" || parts[1].strip_prefix('d').is_some_and(digits),
                 }
     };
-    // The store's count of its shards' entries, one file beside them.
-    let count_file = |p: &Path| p == Path::new(resolve::support::defaults::FILE_STORE_COUNT_FILE);
+    // The store's count of its shards' entries, one file beside them; the refusals this server
+    // remembers, one file of fixed slots.
+    let count_file = |p: &Path| {
+        p == Path::new(resolve::support::defaults::FILE_STORE_COUNT_FILE)
+            || p == Path::new(resolve::support::defaults::REFUSALS_FILE)
+    };
     temp::files_under(dir)
         .into_iter()
         .map(|p| p.strip_prefix(dir).expect("under dir").to_path_buf())

@@ -71,23 +71,24 @@ fn folding_rules(config: &Config) -> u64 {
 }
 
 /// The configured store for a process that answers one request and exits (CGI): as
-/// [`for_requests`], the file store working in its data directory
+/// [`for_requests`], with this server's memory of refusals in front of its counters (see
+/// [`crate::store::refusals`]), and the file store working in its data directory
 /// ([`FileStore::working_in_dir`]) when `whole_paths` says every path the request goes on to
-/// use is whole (its configuration's place is: the paths it names are then too); a store on a
-/// server with this server's memory of refusals in front of its counters.
+/// use is whole (its configuration's place is: the paths it names are then too).
 pub fn for_one_request(config: &Config, log: &Context, whole_paths: bool) -> Store {
-    match &config.store.kind {
-        StoreKind::File { dir } if whole_paths => spooled(
-            Store::whole(file_store(config, dir, log).working_in_dir()),
-            config,
-            log,
+    let (store, data_dir) = match &config.store.kind {
+        StoreKind::File { dir } if whole_paths => (
+            spooled(
+                Store::whole(file_store(config, dir, log).working_in_dir()),
+                config,
+                log,
+            ),
+            // The working directory: a path of one name.
+            Path::new(""),
         ),
-        StoreKind::File { .. } => for_requests(config, log),
-        // A store on a server: a client it refused is refused again from the data directory
-        // for up to a second, without a connection (see [`crate::store::refusals`]).
-        StoreKind::Mysql(_) | StoreKind::Redis(_) => for_requests(config, log)
-            .with_counters(|c| Rc::new(RememberedRefusals::new(c, &config.data_dir))),
-    }
+        _ => (for_requests(config, log), config.data_dir.as_path()),
+    };
+    store.with_counters(|c| Rc::new(RememberedRefusals::new(c, data_dir)))
 }
 
 /// The configured store as requests use it: its usage journal spooled in the data directory

@@ -1,9 +1,10 @@
-//! This server's memory of refusals, for a store on a server (MySQL, Redis) when every request
-//! is a process of its own (CGI): a client refused by its own rules is answered for up to a
-//! second from a small file in the data directory (`refusals`), never past the refusal's end,
-//! without the cache lookup, the connection and the round trips the store would cost. A
-//! scraper in a loop is refused by local reads and takes no connection of the account's
-//! `max_user_connections`; the store is asked again once a second.
+//! This server's memory of refusals, for every store when each request is a process of its own
+//! (CGI): a client refused by its own rules is answered for up to a second from a small file in
+//! the data directory (`refusals`), never past the refusal's end, without the cache lookup and
+//! the store's decision. With a store on a server (MySQL, Redis) that is a connection and its
+//! round trips saved: a scraper in a loop is refused by local reads and takes no connection of
+//! the account's `max_user_connections`. With the file store, the client's record files are
+//! neither locked nor read. The store is asked again once a second.
 //!
 //! Within a window counts only grow, so a refusal still holds; the one thing that frees a
 //! place early is a paid call taken back (a refund), and every refund on this server forgets
@@ -35,7 +36,7 @@ const MAGIC: &[u8; 4] = b"rfm1";
 /// Magic, payload length (u16) and checksum (u64) before the payload.
 const HEADER: usize = 4 + 2 + 8;
 
-/// The counters of a store on a server with this server's memory of refusals beside them.
+/// A store's counters with this server's memory of refusals beside them.
 pub struct RememberedRefusals {
     inner: Rc<dyn Counters>,
     path: PathBuf,

@@ -214,8 +214,8 @@ pub const FASTCGI_MAX_REQUESTS: u32 = 10_000;
 pub const FASTCGI_JOURNAL_HOLD_MS: u64 = 1000;
 /// Distinct totals and client counts a FastCGI process holds at most before writing them.
 pub const FASTCGI_JOURNAL_HOLD_ROWS: usize = 4096;
-/// The longest a refusal is answered from memory (a FastCGI process's, or the `refusals` file
-/// of a store on a server under CGI) without asking the store again (never past the refusal's
+/// The longest a refusal is answered from memory (a FastCGI process's, or the data directory's
+/// `refusals` file under CGI) without asking the store again (never past the refusal's
 /// end): a paid call taken back by another process frees a place at most this much later.
 pub const REFUSAL_MEMORY_MS: u64 = 1000;
 /// Refusals a FastCGI process remembers at once.
@@ -224,8 +224,8 @@ pub const FASTCGI_REFUSALS_REMEMBERED: usize = 1024;
 /// asked to stop.
 pub const FASTCGI_IDLE_TICK_MS: u64 = 1000;
 
-/// The file in the data directory where a store on a server (MySQL, Redis) keeps this server's
-/// refusals for CGI processes (`store::refusals`).
+/// The file in the data directory where CGI processes keep this server's refusals
+/// (`store::refusals`).
 pub const REFUSALS_FILE: &str = "refusals";
 /// Slots of the `refusals` file: refusals of this many clients at once (512 bytes each).
 pub const REFUSAL_SLOTS: usize = 1024;
