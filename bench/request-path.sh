@@ -7,13 +7,13 @@
 # the file to the linker for the release build of the static binary.
 #
 # It builds that binary with the linker's map, runs requests under callgrind (valgrind) with a
-# file store: a refused request (the path scrapers take) answered as text, as HTML and as JSON,
-# and an admitted one (the echo provider: no network), and looks up in the map the section
-# (one per function) of every instruction they ran, and runs the refused request under valgrind's
-# lackey to find the read-only data it reads, gathered likewise at the start of the read-only
-# data. Rerun it when the request path's code has
-# changed much or the toolchain has: a function missing from the list only stays where the
-# linker puts it, and a name that no longer exists matches nothing.
+# file store: a refused request (the path scrapers take) answered as text (by the store), as
+# HTML and as JSON (from the memory of refusals), and an admitted one (the echo provider: no
+# network), and looks up in the map the section (one per function) of every instruction they
+# ran, and runs the refused request under valgrind's lackey to find the read-only data it
+# reads, gathered likewise at the start of the read-only data. Rerun it when the request path's
+# code has changed much or the toolchain has: a function missing from the list only stays
+# where the linker puts it, and a name that no longer exists matches nothing.
 #
 # With --check it writes nothing: it builds the binary with the list as it is, and fails when a
 # function a refused request runs is not gathered by it (a function renamed, moved to another
@@ -71,6 +71,8 @@ profile admitted echo 'text/plain' 200
 for _ in $(seq 29); do
     cgi_request "$work/echo.json" text/plain "$binary" >/dev/null
 done
+# The first refusal is the store's (and remembered); the next ones, a fraction of a second
+# later each, are answered from the data directory's memory of refusals, as a scraper's are.
 profile refused-text preset 'text/plain' 429
 profile refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
 profile refused-json preset 'application/json' 429
