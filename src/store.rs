@@ -35,20 +35,41 @@ pub struct Check<'a> {
     pub key: String,
 }
 
-/// What names a request's checks: each rule (with its limit, window and algorithm) and key. A
-/// change of a rule names other checks, so that nothing remembered of the old ones applies.
+/// What names a request's checks: each rule (with its algorithm, unit, limit and window) and
+/// key. A change of a rule names other checks, so that nothing remembered of the old ones
+/// applies. Written without the formatting machinery: a refused request builds it.
 pub(crate) fn checks_key(checks: &[Check<'_>]) -> String {
-    use std::fmt::Write as _;
-    let mut key = String::new();
+    let mut key = String::with_capacity(checks.len() * 80);
     for c in checks {
         let r = c.rule;
-        let _ = write!(
-            key,
-            "{}\u{0}{}\u{0}{}\u{0}{:?}\u{0}{}\u{1}",
-            r.name, r.limit, r.window_secs, r.algorithm, c.key
-        );
+        for part in [r.name.as_str(), r.algorithm.as_str(), r.unit.as_str()] {
+            key.push_str(part);
+            key.push('\0');
+        }
+        for n in [r.limit.get(), r.window_secs.get()] {
+            push_decimal(&mut key, n);
+            key.push('\0');
+        }
+        key.push_str(&c.key);
+        key.push('\u{1}');
     }
     key
+}
+
+/// `n` in decimal at the end of `out`.
+fn push_decimal(out: &mut String, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// What a sweep did.
@@ -104,6 +125,35 @@ impl std::error::Error for StoreError {}
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn checks_are_named_by_every_part_of_their_rules_and_keys() {
+        use crate::core::rule::{Algorithm, KeyKind, Rule};
+        let rule = |limit, window| {
+            let ip = crate::support::defaults::KEY_TEMPLATE_IP;
+            Rule::new("ip", KeyKind::Ip, Algorithm::Fixed, limit, window, ip).unwrap()
+        };
+        let (a, b) = (rule(30, 60), rule(3, 600));
+        let named = |r: &Rule, key: &str| {
+            super::checks_key(&[super::Check {
+                rule: r,
+                key: key.into(),
+            }])
+        };
+        assert_eq!(
+            named(&a, "ip:1"),
+            "ip\x00fixed\x00requests\x0030\x0060\x00ip:1\u{1}"
+        );
+        assert_eq!(
+            named(&b, "ip:1"),
+            "ip\x00fixed\x00requests\x003\x00600\x00ip:1\u{1}"
+        );
+        let max = rule(u32::MAX, 1);
+        assert_eq!(
+            named(&max, ""),
+            "ip\x00fixed\x00requests\x004294967295\x001\x00\u{1}"
+        );
+    }
+
     use super::*;
 
     #[test]
