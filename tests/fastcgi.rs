@@ -151,24 +151,6 @@ fn every_answer_is_the_cgi_answer_byte_for_byte() {
     assert_eq!(lines(&process.stderr()).len(), 9, "{}", process.stderr());
 }
 
-/// `total_connections_received` from Redis's INFO (each call adds its own connection).
-fn redis_connections(redis: &Redis) -> u64 {
-    let info = redis.cmd(&["INFO", "stats"]).as_text().expect("INFO text");
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_connections_received:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("total_connections_received")
-}
-
-/// MariaDB's `Connections` status (each call adds its own connection).
-fn mariadb_connections(db: &MariaDb) -> u64 {
-    db.root_sql("SHOW GLOBAL STATUS LIKE 'Connections'")
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("Connections")
-}
-
 /// 20 requests from one address through one process: the limit applies (5 admitted), the
 /// store and the provider were each connected to once, and every admitted request reached the
 /// provider once.
@@ -216,7 +198,7 @@ fn one_process_keeps_its_connections(store: Value, connections: &dyn Fn() -> u64
 fn one_process_keeps_its_redis_and_provider_connections() {
     let redis = Redis::start();
     one_process_keeps_its_connections(json!({"kind": "redis", "url": redis.url()}), &|| {
-        redis_connections(&redis)
+        redis.connections_received()
     });
 }
 
@@ -228,7 +210,7 @@ fn one_process_keeps_its_redis_and_provider_connections() {
 fn one_process_keeps_its_mariadb_and_provider_connections() {
     let db = MariaDb::start();
     one_process_keeps_its_connections(json!({"kind": "mysql", "url": db.url()}), &|| {
-        mariadb_connections(&db)
+        db.connections()
     });
 }
 

@@ -13,24 +13,6 @@ use support::config::rule;
 use support::urlenc::link_param;
 use support::{Cgi, MariaDb, Redis, Setup};
 
-/// `total_connections_received` from Redis's INFO (each call adds its own connection).
-fn redis_connections(redis: &Redis) -> u64 {
-    let info = redis.cmd(&["INFO", "stats"]).as_text().expect("INFO text");
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_connections_received:"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("total_connections_received")
-}
-
-/// MariaDB's `Connections` status (each call adds its own connection).
-fn mariadb_connections(db: &MariaDb) -> u64 {
-    db.root_sql("SHOW GLOBAL STATUS LIKE 'Connections'")
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .expect("Connections")
-}
-
 /// One address, 5 requests an hour, 20 CGI requests one after another: 5 admitted, then 15
 /// refused, the refusals taking two connections a second at most (the refusal that asks the
 /// server each time the memory's second ends, and the request that moves the journal's spool
@@ -84,7 +66,7 @@ fn redis_refusals_under_cgi_take_no_connection() {
     refusals_take_no_connection(
         "refusals-redis",
         json!({"kind": "redis", "url": redis.url()}),
-        &|| redis_connections(&redis),
+        &|| redis.connections_received(),
     );
 }
 
@@ -98,7 +80,7 @@ fn mariadb_refusals_under_cgi_take_no_connection() {
     refusals_take_no_connection(
         "refusals-mariadb",
         json!({"kind": "mysql", "url": db.url()}),
-        &|| mariadb_connections(&db),
+        &|| db.connections(),
     );
 }
 

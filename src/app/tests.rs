@@ -68,14 +68,26 @@ fn run(
     provider: &dyn Provider,
     env: &Env,
 ) -> (Answer, MemoryLog) {
+    answer_on(cfg, &store.as_store(), provider, &SystemClock, env)
+}
+
+/// The answer to `env` of a site on `store` (whatever is in front of it), with `clock` as the
+/// program's, and what it logged.
+fn answer_on(
+    cfg: &Config,
+    store: &crate::store::roles::Store,
+    provider: &dyn Provider,
+    clock: &dyn Clock,
+    env: &Env,
+) -> (Answer, MemoryLog) {
     let log = MemoryLog::default();
     let app = App {
         config: cfg,
-        store: &store.as_store(),
+        store,
         provider: Some(provider),
         others: &[],
         log: &log,
-        clock: &SystemClock,
+        clock,
         workers: None,
         site_check: None,
         turn: None,

@@ -413,6 +413,15 @@ impl MariaDb {
         self.run_client(cmd)
     }
 
+    /// The server's `Connections` status (each call adds its own connection).
+    pub fn connections(&self) -> u64 {
+        self.root_sql("SHOW GLOBAL STATUS LIKE 'Connections'")
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .expect("Connections")
+    }
+
     /// `try_root_sql`, panicking on error.
     pub fn root_sql(&self, sql: &str) -> String {
         self.try_root_sql(sql)

@@ -315,6 +315,15 @@ impl Redis {
         self.cmd_via(via, args)
     }
 
+    /// `total_connections_received` from INFO (each call adds its own connection).
+    pub fn connections_received(&self) -> u64 {
+        let info = self.cmd(&["INFO", "stats"]).as_text().expect("INFO text");
+        info.lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("total_connections_received")
+    }
+
     pub fn cmd_via(&self, via: Via, args: &[&str]) -> Resp {
         self.connect(via)
             .and_then(|mut c| c.cmd(args))

@@ -96,20 +96,8 @@ fn ask(
     addr: &str,
     link: &str,
 ) -> (u16, serde_json::Value) {
-    let log = MemoryLog::default();
-    let app = App {
-        config: cfg,
-        store,
-        provider: Some(p),
-        others: &[],
-        log: &log,
-        clock: &SystemClock,
-        workers: None,
-        site_check: None,
-        turn: None,
-    };
     let env = get(addr, &format!("link={link}")).with("HTTP_ACCEPT", "application/json");
-    let a = app.handle(&env, &mut std::io::empty());
+    let (a, _) = answer_on(cfg, store, p, &SystemClock, &env);
     let body = serde_json::from_slice(&a.response.body).unwrap_or_default();
     (a.response.status, body)
 }
