@@ -283,10 +283,12 @@ fn audit_files(data: &Path) -> String {
         if [
             resolve::support::defaults::FILE_STORE_COUNT_FILE,
             resolve::support::defaults::FILE_STORE_FOLDING_MARK,
+            resolve::support::defaults::REFUSALS_FILE,
         ]
         .contains(&shard_name.as_str())
         {
-            // The store's count of its shards' entries, and the mark of folding: no counters.
+            // The store's count of its shards' entries, the mark of folding and the refusals
+            // remembered (a slot cut short by a kill is a miss when read): no counters.
             continue;
         }
         // The folded keys' directory holds counters named like a shard's, by another prefix.
