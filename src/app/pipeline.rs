@@ -236,12 +236,13 @@ impl App<'_> {
             turn.wait(self.turn_limit());
         }
         // A refusal remembered for the client stands for the store's, the cache unread.
-        let looked = match self.recall(&asked, &gated.rules) {
+        let own = asked.checks(&gated.rules);
+        let looked = match self.recall(&asked, &own) {
             Some(refusal) => Looked::remembered(refusal),
             None => self.look_up_link(&asked, &gated),
         };
         // Counted in one step of the store; the verdict is acted on below.
-        let (counted, verdict) = self.decide(&asked, gated, looked, reply, tally);
+        let (counted, verdict) = self.decide(&asked, (gated, own), looked, reply, tally);
         // `over_limit`: a solved challenge's extra links instead of the 429, or the 429
         // offering the challenge.
         let (counted, verdict, extra) = self.extra_links(&asked, counted, verdict, reply, tally);
@@ -378,24 +379,21 @@ impl App<'_> {
     /// Counts the request against every rule in one step of the store (the spend rules too
     /// when the link is to be paid for), and what that means for it. The client's own rules
     /// decide first: a client over them is refused by them alone (429 with their wait, even
-    /// when the site's spend limit is reached too), the site-wide counters left unread.
+    /// when the site's spend limit is reached too), the site-wide counters left unread. With
+    /// `gated` come the client's own checks, made once before the recall.
     fn decide<'a>(
         &'a self,
         asked: &Asked<'_>,
-        mut gated: Gated<'a>,
+        (mut gated, mut checks): (Gated<'a>, Vec<Check<'a>>),
         mut looked: Looked<'a>,
         reply: &Reply<'_>,
         tally: &mut Tally,
     ) -> (Counted<'a>, Verdict) {
         let paid = asked.method != Method::Head && looked.cached.is_none() && gated.provider.pays();
-        let all_rules: Vec<&Rule> = gated
-            .rules
-            .iter()
-            .copied()
-            .chain(self.first_call_rules().filter(|_| paid))
-            .collect();
-        let checks = asked.checks(&all_rules);
-        let own = gated.rules.len();
+        let spend: Vec<&Rule> = self.first_call_rules().filter(|_| paid).collect();
+        let all_rules: Vec<&Rule> = gated.rules.iter().chain(&spend).copied().collect();
+        let own = checks.len();
+        checks.extend(asked.checks(&spend));
         let decided = match (
             looked.remembered.take(),
             gated.blocks_failure.take().or(looked.failure.take()),

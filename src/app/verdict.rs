@@ -11,6 +11,7 @@ use crate::core::rule::{KeyKind, Rule};
 use crate::http::negotiate::Format;
 use crate::http::problem::{Kind, Problem};
 use crate::http::render;
+use crate::store::Check;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
 
@@ -31,12 +32,11 @@ impl App<'_> {
     /// A refusal of the client's own rules that the store's counters remember and that still
     /// holds; never when a solved challenge may let the client past its rules (`over_limit`:
     /// its extra links need the cache's word on the link).
-    pub(super) fn recall(&self, asked: &Asked<'_>, rules: &[&Rule]) -> Option<Decision> {
-        if rules.is_empty() || self.passes_over_limit(asked) {
+    pub(super) fn recall(&self, asked: &Asked<'_>, own: &[Check<'_>]) -> Option<Decision> {
+        if own.is_empty() || self.passes_over_limit(asked) {
             return None;
         }
-        let own = asked.checks(rules);
-        self.store.counters.recall_own(&own, self.clock.now_ms())
+        self.store.counters.recall_own(own, self.clock.now_ms())
     }
 
     /// Whether a refusal found the client over one of its own rules (its address's, its
