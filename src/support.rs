@@ -1,7 +1,7 @@
 //! Helpers every layer may use, which use nothing above them: every default in one place,
 //! values never shown and the owner's log that masks them, how the effective configuration is
 //! written, HTML escaping, password hashes, private files written once, sampling, hex text and
-//! the problems logged recently.
+//! the problems logged recently, work waited for on a thread of its own.
 
 pub mod decimal;
 pub mod defaults;
@@ -17,3 +17,4 @@ pub mod show;
 #[cfg(test)]
 pub mod temp;
 pub mod text;
+pub mod waited;

@@ -6,6 +6,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use crate::challenge::{Checked, Settings, Verify, VerifyError};
+use crate::net::lookup;
 
 /// The largest siteverify answer read: a few hundred bytes are expected.
 const MAX_ANSWER_BYTES: u64 = 16 * 1024;
@@ -29,15 +30,16 @@ impl Verify for Siteverify {
         hostname: &str,
     ) -> Result<Checked, VerifyError> {
         let timeout = Duration::from_millis(settings.timeout_ms);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
-            .http_status_as_error(false)
-            .max_redirects(0)
-            // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
-            .proxy(None)
-            .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        let agent = lookup::agent(
+            ureq::Agent::config_builder()
+                .timeout_global(Some(timeout))
+                .http_status_as_error(false)
+                .max_redirects(0)
+                // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
+                .proxy(None)
+                .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
+                .build(),
+        );
         let sent = agent.post(&settings.verify_url).send_form([
             ("secret", settings.secret.expose()),
             ("response", token),

@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::admin::broken::Cause;
@@ -15,6 +14,7 @@ use crate::http::request::Env;
 use crate::site::{Site, not_configured, settings_check, web_root};
 use crate::support::defaults;
 use crate::support::log::{Context, Level};
+use crate::support::waited;
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
@@ -189,10 +189,7 @@ fn drain_stdin(env: &Env, already_read: u64) {
     let Ok(stdin) = stdin_unbuffered() else {
         return;
     };
-    let (done, wait) = mpsc::channel();
-    std::thread::spawn(move || {
+    let _ = waited::run_for(DRAIN_MAX_WAIT, None, move || {
         let _ = io::copy(&mut stdin.take(left), &mut io::sink());
-        let _ = done.send(());
     });
-    let _ = wait.recv_timeout(DRAIN_MAX_WAIT);
 }

@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use crate::net::lookup;
 use crate::provider::account::AccountFacts;
 use crate::provider::job::Job;
 use crate::provider::resolved::{FileLink, Resolved};
@@ -50,15 +51,16 @@ impl HttpProvider {
 
     fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
-            ureq::Agent::config_builder()
-                .timeout_connect(Some(self.spec.connect_timeout))
-                .http_status_as_error(false)
-                .max_redirects(0)
-                // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
-                .proxy(None)
-                .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .into()
+            lookup::agent(
+                ureq::Agent::config_builder()
+                    .timeout_connect(Some(self.spec.connect_timeout))
+                    .http_status_as_error(false)
+                    .max_redirects(0)
+                    // Never from the environment: under CGI a client could set HTTP_PROXY (httpoxy).
+                    .proxy(None)
+                    .user_agent(concat!("resolve/", env!("CARGO_PKG_VERSION")))
+                    .build(),
+            )
         })
     }
 

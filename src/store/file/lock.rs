@@ -10,12 +10,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::store::StoreError;
 use crate::store::file::safe_open::{io_error, locked_file, open_ro, open_rw_unchecked};
 use crate::support::log::Log;
+use crate::support::waited;
 
 /// Threads of this process waiting for a busy lock, and how many may.
 pub(crate) static WAITERS: AtomicUsize = AtomicUsize::new(0);
@@ -84,19 +84,15 @@ pub(crate) fn lock_within(
     // Past a few, a request gives up at once.
     let slot = WaiterSlot::take().ok_or_else(stuck)?;
     let waiter = file.try_clone().map_err(|e| io_error("lock", path, &e))?;
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let got = kind.take(&waiter);
-            drop(slot);
-            let _ = tx.send(got);
-        })
-        .map_err(|e| io_error("lock", path, &e))?;
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(io_error("lock", path, &e)),
-        Err(_) => Err(stuck()),
+    let got = waited::run_for(timeout, Some(64 * 1024), move || {
+        let got = kind.take(&waiter);
+        drop(slot);
+        got
+    });
+    match got {
+        Ok(Some(Ok(()))) => Ok(()),
+        Ok(Some(Err(e))) | Err(e) => Err(io_error("lock", path, &e)),
+        Ok(None) => Err(stuck()),
     }
 }
 
