@@ -7,11 +7,13 @@
 # the file to the linker for the release build of the static binary.
 #
 # It builds that binary with the linker's map, runs requests under callgrind (valgrind) with a
-# file store: a refused request (the path scrapers take) answered as text (by the store), as
-# HTML and as JSON (from the memory of refusals), and an admitted one (the echo provider: no
+# file store: refused requests (the path scrapers take) answered as text, HTML and JSON from
+# the memory of refusals, one refused by the store, and an admitted one (the echo provider: no
 # network), and looks up in the map the section (one per function) of every instruction they
-# ran, and runs the refused request under valgrind's lackey to find the read-only data it
-# reads, gathered likewise at the start of the read-only data. Rerun it when the request path's
+# ran, and runs refused requests under valgrind's lackey to find the read-only data they read,
+# gathered likewise at the start of the read-only data. What a refusal from the memory runs
+# and reads comes first: most refusals are answered so, and the fewer 64 KiB stretches their
+# code and data span, the fewer faults each costs. Rerun it when the request path's
 # code has changed much or the toolchain has: a function missing from the list only stays
 # where the linker puts it, and a name that no longer exists matches nothing.
 #
@@ -53,8 +55,13 @@ build "$work/map"
 # shellcheck source=bench/starter.sh
 . bench/starter.sh
 mkdir "$work/data"
-refusing_config "$work/data" 30 '{"kind": "echo"}' >"$work/echo.json"
-refusing_config "$work/data" 30 >"$work/preset.json"
+# Sweeps drawn for (every request draws) but next to never run (one request in 100 would run
+# one): what is laid out is what every request runs.
+no_sweep() {
+    sed 's/"on_error": "allow"/"on_error": "allow", "sweep_one_in": 1000000000/'
+}
+refusing_config "$work/data" 30 '{"kind": "echo"}' | no_sweep >"$work/echo.json"
+refusing_config "$work/data" 30 | no_sweep >"$work/preset.json"
 
 # A request under callgrind, which writes every instruction it ran with its address.
 profile() {
@@ -71,29 +78,47 @@ profile admitted echo 'text/plain' 200
 for _ in $(seq 29); do
     cgi_request "$work/echo.json" text/plain "$binary" >/dev/null
 done
-# The first refusal is the store's (and remembered); the next ones, a fraction of a second
-# later each, are answered from the data directory's memory of refusals, as a scraper's are.
-profile refused-text preset 'text/plain' 429
-profile refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
-profile refused-json preset 'application/json' 429
-# The first request of a new second moves the journal's spool of the seconds before (once a
-# second, whatever the traffic): its code is gathered too, so that whether a profiled request
-# above happened to start a second changes nothing.
+# The path scrapers take first: refused from the data directory's memory of refusals, as text,
+# HTML and JSON, each profiled straight after a refusal by the store (made natively, and
+# remembered for a second from then, the memory of the one before having run out).
+remembered() {
+    sleep 1.1
+    cgi_request "$work/preset.json" text/plain "$binary" >/dev/null 2>&1
+    profile "$@"
+}
+remembered refused-text preset 'text/plain' 429
+remembered refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
+remembered refused-json preset 'application/json' 429
+# Once the memory has run out, the store refuses again, and the first request of a new second
+# moves the journal's spool of the seconds before (once a second, whatever the traffic).
 sleep 1.2
-profile refused-moving preset 'text/plain' 429
-# The read-only data a refused request reads, address by address (valgrind's lackey).
-cgi_request "$work/preset.json" text/plain valgrind --tool=lackey --trace-mem=yes \
-    --log-file="$work/refused.mem" "$binary" >/dev/null 2>&1
+profile refused-store preset 'text/plain' 429
+# The read-only data refused requests read, address by address (valgrind's lackey): from the
+# memory, then from the store, on a site as bench/starts.sh measures it (the preset's first
+# request admitted and its call failed on the discard port, every later one refused).
+mkdir "$work/starter"
+refusing_config "$work/starter" 1 | no_sweep >"$work/starter.json"
+cgi_request "$work/starter.json" text/plain "$binary" >/dev/null 2>&1
+read_data() {
+    cgi_request "$work/starter.json" text/plain valgrind --tool=lackey --trace-mem=yes \
+        --log-file="$work/$1.mem" "$binary" >/dev/null 2>&1
+}
+sleep 1.1
+cgi_request "$work/starter.json" text/plain "$binary" >/dev/null 2>&1
+read_data refused-remembered
+sleep 1.2
+read_data refused-store
 
 out=link/request-path.ld
 [ "$check" = no ] || out="$work/request-path.ld"
-python3 - "$work/map" "$out" "$work/ran" "$work/refused.mem" "$work/refused-text.cg" \
-    "$work/refused-html.cg" "$work/refused-json.cg" "$work/refused-moving.cg" \
-    "$work/admitted.cg" <<'PY'
+python3 - "$work/map" "$out" "$work/ran" "$work/refused-remembered.mem" "$work/refused-store.mem" \
+    "$work/refused-text.cg" "$work/refused-html.cg" "$work/refused-json.cg" \
+    "$work/refused-store.cg" "$work/admitted.cg" <<'PY'
 import bisect, re, sys
 
-map_path, out_path, ran_path, mem_path = sys.argv[1:5]
-profiles = sys.argv[5:]
+map_path, out_path, ran_path = sys.argv[1:4]
+mem_paths = sys.argv[4:6]
+profiles = sys.argv[6:]
 
 # Input sections of the program's code in the map: " NAME ADDR SIZE FILE", the name alone on
 # its line when long.
@@ -137,26 +162,32 @@ def pattern(section, kind=".text"):
         name = re.sub(r"\.[0-9]+$", ".*", name)
     return f"*({name})"
 
-# Every section that ran: the refused requests' first (the last profile is the admitted
-# request), each group in the order of its patterns, so that the file changes only where the
-# code it names does.
+# Every section that ran: the refused requests' first, those from the memory before the
+# store's, then the admitted request's (the last profile).
 ran, seen = [], set()
 for n, path in enumerate(profiles):
-    group = []
+    group, here = [], set()
     for line in open(path):
         m = re.match(r"^(?:calls=\d+ )?0x([0-9a-f]+)", line)
         if not m:
             continue
         addr = int(m.group(1), 16)
         i = bisect.bisect_right(starts, addr) - 1
-        if i >= 0 and addr < sections[i][0] + sections[i][1] and i not in seen:
-            seen.add(i)
-            group.append(sections[i])
-    if n < len(profiles) - 1:
-        ran += group
-    else:
-        ran.sort(key=pattern)
-        ran += sorted(group, key=pattern)
+        if i >= 0 and addr < sections[i][0] + sections[i][1]:
+            here.add(i)
+            if i not in seen:
+                seen.add(i)
+                group.append(sections[i])
+    # The store's decision runs in the store's refusal, and not in those from the memory (a
+    # profile started too late after its refusal by the store would have asked the store).
+    decided = any("16decide_own_first" in sections[i][2] for i in here)
+    if (n < 3 and decided) or (n == 3 and not decided):
+        sys.exit(f"request-path: the {path} request was {'' if decided else 'not '}decided by the store")
+    # Each group in the order of its patterns, so that the file changes only where the code
+    # it names does; the groups in the order of the profiles.
+    ran += sorted(group, key=pattern)
+    if n == 2:
+        remembered_end = len(ran)
 
 with open(ran_path, "w") as f:
     f.write("".join(s[2] + "\n" for s in ran))
@@ -182,34 +213,54 @@ data_extra = [
 ]
 
 lines, placed = [], set()
-for section in ran:
+for n, section in enumerate(ran):
+    if n == remembered_end:
+        # What a refusal from the memory also runs natively, right after the rest of it.
+        lines += ["    " + p for p in extra]
+        placed.update(extra)
     p = pattern(section)
     if p not in placed:
         placed.add(p)
         lines.append("    " + p)
-lines += ["    " + p for p in extra if p not in placed]
 
 # The read-only data the refused request read: its sections in the order first read. A
 # constant of this program's own crate is named by a hash of the crate's build (it changes with
 # the code), so those lines hold for this build only; the others (the standard library's, the
 # dependencies', the C library's, and every named table) hold until the toolchain or a
 # dependency changes.
+# The map gives a mergeable section (`.rodata.cst8`, `.rodata.str1.1`) merged into an earlier
+# one the address of what it was merged into, where another constant may lie: an address is
+# looked up among the other sections first, so that such a constant is not taken for the
+# merged section (which it then never gathered, one build in two).
 rodata = input_sections(".rodata")
-rodata_starts = [s[0] for s in rodata]
+mergeable = lambda s: re.match(r"\.rodata\.(cst|str)", s[2]) is not None
+lookups = [[s for s in rodata if not mergeable(s)], [s for s in rodata if mergeable(s)]]
+lookups = [(group, [s[0] for s in group]) for group in lookups]
+
+def section_at(addr):
+    for group, starts_at in lookups:
+        i = bisect.bisect_right(starts_at, addr) - 1
+        if i >= 0 and addr < group[i][0] + group[i][1]:
+            return group[i]
+    return None
+
 read, data_lines, data_placed = [], [], set()
-for line in open(mem_path):
+for line in (line for path in mem_paths for line in open(path)):
     m = re.match(r"^ [LM] ([0-9a-f]+),", line)
     if not m:
         continue
-    addr = int(m.group(1), 16)
-    i = bisect.bisect_right(rodata_starts, addr) - 1
-    if i >= 0 and addr < rodata[i][0] + rodata[i][1]:
-        p = pattern(rodata[i], ".rodata")
+    section = section_at(int(m.group(1), 16))
+    if section:
+        p = pattern(section, ".rodata")
         if p not in data_placed:
             data_placed.add(p)
-            read.append(rodata[i])
+            read.append(section)
             data_lines.append("    " + p)
 data_lines += ["    " + p for p in data_extra if p not in data_placed]
+# The merged string constants come last: one section of some 64 KiB, which no order of its
+# own can split, after the small sections, so that those share the first 64 KiB.
+merged = [line for line in data_lines if ".rodata.str" in line]
+data_lines = [line for line in data_lines if line not in merged] + merged
 
 with open(out_path, "w") as f:
     f.write("/* The code a CGI request runs, gathered at the start of the program's code, and the\n")
