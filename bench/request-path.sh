@@ -186,8 +186,6 @@ for n, path in enumerate(profiles):
     # Each group in the order of its patterns, so that the file changes only where the code
     # it names does; the groups in the order of the profiles.
     ran += sorted(group, key=pattern)
-    if n == 2:
-        remembered_end = len(ran)
 
 with open(ran_path, "w") as f:
     f.write("".join(s[2] + "\n" for s in ran))
@@ -212,12 +210,9 @@ data_extra = [
     "*libc.a:fstat.lo(.rodata .rodata.*)",
 ]
 
-lines, placed = [], set()
-for n, section in enumerate(ran):
-    if n == remembered_end:
-        # What a refusal from the memory also runs natively, right after the rest of it.
-        lines += ["    " + p for p in extra]
-        placed.update(extra)
+# What every request runs natively comes first, the little valgrind does not see with it.
+lines, placed = ["    " + p for p in extra], set(extra)
+for section in ran:
     p = pattern(section)
     if p not in placed:
         placed.add(p)
@@ -262,6 +257,41 @@ data_lines += ["    " + p for p in data_extra if p not in data_placed]
 merged = [line for line in data_lines if ".rodata.str" in line]
 data_lines = [line for line in data_lines if line not in merged] + merged
 
+# The statics a refused request reads or writes (the C library's, std's, this program's; the
+# arena aside), gathered at the start of the writable data, where .data's cold tables and
+# .bss's cold buffers spread them over three pages: those of .bss become zeros in the file.
+# A section named only `.data` or `.bss` (not the C library's) is left where it is: its
+# pattern would take every object's.
+rw = [s for s in input_sections(".data") if not s[2].startswith(".data.rel.ro")]
+rw += [s for s in input_sections(".bss") if "5arena5ARENA" not in s[2]]
+# The C library's common symbols (`__libc`, `__hwcap`, `__sysinfo`), listed apart.
+started = False
+for line in open(map_path, errors="replace"):
+    started = started or line.startswith("Linker script and memory map")
+    m = re.match(r"^ COMMON\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+(\S.*)$", line)
+    if started and m and int(m.group(2), 16):
+        rw.append((int(m.group(1), 16), int(m.group(2), 16), "COMMON", m.group(3)))
+rw.sort()
+rw_starts = [s[0] for s in rw]
+rw_lines, rw_placed = [], set()
+for line in (line for path in mem_paths for line in open(path)):
+    m = re.match(r"^ [LSM] ([0-9a-f]+),", line)
+    if not m:
+        continue
+    addr = int(m.group(1), 16)
+    i = bisect.bisect_right(rw_starts, addr) - 1
+    if i < 0 or addr >= rw[i][0] + rw[i][1]:
+        continue
+    kind = ".bss" if rw[i][2].startswith(".bss") else ".data"
+    p = pattern(rw[i], kind)
+    if rw[i][2] == "COMMON":
+        lib = re.search(r"(?:^|/)libc\.a\((.+)\)$", rw[i][3])
+        p = f"*libc.a:{lib.group(1)}(COMMON)" if lib else "*(COMMON)"
+    if p in (f"*({kind})", f"*({kind}.*)", "*(COMMON)") or p in rw_placed:
+        continue
+    rw_placed.add(p)
+    rw_lines.append("    " + p)
+
 with open(out_path, "w") as f:
     f.write("/* The code a CGI request runs, gathered at the start of the program's code, and the\n")
     f.write("   read-only data a refused request reads, at the start of the read-only data: written\n")
@@ -273,9 +303,14 @@ with open(out_path, "w") as f:
     f.write("SECTIONS\n{\n  .rodata.request ALIGN(0x10000) :\n  {\n")
     f.write("\n".join(data_lines) + "\n")
     f.write("  }\n}\nINSERT BEFORE .rodata;\n")
+    # On a page of its own after .data (outside the part made read-only after relocation, and
+    # where .bss starts, the page the kernel clears the end of anyway).
+    f.write("SECTIONS\n{\n  .data.request ALIGN(0x1000) :\n  {\n")
+    f.write("\n".join(rw_lines) + "\n")
+    f.write("  }\n}\nINSERT AFTER .data;\n")
 print(f"request-path: {len(ran)} sections ran ({sum(s[1] for s in ran) // 1024} KiB), "
       f"{len(lines)} patterns in {out_path}; {len(read)} sections of read-only data read "
-      f"({sum(s[1] for s in read) // 1024} KiB)")
+      f"({sum(s[1] for s in read) // 1024} KiB); {len(rw_lines)} statics written or read")
 PY
 
 # Built again with the file: the gathered code's size, and whether every section that ran is
