@@ -18,8 +18,9 @@ use crate::support::waited;
 
 /// The request's meta-variables, as the server set them.
 pub fn env_from_process() -> Env {
-    let mut env = Env::new();
-    for (name, value) in std::env::vars_os() {
+    let vars = std::env::vars_os();
+    let mut env = Env::with_capacity(vars.size_hint().0);
+    for (name, value) in vars {
         if let Ok(name) = name.into_string() {
             env.set_owned(name, value.into_vec());
         }

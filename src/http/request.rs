@@ -16,6 +16,14 @@ impl Env {
         Env::default()
     }
 
+    /// An empty set with room for `n` variables set without growing (a CGI process's
+    /// environment, whose size is known).
+    pub fn with_capacity(n: usize) -> Env {
+        Env {
+            vars: Vec::with_capacity(n),
+        }
+    }
+
     /// Sets `name`; a later value hides an earlier one (kept, not searched for: setting many
     /// variables stays linear, as a FastCGI request with thousands of params needs).
     pub fn set(&mut self, name: &str, value: impl Into<Vec<u8>>) {
