@@ -112,6 +112,11 @@ fn link_script() {
     let arena = Path::new(&dir).join("link").join("arena.ld");
     println!("cargo:rustc-link-arg-bin=resolve=-T");
     println!("cargo:rustc-link-arg-bin=resolve={}", arena.display());
+    // No region made read-only after relocation: a static binary has no loader to make it so
+    // (musl's start-up does not), and the padding that would end it on a page boundary put
+    // the thread-local storage's image on a page of its own, one more page every request
+    // touches (docs/performance.md).
+    println!("cargo:rustc-link-arg-bin=resolve=-Wl,-z,norelro");
     // bench/request-path.sh asks for the linker's map, to count what the file gathered.
     println!("cargo:rerun-if-env-changed=RESOLVE_LINK_MAP");
     if let Some(map) = env::var_os("RESOLVE_LINK_MAP") {

@@ -303,10 +303,18 @@ with open(out_path, "w") as f:
     f.write("SECTIONS\n{\n  .rodata.request ALIGN(0x10000) :\n  {\n")
     f.write("\n".join(data_lines) + "\n")
     f.write("  }\n}\nINSERT BEFORE .rodata;\n")
-    # On a page of its own after .data (outside the part made read-only after relocation, and
-    # where .bss starts, the page the kernel clears the end of anyway).
-    f.write("SECTIONS\n{\n  .data.request ALIGN(0x1000) :\n  {\n")
+    # On the page of the thread-local storage's image and the tables after it (.got), which a
+    # request reads anyway: the read-only data padded to a page's end, so that the writable
+    # data starts on a page (its offset in the page otherwise follows the code's size); and
+    # .data's end padded too, so that .bss starts on a page of its own and the kernel has no
+    # part of a page to clear at exec (it would write, and so fault in, .data's last page).
+    # With build.rs's `-z norelro`, nothing pads .got's end. One page of statics a request.
+    f.write("SECTIONS\n{\n  .rodata.end :\n  {\n    BYTE(0)\n    . = ALIGN(0x1000);\n")
+    f.write("  }\n}\nINSERT BEFORE .tdata;\n")
+    f.write("SECTIONS\n{\n  .data.request :\n  {\n")
     f.write("\n".join(rw_lines) + "\n")
+    f.write("  }\n}\nINSERT AFTER .got;\n")
+    f.write("SECTIONS\n{\n  .data.end :\n  {\n    BYTE(0)\n    . = ALIGN(0x1000);\n")
     f.write("  }\n}\nINSERT AFTER .data;\n")
 print(f"request-path: {len(ran)} sections ran ({sum(s[1] for s in ran) // 1024} KiB), "
       f"{len(lines)} patterns in {out_path}; {len(read)} sections of read-only data read "
