@@ -218,7 +218,7 @@ for section in ran:
         placed.add(p)
         lines.append("    " + p)
 
-# The read-only data the refused request read: its sections in the order first read. A
+# The read-only data refused requests read: its sections in the order first read. A
 # constant of this program's own crate is named by a hash of the crate's build (it changes with
 # the code), so those lines hold for this build only; the others (the standard library's, the
 # dependencies', the C library's, and every named table) hold until the toolchain or a
@@ -239,29 +239,10 @@ def section_at(addr):
             return group[i]
     return None
 
-read, data_lines, data_placed = [], [], set()
-for line in (line for path in mem_paths for line in open(path)):
-    m = re.match(r"^ [LM] ([0-9a-f]+),", line)
-    if not m:
-        continue
-    section = section_at(int(m.group(1), 16))
-    if section:
-        p = pattern(section, ".rodata")
-        if p not in data_placed:
-            data_placed.add(p)
-            read.append(section)
-            data_lines.append("    " + p)
-data_lines += ["    " + p for p in data_extra if p not in data_placed]
-# The merged string constants come last: one section of some 64 KiB, which no order of its
-# own can split, after the small sections, so that those share the first 64 KiB.
-merged = [line for line in data_lines if ".rodata.str" in line]
-data_lines = [line for line in data_lines if line not in merged] + merged
-
-# The statics a refused request reads or writes (the C library's, std's, this program's; the
-# arena aside), gathered at the start of the writable data, where .data's cold tables and
-# .bss's cold buffers spread them over three pages: those of .bss become zeros in the file.
-# A section named only `.data` or `.bss` (not the C library's) is left where it is: its
-# pattern would take every object's.
+# The statics refused requests read or write (the C library's, std's, this program's; the
+# arena aside), gathered after .got, where .data's cold tables and .bss's cold buffers spread
+# them over three pages: those of .bss become zeros in the file. A section named only `.data`
+# or `.bss` (not the C library's) is left where it is: its pattern would take every object's.
 rw = [s for s in input_sections(".data") if not s[2].startswith(".data.rel.ro")]
 rw += [s for s in input_sections(".bss") if "5arena5ARENA" not in s[2]]
 # The C library's common symbols (`__libc`, `__hwcap`, `__sysinfo`), listed apart.
@@ -273,12 +254,24 @@ for line in open(map_path, errors="replace"):
         rw.append((int(m.group(1), 16), int(m.group(2), 16), "COMMON", m.group(3)))
 rw.sort()
 rw_starts = [s[0] for s in rw]
+
+# One pass over the accesses for both: the read-only data read (loads), the statics read or
+# written (stores too).
+read, data_lines, data_placed = [], [], set()
 rw_lines, rw_placed = [], set()
 for line in (line for path in mem_paths for line in open(path)):
-    m = re.match(r"^ [LSM] ([0-9a-f]+),", line)
+    m = re.match(r"^ ([LSM]) ([0-9a-f]+),", line)
     if not m:
         continue
-    addr = int(m.group(1), 16)
+    addr = int(m.group(2), 16)
+    section = section_at(addr) if m.group(1) != "S" else None
+    if section:
+        p = pattern(section, ".rodata")
+        if p not in data_placed:
+            data_placed.add(p)
+            read.append(section)
+            data_lines.append("    " + p)
+        continue
     i = bisect.bisect_right(rw_starts, addr) - 1
     if i < 0 or addr >= rw[i][0] + rw[i][1]:
         continue
@@ -291,6 +284,11 @@ for line in (line for path in mem_paths for line in open(path)):
         continue
     rw_placed.add(p)
     rw_lines.append("    " + p)
+data_lines += ["    " + p for p in data_extra if p not in data_placed]
+# The merged string constants come last: one section of some 64 KiB, which no order of its
+# own can split, after the small sections, so that those share the first 64 KiB.
+merged = [line for line in data_lines if ".rodata.str" in line]
+data_lines = [line for line in data_lines if line not in merged] + merged
 
 with open(out_path, "w") as f:
     f.write("/* The code a CGI request runs, gathered at the start of the program's code, and the\n")
