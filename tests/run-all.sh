@@ -169,7 +169,7 @@ main() {
 
     step "shellcheck"
     shellcheck -x tests/run-all.sh .ci/run deploy.sh fuzz/run.sh bench/run.sh bench/starts.sh \
-        bench/request-path.sh bench/starter.sh
+        bench/request-path.sh bench/starter.sh bench/apache-profile.sh
 
     step "cargo fmt --check"
     cargo fmt --check
