@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where the machine's CPU goes for one refused CGI request under Apache, beside the no-op floor:
 # starts Apache (event MPM, mod_cgid) on loopback with both programs in its cgi-bin, drives each
-# in turn with wrk while `perf record -a` samples every CPU, and prints microseconds of CPU per
-# request: by process (the server, the program, the client, idle), the program's own split
+# in turn with wrk while `perf record -a` samples every CPU (in rounds, each starting with the
+# other program), and prints microseconds of CPU per request, the rounds' mean: by process (the server, the program, the client, idle), the program's own split
 # (its code, the vDSO, the kernel's work for its file pages, for its other page faults, and
 # the rest: system calls, exec, exit), and the kernel functions that grew the most. Complements
 # bench/starts.sh, which measures the program alone and cannot see what it costs the server or
@@ -10,18 +10,20 @@
 #
 # The configuration: bench/starter.sh's, a client allowed one request a day.
 #
-# Usage: bench/apache-profile.sh [SECONDS [PROGRAM]]   (defaults: 8 s per program, the release
-#        binary, built first). Needs root or perf_event_paranoid <= 0 for kernel samples.
+# Usage: bench/apache-profile.sh [SECONDS [ROUNDS [PROGRAM]]]   (defaults: 6 s per program and
+#        round, 3 rounds, the release binary, built first). Needs root or perf_event_paranoid
+#        <= 0 for the kernel's samples.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 TARGET=x86_64-unknown-linux-musl
-SECONDS_EACH=${1:-8}
-PROGRAM=${2:-}
-[ "$SECONDS_EACH" -ge 4 ] 2>/dev/null || {
-    echo "apache-profile: SECONDS must be a whole number, at least 4" >&2
+SECONDS_EACH=${1:-6}
+ROUNDS=${2:-3}
+PROGRAM=${3:-}
+if ! [ "$SECONDS_EACH" -ge 4 ] 2>/dev/null || ! [ "$ROUNDS" -ge 1 ] 2>/dev/null; then
+    echo "apache-profile: SECONDS must be a whole number, at least 4, and ROUNDS at least 1" >&2
     exit 1
-}
+fi
 missing=()
 for tool in /usr/sbin/apache2:apache2 wrk:wrk perf:linux-perf musl-gcc:musl-tools curl:curl; do
     command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
@@ -96,10 +98,10 @@ if [ "$status" != 429 ]; then
 fi
 
 cpus=$(nproc)
-# Per program: requests/s, then perf's samples as "comm<TAB>dso<TAB>symbol<TAB>us per request".
+# One round of a program: its requests/s appended to NAME.rps, perf's samples appended to
+# NAME.tsv as "comm<TAB>dso<TAB>symbol<TAB>us per request".
 measure() {
     local name=$1 url=$2 rps
-    wrk -t2 -c32 -d3s "$url" >/dev/null
     wrk -t2 -c32 -d"${SECONDS_EACH}s" "$url" >"$work/$name.wrk" &
     sleep 1
     perf record -q -a -F 4999 -o "$work/$name.perf" -- sleep $((SECONDS_EACH - 2)) 2>/dev/null
@@ -113,13 +115,27 @@ measure() {
                 sym = $5; for (i = 6; i <= NF; i++) sym = sym " " $i
                 comm = ($2 == prog) ? "PROGRAM" : $2
                 printf "%s\t%s\t%s\t%.4f\n", comm, $3, sym, pct / 100 * cpus * 1e6 / rps
-            }' >"$work/$name.tsv"
-    echo "$rps"
+            }' >>"$work/$name.tsv"
+    echo "$rps" >>"$work/$name.rps"
 }
-floor_rps=$(measure noop "$base/noop")
-ours_rps=$(measure resolve "$base/resolve$query")
+# Warmed up first: the files made and the pages in memory.
+wrk -t2 -c32 -d3s "$base/noop" >/dev/null
+wrk -t2 -c32 -d3s "$base/resolve$query" >/dev/null
+for round in $(seq "$ROUNDS"); do
+    if [ $((round % 2)) -eq 1 ]; then
+        measure noop "$base/noop"
+        measure resolve "$base/resolve$query"
+    else
+        measure resolve "$base/resolve$query"
+        measure noop "$base/noop"
+    fi
+done
+floor_rps=$(awk '{ s += $1 } END { print s / NR }' "$work/noop.rps")
+ours_rps=$(awk '{ s += $1 } END { print s / NR }' "$work/resolve.rps")
+ratios=$(paste "$work/noop.rps" "$work/resolve.rps" | awk '{ printf "%s%.2f", (NR > 1 ? ", " : ""), $2 / $1 }')
 
-awk -F'\t' -v floor_rps="$floor_rps" -v ours_rps="$ours_rps" -v secs="$SECONDS_EACH" '
+awk -F'\t' -v floor_rps="$floor_rps" -v ours_rps="$ours_rps" -v secs="$SECONDS_EACH" \
+    -v rounds="$ROUNDS" -v ratios="$ratios" '
     function group(comm) {
         if (comm == "PROGRAM" || comm == "apache2" || comm == "wrk" || comm == "swapper") return comm
         return "other"
@@ -133,15 +149,17 @@ awk -F'\t' -v floor_rps="$floor_rps" -v ours_rps="$ours_rps" -v secs="$SECONDS_E
     }
     FNR == 1 { f++ }
     {
-        by[f, group($1)] += $4
-        total[f] += $4
+        us = $4 / rounds
+        by[f, group($1)] += us
+        total[f] += us
         if ($1 == "PROGRAM") {
-            split_[f, part($2, $3)] += $4
-            if ($2 == "[kernel.kallsyms]") { k[f, $3] += $4; ks[$3] = 1 }
+            split_[f, part($2, $3)] += us
+            if ($2 == "[kernel.kallsyms]") { k[f, $3] += us; ks[$3] = 1 }
         }
     }
     END {
-        printf "Apache (event MPM, mod_cgid), wrk -t2 -c32, %d s each, perf sampling every CPU:\n", secs
+        printf "Apache (event MPM, mod_cgid), wrk -t2 -c32, %d rounds of %d s each, perf sampling every CPU;\n", rounds, secs
+        printf "the rounds'\'' ratios of requests/s to the floor'\''s: %s; figures are the rounds'\'' means\n", ratios
         printf "%-34s %10s %10s %10s\n", "CPU per request (us)", "floor", "resolve", "change"
         printf "%-34s %10.0f %10.0f %10.2fx\n", "requests/s", floor_rps, ours_rps, ours_rps / floor_rps
         n = split("PROGRAM:the program|apache2:Apache|wrk:wrk (the client)|swapper:idle|other:other processes", rows, "|")
