@@ -2,9 +2,10 @@
 # Where the machine's CPU goes for one refused CGI request under Apache, beside the no-op floor:
 # starts Apache (event MPM, mod_cgid) on loopback with both programs in its cgi-bin, drives each
 # in turn with wrk while `perf record -a` samples every CPU (in rounds, each starting with the
-# other program), and prints microseconds of CPU per request, the rounds' mean: by process (the server, the program, the client, idle), the program's own split
-# (its code, the vDSO, the kernel's work for its file pages, for its other page faults, and
-# the rest: system calls, exec, exit), and the kernel functions that grew the most. Complements
+# other program), and prints microseconds of CPU per request, the rounds' mean: by process (the
+# server, the program, the client, idle), the program's own split (its code, the vDSO, the
+# kernel's work for its file pages, for its other page faults, and the rest: system calls,
+# exec, exit), and the kernel functions that grew the most. Complements
 # bench/starts.sh, which measures the program alone and cannot see what it costs the server or
 # what two requests at once cost each other. Judges nothing; loopback only.
 #
@@ -104,7 +105,11 @@ measure() {
     local name=$1 url=$2 rps
     wrk -t2 -c32 -d"${SECONDS_EACH}s" "$url" >"$work/$name.wrk" &
     sleep 1
-    perf record -q -a -F 4999 -o "$work/$name.perf" -- sleep $((SECONDS_EACH - 2)) 2>/dev/null
+    if ! perf record -q -a -F 4999 -o "$work/$name.perf" -- sleep $((SECONDS_EACH - 2)); then
+        echo "apache-profile: perf could not sample every CPU (run as root, or set" \
+            "kernel.perf_event_paranoid to 0 or below)" >&2
+        exit 1
+    fi
     wait $!
     rps=$(awk '/^Requests\/sec/ {print $2}' "$work/$name.wrk")
     perf report -i "$work/$name.perf" --sort comm,dso,sym --stdio 2>/dev/null |
