@@ -223,7 +223,8 @@ pub fn add(copy: &[u8], keys: &[(String, u64)]) -> Result<Vec<u8>, Damage> {
         }
     }
     for (k, times, _) in wanted.iter().filter(|(_, _, found)| !found) {
-        let _ = writeln!(out, "{k} {times}");
+        // By value, as above: both branches format with the same function.
+        let _ = writeln!(out, "{k} {}", *times);
     }
     Ok(out)
 }
