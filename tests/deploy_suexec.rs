@@ -1062,6 +1062,7 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
                  anonymous_enable=NO\nlocal_enable=YES\nwrite_enable=YES\nlocal_umask=022\n\
                  chmod_enable=YES\npam_service_name=vsftpd\nseccomp_sandbox=NO\n\
                  secure_chroot_dir={d}/empty\nvsftpd_log_file={d}/{name}.log\n\
+                 xferlog_enable=YES\nlog_ftp_protocol=YES\n\
                  ssl_enable={ssl}\nforce_local_logins_ssl={ssl}\nforce_local_data_ssl={ssl}\n\
                  require_ssl_reuse=NO\nrsa_cert_file={d}/cert.pem\nrsa_private_key_file={d}/key.pem\n",
                 d = dir.path().display(),
@@ -1113,6 +1114,28 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
         );
         r
     };
+    // A deployment that should work, failing: with what the servers logged of it (lftp's side
+    // is in deploy.sh's output).
+    let servers_log = || {
+        ["vsftpd-tls", "vsftpd-plain"]
+            .iter()
+            .map(|name| {
+                let log = fs::read_to_string(dir.join(&format!("{name}.log"))).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                format!("--- {name}.log, last lines\n{}\n", tail.join("\n"))
+            })
+            .collect::<String>()
+    };
+    let deployed = |r: Deployed| {
+        assert!(
+            r.output.status.success(),
+            "deploy.sh failed:\n{}{}",
+            r.all(),
+            servers_log()
+        );
+        r
+    };
 
     // A server without TLS is refused (the password would travel readable); a wrong password
     // is named as such. Neither changes anything.
@@ -1124,23 +1147,20 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
         "{}",
         r.all()
     );
-    let r = run(
+    let r = deployed(run(
         args(&plain_port, &password_file),
         &["--allow-plain-ftp", "--dry-run"],
-    );
-    r.assert_ok();
+    ));
     r.warns(&["password is sent unencrypted"]);
     let r = run(args(&tls_port, &wrong_file), &[]);
     r.assert_exit(1);
     r.warns(&["login refused"]);
-    let r = run(args(&tls_port, &password_file), &["--dry-run"]);
-    r.assert_ok();
+    let r = deployed(run(args(&tls_port, &password_file), &["--dry-run"]));
     r.says(&["resolve/config.json will be created"]);
     assert_untouched(&before, &user, "refused or dry-run FTPS deployments");
 
     // The deployment over TLS: temporary names, SITE CHMOD, renames, modes read back.
-    let r = run(args(&tls_port, &password_file), &[]);
-    r.assert_ok();
+    let r = deployed(run(args(&tls_port, &password_file), &[]));
     r.says(&[
         "set ftp:ssl-force true",
         "public_html/cgi-bin/resolve: -rwxr-xr-x",
@@ -1151,8 +1171,7 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     // version's beside it.
     let css = user.web().join("resolve/style.css");
     user.write(&css, "/* the owner's */\n", 0o644);
-    let r = run(args(&tls_port, &password_file), &[]);
-    r.assert_ok();
+    let r = deployed(run(args(&tls_port, &password_file), &[]));
     r.warns(&["public_html/resolve/style.css was edited since deploy.sh installed it"]);
     assert_eq!(fs::read_to_string(&css).unwrap(), "/* the owner's */\n");
     assert_eq!(
@@ -1162,7 +1181,7 @@ fn deploy_over_ftps_requires_tls_and_never_shows_the_password() {
     user.write(&css, installed_page("style.css", "/cgi-bin/resolve"), 0o644);
 
     assert_redeploy_keeps_the_configuration(&user, || {
-        run(args(&tls_port, &password_file), &[]).assert_ok();
+        deployed(run(args(&tls_port, &password_file), &[]));
     });
 }
 
