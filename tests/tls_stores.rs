@@ -1,7 +1,9 @@
 //! The stores over TLS, shared by three web servers: a real redis-server speaking only TLS on
-//! its port (`rediss://`) and a real MariaDB with `require_secure_transport=ON`, each with a
-//! test CA made here (`store.ca_file`). On each, 300 requests, 32 at a time, spread over three
-//! Apache instances (mod_cgid, or mod_fcgid in run-all's second round) with a limit of 30 admit exactly 30, counted by the provider
+//! its port (`rediss://`), a real Redis Cluster of six nodes whose ports, cluster bus and
+//! replication speak only TLS (three of them given as seeds), and a real MariaDB with
+//! `require_secure_transport=ON`, each with a test CA made here (`store.ca_file`). On each, 300
+//! requests, 32 at a time, spread over three Apache instances (mod_cgid, or mod_fcgid in
+//! run-all's second round) with a limit of 30 admit exactly 30, counted by the provider
 //! stand-in, the Redis one through an ACL user; a CA that did not sign the server's
 //! certificate, or a certificate for another name, is refused, with `on_error` applied and
 //! logged; a plain client of a server that requires TLS is told what to set; and
@@ -22,6 +24,7 @@ use serde_json::{Value, json};
 use support::client::fire;
 use support::config::{self, rule};
 use support::mariadb::{DATABASE, USER};
+use support::redis_cluster::RedisCluster;
 use support::tls::TestCa;
 use support::{Apache, MariaDb, Provider, Redis, Request, Response, TempDir, binary};
 
@@ -266,6 +269,45 @@ fn redis_over_tls_shared_by_three_web_servers_admits_exactly_the_limit() {
     assert!(
         matches!(&keys, support::redis::Resp::Array(Some(k)) if !k.is_empty()),
         "no counter in the Redis the web servers share: {keys}"
+    );
+}
+
+/// A Redis Cluster over TLS: every node's port, bus and replication speak TLS only; the store
+/// is given three of the six as seeds with `ca_file`, and must follow the slots' redirects to
+/// the other masters over TLS too, checking each node's certificate.
+#[test]
+fn redis_cluster_over_tls_shared_by_three_web_servers_admits_exactly_the_limit() {
+    let ca = TestCa::new("redis-cluster");
+    let password = "cluster-tls-pw-3c9d";
+    let cluster = RedisCluster::start_tls("tls", password, &ca);
+    let store = json!({"kind": "redis", "password": password,
+        "cluster_nodes": cluster.seeds()[..3], "ca_file": ca.ca(), "on_error": "deny",
+        "connect_timeout_ms": 2000, "read_timeout_ms": 2000});
+    let farm = Farm::start("redis-cluster-tls", store);
+    let (code, out) = check(&farm.configs[0]);
+    assert_eq!(code, Some(0), "{out}");
+    let line = line(&out, "ok   store:");
+    assert!(line.contains("TLSv1.3, TLS13_"), "{line}");
+    farm.exactly_the_limit("redis cluster over TLS");
+    // The counters are spread over the cluster's masters, not all on the seeds' slots; the
+    // requests' keys were each a client's (one address), so at least its counter is there.
+    let keys = cluster.keys(&[]);
+    assert!(
+        keys.iter().any(|(_, k)| k.contains("ip")),
+        "no counter in the cluster the web servers share: {keys:?}"
+    );
+    // Only TLS reached the client ports: a plain connection to a seed is not a Redis session.
+    let plain =
+        std::net::TcpStream::connect(("127.0.0.1", cluster.ports()[0])).and_then(|mut c| {
+            use std::io::{Read, Write};
+            c.set_read_timeout(Some(Duration::from_secs(2)))?;
+            c.write_all(b"PING\r\n")?;
+            let mut buf = [0u8; 16];
+            c.read(&mut buf)
+        });
+    assert!(
+        !matches!(plain, Ok(n) if n > 0),
+        "a seed answered a plain PING: {plain:?}"
     );
 }
 

@@ -813,10 +813,11 @@ impl Upkeep for RedisStore {
                 .unwrap_or_default(),
             _ => String::new(),
         };
-        let tls = match self.conn.borrow().as_ref().and_then(Connection::tls) {
-            Some(tls) => format!(", {tls}"),
-            None => String::new(),
+        let tls = match &self.cluster {
+            Some(cluster) => cluster.borrow().tls(),
+            None => self.conn.borrow().as_ref().and_then(Connection::tls),
         };
+        let tls = tls.map(|t| format!(", {t}")).unwrap_or_default();
         let Some(cluster) = &self.cluster else {
             return Ok(format!(
                 "{} (server {version}, database {}{tls})",
@@ -843,7 +844,7 @@ impl Upkeep for RedisStore {
             .map(|(node, ranges, slots)| format!("{node} slots {ranges} ({slots})"))
             .collect();
         Ok(format!(
-            "{} (server {version}; cluster_state {}, {} of 16384 slots served, {} nodes known; masters: {})",
+            "{} (server {version}{tls}; cluster_state {}, {} of 16384 slots served, {} nodes known; masters: {})",
             self.at(),
             field("cluster_state"),
             field("cluster_slots_ok"),

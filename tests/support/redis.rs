@@ -308,11 +308,17 @@ impl Redis {
         Ok(c)
     }
 
-    /// One command over TCP on a fresh authenticated connection; panics when the server cannot
-    /// be reached (error replies come back as `Resp::Error`).
+    /// How this test's own plain client reaches the server: its TCP port, or its Unix socket
+    /// when the port speaks TLS only.
+    pub fn via(&self) -> Via {
+        if self.tls { Via::Socket } else { Via::Tcp }
+    }
+
+    /// One command on a fresh authenticated connection (TCP, or the Unix socket when the port
+    /// speaks TLS only); panics when the server cannot be reached (error replies come back as
+    /// `Resp::Error`).
     pub fn cmd(&self, args: &[&str]) -> Resp {
-        let via = if self.tls { Via::Socket } else { Via::Tcp };
-        self.cmd_via(via, args)
+        self.cmd_via(self.via(), args)
     }
 
     /// `total_connections_received` from INFO (each call adds its own connection).

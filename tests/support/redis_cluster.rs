@@ -1,7 +1,10 @@
 //! A real Redis Cluster on loopback: six redis-server processes (`cluster-enabled yes`, each
 //! in its own temp dir, its own client and bus ports), joined by Redis's own tooling
 //! (`redis-cli --cluster create … --cluster-replicas 1 --cluster-yes`) into three masters with
-//! a replica each; a master can be killed and the replica's takeover waited for.
+//! a replica each; a master can be killed and the replica's takeover waited for. Over TLS
+//! (`start_tls`) every node speaks TLS only on its client port, its cluster bus and its
+//! replication (`tls-cluster`, `tls-replication`), with the test CA's certificate; this test's
+//! own plain client then reaches each node by its Unix socket.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,6 +13,7 @@ use std::time::{Duration, Instant};
 use super::net::free_port;
 use super::redis::{Redis, Resp};
 use super::system::require;
+use super::tls::TestCa;
 
 pub const REDIS_CLI: &str = "/usr/bin/redis-cli";
 
@@ -30,12 +34,30 @@ impl RedisCluster {
     /// into three masters with a replica each; returns once every node says
     /// `cluster_state:ok` and every replica is in sync.
     pub fn start(label: &str, password: &str) -> RedisCluster {
+        RedisCluster::start_with(label, password, None)
+    }
+
+    /// As [`RedisCluster::start`], every node over TLS with `ca`'s certificate: the client
+    /// ports, the cluster bus and replication.
+    pub fn start_tls(label: &str, password: &str, ca: &TestCa) -> RedisCluster {
+        RedisCluster::start_with(label, password, Some(ca))
+    }
+
+    fn start_with(label: &str, password: &str, ca: Option<&TestCa>) -> RedisCluster {
         require(Path::new(REDIS_CLI), "redis-cli (package redis-tools)");
         let began = Instant::now();
         let nodes: Vec<Redis> = (0..6)
             .map(|i| {
-                Redis::builder(&format!("{label}-c{i}"))
-                    .password(password)
+                let mut node = Redis::builder(&format!("{label}-c{i}"));
+                if let Some(ca) = ca {
+                    node = node
+                        .tls(ca)
+                        .arg("--tls-cluster")
+                        .arg("yes")
+                        .arg("--tls-replication")
+                        .arg("yes");
+                }
+                node.password(password)
                     .arg("--cluster-enabled")
                     .arg("yes")
                     .arg("--cluster-config-file")
@@ -52,6 +74,9 @@ impl RedisCluster {
             })
             .collect();
         let mut create = Command::new(REDIS_CLI);
+        if let Some(ca) = ca {
+            create.arg("--tls").arg("--cacert").arg(ca.ca());
+        }
         create.args(["--cluster", "create"]);
         for n in &nodes {
             create.arg(format!("127.0.0.1:{}", n.port()));
@@ -101,7 +126,7 @@ impl RedisCluster {
 
     /// A field of `INFO replication` or `CLUSTER INFO` of node `i`.
     fn field(&self, i: usize, command: &[&str], name: &str) -> Option<String> {
-        let mut conn = self.nodes[i].connect(super::redis::Via::Tcp).ok()?;
+        let mut conn = self.nodes[i].connect(self.nodes[i].via()).ok()?;
         let text = conn.cmd(command).ok()?.as_text()?;
         text.lines().find_map(|l| {
             l.strip_prefix(&format!("{name}:"))
@@ -115,7 +140,7 @@ impl RedisCluster {
             if dead.contains(&i) {
                 continue;
             }
-            let Ok(mut conn) = n.connect(super::redis::Via::Tcp) else {
+            let Ok(mut conn) = n.connect(n.via()) else {
                 continue;
             };
             let Ok(Resp::Array(Some(ranges))) = conn.cmd(&["CLUSTER", "SLOTS"]) else {
@@ -144,7 +169,7 @@ impl RedisCluster {
     /// The slot of `key`, as node 0 (or another up) computes it.
     pub fn keyslot(&self, key: &str) -> u16 {
         for n in &self.nodes {
-            if let Ok(mut c) = n.connect(super::redis::Via::Tcp)
+            if let Ok(mut c) = n.connect(n.via())
                 && let Ok(Resp::Int(s)) = c.cmd(&["CLUSTER", "KEYSLOT", key])
             {
                 return s as u16;
@@ -213,7 +238,7 @@ impl RedisCluster {
             if self.field(i, &["INFO", "replication"], "role").as_deref() != Some("master") {
                 continue;
             }
-            if let Ok(mut c) = n.connect(super::redis::Via::Tcp)
+            if let Ok(mut c) = n.connect(n.via())
                 && let Ok(Resp::Array(Some(keys))) = c.cmd(&["KEYS", "*"])
             {
                 out.extend(keys.iter().filter_map(Resp::as_text).map(|k| (i, k)));

@@ -62,13 +62,15 @@ impl TestCa {
             "-out",
             &at("server.csr"),
         ]);
+        // clientAuth too: the nodes of a Redis Cluster over TLS present it to each other on the
+        // cluster bus, where the accepting node checks it whatever `tls-auth-clients` says.
         dir.write(
             "server.ext",
             format!(
                 "subjectAltName={names}\n\
                  basicConstraints=critical,CA:FALSE\n\
                  keyUsage=critical,digitalSignature,keyEncipherment\n\
-                 extendedKeyUsage=serverAuth\n"
+                 extendedKeyUsage=serverAuth,clientAuth\n"
             ),
         );
         openssl(&[

@@ -298,6 +298,14 @@ impl Cluster {
             .cloned()
     }
 
+    /// The TLS version and cipher suite of a connection open now (the nodes are all reached
+    /// alike), for `resolve check`; None over plain TCP or before any connection.
+    pub fn tls(&self) -> Option<String> {
+        let mut open: Vec<(&String, &Connection)> = self.conns.iter().collect();
+        open.sort_by(|a, b| a.0.cmp(b.0));
+        open.into_iter().find_map(|(_, c)| c.tls())
+    }
+
     /// The masters by the map, for `resolve check`: each node, its slot ranges
     /// (`0-5460,6000`) and how many slots they hold.
     pub fn masters(&self) -> Vec<(String, String, usize)> {
