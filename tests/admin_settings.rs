@@ -508,6 +508,31 @@ fn the_bytes_per_visitor_and_the_largest_file_are_set_from_the_dashboard() {
     }
 }
 
+/// The links one request may carry, from the settings: written under `request`, shown back,
+/// and a number the configuration would refuse is said at the field, the file untouched.
+#[test]
+fn the_links_per_request_are_set_from_the_dashboard() {
+    let owner = Owner::new("settings-links");
+    let (mut browser, csrf) = owner.signed_in(PASSWORD);
+    let r = browser.post(&settings_body(&csrf, &[("max_links", "3")]));
+    assert_eq!(r.status, 303, "{}", r.everything());
+    let json = owner.json();
+    assert_eq!(json["request"]["max_links"], 3, "{json}");
+    let page = browser.get();
+    assert_eq!(page.status, 200, "{}", page.everything());
+    let shown = "name=\"max_links\" inputmode=\"numeric\" pattern=\"[0-9]*\" value=\"3\"";
+    assert!(page.text().contains(shown), "{shown}\n{}", page.text());
+    let before = owner.json();
+    let r = browser.post(&settings_body(&csrf, &[("max_links", "500")]));
+    assert_eq!(r.status, 400, "{}", r.everything());
+    assert!(
+        r.text().contains("write a whole number from 1 to 100"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(owner.json(), before, "a refused form writes nothing");
+}
+
 /// The challenge's keys from the settings: the site key shown back, the secret written and
 /// never shown, in the page, the answer or the log; both only with the current password; a
 /// blank secret keeps the one saved; an emptied site key turns the challenge off.

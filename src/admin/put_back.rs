@@ -24,6 +24,7 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
             &b.visitor_bytes_day,
         ),
         ("max_file_bytes", &a.max_file_bytes, &b.max_file_bytes),
+        ("max_links", &a.max_links, &b.max_links),
         ("origins", &a.origins, &b.origins),
         ("block", &a.block, &b.block),
         ("allow", &a.allow, &b.allow),
@@ -35,6 +36,8 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
     if schema::PROVIDER_TOKEN.of(from) != schema::PROVIDER_TOKEN.of(to) {
         put.insert(usize::from(put.first() == Some(&"provider")), "token");
     }
+    // What the form does not show: every section but those it shows whole, and the
+    // `request` section without the one field of it the form shows.
     let rest = |json: &Value| {
         let mut map = json.as_object().cloned().unwrap_or_default();
         for shown in [
@@ -42,11 +45,18 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
             schema::PROVIDER,
             schema::SPEND,
             schema::RULES,
+            schema::MAX_FILE_BYTES,
             schema::ALLOWED_ORIGINS,
             schema::BLOCK,
             schema::ALLOW,
         ] {
             map.remove(shown.section());
+        }
+        if let Some(Value::Object(request)) = map.get_mut(schema::REQUEST.section()) {
+            request.remove("max_links");
+            if request.is_empty() {
+                map.remove(schema::REQUEST.section());
+            }
         }
         map
     };
@@ -88,5 +98,17 @@ mod tests {
         let mut same = now.clone();
         same["admin"]["password_hash"] = "old".into();
         assert!(put_back(&now, &same).is_empty());
+    }
+
+    /// The largest file and the links per request are named as the form names them, not as
+    /// settings written by hand; the rest of `request` still is.
+    #[test]
+    fn the_fields_of_the_form_outside_the_limits_are_named_alone() {
+        let now = serde_json::json!({"max_file_bytes": 1000, "request": {"max_links": 5}});
+        let before = serde_json::json!({});
+        assert_eq!(put_back(&now, &before), ["max_file_bytes", "max_links"]);
+        let before = serde_json::json!({"request": {"max_links": 5, "max_body_bytes": 4096},
+                                        "max_file_bytes": 1000});
+        assert_eq!(put_back(&now, &before), ["other"]);
     }
 }

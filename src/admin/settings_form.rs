@@ -4,7 +4,8 @@
 //! the password) are read but never shown back. Pure: no I/O; the password is hashed by the
 //! caller.
 //! Long because each field of the forms is read, compared and turned into edits here, in one
-//! place, with what the configuration's limits (requests and bytes) and `max_file_bytes` need.
+//! place, with what the configuration's limits (requests and bytes), `max_file_bytes` and
+//! `request.max_links` need.
 
 use serde_json::{Value, json};
 
@@ -54,6 +55,8 @@ pub struct Values {
     pub visitor_bytes_day: String,
     /// The largest file served, in bytes (`max_file_bytes`).
     pub max_file_bytes: String,
+    /// The most links one request may carry (`request.max_links`).
+    pub max_links: String,
     /// One per line.
     pub origins: String,
     pub block: String,
@@ -104,6 +107,7 @@ impl Values {
             visitor_day: field(body, "visitor_day"),
             visitor_bytes_day: field(body, "visitor_bytes_day"),
             max_file_bytes: field(body, "max_file_bytes"),
+            max_links: field(body, "max_links"),
             origins: field(body, "origins"),
             block: field(body, "block"),
             allow: field(body, "allow"),
@@ -150,6 +154,10 @@ impl Values {
                 .and_then(|i| schema::RULE_LIMIT.of_item(json, i).as_u64())
                 .map_or(String::new(), |n| n.to_string()),
             max_file_bytes: schema::MAX_FILE_BYTES
+                .of(json)
+                .as_u64()
+                .map_or(String::new(), |n| n.to_string()),
+            max_links: schema::REQUEST_MAX_LINKS
                 .of(json)
                 .as_u64()
                 .map_or(String::new(), |n| n.to_string()),
@@ -316,34 +324,55 @@ fn find(json: &Value, list: &Limits, (window, ip, bytes): (u64, bool, bool)) -> 
     })
 }
 
-/// A limit as typed: blank is none; otherwise a whole number of at least 1.
-fn limit(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Problem> {
+/// A whole number as typed: blank is None; one within `range`, or Err.
+fn typed(text: &str, range: std::ops::RangeInclusive<u64>) -> Result<Option<u64>, ()> {
     let t = text.trim();
     if t.is_empty() {
         return Ok(None);
     }
     match t.parse::<u64>() {
-        Ok(n) if (1..=u64::from(u32::MAX)).contains(&n) => Ok(Some(n)),
-        _ => Err(problem(
+        Ok(n) if range.contains(&n) => Ok(Some(n)),
+        _ => Err(()),
+    }
+}
+
+/// A limit as typed: blank is none; otherwise a whole number of at least 1.
+fn limit(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Problem> {
+    typed(text, 1..=u64::from(u32::MAX)).map_err(|()| {
+        problem(
             field,
             format!("{what}: write a whole number of at least 1 (or leave it empty for none)"),
-        )),
-    }
+        )
+    })
 }
 
 /// A number of bytes as typed: blank is none; otherwise a whole number of at least 1
 /// (`resolve check`'s own checks then bound it).
 fn bytes(text: &str, field: &'static str, what: &str) -> Result<Option<u64>, Problem> {
-    match text.trim().parse::<u64>() {
-        _ if text.trim().is_empty() => Ok(None),
-        Ok(n) if n >= 1 => Ok(Some(n)),
-        _ => Err(problem(
+    typed(text, 1..=u64::MAX).map_err(|()| {
+        problem(
             field,
             format!(
                 "{what}: write a whole number of bytes, e.g. 20000000000 for 20 GB (or leave it empty for none)"
             ),
-        )),
-    }
+        )
+    })
+}
+
+/// The links one request may carry, as typed: blank is the default
+/// ([`defaults::MAX_LINKS`]); otherwise a whole number from 1 to [`defaults::MAX_LINKS_LIMIT`],
+/// as the configuration's check wants.
+fn links(text: &str) -> Result<Option<u64>, Problem> {
+    typed(text, 1..=u64::from(defaults::MAX_LINKS_LIMIT)).map_err(|()| {
+        problem(
+            "max_links",
+            format!(
+                "Links per request: write a whole number from 1 to {} (or leave it empty for {})",
+                defaults::MAX_LINKS_LIMIT,
+                defaults::MAX_LINKS
+            ),
+        )
+    })
 }
 
 /// The non-empty lines of a text box.
@@ -490,6 +519,14 @@ pub fn changes(
         Err(p) => problems.push(p),
         Ok(n) if n != schema::MAX_FILE_BYTES.of(json).as_u64() => change.edits.push(Edit {
             path: schema::MAX_FILE_BYTES.steps(),
+            value: n.map(|n| json!(n)),
+        }),
+        Ok(_) => {}
+    }
+    match links(&values.max_links) {
+        Err(p) => problems.push(p),
+        Ok(n) if n != schema::REQUEST_MAX_LINKS.of(json).as_u64() => change.edits.push(Edit {
+            path: schema::REQUEST_MAX_LINKS.steps(),
             value: n.map(|n| json!(n)),
         }),
         Ok(_) => {}
@@ -673,6 +710,7 @@ pub fn field_of(config_field: &str) -> &'static str {
         (schema::SPEND, "spend_day"),
         (schema::RULES, "visitor_minute"),
         (schema::MAX_FILE_BYTES, "max_file_bytes"),
+        (schema::REQUEST, "max_links"),
         (schema::ALLOWED_ORIGINS, "origins"),
         (schema::BLOCK, "block"),
         (schema::ALLOW, "allow"),

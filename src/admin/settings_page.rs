@@ -18,7 +18,7 @@ pub struct Shown<'a> {
 }
 
 /// The settings a restore can put back, by the short name `?put=` gives them, in words.
-pub const PUT_BACK: [(&str, &str); 13] = [
+pub const PUT_BACK: [(&str, &str); 14] = [
     ("provider", "the provider"),
     ("token", "the API token"),
     ("spend_day", "the paid calls per day"),
@@ -27,6 +27,7 @@ pub const PUT_BACK: [(&str, &str); 13] = [
     ("visitor_day", "the requests per visitor per day"),
     ("visitor_bytes_day", "the bytes per visitor per day"),
     ("max_file_bytes", "the largest file served"),
+    ("max_links", "the links per request"),
     ("origins", "the sites whose pages may use it"),
     ("block", "the blocked addresses"),
     ("allow", "the allowed addresses"),
@@ -239,7 +240,7 @@ fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
          <fieldset>\n<legend>Spend limits (paid calls for the whole site)</legend>\n\
          <div class=\"pair\">\n{}{}</div>\n</fieldset>\n\
          <fieldset>\n<legend>Visitor limits (requests per address)</legend>\n\
-         <div class=\"pair\">\n{}{}</div>\n</fieldset>\n\
+         <div class=\"pair\">\n{}{}</div>\n{}</fieldset>\n\
          <fieldset>\n<legend>Files (bytes)</legend>\n\
          <div class=\"pair\">\n{}{}</div>\n</fieldset>\n",
         provider_select(values, problems),
@@ -266,6 +267,13 @@ fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
             problems
         ),
         number("visitor_day", "Per day", &values.visitor_day, "", problems),
+        number(
+            "max_links",
+            "Links per request",
+            &values.max_links,
+            "How many links a visitor may paste at once, 1 to 100; each counts as a request. Empty: 20.",
+            problems
+        ),
         number(
             "visitor_bytes_day",
             "Bytes per visitor a day",

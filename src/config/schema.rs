@@ -66,6 +66,10 @@ pub const RULE_WINDOW: Field = field(&[Key("rules"), Item, Key("window_secs")], 
 pub const RULE_UNIT: Field = field(&[Key("rules"), Item, Key("unit")], Kind::Text);
 /// The largest file the site serves, in bytes.
 pub const MAX_FILE_BYTES: Field = field(&[Key("max_file_bytes")], Kind::Number);
+/// How requests are read: the body's and the links' limits.
+pub const REQUEST: Field = field(&[Key("request")], Kind::Object);
+/// The most links one request may carry.
+pub const REQUEST_MAX_LINKS: Field = field(&[Key("request"), Key("max_links")], Kind::Number);
 /// The sites whose pages may ask.
 pub const ALLOWED_ORIGINS: Field = field(&[Key("allowed_origins")], Kind::Texts);
 pub const BLOCK: Field = field(&[Key("block")], Kind::Texts);
@@ -79,7 +83,7 @@ pub const CHALLENGE_SITE_KEY: Field = field(&[Key("challenge"), Key("site_key")]
 pub const CHALLENGE_SECRET: Field = field(&[Key("challenge"), Key("secret")], Kind::Text);
 
 /// Every field above, each container before the fields inside it.
-pub const ALL: [Field; 24] = [
+pub const ALL: [Field; 26] = [
     PROVIDER,
     PROVIDER_PRESET,
     PROVIDER_KIND,
@@ -96,6 +100,8 @@ pub const ALL: [Field; 24] = [
     RULE_WINDOW,
     RULE_UNIT,
     MAX_FILE_BYTES,
+    REQUEST,
+    REQUEST_MAX_LINKS,
     ALLOWED_ORIGINS,
     BLOCK,
     ALLOW,

@@ -263,6 +263,53 @@ fn a_rule_of_bytes_and_the_largest_file_are_edited_apart_from_the_requests() {
 }
 
 #[test]
+fn the_links_per_request_are_set_cleared_and_bounded() {
+    let text = r#"{"provider": {"kind": "echo"}, "request": {"max_body_bytes": 4096}}"#;
+    let now = Values::of(&json(text), "");
+    assert_eq!(now.max_links, "", "not written: the default, shown empty");
+    let mut v = now.clone();
+    v.max_links = " 5 ".into();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &json(text)).unwrap();
+    let out = json(&apply(text, &change.edits).unwrap());
+    assert_eq!(
+        out["request"],
+        json!({"max_body_bytes": 4096, "max_links": 5}),
+        "{out}"
+    );
+    assert_eq!(Values::of(&out, "").max_links, "5");
+    // The same value again: nothing to write.
+    let again = Values::of(&out, "");
+    let change = changes(Kind::Settings, &again, &Secrets::default(), &out).unwrap();
+    assert!(change.edits.is_empty(), "{:?}", change.edits);
+    // Emptied: the field goes, the rest of the section stays.
+    let mut v = Values::of(&out, "");
+    v.max_links = String::new();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &out).unwrap();
+    let back = json(&apply(&out.to_string(), &change.edits).unwrap());
+    assert_eq!(back["request"], json!({"max_body_bytes": 4096}), "{back}");
+    // Outside what the configuration accepts: said at the field, nothing written.
+    for wrong in ["0", "101", "five", "-1", "2.5"] {
+        let mut v = Values::of(&json(text), "");
+        v.max_links = wrong.into();
+        let problems = changes(Kind::Settings, &v, &Secrets::default(), &json(text)).unwrap_err();
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.field == "max_links" && p.text.contains("1 to 100")),
+            "{wrong}: {problems:?}"
+        );
+    }
+    // The largest accepted is one the configuration takes.
+    let mut v = Values::of(&json(text), "");
+    v.max_links = "100".into();
+    let change = changes(Kind::Settings, &v, &Secrets::default(), &json(text)).unwrap();
+    let out = apply(text, &change.edits).unwrap();
+    let config = crate::config::Config::from_json(&out, std::path::Path::new("/tmp")).unwrap();
+    assert_eq!(config.max_links, 100);
+    assert_eq!(field_of("request.max_links"), "max_links");
+}
+
+#[test]
 fn the_challenge_keys_need_the_password_and_the_secret_is_never_a_value() {
     let json = json(STARTER);
     let mut v = Values::of(&json, "");
