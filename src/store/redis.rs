@@ -238,14 +238,7 @@ impl RedisStore {
                 let conn = Connection::open(&s.target, s.connect_timeout, s.read_timeout)
                     .map_err(|e| self.io_error(&e, Phase::Connect))?;
                 *slot = Some(conn);
-                if let Some(pass) = &s.password {
-                    let mut args: Vec<&[u8]> = vec![b"AUTH"];
-                    if let Some(user) = &s.username {
-                        args.push(user.as_bytes());
-                    }
-                    args.push(pass.expose().as_bytes());
-                    sent.push(resp::encode(&args));
-                }
+                sent.extend(resp::auth(s.username.as_deref(), s.password.as_ref()));
                 if s.db != 0 {
                     sent.push(resp::encode(&[b"SELECT", s.db.to_string().as_bytes()]));
                 }

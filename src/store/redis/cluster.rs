@@ -351,14 +351,7 @@ impl Cluster {
             let conn = Connection::open(&target, self.connect_timeout, self.read_timeout)
                 .map_err(|e| Failure::Connect(node.to_owned(), e))?;
             self.conns.insert(node.to_owned(), conn);
-            if let Some(pass) = &self.password {
-                let mut args: Vec<&[u8]> = vec![b"AUTH"];
-                if let Some(user) = &self.username {
-                    args.push(user.as_bytes());
-                }
-                args.push(pass.expose().as_bytes());
-                sent.push(resp::encode(&args));
-            }
+            sent.extend(resp::auth(self.username.as_deref(), self.password.as_ref()));
         }
         let setup = sent.len();
         sent.extend_from_slice(commands);

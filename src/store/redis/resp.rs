@@ -8,6 +8,8 @@ use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::support::secret::Secret;
+
 /// A reply the store did not expect from the server (a script's, a transaction's, a
 /// command's): what it was, for the owner's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +56,18 @@ pub fn encode(args: &[&[u8]]) -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     out
+}
+
+/// The `AUTH` a new connection sends first: `AUTH PASSWORD`, or `AUTH USER PASSWORD` for an
+/// ACL user; None without a password.
+pub fn auth(username: Option<&str>, password: Option<&Secret>) -> Option<Vec<u8>> {
+    let pass = password?;
+    let mut args: Vec<&[u8]> = vec![b"AUTH"];
+    if let Some(user) = username {
+        args.push(user.as_bytes());
+    }
+    args.push(pass.expose().as_bytes());
+    Some(encode(&args))
 }
 
 fn line(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
@@ -464,6 +478,18 @@ mod tests {
     fn encodes_commands() {
         assert_eq!(encode(&[b"GET", b"k"]), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
         assert_eq!(encode(&[]), b"*0\r\n");
+    }
+
+    #[test]
+    fn auth_names_the_acl_user_only_when_there_is_one() {
+        let pw = Secret::new("pw");
+        assert_eq!(auth(None, None), None);
+        assert_eq!(auth(Some("site"), None), None, "no password, no AUTH");
+        assert_eq!(auth(None, Some(&pw)), Some(encode(&[b"AUTH", b"pw"])));
+        assert_eq!(
+            auth(Some("site"), Some(&pw)),
+            Some(encode(&[b"AUTH", b"site", b"pw"]))
+        );
     }
 
     #[test]
