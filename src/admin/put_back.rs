@@ -53,7 +53,7 @@ pub fn put_back(from: &Value, to: &Value) -> Vec<&'static str> {
             map.remove(shown.section());
         }
         if let Some(Value::Object(request)) = map.get_mut(schema::REQUEST.section()) {
-            request.remove("max_links");
+            request.remove(schema::REQUEST_MAX_LINKS.name());
             if request.is_empty() {
                 map.remove(schema::REQUEST.section());
             }

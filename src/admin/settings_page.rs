@@ -271,7 +271,12 @@ fn common(values: &Values, problems: &[Problem], token_hint: &str) -> String {
             "max_links",
             "Links per request",
             &values.max_links,
-            "How many links a visitor may paste at once, 1 to 100; each counts as a request. Empty: 20.",
+            &format!(
+                "How many links a visitor may paste at once, 1 to {}; each counts as a request. \
+                 Empty: {}.",
+                defaults::MAX_LINKS_LIMIT,
+                defaults::MAX_LINKS
+            ),
             problems
         ),
         number(
