@@ -515,21 +515,22 @@ pub fn changes(
         "visitor_bytes_day",
         "Bytes per visitor per day",
     );
-    match bytes(&values.max_file_bytes, "max_file_bytes", "Largest file") {
-        Err(p) => problems.push(p),
-        Ok(n) if n != schema::MAX_FILE_BYTES.of(json).as_u64() => change.edits.push(Edit {
-            path: schema::MAX_FILE_BYTES.steps(),
-            value: n.map(|n| json!(n)),
-        }),
-        Ok(_) => {}
-    }
-    match links(&values.max_links) {
-        Err(p) => problems.push(p),
-        Ok(n) if n != schema::REQUEST_MAX_LINKS.of(json).as_u64() => change.edits.push(Edit {
-            path: schema::REQUEST_MAX_LINKS.steps(),
-            value: n.map(|n| json!(n)),
-        }),
-        Ok(_) => {}
+    // A number of its own: written where it differs, removed when emptied.
+    for (field, typed) in [
+        (
+            schema::MAX_FILE_BYTES,
+            bytes(&values.max_file_bytes, "max_file_bytes", "Largest file"),
+        ),
+        (schema::REQUEST_MAX_LINKS, links(&values.max_links)),
+    ] {
+        match typed {
+            Err(p) => problems.push(p),
+            Ok(n) if n != field.of(json).as_u64() => change.edits.push(Edit {
+                path: field.steps(),
+                value: n.map(|n| json!(n)),
+            }),
+            Ok(_) => {}
+        }
     }
     let vbytes = vbytes.unwrap_or_else(|p| {
         problems.push(p);
