@@ -5,6 +5,7 @@
 //! pieces a process puts in front of them (a spooled journal, a FastCGI process's memory, a
 //! server's memory of refusals for every CGI process).
 
+pub mod answers;
 pub mod block_copy;
 pub mod block_list;
 pub mod cache;

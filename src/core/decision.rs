@@ -73,6 +73,16 @@ impl Decision {
         }
     }
 
+    /// Every wait the answer to this decision says, in whole seconds: the retry's (a refusal's)
+    /// and each rule's reset. Two refusals with the same rules, counts and waits are answered
+    /// with the same bytes.
+    pub fn waits(&self) -> Vec<u32> {
+        self.retry_after_secs()
+            .into_iter()
+            .chain(self.statuses().iter().map(RuleStatus::reset_secs))
+            .collect()
+    }
+
     /// The same refusal `elapsed_ms` later, when nothing was counted or taken back in between:
     /// every wait shorter by that much. None for an admission, and from the moment the wait is
     /// over or any rule's window ends (its status would change then).

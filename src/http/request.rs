@@ -54,6 +54,11 @@ impl Env {
             .map(|(_, v)| v.as_slice())
     }
 
+    /// Every variable as it was set, in order (a name set twice, twice).
+    pub fn vars(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.vars.iter().map(|(n, v)| (n.as_str(), v.as_slice()))
+    }
+
     /// A variable as text, or None when absent or not UTF-8.
     pub fn text(&self, name: &str) -> Option<&str> {
         self.get(name).and_then(|v| std::str::from_utf8(v).ok())

@@ -51,6 +51,23 @@ fn push_clean(out: &mut Vec<u8>, value: &str) {
     }
 }
 
+/// The header that says how long the program took ([`Response::timed`]), always the last.
+pub const TIMING: &str = "Server-Timing";
+
+/// [`TIMING`]'s value for `took`: `app;dur=MS.mmm`, the milliseconds to three places.
+pub fn timing(took: std::time::Duration) -> String {
+    let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+    let mut value = String::with_capacity(32);
+    value.push_str("app;dur=");
+    value.push_str(decimal(micros / 1000, &mut [0; 20]));
+    value.push('.');
+    let mut digits = [0; 20];
+    // 1000 to 1999: its last three digits, the thousandths with their zeros.
+    let thousandths = decimal(1000 + micros % 1000, &mut digits);
+    value.push_str(&thousandths[1..]);
+    value
+}
+
 impl Response {
     pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Response {
         Response {
@@ -80,17 +97,7 @@ impl Response {
     /// server's. Browsers' developer tools show it; it is what an owner (or a test) compares
     /// with the store's and the provider's time limits.
     pub fn timed(&mut self, took: std::time::Duration) {
-        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        // `app;dur=MS.mmm`, the milliseconds to three places.
-        let mut value = String::with_capacity(32);
-        value.push_str("app;dur=");
-        value.push_str(decimal(micros / 1000, &mut [0; 20]));
-        value.push('.');
-        let mut digits = [0; 20];
-        // 1000 to 1999: its last three digits, the thousandths with their zeros.
-        let thousandths = decimal(1000 + micros % 1000, &mut digits);
-        value.push_str(&thousandths[1..]);
-        self.headers.push(("Server-Timing", value));
+        self.headers.push((TIMING, timing(took)));
     }
 
     /// Writes the answer as a CGI program does: a Status line, the headers, a blank line and

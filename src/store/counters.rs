@@ -8,6 +8,14 @@ use crate::core::rule::{Algorithm, KeyKind, Rule};
 use crate::store::{Check, StoreError};
 use crate::support::defaults;
 
+/// A slot of the data directory's `refusals` file, as a refusal was recalled from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecalledSlot {
+    /// Its place in the file.
+    pub at: u64,
+    pub bytes: Vec<u8>,
+}
+
 /// Rate-limit counters shared by every process of a site.
 pub trait Counters {
     /// Reads every check's counter, decides with the limiter and records the request when it
@@ -60,6 +68,13 @@ pub trait Counters {
     /// `now_ms`: the store's answer without asking it (nor the cache before it). None when
     /// nothing is remembered; a store itself remembers nothing.
     fn recall_own(&self, _own: &[Check<'_>], _now_ms: u64) -> Option<Decision> {
+        None
+    }
+
+    /// Where the last refusal [`Counters::recall_own`] found was kept, and its bytes: what a
+    /// CGI process's kept answer rests on (`gateway::replay`). None where refusals are
+    /// remembered in memory, or none was recalled.
+    fn recalled_from(&self) -> Option<RecalledSlot> {
         None
     }
 

@@ -82,6 +82,17 @@ const NAME_LEN: usize = 64;
 const BLOCK_LIST_NAME: &[u8; NAME_LEN] =
     b"f429c8f6f49abdc39207756a045ef040533a04f9ff9dcf32f1f02d5060995cd6";
 
+/// The block list's entry, below the store's directory (`ab/NAME.cache`, as
+/// [`FileStore`] names a cached key's file).
+pub fn block_list_entry() -> Vec<u8> {
+    let mut path = Vec::with_capacity(3 + NAME_LEN + CACHE_SUFFIX.len());
+    path.extend_from_slice(&BLOCK_LIST_NAME[..2]);
+    path.push(b'/');
+    path.extend_from_slice(BLOCK_LIST_NAME);
+    path.extend_from_slice(CACHE_SUFFIX.as_bytes());
+    path
+}
+
 /// The name of `key`'s file: its SHA-256 in lowercase hex.
 fn file_name(key: &str) -> [u8; NAME_LEN] {
     if key == Reserved::BlockList.key() {

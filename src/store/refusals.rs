@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::core::decision::{Decision, RuleStatus};
-use crate::store::counters::Counters;
+use crate::store::counters::{Counters, RecalledSlot};
 use crate::store::file::safe_open::OPEN_FLAGS;
 use crate::store::{Check, StoreError, checks_key};
 use crate::support::defaults;
@@ -40,6 +40,8 @@ const HEADER: usize = 4 + 2 + 8;
 pub struct RememberedRefusals {
     inner: Rc<dyn Counters>,
     path: PathBuf,
+    /// The slot the last refusal was recalled from.
+    recalled: std::cell::RefCell<Option<RecalledSlot>>,
 }
 
 impl RememberedRefusals {
@@ -48,18 +50,12 @@ impl RememberedRefusals {
         RememberedRefusals {
             inner,
             path: data_dir.join(defaults::REFUSALS_FILE),
+            recalled: std::cell::RefCell::new(None),
         }
     }
 
     fn open(&self, write: bool) -> io::Result<File> {
-        OpenOptions::new()
-            .read(!write)
-            .write(write)
-            .create(write)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(OPEN_FLAGS)
-            .open(&self.path)
+        open_file(&self.path, write)
     }
 
     /// Every refusal forgotten at once (the file emptied): a place was freed.
@@ -103,9 +99,19 @@ impl Counters for RememberedRefusals {
         let key = checks_key(own);
         let mut slot = [0u8; SLOT_BYTES];
         let file = self.open(false).ok()?;
-        file.read_exact_at(&mut slot, slot_offset(&key)).ok()?;
+        let at = slot_offset(&key);
+        file.read_exact_at(&mut slot, at).ok()?;
         let (asked_ms, refusal) = decode(&slot, &key)?;
-        still_holds(&refusal, asked_ms, now_ms)
+        let later = still_holds(&refusal, asked_ms, now_ms)?;
+        *self.recalled.borrow_mut() = Some(RecalledSlot {
+            at,
+            bytes: slot.to_vec(),
+        });
+        Some(later)
+    }
+
+    fn recalled_from(&self) -> Option<RecalledSlot> {
+        self.recalled.borrow().clone()
     }
 
     /// One open and one write of a slot; a refusal too large for a slot, or a file that
@@ -119,6 +125,22 @@ impl Counters for RememberedRefusals {
             let _ = file.write_all_at(&slot, slot_offset(&key));
         }
     }
+}
+
+/// The `refusals` file of `data_dir`, to read (as the memory of refusals reads it).
+pub fn open_to_read(data_dir: &Path) -> io::Result<File> {
+    open_file(&data_dir.join(defaults::REFUSALS_FILE), false)
+}
+
+fn open_file(path: &Path, write: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .create(write)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(OPEN_FLAGS)
+        .open(path)
 }
 
 /// A refusal remembered at `asked_ms` as it stands at `now_ms`, while it still holds and is
@@ -200,8 +222,20 @@ impl Fields<'_> {
     }
 }
 
+/// The refusal in `slot` and when it was asked, when the slot is whole (whatever checks it
+/// names): for a slot known to be the one a refusal was recalled from.
+pub fn decode_recalled(slot: &[u8; SLOT_BYTES]) -> Option<(u64, Decision)> {
+    decode_named(slot).map(|(asked_ms, refusal, _)| (asked_ms, refusal))
+}
+
 /// The refusal in `slot` and when it was asked, when the slot is whole and names `key`.
 fn decode(slot: &[u8; SLOT_BYTES], key: &str) -> Option<(u64, Decision)> {
+    let (asked_ms, refusal, named) = decode_named(slot)?;
+    (named == key.as_bytes()).then_some((asked_ms, refusal))
+}
+
+/// The refusal in `slot`, when it was asked and the checks it names, when the slot is whole.
+fn decode_named(slot: &[u8; SLOT_BYTES]) -> Option<(u64, Decision, &[u8])> {
     if &slot[..4] != MAGIC {
         return None;
     }
@@ -227,7 +261,7 @@ fn decode(slot: &[u8; SLOT_BYTES], key: &str) -> Option<(u64, Decision)> {
             shared: shared != 0,
         });
     }
-    if f.0 != key.as_bytes() || rule >= statuses.len() {
+    if rule >= statuses.len() {
         return None;
     }
     let refusal = Decision::Refuse {
@@ -235,7 +269,7 @@ fn decode(slot: &[u8; SLOT_BYTES], key: &str) -> Option<(u64, Decision)> {
         wait_ms,
         statuses,
     };
-    Some((asked_ms, refusal))
+    Some((asked_ms, refusal, f.0))
 }
 
 #[cfg(test)]

@@ -309,6 +309,43 @@ fn linked(dir: &Path) -> StoreError {
     ))
 }
 
+/// Appends `line` (an entry's, whole) to the spool of `data_dir` at `now_ms`, only when that
+/// period's file is there already: a process that has no store to move the spool to
+/// (`gateway::replay`) leaves a new period to a request that has. False when the file was not
+/// there, or was moved while this waited for its lock.
+pub fn append_to_started(
+    data_dir: &Path,
+    line: &[u8],
+    now_ms: u64,
+    lock_timeout: Duration,
+) -> Result<bool, StoreError> {
+    let dir = data_dir.join(defaults::JOURNAL_SPOOL_DIR);
+    if fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(linked(&dir));
+    }
+    let path = dir.join((now_ms / defaults::JOURNAL_SPOOL_PERIOD_MS).to_string());
+    let opened = OpenOptions::new()
+        .append(true)
+        .custom_flags(OPEN_FLAGS)
+        .open(&path)
+        .map_err(|e| link_refused(&path, e));
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io_error("open", &path, &e)),
+    };
+    lock_within(&file, &path, Lock::Shared, lock_timeout)?;
+    match locked_file(&path, &file) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Ok(false),
+        Err(e) => return Err(io_error("open", &path, &e)),
+    }
+    (&file)
+        .write_all(line)
+        .map_err(|e| io_error("append to", &path, &e))?;
+    Ok(true)
+}
+
 /// Makes sure the spool of `data_dir` exists and takes files (what `check` reports); says
 /// where it is.
 pub fn ready(data_dir: &Path) -> Result<String, StoreError> {

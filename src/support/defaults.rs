@@ -229,6 +229,11 @@ pub const FASTCGI_IDLE_TICK_MS: u64 = 1000;
 pub const REFUSALS_FILE: &str = "refusals";
 /// Slots of the `refusals` file: refusals of this many clients at once (512 bytes each).
 pub const REFUSAL_SLOTS: usize = 1024;
+/// The file in the data directory where CGI processes keep the answers given from the memory
+/// of refusals, for the same request repeated (`store::answers`, `gateway::replay`).
+pub const KEPT_ANSWERS_FILE: &str = "answers";
+/// Slots of the `answers` file: answers to this many different requests at once (16 KiB each).
+pub const KEPT_ANSWER_SLOTS: usize = 256;
 
 /// Address `resolve serve` listens on.
 pub const SERVE_ADDR: &str = "127.0.0.1:8080";

@@ -22,6 +22,35 @@ impl Entry {
         line
     }
 
+    /// The line without its hour: all that follows `[HOUR`, from the comma to the newline.
+    /// The same entry in another hour is [`Entry::line_in_hour`] of it.
+    pub fn line_after_hour(&self) -> Vec<u8> {
+        let line = self.to_line();
+        let comma = line.iter().position(|&b| b == b',').unwrap_or(line.len());
+        line[comma..].to_vec()
+    }
+
+    /// The line of an entry in `hour` whose line after its hour is `after`
+    /// ([`Entry::line_after_hour`]).
+    pub fn line_in_hour(hour: u32, after: &[u8]) -> Vec<u8> {
+        let mut digits = [0u8; 10];
+        let mut at = digits.len();
+        let mut n = hour;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut line = Vec::with_capacity(1 + digits.len() - at + after.len());
+        line.push(b'[');
+        line.extend_from_slice(&digits[at..]);
+        line.extend_from_slice(after);
+        line
+    }
+
     /// The entry a line holds (with or without its newline); None when it is not one, e.g.
     /// the half of a line a full disk cut short.
     pub fn from_line(line: &[u8]) -> Option<Entry> {
@@ -68,6 +97,36 @@ mod tests {
             clients: vec![],
         };
         assert_eq!(Entry::from_line(&empty.to_line()), Some(empty));
+    }
+
+    #[test]
+    fn an_entry_is_written_again_in_another_hour_from_its_line_after_the_hour() {
+        let entry = Entry {
+            hour: 494_000,
+            totals: vec![("requests".into(), 1), ("refused:ip, \"day\"".into(), 1)],
+            clients: vec![("2001:db8::/64".into(), ClientCount::Refused, 1)],
+        };
+        let after = entry.line_after_hour();
+        assert!(
+            after.starts_with(b",[["),
+            "{}",
+            String::from_utf8_lossy(&after)
+        );
+        assert_eq!(Entry::line_in_hour(494_000, &after), entry.to_line());
+        let later = Entry {
+            hour: 494_001,
+            ..entry.clone()
+        };
+        assert_eq!(Entry::line_in_hour(494_001, &after), later.to_line());
+        let empty = Entry {
+            hour: 3,
+            totals: vec![],
+            clients: vec![],
+        };
+        assert_eq!(
+            Entry::line_in_hour(3, &empty.line_after_hour()),
+            empty.to_line()
+        );
     }
 
     #[test]
