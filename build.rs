@@ -29,6 +29,53 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     preset_needs();
     link_script();
+    build_id();
+}
+
+/// Names this build for what it keeps between requests (`RESOLVE_BUILD`, read by
+/// `src/gateway/replay.rs`): a checksum of the sources, the manifest and the lock file, with
+/// the profile and target. A kept answer is only given by the same code that kept it.
+fn build_id() {
+    let dir = env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&dir);
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("the sources' directory") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files.extend(["Cargo.toml", "Cargo.lock", "build.rs"].map(|f| root.join(f)));
+    let mut sum: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut add = |bytes: &[u8]| {
+        for b in bytes.iter().chain(&[0xff]) {
+            sum = (sum ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for f in &files {
+        add(f
+            .strip_prefix(root)
+            .unwrap_or(f)
+            .as_os_str()
+            .as_encoded_bytes());
+        add(&std::fs::read(f).unwrap_or_default());
+    }
+    for var in ["PROFILE", "TARGET"] {
+        add(env::var(var).unwrap_or_default().as_bytes());
+    }
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=Cargo.toml");
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    println!(
+        "cargo:rustc-env=RESOLVE_BUILD={}-{sum:016x}",
+        env!("CARGO_PKG_VERSION")
+    );
 }
 
 /// Writes `preset_needs.rs`: for each preset, its `rate_limits` (name, limit, window, steps),

@@ -54,6 +54,33 @@ pub struct Answer {
     /// Every rule admitted the request: once its answer is written, the owner's account may
     /// be read (never for a refused one).
     pub admitted: bool,
+    /// A refusal answered from the memory of refusals, and what it rested on: the same request
+    /// repeated may be given the same answer before the configuration is read
+    /// (`gateway::replay`). None for every other answer.
+    pub keep: Option<Keepable>,
+}
+
+impl Answer {
+    /// An answer that keeps nothing for the request repeated.
+    pub fn plain(response: Response, head_only: bool, admitted: bool) -> Answer {
+        Answer {
+            response,
+            head_only,
+            admitted,
+            keep: None,
+        }
+    }
+}
+
+/// What a refusal answered from the memory of refusals rested on, beside the request and the
+/// configuration: the slot recalled, the waits its answer says, and the journal's line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keepable {
+    pub refusal: crate::store::counters::RecalledSlot,
+    pub waits: Vec<u32>,
+    /// The journal's line for the request after its hour (`,[...]]` and the newline); None
+    /// when the journal is off.
+    pub journal: Option<Vec<u8>>,
 }
 
 /// Everything one request needs, borrowed from whoever runs it.
@@ -117,6 +144,8 @@ struct Tally {
     store_down: bool,
     /// With several services: the one that served the link (its bytes are counted to it).
     served_by: Option<String>,
+    /// The refusal the memory of refusals answered for the store, as it was answered.
+    recalled: Option<crate::core::decision::Decision>,
 }
 
 impl Tally {

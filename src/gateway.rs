@@ -6,5 +6,6 @@ pub mod arena;
 pub mod cgi;
 pub mod exit;
 pub mod fastcgi;
+pub mod replay;
 pub mod serve;
 pub mod signals;

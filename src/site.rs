@@ -108,6 +108,7 @@ impl Site {
                     response,
                     head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
                     admitted: false,
+                    keep: None,
                 };
             }
             self.store.upkeep.begin_request();
@@ -121,6 +122,7 @@ impl Site {
                 response: dashboard.answer(env, body),
                 head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
                 admitted: false,
+                keep: None,
             };
         }
         let workers = Reopened {
@@ -265,5 +267,6 @@ pub fn not_configured(
         response,
         head_only: env.get("REQUEST_METHOD") == Some(b"HEAD"),
         admitted: false,
+        keep: None,
     }
 }

@@ -110,29 +110,15 @@ impl App<'_> {
         if (self.provider.is_none() || matches!(request.asking, Asking::About | Asking::Hosts))
             && let Some(response) = self.site_refusal(&mut Tally::default())
         {
-            return Answer {
-                response,
-                head_only,
-                admitted: false,
-            };
+            return Answer::plain(response, head_only, false);
         }
         let asked = match request.asking {
             Asking::About => {
-                return Answer {
-                    response: crate::http::about::answer(
-                        &self.config.page,
-                        self.provider.is_some(),
-                    ),
-                    head_only,
-                    admitted: false,
-                };
+                let about = crate::http::about::answer(&self.config.page, self.provider.is_some());
+                return Answer::plain(about, head_only, false);
             }
             Asking::Hosts => {
-                return Answer {
-                    response: self.supported(),
-                    head_only,
-                    admitted: false,
-                };
+                return Answer::plain(self.supported(), head_only, false);
             }
             Asking::Link(asked) => asked,
         };
@@ -161,22 +147,14 @@ impl App<'_> {
                     tally.add(Event::Request);
                     let response = self.refused(&p, &request.caller, &reply, &tally);
                     self.journal(&tally);
-                    return Answer {
-                        response,
-                        head_only,
-                        admitted: false,
-                    };
+                    return Answer::plain(response, head_only, false);
                 }
             };
             // Judged once for all the links, before any is counted.
             if let Some(response) = self.site_refusal(&mut tally) {
                 tally.add(Event::Request);
                 self.journal(&tally);
-                return Answer {
-                    response,
-                    head_only,
-                    admitted: false,
-                };
+                return Answer::plain(response, head_only, false);
             }
             let remembered;
             let env = match self.solved_cookie(asked, &passed) {
@@ -192,11 +170,11 @@ impl App<'_> {
                 (reply.format, &reply.frame, head_only),
                 self.workers,
             );
-            return Answer {
-                response: self.challenge_after(asked, &passed, reply.script_name, response),
+            return Answer::plain(
+                self.challenge_after(asked, &passed, reply.script_name, response),
                 head_only,
                 admitted,
-            };
+            );
         }
         let mut tally = Tally::default();
         tally.add(Event::Request);
@@ -204,12 +182,14 @@ impl App<'_> {
             Ok(response) | Err(Exit::Answer(response)) => response,
             Err(Exit::Refuse(p)) => self.refused(&p, &request.caller, &reply, &tally),
         };
-        self.journal(&tally);
+        let journaled = self.journal(&tally);
+        let keep = self.keepable(&tally, &response, journaled);
         Answer {
             response,
             head_only,
             // A discriminant test, no call: a refused request runs nothing more.
             admitted: tally.events.iter().any(|e| matches!(e, Event::Admitted)),
+            keep,
         }
     }
 
@@ -398,7 +378,7 @@ impl App<'_> {
             looked.remembered.take(),
             gated.blocks_failure.take().or(looked.failure.take()),
         ) {
-            (Some(refusal), _) => Ok(refusal),
+            (Some(refusal), _) => Ok(tally.recalled.insert(refusal).clone()),
             (None, Some(e)) => Err(e),
             (None, None) => {
                 let asked_ms = self.clock.now_ms();

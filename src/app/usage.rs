@@ -12,14 +12,20 @@ use crate::support::log::Level;
 impl App<'_> {
     /// Adds the request to the usage journal. A failure changes no answer: it is logged, at
     /// most once a minute across processes.
-    pub(super) fn journal(&self, tally: &Tally) {
+    /// Returns the entry written; None when none was (the journal is off, the store down, or
+    /// it failed).
+    pub(super) fn journal(&self, tally: &Tally) -> Option<journal::Entry> {
         if !self.config.journal || tally.store_down {
-            return;
+            return None;
         }
         let entry =
             journal::Entry::new(self.clock.now_ms(), tally.client.as_deref(), &tally.events);
-        if let Err(e) = self.store.journal.journal_add(&entry) {
-            self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+        match self.store.journal.journal_add(&entry) {
+            Ok(()) => Some(entry),
+            Err(e) => {
+                self.log_now_and_then(&format!("the usage journal could not be written: {e}"));
+                None
+            }
         }
     }
 

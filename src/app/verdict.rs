@@ -4,13 +4,14 @@
 //! answered by `store.on_error`.
 
 use crate::app::request::Asked;
-use crate::app::{Admitted, App, Tally, Verdict};
+use crate::app::{Admitted, App, Keepable, Tally, Verdict};
 use crate::core::decision::Decision;
-use crate::core::journal::Event;
+use crate::core::journal::{self, Event};
 use crate::core::rule::{KeyKind, Rule};
 use crate::http::negotiate::Format;
 use crate::http::problem::{Kind, Problem};
 use crate::http::render;
+use crate::http::response::Response;
 use crate::store::Check;
 use crate::store::settings::OnError;
 use crate::support::log::Level;
@@ -37,6 +38,42 @@ impl App<'_> {
             return None;
         }
         self.store.counters.recall_own(own, self.clock.now_ms())
+    }
+
+    /// What a 429 answered from the memory of refusals rested on, so that the same request
+    /// repeated may be answered again without the way (`gateway::replay`); None for any other
+    /// answer, and where the way does more than it can repeat: a challenge (which may let the
+    /// client past its rules), `auto_block` (which counts every refusal), a journal that
+    /// failed.
+    pub(super) fn keepable(
+        &self,
+        tally: &Tally,
+        response: &Response,
+        journaled: Option<journal::Entry>,
+    ) -> Option<Keepable> {
+        let recalled = tally.recalled.as_ref()?;
+        if response.status != 429
+            || self.config.challenge.is_some()
+            || self.config.auto_block.is_some()
+            || tally.events.iter().any(|e| {
+                !matches!(
+                    e,
+                    Event::Request | Event::Refused(_) | Event::UntrustedNetwork(_)
+                )
+            })
+        {
+            return None;
+        }
+        let journal = if self.config.journal {
+            Some(journaled?.line_after_hour())
+        } else {
+            None
+        };
+        Some(Keepable {
+            refusal: self.store.counters.recalled_from()?,
+            waits: recalled.waits(),
+            journal,
+        })
     }
 
     /// Whether a refusal found the client over one of its own rules (its address's, its

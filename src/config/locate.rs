@@ -144,28 +144,42 @@ fn absolute(p: &Path) -> PathBuf {
 
 /// Reads and checks the configuration that `located` names.
 pub fn load(located: &Located) -> Result<Config, LoadError> {
-    load_with(located, Config::from_json)
+    load_with(located, None, Config::from_json)
 }
 
 /// As [`load`], for a process that answers one request: see [`Config::for_one_request`].
-pub fn load_for_one_request(located: &Located) -> Result<Config, LoadError> {
-    load_with(located, Config::for_one_request)
+/// `text`: the file's text when it was read already ([`read_text`]).
+pub fn load_for_one_request(located: &Located, text: Option<&str>) -> Result<Config, LoadError> {
+    load_with(located, text, Config::for_one_request)
+}
+
+/// The text of the file `source` names.
+pub fn read_text(source: &Source) -> Result<String, LoadError> {
+    fs::read_to_string(source.path()).map_err(|error| LoadError::Unreadable {
+        described: source.describe(),
+        error,
+    })
 }
 
 fn load_with(
     located: &Located,
+    text: Option<&str>,
     read: fn(&str, &Path) -> Result<Config, crate::config::error::ConfigError>,
 ) -> Result<Config, LoadError> {
     match located {
         Located::Defaults { base } => Ok(Config::defaults(base)),
         Located::File(source) => {
             let path = source.path();
-            let text = fs::read_to_string(path).map_err(|error| LoadError::Unreadable {
-                described: source.describe(),
-                error,
-            })?;
+            let read_now;
+            let text = match text {
+                Some(text) => text,
+                None => {
+                    read_now = read_text(source)?;
+                    &read_now
+                }
+            };
             let base = path.parent().unwrap_or(Path::new("/"));
-            let mut config = read(&text, base).map_err(|error| LoadError::Invalid {
+            let mut config = read(text, base).map_err(|error| LoadError::Invalid {
                 path: path.to_owned(),
                 error,
             })?;

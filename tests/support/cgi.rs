@@ -64,6 +64,13 @@ impl Cgi {
         self
     }
 
+    /// The variables the program is given, in the order its environment holds them (by name).
+    pub fn vars(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
+        self.vars
+            .iter()
+            .map(|(n, v)| (n.as_os_str(), v.as_os_str()))
+    }
+
     pub fn has(&self, name: &str) -> bool {
         self.vars.contains_key(OsStr::new(name))
     }
