@@ -48,13 +48,14 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$work/cgi" "$work/www" "$work/data" "$work/logs" "$work/run"
+mkdir -p "$work/cgi" "$work/www" "$work/ratelimit" "$work/logs" "$work/run"
 musl-gcc -O2 -static -o "$work/cgi/noop" bench/noop.c
 # A copy, as bench/starts.sh measures: how the file came into the page cache moves its starts.
 cp "$PROGRAM" "$work/cgi/resolve"
 # shellcheck source=bench/starter.sh
 . bench/starter.sh
-refusing_config "$work/data" 1 >"$work/config.json"
+# The data directory where deploy.sh makes it, beside the configuration.
+refusing_config "$work/ratelimit" 1 >"$work/config.json"
 # Apache's children run as its default user when started by root.
 chmod -R a+rwX "$work"
 

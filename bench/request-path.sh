@@ -54,14 +54,16 @@ build "$work/map"
 # for the admitted requests, then the preset for the refused ones.
 # shellcheck source=bench/starter.sh
 . bench/starter.sh
-mkdir "$work/data"
+# The data directory where deploy.sh makes it, beside the configurations: refused requests
+# repeated are answered from the answers kept there.
+mkdir "$work/ratelimit"
 # Sweeps drawn for (every request draws) but next to never run (one request in 100 would run
 # one): what is laid out is what every request runs.
 no_sweep() {
     sed 's/"on_error": "allow"/"on_error": "allow", "sweep_one_in": 1000000000/'
 }
-refusing_config "$work/data" 30 '{"kind": "echo"}' | no_sweep >"$work/echo.json"
-refusing_config "$work/data" 30 | no_sweep >"$work/preset.json"
+refusing_config "$work/ratelimit" 30 '{"kind": "echo"}' | no_sweep >"$work/echo.json"
+refusing_config "$work/ratelimit" 30 | no_sweep >"$work/preset.json"
 
 # A request under callgrind, which writes every instruction it ran with its address.
 profile() {
@@ -76,9 +78,9 @@ profile() {
 }
 # The journal counts by the hour: a request in a new hour adds new keys to a new file, which
 # the refusals profiled below, each counted by the hour of the one before, must not do. Their
-# two minutes stay within one hour.
+# four minutes stay within one hour.
 to_hour=$((3600 - $(date -u +%s) % 3600))
-if [ "$to_hour" -lt 120 ]; then
+if [ "$to_hour" -lt 240 ]; then
     echo "request-path: waiting ${to_hour}s for the next hour, so that every profile runs within one" >&2
     sleep "$((to_hour + 1))"
 fi
@@ -96,6 +98,27 @@ remembered() {
     profile "$@"
 }
 remembered refused-text preset 'text/plain' 429
+# The path scrapers take before all: the same request again, given the answer kept for it
+# (`gateway::replay`), which the refusal from the memory above kept. Kept for the memory's
+# second and its whole second of waits: profiled from the start of a second, and again from
+# the start of a later one when valgrind took longer than that to reach the clock.
+replayed() {
+    local into
+    for _ in 1 2 3 4 5; do
+        into=$((10#$(date +%N) / 1000000))
+        sleep "$(printf '0.%03d' $((999 - into)))"
+        sleep 0.01
+        cgi_request "$work/preset.json" text/plain "$binary" >/dev/null 2>&1
+        cgi_request "$work/preset.json" text/plain "$binary" >/dev/null 2>&1
+        profile replayed preset 'text/plain' 429
+        # Given the kept answer: the configuration was never read.
+        grep -q "load_for_one_request" "$work/replayed.cg" || return 0
+        sleep 1.1
+    done
+    echo "request-path: no request was given a kept answer in 5 tries" >&2
+    exit 1
+}
+replayed
 remembered refused-html preset 'text/html,application/xhtml+xml,*/*;q=0.8' 429
 remembered refused-json preset 'application/json' 429
 # Once the memory has run out, the store refuses again, and the first request of a new second
@@ -125,7 +148,7 @@ read_data refused-store
 out=link/request-path.ld
 [ "$check" = no ] || out="$work/request-path.ld"
 python3 - "$work/map" "$out" "$work/ran" "$work/refused-remembered.mem" "$work/refused-store.mem" \
-    "$work/refused-text.cg" "$work/refused-html.cg" "$work/refused-json.cg" \
+    "$work/replayed.cg" "$work/refused-text.cg" "$work/refused-html.cg" "$work/refused-json.cg" \
     "$work/refused-store.cg" "$work/admitted.cg" <<'PY'
 import bisect, re, sys
 
@@ -175,8 +198,8 @@ def pattern(section, kind=".text"):
         name = re.sub(r"\.[0-9]+$", ".*", name)
     return f"*({name})"
 
-# Every section that ran: the refused requests' first, those from the memory before the
-# store's, then the admitted request's (the last profile).
+# Every section that ran: the refused requests' first, the kept answer's before those from the
+# memory, those before the store's, then the admitted request's (the last profile).
 ran, seen = [], set()
 for n, path in enumerate(profiles):
     group, here = [], set()
@@ -194,8 +217,11 @@ for n, path in enumerate(profiles):
     # The store's decision runs in the store's refusal, and not in those from the memory (a
     # profile started too late after its refusal by the store would have asked the store).
     decided = any("16decide_own_first" in sections[i][2] for i in here)
-    if (n < 3 and decided) or (n == 3 and not decided):
+    if (n < 4 and decided) or (n == 4 and not decided):
         sys.exit(f"request-path: the {path} request was {'' if decided else 'not '}decided by the store")
+    # The first profile, the kept answer's, never reads the configuration.
+    if n == 0 and any("load_for_one_request" in sections[i][2] for i in here):
+        sys.exit(f"request-path: the {path} request was not given a kept answer")
     # Each group in the order of its patterns, so that the file changes only where the code
     # it names does; the groups in the order of the profiles.
     ran += sorted(group, key=pattern)

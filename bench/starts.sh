@@ -44,8 +44,9 @@ done
 
 # shellcheck source=bench/starter.sh
 . bench/starter.sh
-mkdir "$work/data"
-refusing_config "$work/data" 1 >"$work/config.json"
+# The data directory where deploy.sh makes it, beside the configuration.
+mkdir "$work/ratelimit"
+refusing_config "$work/ratelimit" 1 >"$work/config.json"
 # The first request is admitted (and fails on the discard port: a 502), every later one refused.
 answer() {
     cgi_request "$work/config.json" text/plain "$1" 2>/dev/null | head -n 1

@@ -407,16 +407,14 @@ fn main() {
         .then(|| MariaDb::builder("bench").max_connections(400).start());
     let redis = wanted(&only_stores, "redis").then(Redis::start);
     let dir = TempDir::new("bench");
-    // The data directory beside the configurations, as deploy.sh makes it: with a MySQL or
-    // Redis store it holds the usage journal's spool (and the log's time stamps).
-    dir.server_dir("ratelimit");
+    // The data directory beside the configurations, as deploy.sh makes it: the file store's
+    // counters, and with a MySQL or Redis store the usage journal's spool (and the log's time
+    // stamps); with every store, the refusals and the answers kept for them.
+    let data_dir = dir.server_dir("ratelimit");
     let mut stores: Vec<(&'static str, Value)> = Vec::new();
     if wanted(&only_stores, "file") {
         // Production defaults otherwise: one request in 100 sweeps, for at most 5 ms.
-        stores.push((
-            "file",
-            json!({"kind": "file", "dir": dir.server_dir("data")}),
-        ));
+        stores.push(("file", json!({"kind": "file", "dir": data_dir})));
     }
     if let Some(db) = &db {
         stores.push(("mysql", json!({"kind": "mysql", "url": db.url()})));

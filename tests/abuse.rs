@@ -739,15 +739,15 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// What is wrong beside the data directory of a site in `dir`: it must hold only config.json
-/// and the store's mark beside the data directory (`.data.made`, the program's own file).
+/// and the store's mark beside the data directory (`.ratelimit.made`, the program's own file).
 fn files_beside_data(dir: &Path) -> Option<String> {
     let mark = PathBuf::from(format!(
-        ".data{}",
+        ".ratelimit{}",
         resolve::support::defaults::DATA_DIR_MARK_SUFFIX
     ));
     let outside: Vec<PathBuf> = files_under(dir)
         .into_iter()
-        .filter(|f| !f.starts_with("data") && *f != mark)
+        .filter(|f| !f.starts_with("ratelimit") && *f != mark)
         .collect();
     (outside != [PathBuf::from("config.json")])
         .then(|| format!("files beside the data directory: {outside:?}"))

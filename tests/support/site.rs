@@ -138,7 +138,9 @@ impl SiteBuilder {
     fn split(self) -> (Setup, ApacheParts) {
         let provider = self.provider.unwrap_or_else(Provider::start);
         let dir = TempDir::new(&self.label);
-        let data = dir.server_dir("data");
+        // The data directory where deploy.sh makes it, beside the configuration: what every
+        // store keeps there (refusals, the answers kept for them) is where a site keeps it.
+        let data = dir.server_dir("ratelimit");
         let provider_section = match self.provider_section {
             Some(make) => make(&provider),
             None => config::http_provider(&provider.url("/unrestrict")),
@@ -178,7 +180,8 @@ struct ApacheParts {
 pub struct Setup {
     pub label: String,
     pub provider: Provider,
-    /// `data/`, where the file store keeps its files (owned by the server account when root).
+    /// `ratelimit/`, where the file store keeps its files (owned by the server account when
+    /// root), and every store its refusals and journal spool.
     pub data: PathBuf,
     /// `config.json`.
     pub config_path: PathBuf,
