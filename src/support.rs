@@ -14,6 +14,7 @@ pub mod random;
 pub mod recent;
 pub mod secret;
 pub mod show;
+pub mod siphash;
 #[cfg(test)]
 pub mod temp;
 pub mod text;
