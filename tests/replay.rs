@@ -42,11 +42,7 @@ fn env_of(cgi: &Cgi) -> Env {
 fn kept(setup: &Setup, cgi: &Cgi) -> Option<Vec<u8>> {
     let text = std::fs::read(&setup.config_path).expect("the configuration");
     let env = env_of(cgi);
-    let request = replay::Request {
-        config_path: &setup.config_path,
-        config_text: &text,
-        env: &env,
-    };
+    let request = replay::Request::new(setup.config_path.clone(), &text, &env);
     let mut out = Vec::new();
     replay::answer(&request, Instant::now(), &mut out).then_some(out)
 }

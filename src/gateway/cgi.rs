@@ -45,37 +45,39 @@ pub fn run(log: Context) {
         Ok(locate::Located::File(source)) => Some(locate::read_text(source)),
         _ => None,
     };
-    if let (Ok(locate::Located::File(source)), Some(Ok(text))) = (&located, &text) {
-        let request = replay::Request {
-            config_path: source.path(),
-            config_text: text.as_bytes(),
-            env: &env,
-        };
-        if replay::answer(&request, started, &mut io::stdout().lock()) {
-            return;
-        }
+    let request = match (&located, &text) {
+        (Ok(locate::Located::File(source)), Some(Ok(text))) => Some(replay::Request::new(
+            source.path().to_owned(),
+            text.as_bytes(),
+            &env,
+        )),
+        _ => None,
+    };
+    if let Some(request) = &request
+        && replay::answer(request, started, &mut io::stdout().lock())
+    {
+        return;
     }
     let loaded = located.map_err(|e| (e.to_string(), None)).and_then(|l| {
-        let text = match text {
-            Some(Ok(text)) => Some(text),
+        let text = match &text {
+            Some(Ok(text)) => Some(text.as_str()),
             Some(Err(e)) => return Err((e.to_string(), Some(l))),
             None => None,
         };
-        let config = locate::load_for_one_request(&l, text.as_deref());
-        match config {
-            Ok(config) => Ok((config, l, text)),
+        match locate::load_for_one_request(&l, text) {
+            Ok(config) => Ok((config, l)),
             Err(e) => Err((e.to_string(), Some(l))),
         }
     });
     match loaded {
         // Where the settings lie is judged on the way, only for what would be served; at once
         // where the data directory is missing, before the store makes it again.
-        Ok((config, located, text)) => match web_root::refusal_first(&env, &located, &config) {
+        Ok((config, located)) => match web_root::refusal_first(&env, &located, &config) {
             Some(message) => {
                 let cause = Cause::UnderWebRoot { every: true };
                 answer_not_configured(&env, &message, Some(&located), cause, started, &log);
             }
-            None => serve_one(config, &located, text.as_deref(), &env, started, log),
+            None => serve_one(config, &located, request.as_ref(), &env, started, log),
         },
         Err((message, located)) => {
             // Nothing secret under the web root: that comes before any mistake in the file.
@@ -126,30 +128,21 @@ fn whole_paths(located: &locate::Located, env: &Env) -> bool {
             .all(|name| env.get(name).is_none_or(|path| path.starts_with(b"/")))
 }
 
-/// Answers one request with a loaded configuration; `started`: when the request began; `log`:
-/// what its lines carry.
+/// Answers one request with a loaded configuration; `request`: the request as its kept answer
+/// is named (when the configuration was read from a file); `started`: when the request began;
+/// `log`: what its lines carry.
 #[inline(never)]
 pub fn serve_one(
     config: Config,
     located: &locate::Located,
-    text: Option<&str>,
+    request: Option<&replay::Request<'_>>,
     env: &Env,
     started: Instant,
     log: Context,
 ) {
     // What a refusal answered from memory rested on beside the request: the block list, read
     // before the way reads it.
-    let request = match (located, text) {
-        (locate::Located::File(source), Some(text)) => Some(replay::Request {
-            config_path: source.path(),
-            config_text: text.as_bytes(),
-            env,
-        }),
-        _ => None,
-    };
-    let blocks = request
-        .as_ref()
-        .and_then(|r| replay::blocks_before(r, &config, replay::now_ms()));
+    let blocks = request.and_then(|r| replay::blocks_before(r, &config, replay::now_ms()));
     let site = Site::for_one_request(config, log, whole_paths(located, env));
     // Unbuffered, so that no byte past CONTENT_LENGTH is taken from the server (RFC 3875 4.2).
     let mut stdin = Counted {
@@ -159,7 +152,7 @@ pub fn serve_one(
     // Nothing secret under the web root, judged only for what would be served.
     let check = settings_check(env, located, site.log_context());
     let mut answer = site.answer(env, &mut stdin, &check);
-    if let (Some(request), Some(keepable)) = (&request, &answer.keep) {
+    if let (Some(request), Some(keepable)) = (request, &answer.keep) {
         replay::keep(
             request,
             &site.config,

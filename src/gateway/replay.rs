@@ -1,11 +1,10 @@
 //! The same refused request again, answered before the configuration is read: a scraper in a
 //! loop sends one request over and over, and from the second refusal on the full way only
 //! repeats what the memory of refusals (`store::refusals`) said a moment ago. When a 429 came
-//! from that memory, the CGI adapter keeps it (`store::answers`) under a digest of everything
-//! the way read to make it: this program, its configuration's place and bytes, and the
-//! request's every variable but those of its connection. A request with the same digest is
-//! given the same answer while all it rested on is unchanged, checked in the files the way
-//! reads: the client's `refusals` slot byte for byte (a reset, an unblock, a refund or its
+//! from that memory, the CGI adapter keeps it (`store::answers`) under everything the way read
+//! to make it: this program, its configuration's place and bytes, and the request's every
+//! variable but those of its connection (by a keyed hash). The same request is given the same
+//! answer while all it rested on is unchanged, checked in the files the way reads: the client's `refusals` slot byte for byte (a reset, an unblock, a refund or its
 //! end change it, and it lasts a second at most), the block list, and the waits the answer
 //! says, in whole seconds. Its journal line is appended to the spool as the way appends it.
 //!
@@ -19,18 +18,16 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
 use crate::app::Keepable;
 use crate::config::Config;
 use crate::core::journal::{Entry, hour_of};
 use crate::http::request::Env;
 use crate::http::response::{Response, TIMING, timing};
-use crate::store::answers::{self, BlocksSeen, BlocksSource, DIGEST_BYTES, Kept};
+use crate::store::answers::{self, BlocksSeen, BlocksSource, Kept};
 use crate::store::block_copy;
 use crate::store::refusals;
 use crate::store::settings::StoreKind;
-use crate::support::defaults;
+use crate::support::{defaults, siphash};
 
 /// What a build of this program is: a kept answer is another build's to give only if it is
 /// the same code (written by build.rs from the sources it was built from).
@@ -49,12 +46,23 @@ const CONNECTION_VARS: [&str; 6] = [
 
 /// The request as far as a kept answer is concerned: where its configuration is, and what.
 pub struct Request<'a> {
-    pub config_path: &'a Path,
-    pub config_text: &'a [u8],
-    pub env: &'a Env,
+    config_path: PathBuf,
+    config_text: &'a [u8],
+    env: &'a Env,
+    /// What names it ([`Request::named`]), made at most once, when first needed.
+    named: std::cell::OnceCell<Vec<u8>>,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    pub fn new(config_path: PathBuf, config_text: &'a [u8], env: &'a Env) -> Request<'a> {
+        Request {
+            config_path,
+            config_text,
+            env,
+            named: std::cell::OnceCell::new(),
+        }
+    }
+
     /// The default data directory, beside the configuration file.
     fn data_dir(&self) -> Option<PathBuf> {
         Some(self.config_path.parent()?.join(defaults::DATA_DIR_NAME))
@@ -69,24 +77,35 @@ impl Request<'_> {
                 .is_none_or(|n| n.is_empty() || n == b"0")
     }
 
-    /// SHA-256 of the build, the configuration's place and bytes, and every variable but the
-    /// connection's, each with its length.
-    fn digest(&self) -> [u8; DIGEST_BYTES] {
-        let mut h = Sha256::new();
-        let mut part = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
-        part(BUILD.as_bytes());
-        part(self.config_path.as_os_str().as_encoded_bytes());
-        part(self.config_text);
-        for (name, value) in self.env.vars() {
-            if !CONNECTION_VARS.contains(&name) {
-                part(name.as_bytes());
-                part(value);
+    /// What names the request's kept answer, hashed under the answers file's key
+    /// ([`Request::tag`]): a checksum of the build and the configuration's place and bytes (the
+    /// owner's, changed only by the owner, so a checksum of 64 bits tells their versions
+    /// apart), then every variable but the connection's, each name and value followed by a
+    /// zero byte (which neither holds).
+    fn named(&self) -> &[u8] {
+        self.named.get_or_init(|| {
+            let path = self.config_path.as_os_str().as_encoded_bytes();
+            let config = [BUILD.as_bytes(), path, self.config_text]
+                .iter()
+                .fold(0, |h, part| answers::sum(h, part));
+            let mut named = Vec::with_capacity(1024);
+            named.extend_from_slice(&config.to_le_bytes());
+            for (name, value) in self.env.vars() {
+                if !CONNECTION_VARS.contains(&name) {
+                    named.extend_from_slice(name.as_bytes());
+                    named.push(0);
+                    named.extend_from_slice(value);
+                    named.push(0);
+                }
             }
-        }
-        h.finalize().into()
+            named
+        })
+    }
+
+    /// The request's tag under the answers file's `key`: keyed, so that no client can make its
+    /// request pass for another's; nothing of the request is kept but this.
+    fn tag(&self, key: siphash::Key) -> u64 {
+        siphash::hash(key, self.named())
     }
 }
 
@@ -106,7 +125,7 @@ pub fn answer(request: &Request<'_>, started: Instant, out: &mut dyn Write) -> b
     let Some(data_dir) = request.data_dir() else {
         return false;
     };
-    let Some(kept) = answers::read(&data_dir, &request.digest()) else {
+    let Some(kept) = answers::read(&data_dir, |key| request.tag(key)) else {
         return false;
     };
     let now = now_ms();
@@ -217,7 +236,7 @@ pub fn keep(
         return;
     };
     let kept = Kept {
-        digest: request.digest(),
+        tag: 0,
         refusal_at: keepable.refusal.at,
         refusal,
         waits: keepable.waits.clone(),
@@ -227,7 +246,7 @@ pub fn keep(
         head: written[..=blank].to_vec(),
         tail: written[blank + 1..].to_vec(),
     };
-    answers::write(&config.data_dir, &kept);
+    answers::write(&config.data_dir, |key| request.tag(key), kept);
 }
 
 #[cfg(test)]

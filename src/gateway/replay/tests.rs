@@ -18,25 +18,21 @@ const GET: [(&str, &str); 4] = [
     ("HTTP_ACCEPT", "text/plain"),
 ];
 
-fn digest(path: &str, text: &str, env: &Env) -> [u8; DIGEST_BYTES] {
-    Request {
-        config_path: Path::new(path),
-        config_text: text.as_bytes(),
-        env,
-    }
-    .digest()
+/// The request's tag under a key of the test's.
+fn key_of(path: &str, text: &str, env: &Env) -> u64 {
+    Request::new(PathBuf::from(path), text.as_bytes(), env).tag(siphash::Key(1, 2))
 }
 
 #[test]
 fn a_request_is_named_by_all_it_says_but_its_connection() {
-    let base = digest("/home/u/resolve/config.json", "{}", &env(&GET));
+    let base = key_of("/home/u/resolve/config.json", "{}", &env(&GET));
     // The connection's own variables change nothing.
     let mut with_port = GET.to_vec();
     with_port.push(("REMOTE_PORT", "50123"));
     with_port.push(("UNIQUE_ID", "aGVsbG8"));
     with_port.push(("H2_STREAM_ID", "7"));
     assert_eq!(
-        digest("/home/u/resolve/config.json", "{}", &env(&with_port)),
+        key_of("/home/u/resolve/config.json", "{}", &env(&with_port)),
         base
     );
     // Anything else does: each variable, a new one, the configuration's place or bytes.
@@ -44,7 +40,7 @@ fn a_request_is_named_by_all_it_says_but_its_connection() {
         let mut changed = GET.to_vec();
         changed[i].1 = "other";
         assert_ne!(
-            digest("/home/u/resolve/config.json", "{}", &env(&changed)),
+            key_of("/home/u/resolve/config.json", "{}", &env(&changed)),
             base,
             "{i}"
         );
@@ -52,23 +48,37 @@ fn a_request_is_named_by_all_it_says_but_its_connection() {
     let mut more = GET.to_vec();
     more.push(("HTTP_USER_AGENT", "curl/8"));
     assert_ne!(
-        digest("/home/u/resolve/config.json", "{}", &env(&more)),
+        key_of("/home/u/resolve/config.json", "{}", &env(&more)),
         base
     );
     assert_ne!(
-        digest("/home/v/resolve/config.json", "{}", &env(&GET)),
+        key_of("/home/v/resolve/config.json", "{}", &env(&GET)),
         base
     );
     assert_ne!(
-        digest("/home/u/resolve/config.json", "{ }", &env(&GET)),
+        key_of("/home/u/resolve/config.json", "{ }", &env(&GET)),
         base
     );
     // A name and a value are told apart from their neighbours.
     let joined = env(&[("AB", "C")]);
     let split = env(&[("A", "BC")]);
     assert_ne!(
-        digest("/c.json", "", &joined),
-        digest("/c.json", "", &split)
+        key_of("/c.json", "", &joined),
+        key_of("/c.json", "", &split)
+    );
+}
+
+#[test]
+fn a_request_is_tagged_under_the_files_key() {
+    let env = env(&GET);
+    let request = Request::new(PathBuf::from("/home/u/resolve/config.json"), b"{}", &env);
+    assert_eq!(
+        request.tag(siphash::Key(1, 2)),
+        request.tag(siphash::Key(1, 2))
+    );
+    assert_ne!(
+        request.tag(siphash::Key(1, 2)),
+        request.tag(siphash::Key(1, 3))
     );
 }
 
@@ -76,12 +86,7 @@ fn a_request_is_named_by_all_it_says_but_its_connection() {
 fn only_a_request_without_a_body_may_have_a_kept_answer() {
     let request = |vars: &[(&str, &str)]| {
         let env = env(vars);
-        Request {
-            config_path: Path::new("/home/u/resolve/config.json"),
-            config_text: b"{}",
-            env: &env,
-        }
-        .may_keep()
+        Request::new(PathBuf::from("/home/u/resolve/config.json"), b"{}", &env).may_keep()
     };
     assert!(request(&[("REQUEST_METHOD", "GET")]));
     assert!(request(&[
@@ -104,11 +109,7 @@ fn only_a_request_without_a_body_may_have_a_kept_answer() {
 #[test]
 fn the_data_directory_is_the_default_one_beside_the_configuration() {
     let env = env(&GET);
-    let request = Request {
-        config_path: Path::new("/home/u/resolve/config.json"),
-        config_text: b"{}",
-        env: &env,
-    };
+    let request = Request::new(PathBuf::from("/home/u/resolve/config.json"), b"{}", &env);
     assert_eq!(
         request.data_dir(),
         Some(PathBuf::from("/home/u/resolve/ratelimit"))
@@ -121,11 +122,7 @@ fn without_a_kept_answer_the_request_goes_the_full_way() {
     let config = dir.join("config.json");
     std::fs::create_dir(dir.join("ratelimit")).unwrap();
     let env = env(&GET);
-    let request = Request {
-        config_path: &config,
-        config_text: b"{}",
-        env: &env,
-    };
+    let request = Request::new(config, b"{}", &env);
     let mut out = Vec::new();
     assert!(!answer(&request, Instant::now(), &mut out));
     assert!(out.is_empty());
