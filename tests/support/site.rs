@@ -140,7 +140,12 @@ impl SiteBuilder {
         let dir = TempDir::new(&self.label);
         // The data directory where deploy.sh makes it, beside the configuration: what every
         // store keeps there (refusals, the answers kept for them) is where a site keeps it.
-        let data = dir.server_dir("ratelimit");
+        // Made here for the file store, whose directory it is; with a store on a server the
+        // program makes it, as on a site.
+        let data = match &self.store {
+            None => dir.server_dir("ratelimit"),
+            Some(_) => dir.path().join("ratelimit"),
+        };
         let provider_section = match self.provider_section {
             Some(make) => make(&provider),
             None => config::http_provider(&provider.url("/unrestrict")),
@@ -180,8 +185,9 @@ struct ApacheParts {
 pub struct Setup {
     pub label: String,
     pub provider: Provider,
-    /// `ratelimit/`, where the file store keeps its files (owned by the server account when
-    /// root), and every store its refusals and journal spool.
+    /// `ratelimit/`, where the file store keeps its files (made here, owned by the server
+    /// account when root), and every store its refusals and journal spool (made by the program
+    /// for a store on a server).
     pub data: PathBuf,
     /// `config.json`.
     pub config_path: PathBuf,
