@@ -52,6 +52,8 @@ impl App<'_> {
         journaled: Option<journal::Entry>,
     ) -> Option<Keepable> {
         let recalled = tally.recalled.as_ref()?;
+        // Only where the memory is a file's (under CGI): a FastCGI process's is its own.
+        let refusal = self.store.counters.recalled_from()?;
         if response.status != 429
             || self.config.challenge.is_some()
             || self.config.auto_block.is_some()
@@ -70,7 +72,7 @@ impl App<'_> {
             None
         };
         Some(Keepable {
-            refusal: self.store.counters.recalled_from()?,
+            refusal,
             waits: recalled.waits(),
             journal,
         })
