@@ -10,6 +10,7 @@ pub mod block_copy;
 pub mod block_list;
 pub mod cache;
 pub mod counters;
+pub mod fields;
 pub mod file;
 pub mod held;
 pub mod journal;

@@ -91,18 +91,24 @@ fn limited_site(label: &str) -> Setup {
         .write()
 }
 
-fn stats(setup: &Setup) -> Value {
+/// `resolve ARGS --config` the site's configuration, which must succeed: its output.
+fn command(setup: &Setup, args: &[&str]) -> Vec<u8> {
     let out = Command::new(binary())
-        .args(["stats", "--json", "--config"])
+        .args(args)
+        .arg("--config")
         .arg(&setup.config_path)
         .output()
-        .expect("resolve stats");
+        .expect("run resolve");
     assert!(
         out.status.success(),
-        "{}",
+        "resolve {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("stats --json is JSON")
+    out.stdout
+}
+
+fn stats(setup: &Setup) -> Value {
+    serde_json::from_slice(&command(setup, &["stats", "--json"])).expect("stats --json is JSON")
 }
 
 /// Every format and both methods: the kept answer is the full way's, byte for byte but the
@@ -162,25 +168,11 @@ fn a_kept_answer_stands_only_while_what_it_rested_on_does() {
     assert!(kept(&setup, &cgi.clone().header("Accept", "application/json")).is_none());
 
     // Blocked: the list changed, so the full way answers, with its 403.
-    let block = Command::new(binary())
-        .args(["block", CLIENT, "--config"])
-        .arg(&setup.config_path)
-        .output()
-        .expect("resolve block");
-    assert!(
-        block.status.success(),
-        "{}",
-        String::from_utf8_lossy(&block.stderr)
-    );
+    command(&setup, &["block", CLIENT]);
     assert!(kept(&setup, &cgi).is_none(), "kept through a block");
     let blocked = cgi.run();
     assert_eq!(blocked.answer().status, 403, "{}", blocked.describe());
-    let unblock = Command::new(binary())
-        .args(["unblock", CLIENT, "--config"])
-        .arg(&setup.config_path)
-        .output()
-        .expect("resolve unblock");
-    assert!(unblock.status.success());
+    command(&setup, &["unblock", CLIENT]);
     refused_then_kept(&setup, &cgi);
 
     // The configuration edited: another request as far as kept answers go.

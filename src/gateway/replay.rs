@@ -27,6 +27,7 @@ use crate::store::answers::{self, BlocksSeen, BlocksSource, Kept};
 use crate::store::block_copy;
 use crate::store::refusals;
 use crate::store::settings::StoreKind;
+use crate::support::decimal::decimal;
 use crate::support::{defaults, siphash};
 
 /// What a build of this program is: a kept answer is another build's to give only if it is
@@ -133,7 +134,8 @@ pub fn answer(request: &Request<'_>, started: Instant, out: &mut dyn Write) -> b
         return false;
     }
     if let Some(after) = &kept.journal {
-        let line = Entry::line_in_hour(hour_of(now), after);
+        let mut digits = [0; 20];
+        let line = Entry::line_in_hour(decimal(hour_of(now).into(), &mut digits), after);
         let lock = Duration::from_millis(kept.lock_timeout_ms.into());
         if !matches!(
             crate::store::spool::append_to_started(&data_dir, &line, now, lock),

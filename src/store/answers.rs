@@ -18,6 +18,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use crate::store::fields::Fields;
 use crate::store::file::safe_open::OPEN_FLAGS;
 use crate::store::refusals;
 use crate::support::{defaults, siphash};
@@ -159,35 +160,6 @@ pub fn encode(kept: &Kept) -> Option<Vec<u8>> {
     Some(slot)
 }
 
-/// Reads fields off the front of a payload.
-struct Fields<'a>(&'a [u8]);
-
-impl<'a> Fields<'a> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_first_chunk::<N>()?;
-        self.0 = rest;
-        Some(*head)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take::<1>().map(|[b]| b)
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take().map(u16::from_le_bytes)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take().map(u32::from_le_bytes)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-    fn bytes(&mut self) -> Option<&'a [u8]> {
-        let n = usize::from(self.u16()?);
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
-    }
-}
-
 /// The answer kept in `slot` when the slot is whole and kept for a request of `tag`.
 pub fn decode(slot: &[u8], tag: u64) -> Option<Kept> {
     if slot.get(..4)? != MAGIC {
@@ -226,7 +198,7 @@ pub fn decode(slot: &[u8], tag: u64) -> Option<Kept> {
     let lock_timeout_ms = f.u32()?;
     let head = f.bytes()?.to_vec();
     let tail = f.bytes()?.to_vec();
-    if !f.0.is_empty() {
+    if !f.rest().is_empty() {
         return None;
     }
     Some(Kept {

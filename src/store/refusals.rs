@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 use crate::core::decision::{Decision, RuleStatus};
 use crate::store::counters::{Counters, RecalledSlot};
+use crate::store::fields::Fields;
 use crate::store::file::safe_open::OPEN_FLAGS;
 use crate::store::{Check, StoreError, checks_key};
 use crate::support::defaults;
@@ -202,26 +203,6 @@ fn encode(key: &str, asked_ms: u64, refusal: &Decision) -> Option<[u8; SLOT_BYTE
     Some(slot)
 }
 
-/// Reads fields off the front of a payload.
-struct Fields<'a>(&'a [u8]);
-
-impl Fields<'_> {
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let (head, rest) = self.0.split_first_chunk::<N>()?;
-        self.0 = rest;
-        Some(*head)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take().map(u64::from_le_bytes)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take().map(u32::from_le_bytes)
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take().map(u16::from_le_bytes)
-    }
-}
-
 /// The refusal in `slot` and when it was asked, when the slot is whole (whatever checks it
 /// names): for a slot known to be the one a refusal was recalled from.
 pub fn decode_recalled(slot: &[u8; SLOT_BYTES]) -> Option<(u64, Decision)> {
@@ -269,7 +250,7 @@ fn decode_named(slot: &[u8; SLOT_BYTES]) -> Option<(u64, Decision, &[u8])> {
         wait_ms,
         statuses,
     };
-    Some((asked_ms, refusal, f.0))
+    Some((asked_ms, refusal, f.rest()))
 }
 
 #[cfg(test)]

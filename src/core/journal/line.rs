@@ -30,23 +30,12 @@ impl Entry {
         line[comma..].to_vec()
     }
 
-    /// The line of an entry in `hour` whose line after its hour is `after`
-    /// ([`Entry::line_after_hour`]).
-    pub fn line_in_hour(hour: u32, after: &[u8]) -> Vec<u8> {
-        let mut digits = [0u8; 10];
-        let mut at = digits.len();
-        let mut n = hour;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let mut line = Vec::with_capacity(1 + digits.len() - at + after.len());
+    /// The line of an entry in the hour written `hour` (in decimal) whose line after its hour
+    /// is `after` ([`Entry::line_after_hour`]).
+    pub fn line_in_hour(hour: &str, after: &[u8]) -> Vec<u8> {
+        let mut line = Vec::with_capacity(1 + hour.len() + after.len());
         line.push(b'[');
-        line.extend_from_slice(&digits[at..]);
+        line.extend_from_slice(hour.as_bytes());
         line.extend_from_slice(after);
         line
     }
@@ -112,19 +101,19 @@ mod tests {
             "{}",
             String::from_utf8_lossy(&after)
         );
-        assert_eq!(Entry::line_in_hour(494_000, &after), entry.to_line());
+        assert_eq!(Entry::line_in_hour("494000", &after), entry.to_line());
         let later = Entry {
             hour: 494_001,
             ..entry.clone()
         };
-        assert_eq!(Entry::line_in_hour(494_001, &after), later.to_line());
+        assert_eq!(Entry::line_in_hour("494001", &after), later.to_line());
         let empty = Entry {
             hour: 3,
             totals: vec![],
             clients: vec![],
         };
         assert_eq!(
-            Entry::line_in_hour(3, &empty.line_after_hour()),
+            Entry::line_in_hour("3", &empty.line_after_hour()),
             empty.to_line()
         );
     }
