@@ -152,7 +152,7 @@ pub fn serve_one(
     // Nothing secret under the web root, judged only for what would be served.
     let check = settings_check(env, located, site.log_context());
     let mut answer = site.answer(env, &mut stdin, &check);
-    if let (Some(request), Some(keepable)) = (request, &answer.keep) {
+    if let (Some(request), Some(keepable)) = (request, answer.keep.take()) {
         replay::keep(
             request,
             &site.config,

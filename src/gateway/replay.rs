@@ -4,9 +4,11 @@
 //! from that memory, the CGI adapter keeps it (`store::answers`) under everything the way read
 //! to make it: this program, its configuration's place and bytes, and the request's every
 //! variable but those of its connection (by a keyed hash). The same request is given the same
-//! answer while all it rested on is unchanged, checked in the files the way reads: the client's `refusals` slot byte for byte (a reset, an unblock, a refund or its
-//! end change it, and it lasts a second at most), the block list, and the waits the answer
-//! says, in whole seconds. Its journal line is appended to the spool as the way appends it.
+//! answer while all it rested on is unchanged, checked in the files the way reads: the
+//! client's `refusals` slot byte for byte (a refund or a new refusal changes it, and it lasts
+//! a second at most), the block list (a block or an unblock changes it), and the waits the
+//! answer says, in whole seconds. Its journal line is appended to the spool as the way
+//! appends it.
 //!
 //! Nothing is decided here: this only repeats a decision the way made, for as long as the way
 //! would make it again. Whatever cannot be checked (no kept answer, another second's waits, a
@@ -218,15 +220,14 @@ pub fn keep(
     request: &Request<'_>,
     config: &Config,
     blocks: Option<BlocksSeen>,
-    keepable: &Keepable,
+    keepable: Keepable,
     response: &Response,
     head_only: bool,
 ) {
     let Some(blocks) = blocks else {
         return;
     };
-    let Ok(refusal) = <Box<[u8; refusals::SLOT_BYTES]>>::try_from(keepable.refusal.bytes.clone())
-    else {
+    let Ok(refusal) = <Box<[u8; refusals::SLOT_BYTES]>>::try_from(keepable.refusal.bytes) else {
         return;
     };
     let mut written = Vec::with_capacity(256 + response.body.len());
@@ -241,9 +242,9 @@ pub fn keep(
         tag: 0,
         refusal_at: keepable.refusal.at,
         refusal,
-        waits: keepable.waits.clone(),
+        waits: keepable.waits,
         blocks,
-        journal: keepable.journal.clone(),
+        journal: keepable.journal,
         lock_timeout_ms: u32::try_from(config.store.lock_timeout.as_millis()).unwrap_or(u32::MAX),
         head: written[..=blank].to_vec(),
         tail: written[blank + 1..].to_vec(),
